@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One entry point for people and CI: installs missing Debian packages, configures, builds, runs.
+#   ./build.sh demo    build and run the demo on the bundled sessions
+#   ./build.sh test    build and run the whole test suite (ctest); non-zero exit on any failure
+#   ./build.sh build   configure and build only        ./build.sh bench   run the benchmarks
+#   PRESET=asan ./build.sh test   use another CMake preset (default, asan, tsan, release)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PRESET=${PRESET:-default}
+PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
+          libgtest-dev libgmock-dev libbenchmark-dev ccache)
+
+ensure_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    # Never libboost-dev / libboost-all-dev: they replace the 1.81 headers with 1.74.
+    local cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "Missing packages. Run as root:" >&2
+        echo "  apt-get update && $cmd" >&2
+        exit 1
+    fi
+    echo "Installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    $cmd
+}
+
+build() {
+    ensure_packages
+    cmake --preset "$PRESET" >/dev/null
+    cmake --build --preset "$PRESET" -j "$(nproc)"
+}
+
+case "${1:-}" in
+    build) build ;;
+    test)
+        build
+        ctest --preset "$PRESET" -j "$(nproc)"
+        ;;
+    demo)
+        build
+        exec bash examples/demo.sh "build/$PRESET"
+        ;;
+    bench)
+        build
+        for b in build/"$PRESET"/tests/bench/bench_*; do "$b" "${@:2}"; done
+        ;;
+    *)
+        echo "usage: ./build.sh demo|test|build|bench" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,67 @@
+// Error codes and diagnostics of the compaction module (session log parsing, planning, validation).
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <boost/system/result.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace agentctx::compaction {
+
+/// Stable error codes. Names and values never change once released.
+enum class errc
+{
+    // Session log: reading.
+    empty_file = 1,       ///< The file has no lines at all.
+    missing_header,       ///< The first line is not a `session` header with a string id.
+    unsupported_version,  ///< The header's version is newer than this library understands.
+    invalid_json,         ///< A line is not valid JSON.
+    invalid_utf8,         ///< A line is not valid UTF-8.
+    line_too_long,        ///< A line exceeds the configured size limit.
+    nesting_too_deep,     ///< A line nests deeper than the configured depth.
+    wrong_type,           ///< A field has the wrong JSON type.
+    missing_field,        ///< A required field is absent.
+    duplicate_id,         ///< Two entries share one id.
+    dangling_parent,      ///< An entry's parentId names no entry of the session.
+    parent_cycle,         ///< Following parentId links loops.
+    // Session log: tree operations.
+    entry_not_found,      ///< An id passed to a tree operation is unknown.
+    migration_required,   ///< A v1/v2 file must be migrated before it can be appended to.
+};
+
+const boost::system::error_category& error_category() noexcept;
+
+inline boost::system::error_code make_error_code(errc e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
+
+/// The name of a code as written in JSON output (`"duplicate_id"`).
+const char* to_string(errc e) noexcept;
+
+/// Human-readable detail of a failure: where it happened and why.
+struct diagnostics
+{
+    std::size_t line = 0;  ///< 1-based line in the session file, 0 when not tied to a line.
+    std::string field;     ///< JSON path of the offending field (`message.content[2].text`), may be empty.
+    std::string message;   ///< Full sentence including the line and field.
+
+    void clear()
+    {
+        line = 0;
+        field.clear();
+        message.clear();
+    }
+};
+
+template <class T>
+using result = boost::system::result<T>;
+
+}  // namespace agentctx::compaction
+
+template <>
+struct boost::system::is_error_code_enum<agentctx::compaction::errc> : std::true_type
+{
+};

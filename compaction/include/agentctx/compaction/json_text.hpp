@@ -1,0 +1,39 @@
+// JavaScript-compatible text primitives: JSON.stringify output and UTF-16 lengths of UTF-8 text.
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace agentctx::compaction {
+
+/// Appends `JSON.stringify(v)` to `out`: no spaces, keys in stored order, non-ASCII raw,
+/// control characters as `\uXXXX` (lowercase) except `\b\f\n\r\t`, numbers as ECMAScript's
+/// Number::toString (`0.5`, `1e+21`, `-0` -> `0`, non-finite -> `null`).
+void stringify_to(std::string& out, const boost::json::value& v);
+std::string stringify(const boost::json::value& v);
+
+/// ECMAScript Number::toString of a double.
+void format_number_to(std::string& out, double d);
+
+/// Appends a JSON string literal of `s` (UTF-8) with JSON.stringify escaping.
+void quote_to(std::string& out, std::string_view s);
+
+/// Length of UTF-8 text in UTF-16 code units (JavaScript's `.length`). Invalid bytes count as
+/// one unit each (they would decode to U+FFFD).
+std::size_t utf16_length(std::string_view utf8) noexcept;
+
+/// JavaScript's `s.slice(0, n)` on UTF-8 text: the first `n` UTF-16 units. When the cut splits a
+/// surrogate pair, the lone high surrogate cannot exist in UTF-8 and becomes U+FFFD (what a
+/// JavaScript string with a lone surrogate turns into when encoded as UTF-8).
+std::string utf16_prefix(std::string_view utf8, std::size_t n);
+
+/// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, max U+10FFFF).
+bool is_valid_utf8(std::string_view s) noexcept;
+
+/// Compares two UTF-8 strings by UTF-16 code units (JavaScript's default sort order).
+bool utf16_less(std::string_view a, std::string_view b) noexcept;
+
+}  // namespace agentctx::compaction

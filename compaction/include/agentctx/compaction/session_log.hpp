@@ -1,0 +1,170 @@
+// The append-only session tree (spec §1.2, §1.7): an index of every line, entries on demand.
+#pragma once
+
+#include <agentctx/compaction/entry.hpp>
+#include <agentctx/compaction/error.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace agentctx::compaction {
+
+struct load_options
+{
+    std::size_t max_line_bytes = 64u * 1024u * 1024u;  ///< longer lines are `line_too_long`
+    std::size_t max_depth = 64;                         ///< deeper nesting is `nesting_too_deep`
+    bool tolerant = false;  ///< skip corrupt lines (each reported) instead of failing the load
+};
+
+/// Something the loader noticed that did not stop it.
+struct load_note
+{
+    errc code{};            ///< what was wrong (for skipped lines) or 0 for plain notes
+    std::size_t line = 0;   ///< 1-based line
+    std::string message;
+};
+
+/// A final line without its newline that does not parse: an append interrupted by a crash.
+struct torn_tail
+{
+    std::uint64_t offset = 0;  ///< where the fragment starts
+    std::uint64_t length = 0;  ///< its size in bytes
+    std::size_t line = 0;
+};
+
+struct load_report
+{
+    std::size_t lines = 0;                   ///< physical lines read
+    int source_version = current_session_version;  ///< the header's version before migration
+    std::vector<load_note> skipped_lines;    ///< tolerant mode: corrupt lines left out
+    std::vector<load_note> notes;            ///< e.g. a compaction whose firstKeptEntryId is off its path
+    std::optional<torn_tail> torn;           ///< see torn_tail
+    bool missing_final_newline = false;      ///< last line complete but unterminated
+};
+
+/// Reads one line's bytes (without the newline) from where the log was loaded from.
+class line_reader
+{
+public:
+    virtual ~line_reader() = default;
+    virtual result<std::string> read(std::uint64_t offset, std::size_t length) const = 0;
+};
+
+/// A line_reader over text held in memory.
+class string_line_reader final : public line_reader
+{
+public:
+    explicit string_line_reader(std::string text) : text_(std::move(text)) {}
+    result<std::string> read(std::uint64_t offset, std::size_t length) const override;
+
+private:
+    std::string text_;
+};
+
+/// What the index knows about an entry without materializing it: enough to walk the tree,
+/// find compactions and track the model and thinking level of a path.
+struct entry_meta
+{
+    entry_type type = entry_type::unknown;
+    role message_role = role::other;  ///< for message entries
+    std::int32_t parent = -1;         ///< index of the parent entry, -1 for a root
+    std::uint32_t line = 0;           ///< 1-based line in the file (0 for appended entries)
+    std::uint64_t offset = 0;         ///< byte range of the line in the file
+    std::uint32_t length = 0;
+    std::string id;
+    std::string provider;            ///< assistant message provider or model_change provider
+    std::string model;               ///< assistant message model or model_change modelId
+    std::string thinking_level;      ///< thinking_level_change
+    std::string first_kept_entry_id;  ///< compaction
+    entry_ptr cached;                ///< set for appended (and eagerly loaded) entries
+};
+
+/// Builds meta data for an entry held in memory (used on append).
+entry_meta make_meta(const entry_ptr& e);
+
+/// The session: header, every entry's index data, the parent links and the leaf.
+/// Not thread-safe; the runtime owns one per session on its strand.
+class session_log
+{
+public:
+    session_log() = default;
+
+    /// A new, empty v3 session.
+    explicit session_log(session_header header);
+
+    /// Loads a whole file held in memory (tests, tools). The file loader in runtime streams.
+    static result<session_log> load(std::string text, const load_options& opts, load_report& report, diagnostics& diag);
+
+    const session_header& header() const noexcept { return header_; }
+    /// The version of the file as read (1, 2 or 3); entries are migrated in memory to v3.
+    int source_version() const noexcept { return source_version_; }
+    std::size_t size() const noexcept { return metas_.size(); }
+    const entry_meta& meta(std::size_t i) const { return metas_[i]; }
+    std::optional<std::size_t> find(std::string_view id) const;
+    bool contains(std::string_view id) const { return find(id).has_value(); }
+
+    /// The current leaf (last entry in file order after load), nullopt for an empty session.
+    std::optional<std::size_t> leaf() const noexcept { return leaf_; }
+    std::optional<std::string> leaf_id() const;
+
+    /// Moves the leaf to an existing entry (Pi's `branch`). Not persisted, as in Pi.
+    result<void> branch(std::string_view id, diagnostics& diag);
+
+    /// Indices root -> `leaf` in O(path length).
+    std::vector<std::uint32_t> path_to(std::optional<std::size_t> leaf) const;
+    std::vector<std::uint32_t> active_path() const { return path_to(leaf_); }
+
+    /// Materializes entry `i` (parsing its line on first use). Errors carry the line number.
+    result<entry_ptr> get(std::size_t i, diagnostics& diag) const;
+
+    /// Adds an entry after validation: non-empty unique id, parent present (or null).
+    /// Moves the leaf to it. Fails with `migration_required` on a v1/v2 log.
+    result<void> append(entry_ptr e, diagnostics& diag);
+
+    /// A fresh 8-hex id unique in this session.
+    std::string new_id() const;
+
+    /// The object a v1/v2 line becomes in v3 (ids, parent links, firstKeptEntryId, custom role).
+    /// Used by materialization and by the explicit migrate operation.
+    void migrate_object(std::size_t i, boost::json::object& o) const;
+
+private:
+    friend class session_log_builder;
+
+    session_header header_;
+    int source_version_ = current_session_version;
+    load_options opts_;
+    std::vector<entry_meta> metas_;
+    std::vector<std::int64_t> legacy_first_kept_index_;  ///< v1 only: firstKeptEntryIndex per entry
+    std::unordered_map<std::string, std::uint32_t> by_id_;
+    std::optional<std::size_t> leaf_;
+    std::shared_ptr<const line_reader> reader_;
+};
+
+/// Streaming loader: feed the file in chunks of any size, then finish. Memory stays bounded by
+/// the index and the longest line, whatever the file size.
+class session_log_builder
+{
+public:
+    explicit session_log_builder(load_options opts = {});
+    ~session_log_builder();
+    session_log_builder(const session_log_builder&) = delete;
+    session_log_builder& operator=(const session_log_builder&) = delete;
+
+    /// Feeds the next bytes. Returns false once a fatal error is recorded (further feeds are ignored).
+    bool feed(std::string_view bytes);
+
+    /// Ends the input. `reader` must serve the same bytes that were fed, for later materialization.
+    result<session_log> finish(std::shared_ptr<const line_reader> reader, load_report& report, diagnostics& diag);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace agentctx::compaction

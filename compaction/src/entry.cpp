@@ -1,0 +1,336 @@
+// Strict decoding of the session header and entries; builders for entries written by agentctx.
+#include <agentctx/compaction/entry.hpp>
+
+#include "field_reader.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+namespace agentctx::compaction {
+
+using detail::field_reader;
+
+namespace {
+
+constexpr std::array<std::string_view, 9> type_names{
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+};
+
+}  // namespace
+
+std::string_view to_string(entry_type t) noexcept
+{
+    const auto i = static_cast<std::size_t>(t);
+    return i < type_names.size() ? type_names[i] : std::string_view("unknown");
+}
+
+entry_type entry_type_from_string(std::string_view s) noexcept
+{
+    for (std::size_t i = 0; i < type_names.size(); ++i)
+        if (type_names[i] == s)
+            return static_cast<entry_type>(i);
+    return entry_type::unknown;
+}
+
+result<session_header> decode_header(const boost::json::object& o, diagnostics& diag)
+{
+    const auto* type = o.if_contains("type");
+    const auto* id = o.if_contains("id");
+    if (!type || !type->is_string() || type->get_string() != "session" || !id || !id->is_string())
+    {
+        diag.field = "type";
+        diag.message = "the first line is not a session header (type \"session\" with a string id)";
+        return errc::missing_header;
+    }
+    field_reader f(o, "", diag);
+    session_header h;
+    h.id = f.req_string("id");
+    h.timestamp = f.opt_string("timestamp").value_or("");
+    h.cwd = f.opt_string("cwd");
+    h.parent_session = f.opt_string("parentSession");
+    const auto version = f.opt_number("version");
+    if (f.failed())
+        return f.code();
+    h.version = version ? static_cast<int>(*version) : 1;
+    if (!version || *version != static_cast<double>(h.version) || h.version < 1)
+        h.version = version ? 0 : 1;
+    if (h.version == 0)
+    {
+        f.fail(errc::wrong_type, "version", "expected a positive integer");
+        return f.code();
+    }
+    if (h.version > current_session_version)
+    {
+        diag.field = "version";
+        diag.message = "session format version " + std::to_string(h.version) +
+                       " is newer than the newest this library reads (" +
+                       std::to_string(current_session_version) + ")";
+        return errc::unsupported_version;
+    }
+    h.raw = o;
+    return h;
+}
+
+result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
+{
+    field_reader f(raw, "", diag);
+    entry e;
+    e.type_name = f.req_string("type");
+    e.type = entry_type_from_string(e.type_name);
+    e.id = f.req_string("id");
+    if (!f.failed() && e.id.empty())
+        f.fail(errc::wrong_type, "id", "expected a non-empty string");
+    e.parent_id = f.nullable_string("parentId", false);
+    e.timestamp = f.opt_string("timestamp").value_or("");
+    if (f.failed())
+        return f.code();
+
+    switch (e.type)
+    {
+    case entry_type::message:
+        if (const auto* m = f.req_object("message"))
+        {
+            auto msg = decode_message(*m, "message", diag);
+            if (!msg)
+                return msg.error();
+            e.message = std::make_shared<const message>(std::move(*msg));
+        }
+        break;
+    case entry_type::thinking_level_change: e.thinking_level = f.req_string("thinkingLevel"); break;
+    case entry_type::model_change:
+        e.provider = f.req_string("provider");
+        e.model_id = f.req_string("modelId");
+        break;
+    case entry_type::compaction:
+        e.summary = f.req_string("summary");
+        e.first_kept_entry_id = f.req_string("firstKeptEntryId");
+        e.tokens_before = f.req_number("tokensBefore");
+        e.from_hook = f.opt_bool("fromHook");
+        break;
+    case entry_type::branch_summary:
+        e.from_id = f.req_string("fromId");
+        e.summary = f.req_string("summary");
+        e.from_hook = f.opt_bool("fromHook");
+        break;
+    case entry_type::custom: e.custom_type = f.req_string("customType"); break;
+    case entry_type::custom_message:
+    {
+        e.custom_type = f.req_string("customType");
+        e.display = f.opt_bool("display");
+        if (const auto* c = f.opt_value("content"))
+        {
+            auto content = decode_content(*c, "content", diag);
+            if (!content)
+                return content.error();
+            e.content = std::move(*content);
+        }
+        else
+            f.fail(errc::missing_field, "content", "required field is missing");
+        break;
+    }
+    case entry_type::label:
+        e.target_id = f.req_string("targetId");
+        e.label = f.nullable_string("label", false);
+        break;
+    case entry_type::session_info: e.name = f.opt_string("name"); break;
+    case entry_type::unknown: break;
+    }
+    if (const auto* d = raw.if_contains("details"))
+        e.details = *d;
+    if (f.failed())
+        return f.code();
+    e.raw = std::move(raw);
+    return e;
+}
+
+session_header make_header(std::string id, std::string timestamp, std::string cwd)
+{
+    session_header h;
+    h.version = current_session_version;
+    h.raw["type"] = "session";
+    h.raw["version"] = current_session_version;
+    h.raw["id"] = id;
+    h.raw["timestamp"] = timestamp;
+    h.raw["cwd"] = cwd;
+    h.id = std::move(id);
+    h.timestamp = std::move(timestamp);
+    h.cwd = std::move(cwd);
+    return h;
+}
+
+namespace {
+
+boost::json::object entry_base(
+    std::string_view type,
+    const std::string& id,
+    const std::optional<std::string>& parent_id,
+    const std::string& timestamp
+)
+{
+    boost::json::object o;
+    o["type"] = type;
+    o["id"] = id;
+    if (parent_id)
+        o["parentId"] = *parent_id;
+    else
+        o["parentId"] = nullptr;
+    o["timestamp"] = timestamp;
+    return o;
+}
+
+}  // namespace
+
+result<entry> make_message_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    boost::json::object message,
+    diagnostics& diag
+)
+{
+    auto o = entry_base("message", id, parent_id, timestamp);
+    o["message"] = std::move(message);
+    return decode_entry(std::move(o), diag);
+}
+
+entry make_compaction_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    std::string summary,
+    std::string first_kept_entry_id,
+    double tokens_before,
+    boost::json::value details,
+    bool from_hook
+)
+{
+    auto o = entry_base("compaction", id, parent_id, timestamp);
+    o["summary"] = summary;
+    o["firstKeptEntryId"] = first_kept_entry_id;
+    if (tokens_before == static_cast<double>(static_cast<std::int64_t>(tokens_before)))
+        o["tokensBefore"] = static_cast<std::int64_t>(tokens_before);
+    else
+        o["tokensBefore"] = tokens_before;
+    if (!details.is_null())
+        o["details"] = details;
+    o["fromHook"] = from_hook;
+    diagnostics diag;
+    return decode_entry(std::move(o), diag).value();  // built from valid parts: cannot fail
+}
+
+std::string iso_timestamp_now()
+{
+    using namespace std::chrono;
+    const auto now = system_clock::now();
+    const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[96];
+    std::snprintf(
+        buf,
+        sizeof buf,
+        "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        static_cast<int>(ms % 1000)
+    );
+    return buf;
+}
+
+namespace {
+
+// Howard Hinnant's days_from_civil.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept
+{
+    y -= m <= 2;
+    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const auto yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+bool read_int(std::string_view s, std::size_t pos, std::size_t len, int& out) noexcept
+{
+    if (pos + len > s.size())
+        return false;
+    out = 0;
+    for (std::size_t i = pos; i < pos + len; ++i)
+    {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        out = out * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+}  // namespace
+
+std::optional<double> parse_iso_timestamp(std::string_view s) noexcept
+{
+    int y, mo, d, h, mi, sec;
+    if (!read_int(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !read_int(s, 5, 2, mo) || s[7] != '-' ||
+        !read_int(s, 8, 2, d) || s[10] != 'T' || !read_int(s, 11, 2, h) || s[13] != ':' ||
+        !read_int(s, 14, 2, mi) || s[16] != ':' || !read_int(s, 17, 2, sec))
+        return std::nullopt;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
+        return std::nullopt;
+    std::size_t pos = 19;
+    double ms = 0;
+    if (pos < s.size() && s[pos] == '.')
+    {
+        ++pos;
+        double scale = 100;
+        while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9')
+        {
+            ms += (s[pos] - '0') * scale;
+            scale /= 10;
+            ++pos;
+        }
+        ms = static_cast<double>(static_cast<std::int64_t>(ms));  // Date.parse keeps milliseconds
+    }
+    std::int64_t offset_min = 0;
+    if (pos < s.size() && s[pos] == 'Z')
+        ++pos;
+    else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-'))
+    {
+        int oh, om;
+        if (!read_int(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !read_int(s, pos + 4, 2, om))
+            return std::nullopt;
+        offset_min = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
+        pos += 6;
+    }
+    else
+        return std::nullopt;
+    if (pos != s.size())
+        return std::nullopt;
+    const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+    const std::int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    return static_cast<double>(secs) * 1000.0 + ms;
+}
+
+std::string random_hex8()
+{
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng() & 0xFFFFFFFFu));
+    return buf;
+}
+
+}  // namespace agentctx::compaction

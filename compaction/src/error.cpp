@@ -1,0 +1,45 @@
+// The compaction module's error_category.
+#include <agentctx/compaction/error.hpp>
+
+namespace agentctx::compaction {
+
+const char* to_string(errc e) noexcept
+{
+    switch (e)
+    {
+    case errc::empty_file: return "empty_file";
+    case errc::missing_header: return "missing_header";
+    case errc::unsupported_version: return "unsupported_version";
+    case errc::invalid_json: return "invalid_json";
+    case errc::invalid_utf8: return "invalid_utf8";
+    case errc::line_too_long: return "line_too_long";
+    case errc::nesting_too_deep: return "nesting_too_deep";
+    case errc::wrong_type: return "wrong_type";
+    case errc::missing_field: return "missing_field";
+    case errc::duplicate_id: return "duplicate_id";
+    case errc::dangling_parent: return "dangling_parent";
+    case errc::parent_cycle: return "parent_cycle";
+    case errc::entry_not_found: return "entry_not_found";
+    case errc::migration_required: return "migration_required";
+    }
+    return "unknown";
+}
+
+namespace {
+
+class category final : public boost::system::error_category
+{
+public:
+    const char* name() const noexcept override { return "agentctx.compaction"; }
+    std::string message(int ev) const override { return to_string(static_cast<errc>(ev)); }
+};
+
+}  // namespace
+
+const boost::system::error_category& error_category() noexcept
+{
+    static const category instance;
+    return instance;
+}
+
+}  // namespace agentctx::compaction

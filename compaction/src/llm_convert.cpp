@@ -1,0 +1,90 @@
+// convert_to_llm and its exact prefix/suffix texts.
+#include <agentctx/compaction/llm_convert.hpp>
+
+#include <agentctx/compaction/json_text.hpp>
+
+namespace agentctx::compaction {
+
+std::string bash_execution_to_text(const message& m)
+{
+    std::string t = "Ran `" + m.command + "`\n";
+    if (!m.output.empty())
+        t += "```\n" + m.output + "\n```";
+    else
+        t += "(no output)";
+    if (m.cancelled)
+        t += "\n\n(command cancelled)";
+    else if (m.exit_code && *m.exit_code != 0)
+    {
+        t += "\n\nCommand exited with code ";
+        format_number_to(t, *m.exit_code);
+    }
+    if (m.truncated && m.full_output_path)
+        t += "\n\n[Output truncated. Full output: " + *m.full_output_path + "]";
+    return t;
+}
+
+namespace {
+
+std::shared_ptr<const message> user_text(const message& from, std::string text)
+{
+    auto u = std::make_shared<message>();
+    u->role = role::user;
+    u->role_name = "user";
+    u->timestamp = from.timestamp;
+    u->content.blocks.push_back(text_block{std::move(text)});
+    return u;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    out.reserve(messages.size());
+    for (const auto& m : messages)
+    {
+        switch (m->role)
+        {
+        case role::user:
+        case role::assistant:
+        case role::tool_result: out.push_back(m); break;
+        case role::bash_execution:
+            if (!m->exclude_from_context)
+                out.push_back(user_text(*m, bash_execution_to_text(*m)));
+            break;
+        case role::custom:
+        {
+            auto u = std::make_shared<message>();
+            u->role = role::user;
+            u->role_name = "user";
+            u->timestamp = m->timestamp;
+            u->content = m->content;
+            if (u->content.is_string)
+            {
+                u->content.blocks.push_back(text_block{std::move(u->content.text)});
+                u->content.text.clear();
+                u->content.is_string = false;
+            }
+            out.push_back(std::move(u));
+            break;
+        }
+        case role::branch_summary:
+            out.push_back(user_text(
+                *m,
+                std::string(branch_summary_prefix) + m->summary + std::string(branch_summary_suffix)
+            ));
+            break;
+        case role::compaction_summary:
+            out.push_back(user_text(
+                *m,
+                std::string(compaction_summary_prefix) + m->summary + std::string(compaction_summary_suffix)
+            ));
+            break;
+        case role::other: break;
+        }
+    }
+    return out;
+}
+
+}  // namespace agentctx::compaction

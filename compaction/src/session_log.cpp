@@ -1,0 +1,599 @@
+// session_log and its streaming builder: line index, id map, parent links, leaf, lazy entries.
+#include <agentctx/compaction/session_log.hpp>
+
+#include "exact_json.hpp"
+#include "line_indexer.hpp"
+
+
+#include <cstdio>
+#include <cstring>
+
+namespace agentctx::compaction {
+
+using detail::seen;
+
+result<std::string> string_line_reader::read(std::uint64_t offset, std::size_t length) const
+{
+    if (offset > text_.size() || length > text_.size() - offset)
+        return errc::entry_not_found;
+    return text_.substr(static_cast<std::size_t>(offset), length);
+}
+
+entry_meta make_meta(const entry_ptr& e)
+{
+    entry_meta m;
+    m.type = e->type;
+    m.id = e->id;
+    if (e->type == entry_type::message && e->message)
+    {
+        m.message_role = e->message->role;
+        if (e->message->role == role::assistant)
+        {
+            m.provider = e->message->provider;
+            m.model = e->message->model;
+        }
+    }
+    else if (e->type == entry_type::model_change)
+    {
+        m.provider = e->provider;
+        m.model = e->model_id;
+    }
+    m.thinking_level = e->thinking_level;
+    m.first_kept_entry_id = e->first_kept_entry_id;
+    m.cached = e;
+    return m;
+}
+
+session_log::session_log(session_header header) : header_(std::move(header)) {}
+
+std::optional<std::size_t> session_log::find(std::string_view id) const
+{
+    const auto it = by_id_.find(std::string(id));
+    if (it == by_id_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+std::optional<std::string> session_log::leaf_id() const
+{
+    if (!leaf_)
+        return std::nullopt;
+    return metas_[*leaf_].id;
+}
+
+result<void> session_log::branch(std::string_view id, diagnostics& diag)
+{
+    const auto i = find(id);
+    if (!i)
+    {
+        diag.field = "id";
+        diag.message = "entry '" + std::string(id) + "' not found";
+        return errc::entry_not_found;
+    }
+    leaf_ = *i;
+    return {};
+}
+
+std::vector<std::uint32_t> session_log::path_to(std::optional<std::size_t> leaf) const
+{
+    std::vector<std::uint32_t> path;
+    if (!leaf)
+        return path;
+    // Cycles were rejected (or broken) at load and appends only link to existing entries.
+    for (std::int32_t i = static_cast<std::int32_t>(*leaf); i >= 0; i = metas_[static_cast<std::size_t>(i)].parent)
+        path.push_back(static_cast<std::uint32_t>(i));
+    return {path.rbegin(), path.rend()};
+}
+
+void session_log::migrate_object(std::size_t i, boost::json::object& o) const
+{
+    if (source_version_ >= current_session_version)
+        return;
+    const entry_meta& m = metas_[i];
+    if (source_version_ < 2)
+    {
+        o["id"] = m.id;
+        if (m.parent >= 0)
+            o["parentId"] = metas_[static_cast<std::size_t>(m.parent)].id;
+        else
+            o["parentId"] = nullptr;
+        if (i < legacy_first_kept_index_.size() && legacy_first_kept_index_[i] >= 0 && o.contains("firstKeptEntryIndex"))
+        {
+            // v1 indices count the header as 0 (spec §1.8).
+            const auto fk = legacy_first_kept_index_[i];
+            o.erase("firstKeptEntryIndex");
+            o["firstKeptEntryId"] = fk >= 1 && static_cast<std::size_t>(fk - 1) < metas_.size()
+                                        ? metas_[static_cast<std::size_t>(fk - 1)].id
+                                        : std::string();
+        }
+    }
+    if (auto* msg = o.if_contains("message"); msg && msg->is_object())
+    {
+        auto& mo = msg->get_object();
+        if (auto* r = mo.if_contains("role"); r && r->is_string() && r->get_string() == "hookMessage")
+            *r = "custom";
+    }
+}
+
+result<entry_ptr> session_log::get(std::size_t i, diagnostics& diag) const
+{
+    const entry_meta& m = metas_[i];
+    if (m.cached)
+        return m.cached;
+    auto fail = [&](errc code) -> result<entry_ptr> {
+        diag.line = m.line;
+        diag.message = "line " + std::to_string(m.line) + ": " + diag.message;
+        return code;
+    };
+    if (!reader_)
+    {
+        diag.message = "entry has no backing store";
+        return fail(errc::entry_not_found);
+    }
+    auto text = reader_->read(m.offset, m.length);
+    if (!text)
+    {
+        diag.message = "cannot read the line back: " + text.error().message();
+        return text.error();
+    }
+    boost::system::error_code ec;
+    auto v = detail::parse_exact(*text, opts_.max_depth, ec);
+    if (ec || !v.is_object())
+    {
+        diag.message = "the line changed on disk since it was indexed";
+        return fail(errc::invalid_json);
+    }
+    migrate_object(i, v.get_object());
+    auto e = decode_entry(std::move(v.get_object()), diag);
+    if (!e)
+        return fail(static_cast<errc>(e.error().value()));
+    return std::make_shared<const entry>(std::move(*e));
+}
+
+result<void> session_log::append(entry_ptr e, diagnostics& diag)
+{
+    if (source_version_ < current_session_version)
+    {
+        diag.message = "the session file is version " + std::to_string(source_version_) +
+                       "; run migrate before appending to it";
+        return errc::migration_required;
+    }
+    if (e->id.empty() || contains(e->id))
+    {
+        diag.field = "id";
+        diag.message = e->id.empty() ? "entry id is empty" : "duplicate id '" + e->id + "'";
+        return e->id.empty() ? errc::missing_field : errc::duplicate_id;
+    }
+    std::int32_t parent = -1;
+    if (e->parent_id)
+    {
+        const auto p = find(*e->parent_id);
+        if (!p)
+        {
+            diag.field = "parentId";
+            diag.message = "parentId '" + *e->parent_id + "' names no entry";
+            return errc::dangling_parent;
+        }
+        parent = static_cast<std::int32_t>(*p);
+    }
+    entry_meta m = make_meta(e);
+    m.parent = parent;
+    by_id_.emplace(m.id, static_cast<std::uint32_t>(metas_.size()));
+    metas_.push_back(std::move(m));
+    leaf_ = metas_.size() - 1;
+    return {};
+}
+
+std::string session_log::new_id() const
+{
+    return new_entry_id([this](const std::string& id) { return contains(id); });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct session_log_builder::impl
+{
+    explicit impl(load_options o) : opts(o), indexer(o.max_depth) {}
+
+    load_options opts;
+    detail::line_indexer indexer;
+
+    std::string carry;
+    std::uint64_t carry_offset = 0;
+    bool carry_too_long = false;
+    std::uint64_t pos = 0;
+    std::size_t line_no = 0;
+
+    bool have_header = false;
+    session_header header;
+    std::vector<entry_meta> metas;
+    std::vector<std::string> parent_ids;  // unresolved, parallel to metas ("" with has_parent false)
+    std::vector<bool> has_parent;
+    std::vector<std::int64_t> legacy_fk;
+    load_report report;
+
+    errc error{};
+    diagnostics diag;
+
+    bool failed() const { return error != errc{}; }
+
+    void fail(errc code, std::size_t line, std::string field, const std::string& what)
+    {
+        if (failed())
+            return;
+        error = code;
+        diag.line = line;
+        diag.field = std::move(field);
+        diag.message = line ? "line " + std::to_string(line) + ": " + what : what;
+    }
+
+    // A line that cannot be used: fatal, or skipped and reported in tolerant mode.
+    void bad_line(errc code, std::size_t line, std::string field, const std::string& what)
+    {
+        if (opts.tolerant && have_header)
+        {
+            report.skipped_lines.push_back({code, line, "line " + std::to_string(line) + ": " + what});
+            return;
+        }
+        fail(code, line, std::move(field), what);
+    }
+
+    static bool blank(std::string_view s)
+    {
+        for (char c : s)
+            if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+                return false;
+        return true;
+    }
+
+    void header_line(std::string_view text, std::size_t line)
+    {
+        diagnostics d;
+        auto idx = indexer.index(text, d);  // same validation and error codes as entries
+        if (!idx)
+            return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
+        boost::system::error_code ec;
+        auto v = detail::parse_exact(text, opts.max_depth, ec);
+        if (ec || !v.is_object())
+            return fail(errc::missing_header, line, "type", "the first line is not a session header object");
+        auto h = decode_header(v.get_object(), d);
+        if (!h)
+            return fail(static_cast<errc>(h.error().value()), line, d.field, d.message);
+        header = std::move(*h);
+        report.source_version = header.version;
+        have_header = true;
+    }
+
+    std::string synthetic_id(std::size_t line)
+    {
+        // v1 lines have no ids. Derive them from the session id and line number so that opening
+        // the same file twice yields the same ids (Pi draws random ones).
+        std::uint32_t h = 2166136261u;
+        auto mix = [&h](std::string_view s) {
+            for (unsigned char c : s)
+                h = (h ^ c) * 16777619u;
+        };
+        mix(header.id);
+        mix(std::to_string(line));
+        for (;;)
+        {
+            char buf[9];
+            std::snprintf(buf, sizeof buf, "%08x", h);
+            std::string id(buf);
+            bool taken = false;
+            for (const auto& m : metas)  // v1 files are small and rare; linear check is fine
+                if (m.id == id)
+                {
+                    taken = true;
+                    break;
+                }
+            if (!taken)
+                return id;
+            h = h * 16777619u + 1;
+        }
+    }
+
+    void line(std::string_view text, std::uint64_t offset, bool terminated)
+    {
+        const std::size_t n = ++line_no;
+        report.lines = n;
+        if (text.size() > opts.max_line_bytes)
+            return bad_line(
+                errc::line_too_long,
+                n,
+                "",
+                "line is " + std::to_string(text.size()) + " bytes, over the limit of " +
+                    std::to_string(opts.max_line_bytes)
+            );
+        if (blank(text))
+            return;  // Pi skips blank lines too
+        if (!have_header)
+            return header_line(text, n);
+
+        diagnostics d;
+        auto idx = indexer.index(text, d);
+        if (!idx)
+        {
+            if (!terminated)
+            {
+                // An unterminated final line that does not parse: an append torn by a crash.
+                report.torn = torn_tail{offset, text.size(), n};
+                return;
+            }
+            return bad_line(static_cast<errc>(idx.error().value()), n, "", d.message);
+        }
+        if (!terminated)
+            report.missing_final_newline = true;
+        const detail::line_fields& f = **idx;
+        const bool v1 = header.version < 2;
+        if (!f.is_object)
+            return bad_line(errc::wrong_type, n, "", "expected a JSON object");
+        if (f.type_kind != seen::string)
+            return bad_line(
+                f.type_kind == seen::absent ? errc::missing_field : errc::wrong_type,
+                n,
+                "type",
+                "field 'type': expected string"
+            );
+        if (f.type == "session")
+            return bad_line(errc::wrong_type, n, "type", "a second session header");
+        if (!v1 && (f.id_kind != seen::string || f.id.empty()))
+            return bad_line(
+                f.id_kind == seen::absent ? errc::missing_field : errc::wrong_type,
+                n,
+                "id",
+                "field 'id': expected a non-empty string"
+            );
+        if (!v1 && f.parent_kind != seen::string && f.parent_kind != seen::null && f.parent_kind != seen::absent)
+            return bad_line(errc::wrong_type, n, "parentId", "field 'parentId': expected string or null");
+        if (f.type == "message" && f.message_kind != seen::object)
+            return bad_line(
+                f.message_kind == seen::absent ? errc::missing_field : errc::wrong_type,
+                n,
+                "message",
+                "field 'message': expected object"
+            );
+
+        entry_meta m;
+        m.type = entry_type_from_string(f.type);
+        m.line = static_cast<std::uint32_t>(n);
+        m.offset = offset;
+        m.length = static_cast<std::uint32_t>(text.size());
+        if (m.type == entry_type::message)
+        {
+            m.message_role = role_from_string(f.role);
+            if (m.message_role == role::assistant)
+            {
+                m.provider = f.message_provider;
+                m.model = f.message_model;
+            }
+        }
+        else if (m.type == entry_type::model_change)
+        {
+            m.provider = f.provider;
+            m.model = f.model_id;
+        }
+        m.thinking_level = f.thinking_level;
+        m.first_kept_entry_id = f.first_kept_entry_id;
+        if (v1)
+        {
+            m.id = synthetic_id(n);
+            parent_ids.push_back(metas.empty() ? std::string() : metas.back().id);
+            has_parent.push_back(!metas.empty());
+            legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
+        }
+        else
+        {
+            m.id = f.id;
+            parent_ids.push_back(f.parent_kind == seen::string ? f.parent_id : std::string());
+            has_parent.push_back(f.parent_kind == seen::string);
+        }
+        metas.push_back(std::move(m));
+    }
+
+    void feed(std::string_view bytes)
+    {
+        std::size_t i = 0;
+        while (i < bytes.size() && !failed())
+        {
+            const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
+            const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data())
+                                       : bytes.size();
+            const std::string_view piece = bytes.substr(i, end - i);
+            if (carry.empty() && !carry_too_long && nl)
+                line(piece, pos + i, true);  // the common case: a whole line inside this chunk
+            else
+            {
+                if (carry.empty() && !carry_too_long)
+                    carry_offset = pos + i;
+                if (!carry_too_long)
+                {
+                    if (carry.size() + piece.size() > opts.max_line_bytes)
+                    {
+                        // Do not buffer a runaway line; remember only that it was too long.
+                        carry_too_long = true;
+                        carry.clear();
+                    }
+                    else
+                        carry.append(piece);
+                }
+                if (nl)
+                    end_carried_line(true);
+            }
+            i = end + 1;
+        }
+        pos += bytes.size();
+    }
+
+    void end_carried_line(bool terminated)
+    {
+        if (carry_too_long)
+        {
+            const std::size_t n = ++line_no;
+            report.lines = n;
+            bad_line(
+                errc::line_too_long,
+                n,
+                "",
+                "line is over the limit of " + std::to_string(opts.max_line_bytes) + " bytes"
+            );
+        }
+        else
+            line(carry, carry_offset, terminated);
+        carry.clear();
+        carry_too_long = false;
+    }
+
+    // Resolves ids and parents, rejects duplicates, dangling parents and cycles.
+    void resolve(session_log& log)
+    {
+        log.by_id_.reserve(metas.size());
+        std::vector<entry_meta> kept;
+        std::vector<std::size_t> kept_src;  // index into parent_ids for each kept meta
+        kept.reserve(metas.size());
+        for (std::size_t i = 0; i < metas.size(); ++i)
+        {
+            auto [it, inserted] = log.by_id_.emplace(metas[i].id, static_cast<std::uint32_t>(kept.size()));
+            if (!inserted)
+            {
+                const std::string what = "duplicate id '" + metas[i].id + "' (first used on line " +
+                                         std::to_string(kept[it->second].line) + ")";
+                bad_line(errc::duplicate_id, metas[i].line, "id", what);
+                if (failed())
+                    return;
+                continue;
+            }
+            kept.push_back(std::move(metas[i]));
+            kept_src.push_back(i);
+        }
+        for (std::size_t k = 0; k < kept.size(); ++k)
+        {
+            const std::size_t src = kept_src[k];
+            if (!has_parent[src])
+                continue;
+            const auto it = log.by_id_.find(parent_ids[src]);
+            if (it == log.by_id_.end())
+            {
+                bad_line(
+                    errc::dangling_parent,
+                    kept[k].line,
+                    "parentId",
+                    "parentId '" + parent_ids[src] + "' names no entry"
+                );
+                if (failed())
+                    return;
+                continue;  // tolerant: becomes a root, like Pi's walk that stops at a missing parent
+            }
+            kept[k].parent = static_cast<std::int32_t>(it->second);
+        }
+        // Cycle check: iterative colouring, O(n) overall.
+        std::vector<std::uint8_t> state(kept.size(), 0);  // 0 new, 1 on the current walk, 2 done
+        std::vector<std::size_t> walk;
+        for (std::size_t s = 0; s < kept.size(); ++s)
+        {
+            if (state[s])
+                continue;
+            walk.clear();
+            std::int32_t i = static_cast<std::int32_t>(s);
+            while (i >= 0 && state[static_cast<std::size_t>(i)] == 0)
+            {
+                state[static_cast<std::size_t>(i)] = 1;
+                walk.push_back(static_cast<std::size_t>(i));
+                i = kept[static_cast<std::size_t>(i)].parent;
+            }
+            if (i >= 0 && state[static_cast<std::size_t>(i)] == 1)
+            {
+                auto& m = kept[static_cast<std::size_t>(i)];
+                bad_line(errc::parent_cycle, m.line, "parentId", "parentId links of entry '" + m.id + "' form a cycle");
+                if (failed())
+                    return;
+                m.parent = -1;  // tolerant: break the cycle here
+            }
+            for (auto w : walk)
+                state[w] = 2;
+        }
+        if (header.version < 2)
+        {
+            log.legacy_first_kept_index_.reserve(kept.size());
+            for (auto src : kept_src)
+                log.legacy_first_kept_index_.push_back(legacy_fk[src]);
+        }
+        log.metas_ = std::move(kept);
+    }
+
+    void check_compactions(const session_log& log)
+    {
+        for (std::size_t i = 0; i < log.metas_.size(); ++i)
+        {
+            const auto& m = log.metas_[i];
+            if (m.type != entry_type::compaction || header.version < 2)
+                continue;
+            bool found = false;
+            for (std::int32_t p = m.parent; p >= 0 && !found; p = log.metas_[static_cast<std::size_t>(p)].parent)
+                found = log.metas_[static_cast<std::size_t>(p)].id == m.first_kept_entry_id;
+            if (!found)
+                report.notes.push_back(
+                    {errc{},
+                     m.line,
+                     "line " + std::to_string(m.line) + ": compaction '" + m.id + "' keeps from '" +
+                         m.first_kept_entry_id +
+                         "', which is not on its path; its context starts at the summary (spec §2.7)"}
+                );
+        }
+    }
+};
+
+session_log_builder::session_log_builder(load_options opts) : impl_(std::make_unique<impl>(opts)) {}
+session_log_builder::~session_log_builder() = default;
+
+bool session_log_builder::feed(std::string_view bytes)
+{
+    if (!impl_->failed())
+        impl_->feed(bytes);
+    return !impl_->failed();
+}
+
+result<session_log> session_log_builder::finish(
+    std::shared_ptr<const line_reader> reader,
+    load_report& report,
+    diagnostics& diag
+)
+{
+    impl& s = *impl_;
+    if (!s.failed() && (!s.carry.empty() || s.carry_too_long))
+        s.end_carried_line(false);
+    if (!s.failed() && !s.have_header)
+    {
+        if (s.report.torn)
+            s.fail(errc::missing_header, s.report.torn->line, "type", "the session header line is incomplete");
+        else
+            s.fail(errc::empty_file, 0, "", "the session file is empty");
+    }
+    session_log log;
+    if (!s.failed())
+        s.resolve(log);
+    if (s.failed())
+    {
+        diag = s.diag;
+        report = std::move(s.report);
+        return s.error;
+    }
+    s.check_compactions(log);
+    log.header_ = std::move(s.header);
+    log.source_version_ = log.header_.version;
+    log.opts_ = s.opts;
+    log.reader_ = std::move(reader);
+    if (!log.metas_.empty())
+        log.leaf_ = log.metas_.size() - 1;
+    report = std::move(s.report);
+    return log;
+}
+
+result<session_log> session_log::load(std::string text, const load_options& opts, load_report& report, diagnostics& diag)
+{
+    session_log_builder b(opts);
+    b.feed(text);
+    return b.finish(std::make_shared<string_line_reader>(std::move(text)), report, diag);
+}
+
+}  // namespace agentctx::compaction

@@ -1,0 +1,107 @@
+// CLI helpers: argument scanning, session opening with error reporting, JSON printing.
+#include "cli_common.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+
+#include <algorithm>
+#include <iostream>
+
+namespace agentctx::cli {
+
+bool args::has(std::string_view name) const
+{
+    return std::any_of(options.begin(), options.end(), [&](const auto& o) { return o.first == name; });
+}
+
+std::optional<std::string> args::get(std::string_view name) const
+{
+    for (auto it = options.rbegin(); it != options.rend(); ++it)
+        if (it->first == name)
+            return it->second;
+    return std::nullopt;
+}
+
+std::optional<args> parse_args(int argc, char** argv, int first, const std::vector<std::string_view>& valued,
+                               const std::vector<std::string_view>& flags, std::string& error)
+{
+    args a;
+    for (int i = first; i < argc; ++i)
+    {
+        const std::string_view s = argv[i];
+        if (s.size() > 2 && s.substr(0, 2) == "--")
+        {
+            std::string_view name = s.substr(2);
+            std::optional<std::string> inline_value;
+            if (const auto eq = name.find('='); eq != std::string_view::npos)
+            {
+                inline_value = std::string(name.substr(eq + 1));
+                name = name.substr(0, eq);
+            }
+            if (std::find(valued.begin(), valued.end(), name) != valued.end())
+            {
+                if (!inline_value && i + 1 >= argc)
+                {
+                    error = "option --" + std::string(name) + " needs a value";
+                    return std::nullopt;
+                }
+                a.options.emplace_back(std::string(name), inline_value ? *inline_value : std::string(argv[++i]));
+            }
+            else if (std::find(flags.begin(), flags.end(), name) != flags.end() && !inline_value)
+                a.options.emplace_back(std::string(name), "");
+            else
+            {
+                error = "unknown option " + std::string(s);
+                return std::nullopt;
+            }
+        }
+        else
+            a.positional.emplace_back(s);
+    }
+    return a;
+}
+
+void print_json(const boost::json::value& v)
+{
+    std::string out = compaction::stringify(v);
+    out += '\n';
+    std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void print_error(bool json, std::string_view code, std::string_view message)
+{
+    if (json)
+    {
+        boost::json::object e;
+        e["code"] = code;
+        e["message"] = message;
+        print_json(boost::json::object{{"error", e}});
+    }
+    else
+        std::cerr << "agentctx: " << code << ": " << message << '\n';
+}
+
+std::optional<opened_session> open_session(const std::string& path, bool json, int& code)
+{
+    compaction::diagnostics diag;
+    auto store = runtime::jsonl_store::open(path, {.read_only = true}, diag);
+    if (!store)
+    {
+        code = exit_io;
+        print_error(json, store.error().message(), diag.message);
+        return std::nullopt;
+    }
+    opened_session s;
+    auto log = (*store)->load({}, s.report, diag);
+    if (!log)
+    {
+        code = log.error().category() == runtime::error_category() ? exit_io : exit_bad_session;
+        print_error(json, log.error().message(), path + ": " + diag.message);
+        return std::nullopt;
+    }
+    s.log = std::move(*log);
+    return s;
+}
+
+}  // namespace agentctx::cli

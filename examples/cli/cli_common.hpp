@@ -1,0 +1,55 @@
+// Shared pieces of the agentctx CLI: exit codes, argument scanning, opening a session file.
+#pragma once
+
+#include <agentctx/compaction/session_log.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agentctx::cli {
+
+/// Documented exit codes (see `agentctx --help`).
+enum exit_code : int
+{
+    exit_ok = 0,
+    exit_failed = 1,        ///< the operation ran and failed (e.g. a compaction was rejected)
+    exit_usage = 2,         ///< bad command line
+    exit_bad_session = 3,   ///< the session file is invalid (error code and line printed)
+    exit_io = 4,            ///< missing or unreadable file
+    exit_locked = 5,        ///< another writer holds the session's lock
+};
+
+struct args
+{
+    std::vector<std::string> positional;
+    std::vector<std::pair<std::string, std::string>> options;  ///< --name value / --flag ""
+    bool has(std::string_view name) const;
+    std::optional<std::string> get(std::string_view name) const;
+};
+
+/// Splits argv after the subcommand. `valued` lists options that take a value.
+std::optional<args> parse_args(int argc, char** argv, int first, const std::vector<std::string_view>& valued,
+                               const std::vector<std::string_view>& flags, std::string& error);
+
+struct opened_session
+{
+    compaction::session_log log;
+    compaction::load_report report;
+};
+
+/// Opens a session file read-only. On failure prints the error (with its code) to stderr, or as
+/// `{"error": {...}}` on stdout with --json, and returns the exit code in `code`.
+std::optional<opened_session> open_session(const std::string& path, bool json, int& code);
+
+/// Prints `{"error": {"code", "message"}}` (json) or `agentctx: CODE: message` (stderr).
+void print_error(bool json, std::string_view code, std::string_view message);
+
+/// Writes a JSON value as JSON.stringify would, plus a newline.
+void print_json(const boost::json::value& v);
+
+}  // namespace agentctx::cli

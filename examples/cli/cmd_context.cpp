@@ -1,0 +1,119 @@
+// `agentctx context SESSION.jsonl [--json]`: the messages the next model request would carry.
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/token_estimate.hpp>
+
+#include <boost/json/array.hpp>
+
+#include <cstdio>
+
+namespace agentctx::cli {
+
+namespace {
+
+// A one-line preview of a message for people.
+std::string preview(const compaction::message& m)
+{
+    using compaction::role;
+    std::string text;
+    switch (m.role)
+    {
+    case role::bash_execution: text = "$ " + m.command; break;
+    case role::branch_summary:
+    case role::compaction_summary: text = m.summary; break;
+    case role::assistant:
+        for (const auto& b : m.content.blocks)
+        {
+            if (const auto* t = std::get_if<compaction::text_block>(&b))
+                text += t->text + " ";
+            else if (const auto* c = std::get_if<compaction::tool_call_block>(&b))
+                text += c->name + "(" + compaction::stringify(c->arguments) + ") ";
+        }
+        break;
+    default: text = compaction::content_text(m.content); break;
+    }
+    for (auto& c : text)
+        if (c == '\n' || c == '\t' || c == '\r')
+            c = ' ';
+    if (compaction::utf16_length(text) > 72)
+        text = compaction::utf16_prefix(text, 71) + "…";
+    return text;
+}
+
+}  // namespace
+
+int cmd_context(int argc, char** argv)
+{
+    std::string error;
+    auto a = parse_args(argc, argv, 2, {}, {"json", "help"}, error);
+    if (!a || a->has("help") || a->positional.size() != 1)
+    {
+        std::fprintf(a && a->has("help") ? stdout : stderr,
+                     "usage: agentctx context SESSION.jsonl [--json]\n\n"
+                     "Prints the context the next model request would carry: the projected messages\n"
+                     "(latest compaction summary, kept entries, later entries), each with the entry it\n"
+                     "came from and its estimated tokens (chars/4).\n"
+                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\", \"tokens\"}]}.\n");
+        if (!error.empty())
+            std::fprintf(stderr, "agentctx context: %s\n", error.c_str());
+        return a && a->has("help") ? exit_ok : exit_usage;
+    }
+    const bool json = a->has("json");
+    int code = exit_ok;
+    auto s = open_session(a->positional[0], json, code);
+    if (!s)
+        return code;
+    compaction::diagnostics diag;
+    auto ctx = compaction::build_session_context(s->log, diag);
+    if (!ctx)
+    {
+        print_error(json, ctx.error().message(), diag.message);
+        return exit_bad_session;
+    }
+    if (json)
+    {
+        boost::json::object out;
+        out["leafId"] = ctx->leaf_id ? boost::json::value(*ctx->leaf_id) : boost::json::value(nullptr);
+        out["thinkingLevel"] = ctx->thinking_level;
+        if (ctx->model)
+            out["model"] = boost::json::object{{"provider", ctx->model->provider}, {"modelId", ctx->model->model_id}};
+        else
+            out["model"] = nullptr;
+        boost::json::array msgs;
+        for (const auto& m : ctx->messages)
+            msgs.push_back(boost::json::object{
+                {"role", compaction::to_string(m.msg->role)},
+                {"entryId", m.entry_id},
+                {"tokens", compaction::estimate_tokens(*m.msg)},
+            });
+        out["messages"] = std::move(msgs);
+        print_json(out);
+        return exit_ok;
+    }
+    std::size_t total = 0;
+    std::printf("session %s (v%d)  entries %zu  leaf %s\n", s->log.header().id.c_str(), s->log.source_version(),
+                s->log.size(), ctx->leaf_id ? ctx->leaf_id->c_str() : "-");
+    std::printf("model %s  thinking %s\n\n",
+                ctx->model ? (ctx->model->provider + "/" + ctx->model->model_id).c_str() : "-",
+                ctx->thinking_level.c_str());
+    std::printf("  #  %-17s %-8s %7s  %s\n", "role", "entry", "tokens", "preview");
+    for (std::size_t i = 0; i < ctx->messages.size(); ++i)
+    {
+        const auto& m = ctx->messages[i];
+        const std::size_t t = compaction::estimate_tokens(*m.msg);
+        total += t;
+        std::printf("%3zu  %-17s %-8s %7zu  %s\n", i, std::string(compaction::to_string(m.msg->role)).c_str(),
+                    m.entry_id.c_str(), t, preview(*m.msg).c_str());
+    }
+    std::printf("\n%zu messages, ~%zu tokens estimated (chars/4)\n", ctx->messages.size(), total);
+    for (const auto& n : s->report.notes)
+        std::printf("note: %s\n", n.message.c_str());
+    if (s->report.torn)
+        std::printf("note: line %zu is a torn (incomplete) final line; the next append repairs it\n", s->report.torn->line);
+    return exit_ok;
+}
+
+}  // namespace agentctx::cli

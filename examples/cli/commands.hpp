@@ -1,0 +1,8 @@
+// The agentctx subcommands; each returns a documented exit code.
+#pragma once
+
+namespace agentctx::cli {
+
+int cmd_context(int argc, char** argv);
+
+}  // namespace agentctx::cli

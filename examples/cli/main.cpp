@@ -1,0 +1,39 @@
+// agentctx: inspect, plan and compact Pi-format agent sessions from the command line.
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+const char* const usage_text =
+    "usage: agentctx <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  context SESSION.jsonl [--json]   the messages the next model request would carry\n"
+    "\n"
+    "Run `agentctx <command> --help` for a command's options.\n"
+    "\n"
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  the operation ran and failed\n"
+    "  2  bad command line\n"
+    "  3  the session file is invalid (the error code and line are printed)\n"
+    "  4  missing or unreadable file\n"
+    "  5  the session file is locked by another writer\n";
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help"))
+    {
+        std::fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? agentctx::cli::exit_usage : agentctx::cli::exit_ok;
+    }
+    if (!std::strcmp(argv[1], "context"))
+        return agentctx::cli::cmd_context(argc, argv);
+    std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
+    return agentctx::cli::exit_usage;
+}

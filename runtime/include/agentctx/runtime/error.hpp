@@ -1,0 +1,33 @@
+// Error codes of the runtime module (stores, sessions).
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <type_traits>
+
+namespace agentctx::runtime {
+
+enum class errc
+{
+    session_locked = 1,  ///< another writer holds the session file's lock
+    io_error,            ///< a read, write, sync or rename failed (errno in the message)
+    already_exists,      ///< create() on a path that exists
+    not_found,           ///< open() on a path that does not exist
+    read_only,           ///< append() on a store opened read-only
+    no_header,           ///< append() before the header was written
+};
+
+const boost::system::error_category& error_category() noexcept;
+const char* to_string(errc e) noexcept;
+
+inline boost::system::error_code make_error_code(errc e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
+
+}  // namespace agentctx::runtime
+
+template <>
+struct boost::system::is_error_code_enum<agentctx::runtime::errc> : std::true_type
+{
+};

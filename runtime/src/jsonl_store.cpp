@@ -1,0 +1,299 @@
+// jsonl_store: locked, append-only JSONL file with torn-tail repair and atomic migration.
+#include <agentctx/runtime/jsonl_store.hpp>
+
+#include <agentctx/runtime/error.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace agentctx::runtime {
+
+namespace fs = std::filesystem;
+
+struct jsonl_store::fd_holder
+{
+    int fd = -1;
+    explicit fd_holder(int f) : fd(f) {}
+    ~fd_holder()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+namespace {
+
+result<void> io_failure(diagnostics& diag, const std::string& what, const fs::path& path, int err)
+{
+    diag.message = what + " '" + path.string() + "': " + std::strerror(err);
+    return errc::io_error;
+}
+
+bool write_all(int fd, const char* data, std::size_t size)
+{
+    while (size > 0)
+    {
+        const ssize_t n = ::write(fd, data, size);
+        if (n < 0)
+        {
+            if (errno == EINTR)
+                continue;
+            return false;
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// Reads lines back for lazy materialization. It owns a descriptor of its own: the store's
+// descriptor carries the flock, which must end when the store closes, not when the last log does.
+class file_line_reader final : public compaction::line_reader
+{
+public:
+    explicit file_line_reader(int fd) : fd_(fd) {}
+    ~file_line_reader() override { ::close(fd_); }
+    file_line_reader(const file_line_reader&) = delete;
+    file_line_reader& operator=(const file_line_reader&) = delete;
+
+    result<std::string> read(std::uint64_t offset, std::size_t length) const override
+    {
+        std::string buf(length, '\0');
+        std::size_t done = 0;
+        while (done < length)
+        {
+            const ssize_t n = ::pread(fd_, buf.data() + done, length - done, static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return errc::io_error;
+            done += static_cast<std::size_t>(n);
+        }
+        return buf;
+    }
+
+private:
+    int fd_;
+};
+
+}  // namespace
+
+jsonl_store::jsonl_store(fs::path path, std::shared_ptr<fd_holder> fd, jsonl_store_options opts)
+    : path_(std::move(path)), fd_(std::move(fd)), opts_(opts)
+{
+}
+
+jsonl_store::~jsonl_store() = default;  // closing the descriptor releases the flock
+
+result<std::unique_ptr<jsonl_store>> jsonl_store::open(const fs::path& path, jsonl_store_options opts, diagnostics& diag)
+{
+    const int fd = ::open(path.c_str(), (opts.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+    if (fd < 0)
+    {
+        const int err = errno;
+        if (err == ENOENT)
+        {
+            diag.message = "no session file at '" + path.string() + "'";
+            return errc::not_found;
+        }
+        auto r = io_failure(diag, "cannot open", path, err);
+        return r.error();
+    }
+    auto holder = std::make_shared<fd_holder>(fd);
+    if (!opts.read_only && ::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    {
+        const int err = errno;
+        if (err == EWOULDBLOCK)
+        {
+            diag.message = "session file '" + path.string() + "' is locked by another writer";
+            return errc::session_locked;
+        }
+        return io_failure(diag, "cannot lock", path, err).error();
+    }
+    return std::unique_ptr<jsonl_store>(new jsonl_store(path, std::move(holder), opts));
+}
+
+result<std::unique_ptr<jsonl_store>> jsonl_store::create(
+    const fs::path& path,
+    const compaction::session_header& header,
+    jsonl_store_options opts,
+    diagnostics& diag
+)
+{
+    opts.read_only = false;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        const int err = errno;
+        if (err == EEXIST)
+        {
+            diag.message = "a file already exists at '" + path.string() + "'";
+            return errc::already_exists;
+        }
+        return io_failure(diag, "cannot create", path, err).error();
+    }
+    auto holder = std::make_shared<fd_holder>(fd);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return io_failure(diag, "cannot lock", path, errno).error();
+    std::unique_ptr<jsonl_store> s(new jsonl_store(path, std::move(holder), opts));
+    if (auto r = s->write_header(header, diag); !r)
+        return r.error();
+    return s;
+}
+
+result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnostics& diag)
+{
+    if (opts_.read_only)
+    {
+        diag.message = "session file '" + path_.string() + "' was opened read-only";
+        return errc::read_only;
+    }
+    const int fd = fd_->fd;
+    struct stat st{};
+    if (::fstat(fd, &st) != 0)
+        return io_failure(diag, "cannot stat", path_, errno);
+    off_t size = st.st_size;
+    if (torn_ && static_cast<std::uint64_t>(size) == torn_->offset + torn_->length)
+    {
+        // Keep the fragment next to the file before cutting it off: never drop bytes silently.
+        std::string fragment(static_cast<std::size_t>(torn_->length), '\0');
+        if (::pread(fd, fragment.data(), fragment.size(), static_cast<off_t>(torn_->offset)) !=
+            static_cast<ssize_t>(fragment.size()))
+            return io_failure(diag, "cannot read torn line of", path_, errno);
+        const fs::path side = path_.string() + ".torn";
+        const int sfd = ::open(side.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (sfd < 0)
+            return io_failure(diag, "cannot save torn line to", side, errno);
+        fragment += '\n';
+        const bool ok = write_all(sfd, fragment.data(), fragment.size()) && ::fsync(sfd) == 0;
+        ::close(sfd);
+        if (!ok)
+            return io_failure(diag, "cannot save torn line to", side, errno);
+        if (::ftruncate(fd, static_cast<off_t>(torn_->offset)) != 0)
+            return io_failure(diag, "cannot repair torn line of", path_, errno);
+        size = static_cast<off_t>(torn_->offset);
+    }
+    torn_.reset();
+    std::string out;
+    const std::string* data = &line;
+    if (needs_newline_)
+    {
+        out = "\n" + line;
+        data = &out;
+    }
+    if (::lseek(fd, 0, SEEK_END) < 0 || !write_all(fd, data->data(), data->size()))
+    {
+        const int err = errno;
+        if (::ftruncate(fd, size) != 0) {}  // roll back a partial line; best effort
+        return io_failure(diag, "cannot append to", path_, err);
+    }
+    needs_newline_ = false;
+    if (sync && ::fdatasync(fd) != 0)
+        return io_failure(diag, "cannot sync", path_, errno);
+    return {};
+}
+
+result<void> jsonl_store::write_header(const compaction::session_header& h, diagnostics& diag)
+{
+    struct stat st{};
+    if (::fstat(fd_->fd, &st) != 0)
+        return io_failure(diag, "cannot stat", path_, errno);
+    if (st.st_size != 0)
+    {
+        diag.message = "session file '" + path_.string() + "' is not empty";
+        return errc::already_exists;
+    }
+    return write_line(to_jsonl_line(h.raw), opts_.fsync != fsync_policy::never, diag);
+}
+
+result<void> jsonl_store::append(const compaction::entry& e, diagnostics& diag)
+{
+    const bool sync = opts_.fsync == fsync_policy::always ||
+                      (opts_.fsync == fsync_policy::on_compaction && e.type == compaction::entry_type::compaction);
+    return write_line(to_jsonl_line(e.raw), sync, diag);
+}
+
+result<compaction::session_log> jsonl_store::load(
+    const compaction::load_options& opts,
+    compaction::load_report& report,
+    diagnostics& diag
+)
+{
+    // Same inode as the store's descriptor (appends keep offsets valid; a migrate renames a new
+    // file over the path, which leaves this one readable).
+    const int reader_fd = ::open(("/proc/self/fd/" + std::to_string(fd_->fd)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (reader_fd < 0)
+        return io_failure(diag, "cannot reopen", path_, errno).error();
+    auto reader = std::make_shared<file_line_reader>(reader_fd);
+    compaction::session_log_builder builder(opts);
+    std::string chunk(1u << 20, '\0');
+    std::uint64_t offset = 0;
+    for (;;)
+    {
+        const ssize_t n = ::pread(fd_->fd, chunk.data(), chunk.size(), static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return io_failure(diag, "cannot read", path_, errno).error();
+        if (n == 0)
+            break;
+        offset += static_cast<std::uint64_t>(n);
+        if (!builder.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n))))
+            break;
+    }
+    auto log = builder.finish(std::move(reader), report, diag);
+    if (log)
+    {
+        torn_ = report.torn;
+        needs_newline_ = report.missing_final_newline;
+    }
+    return log;
+}
+
+result<migrate_outcome> migrate_file(const fs::path& path, diagnostics& diag)
+{
+    auto store = jsonl_store::open(path, {}, diag);  // the lock keeps writers out while we rewrite
+    if (!store)
+        return store.error();
+    compaction::load_report report;
+    auto log = (*store)->load({}, report, diag);
+    if (!log)
+        return log.error();
+    if (log->source_version() >= compaction::current_session_version)
+        return migrate_outcome::already_current;
+    auto header = log->header().raw;
+    header["version"] = compaction::current_session_version;
+    std::string text = to_jsonl_line(header);
+    for (std::size_t i = 0; i < log->size(); ++i)
+    {
+        auto e = log->get(i, diag);  // get() applies migrate_object
+        if (!e)
+            return e.error();
+        text += to_jsonl_line((*e)->raw);
+    }
+    const fs::path tmp = path.string() + ".migrate.tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return io_failure(diag, "cannot create", tmp, errno).error();
+    const bool ok = write_all(fd, text.data(), text.size()) && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok)
+    {
+        ::unlink(tmp.c_str());
+        return io_failure(diag, "cannot write", tmp, err).error();
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+    {
+        const int rerr = errno;
+        ::unlink(tmp.c_str());
+        return io_failure(diag, "cannot replace", path, rerr).error();
+    }
+    return migrate_outcome::migrated;
+}
+
+}  // namespace agentctx::runtime

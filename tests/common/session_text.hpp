@@ -1,0 +1,167 @@
+// Test helper: builds Pi-format JSONL text entry by entry, with explicit ids and parent links.
+#pragma once
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/session_log.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace agentctx::test {
+
+namespace json = boost::json;
+
+class session_text
+{
+public:
+    explicit session_text(int version = 3, std::string id = "sess-1")
+    {
+        json::object h{{"type", "session"}};
+        if (version >= 2)
+            h["version"] = version;
+        h["id"] = id;
+        h["timestamp"] = "2026-01-15T09:00:00.000Z";
+        h["cwd"] = "/home/dev/project";
+        line(h);
+    }
+
+    /// Appends a raw line (no newline added by the caller).
+    session_text& raw(std::string_view l)
+    {
+        text += l;
+        text += '\n';
+        return *this;
+    }
+
+    /// Appends an entry: type, id, parentId (the current leaf unless `parent` given), timestamp, fields.
+    session_text& entry(std::string_view type, std::string_view id, json::object fields, const char* parent = nullptr)
+    {
+        json::object o{{"type", type}, {"id", id}};
+        const std::string p = parent ? std::string(parent) : leaf;
+        if (p.empty() || p == "null")
+            o["parentId"] = nullptr;
+        else
+            o["parentId"] = p;
+        o["timestamp"] = next_time();
+        for (auto& kv : fields)
+            o[kv.key()] = kv.value();
+        line(o);
+        leaf = std::string(id);
+        return *this;
+    }
+
+    session_text& message(std::string_view id, json::object msg, const char* parent = nullptr)
+    {
+        if (!msg.contains("timestamp"))
+            msg["timestamp"] = ms_;
+        return entry("message", id, {{"message", msg}}, parent);
+    }
+
+    session_text& user(std::string_view id, std::string_view text_, const char* parent = nullptr)
+    {
+        return message(id, {{"role", "user"}, {"content", text_}}, parent);
+    }
+
+    session_text& assistant(std::string_view id, std::string_view text_, std::int64_t total_tokens = 0,
+                            const char* stop = "stop", const char* parent = nullptr)
+    {
+        json::object m{{"role", "assistant"},
+                       {"content", json::array{json::object{{"type", "text"}, {"text", text_}}}},
+                       {"api", "anthropic-messages"},
+                       {"provider", "anthropic"},
+                       {"model", "claude-sonnet-4-5"}};
+        if (total_tokens)
+            m["usage"] = usage(total_tokens);
+        m["stopReason"] = stop;
+        return message(id, m, parent);
+    }
+
+    session_text& tool_call(std::string_view id, std::string_view call_id, std::string_view name, json::object args,
+                            const char* parent = nullptr)
+    {
+        json::object m{{"role", "assistant"},
+                       {"content", json::array{json::object{
+                                       {"type", "toolCall"}, {"id", call_id}, {"name", name}, {"arguments", args}}}},
+                       {"api", "anthropic-messages"},
+                       {"provider", "anthropic"},
+                       {"model", "claude-sonnet-4-5"},
+                       {"stopReason", "toolUse"}};
+        return message(id, m, parent);
+    }
+
+    session_text& tool_result(std::string_view id, std::string_view call_id, std::string_view name,
+                              std::string_view text_, const char* parent = nullptr)
+    {
+        return message(
+            id,
+            {{"role", "toolResult"},
+             {"toolCallId", call_id},
+             {"toolName", name},
+             {"content", json::array{json::object{{"type", "text"}, {"text", text_}}}},
+             {"isError", false}},
+            parent
+        );
+    }
+
+    session_text& compaction(std::string_view id, std::string_view first_kept, std::string_view summary,
+                             std::int64_t tokens_before = 1000, const char* parent = nullptr)
+    {
+        return entry(
+            "compaction",
+            id,
+            {{"summary", summary},
+             {"firstKeptEntryId", first_kept},
+             {"tokensBefore", tokens_before},
+             {"details", json::object{{"readFiles", json::array{}}, {"modifiedFiles", json::array{}}}},
+             {"fromHook", false}},
+            parent
+        );
+    }
+
+    static json::object usage(std::int64_t total)
+    {
+        return {{"input", total - 100},
+                {"output", 100},
+                {"cacheRead", 0},
+                {"cacheWrite", 0},
+                {"totalTokens", total},
+                {"cost", json::object{{"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0}, {"total", 0}}}};
+    }
+
+    compaction::session_log load(compaction::load_options opts = {}) const
+    {
+        compaction::load_report report;
+        compaction::diagnostics diag;
+        auto log = compaction::session_log::load(text, opts, report, diag);
+        EXPECT_TRUE(log.has_value()) << diag.message;
+        return log ? std::move(*log) : compaction::session_log{};
+    }
+
+    std::string text;
+    std::string leaf;
+
+private:
+    void line(const json::object& o)
+    {
+        compaction::stringify_to(text, o);
+        text += '\n';
+    }
+
+    std::string next_time()
+    {
+        ms_ += 1000;
+        const long s = static_cast<long>((ms_ - 1768467600000) / 1000);
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "2026-01-15T%02ld:%02ld:%02ld.000Z", 9 + s / 3600, s / 60 % 60, s % 60);
+        return buf;
+    }
+
+    std::int64_t ms_ = 1768467600000;
+};
+
+}  // namespace agentctx::test

@@ -1,0 +1,220 @@
+// The session tree: leaf on load, paths, branching, appends, streaming loads, v1/v2 migration.
+#include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/session_log.hpp>
+
+#include "session_generator.hpp"
+#include "session_text.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace agentctx::compaction;
+using agentctx::test::session_text;
+
+namespace {
+
+std::vector<std::string> ids(const session_log& log, const std::vector<std::uint32_t>& path)
+{
+    std::vector<std::string> out;
+    for (auto i : path)
+        out.push_back(log.meta(i).id);
+    return out;
+}
+
+}  // namespace
+
+TEST(session_log, leaf_is_the_last_entry_in_file_order_not_the_deepest)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1").user("u2", "two").assistant("a2", "r2");
+    s.user("f1", "fork from u1", "a1");  // shallower than a2, but last in the file
+    auto log = s.load();
+    EXPECT_EQ(log.leaf_id(), "f1");
+    EXPECT_EQ(ids(log, log.active_path()), (std::vector<std::string>{"u1", "a1", "f1"}));
+}
+
+TEST(session_log, branch_moves_the_leaf_and_rejects_unknown_ids)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1").user("u2", "two");
+    auto log = s.load();
+    diagnostics diag;
+    ASSERT_TRUE(log.branch("a1", diag));
+    EXPECT_EQ(ids(log, log.active_path()), (std::vector<std::string>{"u1", "a1"}));
+    auto bad = log.branch("nope", diag);
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error(), make_error_code(errc::entry_not_found));
+    EXPECT_EQ(log.leaf_id(), "a1");
+}
+
+TEST(session_log, append_validates_ids_and_parents_and_moves_the_leaf)
+{
+    session_text s;
+    s.user("u1", "one");
+    auto log = s.load();
+    diagnostics diag;
+    auto make = [&](std::string id, std::optional<std::string> parent) {
+        return std::make_shared<const entry>(
+            make_message_entry(id, parent, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "x"}}, diag).value()
+        );
+    };
+    ASSERT_TRUE(log.append(make("u2", "u1"), diag));
+    EXPECT_EQ(log.leaf_id(), "u2");
+    EXPECT_EQ(log.append(make("u2", "u1"), diag).error(), make_error_code(errc::duplicate_id));
+    EXPECT_EQ(log.append(make("u3", "ghost"), diag).error(), make_error_code(errc::dangling_parent));
+    EXPECT_EQ(log.size(), 2u);
+    EXPECT_EQ(ids(log, log.active_path()), (std::vector<std::string>{"u1", "u2"}));
+    const auto fresh = log.new_id();
+    EXPECT_EQ(fresh.size(), 8u);
+    EXPECT_FALSE(log.contains(fresh));
+}
+
+TEST(session_log, streaming_in_tiny_chunks_matches_a_whole_load)
+{
+    const std::string text = agentctx::tools::generate_session({.seed = 3, .entries = 150, .branch_rate = 0.1});
+    load_report whole_report;
+    diagnostics diag;
+    auto whole = session_log::load(text, {}, whole_report, diag);
+    ASSERT_TRUE(whole) << diag.message;
+    for (std::size_t chunk : {1u, 7u, 4096u})
+    {
+        session_log_builder b;
+        for (std::size_t i = 0; i < text.size(); i += chunk)
+            ASSERT_TRUE(b.feed(std::string_view(text).substr(i, chunk)));
+        load_report report;
+        auto log = b.finish(std::make_shared<string_line_reader>(text), report, diag);
+        ASSERT_TRUE(log) << diag.message;
+        ASSERT_EQ(log->size(), whole->size());
+        EXPECT_EQ(log->leaf_id(), whole->leaf_id());
+        for (std::size_t i = 0; i < log->size(); ++i)
+        {
+            EXPECT_EQ(log->meta(i).offset, whole->meta(i).offset);
+            EXPECT_EQ(log->meta(i).length, whole->meta(i).length);
+            EXPECT_EQ(log->meta(i).parent, whole->meta(i).parent);
+        }
+        EXPECT_EQ(report.lines, whole_report.lines);
+    }
+}
+
+TEST(session_log, materialized_entries_equal_their_lines)
+{
+    const std::string text = agentctx::tools::generate_session({.seed = 5, .entries = 80});
+    load_report report;
+    diagnostics diag;
+    auto loaded = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(loaded);
+    std::size_t pos = text.find('\n') + 1;  // skip the header
+    for (std::size_t i = 0; i < loaded->size(); ++i)
+    {
+        const std::size_t end = text.find('\n', pos);
+        auto e = loaded->get(i, diag);
+        ASSERT_TRUE(e) << diag.message;
+        EXPECT_EQ(stringify((*e)->raw), text.substr(pos, end - pos)) << "entry " << i;
+        pos = end + 1;
+    }
+}
+
+TEST(session_log, torn_final_line_is_reported_not_fatal)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1");
+    const std::string text = s.text + R"({"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-15T09:00)";
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_TRUE(report.torn);
+    EXPECT_EQ(report.torn->line, 4u);
+    EXPECT_EQ(report.torn->offset, s.text.size());
+    EXPECT_EQ(report.torn->length, text.size() - s.text.size());
+    EXPECT_EQ(log->leaf_id(), "a1");
+}
+
+TEST(session_log, complete_final_line_without_newline_is_kept)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1");
+    std::string text = s.text;
+    text.pop_back();
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(log);
+    EXPECT_FALSE(report.torn);
+    EXPECT_TRUE(report.missing_final_newline);
+    EXPECT_EQ(log->leaf_id(), "a1");
+}
+
+TEST(session_log, blank_lines_are_skipped_and_counted)
+{
+    session_text s;
+    s.user("u1", "one");
+    s.raw("").raw("   ");
+    s.assistant("a1", "r1");
+    auto log = s.load();
+    EXPECT_EQ(log.size(), 2u);
+    EXPECT_EQ(log.meta(1).line, 5u);
+}
+
+TEST(session_log, v1_file_migrates_in_memory_with_stable_ids)
+{
+    // v1: no version, no ids, compactions point at an index (header = 0).
+    const std::string text =
+        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})" "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}})" "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})" "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":"second","timestamp":3}})" "\n"
+        R"({"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"S","firstKeptEntryIndex":3,"tokensBefore":50})" "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"hookMessage","customType":"h","content":"hi","display":true,"timestamp":5}})" "\n";
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(report.source_version, 1);
+    EXPECT_EQ(log->source_version(), 1);
+    ASSERT_EQ(log->size(), 5u);
+    // A linear chain of fresh 8-hex ids.
+    for (std::size_t i = 0; i < 5; ++i)
+    {
+        EXPECT_EQ(log->meta(i).id.size(), 8u);
+        EXPECT_EQ(log->meta(i).parent, static_cast<std::int32_t>(i) - 1);
+    }
+    auto c = log->get(3, diag);
+    ASSERT_TRUE(c) << diag.message;
+    EXPECT_EQ((*c)->first_kept_entry_id, log->meta(2).id);  // index 3 = third entry
+    EXPECT_FALSE((*c)->raw.contains("firstKeptEntryIndex"));
+    auto h = log->get(4, diag);
+    ASSERT_TRUE(h);
+    EXPECT_EQ((*h)->raw.at("message").at("role"), "custom");
+    auto ctx = build_session_context(*log, diag);
+    ASSERT_TRUE(ctx);
+    ASSERT_EQ(ctx->messages.size(), 3u);  // summary, kept "second", hook message
+    EXPECT_EQ(ctx->messages[0].msg->role, role::compaction_summary);
+    EXPECT_EQ(ctx->messages[1].entry_id, log->meta(2).id);
+    EXPECT_EQ(ctx->messages[2].msg->role, role::custom);
+
+    // Opening the same file again yields the same ids (Pi's migration draws random ones).
+    load_report r2;
+    auto again = session_log::load(text, {}, r2, diag);
+    ASSERT_TRUE(again);
+    for (std::size_t i = 0; i < 5; ++i)
+        EXPECT_EQ(again->meta(i).id, log->meta(i).id);
+
+    // Appending to an unmigrated log is refused.
+    auto e = std::make_shared<const entry>(make_message_entry(
+        "abcdef01", log->leaf_id(), "2025-01-01T00:00:06.000Z", {{"role", "user"}, {"content", "x"}}, diag
+    ).value());
+    EXPECT_EQ(log->append(e, diag).error(), make_error_code(errc::migration_required));
+}
+
+TEST(session_log, v2_hook_messages_become_custom)
+{
+    session_text s(2);
+    s.message("h1", {{"role", "hookMessage"}, {"customType", "x"}, {"content", "hello"}, {"display", true}});
+    auto log = s.load();
+    EXPECT_EQ(log.source_version(), 2);
+    diagnostics diag;
+    auto e = log.get(0, diag);
+    ASSERT_TRUE(e);
+    EXPECT_EQ((*e)->message->role, role::custom);
+    EXPECT_EQ((*e)->raw.at("message").at("role"), "custom");
+}

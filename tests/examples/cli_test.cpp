@@ -1,0 +1,116 @@
+// Runs the built agentctx binary: output and exit codes of each subcommand.
+#include "run_process.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using agentctx::test::run_process;
+
+namespace {
+
+const std::string cli = AGENTCTX_CLI;
+const std::string fixture = std::string(AGENTCTX_FIXTURES_DIR) + "/pi_every_type.jsonl";
+
+fs::path scratch(const std::string& name, const std::string& content)
+{
+    const auto p = fs::temp_directory_path() / ("agentctx-cli-" + std::to_string(::getpid()) + "-" + name);
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+}
+
+}  // namespace
+
+TEST(cli_context, json_lists_projected_messages_with_entry_ids_and_tokens)
+{
+    const auto r = run_process(cli + " context " + fixture + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("leafId"), "a0000017");
+    EXPECT_EQ(v.at("thinkingLevel"), "medium");
+    EXPECT_EQ(v.at("model").at("provider"), "anthropic");
+    EXPECT_EQ(v.at("model").at("modelId"), "claude-sonnet-4-5");
+    // The leaf hangs off a0000011 through a branch summary: the compaction (a0000013) is not on
+    // this path, so the whole path is projected.
+    const auto& msgs = v.at("messages").as_array();
+    std::vector<std::string> ids;
+    for (const auto& m : msgs)
+        ids.push_back(std::string(m.at("entryId").as_string()));
+    EXPECT_EQ(ids, (std::vector<std::string>{"a0000003", "a0000004", "a0000005", "a0000006", "a0000007", "a0000008",
+                                             "a0000009", "a000000a", "a000000b", "a000000c", "a0000010", "a0000011",
+                                             "a0000016", "a0000017"}));
+    EXPECT_EQ(msgs[0].at("role"), "user");
+    EXPECT_EQ(msgs[9].at("role"), "custom");
+    EXPECT_EQ(msgs[12].at("role"), "branchSummary");
+    // "Run the linter before committing." is 33 characters -> 9 tokens.
+    EXPECT_EQ(msgs[9].at("tokens"), 9);
+    // toolResult with one image: text + 4800 characters.
+    EXPECT_GT(msgs[2].at("tokens").as_int64(), 1200);
+}
+
+TEST(cli_context, compacted_path_starts_with_the_summary)
+{
+    // Cut the fixture after line 22 (the compaction's continuation) so the leaf is a0000015.
+    std::ifstream in(fixture);
+    std::string text, line;
+    for (int i = 0; i < 22 && std::getline(in, line); ++i)
+        text += line + "\n";
+    const auto path = scratch("compacted.jsonl", text);
+    const auto r = run_process(cli + " context " + path.string() + " --json");
+    fs::remove(path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    const auto& msgs = v.at("messages").as_array();
+    ASSERT_EQ(msgs.size(), 5u);  // summary, kept a0000010 a0000011, then a0000014 a0000015
+    EXPECT_EQ(msgs[0].at("role"), "compactionSummary");
+    EXPECT_EQ(msgs[0].at("entryId"), "a0000013");
+    EXPECT_EQ(msgs[1].at("entryId"), "a0000010");
+    EXPECT_EQ(msgs[4].at("entryId"), "a0000015");
+}
+
+TEST(cli_context, human_output_lists_messages_and_total)
+{
+    const auto r = run_process(cli + " context " + fixture);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("14 messages"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("branchSummary"), std::string::npos);
+    EXPECT_NE(r.out.find("model anthropic/claude-sonnet-4-5"), std::string::npos);
+}
+
+TEST(cli_context, missing_file_exits_4)
+{
+    const auto r = run_process(cli + " context /nonexistent/session.jsonl");
+    EXPECT_EQ(r.exit_code, 4);
+    EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+}
+
+TEST(cli_context, bad_file_exits_3_with_code_and_line)
+{
+    const auto path = scratch("bad.jsonl",
+                              R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"})" "\n"
+                              "{broken\n");
+    const auto r = run_process(cli + " context " + path.string() + " --json");
+    EXPECT_EQ(r.exit_code, 3);
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("error").at("code"), "invalid_json");
+    EXPECT_NE(std::string(v.at("error").at("message").as_string()).find("line 2"), std::string::npos);
+    fs::remove(path);
+}
+
+TEST(cli_context, usage_errors_exit_2)
+{
+    EXPECT_EQ(run_process(cli + " context").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " context a b").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " context x --frobnicate").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " nosuchcommand").exit_code, 2);
+    const auto help = run_process(cli + " context --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("usage: agentctx context"), std::string::npos);
+    const auto top = run_process(cli + " --help");
+    EXPECT_EQ(top.exit_code, 0);
+    EXPECT_NE(top.out.find("exit codes"), std::string::npos);
+}

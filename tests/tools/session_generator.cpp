@@ -1,0 +1,403 @@
+// The session generator: a deterministic random agent that writes what Pi would write.
+#include "session_generator.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace agentctx::tools {
+
+namespace json = boost::json;
+
+namespace {
+
+const char* const files[] = {
+    "src/main.cpp", "src/session.cpp", "src/session.hpp", "include/api.hpp", "tests/session_test.cpp",
+    "CMakeLists.txt", "README.md", "src/parser/lexer.cpp", "src/parser/ast.hpp", "docs/design.md",
+    "src/util/日本語.txt", "scripts/build.sh",
+};
+const char* const words[] = {
+    "the", "session", "parser", "returns", "error", "because", "buffer", "index", "token", "must",
+    "never", "always", "compile", "test", "failing", "fix", "function", "value", "line", "🚀",
+    "config", "strand", "timeout", "retry", "cache", "résumé", "handler", "queue", "async", "summary",
+};
+
+class generator
+{
+public:
+    generator(const generator_options& o, const std::function<void(const std::string&)>& sink)
+        : o_(o), sink_(sink), rng_(o.seed)
+    {
+    }
+
+    void run()
+    {
+        char sid[40];
+        std::snprintf(sid, sizeof sid, "019bc1cc-%04x-7%03x-a790-%012llx", pick(0xffff), pick(0xfff),
+                      static_cast<unsigned long long>(o_.seed));
+        json::object h;
+        h["type"] = "session";
+        if (o_.version >= 2)
+            h["version"] = o_.version;
+        h["id"] = sid;
+        h["timestamp"] = iso(clock_);
+        h["cwd"] = "/home/dev/project";
+        write(h);
+        json::object mc = base("model_change");
+        mc["provider"] = "anthropic";
+        mc["modelId"] = "claude-sonnet-4-5";
+        emit(std::move(mc));
+        json::object tl = base("thinking_level_change");
+        tl["thinkingLevel"] = "medium";
+        emit(std::move(tl));
+        std::size_t turn = 0;
+        while (written_ < o_.entries)
+        {
+            ++turn;
+            if (o_.version >= 2 && turn > 3 && chance(o_.branch_rate) && turn_starts_.size() > 2)
+                branch_back();
+            if (o_.compaction_every && turn % o_.compaction_every == 0)
+                compaction();
+            one_turn();
+        }
+    }
+
+private:
+    std::uint32_t pick(std::uint32_t n) { return static_cast<std::uint32_t>(rng_() % (n + 1)); }
+    bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+    static std::string iso(std::int64_t ms)
+    {
+        const std::int64_t secs = ms / 1000;
+        std::int64_t days = secs / 86400, rem = secs % 86400;
+        // civil_from_days (Howard Hinnant)
+        days += 719468;
+        const std::int64_t era = days / 146097;
+        const std::int64_t doe = days - era * 146097;
+        const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        std::int64_t y = yoe + era * 400;
+        const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        const std::int64_t mp = (5 * doy + 2) / 153;
+        const std::int64_t d = doy - (153 * mp + 2) / 5 + 1;
+        const std::int64_t m = mp < 10 ? mp + 3 : mp - 9;
+        y += m <= 2;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ", (long long)y,
+                      (long long)m, (long long)d, (long long)(rem / 3600), (long long)(rem % 3600 / 60),
+                      (long long)(rem % 60), (long long)(ms % 1000));
+        return buf;
+    }
+
+    std::string sentence(std::size_t n)
+    {
+        std::string s;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (i)
+                s += ' ';
+            s += words[pick(std::size(words) - 1)];
+        }
+        return s;
+    }
+
+    std::string blob(std::size_t bytes)
+    {
+        std::string s;
+        s.reserve(bytes + 64);
+        std::size_t line = 1;
+        while (s.size() < bytes)
+        {
+            s += std::to_string(line++);
+            s += ": ";
+            s += sentence(6 + pick(8));
+            s += '\n';
+        }
+        return s;
+    }
+
+    std::string image_data() { return std::string(400 + pick(800), 'A'); }
+
+    std::string new_id()
+    {
+        for (;;)
+        {
+            char buf[9];
+            std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng_() & 0xffffffffu));
+            std::string id(buf);
+            if (ids_.emplace_back(id); true)
+            {
+                bool dup = false;
+                for (std::size_t i = ids_.size() >= 64 ? ids_.size() - 64 : 0; i + 1 < ids_.size(); ++i)
+                    dup |= ids_[i] == id;
+                if (!dup)
+                    return id;
+                ids_.pop_back();
+            }
+        }
+    }
+
+    json::object base(const char* type)
+    {
+        clock_ += 200 + pick(3000);
+        json::object o;
+        o["type"] = type;
+        if (o_.version >= 2)
+        {
+            o["id"] = new_id();
+            if (leaf_.empty())
+                o["parentId"] = nullptr;
+            else
+                o["parentId"] = leaf_;
+        }
+        o["timestamp"] = iso(clock_);
+        return o;
+    }
+
+    void write(const json::object& o)
+    {
+        std::string line;
+        compaction::stringify_to(line, o);
+        line += '\n';
+        sink_(line);
+    }
+
+    // Appends an entry as a child of the leaf and moves the leaf, like SessionManager.append*.
+    std::string emit(json::object o)
+    {
+        write(o);
+        ++written_;
+        std::string id = o_.version >= 2 ? std::string(o["id"].as_string()) : std::to_string(written_);
+        path_.push_back(id);
+        leaf_ = id;
+        return id;
+    }
+
+    json::object message_entry(json::object msg)
+    {
+        auto o = base("message");
+        msg["timestamp"] = clock_;
+        o["message"] = std::move(msg);
+        return o;
+    }
+
+    json::object usage(std::int64_t input, std::int64_t output)
+    {
+        const std::int64_t cache_read = input / 2;
+        json::object u;
+        u["input"] = input - cache_read;
+        u["output"] = output;
+        u["cacheRead"] = cache_read;
+        u["cacheWrite"] = 0;
+        u["totalTokens"] = input + output;
+        json::object c;
+        c["input"] = 0.003 * static_cast<double>(input) / 1000;
+        c["output"] = 0.015 * static_cast<double>(output) / 1000;
+        c["cacheRead"] = 0;
+        c["cacheWrite"] = 0;
+        c["total"] = 0.003 * static_cast<double>(input) / 1000 + 0.015 * static_cast<double>(output) / 1000;
+        u["cost"] = c;
+        return u;
+    }
+
+    void assistant(json::array content, const char* stop, std::int64_t out_tokens)
+    {
+        json::object m;
+        m["role"] = "assistant";
+        m["content"] = std::move(content);
+        m["api"] = "anthropic-messages";
+        m["provider"] = "anthropic";
+        m["model"] = "claude-sonnet-4-5";
+        context_tokens_ += out_tokens;
+        m["usage"] = usage(context_tokens_, out_tokens);
+        m["stopReason"] = stop;
+        emit(message_entry(std::move(m)));
+    }
+
+    void one_turn()
+    {
+        json::object u;
+        u["role"] = "user";
+        const std::string prompt = "Please " + sentence(8 + pick(30)) + ". You must never " + sentence(4) + ".";
+        if (chance(o_.image_rate))
+        {
+            json::array blocks;
+            blocks.push_back(json::object{{"type", "text"}, {"text", prompt}});
+            blocks.push_back(json::object{{"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
+            u["content"] = std::move(blocks);
+        }
+        else
+            u["content"] = prompt;
+        context_tokens_ += static_cast<std::int64_t>(prompt.size() / 4);
+        turn_starts_.push_back(leaf_);
+        emit(message_entry(std::move(u)));
+
+        const std::size_t rounds = 1 + pick(5);
+        for (std::size_t r = 0; r < rounds && written_ < o_.entries; ++r)
+        {
+            json::array content;
+            if (chance(0.5))
+                content.push_back(json::object{{"type", "thinking"}, {"thinking", sentence(20 + pick(40))}});
+            content.push_back(json::object{{"type", "text"}, {"text", "I will " + sentence(6 + pick(12)) + "."}});
+            const std::size_t calls = 1 + (chance(0.3) ? pick(2) : 0);
+            std::vector<std::pair<std::string, std::string>> made;
+            for (std::size_t c = 0; c < calls; ++c)
+            {
+                static const char* const tools[] = {"read", "read", "edit", "write", "bash", "grep"};
+                const std::string tool = tools[pick(5)];
+                json::object args;
+                const std::string file = files[pick(std::size(files) - 1)];
+                if (tool == "read")
+                {
+                    args["path"] = file;
+                    if (chance(0.3))
+                        args["offset"] = 1 + pick(200);
+                }
+                else if (tool == "edit")
+                {
+                    args["path"] = file;
+                    args["edits"] = json::array{json::object{{"oldText", sentence(5)}, {"newText", sentence(6)}}};
+                }
+                else if (tool == "write")
+                {
+                    args["path"] = file;
+                    args["content"] = blob(200 + pick(800));
+                }
+                else if (tool == "bash")
+                    args["command"] = "cmake --build build -j2 && ctest --test-dir build";
+                else
+                {
+                    args["pattern"] = words[pick(std::size(words) - 1)];
+                    args["path"] = "src";
+                }
+                char call_id[32];
+                std::snprintf(call_id, sizeof call_id, "toolu_%016llx", static_cast<unsigned long long>(rng_()));
+                content.push_back(json::object{{"type", "toolCall"}, {"id", call_id}, {"name", tool}, {"arguments", args}});
+                made.emplace_back(call_id, tool);
+            }
+            assistant(std::move(content), "toolUse", 60 + pick(400));
+            for (const auto& [call_id, tool] : made)
+            {
+                if (written_ >= o_.entries)
+                    break;
+                json::object t;
+                t["role"] = "toolResult";
+                t["toolCallId"] = call_id;
+                t["toolName"] = tool;
+                // Heavy tail: most outputs are small, a few are huge.
+                const double scale = std::exponential_distribution<double>(1.0)(rng_);
+                const std::size_t bytes = static_cast<std::size_t>(static_cast<double>(o_.mean_tool_output) * scale);
+                json::array blocks;
+                blocks.push_back(json::object{{"type", "text"}, {"text", blob(bytes)}});
+                if (chance(o_.image_rate))
+                    blocks.push_back(json::object{{"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
+                t["content"] = std::move(blocks);
+                t["isError"] = chance(0.05);
+                context_tokens_ += static_cast<std::int64_t>(bytes / 4);
+                emit(message_entry(std::move(t)));
+            }
+        }
+        if (written_ < o_.entries && chance(0.05))
+        {
+            json::object b;
+            b["role"] = "bashExecution";
+            b["command"] = "git status";
+            b["output"] = blob(100 + pick(400));
+            b["exitCode"] = 0;
+            b["cancelled"] = false;
+            b["truncated"] = false;
+            emit(message_entry(std::move(b)));
+        }
+        if (written_ < o_.entries)
+        {
+            json::array content;
+            content.push_back(json::object{{"type", "text"}, {"text", "Done: " + sentence(20 + pick(60)) + "."}});
+            assistant(std::move(content), "stop", 100 + pick(600));
+        }
+        if (o_.version >= 2 && written_ < o_.entries && chance(0.03))
+        {
+            auto l = base("label");
+            l["targetId"] = leaf_;
+            l["label"] = "checkpoint-" + std::to_string(written_);
+            emit(std::move(l));
+        }
+    }
+
+    void branch_back()
+    {
+        // Go back to the start of an earlier turn, as /tree does, leaving a branch summary.
+        const std::string target = turn_starts_[turn_starts_.size() - 1 - pick(std::min<std::size_t>(5, turn_starts_.size() - 1))];
+        std::size_t pos = path_.size();
+        for (std::size_t i = 0; i < path_.size(); ++i)
+            if (path_[i] == target)
+                pos = i;
+        if (pos == path_.size())
+            return;  // that turn lies on an abandoned branch
+        path_.resize(pos + 1);
+        leaf_ = target;
+        auto b = base("branch_summary");
+        b["fromId"] = target;
+        b["summary"] = "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\n" + sentence(12);
+        b["details"] = json::object{{"readFiles", json::array{files[0]}}, {"modifiedFiles", json::array{}}};
+        b["fromHook"] = false;
+        emit(std::move(b));
+        context_tokens_ /= 2;
+    }
+
+    void compaction()
+    {
+        if (turn_starts_.size() < 2)
+            return;
+        // Keep from the start of the previous turn (the entry after the recorded leaf).
+        const std::string& before = turn_starts_[turn_starts_.size() - 1];
+        std::string first_kept;
+        for (std::size_t i = 0; i + 1 < path_.size(); ++i)
+            if (path_[i] == before)
+                first_kept = path_[i + 1];
+        if (first_kept.empty())
+            return;
+        auto c = base("compaction");
+        c["summary"] = "## Goal\n" + sentence(15) + "\n\n## Progress\n### Done\n- [x] " + sentence(10) +
+                       "\n\n<read-files>\nsrc/main.cpp\n</read-files>";
+        if (o_.version >= 2)
+            c["firstKeptEntryId"] = first_kept;
+        else
+            c["firstKeptEntryIndex"] = written_ > 4 ? static_cast<std::int64_t>(written_ - 3) : 1;
+        c["tokensBefore"] = context_tokens_;
+        c["details"] = json::object{{"readFiles", json::array{"src/main.cpp"}}, {"modifiedFiles", json::array{}}};
+        c["fromHook"] = false;
+        emit(std::move(c));
+        context_tokens_ = context_tokens_ / 5;
+    }
+
+    const generator_options& o_;
+    const std::function<void(const std::string&)>& sink_;
+    std::mt19937_64 rng_;
+    std::int64_t clock_ = 1768467600000;  // 2026-01-15T09:00:00.000Z
+    std::size_t written_ = 0;
+    std::string leaf_;
+    std::vector<std::string> path_;         // ids root -> leaf of the active path
+    std::vector<std::string> turn_starts_;  // leaf before each user prompt
+    std::vector<std::string> ids_;
+    std::int64_t context_tokens_ = 3000;
+};
+
+}  // namespace
+
+void generate_session(const generator_options& opts, const std::function<void(const std::string&)>& sink)
+{
+    generator(opts, sink).run();
+}
+
+std::string generate_session(const generator_options& opts)
+{
+    std::string out;
+    generate_session(opts, [&](const std::string& line) { out += line; });
+    return out;
+}
+
+}  // namespace agentctx::tools

@@ -1,0 +1,28 @@
+// Seeded generator of realistic Pi-format sessions (tool rounds, large outputs, images, branches,
+// earlier compactions) for tests, benchmarks and bundled examples.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace agentctx::tools {
+
+struct generator_options
+{
+    std::uint64_t seed = 1;
+    std::size_t entries = 1000;           ///< entries to write after the header (approximately exact)
+    std::size_t mean_tool_output = 2500;  ///< mean tool result size in bytes (heavy-tailed)
+    double image_rate = 0.01;             ///< share of tool results / prompts carrying an image
+    double branch_rate = 0.01;            ///< chance per turn of going back to an earlier turn
+    std::size_t compaction_every = 0;     ///< turns between compactions (0 = none)
+    int version = 3;                      ///< 1, 2 or 3 (v1: no ids, index-based compactions)
+};
+
+/// Writes the session line by line (each string ends with '\n') to `sink`.
+void generate_session(const generator_options& opts, const std::function<void(const std::string&)>& sink);
+
+/// The whole session as one string.
+std::string generate_session(const generator_options& opts);
+
+}  // namespace agentctx::tools
