@@ -1,10 +1,12 @@
-// SAX indexing of one session line: validation plus the handful of fields the tree needs.
+// The line scanner: strict JSON validation plus capture of a few top-level and message fields.
 #include "line_indexer.hpp"
 
-#include <agentctx/compaction/json_text.hpp>
+#include <charconv>
+#include <cstring>
 
-#include <boost/json/basic_parser_impl.hpp>
-#include <boost/json/error.hpp>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace agentctx::compaction::detail {
 
@@ -25,228 +27,458 @@ void line_fields::clear()
     first_kept_entry_index.reset();
 }
 
-bool line_handler::on_document_begin(boost::system::error_code&)
-{
-    fields.clear();
-    depth_ = 0;
-    in_message_ = false;
-    key_.clear();
-    key_depth_ = 0;
-    target_ = nullptr;
-    kind_target_ = nullptr;
-    fk_index_ = false;
-    return true;
-}
-
-void line_handler::begin_value()
-{
-    target_ = nullptr;
-    kind_target_ = nullptr;
-    fk_index_ = false;
-    if (key_depth_ != depth_)
-        return;  // an array element, or the document itself
-    if (depth_ == 1)
-    {
-        if (key_ == "type")
-        {
-            target_ = &fields.type;
-            kind_target_ = &fields.type_kind;
-        }
-        else if (key_ == "id")
-        {
-            target_ = &fields.id;
-            kind_target_ = &fields.id_kind;
-        }
-        else if (key_ == "parentId")
-        {
-            target_ = &fields.parent_id;
-            kind_target_ = &fields.parent_kind;
-        }
-        else if (key_ == "message")
-            kind_target_ = &fields.message_kind;
-        else if (key_ == "thinkingLevel")
-            target_ = &fields.thinking_level;
-        else if (key_ == "provider")
-            target_ = &fields.provider;
-        else if (key_ == "modelId")
-            target_ = &fields.model_id;
-        else if (key_ == "firstKeptEntryId")
-            target_ = &fields.first_kept_entry_id;
-        else if (key_ == "firstKeptEntryIndex")
-            fk_index_ = true;
-    }
-    else if (depth_ == 2 && in_message_)
-    {
-        if (key_ == "role")
-            target_ = &fields.role;
-        else if (key_ == "provider")
-            target_ = &fields.message_provider;
-        else if (key_ == "model")
-            target_ = &fields.message_model;
-    }
-}
-
-void line_handler::scalar(seen kind)
-{
-    begin_value();
-    if (kind_target_)
-        *kind_target_ = kind;
-}
-
-bool line_handler::on_object_begin(boost::system::error_code&)
-{
-    if (depth_ == 0)
-        fields.is_object = true;
-    begin_value();
-    if (kind_target_)
-        *kind_target_ = seen::object;
-    const bool entering_message = depth_ == 1 && key_depth_ == 1 && key_ == "message";
-    ++depth_;
-    if (depth_ == 2)
-        in_message_ = entering_message;
-    return true;
-}
-
-bool line_handler::on_object_end(std::size_t, boost::system::error_code&)
-{
-    --depth_;
-    if (depth_ < 2)
-        in_message_ = false;
-    key_depth_ = -1;  // the enclosing object's next key will reset it
-    return true;
-}
-
-bool line_handler::on_array_begin(boost::system::error_code&)
-{
-    scalar(seen::other);
-    ++depth_;
-    return true;
-}
-
-bool line_handler::on_array_end(std::size_t, boost::system::error_code&)
-{
-    --depth_;
-    key_depth_ = -1;
-    return true;
-}
-
-bool line_handler::on_key_part(boost::json::string_view s, std::size_t n, boost::system::error_code&)
-{
-    if (n == s.size())
-        key_.clear();  // first part of a new key
-    key_.append(s.data(), s.size());
-    return true;
-}
-
-bool line_handler::on_key(boost::json::string_view s, std::size_t n, boost::system::error_code&)
-{
-    if (n == s.size())
-        key_.clear();
-    key_.append(s.data(), s.size());
-    key_depth_ = depth_;
-    return true;
-}
-
-bool line_handler::on_string_part(boost::json::string_view s, std::size_t n, boost::system::error_code&)
-{
-    if (n == s.size())
-    {
-        begin_value();
-        if (target_)
-            target_->clear();
-    }
-    if (target_)
-        target_->append(s.data(), s.size());
-    return true;
-}
-
-bool line_handler::on_string(boost::json::string_view s, std::size_t n, boost::system::error_code&)
-{
-    if (n == s.size())
-    {
-        begin_value();
-        if (target_)
-            target_->clear();
-    }
-    if (target_)
-        target_->append(s.data(), s.size());
-    if (kind_target_)
-        *kind_target_ = seen::string;
-    target_ = nullptr;
-    kind_target_ = nullptr;
-    return true;
-}
-
-bool line_handler::on_int64(std::int64_t v, boost::json::string_view, boost::system::error_code&)
-{
-    scalar(seen::other);
-    if (fk_index_)
-        fields.first_kept_entry_index = v;
-    return true;
-}
-
-bool line_handler::on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&)
-{
-    scalar(seen::other);
-    return true;
-}
-
-bool line_handler::on_double(double v, boost::json::string_view, boost::system::error_code&)
-{
-    scalar(seen::other);
-    if (fk_index_)
-        fields.first_kept_entry_index = static_cast<std::int64_t>(v);
-    return true;
-}
-
-bool line_handler::on_bool(bool, boost::system::error_code&)
-{
-    scalar(seen::other);
-    return true;
-}
-
-bool line_handler::on_null(boost::system::error_code&)
-{
-    scalar(seen::null);
-    return true;
-}
-
 namespace {
 
-boost::json::parse_options parser_options(std::size_t max_depth)
+// Where a value's content goes, if anywhere.
+struct target
 {
-    boost::json::parse_options o;
-    o.max_depth = max_depth;
-    return o;
-}
+    std::string* text = nullptr;
+    seen* kind = nullptr;
+    bool first_kept_index = false;
+    bool message = false;
+};
+
+class scanner
+{
+public:
+    scanner(std::string_view s, std::size_t max_depth, line_fields& f)
+        : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f)
+    {
+    }
+
+    bool document()
+    {
+        ws();
+        if (p_ < end_ && *p_ == '{')
+            f_.is_object = true;
+        if (!value(0, {}, true))
+            return false;
+        ws();
+        if (p_ != end_)
+            return fail(errc::invalid_json, "unexpected data after the JSON value");
+        return true;
+    }
+
+    errc code = errc::invalid_json;
+    std::string message;
+
+private:
+    bool fail(errc c, const char* what)
+    {
+        code = c;
+        message = std::string(c == errc::invalid_utf8 ? "text is not valid UTF-8" : "invalid JSON") + " at byte " +
+                  std::to_string(p_ - begin_ + 1) + " (" + what + ")";
+        return false;
+    }
+
+    void ws()
+    {
+        while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r'))
+            ++p_;
+    }
+
+    bool value(std::size_t depth, target t, bool top = false)
+    {
+        if (p_ >= end_)
+            return fail(errc::invalid_json, "unexpected end");
+        switch (*p_)
+        {
+        case '{':
+            if (t.kind)
+                *t.kind = seen::object;
+            return object(depth + 1, top, t.message);
+        case '[':
+            if (t.kind)
+                *t.kind = seen::other;
+            return array(depth + 1);
+        case '"':
+            if (t.kind)
+                *t.kind = seen::string;
+            if (t.text)
+                t.text->clear();
+            return string(t.text);
+        case 't':
+            if (t.kind)
+                *t.kind = seen::other;
+            return literal("true");
+        case 'f':
+            if (t.kind)
+                *t.kind = seen::other;
+            return literal("false");
+        case 'n':
+            if (t.kind)
+                *t.kind = seen::null;
+            return literal("null");
+        default:
+            if (t.kind)
+                *t.kind = seen::other;
+            return number(t.first_kept_index);
+        }
+    }
+
+    bool literal(const char* lit)
+    {
+        const std::size_t n = std::strlen(lit);
+        if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, lit, n) != 0)
+            return fail(errc::invalid_json, "unexpected character");
+        p_ += n;
+        return true;
+    }
+
+    static bool digit(char c) { return c >= '0' && c <= '9'; }
+
+    bool number(bool capture)
+    {
+        const char* start = p_;
+        if (p_ < end_ && *p_ == '-')
+            ++p_;
+        if (p_ >= end_ || !digit(*p_))
+            return fail(errc::invalid_json, "expected a value");
+        if (*p_ == '0')
+            ++p_;
+        else
+            while (p_ < end_ && digit(*p_))
+                ++p_;
+        if (p_ < end_ && *p_ == '.')
+        {
+            ++p_;
+            if (p_ >= end_ || !digit(*p_))
+                return fail(errc::invalid_json, "expected a digit after '.'");
+            while (p_ < end_ && digit(*p_))
+                ++p_;
+        }
+        if (p_ < end_ && (*p_ == 'e' || *p_ == 'E'))
+        {
+            ++p_;
+            if (p_ < end_ && (*p_ == '+' || *p_ == '-'))
+                ++p_;
+            if (p_ >= end_ || !digit(*p_))
+                return fail(errc::invalid_json, "expected an exponent");
+            while (p_ < end_ && digit(*p_))
+                ++p_;
+        }
+        if (capture)
+        {
+            double d = 0;
+            std::from_chars(start, p_, d);
+            f_.first_kept_entry_index = static_cast<std::int64_t>(d);
+        }
+        return true;
+    }
+
+    static int hex(char c)
+    {
+        if (c >= '0' && c <= '9')
+            return c - '0';
+        if (c >= 'a' && c <= 'f')
+            return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+            return c - 'A' + 10;
+        return -1;
+    }
+
+    bool hex4(unsigned& v)
+    {
+        if (end_ - p_ < 4)
+            return fail(errc::invalid_json, "incomplete \\u escape");
+        v = 0;
+        for (int i = 0; i < 4; ++i)
+        {
+            const int h = hex(p_[i]);
+            if (h < 0)
+                return fail(errc::invalid_json, "invalid \\u escape");
+            v = v * 16 + static_cast<unsigned>(h);
+        }
+        p_ += 4;
+        return true;
+    }
+
+    static void append_utf8(std::string& out, char32_t cp)
+    {
+        if (cp < 0x80)
+            out += static_cast<char>(cp);
+        else if (cp < 0x800)
+        {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        else if (cp < 0x10000)
+        {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        else
+        {
+            out += static_cast<char>(0xF0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+    }
+
+    // Validates one multi-byte UTF-8 sequence at p_ (p_[0] >= 0x80).
+    bool utf8()
+    {
+        const auto b0 = static_cast<unsigned char>(*p_);
+        std::size_t len;
+        char32_t cp, min;
+        if ((b0 & 0xE0) == 0xC0)
+            len = 2, cp = b0 & 0x1F, min = 0x80;
+        else if ((b0 & 0xF0) == 0xE0)
+            len = 3, cp = b0 & 0x0F, min = 0x800;
+        else if ((b0 & 0xF8) == 0xF0)
+            len = 4, cp = b0 & 0x07, min = 0x10000;
+        else
+            return fail(errc::invalid_utf8, "invalid lead byte");
+        if (static_cast<std::size_t>(end_ - p_) < len)
+            return fail(errc::invalid_utf8, "truncated sequence");
+        for (std::size_t k = 1; k < len; ++k)
+        {
+            const auto b = static_cast<unsigned char>(p_[k]);
+            if ((b & 0xC0) != 0x80)
+                return fail(errc::invalid_utf8, "invalid continuation byte");
+            cp = (cp << 6) | (b & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return fail(errc::invalid_utf8, "overlong, surrogate or out-of-range sequence");
+        p_ += len;
+        return true;
+    }
+
+    // Length of the run of bytes that need no attention: not '"', '\\', a control or non-ASCII.
+    std::size_t plain_run() const
+    {
+        const char* q = p_;
+#if defined(__SSE2__)
+        const __m128i quote = _mm_set1_epi8('"');
+        const __m128i backslash = _mm_set1_epi8('\\');
+        const __m128i space = _mm_set1_epi8(0x20);
+        while (end_ - q >= 16)
+        {
+            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+            // Signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches non-ASCII.
+            const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                             _mm_cmplt_epi8(x, space));
+            const int mask = _mm_movemask_epi8(hit);
+            if (mask)
+                return static_cast<std::size_t>(q - p_) + static_cast<std::size_t>(__builtin_ctz(mask));
+            q += 16;
+        }
+#endif
+        while (q < end_)
+        {
+            const auto c = static_cast<unsigned char>(*q);
+            if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
+                break;
+            ++q;
+        }
+        return static_cast<std::size_t>(q - p_);
+    }
+
+    bool string(std::string* out)
+    {
+        ++p_;  // opening quote
+        for (;;)
+        {
+            const std::size_t run = plain_run();
+            if (out)
+                out->append(p_, run);
+            p_ += run;
+            if (p_ >= end_)
+                return fail(errc::invalid_json, "unterminated string");
+            const auto c = static_cast<unsigned char>(*p_);
+            if (c == '"')
+            {
+                ++p_;
+                return true;
+            }
+            if (c < 0x20)
+                return fail(errc::invalid_json, "control character in string");
+            if (c >= 0x80)
+            {
+                const char* s = p_;
+                if (!utf8())
+                    return false;
+                if (out)
+                    out->append(s, p_);
+                continue;
+            }
+            // Backslash escape.
+            ++p_;
+            if (p_ >= end_)
+                return fail(errc::invalid_json, "unterminated escape");
+            const char e = *p_++;
+            char plain = 0;
+            switch (e)
+            {
+            case '"': plain = '"'; break;
+            case '\\': plain = '\\'; break;
+            case '/': plain = '/'; break;
+            case 'b': plain = '\b'; break;
+            case 'f': plain = '\f'; break;
+            case 'n': plain = '\n'; break;
+            case 'r': plain = '\r'; break;
+            case 't': plain = '\t'; break;
+            case 'u':
+            {
+                unsigned u = 0;
+                if (!hex4(u))
+                    return false;
+                char32_t cp = u;
+                if (u >= 0xDC00 && u <= 0xDFFF)
+                    return fail(errc::invalid_json, "lone trailing surrogate escape");
+                if (u >= 0xD800 && u <= 0xDBFF)
+                {
+                    unsigned lo = 0;
+                    if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u')
+                        return fail(errc::invalid_json, "lone leading surrogate escape");
+                    p_ += 2;
+                    if (!hex4(lo))
+                        return false;
+                    if (lo < 0xDC00 || lo > 0xDFFF)
+                        return fail(errc::invalid_json, "lone leading surrogate escape");
+                    cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                }
+                if (out)
+                    append_utf8(*out, cp);
+                continue;
+            }
+            default: return fail(errc::invalid_json, "invalid escape");
+            }
+            if (out)
+                *out += plain;
+        }
+    }
+
+    target top_target(const std::string& key)
+    {
+        if (key == "type")
+            return {&f_.type, &f_.type_kind};
+        if (key == "id")
+            return {&f_.id, &f_.id_kind};
+        if (key == "parentId")
+            return {&f_.parent_id, &f_.parent_kind};
+        if (key == "message")
+            return {nullptr, &f_.message_kind, false, true};
+        if (key == "thinkingLevel")
+            return {&f_.thinking_level};
+        if (key == "provider")
+            return {&f_.provider};
+        if (key == "modelId")
+            return {&f_.model_id};
+        if (key == "firstKeptEntryId")
+            return {&f_.first_kept_entry_id};
+        if (key == "firstKeptEntryIndex")
+            return {nullptr, nullptr, true};
+        return {};
+    }
+
+    target message_target(const std::string& key)
+    {
+        if (key == "role")
+            return {&f_.role};
+        if (key == "provider")
+            return {&f_.message_provider};
+        if (key == "model")
+            return {&f_.message_model};
+        return {};
+    }
+
+    bool object(std::size_t depth, bool top, bool message)
+    {
+        if (depth > max_depth_)
+            return fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
+        ++p_;
+        ws();
+        if (p_ < end_ && *p_ == '}')
+        {
+            ++p_;
+            return true;
+        }
+        const bool keys_matter = top || message;
+        std::string key;
+        for (;;)
+        {
+            if (p_ >= end_ || *p_ != '"')
+                return fail(errc::invalid_json, "expected a key");
+            key.clear();
+            if (!string(keys_matter ? &key : nullptr))
+                return false;
+            ws();
+            if (p_ >= end_ || *p_ != ':')
+                return fail(errc::invalid_json, "expected ':'");
+            ++p_;
+            ws();
+            const target t = top ? top_target(key) : message ? message_target(key) : target{};
+            if (!value(depth, t))
+                return false;
+            ws();
+            if (p_ < end_ && *p_ == ',')
+            {
+                ++p_;
+                ws();
+                continue;
+            }
+            if (p_ < end_ && *p_ == '}')
+            {
+                ++p_;
+                return true;
+            }
+            return fail(errc::invalid_json, "expected ',' or '}'");
+        }
+    }
+
+    bool array(std::size_t depth)
+    {
+        if (depth > max_depth_)
+            return fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
+        ++p_;
+        ws();
+        if (p_ < end_ && *p_ == ']')
+        {
+            ++p_;
+            return true;
+        }
+        for (;;)
+        {
+            if (!value(depth, {}))
+                return false;
+            ws();
+            if (p_ < end_ && *p_ == ',')
+            {
+                ++p_;
+                ws();
+                continue;
+            }
+            if (p_ < end_ && *p_ == ']')
+            {
+                ++p_;
+                return true;
+            }
+            return fail(errc::invalid_json, "expected ',' or ']'");
+        }
+    }
+
+    const char* begin_;
+    const char* p_;
+    const char* end_;
+    std::size_t max_depth_;
+    line_fields& f_;
+};
 
 }  // namespace
 
-line_indexer::line_indexer(std::size_t max_depth) : parser_(parser_options(max_depth)) {}
-
 result<const line_fields*> line_indexer::index(std::string_view line, diagnostics& diag)
 {
-    parser_.reset();
-    boost::system::error_code ec;
-    const std::size_t n = parser_.write_some(false, line.data(), line.size(), ec);
-    if (!ec && n != line.size())
-        ec = boost::json::error::extra_data;
-    if (ec)
+    fields_.clear();
+    scanner s(line, max_depth_, fields_);
+    if (!s.document())
     {
-        if (ec == boost::json::error::too_deep)
-        {
-            diag.message = "nesting deeper than the configured limit";
-            return errc::nesting_too_deep;
-        }
-        if (!is_valid_utf8(line))
-        {
-            diag.message = "text is not valid UTF-8";
-            return errc::invalid_utf8;
-        }
-        diag.message = "invalid JSON at byte " + std::to_string(n + 1) + " (" + ec.message() + ")";
-        return errc::invalid_json;
+        diag.message = std::move(s.message);
+        return s.code;
     }
-    return &parser_.handler().fields;
+    return &fields_;
 }
 
 }  // namespace agentctx::compaction::detail

@@ -1,9 +1,7 @@
-// Validates one JSONL line with Boost.JSON's SAX parser and captures the fields the index needs.
+// Validates one JSONL line and captures the fields the index needs, without building a DOM.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
-
-#include <boost/json/basic_parser.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -22,7 +20,7 @@ enum class seen : std::uint8_t
     other,
 };
 
-/// Fields captured from one line without building a DOM.
+/// Fields captured from one line.
 struct line_fields
 {
     bool is_object = false;
@@ -35,59 +33,22 @@ struct line_fields
     void clear();
 };
 
-/// SAX handler for boost::json::basic_parser. Captures a fixed set of short string fields.
-class line_handler
-{
-public:
-    static constexpr std::size_t max_object_size = std::size_t(-1);
-    static constexpr std::size_t max_array_size = std::size_t(-1);
-    static constexpr std::size_t max_key_size = std::size_t(-1);
-    static constexpr std::size_t max_string_size = std::size_t(-1);
-
-    line_fields fields;
-
-    bool on_document_begin(boost::system::error_code&);
-    bool on_document_end(boost::system::error_code&) { return true; }
-    bool on_object_begin(boost::system::error_code&);
-    bool on_object_end(std::size_t, boost::system::error_code&);
-    bool on_array_begin(boost::system::error_code&);
-    bool on_array_end(std::size_t, boost::system::error_code&);
-    bool on_key_part(boost::json::string_view s, std::size_t, boost::system::error_code&);
-    bool on_key(boost::json::string_view s, std::size_t, boost::system::error_code&);
-    bool on_string_part(boost::json::string_view s, std::size_t, boost::system::error_code&);
-    bool on_string(boost::json::string_view s, std::size_t, boost::system::error_code&);
-    bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
-    bool on_int64(std::int64_t v, boost::json::string_view, boost::system::error_code&);
-    bool on_uint64(std::uint64_t v, boost::json::string_view, boost::system::error_code&);
-    bool on_double(double, boost::json::string_view, boost::system::error_code&);
-    bool on_bool(bool, boost::system::error_code&);
-    bool on_null(boost::system::error_code&);
-    bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
-    bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
-
-private:
-    void begin_value();       // a scalar or container value starts for the current key
-    void scalar(seen kind);   // a non-string scalar value
-
-    int depth_ = 0;
-    bool in_message_ = false;     // the container at depth 2 is the top-level "message" object
-    std::string key_;             // key being read / last key at the current depth
-    int key_depth_ = 0;           // depth of key_
-    std::string* target_ = nullptr;  // where string parts of the current value go
-    seen* kind_target_ = nullptr;    // where the kind of the current value goes
-    bool fk_index_ = false;          // current value is top-level firstKeptEntryIndex
-};
-
-/// Parses one line. On failure returns the error (invalid_json, invalid_utf8, nesting_too_deep)
-/// and writes a message without the line number into `diag`.
+/// A strict JSON validator (RFC 8259, UTF-8, no comments or trailing commas, lone surrogate
+/// escapes rejected) that accepts exactly what Boost.JSON's parser accepts, so an indexed line
+/// always materializes. Plain runs inside strings are skipped 16 bytes at a time (SSE2):
+/// session lines are mostly long tool outputs.
 class line_indexer
 {
 public:
-    explicit line_indexer(std::size_t max_depth);
+    explicit line_indexer(std::size_t max_depth) : max_depth_(max_depth) {}
+
+    /// On failure returns invalid_json, invalid_utf8 or nesting_too_deep, with a message
+    /// (byte position, no line number) in `diag`.
     result<const line_fields*> index(std::string_view line, diagnostics& diag);
 
 private:
-    boost::json::basic_parser<line_handler> parser_;
+    std::size_t max_depth_;
+    line_fields fields_;
 };
 
 }  // namespace agentctx::compaction::detail

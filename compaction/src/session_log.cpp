@@ -137,7 +137,7 @@ result<entry_ptr> session_log::get(std::size_t i, diagnostics& diag) const
         return text.error();
     }
     boost::system::error_code ec;
-    auto v = detail::parse_exact(*text, opts_.max_depth, ec);
+    auto v = detail::parse_exact(*text, opts_.max_depth + 1, ec);
     if (ec || !v.is_object())
     {
         diag.message = "the line changed on disk since it was indexed";
@@ -253,7 +253,7 @@ struct session_log_builder::impl
         if (!idx)
             return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
         boost::system::error_code ec;
-        auto v = detail::parse_exact(text, opts.max_depth, ec);
+        auto v = detail::parse_exact(text, opts.max_depth + 1, ec);
         if (ec || !v.is_object())
             return fail(errc::missing_header, line, "type", "the first line is not a session header object");
         auto h = decode_header(v.get_object(), d);
@@ -471,6 +471,12 @@ struct session_log_builder::impl
             const std::size_t src = kept_src[k];
             if (!has_parent[src])
                 continue;
+            // Almost every parent is the line before: check it before hashing.
+            if (k > 0 && kept[k - 1].id == parent_ids[src])
+            {
+                kept[k].parent = static_cast<std::int32_t>(k - 1);
+                continue;
+            }
             const auto it = log.by_id_.find(parent_ids[src]);
             if (it == log.by_id_.end())
             {

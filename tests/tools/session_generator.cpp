@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <random>
+#include <unordered_set>
 #include <vector>
 
 namespace agentctx::tools {
@@ -128,16 +129,8 @@ private:
         {
             char buf[9];
             std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng_() & 0xffffffffu));
-            std::string id(buf);
-            if (ids_.emplace_back(id); true)
-            {
-                bool dup = false;
-                for (std::size_t i = ids_.size() >= 64 ? ids_.size() - 64 : 0; i + 1 < ids_.size(); ++i)
-                    dup |= ids_[i] == id;
-                if (!dup)
-                    return id;
-                ids_.pop_back();
-            }
+            if (ids_.insert(buf).second)  // unique within the session, as Pi guarantees
+                return buf;
         }
     }
 
@@ -382,7 +375,7 @@ private:
     std::string leaf_;
     std::vector<std::string> path_;         // ids root -> leaf of the active path
     std::vector<std::string> turn_starts_;  // leaf before each user prompt
-    std::vector<std::string> ids_;
+    std::unordered_set<std::string> ids_;
     std::int64_t context_tokens_ = 3000;
 };
 
