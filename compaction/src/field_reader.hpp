@@ -49,7 +49,7 @@ private:
     const boost::json::value* typed(std::string_view key, boost::json::kind k, const char* expected, bool required);
 
     const boost::json::object& obj_;
-    std::string_view path_;
+    std::string path_;  // owned: callers pass temporaries such as path_of("usage")
     diagnostics& diag_;
     errc code_{};
 };

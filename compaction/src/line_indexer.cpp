@@ -21,6 +21,9 @@ void line_fields::clear()
     provider.clear();
     model_id.clear();
     first_kept_entry_id.clear();
+    target_id.clear();
+    label.clear();
+    label_kind = seen::absent;
     role.clear();
     message_provider.clear();
     message_model.clear();
@@ -371,6 +374,10 @@ private:
             return {&f_.first_kept_entry_id};
         if (key == "firstKeptEntryIndex")
             return {nullptr, nullptr, true};
+        if (key == "targetId")
+            return {&f_.target_id};
+        if (key == "label")
+            return {&f_.label, &f_.label_kind};
         return {};
     }
 

@@ -27,6 +27,8 @@ struct line_fields
     seen type_kind = seen::absent, id_kind = seen::absent, parent_kind = seen::absent, message_kind = seen::absent;
     std::string type, id, parent_id;
     std::string thinking_level, provider, model_id, first_kept_entry_id;  // depth 1
+    std::string target_id, label;                                         // label entries
+    seen label_kind = seen::absent;
     std::string role, message_provider, message_model;                    // depth 2 inside "message"
     std::optional<std::int64_t> first_kept_entry_index;                   // v1 compactions
 

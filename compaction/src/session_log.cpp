@@ -40,6 +40,8 @@ entry_meta make_meta(const entry_ptr& e)
     }
     m.thinking_level = e->thinking_level;
     m.first_kept_entry_id = e->first_kept_entry_id;
+    m.target_id = e->target_id;
+    m.label = e->label.value_or("");
     m.cached = e;
     return m;
 }
@@ -53,6 +55,28 @@ std::optional<std::size_t> session_log::find(std::string_view id) const
         return std::nullopt;
     return it->second;
 }
+
+std::optional<std::string> session_log::label_of(std::string_view id) const
+{
+    const auto it = labels_.find(std::string(id));
+    if (it == labels_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+namespace {
+
+void apply_label(std::unordered_map<std::string, std::string>& labels, const entry_meta& m)
+{
+    if (m.type != entry_type::label)
+        return;
+    if (m.label.empty())
+        labels.erase(m.target_id);
+    else
+        labels[m.target_id] = m.label;
+}
+
+}  // namespace
 
 std::optional<std::string> session_log::leaf_id() const
 {
@@ -176,8 +200,15 @@ result<void> session_log::append(entry_ptr e, diagnostics& diag)
         }
         parent = static_cast<std::int32_t>(*p);
     }
+    if (e->type == entry_type::label && !contains(e->target_id))
+    {
+        diag.field = "targetId";
+        diag.message = "label target '" + e->target_id + "' names no entry";
+        return errc::entry_not_found;
+    }
     entry_meta m = make_meta(e);
     m.parent = parent;
+    apply_label(labels_, m);
     by_id_.emplace(m.id, static_cast<std::uint32_t>(metas_.size()));
     metas_.push_back(std::move(m));
     leaf_ = metas_.size() - 1;
@@ -375,6 +406,11 @@ struct session_log_builder::impl
         }
         m.thinking_level = f.thinking_level;
         m.first_kept_entry_id = f.first_kept_entry_id;
+        if (m.type == entry_type::label)
+        {
+            m.target_id = f.target_id;
+            m.label = f.label_kind == seen::string ? f.label : std::string();
+        }
         if (v1)
         {
             m.id = synthetic_id(n);
@@ -585,6 +621,8 @@ result<session_log> session_log_builder::finish(
         return s.error;
     }
     s.check_compactions(log);
+    for (const auto& m : log.metas_)
+        apply_label(log.labels_, m);
     log.header_ = std::move(s.header);
     log.source_version_ = log.header_.version;
     log.opts_ = s.opts;

@@ -218,3 +218,26 @@ TEST(session_log, v2_hook_messages_become_custom)
     EXPECT_EQ((*e)->message->role, role::custom);
     EXPECT_EQ((*e)->raw.at("message").at("role"), "custom");
 }
+
+TEST(session_log, labels_follow_file_order_and_clear_when_empty)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1");
+    s.entry("label", "l1", {{"targetId", "u1"}, {"label", "start"}});
+    s.entry("label", "l2", {{"targetId", "a1"}, {"label", "first"}});
+    s.entry("label", "l3", {{"targetId", "a1"}, {"label", "answer"}});  // last wins
+    s.entry("label", "l4", {{"targetId", "u1"}});                      // absent label clears
+    auto log = s.load();
+    EXPECT_FALSE(log.label_of("u1"));
+    EXPECT_EQ(log.label_of("a1"), "answer");
+    diagnostics diag;
+    auto lab = std::make_shared<const entry>(decode_entry(
+        {{"type", "label"}, {"id", "l5"}, {"parentId", "l4"}, {"timestamp", "t"}, {"targetId", "u1"}, {"label", "again"}}, diag
+    ).value());
+    ASSERT_TRUE(log.append(lab, diag));
+    EXPECT_EQ(log.label_of("u1"), "again");
+    auto bad = std::make_shared<const entry>(decode_entry(
+        {{"type", "label"}, {"id", "l6"}, {"parentId", "l5"}, {"timestamp", "t"}, {"targetId", "ghost"}, {"label", "x"}}, diag
+    ).value());
+    EXPECT_EQ(log.append(bad, diag).error(), make_error_code(errc::entry_not_found));  // as Pi's appendLabelChange
+}

@@ -81,6 +81,8 @@ struct entry_meta
     std::string model;               ///< assistant message model or model_change modelId
     std::string thinking_level;      ///< thinking_level_change
     std::string first_kept_entry_id;  ///< compaction
+    std::string target_id;            ///< label
+    std::string label;                ///< label (empty = clear)
     entry_ptr cached;                ///< set for appended (and eagerly loaded) entries
 };
 
@@ -112,6 +114,9 @@ public:
     std::optional<std::size_t> leaf() const noexcept { return leaf_; }
     std::optional<std::string> leaf_id() const;
 
+    /// The label of an entry (the latest `label` entry targeting it; empty or absent clears).
+    std::optional<std::string> label_of(std::string_view id) const;
+
     /// Moves the leaf to an existing entry (Pi's `branch`). Not persisted, as in Pi.
     result<void> branch(std::string_view id, diagnostics& diag);
 
@@ -142,6 +147,7 @@ private:
     std::vector<entry_meta> metas_;
     std::vector<std::int64_t> legacy_first_kept_index_;  ///< v1 only: firstKeptEntryIndex per entry
     std::unordered_map<std::string, std::uint32_t> by_id_;
+    std::unordered_map<std::string, std::string> labels_;  ///< targetId -> label, file order applied
     std::optional<std::size_t> leaf_;
     std::shared_ptr<const line_reader> reader_;
 };
