@@ -21,6 +21,17 @@ const char* to_string(errc e) noexcept
     case errc::parent_cycle: return "parent_cycle";
     case errc::entry_not_found: return "entry_not_found";
     case errc::migration_required: return "migration_required";
+    case errc::transcript_invalid: return "transcript_invalid";
+    case errc::already_compacted: return "already_compacted";
+    case errc::nothing_to_compact: return "nothing_to_compact";
+    case errc::boundary_unavailable: return "boundary_unavailable";
+    case errc::invalid_settings: return "invalid_settings";
+    case errc::summary_truncated: return "summary_truncated";
+    case errc::summary_failed: return "summary_failed";
+    case errc::summary_aborted: return "summary_aborted";
+    case errc::summary_empty: return "summary_empty";
+    case errc::summary_too_long: return "summary_too_long";
+    case errc::insufficient_reduction: return "insufficient_reduction";
     }
     return "unknown";
 }

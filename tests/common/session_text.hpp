@@ -142,6 +142,22 @@ public:
         return log ? std::move(*log) : compaction::session_log{};
     }
 
+    /// The materialized active path.
+    std::vector<compaction::entry_ptr> path(compaction::load_options opts = {}) const
+    {
+        auto log = load(opts);
+        std::vector<compaction::entry_ptr> out;
+        compaction::diagnostics diag;
+        for (auto i : log.active_path())
+        {
+            auto e = log.get(i, diag);
+            EXPECT_TRUE(e.has_value()) << diag.message;
+            if (e)
+                out.push_back(*e);
+        }
+        return out;
+    }
+
     std::string text;
     std::string leaf;
 

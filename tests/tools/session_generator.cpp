@@ -273,10 +273,21 @@ private:
                 made.emplace_back(call_id, tool);
             }
             assistant(std::move(content), "toolUse", 60 + pick(400));
-            for (const auto& [call_id, tool] : made)
+            const bool interleave = made.size() >= 2 && chance(o_.interleave_rate);
+            for (std::size_t k = 0; k < made.size(); ++k)
             {
+                const auto& [call_id, tool] = made[k];
                 if (written_ >= o_.entries)
                     break;
+                if (interleave && k + 1 == made.size())
+                {
+                    // A progress note before the last result: the round now spans an assistant message.
+                    json::array note;
+                    note.push_back(json::object{{"type", "text"}, {"text", "Still waiting on " + tool + "."}});
+                    assistant(std::move(note), "stop", 20);
+                    if (written_ >= o_.entries)
+                        break;
+                }
                 json::object t;
                 t["role"] = "toolResult";
                 t["toolCallId"] = call_id;

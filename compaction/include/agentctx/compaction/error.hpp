@@ -29,6 +29,19 @@ enum class errc
     // Session log: tree operations.
     entry_not_found,      ///< An id passed to a tree operation is unknown.
     migration_required,   ///< A v1/v2 file must be migrated before it can be appended to.
+    // Planning.
+    transcript_invalid,    ///< tool calls and results do not pair up (see validate_transcript)
+    already_compacted,     ///< the last entry of the path is a compaction
+    nothing_to_compact,    ///< no message lies before the cut: the model would get nothing
+    boundary_unavailable,  ///< no safe cut point exists in the range
+    invalid_settings,      ///< a settings value has the wrong type or range (field named)
+    // Summary validation.
+    summary_truncated,       ///< the model stopped at its output cap (stop reason `length`)
+    summary_failed,          ///< the model reported an error (stop reason `error`)
+    summary_aborted,         ///< the request was aborted (stop reason `aborted`)
+    summary_empty,           ///< empty or whitespace-only text
+    summary_too_long,        ///< more tokens than the request's output cap
+    insufficient_reduction,  ///< summary + retained suffix would still be over the threshold
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -1,0 +1,66 @@
+// prepare_compaction (spec §6): the range, the cut, what gets summarized and what is kept.
+#pragma once
+
+#include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/file_ops.hpp>
+#include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/settings.hpp>
+#include <agentctx/compaction/transcript.hpp>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace agentctx::compaction {
+
+struct plan_options
+{
+    compat_mode mode = compat_mode::agentctx;
+    const token_counter* counter = nullptr;  ///< nullptr = default (chars/4)
+};
+
+struct compaction_preparation
+{
+    std::string first_kept_entry_id;
+    std::size_t first_kept_index = 0;  ///< index on the path
+    std::size_t boundary_start = 0;    ///< the range planned over: [boundary_start, path end)
+    std::vector<context_message> messages_to_summarize;
+    std::vector<context_message> turn_prefix_messages;
+    bool is_split_turn = false;
+    std::optional<std::size_t> turn_start_index;
+    std::int64_t tokens_before = 0;
+    std::optional<std::string> previous_summary;
+    file_operations file_ops;
+    std::optional<std::size_t> crossing_index;  ///< where the keepRecentTokens walk stopped
+};
+
+/// Plans a compaction of the path (root first, leaf last). Errors (agentctx mode): already_compacted,
+/// transcript_invalid (issues listed in `diag.message`), boundary_unavailable, nothing_to_compact.
+/// In pi mode only already_compacted and an empty path fail, as Pi returns undefined there.
+result<compaction_preparation> prepare_compaction(
+    std::span<const entry_ptr> path,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+);
+
+/// The same over a log: materializes only the entries from the previous compaction's kept
+/// region onward (plus that compaction); earlier entries are represented by their index data.
+result<compaction_preparation> prepare_compaction(
+    const session_log& log,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+);
+
+/// The materialized path of `log` from which prepare_compaction(log, ...) plans: entries
+/// before `needed_from` are index-only stand-ins (type, id, parent, firstKeptEntryId).
+struct planning_path
+{
+    std::vector<entry_ptr> entries;
+    std::size_t needed_from = 0;
+};
+result<planning_path> load_planning_path(const session_log& log, diagnostics& diag);
+
+}  // namespace agentctx::compaction

@@ -1,0 +1,99 @@
+// fit_request: interaction groups, fixed costs first, newest groups while they fit.
+#include <agentctx/compaction/request_view.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace agentctx::compaction {
+
+const char* to_string(fit_reason r) noexcept
+{
+    switch (r)
+    {
+    case fit_reason::fits: return "fits";
+    case fit_reason::trimmed: return "trimmed";
+    case fit_reason::single_group_overflow: return "single_group_overflow";
+    }
+    return "fits";
+}
+
+namespace {
+
+bool starts_group(role r)
+{
+    return r == role::user || r == role::bash_execution || r == role::custom || r == role::branch_summary;
+}
+
+}  // namespace
+
+fit_result fit_request(const session_context& ctx, const request_budget& budget, const token_counter& counter)
+{
+    fit_result r;
+    const auto& msgs = ctx.messages;
+    std::size_t first = 0;
+    if (!msgs.empty() && msgs.front().msg->role == role::compaction_summary)
+    {
+        r.messages.push_back(msgs.front());
+        r.tokens.fixed = static_cast<std::int64_t>(counter.count(*msgs.front().msg));
+        first = 1;
+    }
+    // Group starts, then merge groups joined by a tool round (a result after its call's group).
+    std::vector<std::size_t> group_of(msgs.size(), 0);
+    std::vector<std::size_t> starts;
+    std::unordered_map<std::string, std::size_t> call_group;
+    for (std::size_t i = first; i < msgs.size(); ++i)
+    {
+        const message& m = *msgs[i].msg;
+        if (starts.empty() || starts_group(m.role))
+            starts.push_back(i);
+        group_of[i] = starts.size() - 1;
+        if (m.role == role::assistant)
+            for (const auto& b : m.content.blocks)
+                if (const auto* c = std::get_if<tool_call_block>(&b))
+                    call_group[c->id] = group_of[i];
+        if (m.role == role::tool_result)
+            if (const auto it = call_group.find(m.tool_call_id); it != call_group.end() && it->second < group_of[i])
+            {
+                // Merge every group from the call's through this one.
+                const std::size_t into = it->second;
+                starts.resize(into + 1);
+                for (std::size_t k = starts[into]; k <= i; ++k)
+                    group_of[k] = into;
+                for (auto& [id, g] : call_group)
+                    g = std::min(g, g > into ? into : g);
+            }
+    }
+    std::vector<std::int64_t> cost(starts.size(), 0);
+    for (std::size_t i = first; i < msgs.size(); ++i)
+        cost[group_of[i]] += static_cast<std::int64_t>(counter.count(*msgs[i].msg));
+
+    r.tokens.max_tokens = budget.max_tokens;
+    r.tokens.system = budget.system_tokens;
+    r.tokens.reserved_output = budget.reserved_output;
+    r.tokens.safety_margin = budget.safety_margin;
+    r.tokens.available_for_messages = std::max<std::int64_t>(
+        0, budget.max_tokens - budget.system_tokens - r.tokens.fixed - budget.reserved_output - budget.safety_margin
+    );
+    std::size_t keep_from = starts.size();  // first kept group
+    std::int64_t used = 0;
+    while (keep_from > 0 && used + cost[keep_from - 1] <= r.tokens.available_for_messages)
+        used += cost[--keep_from];
+    if (keep_from == starts.size() && !starts.empty())
+    {
+        used = cost[--keep_from];
+        r.reason = fit_reason::single_group_overflow;
+    }
+    else
+        r.reason = keep_from == 0 ? fit_reason::fits : fit_reason::trimmed;
+    r.tokens.messages = used;
+    r.tokens.total = r.tokens.system + r.tokens.fixed + used + r.tokens.reserved_output + r.tokens.safety_margin;
+    if (keep_from < starts.size())
+        for (std::size_t i = starts[keep_from]; i < msgs.size(); ++i)
+        {
+            r.messages.push_back(msgs[i]);
+            r.kept_entry_ids.push_back(msgs[i].entry_id);
+        }
+    return r;
+}
+
+}  // namespace agentctx::compaction
