@@ -229,7 +229,7 @@ private:
         turn_starts_.push_back(leaf_);
         emit(message_entry(std::move(u)));
 
-        const std::size_t rounds = 1 + pick(5);
+        const std::size_t rounds = chance(o_.tool_turn_rate) ? 1 + pick(5) : 0;
         for (std::size_t r = 0; r < rounds && written_ < o_.entries; ++r)
         {
             json::array content;
@@ -322,7 +322,7 @@ private:
             content.push_back(json::object{{"type", "text"}, {"text", "Done: " + sentence(20 + pick(60)) + "."}});
             assistant(std::move(content), "stop", 100 + pick(600));
         }
-        if (o_.version >= 2 && written_ < o_.entries && chance(0.03))
+        if (o_.version >= 2 && written_ < o_.entries && chance(o_.metadata_rate))
         {
             auto l = base("label");
             l["targetId"] = leaf_;

@@ -16,6 +16,8 @@ struct generator_options
     double image_rate = 0.01;             ///< share of tool results / prompts carrying an image
     double branch_rate = 0.01;            ///< chance per turn of going back to an earlier turn
     std::size_t compaction_every = 0;     ///< turns between compactions (0 = none)
+    double tool_turn_rate = 1.0;          ///< share of turns that use tools (others are plain chat)
+    double metadata_rate = 0.03;          ///< chance per turn of a label (metadata) after the turn
     double interleave_rate = 0;           ///< share of multi-call rounds whose last result arrives
                                           ///< after a later assistant message (interleaved rounds)
     int version = 3;                      ///< 1, 2 or 3 (v1: no ids, index-based compactions)
