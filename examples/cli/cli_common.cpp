@@ -2,10 +2,13 @@
 #include "cli_common.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <iostream>
 
 namespace agentctx::cli {
@@ -80,6 +83,43 @@ void print_error(bool json, std::string_view code, std::string_view message)
     }
     else
         std::cerr << "agentctx: " << code << ": " << message << '\n';
+}
+
+boost::json::array messages_json(const std::vector<compaction::context_message>& messages)
+{
+    boost::json::array out;
+    for (const auto& m : messages)
+        out.push_back(boost::json::object{
+            {"role", compaction::to_string(m.msg->role)},
+            {"entryId", m.entry_id},
+            {"tokens", compaction::estimate_tokens(*m.msg)},
+        });
+    return out;
+}
+
+std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok)
+{
+    const auto v = a.get(name);
+    if (!v)
+        return fallback;
+    std::int64_t n = 0;
+    const auto r = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (r.ec != std::errc{} || r.ptr != v->data() + v->size() || n < 0)
+    {
+        std::fprintf(stderr, "agentctx: --%s needs a non-negative integer, got '%s'\n", std::string(name).c_str(), v->c_str());
+        ok = false;
+        return std::nullopt;
+    }
+    return n;
+}
+
+std::string bar(double fraction, int width)
+{
+    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width + 0.5);
+    std::string s = "[";
+    for (int i = 0; i < width; ++i)
+        s += i < filled ? "#" : ".";
+    return s + "]";
 }
 
 std::optional<opened_session> open_session(const std::string& path, bool json, int& code)

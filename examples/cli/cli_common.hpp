@@ -1,8 +1,10 @@
 // Shared pieces of the agentctx CLI: exit codes, argument scanning, opening a session file.
 #pragma once
 
+#include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
 #include <cstdio>
@@ -51,5 +53,14 @@ void print_error(bool json, std::string_view code, std::string_view message);
 
 /// Writes a JSON value as JSON.stringify would, plus a newline.
 void print_json(const boost::json::value& v);
+
+/// `[{"role", "entryId", "tokens"}]` for projected messages (tokens = estimate_tokens).
+boost::json::array messages_json(const std::vector<compaction::context_message>& messages);
+
+/// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
+std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
+
+/// A text bar of `fraction` (0..1) of `width` cells.
+std::string bar(double fraction, int width = 40);
 
 }  // namespace agentctx::cli

@@ -6,7 +6,6 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
-#include <boost/json/array.hpp>
 
 #include <cstdio>
 
@@ -82,14 +81,7 @@ int cmd_context(int argc, char** argv)
             out["model"] = boost::json::object{{"provider", ctx->model->provider}, {"modelId", ctx->model->model_id}};
         else
             out["model"] = nullptr;
-        boost::json::array msgs;
-        for (const auto& m : ctx->messages)
-            msgs.push_back(boost::json::object{
-                {"role", compaction::to_string(m.msg->role)},
-                {"entryId", m.entry_id},
-                {"tokens", compaction::estimate_tokens(*m.msg)},
-            });
-        out["messages"] = std::move(msgs);
+        out["messages"] = messages_json(ctx->messages);
         print_json(out);
         return exit_ok;
     }

@@ -4,5 +4,6 @@
 namespace agentctx::cli {
 
 int cmd_context(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 
 }  // namespace agentctx::cli

@@ -12,6 +12,7 @@ const char* const usage_text =
     "\n"
     "commands:\n"
     "  context SESSION.jsonl [--json]   the messages the next model request would carry\n"
+    "  plan SESSION.jsonl [--json]      dry run: what a compaction would summarize and keep\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -34,6 +35,8 @@ int main(int argc, char** argv)
     }
     if (!std::strcmp(argv[1], "context"))
         return agentctx::cli::cmd_context(argc, argv);
+    if (!std::strcmp(argv[1], "plan"))
+        return agentctx::cli::cmd_plan(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }

@@ -1,4 +1,5 @@
 // Open + active path + projection of generated 1k / 10k / 100k-entry sessions: throughput, peak RSS.
+#include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
@@ -88,8 +89,35 @@ void BM_open_path_project(benchmark::State& state)
     state.counters["RSS_growth_MiB"] = rss_peak - rss_before;
 }
 
+// Open + plan: the path after the previous compaction is read once (no quadratic walks).
+void BM_open_plan(benchmark::State& state)
+{
+    const auto path = session_file(static_cast<std::size_t>(state.range(0)));
+    std::size_t summarized = 0;
+    for (auto _ : state)
+    {
+        compaction::diagnostics diag;
+        auto store = runtime::jsonl_store::open(path, {.read_only = true}, diag);
+        compaction::load_report report;
+        auto log = (*store)->load({}, report, diag);
+        compaction::compaction_settings settings;
+        settings.keep_recent_tokens = 2000;
+        auto prep = compaction::prepare_compaction(*log, settings, {}, diag);
+        if (!prep)
+        {
+            state.SkipWithError(diag.message.c_str());
+            return;
+        }
+        summarized = prep->messages_to_summarize.size();
+        benchmark::DoNotOptimize(prep);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(fs::file_size(path)) * state.iterations());
+    state.counters["summarized"] = static_cast<double>(summarized);
+}
+
 }  // namespace
 
+BENCHMARK(BM_open_plan)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(2);
 BENCHMARK(BM_open_path_project)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(2);
 
 BENCHMARK_MAIN();

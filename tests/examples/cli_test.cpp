@@ -114,3 +114,87 @@ TEST(cli_context, usage_errors_exit_2)
     EXPECT_EQ(top.exit_code, 0);
     EXPECT_NE(top.out.find("exit codes"), std::string::npos);
 }
+
+namespace {
+
+// u1 a1 | model_change | u2 a2, each message 100 tokens: the fix-2 situation.
+std::string metadata_before_prompt_session()
+{
+    const std::string t(400, 'x');
+    auto msg = [&](const char* id, const char* parent, const char* role) {
+        std::string m = std::string(R"({"type":"message","id":")") + id + R"(","parentId":)" +
+                        (parent ? std::string("\"") + parent + "\"" : "null") +
+                        R"(,"timestamp":"2026-01-15T09:00:01.000Z","message":)";
+        if (std::string(role) == "user")
+            m += R"({"role":"user","content":")" + t + R"(","timestamp":1}})";
+        else
+            m += R"({"role":"assistant","content":[{"type":"text","text":")" + t +
+                 R"("}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})";
+        return m + "\n";
+    };
+    return std::string(R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})") + "\n" +
+           msg("u1", nullptr, "user") + msg("a1", "u1", "assistant") +
+           R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"2026-01-15T09:00:02.000Z","provider":"p","modelId":"m"})" "\n" +
+           msg("u2", "m1", "user") + msg("a2", "u2", "assistant");
+}
+
+}  // namespace
+
+TEST(cli_plan, json_has_context_threshold_and_plan)
+{
+    const auto path = scratch("plan.jsonl", metadata_before_prompt_session());
+    const auto r = run_process(cli + " plan " + path.string() + " --keep-recent 200 --reserve 1000 --context-window 5000 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("leafId"), "a2");
+    EXPECT_EQ(v.at("threshold"), 4000);
+    EXPECT_EQ(v.at("context").at("estimatedTokens"), 400);
+    EXPECT_EQ(v.at("shouldCompact"), false);
+    EXPECT_TRUE(v.at("error").is_null());
+    const auto& plan = v.at("plan").as_object();
+    EXPECT_EQ(plan.at("firstKeptEntryId"), "m1");
+    EXPECT_EQ(plan.at("isSplitTurn"), false);
+    EXPECT_EQ(plan.at("tokensBefore"), 400);
+    EXPECT_EQ(plan.at("messagesToSummarize"), (boost::json::array{"u1", "a1"}));
+    EXPECT_EQ(plan.at("turnPrefixMessages"), boost::json::array{});
+    EXPECT_EQ(plan.at("serializedHistory").as_string(), "[User]: " + std::string(400, 'x') + "\n\n[Assistant]: " + std::string(400, 'x'));
+    EXPECT_EQ(plan.at("serializedTurnPrefix"), "");
+
+    // Pi calls the same cut a split turn and sends the previous turn as the "turn prefix".
+    const auto pi = run_process(cli + " plan " + path.string() + " --keep-recent 200 --compat pi --json");
+    ASSERT_EQ(pi.exit_code, 0) << pi.err;
+    const auto pv = boost::json::parse(pi.out).as_object();
+    EXPECT_EQ(pv.at("plan").at("isSplitTurn"), true);
+    EXPECT_EQ(pv.at("plan").at("turnPrefixMessages"), (boost::json::array{"u1", "a1"}));
+    EXPECT_EQ(pv.at("plan").at("messagesToSummarize"), boost::json::array{});
+
+    const auto human = run_process(cli + " plan " + path.string() + " --keep-recent 200");
+    EXPECT_EQ(human.exit_code, 0);
+    EXPECT_NE(human.out.find("cut at    m1"), std::string::npos) << human.out;
+    fs::remove(path);
+}
+
+TEST(cli_plan, planning_errors_are_reported_in_the_json)
+{
+    const auto path = scratch("plan-small.jsonl", metadata_before_prompt_session());
+    const auto r = run_process(cli + " plan " + path.string() + " --json");  // keep 20000: nothing to compact
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_TRUE(v.at("plan").is_null());
+    EXPECT_EQ(v.at("error").at("code"), "nothing_to_compact");
+    fs::remove(path);
+}
+
+TEST(cli_plan, usage_and_file_errors)
+{
+    EXPECT_EQ(run_process(cli + " plan").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " plan " + fixture + " --keep-recent lots").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " plan " + fixture + " --compat codex").exit_code, 2);
+    EXPECT_EQ(run_process(cli + " plan /nonexistent.jsonl --json").exit_code, 4);
+    const auto settings = scratch("settings.json", R"({"compaction":{"keepRecentTokens":"many"}})");
+    const auto bad = run_process(cli + " plan " + fixture + " --settings " + settings.string() + " --json");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.out.find("invalid_settings"), std::string::npos) << bad.out;
+    fs::remove(settings);
+    EXPECT_EQ(run_process(cli + " plan --help").exit_code, 0);
+}

@@ -1,0 +1,209 @@
+// `agentctx plan SESSION.jsonl`: a dry run of the compaction planner (what would be cut and why).
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/llm_convert.hpp>
+#include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/serialize.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace agentctx::cli {
+
+namespace {
+
+const char* const plan_usage =
+    "usage: agentctx plan SESSION.jsonl [--keep-recent N] [--reserve N] [--context-window N]\n"
+    "                     [--compat pi] [--settings FILE] [--json]\n"
+    "\n"
+    "Dry run of the compaction planner: the context's estimated tokens against the threshold\n"
+    "(context window - reserve), and the cut a compaction would make now: what is summarized,\n"
+    "what becomes the split-turn prefix, what is kept, the file lists and the summarizer input.\n"
+    "\n"
+    "  --keep-recent N      tokens of recent work kept verbatim (default 20000)\n"
+    "  --reserve N          tokens reserved for the reply (default 16384)\n"
+    "  --context-window N   the model's window (default 200000)\n"
+    "  --compat pi          Pi 0.73.1's exact decisions, quirks included\n"
+    "  --settings FILE      a settings JSON ({\"compaction\": {...}}); flags override it\n"
+    "  --json               one JSON object: leafId, context, threshold, shouldCompact, plan, error\n";
+
+std::string serialized(const std::vector<compaction::context_message>& msgs)
+{
+    std::vector<std::shared_ptr<const compaction::message>> v;
+    for (const auto& m : msgs)
+        v.push_back(m.msg);
+    return compaction::serialize_conversation(compaction::convert_to_llm(v));
+}
+
+boost::json::array ids(const std::vector<compaction::context_message>& msgs)
+{
+    boost::json::array a;
+    for (const auto& m : msgs)
+        a.emplace_back(m.entry_id);
+    return a;
+}
+
+boost::json::array strings(const std::vector<std::string>& v)
+{
+    boost::json::array a;
+    for (const auto& s : v)
+        a.emplace_back(s);
+    return a;
+}
+
+}  // namespace
+
+int cmd_plan(int argc, char** argv)
+{
+    std::string error;
+    auto a = parse_args(argc, argv, 2, {"keep-recent", "reserve", "context-window", "compat", "settings"},
+                        {"json", "help"}, error);
+    if (!a || a->has("help") || a->positional.size() != 1)
+    {
+        std::fputs(plan_usage, a && a->has("help") ? stdout : stderr);
+        if (!error.empty())
+            std::fprintf(stderr, "agentctx plan: %s\n", error.c_str());
+        return a && a->has("help") ? exit_ok : exit_usage;
+    }
+    const bool json = a->has("json");
+    const auto compat = a->get("compat");
+    if (compat && *compat != "pi")
+    {
+        std::fprintf(stderr, "agentctx plan: --compat takes only 'pi'\n");
+        return exit_usage;
+    }
+    const compaction::compat_mode mode = compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
+
+    compaction::settings_layers layers;
+    if (const auto file = a->get("settings"))
+    {
+        std::ifstream in(*file);
+        if (!in)
+        {
+            print_error(json, "not_found", "cannot read settings file '" + *file + "'");
+            return exit_io;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        boost::system::error_code ec;
+        auto v = boost::json::parse(ss.str(), ec);
+        if (ec || !v.is_object())
+        {
+            print_error(json, "invalid_settings", "settings file '" + *file + "' is not a JSON object");
+            return exit_usage;
+        }
+        layers.global = v.get_object();
+    }
+    bool ok = true;
+    boost::json::object overrides;
+    if (a->has("keep-recent"))
+        overrides["keepRecentTokens"] = *count_option(*a, "keep-recent", 0, ok);
+    if (!ok)
+        return exit_usage;
+    if (a->has("reserve"))
+        overrides["reserveTokens"] = count_option(*a, "reserve", 0, ok).value_or(0);
+    const auto window = count_option(*a, "context-window", 200000, ok);
+    if (!ok)
+        return exit_usage;
+    layers.overrides["compaction"] = std::move(overrides);
+    compaction::diagnostics diag;
+    auto settings = compaction::resolve_settings(layers, diag);
+    if (!settings)
+    {
+        print_error(json, settings.error().message(), diag.message);
+        return exit_usage;
+    }
+
+    int code = exit_ok;
+    auto s = open_session(a->positional[0], json, code);
+    if (!s)
+        return code;
+    auto ctx = compaction::build_session_context(s->log, diag);
+    if (!ctx)
+    {
+        print_error(json, ctx.error().message(), diag.message);
+        return exit_bad_session;
+    }
+    const bool pi = mode == compaction::compat_mode::pi;
+    const auto est = compaction::estimate_context_tokens(
+        ctx->messages, compaction::default_token_counter(),
+        pi ? std::nullopt : compaction::latest_compaction_time(*ctx)
+    );
+    const std::int64_t threshold = *window - settings->reserve_tokens;
+    const bool should = compaction::should_compact(est.tokens, *window, *settings);
+
+    compaction::diagnostics plan_diag;
+    auto prep = compaction::prepare_compaction(s->log, *settings, {.mode = mode}, plan_diag);
+
+    if (json)
+    {
+        boost::json::object out;
+        out["leafId"] = ctx->leaf_id ? boost::json::value(*ctx->leaf_id) : boost::json::value(nullptr);
+        out["context"] = boost::json::object{{"messages", messages_json(ctx->messages)}, {"estimatedTokens", est.tokens}};
+        out["threshold"] = threshold;
+        out["shouldCompact"] = should;
+        if (prep)
+        {
+            const auto lists = compaction::compute_file_lists(prep->file_ops);
+            out["plan"] = boost::json::object{
+                {"firstKeptEntryId", prep->first_kept_entry_id},
+                {"isSplitTurn", prep->is_split_turn},
+                {"tokensBefore", prep->tokens_before},
+                {"messagesToSummarize", ids(prep->messages_to_summarize)},
+                {"turnPrefixMessages", ids(prep->turn_prefix_messages)},
+                {"readFiles", strings(lists.read_files)},
+                {"modifiedFiles", strings(lists.modified_files)},
+                {"serializedHistory", serialized(prep->messages_to_summarize)},
+                {"serializedTurnPrefix", serialized(prep->turn_prefix_messages)},
+            };
+            out["error"] = nullptr;
+        }
+        else
+        {
+            out["plan"] = nullptr;
+            out["error"] = boost::json::object{{"code", prep.error().message()}, {"message", plan_diag.message}};
+        }
+        print_json(out);
+        return exit_ok;
+    }
+
+    const double frac = static_cast<double>(est.tokens) / static_cast<double>(*window);
+    std::printf("context  %s %lld / %lld tokens (%.1f%%)%s\n", bar(frac).c_str(), static_cast<long long>(est.tokens),
+                static_cast<long long>(*window), frac * 100,
+                est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
+    std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
+                static_cast<long long>(settings->reserve_tokens),
+                should ? "over - a compaction would trigger" : "under - no automatic compaction");
+    std::printf("mode      %s, keep recent %lld tokens\n\n", pi ? "compat pi" : "agentctx",
+                static_cast<long long>(settings->keep_recent_tokens));
+    if (!prep)
+    {
+        std::printf("no plan: %s: %s\n", prep.error().message().c_str(), plan_diag.message.c_str());
+        return exit_ok;
+    }
+    std::size_t kept = 0;
+    bool in_kept = false;
+    for (const auto& m : ctx->messages)
+    {
+        in_kept = in_kept || m.entry_id == prep->first_kept_entry_id;
+        kept += in_kept;
+    }
+    const auto lists = compaction::compute_file_lists(prep->file_ops);
+    std::printf("cut at    %s%s\n", prep->first_kept_entry_id.c_str(),
+                prep->is_split_turn ? "  (split turn: the turn's start is summarized separately)" : "");
+    std::printf("summarize %zu messages%s\n", prep->messages_to_summarize.size(),
+                prep->previous_summary ? " into the previous summary" : "");
+    if (prep->is_split_turn)
+        std::printf("prefix    %zu messages of the split turn\n", prep->turn_prefix_messages.size());
+    std::printf("keep      %zu messages, from %s on\n", kept, prep->first_kept_entry_id.c_str());
+    std::printf("files     %zu read, %zu modified\n", lists.read_files.size(), lists.modified_files.size());
+    std::printf("tokens before %lld\n", static_cast<long long>(prep->tokens_before));
+    return exit_ok;
+}
+
+}  // namespace agentctx::cli

@@ -1,0 +1,71 @@
+// load_settings: files on disk, trust, precedence, and named errors.
+#include <agentctx/runtime/settings_files.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace agentctx;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct dirs
+{
+    fs::path root = fs::temp_directory_path() / ("agentctx-settings-" + std::to_string(::getpid()));
+    fs::path global = root / "global" / "settings.json";
+    fs::path project = root / "project";
+    dirs()
+    {
+        fs::remove_all(root);
+        fs::create_directories(global.parent_path());
+        fs::create_directories(project / ".pi");
+    }
+    ~dirs() { fs::remove_all(root); }
+    void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+};
+
+}  // namespace
+
+TEST(settings_files, global_then_trusted_project_then_overrides)
+{
+    dirs d;
+    d.write(d.global, R"({"compaction":{"reserveTokens":8000,"keepRecentTokens":4000}})");
+    d.write(d.project / ".pi" / "settings.json", R"({"compaction":{"keepRecentTokens":1000}})");
+    compaction::diagnostics diag;
+    auto s = runtime::load_settings(d.global, d.project, true, {}, diag).value();
+    EXPECT_EQ(s.reserve_tokens, 8000);
+    EXPECT_EQ(s.keep_recent_tokens, 1000);
+    s = runtime::load_settings(d.global, d.project, false, {}, diag).value();  // untrusted: ignored
+    EXPECT_EQ(s.keep_recent_tokens, 4000);
+    s = runtime::load_settings(d.global, d.project, true, {{"compaction", {{"keepRecentTokens", 7}}}}, diag).value();
+    EXPECT_EQ(s.keep_recent_tokens, 7);
+    s = runtime::load_settings(d.root / "missing.json", std::nullopt, false, {}, diag).value();  // defaults
+    EXPECT_EQ(s.reserve_tokens, 16384);
+}
+
+TEST(settings_files, broken_files_are_named_errors)
+{
+    dirs d;
+    d.write(d.global, "{not json");
+    compaction::diagnostics diag;
+    auto s = runtime::load_settings(d.global, std::nullopt, false, {}, diag);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+    EXPECT_NE(diag.message.find(d.global.string()), std::string::npos);
+    d.write(d.global, R"({"retry":{"maxRetries":true}})");
+    s = runtime::load_settings(d.global, std::nullopt, false, {}, diag);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(diag.field, "retry.maxRetries");
+    EXPECT_NE(diag.message.find("global settings"), std::string::npos);
+}
+
+TEST(settings_files, global_path_honours_pi_coding_agent_dir)
+{
+    ::setenv("PI_CODING_AGENT_DIR", "/opt/agent", 1);
+    EXPECT_EQ(runtime::default_global_settings_path(), fs::path("/opt/agent/settings.json"));
+    ::unsetenv("PI_CODING_AGENT_DIR");
+    ::setenv("HOME", "/home/dev", 1);
+    EXPECT_EQ(runtime::default_global_settings_path(), fs::path("/home/dev/.pi/agent/settings.json"));
+}
