@@ -15,6 +15,14 @@ const char* to_string(errc e) noexcept
     case errc::not_found: return "not_found";
     case errc::read_only: return "read_only";
     case errc::no_header: return "no_header";
+    case errc::cancelled: return "cancelled";
+    case errc::stale_plan: return "stale_plan";
+    case errc::overflow_recovery_failed: return "overflow_recovery_failed";
+    case errc::not_overflow: return "not_overflow";
+    case errc::no_summarizer: return "no_summarizer";
+    case errc::session_closed: return "session_closed";
+    case errc::hook_cancelled: return "hook_cancelled";
+    case errc::auto_compaction_paused: return "auto_compaction_paused";
     }
     return "unknown";
 }

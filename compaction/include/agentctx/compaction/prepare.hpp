@@ -55,7 +55,8 @@ result<compaction_preparation> prepare_compaction(
 );
 
 /// The materialized path of `log` from which prepare_compaction(log, ...) plans: entries
-/// before `needed_from` are index-only stand-ins (type, id, parent, firstKeptEntryId).
+/// before `needed_from` are index-only stand-ins (type, id, parent, firstKeptEntryId, and the
+/// model / thinking level data projection tracks; assistant stand-ins carry no content).
 struct planning_path
 {
     std::vector<entry_ptr> entries;

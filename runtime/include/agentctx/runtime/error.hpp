@@ -15,6 +15,14 @@ enum class errc
     not_found,           ///< open() on a path that does not exist
     read_only,           ///< append() on a store opened read-only
     no_header,           ///< append() before the header was written
+    cancelled,                 ///< the operation was cancelled (abort_compaction, slot, close)
+    stale_plan,                ///< the path changed under the compaction: its cut is gone
+    overflow_recovery_failed,  ///< a second overflow after one compact-and-retry
+    not_overflow,              ///< recover_overflow() with an error that is not an overflow
+    no_summarizer,             ///< no summarizer configured
+    session_closed,            ///< the session was closed
+    hook_cancelled,            ///< a before_compact hook cancelled the compaction
+    auto_compaction_paused,    ///< the last automatic attempt failed on this very path
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -1,0 +1,2 @@
+// Anchors the summarizer interface's vtable in the providers library.
+#include <agentctx/providers/summarizer.hpp>

@@ -1,0 +1,77 @@
+// Lifecycle events and hooks of a compaction (spec §10.3–§10.5, seed 001).
+#pragma once
+
+#include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/summary.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace agentctx::runtime {
+
+enum class compaction_reason
+{
+    threshold,
+    overflow,
+    manual,
+};
+
+const char* to_string(compaction_reason r) noexcept;
+
+struct compaction_start_event
+{
+    compaction_reason reason;
+};
+
+struct compaction_end_event
+{
+    compaction_reason reason;
+    std::optional<compaction::compaction_result> result;  ///< set on success
+    bool aborted = false;
+    bool will_retry = false;
+    std::optional<std::string> error_message;  ///< safe text: never a raw provider body or a key
+};
+
+using session_event = std::variant<compaction_start_event, compaction_end_event>;
+
+/// Passed to before_compact hooks.
+struct before_compact_event
+{
+    compaction_reason reason;
+    const compaction::compaction_preparation& preparation;
+    const std::optional<std::string>& custom_instructions;
+};
+
+/// A hook's answer: cancel the compaction, or supply the result (validated like our own).
+struct before_compact_decision
+{
+    bool cancel = false;
+    std::optional<compaction::compaction_result> result;
+};
+
+struct compacted_event
+{
+    const compaction::entry& entry;
+    bool from_hook;
+};
+
+struct compact_failed_event
+{
+    compaction_reason reason;
+    std::optional<std::string> error_message;
+    bool aborted = false;
+    bool will_retry = false;
+    bool from_hook = false;
+};
+
+/// Hooks run on the session's strand in registration order and must not block. A hook that
+/// throws is logged and skipped. For before_compact, the last non-empty result wins and a cancel
+/// returns at once (as Pi's runner).
+using before_compact_hook = std::function<before_compact_decision(const before_compact_event&)>;
+using compacted_hook = std::function<void(const compacted_event&)>;
+using compact_failed_hook = std::function<void(const compact_failed_event&)>;
+using event_listener = std::function<void(const session_event&)>;
+
+}  // namespace agentctx::runtime

@@ -1,0 +1,272 @@
+// The session actor: one conversation's log, store and snapshot, owned by one strand.
+#pragma once
+
+#include <agentctx/compaction/session_log.hpp>
+#include <agentctx/compaction/settings.hpp>
+#include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/events.hpp>
+#include <agentctx/runtime/snapshot.hpp>
+#include <agentctx/runtime/store.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/json/object.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spdlog {
+class logger;
+}
+
+namespace agentctx::runtime {
+
+/// The model the session talks to (for thresholds, the same-model guard and output caps).
+struct model_identity
+{
+    std::string provider;
+    std::string model_id;
+    std::int64_t context_window = 0;
+    std::int64_t max_output_tokens = 0;  ///< 0 = no model limit on summary output caps
+};
+
+struct session_config
+{
+    compaction::compaction_settings settings;
+    model_identity model;
+    std::shared_ptr<providers::summarizer> summarizer;
+    std::shared_ptr<spdlog::logger> logger;         ///< nullptr = spdlog's default logger
+    const compaction::token_counter* counter = nullptr;  ///< nullptr = chars/4
+    compaction::load_options load;
+};
+
+/// What a trigger or a compaction did.
+struct compaction_outcome
+{
+    bool attempted = false;  ///< a compaction was started
+    bool compacted = false;  ///< and committed
+    std::optional<compaction_reason> reason;
+    bool will_retry = false;  ///< overflow path: the host should retry its request now
+    std::optional<compaction::compaction_result> result;
+    std::string entry_id;  ///< the new compaction entry
+    std::string message;   ///< why nothing was done, or why it failed (safe text)
+};
+
+using outcome_signature = void(boost::system::error_code, compaction_outcome);
+using append_signature = void(boost::system::error_code, std::string);
+using void_signature = void(boost::system::error_code);
+
+/**
+ * @brief One conversation. All state lives on one strand; readers take snapshot() from any thread.
+ *
+ * Operations are Asio-style: `async_x(args..., CompletionToken)`; the handler never runs inside
+ * the initiating call. A failed, cancelled or invalid compaction leaves the store and the
+ * snapshot exactly as they were; a successful one appends one compaction entry and swaps the
+ * snapshot with no suspension point between validation and swap.
+ *
+ * @par Object lifetimes
+ * Created through open()/create() as a shared_ptr; operations keep it alive until they complete.
+ * close() cancels in-flight work and refuses new operations.
+ *
+ * @par Thread safety
+ * Distinct objects: safe. Shared objects: every member function is safe to call from any thread.
+ */
+class session : public std::enable_shared_from_this<session>
+{
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// Opens the session held by `store` (blocking read; do it before serving requests).
+    static compaction::result<std::shared_ptr<session>> open(
+        executor_type ex,
+        std::unique_ptr<store> st,
+        session_config config,
+        compaction::diagnostics& diag,
+        compaction::load_report* report = nullptr
+    );
+
+    /// Writes `header` to an empty store and opens it.
+    static compaction::result<std::shared_ptr<session>> create(
+        executor_type ex,
+        std::unique_ptr<store> st,
+        const compaction::session_header& header,
+        session_config config,
+        compaction::diagnostics& diag
+    );
+
+    ~session();
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    /// The current snapshot: lock-free, from any thread.
+    std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
+
+    /// The projected context for the next request (a copy of the snapshot's messages).
+    std::vector<compaction::context_message> context() const { return current()->messages.to_vector(); }
+
+    executor_type get_executor() const noexcept { return strand_; }
+
+    /**
+     * @brief Appends an entry as a child of the leaf: `fields` holds `type` and the type's fields
+     * (`{"type":"message","message":{...}}`); id, parentId and timestamp are assigned.
+     * Completes with the new id once the line is in the store.
+     * @par Per-operation cancellation
+     * None: an append is short and is either done or not started.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_append(boost::json::object fields, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, append_signature>(
+            [self = shared_from_this()](auto h, boost::json::object f) {
+                self->append_impl(std::move(f), boost::asio::any_completion_handler<append_signature>(std::move(h)));
+            },
+            token,
+            std::move(fields)
+        );
+    }
+
+    /**
+     * @brief The post-run / mid-run check with the turn's last assistant message (spec §10.1):
+     * overflow recovery (once) or a threshold compaction. Aborted responses are skipped.
+     * @par Per-operation cancellation
+     * `terminal`: cancels a compaction this check started (completes with `cancelled`).
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_on_turn_end(compaction::message last_assistant, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
+            [self = shared_from_this()](auto h, compaction::message m) {
+                self->check_impl(std::move(m), true, boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
+            },
+            token,
+            std::move(last_assistant)
+        );
+    }
+
+    /// The pre-prompt check (includes aborted responses). Cancellation as async_on_turn_end.
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_before_prompt(CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
+            [self = shared_from_this()](auto h) {
+                self->before_prompt_impl(boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
+            },
+            token
+        );
+    }
+
+    /// The overflow path for a provider error that was not persisted as a message. Completes
+    /// with `not_overflow` when the error is not a context overflow. Cancellation as above.
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_recover_overflow(std::string error_message, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
+            [self = shared_from_this()](auto h, std::string e) {
+                self->recover_overflow_impl(std::move(e), boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
+            },
+            token,
+            std::move(error_message)
+        );
+    }
+
+    /**
+     * @brief The manual path (`/compact [instructions]`). Raises the turn-abort signal first, aborts
+     * a running automatic compaction, and runs its own. Concurrent manual calls share one
+     * compaction: later callers wait for the first one's result.
+     * @par Per-operation cancellation
+     * `terminal`: for the first caller, the compaction stops at once (the model request is
+     * cancelled) and completes with `cancelled`; for a joined caller, only its wait ends.
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_compact(std::optional<std::string> custom_instructions, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
+            [self = shared_from_this()](auto h, std::optional<std::string> i) {
+                self->compact_impl(std::move(i), boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
+            },
+            token,
+            std::move(custom_instructions)
+        );
+    }
+
+    /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
+    template <boost::asio::completion_token_for<void_signature> CompletionToken>
+    auto async_branch_from(std::string entry_id, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, void_signature>(
+            [self = shared_from_this()](auto h, std::string id) {
+                self->branch_impl(std::move(id), boost::asio::any_completion_handler<void_signature>(std::move(h)));
+            },
+            token,
+            std::move(entry_id)
+        );
+    }
+
+    /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
+    void abort_compaction();
+
+    /// Cancels in-flight work and refuses further operations (`session_closed`).
+    void close();
+
+    /// The turn-abort signal's slot: bind the host's in-flight model call to it. A manual
+    /// compaction emits `terminal` on it first. Use on the session's strand.
+    boost::asio::cancellation_slot turn_abort_slot() { return turn_abort_.slot(); }
+
+    /// Registration; call before running operations (not synchronized with them).
+    void on_event(event_listener l) { listeners_.push_back(std::move(l)); }
+    void on_before_compact(before_compact_hook h) { before_hooks_.push_back(std::move(h)); }
+    void on_compacted(compacted_hook h) { compacted_hooks_.push_back(std::move(h)); }
+    void on_compact_failed(compact_failed_hook h) { failed_hooks_.push_back(std::move(h)); }
+
+    const session_config& config() const noexcept { return config_; }
+
+private:
+    struct operation;
+    friend struct transaction;
+
+    session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
+
+    void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
+    void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
+    void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
+    void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+
+    // On the strand.
+    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
+               boost::asio::any_completion_handler<outcome_signature> h);
+    void add_initiator(const std::shared_ptr<operation>& op, boost::asio::any_completion_handler<outcome_signature> h);
+    void launch(std::shared_ptr<operation> op);
+    void emit(const session_event& e);
+    void publish(std::shared_ptr<const snapshot> s) { snapshot_.store(std::move(s), std::memory_order_release); }
+    const compaction::token_counter& counter() const;
+
+    boost::asio::strand<executor_type> strand_;
+    std::unique_ptr<store> store_;
+    session_config config_;
+    compaction::session_log log_;
+    std::atomic<std::shared_ptr<const snapshot>> snapshot_;
+    std::shared_ptr<spdlog::logger> logger_;
+
+    std::shared_ptr<operation> current_;  ///< the in-flight compaction
+    std::shared_ptr<operation> next_;     ///< a manual compaction waiting for an aborted automatic one
+    bool overflow_attempted_ = false;
+    bool closed_ = false;
+    std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
+    boost::asio::cancellation_signal turn_abort_;
+
+    std::vector<event_listener> listeners_;
+    std::vector<before_compact_hook> before_hooks_;
+    std::vector<compacted_hook> compacted_hooks_;
+    std::vector<compact_failed_hook> failed_hooks_;
+};
+
+}  // namespace agentctx::runtime

@@ -1,0 +1,60 @@
+// The immutable state a reader sees: projected context, model, and incremental token accounting.
+#pragma once
+
+#include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/session_log.hpp>
+#include <agentctx/compaction/token_accounting.hpp>
+#include <agentctx/runtime/append_list.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace agentctx::runtime {
+
+/// One version of a session's state. Shared as `std::shared_ptr<const snapshot>`; a commit
+/// replaces the pointer. Token accounting follows estimate_context_tokens with the stale-usage
+/// rule, maintained in O(1) per appended message.
+struct snapshot
+{
+    std::optional<std::string> leaf_id;
+    std::size_t entry_count = 0;
+    append_list<compaction::context_message> messages;  ///< what the next request carries
+    std::string thinking_level = "off";
+    std::optional<compaction::model_ref> model;
+    std::optional<double> compacted_at;  ///< the latest compaction's time on the path (Unix ms)
+
+    std::int64_t total_estimate = 0;              ///< Σ estimates of all messages
+    std::optional<std::size_t> usage_index;       ///< fresh usage anchor, if any
+    std::int64_t usage_tokens = 0;                ///< its calculate_context_tokens
+    std::int64_t trailing_tokens = 0;             ///< estimates after the anchor
+
+    /// Context tokens: anchored usage + trailing estimates, or all estimates without an anchor.
+    std::int64_t context_tokens() const noexcept { return usage_index ? usage_tokens + trailing_tokens : total_estimate; }
+
+    /// The last assistant message of the context, if any.
+    std::shared_ptr<const compaction::message> last_assistant() const;
+};
+
+/// Builds a snapshot from scratch (after a load, a commit or a branch): O(context).
+compaction::result<std::shared_ptr<const snapshot>> make_snapshot(
+    const compaction::session_log& log,
+    const compaction::token_counter& counter,
+    compaction::diagnostics& diag
+);
+
+/// Builds a snapshot from an already projected context.
+std::shared_ptr<const snapshot> snapshot_from_context(
+    compaction::session_context ctx,
+    std::size_t entry_count,
+    const compaction::token_counter& counter
+);
+
+/// The snapshot after appending `e` to the log (which must now have `e` as its leaf): O(1).
+std::shared_ptr<const snapshot> extend_snapshot(
+    const snapshot& s,
+    const compaction::entry& e,
+    const compaction::token_counter& counter
+);
+
+}  // namespace agentctx::runtime

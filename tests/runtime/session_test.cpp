@@ -1,0 +1,742 @@
+// The session actor: triggers, the transaction, cancellation at every await point, hooks, events.
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/memory_store.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include "scripted_summarizer.hpp"
+#include "session_text.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace agentctx;
+using namespace agentctx::runtime;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using boost::system::error_code;
+using test::script_step;
+
+namespace {
+
+std::string tokens(std::size_t n)
+{
+    return std::string(n * 4, 'x');
+}
+
+json::object user_msg(const std::string& text)
+{
+    return {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", text}, {"timestamp", 1768467700000}}}};
+}
+
+// An assistant message as the host would persist it (for appends and for on_turn_end).
+json::object assistant_json(const std::string& text, std::int64_t total, const char* stop = "stop",
+                            double ts = 1768467800000, const char* model = "claude-sonnet-4-5", const char* error = nullptr)
+{
+    json::object m{{"role", "assistant"},
+                   {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
+                   {"api", "anthropic-messages"},
+                   {"provider", "anthropic"},
+                   {"model", model},
+                   {"usage", test::session_text::usage(total)},
+                   {"stopReason", stop},
+                   {"timestamp", ts}};
+    if (error)
+        m["errorMessage"] = error;
+    return m;
+}
+
+compaction::message decode(const json::object& m)
+{
+    compaction::diagnostics diag;
+    return compaction::decode_message(m, "", diag).value();
+}
+
+struct event_log
+{
+    std::vector<std::string> lines;
+    void operator()(const session_event& e)
+    {
+        if (const auto* s = std::get_if<compaction_start_event>(&e))
+            lines.push_back(std::string("start:") + to_string(s->reason));
+        else if (const auto* end = std::get_if<compaction_end_event>(&e))
+            lines.push_back(std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "") +
+                            (end->aborted ? ":aborted" : "") + (end->will_retry ? ":retry" : "") +
+                            (end->error_message ? ":error" : ""));
+    }
+};
+
+class session_test : public ::testing::Test
+{
+protected:
+    void SetUp() override
+    {
+        dir_ = fs::temp_directory_path() /
+               ("agentctx-session-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // Ten turns of ~200 tokens each, usage on the last assistant.
+    std::string base_text(std::size_t turns = 10)
+    {
+        test::session_text s;
+        for (std::size_t i = 0; i < turns; ++i)
+            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i + 1 == turns ? 2000 : 0);
+        return s.text;
+    }
+
+    session_config config(std::int64_t keep = 400)  // cuts at u8: whole turns, one model call
+    {
+        session_config c;
+        c.settings.keep_recent_tokens = keep;
+        c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
+        c.summarizer = summarizer_;
+        return c;
+    }
+
+    std::shared_ptr<session> open_file(const std::string& text, session_config c, const std::string& name = "s.jsonl")
+    {
+        path_ = dir_ / name;
+        std::ofstream(path_, std::ios::binary) << text;
+        compaction::diagnostics diag;
+        auto store = jsonl_store::open(path_, {}, diag);
+        EXPECT_TRUE(store) << diag.message;
+        auto s = session::open(ioc_.get_executor(), std::move(*store), std::move(c), diag);
+        EXPECT_TRUE(s) << diag.message;
+        (*s)->on_event(std::ref(events_));
+        return *s;
+    }
+
+    std::string file() const
+    {
+        std::ifstream f(path_, std::ios::binary);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return ss.str();
+    }
+
+    // Runs the io_context until `done` or a generous wall-clock limit.
+    template <class Pred>
+    void run_until(Pred done)
+    {
+        ioc_.restart();
+        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!done() && std::chrono::steady_clock::now() < limit)
+        {
+            if (ioc_.run_one_for(std::chrono::milliseconds(50)) == 0 && ioc_.stopped())
+                ioc_.restart();
+        }
+        ASSERT_TRUE(done()) << "timed out";
+    }
+
+    struct outcome_result
+    {
+        bool done = false;
+        error_code ec;
+        compaction_outcome outcome;
+    };
+
+    std::shared_ptr<outcome_result> compact(session& s, std::optional<std::string> instr = std::nullopt)
+    {
+        auto r = std::make_shared<outcome_result>();
+        s.async_compact(std::move(instr), [r](error_code ec, compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->outcome = std::move(o);
+        });
+        return r;
+    }
+
+    std::shared_ptr<outcome_result> turn_end(session& s, const json::object& assistant)
+    {
+        auto r = std::make_shared<outcome_result>();
+        s.async_on_turn_end(decode(assistant), [r](error_code ec, compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->outcome = std::move(o);
+        });
+        return r;
+    }
+
+    std::string append(session& s, json::object fields)
+    {
+        std::string id;
+        bool done = false;
+        error_code ec;
+        s.async_append(std::move(fields), [&](error_code e, std::string i) {
+            done = true;
+            ec = e;
+            id = std::move(i);
+        });
+        run_until([&] { return done; });
+        EXPECT_FALSE(ec) << ec.message();
+        return id;
+    }
+
+    asio::io_context ioc_;
+    fs::path dir_, path_;
+    std::shared_ptr<test::scripted_summarizer> summarizer_;
+    event_log events_;
+};
+
+}  // namespace
+
+TEST_F(session_test, append_is_durable_and_updates_the_snapshot_incrementally)
+{
+    auto s = open_file(base_text(2), config());
+    const auto before = s->current();
+    const auto id = append(*s, user_msg("next question"));
+    EXPECT_EQ(id.size(), 8u);
+    EXPECT_NE(file().find("\"id\":\"" + id + "\""), std::string::npos);
+    const auto after = s->current();
+    EXPECT_EQ(after->leaf_id, id);
+    EXPECT_EQ(after->messages.size(), before->messages.size() + 1);
+    EXPECT_EQ(after->messages.back().entry_id, id);
+    EXPECT_EQ(before->messages.size(), 4u);  // the old snapshot is untouched
+    // Incremental accounting equals a full rebuild: usage 2000 + "next question" (13 chars -> 4).
+    EXPECT_EQ(after->context_tokens(), 2004);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto store = jsonl_store::open(path_, {.read_only = true}, diag);
+    auto log = (*store)->load({}, report, diag).value();
+    auto rebuilt = make_snapshot(log, compaction::default_token_counter(), diag).value();
+    EXPECT_EQ(rebuilt->context_tokens(), after->context_tokens());
+    EXPECT_EQ(rebuilt->messages.size(), after->messages.size());
+}
+
+TEST_F(session_test, append_rejects_bad_entries_and_writes_nothing)
+{
+    auto s = open_file(base_text(1), config());
+    const auto before = file();
+    bool done = false;
+    error_code ec;
+    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}}, [&](error_code e, std::string) {
+        done = true;
+        ec = e;
+    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
+    EXPECT_EQ(file(), before);
+}
+
+TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
+{
+    auto s = open_file(base_text(), config());
+    const auto before_file = file();
+    auto r = compact(*s, std::string("focus on the parser"));
+    run_until([&] { return r->done; });
+    ASSERT_FALSE(r->ec) << r->ec.message() << " " << r->outcome.message;
+    EXPECT_TRUE(r->outcome.compacted);
+    ASSERT_EQ(summarizer_->calls(), 1u);
+    EXPECT_NE(summarizer_->prompts()[0].prompt.find("Additional focus: focus on the parser"), std::string::npos);
+    EXPECT_EQ(summarizer_->prompts()[0].max_output_tokens, 13107u);
+    // One new line, appended after the old content.
+    const auto after = file();
+    ASSERT_EQ(after.substr(0, before_file.size()), before_file);
+    const auto line = after.substr(before_file.size());
+    EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1);
+    EXPECT_NE(line.find("\"type\":\"compaction\""), std::string::npos);
+    EXPECT_NE(line.find("\"modelCalls\":1"), std::string::npos);
+    EXPECT_NE(line.find("\"fromHook\":false"), std::string::npos);
+    const auto snap = s->current();
+    EXPECT_EQ(snap->messages[0].msg->role, compaction::role::compaction_summary);
+    EXPECT_EQ(snap->messages[0].entry_id, r->outcome.entry_id);
+    EXPECT_EQ(snap->leaf_id, r->outcome.entry_id);
+    EXPECT_FALSE(snap->usage_index);  // kept usage is stale after the compaction
+    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:manual", "end:manual:ok"}));
+}
+
+TEST_F(session_test, threshold_at_the_exact_boundary)
+{
+    auto s = open_file(base_text(), config());
+    auto below = turn_end(*s, assistant_json("ok", 183616));
+    run_until([&] { return below->done; });
+    EXPECT_FALSE(below->outcome.attempted);
+    EXPECT_EQ(summarizer_->calls(), 0u);
+    auto above = turn_end(*s, assistant_json("ok", 183617));
+    run_until([&] { return above->done; });
+    EXPECT_TRUE(above->outcome.attempted);
+    EXPECT_TRUE(above->outcome.compacted) << above->outcome.message;
+    EXPECT_EQ(above->outcome.reason, compaction_reason::threshold);
+    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:threshold", "end:threshold:ok"}));
+}
+
+TEST_F(session_test, disabled_gates_only_the_automatic_paths)
+{
+    auto c = config();
+    c.settings.enabled = false;
+    auto s = open_file(base_text(), c);
+    auto t = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return t->done; });
+    EXPECT_FALSE(t->outcome.attempted);
+    auto m = compact(*s);
+    run_until([&] { return m->done; });
+    EXPECT_TRUE(m->outcome.compacted);
+}
+
+TEST_F(session_test, stale_usage_after_a_compaction_does_not_trigger)
+{
+    auto s = open_file(base_text(), config());
+    auto m = compact(*s);
+    run_until([&] { return m->done; });
+    ASSERT_TRUE(m->outcome.compacted);
+    // A response from before the compaction (its timestamp is older) reporting a huge context.
+    auto stale = turn_end(*s, assistant_json("old", 610000, "stop", 1768467000000));
+    run_until([&] { return stale->done; });
+    EXPECT_FALSE(stale->outcome.attempted);
+    EXPECT_EQ(stale->outcome.message, "the message predates the latest compaction");
+    // An error response measures the context from fresh usage only: there is none yet.
+    auto err = turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "529 overloaded"));
+    run_until([&] { return err->done; });
+    EXPECT_FALSE(err->outcome.attempted);
+    EXPECT_EQ(summarizer_->calls(), 1u);
+}
+
+TEST_F(session_test, overflow_compacts_and_retries_once_then_fails)
+{
+    auto s = open_file(base_text(), config());
+    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    auto first = turn_end(*s, overflow);
+    run_until([&] { return first->done; });
+    ASSERT_TRUE(first->outcome.compacted) << first->outcome.message;
+    EXPECT_TRUE(first->outcome.will_retry);
+    EXPECT_EQ(first->outcome.reason, compaction_reason::overflow);
+    const auto after_first = file();
+    auto second = turn_end(*s, overflow);
+    run_until([&] { return second->done; });
+    EXPECT_EQ(second->ec, make_error_code(errc::overflow_recovery_failed));
+    EXPECT_FALSE(second->outcome.attempted);
+    EXPECT_EQ(file(), after_first);  // no second compaction
+    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:overflow", "end:overflow:ok:retry", "end:overflow:error"}));
+    // A successful response resets the attempt: the next overflow is recovered again.
+    append(*s, user_msg(tokens(200)));
+    append(*s, {{"type", "message"}, {"message", assistant_json("fine", 1000, "stop", 4102444800001.0)}});
+    auto third = turn_end(*s, overflow);
+    run_until([&] { return third->done; });
+    EXPECT_TRUE(third->outcome.compacted) << third->outcome.message;
+}
+
+TEST_F(session_test, overflow_from_another_model_is_ignored)
+{
+    auto s = open_file(base_text(), config());
+    auto r = turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "small-model", "prompt is too long"));
+    run_until([&] { return r->done; });
+    EXPECT_FALSE(r->outcome.attempted);
+    EXPECT_EQ(summarizer_->calls(), 0u);
+}
+
+TEST_F(session_test, recover_overflow_classifies_the_error_text)
+{
+    auto s = open_file(base_text(), config());
+    bool done = false;
+    error_code ec;
+    compaction_outcome out;
+    s->async_recover_overflow("429 rate limit: too many requests", [&](error_code e, compaction_outcome o) {
+        done = true;
+        ec = e;
+        out = o;
+    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, make_error_code(errc::not_overflow));
+    done = false;
+    s->async_recover_overflow("This model's maximum context length is 128000 tokens", [&](error_code e, compaction_outcome o) {
+        done = true;
+        ec = e;
+        out = o;
+    });
+    run_until([&] { return done; });
+    EXPECT_FALSE(ec);
+    EXPECT_TRUE(out.compacted);
+    EXPECT_TRUE(out.will_retry);
+}
+
+TEST_F(session_test, failures_and_cancellations_leave_file_and_snapshot_unchanged)
+{
+    struct failure_case
+    {
+        const char* name;
+        script_step step;
+        int cancel_how;  // 0 none, 1 abort_compaction, 2 cancellation slot, 3 close
+        error_code expected;
+        const char* end_event;
+    };
+    const std::vector<failure_case> cases{
+        {"model error", {script_step::stop_error}, 0, compaction::make_error_code(compaction::errc::summary_failed), "end:manual:error"},
+        {"truncated", {script_step::truncated}, 0, compaction::make_error_code(compaction::errc::summary_truncated), "end:manual:error"},
+        {"empty", {script_step::succeed, "  \n"}, 0, compaction::make_error_code(compaction::errc::summary_empty), "end:manual:error"},
+        {"aborted stop", {script_step::aborted}, 0, compaction::make_error_code(compaction::errc::summary_aborted), "end:manual:error"},
+        {"transport", {script_step::transport_error}, 0, asio::error::connection_reset, "end:manual:error"},
+        {"abort_compaction", {script_step::hang}, 1, make_error_code(errc::cancelled), "end:manual:aborted"},
+        {"slot", {script_step::hang}, 2, make_error_code(errc::cancelled), "end:manual:aborted"},
+        {"late result then abort", {script_step::succeed, "## Goal\nlate", std::chrono::milliseconds(200)}, 1, make_error_code(errc::cancelled), "end:manual:aborted"},
+        {"close", {script_step::hang}, 3, make_error_code(errc::cancelled), "end:manual:aborted"},
+    };
+    for (const auto& c : cases)
+    {
+        SCOPED_TRACE(c.name);
+        events_.lines.clear();
+        summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
+        summarizer_->push(c.step);
+        auto s = open_file(base_text(), config(), std::string(c.name) + ".jsonl");
+        const auto before_file = file();
+        const auto before_snap = s->current();
+        asio::cancellation_signal sig;
+        auto r = std::make_shared<outcome_result>();
+        s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig.slot(), [r](error_code ec, compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->outcome = std::move(o);
+        }));
+        if (c.cancel_how)
+        {
+            run_until([&] { return summarizer_->calls() == 1; });
+            if (c.cancel_how == 1)
+                s->abort_compaction();
+            else if (c.cancel_how == 2)
+                sig.emit(asio::cancellation_type::terminal);
+            else
+                s->close();
+        }
+        run_until([&] { return r->done; });
+        EXPECT_EQ(r->ec, c.expected) << r->ec.message() << " " << r->outcome.message;
+        EXPECT_FALSE(r->outcome.compacted);
+        EXPECT_EQ(file(), before_file);
+        EXPECT_EQ(s->current(), before_snap);  // the very same snapshot object
+        EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:manual", c.end_event}));
+        if (c.cancel_how)
+        {
+            EXPECT_EQ(summarizer_->cancellations(), 1);  // the model request itself was stopped
+        }
+        s->close();
+        run_until([&] { return true; });
+    }
+}
+
+TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_other)
+{
+    // One oversized turn: the cut lands inside it.
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    t.user("u1", tokens(100));
+    for (int i = 0; i < 6; ++i)
+    {
+        t.message("c" + std::to_string(i), {{"role", "assistant"},
+                                            {"content", json::array{json::object{{"type", "toolCall"}, {"id", "k" + std::to_string(i)}, {"name", "read"}, {"arguments", json::object{{"path", "f" + std::to_string(i)}}}}}},
+                                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", "toolUse"}});
+        t.tool_result("r" + std::to_string(i), "k" + std::to_string(i), "read", tokens(100));
+    }
+    summarizer_->push({script_step::succeed, "## Goal\nhistory"});
+    summarizer_->push({script_step::succeed, "## Original Request\nprefix"});
+    auto s = open_file(t.text, config(350));
+    auto ok = compact(*s);
+    run_until([&] { return ok->done; });
+    ASSERT_TRUE(ok->outcome.compacted) << ok->outcome.message;
+    ASSERT_EQ(summarizer_->calls(), 2u);
+    EXPECT_NE(summarizer_->prompts()[1].prompt.find("## Original Request"), std::string::npos);
+    EXPECT_EQ(summarizer_->prompts()[1].max_output_tokens, 8192u);
+    EXPECT_EQ(ok->outcome.result->summary.find("## Goal\nhistory\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\nprefix"), 0u);
+    EXPECT_NE(ok->outcome.result->summary.find("<read-files>"), std::string::npos);
+
+    // Now the history request hangs and the prefix request fails: the hanging one is cancelled.
+    summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
+    summarizer_->push({script_step::hang});
+    summarizer_->push({script_step::stop_error});
+    auto s2 = open_file(t.text, config(350), "s2.jsonl");
+    const auto before = file();
+    auto bad = compact(*s2);
+    run_until([&] { return bad->done; });
+    EXPECT_EQ(bad->ec, compaction::make_error_code(compaction::errc::summary_failed));
+    EXPECT_EQ(summarizer_->cancellations(), 1);
+    EXPECT_EQ(file(), before);
+}
+
+TEST_F(session_test, manual_compaction_aborts_a_running_automatic_one)
+{
+    summarizer_->push({script_step::hang});
+    auto s = open_file(base_text(), config());
+    auto autor = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return summarizer_->calls() == 1; });
+    auto manual = compact(*s);
+    run_until([&] { return autor->done && manual->done; });
+    EXPECT_EQ(autor->ec, make_error_code(errc::cancelled));
+    EXPECT_TRUE(manual->outcome.compacted) << manual->outcome.message;
+    const auto text = file();
+    std::size_t n = 0;
+    for (std::size_t p = 0; (p = text.find("\"type\":\"compaction\"", p)) != std::string::npos; ++p)
+        ++n;
+    EXPECT_EQ(n, 1u);
+    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:threshold", "end:threshold:aborted", "start:manual", "end:manual:ok"}));
+}
+
+TEST_F(session_test, manual_compaction_raises_the_turn_abort_signal)
+{
+    auto s = open_file(base_text(), config());
+    bool turn_aborted = false;
+    asio::post(s->get_executor(), [&] {
+        s->turn_abort_slot().assign([&](asio::cancellation_type) { turn_aborted = true; });
+    });
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    EXPECT_TRUE(turn_aborted);
+}
+
+TEST_F(session_test, concurrent_manual_compactions_share_one)
+{
+    summarizer_->push({script_step::succeed, "## Goal\nshared", std::chrono::milliseconds(50)});
+    auto s = open_file(base_text(), config());
+    auto a = compact(*s);
+    auto b = compact(*s);
+    run_until([&] { return a->done && b->done; });
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    ASSERT_TRUE(a->outcome.compacted);
+    EXPECT_EQ(a->outcome.entry_id, b->outcome.entry_id);
+}
+
+TEST_F(session_test, an_append_during_compaction_survives_and_stays_in_context)
+{
+    summarizer_->push({script_step::succeed, "## Goal\nx", std::chrono::milliseconds(100)});
+    auto s = open_file(base_text(), config());
+    auto r = compact(*s);
+    run_until([&] { return summarizer_->calls() == 1; });
+    const auto id = append(*s, user_msg("typed while compacting"));
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    const auto snap = s->current();
+    EXPECT_EQ(snap->messages.back().entry_id, id);  // in the retained suffix
+    EXPECT_EQ(snap->leaf_id, r->outcome.entry_id);
+    const auto text = file();
+    EXPECT_LT(text.find("typed while compacting"), text.find("\"type\":\"compaction\""));
+    EXPECT_NE(text.find("\"parentId\":\"" + id + "\""), std::string::npos);  // the compaction hangs off it
+}
+
+TEST_F(session_test, a_branch_switch_during_compaction_is_a_stale_plan)
+{
+    summarizer_->push({script_step::succeed, "## Goal\nx", std::chrono::milliseconds(100)});
+    auto s = open_file(base_text(), config());
+    const auto before = file();
+    auto r = compact(*s);
+    run_until([&] { return summarizer_->calls() == 1; });
+    bool branched = false;
+    s->async_branch_from("a1", [&](error_code ec) {
+        EXPECT_FALSE(ec);
+        branched = true;
+    });
+    run_until([&] { return branched && r->done; });
+    EXPECT_EQ(r->ec, make_error_code(errc::stale_plan));
+    EXPECT_EQ(file(), before);
+    EXPECT_EQ(s->current()->leaf_id, "a1");
+}
+
+TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
+{
+    {
+        auto s = open_file(base_text(), config(), "hook1.jsonl");
+        s->on_before_compact([](const before_compact_event&) { return before_compact_decision{.cancel = true}; });
+        const auto before = file();
+        auto r = compact(*s);
+        run_until([&] { return r->done; });
+        EXPECT_EQ(r->ec, make_error_code(errc::hook_cancelled));
+        EXPECT_EQ(file(), before);
+        EXPECT_EQ(summarizer_->calls(), 0u);
+        EXPECT_EQ(events_.lines.back(), "end:manual:aborted");
+    }
+    {
+        events_.lines.clear();
+        auto s = open_file(base_text(), config(), "hook2.jsonl");
+        std::vector<std::string> order;
+        s->on_before_compact([&](const before_compact_event& e) {
+            order.push_back("first");
+            EXPECT_FALSE(e.preparation.messages_to_summarize.empty());
+            compaction::compaction_result custom;
+            custom.summary = "CUSTOM SUMMARY";
+            custom.tokens_before = 999;
+            return before_compact_decision{.result = custom};
+        });
+        s->on_before_compact([&](const before_compact_event&) -> before_compact_decision {
+            order.push_back("second");
+            throw std::runtime_error("hook bug");
+        });
+        bool compacted_hook = false;
+        s->on_compacted([&](const compacted_event& e) {
+            compacted_hook = true;
+            EXPECT_TRUE(e.from_hook);
+            EXPECT_EQ(e.entry.summary, "CUSTOM SUMMARY");
+        });
+        auto r = compact(*s);
+        run_until([&] { return r->done; });
+        ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+        EXPECT_EQ(order, (std::vector<std::string>{"first", "second"}));  // the throwing hook is skipped
+        EXPECT_TRUE(compacted_hook);
+        EXPECT_EQ(summarizer_->calls(), 0u);
+        EXPECT_NE(file().find("\"summary\":\"CUSTOM SUMMARY\""), std::string::npos);
+        EXPECT_NE(file().find("\"tokensBefore\":999"), std::string::npos);
+        EXPECT_NE(file().find("\"fromHook\":true"), std::string::npos);
+    }
+    {
+        events_.lines.clear();
+        auto s = open_file(base_text(), config(), "hook3.jsonl");
+        s->on_before_compact([](const before_compact_event&) {
+            compaction::compaction_result custom;
+            custom.summary = "   ";  // invalid: validated like our own
+            return before_compact_decision{.result = custom};
+        });
+        bool failed_hook = false;
+        s->on_compact_failed([&](const compact_failed_event& e) {
+            failed_hook = true;
+            EXPECT_TRUE(e.from_hook);
+            EXPECT_FALSE(e.will_retry);
+        });
+        const auto before = file();
+        auto r = compact(*s);
+        run_until([&] { return r->done; });
+        EXPECT_EQ(r->ec, compaction::make_error_code(compaction::errc::summary_empty));
+        EXPECT_TRUE(failed_hook);
+        EXPECT_EQ(file(), before);
+    }
+    {
+        auto s = open_file(base_text(), config(), "hook4.jsonl");
+        s->on_before_compact([](const before_compact_event&) -> before_compact_decision { throw std::runtime_error("boom"); });
+        auto r = compact(*s);
+        run_until([&] { return r->done; });
+        EXPECT_TRUE(r->outcome.compacted);  // the default compaction still runs
+        EXPECT_EQ(summarizer_->calls(), 1u);
+    }
+}
+
+TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_new_entries)
+{
+    auto c = config(20000);  // keeps nearly everything
+    c.model.context_window = 2500;
+    c.settings.reserve_tokens = 500;  // threshold 2000; the kept suffix alone is over it
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    for (int i = 1; i < 15; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    c.settings.keep_recent_tokens = 2800;
+    auto s = open_file(t.text, c);
+    auto first = turn_end(*s, assistant_json("ok", 2400));  // over the threshold, under the window
+    run_until([&] { return first->done; });
+    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::insufficient_reduction)) << first->outcome.message;
+    EXPECT_NE(first->outcome.message.find("paused until new entries"), std::string::npos);
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    auto again = turn_end(*s, assistant_json("ok", 2400));
+    run_until([&] { return again->done; });
+    EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused));
+    EXPECT_EQ(summarizer_->calls(), 1u);  // not attempted twice on an unchanged path
+    append(*s, user_msg("more"));
+    auto third = turn_end(*s, assistant_json("ok", 2400));
+    run_until([&] { return third->done; });
+    EXPECT_EQ(summarizer_->calls(), 2u);
+}
+
+TEST_F(session_test, thousand_sessions_compact_concurrently_on_one_thread)
+{
+    const std::string text = base_text(6);
+    summarizer_->set_default({script_step::succeed, "## Goal\nconcurrent", std::chrono::milliseconds(5)});
+    std::vector<std::shared_ptr<session>> sessions;
+    std::vector<std::shared_ptr<outcome_result>> results;
+    std::vector<runtime::memory_store*> stores;
+    for (int i = 0; i < 1000; ++i)
+    {
+        auto store = std::make_unique<memory_store>(text);
+        stores.push_back(store.get());
+        compaction::diagnostics diag;
+        auto s = session::open(ioc_.get_executor(), std::move(store), config(), diag).value();
+        results.push_back(compact(*s));
+        sessions.push_back(std::move(s));
+    }
+    run_until([&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; }); });
+    for (std::size_t i = 0; i < sessions.size(); ++i)
+    {
+        ASSERT_TRUE(results[i]->outcome.compacted) << i << " " << results[i]->outcome.message;
+        EXPECT_EQ(sessions[i]->current()->messages[0].msg->role, compaction::role::compaction_summary);
+        EXPECT_NE(stores[i]->text().find("\"type\":\"compaction\""), std::string::npos);
+    }
+    EXPECT_EQ(summarizer_->calls(), 1000u);
+}
+
+TEST_F(session_test, closed_sessions_refuse_work)
+{
+    auto s = open_file(base_text(2), config());
+    s->close();
+    bool done = false;
+    error_code ec;
+    s->async_append(user_msg("late"), [&](error_code e, std::string) {
+        done = true;
+        ec = e;
+    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, make_error_code(errc::session_closed));
+}
+
+TEST_F(session_test, many_threads_append_compact_and_read_snapshots)
+{
+    // For TSan: the io_context runs on 4 threads; each session's strand serializes its state,
+    // while a reader thread takes snapshots lock-free.
+    summarizer_->set_default({script_step::succeed, "## Goal\nthreads", std::chrono::milliseconds(2)});
+    const std::string text = base_text(6);
+    std::vector<std::shared_ptr<session>> sessions;
+    for (int i = 0; i < 200; ++i)
+    {
+        compaction::diagnostics diag;
+        sessions.push_back(session::open(ioc_.get_executor(), std::make_unique<memory_store>(text), config(), diag).value());
+    }
+    std::atomic<int> done{0};
+    for (auto& s : sessions)
+    {
+        s->async_append(user_msg("before"), [&](error_code ec, std::string) { EXPECT_FALSE(ec); });
+        s->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+            EXPECT_FALSE(ec) << o.message;
+            ++done;
+        });
+        s->async_append(user_msg("during"), [&](error_code ec, std::string) { EXPECT_FALSE(ec); });
+    }
+    std::atomic<bool> stop{false};
+    std::thread reader([&] {
+        std::size_t seen = 0;
+        while (!stop)
+            for (const auto& s : sessions)
+            {
+                const auto snap = s->current();
+                seen += snap->messages.size() + static_cast<std::size_t>(snap->context_tokens() > 0);
+            }
+        EXPECT_GT(seen, 0u);
+    });
+    std::vector<std::thread> pool;
+    auto guard = asio::make_work_guard(ioc_);
+    ioc_.restart();
+    for (int i = 0; i < 4; ++i)
+        pool.emplace_back([this] { ioc_.run(); });
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (done < 200 && std::chrono::steady_clock::now() < limit)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    guard.reset();
+    ioc_.stop();
+    for (auto& t : pool)
+        t.join();
+    stop = true;
+    reader.join();
+    EXPECT_EQ(done.load(), 200);
+    for (const auto& s : sessions)
+    {
+        const auto snap = s->current();
+        EXPECT_EQ(snap->messages[0].msg->role, compaction::role::compaction_summary);
+        EXPECT_EQ(compaction::content_text(snap->messages.back().msg->content), "during");
+    }
+}
