@@ -1,0 +1,105 @@
+// The offline summarizer: six sections from the transcript, deterministic, within the cap.
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/summary_prompt.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace agentctx;
+
+namespace {
+
+std::shared_ptr<const compaction::message> msg(std::string_view json)
+{
+    compaction::diagnostics diag;
+    return std::make_shared<const compaction::message>(
+        compaction::decode_message(boost::json::parse(json).as_object(), "", diag).value()
+    );
+}
+
+std::vector<std::shared_ptr<const compaction::message>> transcript()
+{
+    return {
+        msg(R"({"role":"user","content":"Fix the CRLF bug in src/parser.ts. You must never change the public API. I prefer small commits."})"),
+        msg(R"({"role":"assistant","content":[{"type":"text","text":"I will read the parser first because the bug is in split()."},{"type":"toolCall","id":"1","name":"read","arguments":{"path":"src/parser.ts"}}]})"),
+        msg(R"({"role":"toolResult","toolCallId":"1","toolName":"read","content":[{"type":"text","text":"export function parse(s) { return s.split('\n'); }"}],"isError":false})"),
+        msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"2","name":"bash","arguments":{"command":"npm test"}}]})"),
+        msg(R"({"role":"toolResult","toolCallId":"2","toolName":"bash","content":[{"type":"text","text":"FAIL tests/parser.test.ts\nError: expected 2 lines, got 1"}],"isError":true})"),
+        msg(R"({"role":"user","content":"Now add a regression test for Windows line endings."})"),
+        msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"3","name":"write","arguments":{"path":"tests/crlf.test.ts","content":"..."}}]})"),
+    };
+}
+
+}  // namespace
+
+TEST(offline_summarizer, fills_the_six_sections_from_the_transcript)
+{
+    const auto prompt = compaction::history_summary_prompt(transcript(), std::nullopt, std::string("keep it short"), 13107);
+    const auto out = providers::offline_summary(prompt);
+    EXPECT_EQ(out.stop, compaction::stop_reason::stop);
+    const auto& t = out.text;
+    for (const char* s : {"## Goal\nFix the CRLF bug in src/parser.ts.", "## Constraints & Preferences\n- You must never change the public API.",
+                          "- I prefer small commits.", "### Done\n- [x] read src/parser.ts\n- [x] bash npm test",
+                          "### In Progress\n- [ ] write tests/crlf.test.ts", "## Key Decisions\n- **I will read the parser first because the bug is in split().**",
+                          "## Next Steps\n1. Continue with: Now add a regression test for Windows line endings.\n2. Focus: keep it short",
+                          "- src/parser.ts", "- tests/crlf.test.ts", "- `npm test`", "- `Error: expected 2 lines, got 1`"})
+        EXPECT_NE(t.find(s), std::string::npos) << s << "\n---\n" << t;
+    EXPECT_EQ(t.find("## Goal"), 0u);
+    EXPECT_LT(t.find("## Key Decisions"), t.find("## Critical Context"));
+}
+
+TEST(offline_summarizer, keeps_the_previous_goal_and_done_items)
+{
+    const std::string previous = "## Goal\nShip the parser rewrite.\n\n## Constraints & Preferences\n- Keep Node 18 support.\n\n"
+                                 "## Progress\n### Done\n- [x] Benchmarked the old parser\n\n### In Progress\n- [ ] (none)";
+    const auto prompt = compaction::history_summary_prompt(transcript(), previous, std::nullopt, 13107);
+    const auto t = providers::offline_summary(prompt).text;
+    EXPECT_NE(t.find("## Goal\nShip the parser rewrite."), std::string::npos) << t;
+    EXPECT_NE(t.find("- Keep Node 18 support."), std::string::npos);
+    EXPECT_NE(t.find("- [x] Benchmarked the old parser\n- [x] read src/parser.ts"), std::string::npos);
+}
+
+TEST(offline_summarizer, turn_prefix_sections)
+{
+    const auto prompt = compaction::turn_prefix_summary_prompt(transcript(), 8192);
+    const auto t = providers::offline_summary(prompt).text;
+    EXPECT_EQ(t.find("## Original Request\nFix the CRLF bug"), 0u) << t;
+    EXPECT_NE(t.find("## Early Progress\n- [x] read src/parser.ts"), std::string::npos);
+    EXPECT_NE(t.find("## Context for Suffix"), std::string::npos);
+}
+
+TEST(offline_summarizer, stays_within_the_output_cap_and_is_deterministic)
+{
+    auto msgs = transcript();
+    for (int i = 0; i < 200; ++i)
+        msgs.push_back(msg(R"({"role":"user","content":"You must always check src/file)" + std::to_string(i) + R"(.ts before editing."})"));
+    for (std::uint32_t cap : {40u, 200u, 2000u})
+    {
+        const auto prompt = compaction::history_summary_prompt(msgs, std::nullopt, std::nullopt, cap);
+        const auto a = providers::offline_summary(prompt);
+        const auto b = providers::offline_summary(prompt);
+        EXPECT_EQ(a.text, b.text);
+        EXPECT_LE((compaction::utf16_length(a.text) + 3) / 4, cap) << cap;
+        EXPECT_FALSE(a.text.empty());
+    }
+}
+
+TEST(offline_summarizer, completes_through_the_executor_and_names_itself)
+{
+    boost::asio::io_context ioc;
+    providers::offline_summarizer s(ioc.get_executor());
+    EXPECT_EQ(s.name(), "offline");
+    bool done = false;
+    s.async_summarize(compaction::history_summary_prompt(transcript(), std::nullopt, std::nullopt, 500),
+                      [&](boost::system::error_code ec, compaction::summary_output out) {
+                          EXPECT_FALSE(ec);
+                          EXPECT_NE(out.text.find("## Goal"), std::string::npos);
+                          done = true;
+                      });
+    EXPECT_FALSE(done);  // never inline
+    ioc.run();
+    EXPECT_TRUE(done);
+}
