@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
-# The demo behind `./build.sh demo`: runs the agentctx CLI on the bundled sessions.
+# The demo behind `./build.sh demo`: inspect a bundled session, plan and run a compaction on a
+# copy (offline summarizer: no network, no API key), and show the context before and after.
 set -euo pipefail
 build=${1:-build/default}
 here=$(cd "$(dirname "$0")" && pwd)
 cli="$build/examples/agentctx"
-session="$here/sessions/coding-task.jsonl"
+bundled="$here/sessions/coding-task.jsonl"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+session="$work/coding-task.jsonl"
+cp "$bundled" "$session"
+sum_before=$(sha256sum "$bundled" | cut -d' ' -f1)
 
-echo "== agentctx context $(basename "$session")"
-"$cli" context "$session"
-echo
-echo "== agentctx context --json (first 400 characters)"
-"$cli" context "$session" --json | head -c 400
-echo
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "agentctx inspect  (the bundled coding session)"
+"$cli" inspect "$session"
+
+step "agentctx context  (what the next request carries, before)"
+"$cli" context "$session" | tail -n 6
+
+step "agentctx plan --keep-recent 3000  (dry run: where the cut goes)"
+"$cli" plan "$session" --keep-recent 3000
+
+step "agentctx plan --keep-recent 3000 --compat pi  (what Pi 0.73.1 would decide)"
+"$cli" plan "$session" --keep-recent 3000 --compat pi | tail -n 7
+
+step "agentctx compact --keep-recent 3000  (offline summarizer, on a copy)"
+"$cli" compact "$session" --keep-recent 3000 --instructions "keep the build commands"
+
+step "agentctx context  (after: summary + recent suffix)"
+"$cli" context "$session" | tail -n 6
+
+step "the bundled file is untouched"
+[ "$(sha256sum "$bundled" | cut -d' ' -f1)" = "$sum_before" ] && echo "yes: $bundled"

@@ -6,8 +6,12 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include <boost/json/parse.hpp>
+
 #include <algorithm>
 #include <charconv>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 
@@ -111,6 +115,55 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
         return std::nullopt;
     }
     return n;
+}
+
+std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code)
+{
+    compaction::settings_layers layers;
+    if (const auto file = a.get("settings"))
+    {
+        std::ifstream in(*file);
+        if (!in)
+        {
+            print_error(json, "not_found", "cannot read settings file '" + *file + "'");
+            code = exit_io;
+            return std::nullopt;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        boost::system::error_code ec;
+        auto v = boost::json::parse(ss.str(), ec);
+        if (ec || !v.is_object())
+        {
+            print_error(json, "invalid_settings", "settings file '" + *file + "' is not a JSON object");
+            code = exit_usage;
+            return std::nullopt;
+        }
+        layers.global = v.get_object();
+    }
+    bool ok = true;
+    boost::json::object overrides;
+    for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"}})
+        if (a.has(flag))
+        {
+            const auto n = count_option(a, flag, 0, ok);
+            if (!ok)
+            {
+                code = exit_usage;
+                return std::nullopt;
+            }
+            overrides[key] = *n;
+        }
+    layers.overrides["compaction"] = std::move(overrides);
+    compaction::diagnostics diag;
+    auto settings = compaction::resolve_settings(layers, diag);
+    if (!settings)
+    {
+        print_error(json, settings.error().message(), diag.message);
+        code = exit_usage;
+        return std::nullopt;
+    }
+    return *settings;
 }
 
 std::string bar(double fraction, int width)

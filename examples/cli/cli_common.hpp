@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
 #include <boost/json/array.hpp>
@@ -59,6 +60,10 @@ boost::json::array messages_json(const std::vector<compaction::context_message>&
 
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
 std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
+
+/// Settings from `--settings FILE` plus the flag overrides `--keep-recent` and `--reserve`.
+/// Prints the error and sets `code` on failure.
+std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code);
 
 /// A text bar of `fraction` (0..1) of `width` cells.
 std::string bar(double fraction, int width = 40);

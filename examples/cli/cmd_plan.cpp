@@ -7,11 +7,7 @@
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/serialize.hpp>
 
-#include <boost/json/parse.hpp>
-
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace agentctx::cli {
 
@@ -79,47 +75,15 @@ int cmd_plan(int argc, char** argv)
     }
     const compaction::compat_mode mode = compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
 
-    compaction::settings_layers layers;
-    if (const auto file = a->get("settings"))
-    {
-        std::ifstream in(*file);
-        if (!in)
-        {
-            print_error(json, "not_found", "cannot read settings file '" + *file + "'");
-            return exit_io;
-        }
-        std::stringstream ss;
-        ss << in.rdbuf();
-        boost::system::error_code ec;
-        auto v = boost::json::parse(ss.str(), ec);
-        if (ec || !v.is_object())
-        {
-            print_error(json, "invalid_settings", "settings file '" + *file + "' is not a JSON object");
-            return exit_usage;
-        }
-        layers.global = v.get_object();
-    }
+    int code = exit_ok;
     bool ok = true;
-    boost::json::object overrides;
-    if (a->has("keep-recent"))
-        overrides["keepRecentTokens"] = *count_option(*a, "keep-recent", 0, ok);
-    if (!ok)
-        return exit_usage;
-    if (a->has("reserve"))
-        overrides["reserveTokens"] = count_option(*a, "reserve", 0, ok).value_or(0);
     const auto window = count_option(*a, "context-window", 200000, ok);
     if (!ok)
         return exit_usage;
-    layers.overrides["compaction"] = std::move(overrides);
-    compaction::diagnostics diag;
-    auto settings = compaction::resolve_settings(layers, diag);
+    auto settings = cli_settings(*a, json, code);
     if (!settings)
-    {
-        print_error(json, settings.error().message(), diag.message);
-        return exit_usage;
-    }
-
-    int code = exit_ok;
+        return code;
+    compaction::diagnostics diag;
     auto s = open_session(a->positional[0], json, code);
     if (!s)
         return code;

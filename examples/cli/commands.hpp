@@ -5,5 +5,8 @@ namespace agentctx::cli {
 
 int cmd_context(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_compact(int argc, char** argv);
+int cmd_migrate(int argc, char** argv);
 
 }  // namespace agentctx::cli

@@ -11,8 +11,11 @@ const char* const usage_text =
     "usage: agentctx <command> [options]\n"
     "\n"
     "commands:\n"
+    "  inspect SESSION.jsonl [--json]   header, entry counts, branches, compactions, usage\n"
     "  context SESSION.jsonl [--json]   the messages the next model request would carry\n"
     "  plan SESSION.jsonl [--json]      dry run: what a compaction would summarize and keep\n"
+    "  compact SESSION.jsonl [--json]   run a compaction and append its entry (Ctrl-C cancels)\n"
+    "  migrate SESSION.jsonl [--json]   upgrade a v1/v2 file to v3, atomically\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -37,6 +40,12 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_context(argc, argv);
     if (!std::strcmp(argv[1], "plan"))
         return agentctx::cli::cmd_plan(argc, argv);
+    if (!std::strcmp(argv[1], "inspect"))
+        return agentctx::cli::cmd_inspect(argc, argv);
+    if (!std::strcmp(argv[1], "compact"))
+        return agentctx::cli::cmd_compact(argc, argv);
+    if (!std::strcmp(argv[1], "migrate"))
+        return agentctx::cli::cmd_migrate(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }

@@ -5,7 +5,10 @@
 #include <agentctx/compaction/summary_prompt.hpp>
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -379,7 +382,25 @@ void offline_summarizer::summarize_impl(
 {
     // Synchronous work, completed through the executor so the handler never runs inline.
     auto out = offline_summary(prompt);
-    boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::system::error_code{}, std::move(out)));
+    if (delay_.count() == 0)
+    {
+        boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::system::error_code{}, std::move(out)));
+        return;
+    }
+    auto strand = boost::asio::make_strand(ex_);
+    auto timer = std::make_shared<boost::asio::steady_timer>(strand, delay_);
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected())
+        slot.assign([timer, strand](boost::asio::cancellation_type) {
+            boost::asio::post(strand, [timer] { timer->cancel(); });
+        });
+    timer->async_wait([timer, handler = std::move(handler), out = std::move(out)](boost::system::error_code ec) mutable {
+        boost::asio::get_associated_cancellation_slot(handler).clear();
+        if (ec)
+            std::move(handler)(boost::asio::error::operation_aborted, compaction::summary_output{});
+        else
+            std::move(handler)(boost::system::error_code{}, std::move(out));
+    });
 }
 
 }  // namespace agentctx::providers

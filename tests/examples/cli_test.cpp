@@ -1,12 +1,15 @@
 // Runs the built agentctx binary: output and exit codes of each subcommand.
 #include "run_process.hpp"
 
+#include <agentctx/runtime/jsonl_store.hpp>
+
 #include <boost/json/parse.hpp>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using agentctx::test::run_process;
@@ -197,4 +200,130 @@ TEST(cli_plan, usage_and_file_errors)
     EXPECT_NE(bad.out.find("invalid_settings"), std::string::npos) << bad.out;
     fs::remove(settings);
     EXPECT_EQ(run_process(cli + " plan --help").exit_code, 0);
+}
+
+namespace {
+
+std::string slurp(const fs::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+fs::path copy_of_bundled(const std::string& name)
+{
+    std::ifstream in(std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/coding-task.jsonl", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return scratch(name, ss.str());
+}
+
+}  // namespace
+
+TEST(cli_inspect, reports_counts_usage_and_trigger)
+{
+    const auto r = run_process(cli + " inspect " + fixture + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("entries"), 23);
+    EXPECT_EQ(v.at("compactions"), 1);
+    EXPECT_EQ(v.at("entriesByType").at("message"), 14);
+    EXPECT_EQ(v.at("entriesByType").at("unknown"), 1);  // the hologram_snapshot line
+    EXPECT_EQ(v.at("branches"), 2);
+    EXPECT_EQ(v.at("leafId"), "a0000017");
+    EXPECT_EQ(v.at("wouldCompact"), false);
+    // Anchored on the last usage (7000), plus the branch summary (135 chars -> 34) and the prompt (9).
+    EXPECT_EQ(v.at("usageTokens"), 7000 + 34 + 9);
+    const auto human = run_process(cli + " inspect " + fixture);
+    EXPECT_NE(human.out.find("compactions 1"), std::string::npos) << human.out;
+    EXPECT_EQ(run_process(cli + " inspect /nonexistent.jsonl").exit_code, 4);
+}
+
+TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
+{
+    const auto path = copy_of_bundled("compact.jsonl");
+    const auto before = slurp(path);
+    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --instructions 'focus on tests' --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("compacted"), true);
+    EXPECT_LT(v.at("tokensAfter").as_int64(), v.at("tokensBefore").as_int64());
+    EXPECT_NE(std::string(v.at("summary").as_string()).find("## Goal"), std::string::npos);
+    const auto after = slurp(path);
+    ASSERT_EQ(after.substr(0, before.size()), before);  // append-only
+    EXPECT_NE(after.find("\"summarizer\":\"offline\""), std::string::npos);
+    const auto ctx = boost::json::parse(run_process(cli + " context " + path.string() + " --json").out).as_object();
+    EXPECT_EQ(ctx.at("messages").as_array()[0].at("entryId"), v.at("entryId"));
+    // Compacting again right away: the last entry is the compaction.
+    const auto again = run_process(cli + " compact " + path.string() + " --json");
+    EXPECT_EQ(again.exit_code, 1);
+    EXPECT_NE(again.out.find("already_compacted"), std::string::npos) << again.out;
+    fs::remove(path);
+}
+
+TEST(cli_compact, dry_run_leaves_the_file_untouched)
+{
+    const auto path = copy_of_bundled("dry.jsonl");
+    const auto before = slurp(path);
+    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --dry-run");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("dry run, file untouched"), std::string::npos);
+    EXPECT_EQ(slurp(path), before);
+    fs::remove(path);
+}
+
+TEST(cli_compact, bad_missing_and_locked_files)
+{
+    const auto bad = scratch("bad-compact.jsonl", "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
+    EXPECT_EQ(run_process(cli + " compact " + bad.string()).exit_code, 3);
+    EXPECT_EQ(slurp(bad), "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
+    EXPECT_EQ(run_process(cli + " compact /nonexistent.jsonl").exit_code, 4);
+    const auto path = copy_of_bundled("locked.jsonl");
+    const auto before = slurp(path);
+    {
+        agentctx::compaction::diagnostics diag;
+        auto holder = agentctx::runtime::jsonl_store::open(path, {}, diag);
+        ASSERT_TRUE(holder);
+        const auto r = run_process(cli + " compact " + path.string() + " --json");
+        EXPECT_EQ(r.exit_code, 5);
+        EXPECT_NE(r.out.find("session_locked"), std::string::npos) << r.out;
+    }
+    EXPECT_EQ(slurp(path), before);
+    EXPECT_EQ(run_process(cli + " compact " + path.string() + " --provider magic").exit_code, 2);
+    fs::remove(bad);
+    fs::remove(path);
+}
+
+TEST(cli_compact, an_interrupted_compaction_leaves_the_file_unchanged)
+{
+    const auto path = copy_of_bundled("interrupt.jsonl");
+    const auto before = slurp(path);
+    // A slow (simulated) model; SIGINT after 300 ms, long before the 20 s answer.
+    const auto r = run_process("sh -c 'AGENTCTX_OFFLINE_DELAY_MS=20000 " + cli + " compact " + path.string() +
+                               " --keep-recent 3000 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid'");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("interrupted: the file is unchanged"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(path), before);
+    fs::remove(path);
+}
+
+TEST(cli_migrate, upgrades_v1_atomically_once)
+{
+    const auto path = scratch("v1.jsonl",
+        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})" "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})" "\n");
+    auto r = run_process(cli + " migrate " + path.string() + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(boost::json::parse(r.out).at("migrated"), true);
+    const auto migrated = slurp(path);
+    EXPECT_NE(migrated.find("\"version\":3"), std::string::npos);
+    EXPECT_NE(migrated.find("\"parentId\":null"), std::string::npos);
+    r = run_process(cli + " migrate " + path.string());
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("already v3"), std::string::npos);
+    EXPECT_EQ(slurp(path), migrated);
+    EXPECT_EQ(run_process(cli + " migrate /nonexistent.jsonl").exit_code, 4);
+    fs::remove(path);
 }

@@ -5,6 +5,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
+
 namespace agentctx::providers {
 
 /// Builds the checkpoint from the prompt's serialized transcript with fixed rules:
@@ -24,7 +26,12 @@ compaction::summary_output offline_summary(const compaction::summary_prompt& pro
 class offline_summarizer final : public summarizer
 {
 public:
-    explicit offline_summarizer(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
+    /// `delay` simulates a slow model (demos, tests): the result arrives after it, and the request
+    /// can be cancelled while it waits (completes with `operation_aborted`).
+    explicit offline_summarizer(boost::asio::any_io_executor ex, std::chrono::milliseconds delay = {})
+        : ex_(std::move(ex)), delay_(delay)
+    {
+    }
     std::string name() const override { return "offline"; }
 
 protected:
@@ -32,6 +39,7 @@ protected:
 
 private:
     boost::asio::any_io_executor ex_;
+    std::chrono::milliseconds delay_;
 };
 
 }  // namespace agentctx::providers
