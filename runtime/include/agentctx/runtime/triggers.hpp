@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
+#include <agentctx/compaction/overflow.hpp>
 
 #include <cstdint>
 #include <string_view>
@@ -14,7 +15,7 @@ namespace agentctx::runtime {
 /// input + cacheRead >= 0.99 window. Cases 2 and 3 need `context_window` > 0.
 bool is_context_overflow(const compaction::message& m, std::int64_t context_window = 0);
 
-/// The text test alone (case 1): overflow patterns, vetoed by non-overflow patterns.
-bool is_overflow_error_message(std::string_view error_message);
+/// The text test alone (case 1): compaction::is_overflow_error_message.
+using compaction::is_overflow_error_message;
 
 }  // namespace agentctx::runtime

@@ -1,0 +1,73 @@
+// Overflow error text classification with Pi's pattern lists (case-insensitive).
+#include <agentctx/compaction/overflow.hpp>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace agentctx::compaction {
+
+namespace {
+
+const std::vector<std::regex>& compile(std::initializer_list<const char*> patterns, std::vector<std::regex>& out)
+{
+    for (const char* p : patterns)
+        out.emplace_back(p, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    return out;
+}
+
+const std::vector<std::regex>& overflow_patterns()
+{
+    static std::vector<std::regex> v;
+    static const auto& once = compile(
+        {
+            "prompt is too long",
+            "request_too_large",
+            "input is too long for requested model",
+            "exceeds the context window",
+            "input token count.*exceeds the maximum",
+            "maximum prompt length is \\d+",
+            "reduce the length of the messages",
+            "maximum context length is \\d+ tokens",
+            "exceeds the limit of \\d+",
+            "exceeds the available context size",
+            "greater than the context length",
+            "context window exceeds limit",
+            "exceeded model token limit",
+            "too large for model with \\d+ maximum context length",
+            "model_context_window_exceeded",
+            "prompt too long; exceeded (?:max )?context length",
+            "context[_ ]length[_ ]exceeded",
+            "too many tokens",
+            "token limit exceeded",
+            "^4(?:00|13)\\s*(?:status code)?\\s*\\(no body\\)",
+        },
+        v
+    );
+    return once;
+}
+
+const std::vector<std::regex>& non_overflow_patterns()
+{
+    static std::vector<std::regex> v;
+    static const auto& once = compile({"^(Throttling error|Service unavailable):", "rate limit", "too many requests"}, v);
+    return once;
+}
+
+bool any(const std::vector<std::regex>& patterns, const std::string& s)
+{
+    for (const auto& re : patterns)
+        if (std::regex_search(s, re))
+            return true;
+    return false;
+}
+
+}  // namespace
+
+bool is_overflow_error_message(std::string_view error_message)
+{
+    const std::string s(error_message);
+    return !any(non_overflow_patterns(), s) && any(overflow_patterns(), s);
+}
+
+}  // namespace agentctx::compaction

@@ -1,0 +1,97 @@
+// An HTTP client on Asio: libcurl's multi interface driven by socket waits and one timer.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace agentctx::providers {
+
+struct http_request
+{
+    std::string method = "POST";
+    std::string url;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    /// Connect timeout. There is no total deadline: a healthy generation may take minutes.
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// Low-speed (idle) timeout: fail when fewer than `low_speed_bytes` arrive in this long.
+    std::chrono::seconds idle_timeout{60};
+    long low_speed_bytes = 1;
+    /// Called with each body chunk as it arrives (for server-sent events). Runs on the client's
+    /// executor; must not block.
+    std::function<void(std::string_view)> on_data;
+};
+
+struct http_response
+{
+    long status = 0;
+    std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
+    std::string body;
+
+    /// The first header with this (lowercase) name, or "".
+    std::string_view header(std::string_view name) const;
+};
+
+using http_signature = void(boost::system::error_code, http_response);
+
+/**
+ * @brief HTTP/1.1 and HTTP/2 (when offered) with keep-alive, TLS through libcurl's OpenSSL,
+ * proxies from the usual environment variables. One curl multi handle per client; all of its
+ * work runs on the client's strand, with no extra thread and no polling loop.
+ *
+ * Transport failures complete with libcurl-derived codes in the providers category:
+ * `transient` (connect, reset, timeout) with detail in `last_error()`.
+ *
+ * @par Object lifetimes
+ * Destroy the client on its executor's thread; outstanding requests complete with
+ * `operation_aborted`. Handlers never outlive what they refer to (weak references only).
+ */
+class http_client
+{
+public:
+    explicit http_client(boost::asio::any_io_executor ex);
+    ~http_client();
+    http_client(const http_client&) = delete;
+    http_client& operator=(const http_client&) = delete;
+
+    /**
+     * @brief Performs one request.
+     * @par Per-operation cancellation
+     * `terminal` and `partial`: the transfer is removed at once (its connection closed) and the
+     * operation completes with `boost::asio::error::operation_aborted`. `total`: honoured only
+     * before any byte of the request can have been sent; otherwise the request completes.
+     */
+    template <boost::asio::completion_token_for<http_signature> CompletionToken>
+    auto async_request(http_request req, CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, http_signature>(
+            [this](auto handler, http_request r) {
+                request_impl(std::move(r), boost::asio::any_completion_handler<http_signature>(std::move(handler)));
+            },
+            token,
+            std::move(req)
+        );
+    }
+
+    /// Counters for tests: transfers in flight, sockets open.
+    std::size_t live_transfers() const;
+    std::size_t live_sockets() const;
+
+    struct impl;
+
+private:
+    void request_impl(http_request req, boost::asio::any_completion_handler<http_signature> handler);
+    std::shared_ptr<impl> impl_;
+};
+
+}  // namespace agentctx::providers

@@ -1,0 +1,85 @@
+// The HTTP model provider: a summarizer that calls OpenAI-style or Anthropic-style APIs.
+#pragma once
+
+#include <agentctx/providers/error.hpp>
+#include <agentctx/providers/http_client.hpp>
+#include <agentctx/providers/summarizer.hpp>
+#include <agentctx/providers/wire_format.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/json/object.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace spdlog {
+class logger;
+}
+
+namespace agentctx::providers {
+
+/**
+ * @brief Summaries from a hosted or self-hosted model over HTTP (streaming by default).
+ *
+ * Failures complete with a providers errc: `context_overflow` (never retried), `rate_limited` and
+ * `transient` (retried up to `max_retries` with exponential backoff and jitter, honouring
+ * `Retry-After`), `auth`, `invalid_request`, `malformed_response`, `cancelled`. A reply that
+ * stopped at the output cap arrives as a summary_output with stop reason `length`, which the
+ * runtime rejects as `summary_truncated`.
+ *
+ * @par Per-operation cancellation
+ * `terminal` / `partial`: the HTTP transfer, or a backoff sleep, stops at once; completes with
+ * `cancelled`.
+ *
+ * The API key goes only into the request header. Logs (debug) show header names with the
+ * `authorization` / `x-api-key` values redacted, never bodies.
+ */
+class http_summarizer final : public summarizer
+{
+public:
+    http_summarizer(boost::asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger = nullptr);
+    ~http_summarizer() override;
+
+    std::string name() const override { return cfg_.name + ":" + cfg_.model; }
+    const provider_config& config() const noexcept { return cfg_; }
+
+    /// Detail of the most recent failure (safe to show).
+    diagnostics last_failure() const { return last_failure_; }
+    /// Usage reported by the most recent successful reply.
+    compaction::usage last_usage() const { return last_usage_; }
+
+    /// Called on the provider's strand with the characters received so far while a reply streams.
+    void on_progress(std::function<void(std::size_t)> f) { progress_ = std::move(f); }
+
+    http_client& client() noexcept { return client_; }
+
+protected:
+    void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
+
+private:
+    struct state;
+    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    provider_config cfg_;
+    std::shared_ptr<spdlog::logger> logger_;
+    http_client client_;
+    diagnostics last_failure_;
+    compaction::usage last_usage_;
+    std::function<void(std::size_t)> progress_;
+    std::uint64_t calls_ = 0;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+/// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
+/// "contextWindow", "maxOutputTokens", "stream", "maxRetries"}`) and the environment
+/// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
+/// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
+/// (use the offline summarizer). A hosted provider without a key is `not_configured`.
+compaction::result<std::optional<provider_config>> provider_from_environment(
+    const boost::json::object* section,
+    const std::function<const char*(const char*)>& getenv,
+    diagnostics& diag
+);
+
+}  // namespace agentctx::providers

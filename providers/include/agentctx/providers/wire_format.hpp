@@ -1,0 +1,113 @@
+// OpenAI Chat Completions and Anthropic Messages: requests, responses, event streams, errors.
+#pragma once
+
+#include <agentctx/compaction/summary.hpp>
+#include <agentctx/compaction/summary_prompt.hpp>
+#include <agentctx/providers/error.hpp>
+#include <agentctx/providers/http_client.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agentctx::providers {
+
+enum class wire_format
+{
+    openai,     ///< POST {base}/chat/completions (OpenAI, vLLM, llama.cpp server, Ollama /v1)
+    anthropic,  ///< POST {base}/v1/messages
+};
+
+/// Everything needed to call one model. The API key is only ever put in a request header.
+struct provider_config
+{
+    wire_format format = wire_format::openai;
+    std::string name = "openai";  ///< for logs and compaction details
+    std::string base_url;         ///< `https://api.openai.com/v1`, `https://api.anthropic.com`, ...
+    std::string model;
+    std::string api_key;
+    std::int64_t context_window = 0;
+    std::int64_t max_output_tokens = 0;
+    bool stream = true;
+    int max_retries = 3;
+    std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
+    std::chrono::milliseconds max_delay{60000};
+    std::chrono::milliseconds connect_timeout{10000};
+    std::chrono::seconds idle_timeout{60};         ///< no bytes for this long = stalled
+    std::string anthropic_version = "2023-06-01";
+};
+
+/// A normalized model answer.
+struct model_reply
+{
+    compaction::summary_output output;  ///< text (reasoning excluded) and stop reason
+    compaction::usage usage;            ///< input excludes cache reads; totalTokens as reported or summed
+    std::string model;
+};
+
+/// The HTTP request for a summary prompt in the configured wire format.
+http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
+
+/// Parses a complete (non-streaming) response body; `malformed_response` when it is not one.
+compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag);
+
+/// Server-sent events, fed in chunks of any size.
+class sse_parser
+{
+public:
+    struct event
+    {
+        std::string name;
+        std::string data;
+    };
+    /// Appends `chunk`; returns the events it completed.
+    std::vector<event> feed(std::string_view chunk);
+
+private:
+    std::string buffer_, name_, data_;
+};
+
+/// Accumulates a streamed reply. `failed()` after an error event (classified like an HTTP error).
+class stream_accumulator
+{
+public:
+    explicit stream_accumulator(wire_format f) : format_(f) {}
+    void feed(std::string_view chunk);
+    bool failed() const noexcept { return error_.has_value(); }
+    boost::system::error_code error() const noexcept { return error_.value_or(boost::system::error_code{}); }
+    const diagnostics& error_detail() const noexcept { return error_diag_; }
+    /// True once the stream said it finished ([DONE] / message_stop / a finish reason).
+    bool complete() const noexcept { return complete_; }
+    std::size_t received_chars() const noexcept { return reply_.output.text.size(); }
+    model_reply reply() const { return reply_; }
+
+private:
+    void on_event(const sse_parser::event& e);
+    wire_format format_;
+    sse_parser parser_;
+    model_reply reply_;
+    bool complete_ = false;
+    bool malformed_ = false;
+    std::optional<boost::system::error_code> error_;
+    diagnostics error_diag_;
+};
+
+/// Classifies a failed HTTP response (status >= 400 or an error body): context_overflow (spec
+/// §10.2 patterns and API codes such as `context_length_exceeded`), rate_limited, transient,
+/// auth, invalid_request. Fills `diag` with the status and the API's error type; the message
+/// holds no body text beyond the API's error type/code.
+boost::system::error_code classify_error(long status, std::string_view body, diagnostics& diag);
+
+/// `Retry-After` as a delay: delta-seconds or an HTTP date (relative to `now`).
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now()
+);
+
+/// Backoff before retry `attempt` (1-based): base·2^(attempt-1) with ±25% jitter, capped.
+std::chrono::milliseconds backoff_delay(const provider_config& cfg, int attempt, std::uint64_t jitter_seed);
+
+}  // namespace agentctx::providers

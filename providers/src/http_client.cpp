@@ -1,0 +1,424 @@
+// libcurl multi on Asio: socket callbacks -> async_wait, timer callback -> steady_timer, all on a strand.
+#include <agentctx/providers/error.hpp>
+#include <agentctx/providers/http_client.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+namespace agentctx::providers {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+std::string_view http_response::header(std::string_view name) const
+{
+    for (const auto& [k, v] : headers)
+        if (k == name)
+            return v;
+    return {};
+}
+
+namespace {
+
+// curl_global_init once per process, before any handle (it is not safe to race it).
+void ensure_curl_global()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+error_code from_curl(CURLcode c)
+{
+    switch (c)
+    {
+    case CURLE_OK: return {};
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT: return make_error_code(errc::invalid_request);
+    default: return make_error_code(errc::transient);  // connect, reset, timeouts, TLS, ...
+    }
+}
+
+}  // namespace
+
+// One socket (or foreign fd) that curl asked us to watch.
+struct sock_watch
+{
+    explicit sock_watch(asio::strand<asio::any_io_executor> ex) : socket(ex), foreign(ex) {}
+    asio::ip::tcp::socket socket;          // sockets we opened for curl
+    asio::posix::stream_descriptor foreign;  // fds curl opened itself (threaded resolver)
+    bool is_foreign = false;
+    int want = 0;  // CURL_POLL_IN / OUT / INOUT
+    bool reading = false, writing = false;
+    bool closed = false;
+};
+
+struct transfer
+{
+    std::uint64_t id = 0;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    http_request req;
+    http_response resp;
+    std::optional<asio::any_completion_handler<http_signature>> handler;  // emplace only (Asio 1.26)
+};
+
+struct http_client::impl : std::enable_shared_from_this<impl>
+{
+    explicit impl(asio::any_io_executor ex) : strand(asio::make_strand(ex)), timer(strand)
+    {
+        ensure_curl_global();
+        multi = curl_multi_init();
+        curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
+        curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+        curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
+        curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    }
+
+    asio::strand<asio::any_io_executor> strand;
+    asio::steady_timer timer;
+    CURLM* multi = nullptr;
+    std::map<curl_socket_t, std::shared_ptr<sock_watch>> sockets;
+    std::map<std::uint64_t, std::unique_ptr<transfer>> transfers;
+    std::uint64_t next_id = 1;
+    bool shut_down = false;
+
+    // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
+
+    static int on_socket(CURL*, curl_socket_t s, int what, void* userp, void*)
+    {
+        auto* self = static_cast<impl*>(userp);
+        auto it = self->sockets.find(s);
+        if (what == CURL_POLL_REMOVE)
+        {
+            if (it != self->sockets.end())
+            {
+                auto& w = *it->second;
+                w.want = 0;
+                error_code ec;
+                if (w.is_foreign)
+                {
+                    w.foreign.cancel(ec);
+                    (void)w.foreign.release();  // deregister, do not close: curl owns it
+                    w.closed = true;
+                    self->sockets.erase(it);
+                }
+                else
+                    w.socket.cancel(ec);  // else an idle pooled connection keeps run() alive
+            }
+            return 0;
+        }
+        if (it == self->sockets.end())
+        {
+            // A descriptor curl opened itself (e.g. the threaded resolver's socketpair).
+            auto w = std::make_shared<sock_watch>(self->strand);
+            w->is_foreign = true;
+            error_code ec;
+            w->foreign.assign(s, ec);
+            if (ec)
+                return -1;
+            it = self->sockets.emplace(s, std::move(w)).first;
+        }
+        it->second->want = what;
+        self->arm(it->second, s);
+        return 0;
+    }
+
+    static int on_timer(CURLM*, long timeout_ms, void* userp)
+    {
+        auto* self = static_cast<impl*>(userp);
+        if (timeout_ms < 0)
+        {
+            self->timer.cancel();
+            return 0;
+        }
+        // Never call curl_multi_socket_action from here: a 0 ms timer is posted instead.
+        self->timer.expires_after(std::chrono::milliseconds(timeout_ms));
+        self->timer.async_wait([w = self->weak_from_this()](error_code ec) {
+            if (ec)
+                return;
+            if (auto s = w.lock())
+                s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+        });
+        return 0;
+    }
+
+    static curl_socket_t on_open(void* clientp, curlsocktype purpose, curl_sockaddr* addr)
+    {
+        auto* self = static_cast<impl*>(clientp);
+        if (purpose != CURLSOCKTYPE_IPCXN || (addr->family != AF_INET && addr->family != AF_INET6))
+            return CURL_SOCKET_BAD;
+        auto w = std::make_shared<sock_watch>(self->strand);
+        error_code ec;
+        w->socket.open(addr->family == AF_INET ? asio::ip::tcp::v4() : asio::ip::tcp::v6(), ec);
+        if (ec)
+            return CURL_SOCKET_BAD;
+        const auto fd = w->socket.native_handle();
+        self->sockets[fd] = std::move(w);
+        return fd;
+    }
+
+    static int on_close(void* clientp, curl_socket_t s)
+    {
+        auto* self = static_cast<impl*>(clientp);
+        auto it = self->sockets.find(s);
+        if (it == self->sockets.end() || it->second->is_foreign)
+            return ::close(s);
+        it->second->closed = true;  // fd numbers are reused at once: handlers check this first
+        error_code ec;
+        it->second->socket.close(ec);
+        self->sockets.erase(it);
+        return 0;
+    }
+
+    static size_t on_body(char* data, size_t size, size_t n, void* userp)
+    {
+        auto* t = static_cast<transfer*>(userp);
+        const std::string_view chunk(data, size * n);
+        t->resp.body.append(chunk);
+        if (t->req.on_data)
+            t->req.on_data(chunk);
+        return size * n;
+    }
+
+    static size_t on_header(char* data, size_t size, size_t n, void* userp)
+    {
+        auto* t = static_cast<transfer*>(userp);
+        std::string_view line(data, size * n);
+        const auto colon = line.find(':');
+        if (colon != std::string_view::npos)
+        {
+            std::string name(line.substr(0, colon));
+            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            std::string_view value = line.substr(colon + 1);
+            while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+                value.remove_prefix(1);
+            while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+                value.remove_suffix(1);
+            t->resp.headers.emplace_back(std::move(name), std::string(value));
+        }
+        else if (line.rfind("HTTP/", 0) == 0)
+            t->resp.headers.clear();  // a new response (after a 100 Continue or a redirect)
+        return size * n;
+    }
+
+    // --- event loop glue -------------------------------------------------------------------------
+
+    void arm(const std::shared_ptr<sock_watch>& w, curl_socket_t s)
+    {
+        auto wait = [&](bool read) {
+            auto handler = [weak = weak_from_this(), w, s, read](error_code ec) {
+                (read ? w->reading : w->writing) = false;
+                if (w->closed)
+                    return;
+                auto self = weak.lock();
+                if (!self)
+                    return;
+                const int bit = read ? CURL_POLL_IN : CURL_POLL_OUT;
+                if (ec != asio::error::operation_aborted && (w->want & bit))
+                    self->socket_action(s, ec ? CURL_CSELECT_ERR : (read ? CURL_CSELECT_IN : CURL_CSELECT_OUT));
+                if (!w->closed)
+                    self->arm(w, s);  // keep watching while curl wants it (level semantics)
+            };
+            const auto type = read ? asio::socket_base::wait_read : asio::socket_base::wait_write;
+            if (w->is_foreign)
+                w->foreign.async_wait(read ? asio::posix::stream_descriptor::wait_read : asio::posix::stream_descriptor::wait_write, handler);
+            else
+                w->socket.async_wait(type, handler);
+        };
+        if ((w->want & CURL_POLL_IN) && !w->reading)
+        {
+            w->reading = true;
+            wait(true);
+        }
+        if ((w->want & CURL_POLL_OUT) && !w->writing)
+        {
+            w->writing = true;
+            wait(false);
+        }
+    }
+
+    void socket_action(curl_socket_t s, int ev)
+    {
+        int running = 0;
+        curl_multi_socket_action(multi, s, ev, &running);
+        check_done();
+    }
+
+    void check_done()
+    {
+        int pending = 0;
+        while (CURLMsg* msg = curl_multi_info_read(multi, &pending))
+        {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            CURL* easy = msg->easy_handle;  // copy before remove: msg is invalidated
+            const CURLcode result = msg->data.result;
+            void* priv = nullptr;
+            curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+            const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(priv));
+            long status = 0;
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            auto it = transfers.find(id);
+            if (it == transfers.end())
+                continue;
+            it->second->resp.status = status;
+            finish(id, from_curl(result));
+        }
+    }
+
+    // Removes and frees the transfer, then completes its handler (never inline).
+    void finish(std::uint64_t id, error_code ec)
+    {
+        auto it = transfers.find(id);
+        if (it == transfers.end())
+            return;
+        std::unique_ptr<transfer> t = std::move(it->second);
+        transfers.erase(it);
+        curl_multi_remove_handle(multi, t->easy);
+        curl_easy_cleanup(t->easy);
+        curl_slist_free_all(t->headers);
+        auto h = std::move(*t->handler);
+        t->handler.reset();
+        asio::get_associated_cancellation_slot(h).clear();
+        asio::post(strand, asio::append(std::move(h), ec, std::move(t->resp)));
+    }
+
+    void cancel(std::uint64_t id, asio::cancellation_type type)
+    {
+        auto it = transfers.find(id);  // by id: a late cancellation after completion is a no-op
+        if (it == transfers.end())
+            return;
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) == asio::cancellation_type::none)
+        {
+            curl_off_t pretransfer = 0;
+            curl_easy_getinfo(it->second->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+            if (pretransfer > 0)
+                return;  // `total` only before anything can have been sent
+        }
+        finish(id, asio::error::operation_aborted);
+    }
+
+    void start(http_request req, asio::any_completion_handler<http_signature> h)
+    {
+        if (shut_down)
+        {
+            asio::post(strand, asio::append(std::move(h), asio::error::operation_aborted, http_response{}));
+            return;
+        }
+        auto t = std::make_unique<transfer>();
+        t->id = next_id++;
+        t->req = std::move(req);
+        t->handler.emplace(std::move(h));
+        CURL* e = curl_easy_init();
+        t->easy = e;
+        curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
+        curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(static_cast<std::uintptr_t>(t->id)));
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &impl::on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &impl::on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &impl::on_open);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &impl::on_close);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);  // multi lifetime: may run after the transfer
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(t->req.connect_timeout.count()));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.idle_timeout.count()));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.low_speed_bytes);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+        if (t->req.method == "POST")
+        {
+            curl_easy_setopt(e, CURLOPT_POST, 1L);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req.body.data());
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->req.body.size()));
+        }
+        else if (t->req.method != "GET")
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->req.method.c_str());
+        for (const auto& [k, v] : t->req.headers)
+            t->headers = curl_slist_append(t->headers, (k + ": " + v).c_str());
+        t->headers = curl_slist_append(t->headers, "Expect:");  // no 1 s wait for 100-continue on big bodies
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+
+        auto slot = asio::get_associated_cancellation_slot(*t->handler);
+        if (slot.is_connected())
+            slot.assign([weak = weak_from_this(), id = t->id, s = strand](asio::cancellation_type type) {
+                asio::post(s, [weak, id, type] {
+                    if (auto self = weak.lock())
+                        self->cancel(id, type);
+                });
+            });
+        const auto id = t->id;
+        transfers.emplace(id, std::move(t));
+        if (curl_multi_add_handle(multi, e) != CURLM_OK)
+            finish(id, make_error_code(errc::transient));
+    }
+
+    void shutdown()
+    {
+        shut_down = true;
+        std::vector<std::uint64_t> ids;
+        for (const auto& [id, t] : transfers)
+            ids.push_back(id);
+        for (auto id : ids)
+            finish(id, asio::error::operation_aborted);
+        timer.cancel();
+        curl_multi_cleanup(multi);  // closes pooled connections through on_close
+        multi = nullptr;
+        for (auto& [fd, w] : sockets)
+        {
+            w->closed = true;
+            error_code ec;
+            if (w->is_foreign)
+            {
+                w->foreign.cancel(ec);
+                (void)w->foreign.release();
+            }
+            else
+                w->socket.close(ec);
+        }
+        sockets.clear();
+    }
+};
+
+http_client::http_client(asio::any_io_executor ex) : impl_(std::make_shared<impl>(std::move(ex))) {}
+
+http_client::~http_client()
+{
+    impl_->shutdown();
+}
+
+void http_client::request_impl(http_request req, asio::any_completion_handler<http_signature> handler)
+{
+    // Hop onto the strand (inline when already there); curl calls for this multi stay on it.
+    asio::dispatch(impl_->strand, [self = impl_, req = std::move(req), h = std::move(handler)]() mutable {
+        self->start(std::move(req), std::move(h));
+    });
+}
+
+std::size_t http_client::live_transfers() const
+{
+    return impl_->transfers.size();
+}
+
+std::size_t http_client::live_sockets() const
+{
+    return impl_->sockets.size();
+}
+
+}  // namespace agentctx::providers

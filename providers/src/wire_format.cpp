@@ -1,0 +1,392 @@
+// Wire formats: request bodies, response and event-stream parsing, error classification, backoff.
+#include <agentctx/providers/wire_format.hpp>
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/overflow.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+namespace agentctx::providers {
+
+namespace json = boost::json;
+using compaction::stop_reason;
+
+namespace {
+
+std::string trim_slash(std::string s)
+{
+    while (!s.empty() && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+std::int64_t int_of(const json::object& o, std::string_view key)
+{
+    const auto* v = o.if_contains(key);
+    return v && v->is_number() ? v->to_number<std::int64_t>() : 0;
+}
+
+std::string str_of(const json::object& o, std::string_view key)
+{
+    const auto* v = o.if_contains(key);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+stop_reason openai_stop(std::string_view finish)
+{
+    if (finish == "stop")
+        return stop_reason::stop;
+    if (finish == "length")
+        return stop_reason::length;
+    if (finish == "tool_calls" || finish == "function_call")
+        return stop_reason::tool_use;
+    if (finish == "content_filter")
+        return stop_reason::error;
+    return stop_reason::stop;
+}
+
+stop_reason anthropic_stop(std::string_view reason)
+{
+    if (reason == "max_tokens" || reason == "model_context_window_exceeded")
+        return stop_reason::length;
+    if (reason == "tool_use")
+        return stop_reason::tool_use;
+    if (reason == "refusal")
+        return stop_reason::error;
+    return stop_reason::stop;  // end_turn, stop_sequence, pause_turn
+}
+
+void openai_usage(const json::object& u, compaction::usage& out)
+{
+    const std::int64_t prompt = int_of(u, "prompt_tokens");
+    std::int64_t cached = 0;
+    if (const auto* d = u.if_contains("prompt_tokens_details"); d && d->is_object())
+        cached = int_of(d->get_object(), "cached_tokens");
+    out.input = prompt - cached;
+    out.cache_read = cached;
+    out.cache_write = 0;
+    out.output = int_of(u, "completion_tokens");
+    out.total_tokens = int_of(u, "total_tokens");
+    if (!out.total_tokens)
+        out.total_tokens = prompt + out.output;
+}
+
+void anthropic_usage(const json::object& u, compaction::usage& out)
+{
+    if (u.contains("input_tokens"))
+        out.input = int_of(u, "input_tokens");
+    if (u.contains("cache_read_input_tokens"))
+        out.cache_read = int_of(u, "cache_read_input_tokens");
+    if (u.contains("cache_creation_input_tokens"))
+        out.cache_write = int_of(u, "cache_creation_input_tokens");
+    if (u.contains("output_tokens"))
+        out.output = int_of(u, "output_tokens");
+    out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
+}
+
+}  // namespace
+
+http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt)
+{
+    http_request r;
+    r.connect_timeout = cfg.connect_timeout;
+    r.idle_timeout = cfg.idle_timeout;
+    r.headers.emplace_back("content-type", "application/json");
+    json::object body;
+    body["model"] = cfg.model;
+    const auto cap = static_cast<std::int64_t>(prompt.max_output_tokens);
+    if (cfg.format == wire_format::openai)
+    {
+        r.url = trim_slash(cfg.base_url) + "/chat/completions";
+        if (!cfg.api_key.empty())
+            r.headers.emplace_back("authorization", "Bearer " + cfg.api_key);
+        body["messages"] = json::array{json::object{{"role", "system"}, {"content", prompt.system_prompt}},
+                                       json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        if (cap > 0)
+            body["max_tokens"] = cap;  // understood by OpenAI and every compatible server
+        if (prompt.reasoning_effort)
+            body["reasoning_effort"] = *prompt.reasoning_effort;
+        if (cfg.stream)
+        {
+            body["stream"] = true;
+            body["stream_options"] = json::object{{"include_usage", true}};
+        }
+    }
+    else
+    {
+        std::string base = trim_slash(cfg.base_url);
+        r.url = base + (base.ends_with("/v1") ? "/messages" : "/v1/messages");
+        if (!cfg.api_key.empty())
+            r.headers.emplace_back("x-api-key", cfg.api_key);
+        r.headers.emplace_back("anthropic-version", cfg.anthropic_version);
+        body["max_tokens"] = cap > 0 ? cap : 4096;
+        body["system"] = prompt.system_prompt;
+        body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        if (cfg.stream)
+            body["stream"] = true;
+    }
+    r.body = compaction::stringify(body);
+    return r;
+}
+
+compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag)
+{
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    if (ec || !v.is_object())
+    {
+        diag.message = "the response is not a JSON object";
+        return make_error_code(errc::malformed_response);
+    }
+    const auto& o = v.get_object();
+    model_reply r;
+    r.model = str_of(o, "model");
+    if (f == wire_format::openai)
+    {
+        const auto* choices = o.if_contains("choices");
+        if (!choices || !choices->is_array() || choices->get_array().empty() || !choices->get_array()[0].is_object())
+        {
+            diag.message = "the response has no choices";
+            return make_error_code(errc::malformed_response);
+        }
+        const auto& c = choices->get_array()[0].get_object();
+        const auto* msg = c.if_contains("message");
+        if (!msg || !msg->is_object())
+        {
+            diag.message = "the response has no message";
+            return make_error_code(errc::malformed_response);
+        }
+        r.output.text = str_of(msg->get_object(), "content");  // reasoning_content is not summary text
+        r.output.stop = openai_stop(str_of(c, "finish_reason"));
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            openai_usage(u->get_object(), r.usage);
+        return r;
+    }
+    const auto* content = o.if_contains("content");
+    if (!content || !content->is_array())
+    {
+        diag.message = "the response has no content";
+        return make_error_code(errc::malformed_response);
+    }
+    std::vector<std::string> texts;
+    for (const auto& b : content->get_array())
+        if (b.is_object() && str_of(b.get_object(), "type") == "text")  // thinking blocks excluded
+            texts.push_back(str_of(b.get_object(), "text"));
+    for (std::size_t i = 0; i < texts.size(); ++i)
+        r.output.text += (i ? "\n" : "") + texts[i];
+    r.output.stop = anthropic_stop(str_of(o, "stop_reason"));
+    if (const auto* u = o.if_contains("usage"); u && u->is_object())
+        anthropic_usage(u->get_object(), r.usage);
+    return r;
+}
+
+std::vector<sse_parser::event> sse_parser::feed(std::string_view chunk)
+{
+    std::vector<event> out;
+    buffer_.append(chunk);
+    std::size_t pos = 0;
+    for (;;)
+    {
+        const auto nl = buffer_.find('\n', pos);
+        if (nl == std::string::npos)
+            break;
+        std::string_view line(buffer_.data() + pos, nl - pos);
+        pos = nl + 1;
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        if (line.empty())
+        {
+            if (!data_.empty() || !name_.empty())
+                out.push_back({std::move(name_), std::move(data_)});
+            name_.clear();
+            data_.clear();
+            continue;
+        }
+        if (line.front() == ':')
+            continue;  // comment / keep-alive
+        const auto colon = line.find(':');
+        std::string_view field = line.substr(0, colon);
+        std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+        if (!value.empty() && value.front() == ' ')
+            value.remove_prefix(1);
+        if (field == "event")
+            name_ = value;
+        else if (field == "data")
+        {
+            if (!data_.empty())
+                data_ += '\n';
+            data_ += value;
+        }
+    }
+    buffer_.erase(0, pos);
+    return out;
+}
+
+void stream_accumulator::feed(std::string_view chunk)
+{
+    for (const auto& e : parser_.feed(chunk))
+        if (!error_)
+            on_event(e);
+}
+
+void stream_accumulator::on_event(const sse_parser::event& e)
+{
+    if (e.data == "[DONE]")
+    {
+        complete_ = true;
+        return;
+    }
+    boost::system::error_code ec;
+    auto v = json::parse(e.data, ec);
+    if (ec || !v.is_object())
+    {
+        error_ = make_error_code(errc::malformed_response);
+        error_diag_.message = "an event of the stream is not JSON";
+        return;
+    }
+    const auto& o = v.get_object();
+    if (o.contains("error") || e.name == "error")
+    {
+        error_ = classify_error(0, e.data, error_diag_);
+        return;
+    }
+    if (format_ == wire_format::openai)
+    {
+        if (const auto m = str_of(o, "model"); !m.empty())
+            reply_.model = m;
+        if (const auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty())
+        {
+            const auto& c = choices->get_array()[0];
+            if (c.is_object())
+            {
+                if (const auto* d = c.get_object().if_contains("delta"); d && d->is_object())
+                    reply_.output.text += str_of(d->get_object(), "content");  // not reasoning_content
+                if (const auto f = str_of(c.get_object(), "finish_reason"); !f.empty())
+                {
+                    reply_.output.stop = openai_stop(f);
+                    complete_ = true;
+                }
+            }
+        }
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            openai_usage(u->get_object(), reply_.usage);
+        return;
+    }
+    const std::string type = str_of(o, "type");
+    if (type == "message_start")
+    {
+        if (const auto* m = o.if_contains("message"); m && m->is_object())
+        {
+            reply_.model = str_of(m->get_object(), "model");
+            if (const auto* u = m->get_object().if_contains("usage"); u && u->is_object())
+                anthropic_usage(u->get_object(), reply_.usage);
+        }
+    }
+    else if (type == "content_block_delta")
+    {
+        if (const auto* d = o.if_contains("delta"); d && d->is_object() && str_of(d->get_object(), "type") == "text_delta")
+            reply_.output.text += str_of(d->get_object(), "text");  // thinking_delta is not summary text
+    }
+    else if (type == "content_block_start")
+    {
+        // A second text block is joined with "\n", as non-streaming text blocks are.
+        if (const auto* b = o.if_contains("content_block"); b && b->is_object() && str_of(b->get_object(), "type") == "text" &&
+                                                             !reply_.output.text.empty())
+            reply_.output.text += "\n";
+    }
+    else if (type == "message_delta")
+    {
+        if (const auto* d = o.if_contains("delta"); d && d->is_object())
+            if (const auto r = str_of(d->get_object(), "stop_reason"); !r.empty())
+                reply_.output.stop = anthropic_stop(r);
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            anthropic_usage(u->get_object(), reply_.usage);
+    }
+    else if (type == "message_stop")
+        complete_ = true;
+}
+
+boost::system::error_code classify_error(long status, std::string_view body, diagnostics& diag)
+{
+    diag.http_status = status;
+    std::string type, code, api_message;
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    if (!ec && v.is_object())
+    {
+        const auto* err = v.get_object().if_contains("error");
+        if (err && err->is_object())
+        {
+            type = str_of(err->get_object(), "type");
+            code = str_of(err->get_object(), "code");
+            api_message = str_of(err->get_object(), "message");
+        }
+        else if (err && err->is_string())
+            api_message = std::string(err->get_string());
+    }
+    diag.error_type = !code.empty() ? code : type;
+    auto label = [&](const char* what) {
+        diag.message = std::string(what) + (status ? " (HTTP " + std::to_string(status) + ")" : "") +
+                       (diag.error_type.empty() ? "" : ": " + diag.error_type);
+    };
+    const bool overflow_code = code == "context_length_exceeded" || type == "request_too_large" ||
+                               code == "model_context_window_exceeded";
+    if (overflow_code || compaction::is_overflow_error_message(api_message) ||
+        ((status == 400 || status == 413) && body.empty()))
+    {
+        label("the prompt exceeds the model's context window");
+        return make_error_code(errc::context_overflow);
+    }
+    if (status == 429 || type == "rate_limit_error" || code == "rate_limit_exceeded")
+    {
+        label("rate limited");
+        return make_error_code(errc::rate_limited);
+    }
+    if (status >= 500 || type == "overloaded_error" || type == "api_error" || status == 408)
+    {
+        label("the provider failed");
+        return make_error_code(errc::transient);
+    }
+    if (status == 401 || status == 403 || type == "authentication_error" || type == "permission_error")
+    {
+        label("authentication failed");
+        return make_error_code(errc::auth);
+    }
+    label("the request was rejected");
+    return make_error_code(errc::invalid_request);
+}
+
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now)
+{
+    while (!value.empty() && value.front() == ' ')
+        value.remove_prefix(1);
+    if (value.empty())
+        return std::nullopt;
+    if (std::all_of(value.begin(), value.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; }))
+        return std::chrono::milliseconds(static_cast<std::int64_t>(std::stod(std::string(value)) * 1000));
+    // HTTP date: "Wed, 21 Oct 2015 07:28:00 GMT"
+    std::tm tm{};
+    const std::string s(value);
+    if (!strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm))
+        return std::nullopt;
+    const auto when = std::chrono::system_clock::from_time_t(timegm(&tm));
+    const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(when - now);
+    return d.count() > 0 ? d : std::chrono::milliseconds(0);
+}
+
+std::chrono::milliseconds backoff_delay(const provider_config& cfg, int attempt, std::uint64_t jitter_seed)
+{
+    const auto base = cfg.base_delay.count() * (std::int64_t{1} << std::min(attempt - 1, 20));
+    // ±25% jitter from a cheap hash of the seed: spreads retries of many clients apart.
+    std::uint64_t h = jitter_seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(attempt);
+    h ^= h >> 31;
+    const double j = 0.75 + 0.5 * static_cast<double>(h % 1000) / 1000.0;
+    const auto d = static_cast<std::int64_t>(static_cast<double>(base) * j);
+    return std::chrono::milliseconds(std::min<std::int64_t>(d, cfg.max_delay.count()));
+}
+
+}  // namespace agentctx::providers

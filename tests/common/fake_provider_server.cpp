@@ -1,0 +1,266 @@
+// The loopback Beast server behind fake_provider_server: one coroutine per connection, keep-alive.
+#include "fake_provider_server.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <atomic>
+#include <thread>
+
+namespace agentctx::test {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using asio::ip::tcp;
+
+std::string recorded_request::header(const std::string& name) const
+{
+    for (const auto& [k, v] : headers)
+        if (k == name)
+            return v;
+    return {};
+}
+
+struct fake_provider_server::impl
+{
+    asio::io_context ioc{1};
+    tcp::acceptor acceptor{ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+    std::thread thread;
+    mutable std::mutex mu;
+    std::deque<scripted_response> script;
+    scripted_response fallback;
+    std::vector<recorded_request> requests;
+    std::atomic<std::size_t> accepted{0};
+
+    scripted_response next()
+    {
+        std::lock_guard lock(mu);
+        if (script.empty())
+            return fallback;
+        auto r = std::move(script.front());
+        script.pop_front();
+        return r;
+    }
+
+    asio::awaitable<void> accept_loop()
+    {
+        for (;;)
+        {
+            auto [ec, sock] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+            ++accepted;
+            boost::system::error_code ignore;
+            sock.set_option(tcp::no_delay(true), ignore);  // small SSE chunks: no Nagle / delayed-ACK stalls
+            asio::co_spawn(ioc, serve(std::move(sock)), asio::detached);
+        }
+    }
+
+    asio::awaitable<void> serve(tcp::socket sock)
+    {
+        beast::tcp_stream stream(std::move(sock));
+        beast::flat_buffer buffer;
+        for (;;)
+        {
+            http::request<http::string_body> req;
+            auto [ec, n] = co_await http::async_read(stream, buffer, req, asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+            recorded_request rec;
+            rec.method = std::string(req.method_string());
+            rec.target = std::string(req.target());
+            rec.body = req.body();
+            for (const auto& f : req)
+            {
+                std::string name(f.name_string());
+                for (auto& c : name)
+                    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                rec.headers.emplace_back(std::move(name), std::string(f.value()));
+            }
+            {
+                std::lock_guard lock(mu);
+                requests.push_back(std::move(rec));
+            }
+            const auto r = next();
+            if (r.delay.count())
+            {
+                asio::steady_timer t(ioc, r.delay);
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+            if (r.reset_after)
+            {
+                // Announce the whole body, send part of it, then reset the connection.
+                std::string raw = "HTTP/1.1 " + std::to_string(r.status) + " OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                  std::to_string(r.body.size()) + "\r\n\r\n" + r.body.substr(0, *r.reset_after);
+                co_await asio::async_write(stream.socket(), asio::buffer(raw), asio::as_tuple(asio::use_awaitable));
+                boost::system::error_code ignore;
+                stream.socket().set_option(asio::socket_base::linger(true, 0), ignore);
+                stream.socket().close(ignore);
+                co_return;
+            }
+            if (!r.chunks.empty())
+            {
+                http::response<http::empty_body> res{static_cast<http::status>(r.status), req.version()};
+                res.set(http::field::content_type, "text/event-stream");
+                for (const auto& [k, v] : r.headers)
+                    res.set(k, v);
+                res.chunked(true);
+                http::response_serializer<http::empty_body> sr{res};
+                auto [wec, wn] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+                if (wec)
+                    co_return;
+                for (const auto& c : r.chunks)
+                {
+                    if (r.chunk_gap.count())
+                    {
+                        asio::steady_timer t(ioc, r.chunk_gap);
+                        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                    }
+                    auto [cec, cn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(c)), asio::as_tuple(asio::use_awaitable));
+                    if (cec)
+                        co_return;
+                }
+                if (r.stall)
+                {
+                    asio::steady_timer t(ioc, std::chrono::hours(1));
+                    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                    co_return;
+                }
+                auto [lec, ln] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+                if (lec)
+                    co_return;
+            }
+            else
+            {
+                http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
+                res.set(http::field::content_type, "application/json");
+                for (const auto& [k, v] : r.headers)
+                    res.set(k, v);
+                res.body() = r.body;
+                res.keep_alive(req.keep_alive());
+                res.prepare_payload();
+                auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+                if (wec)
+                    co_return;
+            }
+            if (!req.keep_alive())
+                co_return;
+        }
+    }
+};
+
+fake_provider_server::fake_provider_server() : impl_(std::make_unique<impl>())
+{
+    impl_->fallback.body = openai_body("## Goal\ndefault reply");
+    asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
+    impl_->thread = std::thread([this] { impl_->ioc.run(); });
+}
+
+fake_provider_server::~fake_provider_server()
+{
+    impl_->ioc.stop();
+    impl_->thread.join();
+}
+
+std::string fake_provider_server::base_url() const
+{
+    return "http://127.0.0.1:" + std::to_string(impl_->acceptor.local_endpoint().port());
+}
+
+void fake_provider_server::push(scripted_response r)
+{
+    std::lock_guard lock(impl_->mu);
+    impl_->script.push_back(std::move(r));
+}
+
+void fake_provider_server::set_default(scripted_response r)
+{
+    std::lock_guard lock(impl_->mu);
+    impl_->fallback = std::move(r);
+}
+
+std::vector<recorded_request> fake_provider_server::requests() const
+{
+    std::lock_guard lock(impl_->mu);
+    return impl_->requests;
+}
+
+std::size_t fake_provider_server::connections() const
+{
+    return impl_->accepted;
+}
+
+std::string openai_body(const std::string& text, const std::string& finish, int prompt, int cached, int completion)
+{
+    return compaction::stringify(json::object{
+        {"id", "chatcmpl-1"},
+        {"object", "chat.completion"},
+        {"model", "gpt-test"},
+        {"choices", json::array{json::object{{"index", 0},
+                                             {"message", json::object{{"role", "assistant"}, {"content", text}, {"reasoning_content", "hidden thoughts"}}},
+                                             {"finish_reason", finish}}}},
+        {"usage", json::object{{"prompt_tokens", prompt},
+                               {"completion_tokens", completion},
+                               {"total_tokens", prompt + completion},
+                               {"prompt_tokens_details", json::object{{"cached_tokens", cached}}}}},
+    });
+}
+
+std::vector<std::string> openai_stream(const std::vector<std::string>& parts, const std::string& finish)
+{
+    std::vector<std::string> out;
+    out.push_back("data: " + compaction::stringify(json::object{{"model", "gpt-test"}, {"choices", json::array{json::object{{"index", 0}, {"delta", json::object{{"role", "assistant"}, {"reasoning_content", "thinking..."}}}}}}}) + "\n\n");
+    for (const auto& p : parts)
+        out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{json::object{{"index", 0}, {"delta", json::object{{"content", p}}}}}}}) + "\n\n");
+    out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{json::object{{"index", 0}, {"delta", json::object{}}, {"finish_reason", finish}}}}}) + "\n\n");
+    out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{}}, {"usage", json::object{{"prompt_tokens", 300}, {"completion_tokens", 30}, {"total_tokens", 330}, {"prompt_tokens_details", json::object{{"cached_tokens", 100}}}}}}) + "\n\ndata: [DONE]\n\n");
+    return out;
+}
+
+std::string anthropic_body(const std::string& text, const std::string& stop)
+{
+    return compaction::stringify(json::object{
+        {"id", "msg_1"},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", "claude-test"},
+        {"content", json::array{json::object{{"type", "thinking"}, {"thinking", "hidden"}, {"signature", "x"}},
+                                json::object{{"type", "text"}, {"text", text}}}},
+        {"stop_reason", stop},
+        {"usage", json::object{{"input_tokens", 50}, {"output_tokens", 25}, {"cache_read_input_tokens", 200}, {"cache_creation_input_tokens", 10}}},
+    });
+}
+
+std::vector<std::string> anthropic_stream(const std::vector<std::string>& parts, const std::string& stop)
+{
+    auto ev = [](const char* name, const json::object& data) {
+        return std::string("event: ") + name + "\ndata: " + compaction::stringify(data) + "\n\n";
+    };
+    std::vector<std::string> out;
+    out.push_back(ev("message_start", {{"type", "message_start"}, {"message", json::object{{"model", "claude-test"}, {"usage", json::object{{"input_tokens", 70}, {"output_tokens", 1}, {"cache_read_input_tokens", 30}, {"cache_creation_input_tokens", 0}}}}}}));
+    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", json::object{{"type", "thinking"}, {"thinking", ""}}}}));
+    out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", json::object{{"type", "thinking_delta"}, {"thinking", "hidden"}}}}));
+    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 1}, {"content_block", json::object{{"type", "text"}, {"text", ""}}}}));
+    for (const auto& p : parts)
+        out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 1}, {"delta", json::object{{"type", "text_delta"}, {"text", p}}}}));
+    out.push_back(": keep-alive comment\n\n");
+    out.push_back(ev("message_delta", {{"type", "message_delta"}, {"delta", json::object{{"stop_reason", stop}}}, {"usage", json::object{{"output_tokens", 40}}}}));
+    out.push_back(ev("message_stop", {{"type", "message_stop"}}));
+    return out;
+}
+
+}  // namespace agentctx::test

@@ -1,0 +1,166 @@
+// Wire formats without a network: request shapes, SSE parsing, error classification, backoff.
+#include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/providers/wire_format.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace agentctx;
+using namespace agentctx::providers;
+
+namespace {
+
+compaction::summary_prompt prompt()
+{
+    compaction::summary_prompt p;
+    p.system_prompt = "SYS";
+    p.prompt = "<conversation>\n[User]: hi\n</conversation>";
+    p.max_output_tokens = 13107;
+    return p;
+}
+
+}  // namespace
+
+TEST(wire_format, openai_request_shape)
+{
+    provider_config c;
+    c.base_url = "http://localhost:8000/v1/";
+    c.model = "qwen";
+    c.api_key = "sk-1";
+    auto p = prompt();
+    p.reasoning_effort = "high";
+    const auto r = build_request(c, p);
+    EXPECT_EQ(r.url, "http://localhost:8000/v1/chat/completions");
+    EXPECT_EQ(r.headers[1], (std::pair<std::string, std::string>{"authorization", "Bearer sk-1"}));
+    const auto b = boost::json::parse(r.body).as_object();
+    EXPECT_EQ(b.at("model"), "qwen");
+    EXPECT_EQ(b.at("messages").as_array()[0].at("role"), "system");
+    EXPECT_EQ(b.at("messages").as_array()[1].at("content").as_string(), p.prompt);
+    EXPECT_EQ(b.at("max_tokens"), 13107);
+    EXPECT_EQ(b.at("reasoning_effort"), "high");
+    EXPECT_EQ(b.at("stream"), true);
+    EXPECT_EQ(b.at("stream_options").at("include_usage"), true);
+}
+
+TEST(wire_format, anthropic_request_shape)
+{
+    provider_config c;
+    c.format = wire_format::anthropic;
+    c.base_url = "https://api.anthropic.com";
+    c.model = "claude";
+    c.api_key = "k";
+    c.stream = false;
+    const auto r = build_request(c, prompt());
+    EXPECT_EQ(r.url, "https://api.anthropic.com/v1/messages");
+    std::map<std::string, std::string> h(r.headers.begin(), r.headers.end());
+    EXPECT_EQ(h["x-api-key"], "k");
+    EXPECT_EQ(h["anthropic-version"], "2023-06-01");
+    EXPECT_EQ(h.count("authorization"), 0u);
+    const auto b = boost::json::parse(r.body).as_object();
+    EXPECT_EQ(b.at("system"), "SYS");
+    EXPECT_EQ(b.at("max_tokens"), 13107);
+    EXPECT_FALSE(b.contains("stream"));
+}
+
+TEST(wire_format, sse_events_split_across_chunks)
+{
+    sse_parser p;
+    EXPECT_TRUE(p.feed("event: message_st").empty());
+    EXPECT_TRUE(p.feed("art\ndata: {\"a\":").empty());
+    auto ev = p.feed("1}\r\n\r\n: comment\n\ndata: x\ndata: y\n\n");
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].name, "message_start");
+    EXPECT_EQ(ev[0].data, "{\"a\":1}");
+    EXPECT_EQ(ev[1].data, "x\ny");
+}
+
+TEST(wire_format, error_classification)
+{
+    struct row
+    {
+        long status;
+        const char* body;
+        errc code;
+    };
+    const std::vector<row> rows{
+        {400, R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})", errc::context_overflow},
+        {400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})", errc::context_overflow},
+        {413, R"({"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}})", errc::context_overflow},
+        {400, "", errc::context_overflow},  // Pi's "400 (no body)" pattern
+        {429, R"({"error":{"message":"Rate limit reached: too many tokens per minute","type":"requests","code":"rate_limit_exceeded"}})", errc::rate_limited},
+        {529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})", errc::transient},
+        {500, "<html>oops</html>", errc::transient},
+        {401, R"({"error":{"message":"Incorrect API key provided: sk-abc","type":"invalid_request_error","code":"invalid_api_key"}})", errc::auth},
+        {404, R"({"error":{"message":"model not found"}})", errc::invalid_request},
+    };
+    for (const auto& r : rows)
+    {
+        diagnostics d;
+        EXPECT_EQ(classify_error(r.status, r.body, d), make_error_code(r.code)) << r.body;
+        EXPECT_EQ(d.http_status, r.status);
+        EXPECT_EQ(d.message.find("sk-abc"), std::string::npos);  // the API's message text is not copied
+    }
+}
+
+TEST(wire_format, retry_after_and_backoff)
+{
+    EXPECT_EQ(parse_retry_after("3"), std::chrono::milliseconds(3000));
+    EXPECT_EQ(parse_retry_after(" 0"), std::chrono::milliseconds(0));
+    const auto now = std::chrono::system_clock::from_time_t(1445412480);  // Wed, 21 Oct 2015 07:28:00 GMT
+    EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now), std::chrono::milliseconds(10000));
+    EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), std::chrono::milliseconds(0));
+    EXPECT_FALSE(parse_retry_after("soon"));
+    provider_config c;  // base 2 s
+    for (int attempt = 1; attempt <= 3; ++attempt)
+        for (std::uint64_t seed = 0; seed < 50; ++seed)
+        {
+            const auto d = backoff_delay(c, attempt, seed).count();
+            const auto base = 2000 << (attempt - 1);
+            EXPECT_GE(d, base * 3 / 4);
+            EXPECT_LE(d, base * 5 / 4);
+        }
+    EXPECT_NE(backoff_delay(c, 1, 1), backoff_delay(c, 1, 2));  // jitter
+    c.max_delay = std::chrono::milliseconds(5000);
+    EXPECT_EQ(backoff_delay(c, 10, 3), std::chrono::milliseconds(5000));
+}
+
+TEST(provider_config, from_settings_and_environment)
+{
+    std::map<std::string, std::string> env;
+    auto get = [&](const char* n) -> const char* {
+        auto it = env.find(n);
+        return it == env.end() ? nullptr : it->second.c_str();
+    };
+    diagnostics d;
+    EXPECT_FALSE(provider_from_environment(nullptr, get, d).value());  // nothing: offline
+    env["OPENAI_API_KEY"] = "sk-env";
+    auto c = provider_from_environment(nullptr, get, d).value();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->name, "openai");
+    EXPECT_EQ(c->base_url, "https://api.openai.com/v1");
+    EXPECT_EQ(c->api_key, "sk-env");
+    env["ANTHROPIC_API_KEY"] = "ant";
+    c = provider_from_environment(nullptr, get, d).value();
+    EXPECT_EQ(c->format, wire_format::anthropic);
+    EXPECT_EQ(c->model, "claude-sonnet-4-5");
+    const auto section = boost::json::parse(R"({"name":"vllm","baseUrl":"http://gpu:8000/v1","model":"qwen3","contextWindow":32768,"maxOutputTokens":4096,"stream":false})").as_object();
+    c = provider_from_environment(&section, get, d).value();
+    EXPECT_EQ(c->format, wire_format::openai);
+    EXPECT_EQ(c->base_url, "http://gpu:8000/v1");
+    EXPECT_EQ(c->context_window, 32768);
+    EXPECT_FALSE(c->stream);
+    env.clear();
+    env["AGENTCTX_PROVIDER"] = "anthropic";
+    auto missing = provider_from_environment(nullptr, get, d);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error(), make_error_code(errc::not_configured));
+    EXPECT_NE(d.message.find("ANTHROPIC_API_KEY"), std::string::npos);
+    env["AGENTCTX_PROVIDER"] = "ollama";  // local servers need no key
+    c = provider_from_environment(nullptr, get, d).value();
+    EXPECT_EQ(c->base_url, "http://localhost:11434/v1");
+    env["AGENTCTX_PROVIDER"] = "magic";
+    EXPECT_FALSE(provider_from_environment(nullptr, get, d));
+}
