@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -11,6 +12,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/parse.hpp>
 #include <spdlog/logger.h>
 
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unistd.h>
 
@@ -26,14 +30,18 @@ namespace agentctx::cli {
 namespace {
 
 const char* const compact_usage =
-    "usage: agentctx compact SESSION.jsonl [--instructions TEXT] [--provider offline] [--dry-run]\n"
+    "usage: agentctx compact SESSION.jsonl [--instructions TEXT] [--provider NAME] [--model M] [--base-url URL]\n"
+    "                        [--dry-run]\n"
     "                        [--keep-recent N] [--reserve N] [--context-window N] [--settings FILE] [--json]\n"
     "\n"
     "Runs a compaction: plans the cut, asks the summarizer for the checkpoint, validates it and\n"
     "appends one compaction entry. Ctrl-C cancels cleanly; the file is then unchanged.\n"
     "\n"
     "  --instructions TEXT  extra focus for the summary (as /compact TEXT)\n"
-    "  --provider offline   the summarizer (offline: deterministic, no network; the default)\n"
+    "  --provider NAME      offline | openai | anthropic | openai-compatible | vllm | ollama | llamacpp.\n"
+    "                       Default: from the settings file's \"provider\" section or the environment\n"
+    "                       (AGENTCTX_PROVIDER, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); offline when none.\n"
+    "  --model M, --base-url URL   override the provider's model and endpoint\n"
     "  --dry-run            run everything on a copy in memory and print the result; the file is untouched\n"
     "  --json               {\"compacted\", \"entryId\", \"firstKeptEntryId\", \"tokensBefore\", \"tokensAfter\",\n"
     "                        \"summary\", \"error\"}\n"
@@ -57,12 +65,6 @@ int cmd_compact(int argc, char** argv)
         return a && a->has("help") ? exit_ok : exit_usage;
     }
     const bool json = a->has("json");
-    const std::string provider = a->get("provider").value_or("offline");
-    if (provider != "offline")
-    {
-        print_error(json, "invalid_request", "provider '" + provider + "' is not available in this build; use --provider offline");
-        return exit_usage;
-    }
     int code = exit_ok;
     bool ok = true;
     const auto window = count_option(*a, "context-window", 200000, ok);
@@ -102,11 +104,56 @@ int cmd_compact(int argc, char** argv)
     runtime::session_config config;
     config.settings = *settings;
     config.model.context_window = *window;
-    // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (to see progress and try Ctrl-C).
-    const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
-    const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
-    config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
     config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
+
+    // The summarizer: --provider, else the settings file's "provider" section or the environment.
+    std::optional<providers::provider_config> provider;
+    {
+        boost::json::object section;
+        if (const auto file = a->get("settings"))
+        {
+            std::ifstream in(*file);
+            std::stringstream ss;
+            ss << in.rdbuf();
+            boost::system::error_code ec;
+            auto v = boost::json::parse(ss.str(), ec);
+            if (!ec && v.is_object())
+                if (const auto* p = v.get_object().if_contains("provider"); p && p->is_object())
+                    section = p->get_object();
+        }
+        if (const auto name = a->get("provider"))
+            section["name"] = *name;
+        if (const auto m = a->get("model"))
+            section["model"] = *m;
+        if (const auto u = a->get("base-url"))
+            section["baseUrl"] = *u;
+        providers::diagnostics pdiag;
+        auto p = providers::provider_from_environment(section.empty() ? nullptr : &section, [](const char* n) { return std::getenv(n); }, pdiag);
+        if (!p)
+        {
+            print_error(json, p.error().message(), pdiag.message);
+            return exit_usage;
+        }
+        provider = *p;
+    }
+    std::shared_ptr<providers::http_summarizer> http;
+    if (provider)
+    {
+        http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), *provider, config.logger);
+        config.summarizer = http;
+        config.model.provider = provider->name;
+        config.model.model_id = provider->model;
+        config.model.max_output_tokens = provider->max_output_tokens;
+        if (provider->context_window > 0 && !a->has("context-window"))
+            config.model.context_window = provider->context_window;
+    }
+    else
+    {
+        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (to see progress and try Ctrl-C).
+        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
+        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
+        config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
+    }
     auto session = runtime::session::open(ioc.get_executor(), std::move(store), config, diag);
     if (!session)
     {
@@ -126,19 +173,50 @@ int cmd_compact(int argc, char** argv)
         interrupted = true;
         (*session)->abort_compaction();
     });
+    // Progress: a spinner with elapsed time and streamed characters on a terminal.
+    const bool tty = !json && ::isatty(STDERR_FILENO);
+    std::size_t streamed = 0;
+    if (http)
+        http->on_progress([&](std::size_t n) { streamed = n; });
+    const auto started = std::chrono::steady_clock::now();
+    boost::asio::steady_timer ticker(ioc);
+    bool finished = false;
+    std::function<void(int)> tick = [&](int frame) {
+        if (!tty || finished)
+            return;
+        static const char* const spin[] = {"|", "/", "-", "\\"};
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::fprintf(stderr, "\r%s %.1fs, %zu characters received", spin[frame % 4], secs, streamed);
+        ticker.expires_after(std::chrono::milliseconds(100));
+        ticker.async_wait([&, frame](boost::system::error_code ec) {
+            if (!ec)
+                tick(frame + 1);
+        });
+    };
+    tick(0);
     boost::system::error_code result_ec;
     runtime::compaction_outcome outcome;
     (*session)->async_compact(a->get("instructions"), [&](boost::system::error_code ec, runtime::compaction_outcome o) {
         result_ec = ec;
         outcome = std::move(o);
         signals.cancel();
+        finished = true;
+        ticker.cancel();
     });
     ioc.run();
+    if (tty)
+        std::fputs("\r\033[K", stderr);
+    if (!json && http)
+        std::fprintf(stderr, "model replied with %zu characters in %.1fs\n", streamed,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 
     if (result_ec || !outcome.compacted)
     {
         const std::string code_name = result_ec ? result_ec.message() : "not_compacted";
-        print_error(json, code_name, interrupted ? "interrupted: the file is unchanged" : outcome.message);
+        std::string why = interrupted ? "interrupted: the file is unchanged" : outcome.message;
+        if (http && !interrupted && http->last_failure().attempts > 0)
+            why += " (" + http->last_failure().message + ", " + std::to_string(http->last_failure().attempts) + " attempt(s))";
+        print_error(json, code_name, why);
         return exit_failed;
     }
     const auto& r = *outcome.result;

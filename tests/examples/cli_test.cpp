@@ -1,4 +1,5 @@
 // Runs the built agentctx binary: output and exit codes of each subcommand.
+#include "fake_provider_server.hpp"
 #include "run_process.hpp"
 
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -325,5 +326,38 @@ TEST(cli_migrate, upgrades_v1_atomically_once)
     EXPECT_NE(r.out.find("already v3"), std::string::npos);
     EXPECT_EQ(slurp(path), migrated);
     EXPECT_EQ(run_process(cli + " migrate /nonexistent.jsonl").exit_code, 4);
+    fs::remove(path);
+}
+
+TEST(cli_compact, through_an_openai_compatible_server)
+{
+    agentctx::test::fake_provider_server server;
+    // This cut is a split turn: the history and turn-prefix requests both get this reply.
+    server.set_default({.chunks = agentctx::test::openai_stream({"## Goal\n", "summary from the model"})});
+    const auto path = copy_of_bundled("provider.jsonl");
+    const auto r = run_process("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() +
+                               " --provider openai-compatible --base-url " + server.base_url() + "/v1 --model local --keep-recent 3000 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto v = boost::json::parse(r.out).as_object();
+    const std::string summary(v.at("summary").as_string());
+    EXPECT_EQ(summary.rfind("## Goal\nsummary from the model\n\n---\n\n**Turn Context (split turn):**", 0), 0u) << summary;
+    ASSERT_EQ(server.requests().size(), 2u);
+    EXPECT_EQ(server.requests()[0].target, "/v1/chat/completions");
+    EXPECT_EQ(boost::json::parse(server.requests()[0].body).at("model"), "local");
+    EXPECT_NE(slurp(path).find("\"summarizer\":\"openai-compatible:local\""), std::string::npos);
+
+    server.set_default({.status = 401, .body = R"({"error":{"message":"bad key","code":"invalid_api_key"}})"});
+    const auto fresh = copy_of_bundled("provider-auth.jsonl");
+    const auto before = slurp(fresh);
+    const auto fail = run_process("env -u OPENAI_API_KEY " + cli + " compact " + fresh.string() +
+                                  " --provider openai-compatible --base-url " + server.base_url() + "/v1 --keep-recent 3000 --json");
+    EXPECT_EQ(fail.exit_code, 1);
+    EXPECT_NE(fail.out.find("\"code\":\"auth\""), std::string::npos) << fail.out;
+    EXPECT_EQ(slurp(fresh), before);
+    fs::remove(fresh);
+    // A hosted provider without its key is a usage error, before anything runs.
+    const auto nokey = run_process("env -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() + " --provider anthropic --json");
+    EXPECT_EQ(nokey.exit_code, 2);
+    EXPECT_NE(nokey.out.find("ANTHROPIC_API_KEY"), std::string::npos) << nokey.out;
     fs::remove(path);
 }
