@@ -5,10 +5,12 @@
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -119,30 +121,10 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
 
 std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code)
 {
-    compaction::settings_layers layers;
-    if (const auto file = a.get("settings"))
-    {
-        std::ifstream in(*file);
-        if (!in)
-        {
-            print_error(json, "not_found", "cannot read settings file '" + *file + "'");
-            code = exit_io;
-            return std::nullopt;
-        }
-        std::stringstream ss;
-        ss << in.rdbuf();
-        boost::system::error_code ec;
-        auto v = boost::json::parse(ss.str(), ec);
-        if (ec || !v.is_object())
-        {
-            print_error(json, "invalid_settings", "settings file '" + *file + "' is not a JSON object");
-            code = exit_usage;
-            return std::nullopt;
-        }
-        layers.global = v.get_object();
-    }
+    // Layers: the global file (--settings, else $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json),
+    // a project's .pi/settings.json when --trust-project, then the budget flags.
     bool ok = true;
-    boost::json::object overrides;
+    boost::json::object compaction_overrides;
     for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"}})
         if (a.has(flag))
         {
@@ -152,11 +134,22 @@ std::optional<compaction::compaction_settings> cli_settings(const args& a, bool 
                 code = exit_usage;
                 return std::nullopt;
             }
-            overrides[key] = *n;
+            compaction_overrides[key] = *n;
         }
-    layers.overrides["compaction"] = std::move(overrides);
+    const auto explicit_file = a.get("settings");
+    if (explicit_file && !std::filesystem::exists(*explicit_file))
+    {
+        print_error(json, "not_found", "cannot read settings file '" + *explicit_file + "'");
+        code = exit_io;
+        return std::nullopt;
+    }
+    const std::filesystem::path global = explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
+    std::optional<std::filesystem::path> project;
+    if (const auto dir = a.get("project-dir"))
+        project = *dir;
     compaction::diagnostics diag;
-    auto settings = compaction::resolve_settings(layers, diag);
+    auto settings = runtime::load_settings(global, project, a.has("trust-project"),
+                                           boost::json::object{{"compaction", compaction_overrides}}, diag);
     if (!settings)
     {
         print_error(json, settings.error().message(), diag.message);

@@ -61,7 +61,8 @@ boost::json::array messages_json(const std::vector<compaction::context_message>&
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
 std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
 
-/// Settings from `--settings FILE` plus the flag overrides `--keep-recent` and `--reserve`.
+/// Settings: `--settings FILE` (else the global file), `--project-dir DIR` with `--trust-project`,
+/// then the flag overrides `--keep-recent` and `--reserve`.
 /// Prints the error and sets `code` on failure.
 std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code);
 

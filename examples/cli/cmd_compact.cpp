@@ -32,7 +32,8 @@ namespace {
 const char* const compact_usage =
     "usage: agentctx compact SESSION.jsonl [--instructions TEXT] [--provider NAME] [--model M] [--base-url URL]\n"
     "                        [--dry-run]\n"
-    "                        [--keep-recent N] [--reserve N] [--context-window N] [--settings FILE] [--json]\n"
+    "                        [--keep-recent N] [--reserve N] [--context-window N] [--settings FILE]\n"
+    "                        [--project-dir DIR [--trust-project]] [--json]\n"
     "\n"
     "Runs a compaction: plans the cut, asks the summarizer for the checkpoint, validates it and\n"
     "appends one compaction entry. Ctrl-C cancels cleanly; the file is then unchanged.\n"
@@ -55,8 +56,8 @@ int cmd_compact(int argc, char** argv)
 {
     std::string error;
     auto a = parse_args(argc, argv, 2,
-                        {"instructions", "provider", "model", "base-url", "keep-recent", "reserve", "context-window", "settings"},
-                        {"json", "help", "dry-run"}, error);
+                        {"instructions", "provider", "model", "base-url", "keep-recent", "reserve", "context-window", "settings", "project-dir"},
+                        {"json", "help", "dry-run", "trust-project"}, error);
     if (!a || a->has("help") || a->positional.size() != 1)
     {
         std::fputs(compact_usage, a && a->has("help") ? stdout : stderr);

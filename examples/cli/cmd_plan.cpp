@@ -15,7 +15,7 @@ namespace {
 
 const char* const plan_usage =
     "usage: agentctx plan SESSION.jsonl [--keep-recent N] [--reserve N] [--context-window N]\n"
-    "                     [--compat pi] [--settings FILE] [--json]\n"
+    "                     [--compat pi] [--settings FILE] [--project-dir DIR [--trust-project]] [--json]\n"
     "\n"
     "Dry run of the compaction planner: the context's estimated tokens against the threshold\n"
     "(context window - reserve), and the cut a compaction would make now: what is summarized,\n"
@@ -25,7 +25,9 @@ const char* const plan_usage =
     "  --reserve N          tokens reserved for the reply (default 16384)\n"
     "  --context-window N   the model's window (default 200000)\n"
     "  --compat pi          Pi 0.73.1's exact decisions, quirks included\n"
-    "  --settings FILE      a settings JSON ({\"compaction\": {...}}); flags override it\n"
+    "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: $PI_CODING_AGENT_DIR/settings.json\n"
+    "                       or ~/.pi/agent/settings.json\n"
+    "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: ignored)\n"
     "  --json               one JSON object: leafId, context, threshold, shouldCompact, plan, error\n";
 
 std::string serialized(const std::vector<compaction::context_message>& msgs)
@@ -57,8 +59,8 @@ boost::json::array strings(const std::vector<std::string>& v)
 int cmd_plan(int argc, char** argv)
 {
     std::string error;
-    auto a = parse_args(argc, argv, 2, {"keep-recent", "reserve", "context-window", "compat", "settings"},
-                        {"json", "help"}, error);
+    auto a = parse_args(argc, argv, 2, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir"},
+                        {"json", "help", "trust-project"}, error);
     if (!a || a->has("help") || a->positional.size() != 1)
     {
         std::fputs(plan_usage, a && a->has("help") ? stdout : stderr);

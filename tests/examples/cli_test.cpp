@@ -361,3 +361,27 @@ TEST(cli_compact, through_an_openai_compatible_server)
     EXPECT_NE(nokey.out.find("ANTHROPIC_API_KEY"), std::string::npos) << nokey.out;
     fs::remove(path);
 }
+
+TEST(cli_plan, global_and_trusted_project_settings_files)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-cli-settings-" + std::to_string(::getpid()));
+    fs::create_directories(root / "agent");
+    fs::create_directories(root / "project" / ".pi");
+    std::ofstream(root / "agent" / "settings.json") << R"({"compaction":{"keepRecentTokens":3000,"reserveTokens":1000}})";
+    std::ofstream(root / "project" / ".pi" / "settings.json") << R"({"compaction":{"reserveTokens":2000}})";
+    const auto session = std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/coding-task.jsonl";
+    const std::string env = "PI_CODING_AGENT_DIR=" + (root / "agent").string() + " ";
+    auto threshold = [&](const std::string& extra) {
+        const auto r = run_process("env " + env + cli + " plan " + session + " --context-window 10000 --json " + extra);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return boost::json::parse(r.out).at("threshold").as_int64();
+    };
+    EXPECT_EQ(threshold(""), 9000);                                   // global file
+    EXPECT_EQ(threshold("--project-dir " + (root / "project").string()), 9000);  // untrusted: ignored
+    EXPECT_EQ(threshold("--project-dir " + (root / "project").string() + " --trust-project"), 8000);
+    EXPECT_EQ(threshold("--project-dir " + (root / "project").string() + " --trust-project --reserve 500"), 9500);
+    const auto with = boost::json::parse(run_process("env " + env + cli + " plan " + session + " --json").out);
+    const auto flag = boost::json::parse(run_process("env -u PI_CODING_AGENT_DIR " + cli + " plan " + session + " --keep-recent 3000 --json").out);
+    EXPECT_EQ(with.at("plan").at("firstKeptEntryId"), flag.at("plan").at("firstKeptEntryId"));  // keepRecentTokens 3000 from the file
+    fs::remove_all(root);
+}

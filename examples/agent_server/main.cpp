@@ -1,0 +1,76 @@
+// agent_server: an HTTP server that keeps agent sessions compacted (see server.hpp for endpoints).
+#include "server.hpp"
+
+#include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
+
+#include <boost/asio/signal_set.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+int main(int argc, char** argv)
+{
+    using namespace agentctx;
+    server::server_options opts;
+    opts.data_dir = "agent-data";
+    opts.port = 8080;
+    int threads = 1;
+    for (int i = 1; i < argc; ++i)
+    {
+        const bool has_value = i + 1 < argc;
+        if (!std::strcmp(argv[i], "--port") && has_value)
+            opts.port = static_cast<std::uint16_t>(std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--data-dir") && has_value)
+            opts.data_dir = argv[++i];
+        else if (!std::strcmp(argv[i], "--address") && has_value)
+            opts.address = argv[++i];
+        else if (!std::strcmp(argv[i], "--threads") && has_value)
+            threads = std::max(1, std::atoi(argv[++i]));
+        else
+        {
+            std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
+                                 "The model provider comes from the environment (see the README); offline otherwise.\n");
+            return 2;
+        }
+    }
+    providers::diagnostics pdiag;
+    auto provider = providers::provider_from_environment(nullptr, [](const char* n) { return std::getenv(n); }, pdiag);
+    if (!provider)
+    {
+        std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
+        return 2;
+    }
+    if (*provider)
+    {
+        const auto cfg = **provider;
+        opts.model = {cfg.name, cfg.model, cfg.context_window > 0 ? cfg.context_window : 200000, cfg.max_output_tokens};
+        opts.make_summarizer = [cfg](boost::asio::any_io_executor ex) { return std::make_shared<providers::http_summarizer>(ex, cfg); };
+        spdlog::info("summaries from {}:{} at {}", cfg.name, cfg.model, cfg.base_url);
+    }
+    else
+    {
+        opts.make_summarizer = [](boost::asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex); };
+        spdlog::info("summaries from the offline summarizer (no provider configured)");
+    }
+    boost::asio::io_context ioc(threads);
+    server::agent_server srv(ioc, opts);
+    const auto port = srv.start();
+    spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, opts.data_dir.string());
+    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code, int) {
+        srv.stop();
+        ioc.stop();
+    });
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i)
+        pool.emplace_back([&] { ioc.run(); });
+    ioc.run();
+    for (auto& t : pool)
+        t.join();
+}
