@@ -127,16 +127,11 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         });
     }
 
-    // Opens a session's file on first use (blocking read; files are append-only logs).
-    compaction::result<std::shared_ptr<session_slot>> find(const std::string& id, compaction::diagnostics& diag)
+    // Wraps a store in a session slot with its event fan-out. Caller holds `mu`.
+    compaction::result<std::shared_ptr<session_slot>> adopt(const std::string& id, std::unique_ptr<runtime::store> store,
+                                                            compaction::diagnostics& diag)
     {
-        std::lock_guard lock(mu);
-        if (auto it = sessions.find(id); it != sessions.end())
-            return it->second;
-        auto store = runtime::jsonl_store::open(opts.data_dir / (id + ".jsonl"), {}, diag);
-        if (!store)
-            return store.error();
-        auto s = runtime::session::open(ioc.get_executor(), std::move(*store), config(), diag);
+        auto s = runtime::session::open(ioc.get_executor(), std::move(store), config(), diag);
         if (!s)
             return s.error();
         auto slot = std::make_shared<session_slot>();
@@ -146,6 +141,18 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         return slot;
     }
 
+    // Opens a session's file on first use (blocking read; files are append-only logs).
+    compaction::result<std::shared_ptr<session_slot>> find(const std::string& id, compaction::diagnostics& diag)
+    {
+        std::lock_guard lock(mu);
+        if (auto it = sessions.find(id); it != sessions.end())
+            return it->second;
+        auto store = runtime::jsonl_store::open(opts.data_dir / (id + ".jsonl"), {}, diag);
+        if (!store)
+            return store.error();
+        return adopt(id, std::move(*store), diag);
+    }
+
     compaction::result<std::string> create(const std::string& cwd, compaction::diagnostics& diag)
     {
         const std::string id = new_session_id();
@@ -153,14 +160,9 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         auto store = runtime::jsonl_store::create(opts.data_dir / (id + ".jsonl"), header, {}, diag);
         if (!store)
             return store.error();
-        auto s = runtime::session::open(ioc.get_executor(), std::move(*store), config(), diag);
-        if (!s)
-            return s.error();
-        auto slot = std::make_shared<session_slot>();
-        slot->session = std::move(*s);
-        attach(slot);
         std::lock_guard lock(mu);
-        sessions.emplace(id, slot);
+        if (auto slot = adopt(id, std::move(*store), diag); !slot)
+            return slot.error();
         return id;
     }
 

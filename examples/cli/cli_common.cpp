@@ -71,6 +71,22 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
     return a;
 }
 
+std::optional<args> command_args(int argc, char** argv, const char* name, const char* usage,
+                                 const std::vector<std::string_view>& valued, std::vector<std::string_view> flags, int& code)
+{
+    flags.push_back("help");
+    std::string error;
+    auto a = parse_args(argc, argv, 2, valued, flags, error);
+    const bool help = a && a->has("help");
+    if (a && !help && a->positional.size() == 1)
+        return a;
+    std::fputs(usage, help ? stdout : stderr);
+    if (!error.empty())
+        std::fprintf(stderr, "agentctx %s: %s\n", name, error.c_str());
+    code = help ? exit_ok : exit_usage;
+    return std::nullopt;
+}
+
 void print_json(const boost::json::value& v)
 {
     std::string out = compaction::stringify(v);

@@ -58,6 +58,12 @@ void print_json(const boost::json::value& v);
 /// `[{"role", "entryId", "tokens"}]` for projected messages (tokens = estimate_tokens).
 boost::json::array messages_json(const std::vector<compaction::context_message>& messages);
 
+/// The common preamble of a subcommand: parses arguments after the subcommand name, prints
+/// `usage` for --help (exit 0) or on a usage error (exit 2, set in `code`), and requires exactly
+/// one positional argument (the session file). nullopt means: return `code`.
+std::optional<args> command_args(int argc, char** argv, const char* name, const char* usage,
+                                 const std::vector<std::string_view>& valued, std::vector<std::string_view> flags, int& code);
+
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
 std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
 

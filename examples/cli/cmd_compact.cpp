@@ -54,19 +54,11 @@ const char* const compact_usage =
 
 int cmd_compact(int argc, char** argv)
 {
-    std::string error;
-    auto a = parse_args(argc, argv, 2,
-                        {"instructions", "provider", "model", "base-url", "keep-recent", "reserve", "context-window", "settings", "project-dir"},
-                        {"json", "help", "dry-run", "trust-project"}, error);
-    if (!a || a->has("help") || a->positional.size() != 1)
-    {
-        std::fputs(compact_usage, a && a->has("help") ? stdout : stderr);
-        if (!error.empty())
-            std::fprintf(stderr, "agentctx compact: %s\n", error.c_str());
-        return a && a->has("help") ? exit_ok : exit_usage;
-    }
-    const bool json = a->has("json");
     int code = exit_ok;
+    auto a = command_args(argc, argv, "compact", compact_usage, {"instructions", "provider", "model", "base-url", "keep-recent", "reserve", "context-window", "settings", "project-dir"}, {"json", "dry-run", "trust-project"}, code);
+    if (!a)
+        return code;
+    const bool json = a->has("json");
     bool ok = true;
     const auto window = count_option(*a, "context-window", 200000, ok);
     if (!ok)

@@ -44,24 +44,24 @@ std::string preview(const compaction::message& m)
 
 }  // namespace
 
-int cmd_context(int argc, char** argv)
-{
-    std::string error;
-    auto a = parse_args(argc, argv, 2, {}, {"json", "help"}, error);
-    if (!a || a->has("help") || a->positional.size() != 1)
-    {
-        std::fprintf(a && a->has("help") ? stdout : stderr,
-                     "usage: agentctx context SESSION.jsonl [--json]\n\n"
+namespace {
+
+const char* const context_usage =
+    "usage: agentctx context SESSION.jsonl [--json]\n\n"
                      "Prints the context the next model request would carry: the projected messages\n"
                      "(latest compaction summary, kept entries, later entries), each with the entry it\n"
                      "came from and its estimated tokens (chars/4).\n"
-                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\", \"tokens\"}]}.\n");
-        if (!error.empty())
-            std::fprintf(stderr, "agentctx context: %s\n", error.c_str());
-        return a && a->has("help") ? exit_ok : exit_usage;
-    }
-    const bool json = a->has("json");
+                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\", \"tokens\"}]}.\n";
+
+}  // namespace
+
+int cmd_context(int argc, char** argv)
+{
     int code = exit_ok;
+    auto a = command_args(argc, argv, "context", context_usage, {}, {"json"}, code);
+    if (!a)
+        return code;
+    const bool json = a->has("json");
     auto s = open_session(a->positional[0], json, code);
     if (!s)
         return code;

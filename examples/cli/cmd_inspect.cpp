@@ -9,28 +9,28 @@
 
 namespace agentctx::cli {
 
-int cmd_inspect(int argc, char** argv)
-{
-    std::string error;
-    auto a = parse_args(argc, argv, 2, {"context-window", "reserve"}, {"json", "help"}, error);
-    if (!a || a->has("help") || a->positional.size() != 1)
-    {
-        std::fputs("usage: agentctx inspect SESSION.jsonl [--context-window N] [--reserve N] [--json]\n\n"
+namespace {
+
+const char* const inspect_usage =
+    "usage: agentctx inspect SESSION.jsonl [--context-window N] [--reserve N] [--json]\n\n"
                    "Header, entry counts by type, branches, compactions, the active leaf, and the context's\n"
                    "usage against the model window (provider-reported usage; \"unknown\" right after a\n"
-                   "compaction until the model reports fresh usage), and whether a compaction would trigger.\n",
-                   a && a->has("help") ? stdout : stderr);
-        if (!error.empty())
-            std::fprintf(stderr, "agentctx inspect: %s\n", error.c_str());
-        return a && a->has("help") ? exit_ok : exit_usage;
-    }
+                   "compaction until the model reports fresh usage), and whether a compaction would trigger.\n";
+
+}  // namespace
+
+int cmd_inspect(int argc, char** argv)
+{
+    int code = exit_ok;
+    auto a = command_args(argc, argv, "inspect", inspect_usage, {"context-window", "reserve"}, {"json"}, code);
+    if (!a)
+        return code;
     const bool json = a->has("json");
     bool ok = true;
     const auto window = count_option(*a, "context-window", 200000, ok);
     const auto reserve = count_option(*a, "reserve", 16384, ok);
     if (!ok)
         return exit_usage;
-    int code = exit_ok;
     auto s = open_session(a->positional[0], json, code);
     if (!s)
         return code;

@@ -9,19 +9,22 @@
 
 namespace agentctx::cli {
 
-int cmd_migrate(int argc, char** argv)
-{
-    std::string error;
-    auto a = parse_args(argc, argv, 2, {}, {"json", "help"}, error);
-    if (!a || a->has("help") || a->positional.size() != 1)
-    {
-        std::fputs("usage: agentctx migrate SESSION.jsonl [--json]\n\n"
+namespace {
+
+const char* const migrate_usage =
+    "usage: agentctx migrate SESSION.jsonl [--json]\n\n"
                    "Rewrites a v1/v2 session as v3 (ids, parent links, firstKeptEntryId, custom roles),\n"
                    "atomically: a temporary file is written, synced and renamed over the original.\n"
-                   "A v3 file is left untouched.\n",
-                   a && a->has("help") ? stdout : stderr);
-        return a && a->has("help") ? exit_ok : exit_usage;
-    }
+                   "A v3 file is left untouched.\n";
+
+}  // namespace
+
+int cmd_migrate(int argc, char** argv)
+{
+    int code = exit_ok;
+    auto a = command_args(argc, argv, "migrate", migrate_usage, {}, {"json"}, code);
+    if (!a)
+        return code;
     const bool json = a->has("json");
     compaction::diagnostics diag;
     auto r = runtime::migrate_file(a->positional[0], diag);

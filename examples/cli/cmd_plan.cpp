@@ -58,16 +58,10 @@ boost::json::array strings(const std::vector<std::string>& v)
 
 int cmd_plan(int argc, char** argv)
 {
-    std::string error;
-    auto a = parse_args(argc, argv, 2, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir"},
-                        {"json", "help", "trust-project"}, error);
-    if (!a || a->has("help") || a->positional.size() != 1)
-    {
-        std::fputs(plan_usage, a && a->has("help") ? stdout : stderr);
-        if (!error.empty())
-            std::fprintf(stderr, "agentctx plan: %s\n", error.c_str());
-        return a && a->has("help") ? exit_ok : exit_usage;
-    }
+    int code = exit_ok;
+    auto a = command_args(argc, argv, "plan", plan_usage, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir"}, {"json", "trust-project"}, code);
+    if (!a)
+        return code;
     const bool json = a->has("json");
     const auto compat = a->get("compat");
     if (compat && *compat != "pi")
@@ -77,7 +71,6 @@ int cmd_plan(int argc, char** argv)
     }
     const compaction::compat_mode mode = compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
 
-    int code = exit_ok;
     bool ok = true;
     const auto window = count_option(*a, "context-window", 200000, ok);
     if (!ok)

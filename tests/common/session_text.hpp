@@ -16,6 +16,12 @@ namespace agentctx::test {
 
 namespace json = boost::json;
 
+/// Text of exactly `n` tokens under the chars/4 estimate.
+inline std::string tokens(std::size_t n)
+{
+    return std::string(n * 4, 'x');
+}
+
 class session_text
 {
 public:

@@ -8,15 +8,11 @@
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
+using agentctx::test::tokens;
 namespace json = boost::json;
 
 namespace {
 
-// n tokens of text under chars/4.
-std::string tokens(std::size_t n)
-{
-    return std::string(n * 4, 'x');
-}
 
 json::object call(std::string_view id, std::string_view name = "read")
 {

@@ -7,14 +7,11 @@
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
+using agentctx::test::tokens;
 namespace json = boost::json;
 
 namespace {
 
-std::string tokens(std::size_t n)
-{
-    return std::string(n * 4, 'x');
-}
 
 std::vector<std::string> ids(const std::vector<context_message>& v)
 {

@@ -9,13 +9,10 @@
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
+using agentctx::test::tokens;
 
 namespace {
 
-std::string tokens(std::size_t n)
-{
-    return std::string(n * 4, 'x');
-}
 
 errc check(summary_output out, std::uint32_t cap = 100)
 {

@@ -28,13 +28,10 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using boost::system::error_code;
 using test::script_step;
+using test::tokens;
 
 namespace {
 
-std::string tokens(std::size_t n)
-{
-    return std::string(n * 4, 'x');
-}
 
 json::object user_msg(const std::string& text)
 {
