@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -94,7 +95,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     CURLM* multi = nullptr;
     std::map<curl_socket_t, std::shared_ptr<sock_watch>> sockets;
     std::map<std::uint64_t, std::unique_ptr<transfer>> transfers;
-    std::uint64_t next_id = 1;
+    std::atomic<std::uint64_t> next_id{1};  // allocated at initiation, on any thread
     bool shut_down = false;
 
     // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
@@ -313,15 +314,16 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         finish(id, asio::error::operation_aborted);
     }
 
-    void start(http_request req, asio::any_completion_handler<http_signature> h)
+    void start(std::uint64_t id, http_request req, asio::any_completion_handler<http_signature> h)
     {
         if (shut_down)
         {
+            asio::get_associated_cancellation_slot(h).clear();
             asio::post(strand, asio::append(std::move(h), asio::error::operation_aborted, http_response{}));
             return;
         }
         auto t = std::make_unique<transfer>();
-        t->id = next_id++;
+        t->id = id;
         t->req = std::move(req);
         t->handler.emplace(std::move(h));
         CURL* e = curl_easy_init();
@@ -355,15 +357,6 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         t->headers = curl_slist_append(t->headers, "Expect:");  // no 1 s wait for 100-continue on big bodies
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
 
-        auto slot = asio::get_associated_cancellation_slot(*t->handler);
-        if (slot.is_connected())
-            slot.assign([weak = weak_from_this(), id = t->id, s = strand](asio::cancellation_type type) {
-                asio::post(s, [weak, id, type] {
-                    if (auto self = weak.lock())
-                        self->cancel(id, type);
-                });
-            });
-        const auto id = t->id;
         transfers.emplace(id, std::move(t));
         if (curl_multi_add_handle(multi, e) != CURLM_OK)
             finish(id, make_error_code(errc::transient));
@@ -405,9 +398,20 @@ http_client::~http_client()
 
 void http_client::request_impl(http_request req, asio::any_completion_handler<http_signature> handler)
 {
-    // Hop onto the strand (inline when already there); curl calls for this multi stay on it.
-    asio::dispatch(impl_->strand, [self = impl_, req = std::move(req), h = std::move(handler)]() mutable {
-        self->start(std::move(req), std::move(h));
+    // The cancellation hook is installed here, in the initiating function, so that an emission
+    // right after initiation is not lost; it runs on the strand after start() (FIFO order).
+    const auto id = impl_->next_id++;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr(impl_), id, s = impl_->strand](asio::cancellation_type type) {
+            asio::post(s, [weak, id, type] {
+                if (auto self = weak.lock())
+                    self->cancel(id, type);
+            });
+        });
+    // Hop onto the strand; curl calls for this multi stay on it.
+    asio::post(impl_->strand, [self = impl_, id, req = std::move(req), h = std::move(handler)]() mutable {
+        self->start(id, std::move(req), std::move(h));
     });
 }
 

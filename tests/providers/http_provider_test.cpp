@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/resource.h>
+#include <thread>
 
 using namespace agentctx;
 using namespace agentctx::providers;
@@ -449,4 +450,91 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
     s2->close();
     run_until([] { return true; });
     fs::remove_all(dir);
+}
+
+namespace {
+
+std::size_t open_fds()
+{
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_F(provider_test, total_cancellation_only_before_the_request_is_sent)
+{
+    server_.set_default({.body = test::openai_body("## Goal\nok"), .delay = std::chrono::milliseconds(200)});
+    providers::http_client client(ioc_.get_executor());
+    auto make = [&] {
+        providers::http_request r;
+        r.url = server_.base_url() + "/v1/chat/completions";
+        r.body = "{}";
+        return r;
+    };
+    // `total` right after initiation: nothing can have been sent yet, so it is honoured.
+    asio::cancellation_signal early;
+    error_code early_ec;
+    bool early_done = false;
+    client.async_request(make(), asio::bind_cancellation_slot(early.slot(), [&](error_code ec, providers::http_response) {
+        early_ec = ec;
+        early_done = true;
+    }));
+    early.emit(asio::cancellation_type::total);
+    run_until([&] { return early_done; });
+    EXPECT_EQ(early_ec, asio::error::operation_aborted);
+    // `total` 100 ms into a 200 ms reply: the request was sent, so it completes normally.
+    asio::cancellation_signal late;
+    error_code late_ec;
+    long status = 0;
+    bool late_done = false;
+    client.async_request(make(), asio::bind_cancellation_slot(late.slot(), [&](error_code ec, providers::http_response res) {
+        late_ec = ec;
+        status = res.status;
+        late_done = true;
+    }));
+    asio::steady_timer t(ioc_, std::chrono::milliseconds(100));
+    t.async_wait([&](error_code) { late.emit(asio::cancellation_type::total); });
+    run_until([&] { return late_done; });
+    EXPECT_FALSE(late_ec) << late_ec.message();
+    EXPECT_EQ(status, 200);
+}
+
+TEST_F(provider_test, no_descriptor_outlives_the_client)
+{
+    {
+        asio::steady_timer warm(ioc_, std::chrono::milliseconds(1));  // Asio creates its reactor fds lazily
+        warm.wait();
+        providers::http_client warmup(ioc_.get_executor());
+    }
+    const auto baseline = open_fds();
+    {
+        server_.set_default({.body = test::openai_body("## Goal\nok"), .delay = std::chrono::milliseconds(50)});
+        http_summarizer s(ioc_.get_executor(), config());
+        std::vector<std::unique_ptr<asio::cancellation_signal>> sigs;
+        std::vector<std::shared_ptr<result>> rs;
+        for (int i = 0; i < 40; ++i)
+        {
+            sigs.push_back(std::make_unique<asio::cancellation_signal>());
+            rs.push_back(call(s, sigs.back()->slot()));
+        }
+        asio::steady_timer t(ioc_, std::chrono::milliseconds(10));
+        t.async_wait([&](error_code) {
+            for (int i = 0; i < 40; i += 3)
+                sigs[static_cast<std::size_t>(i)]->emit(asio::cancellation_type::terminal);
+        });
+        run_until([&] { return std::all_of(rs.begin(), rs.end(), [](const auto& r) { return r->done; }); });
+        EXPECT_GT(s.client().live_sockets(), 0u);  // keep-alive connections are pooled
+    }
+    // The loopback server closes its ends on its own thread once it sees EOF: give it a moment.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (open_fds() > baseline && std::chrono::steady_clock::now() < deadline)
+    {
+        ioc_.restart();
+        ioc_.poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(open_fds(), baseline);  // the pool's sockets were closed with the client
 }
