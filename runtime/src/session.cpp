@@ -22,6 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <list>
 
@@ -91,6 +92,16 @@ struct session::operation
     int model_calls = 0;
     std::optional<std::string> instructions;
     bool will_retry = false;
+};
+
+// One caller's request: created in the initiating function, tied to the caller's cancellation
+// slot at once, and linked to the operation once the strand creates or joins it.
+struct session::initiation
+{
+    std::atomic<bool> cancelled{false};
+    std::shared_ptr<operation> op;  // on the strand
+    bool initiator = false;
+    std::uint64_t waiter_id = 0;
 };
 
 // The compaction transaction as a coroutine; a friend so it can reach the session's state.
@@ -517,26 +528,68 @@ void session::branch_impl(std::string id, asio::any_completion_handler<void_sign
     });
 }
 
+std::shared_ptr<session::initiation> session::hook_cancellation(asio::any_completion_handler<outcome_signature>& h)
+{
+    auto init = std::make_shared<initiation>();
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.assign([init, weak = weak_from_this(), strand = strand_](asio::cancellation_type t) {
+            if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) ==
+                asio::cancellation_type::none)
+                return;
+            init->cancelled = true;
+            asio::post(strand, [init, weak] {
+                if (auto self = weak.lock())
+                    self->on_cancel(init);
+            });
+        });
+    return init;
+}
+
+void session::on_cancel(const std::shared_ptr<initiation>& init)
+{
+    auto op = init->op;
+    if (!op)
+        return;  // not linked yet: the strand sees `cancelled` when it creates or joins the operation
+    if (init->initiator)
+    {
+        op->aborted = true;
+        op->signal.emit(asio::cancellation_type::terminal);
+        return;
+    }
+    for (auto it = op->waiters.begin(); it != op->waiters.end(); ++it)
+        if (it->id == init->waiter_id)
+        {
+            // A joined caller: only its wait ends.
+            complete(std::move(it->handler), strand_, make_error_code(errc::cancelled), compaction_outcome{});
+            op->waiters.erase(it);
+            return;
+        }
+}
+
 void session::check_impl(message m, bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h)]() mutable {
-        self->evaluate(m, skip_aborted, std::move(h));
+    auto init = hook_cancellation(h);
+    asio::post(strand_, [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h), init]() mutable {
+        self->evaluate(m, skip_aborted, std::move(h), init);
     });
 }
 
 void session::before_prompt_impl(asio::any_completion_handler<outcome_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+    auto init = hook_cancellation(h);
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h), init]() mutable {
         const auto last = self->current()->last_assistant();
         if (!last)
             return complete(std::move(h), self->strand_, error_code{}, compaction_outcome{.message = "no assistant message yet"});
-        self->evaluate(*last, false, std::move(h));
+        self->evaluate(*last, false, std::move(h), init);
     });
 }
 
 void session::recover_overflow_impl(std::string error, asio::any_completion_handler<outcome_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), error = std::move(error), h = std::move(h)]() mutable {
+    auto init = hook_cancellation(h);
+    asio::post(strand_, [self = shared_from_this(), error = std::move(error), h = std::move(h), init]() mutable {
         if (!is_overflow_error_message(error))
             return complete(std::move(h), self->strand_, make_error_code(errc::not_overflow),
                             compaction_outcome{.message = "the error is not a context overflow"});
@@ -550,11 +603,16 @@ void session::recover_overflow_impl(std::string error, asio::any_completion_hand
         m.timestamp = static_cast<double>(
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()
         );
-        self->evaluate(m, true, std::move(h));
+        self->evaluate(m, true, std::move(h), init);
     });
 }
 
-void session::evaluate(const message& m, bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
+void session::evaluate(
+    const message& m,
+    bool skip_aborted,
+    asio::any_completion_handler<outcome_signature> h,
+    std::shared_ptr<initiation> init
+)
 {
     auto none = [&](std::string why) {
         complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = std::move(why)});
@@ -583,7 +641,7 @@ void session::evaluate(const message& m, bool skip_aborted, asio::any_completion
                             compaction_outcome{.reason = compaction_reason::overflow, .message = std::string(overflow_exhausted_message)});
         }
         overflow_attempted_ = true;
-        return start(compaction_reason::overflow, std::nullopt, true, std::move(h));
+        return start(compaction_reason::overflow, std::nullopt, true, std::move(h), std::move(init));
     }
 
     std::int64_t tokens = 0;
@@ -605,12 +663,13 @@ void session::evaluate(const message& m, bool skip_aborted, asio::any_completion
                         compaction_outcome{.reason = compaction_reason::threshold,
                                            .message = "the last automatic compaction failed on this path; waiting for new entries"});
     }
-    start(compaction_reason::threshold, std::nullopt, false, std::move(h));
+    start(compaction_reason::threshold, std::nullopt, false, std::move(h), std::move(init));
 }
 
 void session::compact_impl(std::optional<std::string> instr, asio::any_completion_handler<outcome_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), instr = std::move(instr), h = std::move(h)]() mutable {
+    auto init = hook_cancellation(h);
+    asio::post(strand_, [self = shared_from_this(), instr = std::move(instr), h = std::move(h), init]() mutable {
         session& s = *self;
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
@@ -619,25 +678,11 @@ void session::compact_impl(std::optional<std::string> instr, asio::any_completio
         {
             // Join the running (or pending) manual compaction: one compaction, one result for all.
             auto op = s.next_ ? s.next_ : s.current_;
-            const auto id = op->next_id++;
-            auto slot = asio::get_associated_cancellation_slot(h);
-            if (slot.is_connected())
-                slot.assign([weak = std::weak_ptr(op), strand = s.strand_, id, wself = s.weak_from_this()](asio::cancellation_type) {
-                    asio::post(strand, [weak, id, wself] {
-                        auto o = weak.lock();
-                        auto me = wself.lock();
-                        if (!o || !me)
-                            return;
-                        for (auto it = o->waiters.begin(); it != o->waiters.end(); ++it)
-                            if (it->id == id)
-                            {
-                                complete(std::move(it->handler), me->strand_, make_error_code(errc::cancelled), compaction_outcome{});
-                                o->waiters.erase(it);
-                                return;
-                            }
-                    });
-                });
-            op->waiters.push_back({id, std::move(h)});
+            if (init->cancelled)
+                return complete(std::move(h), s.strand_, make_error_code(errc::cancelled), compaction_outcome{});
+            init->op = op;
+            init->waiter_id = op->next_id++;
+            op->waiters.push_back({init->waiter_id, std::move(h)});
             return;
         }
         if (s.current_)
@@ -650,47 +695,42 @@ void session::compact_impl(std::optional<std::string> instr, asio::any_completio
                 s.next_->reason = compaction_reason::manual;
                 s.next_->instructions = std::move(instr);
             }
-            s.add_initiator(s.next_, std::move(h));
+            s.add_initiator(s.next_, std::move(h), init);
             s.current_->aborted = true;
             s.current_->signal.emit(asio::cancellation_type::terminal);
             return;
         }
-        s.start(compaction_reason::manual, std::move(instr), false, std::move(h));
+        s.start(compaction_reason::manual, std::move(instr), false, std::move(h), init);
     });
 }
 
-void session::add_initiator(const std::shared_ptr<operation>& op, asio::any_completion_handler<outcome_signature> h)
+void session::add_initiator(
+    const std::shared_ptr<operation>& op,
+    asio::any_completion_handler<outcome_signature> h,
+    const std::shared_ptr<initiation>& init
+)
 {
-    const auto id = op->next_id++;
-    auto slot = asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr(op), strand = strand_](asio::cancellation_type t) {
-            if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total)) ==
-                asio::cancellation_type::none)
-                return;
-            asio::post(strand, [weak] {
-                if (auto o = weak.lock())
-                {
-                    o->aborted = true;
-                    o->signal.emit(asio::cancellation_type::terminal);
-                }
-            });
-        });
-    op->waiters.push_back({id, std::move(h)});
+    init->op = op;
+    init->initiator = true;
+    init->waiter_id = op->next_id++;
+    if (init->cancelled)
+        op->aborted = true;  // cancelled before the strand got here: the transaction unwinds at once
+    op->waiters.push_back({init->waiter_id, std::move(h)});
 }
 
 void session::start(
     compaction_reason reason,
     std::optional<std::string> instr,
     bool will_retry,
-    asio::any_completion_handler<outcome_signature> h
+    asio::any_completion_handler<outcome_signature> h,
+    std::shared_ptr<initiation> init
 )
 {
     auto op = std::make_shared<operation>();
     op->reason = reason;
     op->instructions = std::move(instr);
     op->will_retry = will_retry;
-    add_initiator(op, std::move(h));
+    add_initiator(op, std::move(h), init);
     launch(op);
 }
 

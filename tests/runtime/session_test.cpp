@@ -737,3 +737,36 @@ TEST_F(session_test, many_threads_append_compact_and_read_snapshots)
         EXPECT_EQ(compaction::content_text(snap->messages.back().msg->content), "during");
     }
 }
+
+TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
+{
+    auto s = open_file(base_text(), config());
+    const auto before = file();
+    asio::cancellation_signal sig;
+    auto r = std::make_shared<outcome_result>();
+    s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig.slot(), [r](error_code ec, compaction_outcome o) {
+        r->done = true;
+        r->ec = ec;
+        r->outcome = std::move(o);
+    }));
+    sig.emit(asio::cancellation_type::terminal);  // before the strand has seen the request
+    run_until([&] { return r->done; });
+    EXPECT_EQ(r->ec, make_error_code(errc::cancelled));
+    EXPECT_EQ(summarizer_->calls(), 0u);  // the model was never asked
+    EXPECT_EQ(file(), before);
+
+    // A joined caller cancelled at once: only its wait ends; the shared compaction commits.
+    summarizer_->push({script_step::succeed, "## Goal\nshared", std::chrono::milliseconds(50)});
+    auto first = compact(*s);
+    asio::cancellation_signal sig2;
+    auto second = std::make_shared<outcome_result>();
+    s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig2.slot(), [second](error_code ec, compaction_outcome o) {
+        second->done = true;
+        second->ec = ec;
+        second->outcome = std::move(o);
+    }));
+    sig2.emit(asio::cancellation_type::terminal);
+    run_until([&] { return first->done && second->done; });
+    EXPECT_EQ(second->ec, make_error_code(errc::cancelled));
+    EXPECT_TRUE(first->outcome.compacted) << first->outcome.message;
+}

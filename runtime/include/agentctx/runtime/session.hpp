@@ -228,6 +228,7 @@ public:
 
 private:
     struct operation;
+    struct initiation;
     friend struct transaction;
 
     session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
@@ -240,10 +241,16 @@ private:
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
 
     // On the strand.
-    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    /// Hooks the caller's cancellation slot in the initiating function (so no emission is lost).
+    std::shared_ptr<initiation> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
+    void on_cancel(const std::shared_ptr<initiation>& init);
+
+    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
+                  std::shared_ptr<initiation> init);
     void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
-               boost::asio::any_completion_handler<outcome_signature> h);
-    void add_initiator(const std::shared_ptr<operation>& op, boost::asio::any_completion_handler<outcome_signature> h);
+               boost::asio::any_completion_handler<outcome_signature> h, std::shared_ptr<initiation> init);
+    void add_initiator(const std::shared_ptr<operation>& op, boost::asio::any_completion_handler<outcome_signature> h,
+                       const std::shared_ptr<initiation>& init);
     void launch(std::shared_ptr<operation> op);
     void emit(const session_event& e);
     void publish(std::shared_ptr<const snapshot> s) { snapshot_.store(std::move(s), std::memory_order_release); }
