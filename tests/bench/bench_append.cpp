@@ -19,14 +19,7 @@ namespace {
 fs::path source_file(std::size_t entries)
 {
     const fs::path p = fs::temp_directory_path() / ("agentctx-bench-append-v1-" + std::to_string(entries) + ".jsonl");
-    if (fs::exists(p))
-        return p;
-    const fs::path tmp = p.string() + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    tools::generate_session({.seed = 7, .entries = entries, .mean_tool_output = 300, .branch_rate = 0},
-                            [&](const std::string& line) { std::fwrite(line.data(), 1, line.size(), f); });
-    std::fclose(f);
-    fs::rename(tmp, p);
+    tools::write_session_file({.seed = 7, .entries = entries, .mean_tool_output = 300, .branch_rate = 0}, p, true);
     return p;
 }
 

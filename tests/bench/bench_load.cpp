@@ -21,17 +21,9 @@ namespace {
 fs::path session_file(std::size_t entries)
 {
     const fs::path p = fs::temp_directory_path() / ("agentctx-bench-v3-" + std::to_string(entries) + ".jsonl");
-    if (fs::exists(p))
-        return p;
-    const fs::path tmp = p.string() + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    tools::generate_session(
-        {.seed = 2026, .entries = entries, .mean_tool_output = 5200, .image_rate = 0.01, .branch_rate = 0.01,
-         .compaction_every = 25},
-        [&](const std::string& line) { std::fwrite(line.data(), 1, line.size(), f); }
-    );
-    std::fclose(f);
-    fs::rename(tmp, p);
+    tools::write_session_file({.seed = 2026, .entries = entries, .mean_tool_output = 5200, .image_rate = 0.01,
+                               .branch_rate = 0.01, .compaction_every = 25},
+                              p, true);
     return p;
 }
 

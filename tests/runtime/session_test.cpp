@@ -149,14 +149,15 @@ protected:
         compaction_outcome outcome;
     };
 
-    std::shared_ptr<outcome_result> compact(session& s, std::optional<std::string> instr = std::nullopt)
+    std::shared_ptr<outcome_result> compact(session& s, std::optional<std::string> instr = std::nullopt,
+                                            asio::cancellation_slot slot = {})
     {
         auto r = std::make_shared<outcome_result>();
-        s.async_compact(std::move(instr), [r](error_code ec, compaction_outcome o) {
+        s.async_compact(std::move(instr), asio::bind_cancellation_slot(slot, [r](error_code ec, compaction_outcome o) {
             r->done = true;
             r->ec = ec;
             r->outcome = std::move(o);
-        });
+        }));
         return r;
     }
 
@@ -394,12 +395,7 @@ TEST_F(session_test, failures_and_cancellations_leave_file_and_snapshot_unchange
         const auto before_file = file();
         const auto before_snap = s->current();
         asio::cancellation_signal sig;
-        auto r = std::make_shared<outcome_result>();
-        s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig.slot(), [r](error_code ec, compaction_outcome o) {
-            r->done = true;
-            r->ec = ec;
-            r->outcome = std::move(o);
-        }));
+        auto r = compact(*s, std::nullopt, sig.slot());
         if (c.cancel_how)
         {
             run_until([&] { return summarizer_->calls() == 1; });
@@ -743,12 +739,7 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
     auto s = open_file(base_text(), config());
     const auto before = file();
     asio::cancellation_signal sig;
-    auto r = std::make_shared<outcome_result>();
-    s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig.slot(), [r](error_code ec, compaction_outcome o) {
-        r->done = true;
-        r->ec = ec;
-        r->outcome = std::move(o);
-    }));
+    auto r = compact(*s, std::nullopt, sig.slot());
     sig.emit(asio::cancellation_type::terminal);  // before the strand has seen the request
     run_until([&] { return r->done; });
     EXPECT_EQ(r->ec, make_error_code(errc::cancelled));
@@ -759,12 +750,7 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
     summarizer_->push({script_step::succeed, "## Goal\nshared", std::chrono::milliseconds(50)});
     auto first = compact(*s);
     asio::cancellation_signal sig2;
-    auto second = std::make_shared<outcome_result>();
-    s->async_compact(std::nullopt, asio::bind_cancellation_slot(sig2.slot(), [second](error_code ec, compaction_outcome o) {
-        second->done = true;
-        second->ec = ec;
-        second->outcome = std::move(o);
-    }));
+    auto second = compact(*s, std::nullopt, sig2.slot());
     sig2.emit(asio::cancellation_type::terminal);
     run_until([&] { return first->done && second->done; });
     EXPECT_EQ(second->ec, make_error_code(errc::cancelled));

@@ -42,14 +42,17 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    std::FILE* f = out ? std::fopen(out, "wb") : stdout;
-    if (!f)
+    try
     {
-        std::perror(out);
+        if (out)
+            agentctx::tools::write_session_file(o, out);
+        else
+            agentctx::tools::generate_session(o, [](const std::string& line) { std::fwrite(line.data(), 1, line.size(), stdout); });
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "gen_session: %s\n", e.what());
         return 1;
     }
-    agentctx::tools::generate_session(o, [&](const std::string& line) { std::fwrite(line.data(), 1, line.size(), f); });
-    if (out)
-        std::fclose(f);
     return 0;
 }

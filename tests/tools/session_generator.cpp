@@ -7,6 +7,8 @@
 #include <boost/json/object.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 #include <random>
 #include <unordered_set>
 #include <vector>
@@ -395,6 +397,19 @@ private:
 void generate_session(const generator_options& opts, const std::function<void(const std::string&)>& sink)
 {
     generator(opts, sink).run();
+}
+
+void write_session_file(const generator_options& opts, const std::string& path, bool reuse)
+{
+    if (reuse && std::filesystem::exists(path))
+        return;
+    const std::string tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f)
+        throw std::runtime_error("cannot write " + tmp);
+    generate_session(opts, [&](const std::string& line) { std::fwrite(line.data(), 1, line.size(), f); });
+    std::fclose(f);
+    std::filesystem::rename(tmp, path);
 }
 
 std::string generate_session(const generator_options& opts)

@@ -29,4 +29,8 @@ void generate_session(const generator_options& opts, const std::function<void(co
 /// The whole session as one string.
 std::string generate_session(const generator_options& opts);
 
+/// Writes the session to `path` (through a temporary file and a rename). With `reuse`, an existing
+/// file is kept as is: benchmarks generate their large sessions once.
+void write_session_file(const generator_options& opts, const std::string& path, bool reuse = false);
+
 }  // namespace agentctx::tools

@@ -49,8 +49,9 @@ using http_signature = void(boost::system::error_code, http_response);
  * proxies from the usual environment variables. One curl multi handle per client; all of its
  * work runs on the client's strand, with no extra thread and no polling loop.
  *
- * Transport failures complete with libcurl-derived codes in the providers category:
- * `transient` (connect, reset, timeout) with detail in `last_error()`.
+ * Transport failures complete with a providers errc: `transient` (connect, reset, timeout, TLS)
+ * or `invalid_request` (a malformed URL). An HTTP error status is not a failure here: the
+ * response carries it, and the caller classifies it.
  *
  * @par Object lifetimes
  * Destroy the client on its executor's thread; outstanding requests complete with
