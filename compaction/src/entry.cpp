@@ -15,7 +15,7 @@ using detail::field_reader;
 
 namespace {
 
-constexpr std::array<std::string_view, 9> type_names{
+constexpr std::array<std::string_view, 11> type_names{
     "message",
     "thinking_level_change",
     "model_change",
@@ -25,6 +25,8 @@ constexpr std::array<std::string_view, 9> type_names{
     "custom_message",
     "label",
     "session_info",
+    "usage",
+    "context_edit",
 };
 
 }  // namespace
@@ -82,6 +84,23 @@ result<session_header> decode_header(const boost::json::object& o, diagnostics& 
     return h;
 }
 
+namespace {
+
+// The optional `usage` member of compaction, branch_summary and usage entries.
+bool decode_entry_usage(field_reader& f, entry& e, diagnostics& diag)
+{
+    const auto* u = f.opt_object("usage");
+    if (!u)
+        return !f.failed();
+    auto us = decode_usage(*u, "usage", diag);
+    if (!us)
+        return false;
+    e.usage = *us;
+    return true;
+}
+
+}  // namespace
+
 result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
 {
     field_reader f(raw, "", diag);
@@ -117,12 +136,56 @@ result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
         e.first_kept_entry_id = f.req_string("firstKeptEntryId");
         e.tokens_before = f.req_number("tokensBefore");
         e.from_hook = f.opt_bool("fromHook");
+        if (!decode_entry_usage(f, e, diag))
+            return f.failed() ? f.code() : errc::wrong_type;
+        if (const auto* sm = f.opt_object("systemMessage"))
+        {
+            auto msg = decode_message(*sm, "systemMessage", diag);
+            if (!msg)
+                return msg.error();
+            if (msg->role != role::system)
+            {
+                f.fail(errc::wrong_type, "systemMessage.role", "expected \"system\"");
+                return f.code();
+            }
+            e.system_message = std::make_shared<const message>(std::move(*msg));
+        }
         break;
     case entry_type::branch_summary:
         e.from_id = f.req_string("fromId");
         e.summary = f.req_string("summary");
         e.from_hook = f.opt_bool("fromHook");
+        if (!decode_entry_usage(f, e, diag))
+            return f.failed() ? f.code() : errc::wrong_type;
         break;
+    case entry_type::usage:
+        e.usage_kind = f.req_string("kind");
+        e.provider = f.opt_string("provider").value_or("");
+        e.model_id = f.opt_string("model").value_or("");
+        if (!decode_entry_usage(f, e, diag))
+            return f.failed() ? f.code() : errc::wrong_type;
+        break;
+    case entry_type::context_edit:
+    {
+        e.target_id = f.req_string("targetId");
+        const auto* r = f.opt_value("replacement");
+        if (!r)
+            f.fail(errc::missing_field, "replacement", "required field is missing");
+        else if (!r->is_null())
+        {
+            const auto* c = r->is_object() ? r->get_object().if_contains("content") : nullptr;
+            if (!c || !(c->is_string() || c->is_array()))
+            {
+                f.fail(errc::wrong_type, "replacement", "expected null or an object with string or array content");
+                return f.code();
+            }
+            auto content = decode_content(*c, "replacement.content", diag);
+            if (!content)
+                return content.error();
+            e.replacement = std::move(*content);
+        }
+        break;
+    }
     case entry_type::custom: e.custom_type = f.req_string("customType"); break;
     case entry_type::custom_message:
     {
@@ -212,7 +275,9 @@ entry make_compaction_entry(
     std::string first_kept_entry_id,
     double tokens_before,
     boost::json::value details,
-    bool from_hook
+    bool from_hook,
+    std::optional<boost::json::object> usage,
+    std::optional<boost::json::object> system_message
 )
 {
     auto o = entry_base("compaction", id, parent_id, timestamp);
@@ -224,9 +289,28 @@ entry make_compaction_entry(
         o["tokensBefore"] = tokens_before;
     if (!details.is_null())
         o["details"] = details;
+    if (usage)
+        o["usage"] = std::move(*usage);
     o["fromHook"] = from_hook;
+    if (system_message)
+        o["systemMessage"] = std::move(*system_message);
     diagnostics diag;
     return decode_entry(std::move(o), diag).value();  // built from valid parts: cannot fail
+}
+
+entry make_context_edit_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    std::string target_id,
+    boost::json::value replacement
+)
+{
+    auto o = entry_base("context_edit", id, parent_id, timestamp);
+    o["targetId"] = target_id;
+    o["replacement"] = std::move(replacement);
+    diagnostics diag;
+    return decode_entry(std::move(o), diag).value();  // callers pass null or {content}
 }
 
 std::string iso_timestamp_now()

@@ -1,6 +1,9 @@
 // field_reader: strict typed field access with JSON-path error messages.
 #include "field_reader.hpp"
 
+#include <cmath>
+#include <limits>
+
 namespace agentctx::compaction::detail {
 
 const char* kind_name(boost::json::kind k) noexcept
@@ -128,7 +131,14 @@ double field_reader::req_number(std::string_view key)
 std::int64_t field_reader::opt_int(std::string_view key)
 {
     const auto d = opt_number(key);
-    return d ? static_cast<std::int64_t>(*d) : 0;
+    if (!d || std::isnan(*d))
+        return 0;
+    // Saturate: a cast of a double outside the int64 range is undefined behaviour.
+    if (*d >= 9.2233720368547758e18)
+        return std::numeric_limits<std::int64_t>::max();
+    if (*d <= -9.2233720368547758e18)
+        return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(*d);
 }
 
 const boost::json::object* field_reader::opt_object(std::string_view key)

@@ -26,6 +26,7 @@ public:
     }
 
     std::string path_of(std::string_view key) const;
+    diagnostics& diag() const noexcept { return diag_; }
 
     std::string req_string(std::string_view key);
     std::optional<std::string> opt_string(std::string_view key);

@@ -48,7 +48,8 @@ std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::
         {
         case role::user:
         case role::assistant:
-        case role::tool_result: out.push_back(m); break;
+        case role::tool_result:
+        case role::system: out.push_back(m); break;  // Pi 1.6 passes system messages through
         case role::bash_execution:
             if (!m->exclude_from_context)
                 out.push_back(user_text(*m, bash_execution_to_text(*m)));

@@ -3,6 +3,8 @@
 
 #include "field_reader.hpp"
 
+#include <algorithm>
+
 namespace agentctx::compaction {
 
 using detail::field_reader;
@@ -18,6 +20,7 @@ std::string_view to_string(role r) noexcept
     case role::custom: return "custom";
     case role::branch_summary: return "branchSummary";
     case role::compaction_summary: return "compactionSummary";
+    case role::system: return "system";
     case role::other: return "other";
     }
     return "other";
@@ -39,6 +42,8 @@ role role_from_string(std::string_view s) noexcept
         return role::branch_summary;
     if (s == "compactionSummary")
         return role::compaction_summary;
+    if (s == "system")
+        return role::system;
     return role::other;
 }
 
@@ -108,6 +113,172 @@ result<std::vector<content_block>> decode_blocks(
     return blocks;
 }
 
+
+// `sections`: name -> string | null, read in JavaScript key order.
+bool decode_sections(field_reader& f, message& m)
+{
+    const auto* s = f.opt_object("sections");
+    if (!s)
+        return !f.failed();
+    m.has_sections = true;
+    for (const auto key : js_key_order(*s))
+    {
+        const auto& v = s->at(key);
+        if (v.is_null())
+            m.sections.push_back({std::string(key), std::nullopt});
+        else if (v.is_string())
+            m.sections.push_back({std::string(key), std::string(v.get_string())});
+        else
+        {
+            f.fail(errc::wrong_type, "sections." + std::string(key),
+                   std::string("expected string or null, got ") + detail::kind_name(v.kind()));
+            return false;
+        }
+    }
+    return true;
+}
+
+// `toolsAdded: Tool[]` (kept as written) and `toolsRemoved: {name}[]`.
+bool decode_tools(field_reader& f, message& m)
+{
+    auto named = [&](const boost::json::value& v, const std::string& key, std::size_t i) -> const boost::json::object* {
+        const auto* o = v.if_object();
+        const auto* name = o ? o->if_contains("name") : nullptr;
+        if (!name || !name->is_string())
+        {
+            f.fail(errc::wrong_type, key + "[" + std::to_string(i) + "]", "expected an object with a string name");
+            return nullptr;
+        }
+        return o;
+    };
+    if (f.opt_value("toolsAdded"))
+    {
+        const auto* a = f.req_array("toolsAdded");
+        if (!a)
+            return false;
+        m.tools_added.emplace();
+        for (std::size_t i = 0; i < a->size(); ++i)
+        {
+            const auto* o = named((*a)[i], "toolsAdded", i);
+            if (!o)
+                return false;
+            m.tools_added->push_back(*o);
+        }
+    }
+    if (f.opt_value("toolsRemoved"))
+    {
+        const auto* a = f.req_array("toolsRemoved");
+        if (!a)
+            return false;
+        for (std::size_t i = 0; i < a->size(); ++i)
+        {
+            const auto* o = named((*a)[i], "toolsRemoved", i);
+            if (!o)
+                return false;
+            m.tools_removed.emplace_back(o->at("name").get_string());
+        }
+    }
+    return !f.failed();
+}
+
+// `nestedCalls: {calls: [{name, arguments?}...]}` of a tool result; other record fields pass through.
+errc decode_nested_calls(field_reader& f, message& m)
+{
+    const auto* n = f.opt_object("nestedCalls");
+    if (!n)
+        return f.code();
+    field_reader nf(*n, f.path_of("nestedCalls"), f.diag());
+    const auto* calls = nf.opt_value("calls") ? nf.req_array("calls") : nullptr;
+    for (std::size_t i = 0; calls && !nf.failed() && i < calls->size(); ++i)
+    {
+        const std::string key = "calls[" + std::to_string(i) + "]";
+        const auto* o = (*calls)[i].if_object();
+        if (!o)
+        {
+            nf.fail(errc::wrong_type, key, "expected object");
+            break;
+        }
+        field_reader cf(*o, nf.path_of(key), f.diag());
+        nested_call c;
+        c.name = cf.opt_string("name").value_or("");
+        if (const auto* args = cf.opt_value("arguments"); args && args->is_object())
+            c.arguments = args->get_object();
+        if (cf.failed())
+            return cf.code();
+        m.nested_calls.push_back(std::move(c));
+    }
+    return nf.code();
+}
+
+}  // namespace
+
+std::vector<std::string_view> js_key_order(const boost::json::object& o)
+{
+    // A canonical array index: "0" or [1-9][0-9]* below 2^32 - 1.
+    auto index_of = [](std::string_view k) -> std::optional<std::uint64_t> {
+        if (k.empty() || k.size() > 10 || (k.size() > 1 && k[0] == '0'))
+            return std::nullopt;
+        std::uint64_t v = 0;
+        for (char c : k)
+        {
+            if (c < '0' || c > '9')
+                return std::nullopt;
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (v >= 4294967295ull)
+            return std::nullopt;
+        return v;
+    };
+    std::vector<std::pair<std::uint64_t, std::string_view>> ints;
+    std::vector<std::string_view> out;
+    for (const auto& kv : o)
+    {
+        if (auto i = index_of(kv.key()))
+            ints.emplace_back(*i, kv.key());
+        else
+            out.push_back(kv.key());
+    }
+    std::sort(ints.begin(), ints.end());
+    std::vector<std::string_view> ordered;
+    ordered.reserve(o.size());
+    for (const auto& [i, k] : ints)
+        ordered.push_back(k);
+    ordered.insert(ordered.end(), out.begin(), out.end());
+    return ordered;
+}
+
+result<struct usage> decode_usage(const boost::json::object& u, std::string_view path, diagnostics& diag)
+{
+    field_reader uf(u, path, diag);
+    struct usage us;
+    us.input = uf.opt_int("input");
+    us.output = uf.opt_int("output");
+    us.cache_read = uf.opt_int("cacheRead");
+    us.cache_write = uf.opt_int("cacheWrite");
+    if (uf.opt_value("cacheWrite1h"))
+        us.cache_write_1h = uf.opt_int("cacheWrite1h");
+    if (uf.opt_value("reasoning"))
+        us.reasoning = uf.opt_int("reasoning");
+    us.total_tokens = uf.opt_int("totalTokens");
+    if (const auto* c = uf.opt_object("cost"))
+    {
+        field_reader cf(*c, uf.path_of("cost"), diag);
+        us.cost.input = cf.opt_number("input").value_or(0);
+        us.cost.output = cf.opt_number("output").value_or(0);
+        us.cost.cache_read = cf.opt_number("cacheRead").value_or(0);
+        us.cost.cache_write = cf.opt_number("cacheWrite").value_or(0);
+        us.cost.total = cf.opt_number("total").value_or(0);
+        us.total_from_provider = cf.opt_bool("totalFromProvider");
+        if (cf.failed())
+            return cf.code();
+    }
+    if (uf.failed())
+        return uf.code();
+    return us;
+}
+
+namespace {
+
 }  // namespace
 
 result<content> decode_content(const boost::json::value& v, std::string_view path, diagnostics& diag)
@@ -156,8 +327,16 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
         return f.code();
 
     const std::string content_path = f.path_of("content");
-    auto read_content = [&](bool required, bool array_only) -> bool {
+    // Pi 1.6 normalizes null or missing content of user/assistant/toolResult to [] and of
+    // system to "" at projection time (delta §1.6); legacy custom messages stay strict.
+    auto read_content = [&](bool required, bool array_only, bool null_ok = true) -> bool {
         const auto* v = f.opt_value("content");
+        if (null_ok && (!v || v->is_null()))
+        {
+            m.content = {};
+            m.content.is_string = m.role == role::system;
+            return true;
+        }
         if (!v)
         {
             if (required)
@@ -191,31 +370,15 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
         m.model = f.opt_string("model").value_or("");
         if (const auto* u = f.opt_object("usage"))
         {
-            field_reader uf(*u, f.path_of("usage"), diag);
-            struct usage us;
-            us.input = uf.opt_int("input");
-            us.output = uf.opt_int("output");
-            us.cache_read = uf.opt_int("cacheRead");
-            us.cache_write = uf.opt_int("cacheWrite");
-            us.total_tokens = uf.opt_int("totalTokens");
-            if (const auto* c = uf.opt_object("cost"))
-            {
-                field_reader cf(*c, uf.path_of("cost"), diag);
-                us.cost.input = cf.opt_number("input").value_or(0);
-                us.cost.output = cf.opt_number("output").value_or(0);
-                us.cost.cache_read = cf.opt_number("cacheRead").value_or(0);
-                us.cost.cache_write = cf.opt_number("cacheWrite").value_or(0);
-                us.cost.total = cf.opt_number("total").value_or(0);
-                if (cf.failed())
-                    return cf.code();
-            }
-            if (uf.failed())
-                return uf.code();
-            m.usage = us;
+            auto us = decode_usage(*u, f.path_of("usage"), diag);
+            if (!us)
+                return us.error();
+            m.usage = *us;
         }
         if (auto sr = f.opt_string("stopReason"))
             m.stop_reason = stop_reason_from_string(*sr);
         m.error_message = f.opt_string("errorMessage");
+        m.thinking_level = f.opt_string("thinkingLevel");
         break;
     }
     case role::tool_result:
@@ -224,6 +387,8 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
         m.tool_call_id = f.req_string("toolCallId");
         m.tool_name = f.opt_string("toolName").value_or("");
         m.is_error = f.opt_bool("isError");
+        if (const errc e = decode_nested_calls(f, m); e != errc{})
+            return e;
         break;
     case role::bash_execution:
         m.command = f.req_string("command");
@@ -234,8 +399,12 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
         m.full_output_path = f.opt_string("fullOutputPath");
         m.exclude_from_context = f.opt_bool("excludeFromContext");
         break;
+    case role::system:
+        if (!read_content(false, false) || !decode_sections(f, m) || !decode_tools(f, m))
+            return f.failed() ? f.code() : errc::wrong_type;
+        break;
     case role::custom:
-        if (!read_content(true, false))
+        if (!read_content(true, false, false))
             return f.failed() ? f.code() : errc::wrong_type;
         m.custom_type = f.opt_string("customType").value_or("");
         m.display = f.opt_bool("display");

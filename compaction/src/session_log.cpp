@@ -411,6 +411,8 @@ struct session_log_builder::impl
             m.target_id = f.target_id;
             m.label = f.label_kind == seen::string ? f.label : std::string();
         }
+        else if (m.type == entry_type::context_edit)
+            m.target_id = f.target_id;
         if (v1)
         {
             m.id = synthetic_id(n);

@@ -30,7 +30,7 @@ std::size_t estimate_chars(const message& m)
 {
     switch (m.role)
     {
-    case role::user: return content_chars(m.content, false);
+    case role::user:  // Pi 1.6 counts user images too (#4983)
     case role::custom:
     case role::tool_result: return content_chars(m.content, true);
     case role::assistant:
@@ -50,6 +50,21 @@ std::size_t estimate_chars(const message& m)
     case role::bash_execution: return utf16_length(m.command) + utf16_length(m.output);
     case role::branch_summary:
     case role::compaction_summary: return utf16_length(m.summary);
+    case role::system:
+    {
+        std::size_t n = content_chars(m.content, true);
+        for (const auto& s : m.sections)
+            if (s.value)
+                n += utf16_length(*s.value);
+        if (m.tools_added)
+        {
+            boost::json::array tools;
+            for (const auto& t : *m.tools_added)
+                tools.push_back(t);
+            n += utf16_length(stringify(tools));
+        }
+        return n;
+    }
     case role::other: return 0;
     }
     return 0;

@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":"text"}})", errc::wrong_type, "message.content"},
         bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":5}]}})", errc::wrong_type, "message.content[0].text"},
-        bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user"}})", errc::missing_field, "message.content"},
+        bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"custom","customType":"x"}})", errc::missing_field, "message.content"},
         bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":7,"content":"x"}})", errc::wrong_type, "message.role"},
         bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"usage":{"input":"10"}}})", errc::wrong_type, "message.usage.input"},
         bad_field_case{R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"read","arguments":[1]}]}})", errc::wrong_type, "message.content[0].arguments"},

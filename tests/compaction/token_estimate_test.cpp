@@ -27,10 +27,13 @@ TEST(token_estimate, user_string_rounds_up)
     EXPECT_EQ(estimate_tokens(msg(R"({"role":"user","content":""})")), 0u);
 }
 
-TEST(token_estimate, user_images_count_zero_but_tool_result_images_count_4800)
+TEST(token_estimate, user_and_tool_result_images_count_4800_as_pi_1_6)
 {
+    // Delta §4.1: user [text "abcd", image] -> 1201 (0.73.1: 1); user [image] -> 1200.
     const auto user = msg(R"({"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image","data":"AAAA","mimeType":"image/png"}]})");
-    EXPECT_EQ(estimate_chars(user), 4u);
+    EXPECT_EQ(estimate_tokens(user), 1201u);
+    const auto image_only = msg(R"({"role":"user","content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]})");
+    EXPECT_EQ(estimate_tokens(image_only), 1200u);
     const auto tool = msg(R"({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"abcd"},{"type":"image","data":"AAAA","mimeType":"image/png"}],"isError":false})");
     EXPECT_EQ(estimate_chars(tool), 4804u);
     EXPECT_EQ(estimate_tokens(tool), 1201u);
@@ -64,4 +67,15 @@ TEST(token_estimate, bash_and_summaries)
     EXPECT_EQ(estimate_chars(msg(R"({"role":"compactionSummary","summary":"12345678","tokensBefore":5})")), 8u);
     EXPECT_EQ(estimate_chars(msg(R"({"role":"branchSummary","summary":"123","fromId":"x"})")), 3u);
     EXPECT_EQ(estimate_chars(msg(R"({"role":"somethingNew","content":"ignored"})")), 0u);
+}
+
+TEST(token_estimate, system_messages_count_content_sections_and_tools_json)
+{
+    // Delta §4.1: ceil((4 + 5 + 51) / 4) = 15; {content:"", toolsAdded:[]} -> 1 ("[]").
+    const auto s = msg(R"({"role":"system","content":"abcd","sections":{"a":"12345","b":null,"c":""},"toolsAdded":[{"name":"read","description":"d","parameters":{}}],"timestamp":1})");
+    EXPECT_EQ(estimate_tokens(s), 15u);
+    const auto empty = msg(R"({"role":"system","content":"","toolsAdded":[],"timestamp":1})");
+    EXPECT_EQ(estimate_tokens(empty), 1u);
+    const auto removed_only = msg(R"({"role":"system","content":"","toolsRemoved":[{"name":"write"}],"timestamp":1})");
+    EXPECT_EQ(estimate_tokens(removed_only), 0u);
 }

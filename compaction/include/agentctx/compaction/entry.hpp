@@ -1,4 +1,4 @@
-// Session log entries (spec §1.3–§1.5): the header, the nine entry types, and unknown ones.
+// Session log entries (spec §1.3–§1.5, Pi 1.6 delta §1.5): the header, the eleven entry types, unknown ones.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
@@ -27,6 +27,8 @@ enum class entry_type
     custom_message,
     label,
     session_info,
+    usage,         ///< Pi 1.6: model usage outside assistant messages (never in context)
+    context_edit,  ///< Pi 1.6: omits or replaces an earlier entry's contribution to context
     unknown,  ///< a type written by a newer tool; kept and written back unchanged
 };
 
@@ -59,6 +61,8 @@ struct entry
     std::string provider, model_id;  ///< model_change
 
     std::string summary;             ///< compaction, branch_summary
+    std::optional<struct usage> usage;  ///< compaction, branch_summary, usage (Pi 1.6)
+    std::shared_ptr<const struct message> system_message;  ///< compaction: the prompt checkpoint (Pi 1.6)
     std::string first_kept_entry_id;  ///< compaction
     double tokens_before = 0;         ///< compaction
     boost::json::value details;       ///< compaction, branch_summary, custom_message (null if absent)
@@ -69,7 +73,10 @@ struct entry
     struct content content;    ///< custom_message
     bool display = false;      ///< custom_message
 
-    std::string target_id;             ///< label
+    std::string target_id;             ///< label, context_edit
+    /// context_edit: nullopt = `replacement: null` (omit the target), else the new content.
+    std::optional<struct content> replacement;
+    std::string usage_kind;            ///< usage (`cache_warm`, ...)
     std::optional<std::string> label;  ///< label (absent/empty = clear)
     std::optional<std::string> name;   ///< session_info
 
@@ -90,9 +97,17 @@ session_header make_header(std::string id, std::string timestamp, std::string cw
 /// Builders for the entries agentctx writes, in Pi's field order (spec §1.4).
 result<entry> make_message_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
                                  boost::json::object message, diagnostics& diag);
+/// A compaction in Pi 1.6's field order (delta §1.4): ..., details?, usage?, fromHook, systemMessage?.
+/// `system_message` is the replayed prompt (its timestamp is replaced by the entry's time).
 entry make_compaction_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
                             std::string summary, std::string first_kept_entry_id, double tokens_before,
-                            boost::json::value details, bool from_hook);
+                            boost::json::value details, bool from_hook,
+                            std::optional<boost::json::object> usage = std::nullopt,
+                            std::optional<boost::json::object> system_message = std::nullopt);
+
+/// A `context_edit` entry (delta §1.5). `replacement` null omits the target.
+entry make_context_edit_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
+                              std::string target_id, boost::json::value replacement);
 
 /// Current time as Pi writes it: `2026-01-15T09:00:00.000Z`.
 std::string iso_timestamp_now();

@@ -23,6 +23,7 @@ enum class role
     custom,
     branch_summary,
     compaction_summary,
+    system,  ///< Pi 1.6: prompt and tool-set state (delta §1.6)
     other,  ///< a role this library does not know; kept, never sent, estimated as 0
 };
 
@@ -83,7 +84,23 @@ struct cost
 struct usage
 {
     std::int64_t input = 0, output = 0, cache_read = 0, cache_write = 0, total_tokens = 0;
+    std::optional<std::int64_t> cache_write_1h, reasoning;  ///< Pi 1.6 subsets (never in context counts)
     struct cost cost;
+    bool total_from_provider = false;  ///< cost.totalFromProvider
+};
+
+/// One named prompt section of a system message; `value` nullopt = the section is removed.
+struct prompt_section
+{
+    std::string name;
+    std::optional<std::string> value;
+};
+
+/// A call a tool made to another tool (`nestedCalls.calls[]`, delta §1.6); feeds file lists.
+struct nested_call
+{
+    std::string name;
+    std::optional<boost::json::object> arguments;  ///< absent when over Pi's size limits
 };
 
 /// One message of any role. Fields that a role does not use stay at their defaults.
@@ -111,6 +128,18 @@ struct message
     bool cancelled = false, truncated = false, exclude_from_context = false;
     std::optional<std::string> full_output_path;
 
+    // assistant (Pi 1.6): the thinking level the loop requested; never affects projection
+    std::optional<std::string> thinking_level;
+    // toolResult (Pi 1.6)
+    std::vector<nested_call> nested_calls;
+
+    // system (Pi 1.6): `content` above is the instruction text (string or text blocks);
+    // sections in JavaScript object order; tool declarations as written.
+    std::vector<prompt_section> sections;
+    bool has_sections = false;
+    std::optional<std::vector<boost::json::object>> tools_added;
+    std::vector<std::string> tools_removed;
+
     // custom
     std::string custom_type;
     bool display = false;
@@ -129,5 +158,12 @@ result<content> decode_content(const boost::json::value& v, std::string_view pat
 
 /// The concatenated text of a content's text blocks (no separator), or the string content.
 std::string content_text(const content& c);
+
+/// Decodes a `Usage` object (all fields optional numbers).
+result<struct usage> decode_usage(const boost::json::object& o, std::string_view path, diagnostics& diag);
+
+/// The keys of `o` in JavaScript enumeration order: integer-like keys (canonical array indices)
+/// ascending first, then the others in insertion order (delta §1.6 `sections`).
+std::vector<std::string_view> js_key_order(const boost::json::object& o);
 
 }  // namespace agentctx::compaction
