@@ -1,4 +1,4 @@
-// find_cut_point: the backward keepRecentTokens walk, metadata widening, split-turn detection.
+// find_cut_point over projected entries: budget walk, recovery-suffix rule, look-back, split turns.
 #include <agentctx/compaction/cut_point.hpp>
 
 #include <agentctx/compaction/transcript.hpp>
@@ -7,51 +7,105 @@
 
 namespace agentctx::compaction {
 
-bool is_valid_cut_point(const entry& e) noexcept
+namespace {
+
+template <class Pred>
+bool any_role(const projected_entry& p, Pred pred)
 {
-    if (e.type == entry_type::branch_summary || e.type == entry_type::custom_message)
-        return true;
-    if (e.type != entry_type::message || !e.message)
-        return false;
-    switch (e.message->role)
+    return std::any_of(p.messages.begin(), p.messages.end(), [&](const auto& m) { return pred(m->role); });
+}
+
+bool is_compaction(const projected_entry& p) noexcept
+{
+    return p.source->type == entry_type::compaction;
+}
+
+std::int64_t entry_tokens(const projected_entry& p, const token_counter& counter)
+{
+    std::int64_t t = 0;
+    for (const auto& m : p.messages)
+        t += static_cast<std::int64_t>(counter.count(*m));
+    return t;
+}
+
+// Delta §5.4 definitions.
+bool intrinsically_visible(const projected_entry& p)
+{
+    return p.source->type != entry_type::context_edit && !entry_messages(*p.source).empty();
+}
+
+bool omitted(const projected_entry& p)
+{
+    return p.messages.empty() && intrinsically_visible(p);
+}
+
+// The recovery-suffix rule: the kept range would hold only an omitted failed attempt (and
+// invisible entries), so the cut advances past the input that produced it.
+bool suffix_is_omitted_attempt(std::span<const projected_entry> e, std::size_t cut, std::size_t end)
+{
+    bool omitted_assistant = false;
+    for (std::size_t i = cut + 1; i < end; ++i)
     {
-    case role::user:
-    case role::assistant:
-    case role::bash_execution:
-    case role::custom:
-    case role::branch_summary:
-    case role::compaction_summary: return true;
-    default: return false;
+        const projected_entry& p = e[i];
+        if (is_compaction(p) || (intrinsically_visible(p) && !omitted(p)))
+            return false;
+        if (p.source->type == entry_type::message && p.source->message &&
+            p.source->message->role == role::assistant && omitted(p))
+            omitted_assistant = true;
+        if (p.source->type == entry_type::context_edit && p.source->replacement)
+        {
+            bool targets_omitted_suffix = false;
+            for (std::size_t j = cut + 1; j < end && !targets_omitted_suffix; ++j)
+                targets_omitted_suffix = e[j].source->id == p.source->target_id && omitted(e[j]);
+            if (!targets_omitted_suffix)
+                return false;
+        }
     }
+    return omitted_assistant;
 }
 
-bool is_turn_start(const entry& e) noexcept
+}  // namespace
+
+bool is_valid_cut_point(const projected_entry& p) noexcept
 {
-    if (e.type == entry_type::branch_summary || e.type == entry_type::custom_message)
-        return true;
-    return e.type == entry_type::message && e.message &&
-           (e.message->role == role::user || e.message->role == role::bash_execution);
+    if (is_compaction(p))
+        return false;
+    return any_role(p, [](role r) {
+        return r == role::user || r == role::assistant || r == role::bash_execution || r == role::custom ||
+               r == role::branch_summary || r == role::compaction_summary;
+    });
 }
 
-std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start)
+bool starts_turn(const projected_entry& p) noexcept
+{
+    if (is_compaction(p))
+        return false;
+    return any_role(p, [](role r) {
+        return r == role::user || r == role::bash_execution || r == role::custom || r == role::branch_summary ||
+               r == role::compaction_summary;
+    });
+}
+
+std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entries, std::size_t index,
+                                           std::size_t start)
 {
     for (std::size_t i = index + 1; i-- > start;)
-        if (is_turn_start(*path[i]))
+        if (starts_turn(entries[i]))
             return i;
     return std::nullopt;
 }
 
-std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
-                                            compat_mode mode)
+std::vector<std::size_t> allowed_cut_points(std::span<const projected_entry> entries, std::size_t start,
+                                            std::size_t end, compat_mode mode)
 {
     std::vector<std::size_t> cuts;
     for (std::size_t i = start; i < end; ++i)
-        if (is_valid_cut_point(*path[i]))
+        if (is_valid_cut_point(entries[i]))
             cuts.push_back(i);
     if (mode == compat_mode::pi)
         return cuts;
     // A cut at c keeps [c, end): it splits a tool round [first, last] when first < c <= last.
-    const auto rounds = tool_round_intervals(path, start, end);
+    const auto rounds = tool_round_intervals(entries, start, end);
     std::erase_if(cuts, [&](std::size_t c) {
         const auto it = std::upper_bound(rounds.begin(), rounds.end(), c, [](std::size_t v, const interval& iv) {
             return v < iv.first;
@@ -62,7 +116,7 @@ std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std
 }
 
 result<cut_point_result> find_cut_point(
-    std::span<const entry_ptr> path,
+    std::span<const projected_entry> e,
     std::size_t start,
     std::size_t end,
     std::int64_t keep_recent_tokens,
@@ -71,7 +125,7 @@ result<cut_point_result> find_cut_point(
 )
 {
     const bool pi = mode == compat_mode::pi;
-    const auto cuts = allowed_cut_points(path, start, end, mode);
+    const auto cuts = allowed_cut_points(e, start, end, mode);
     cut_point_result r;
     if (cuts.empty())
     {
@@ -84,40 +138,81 @@ result<cut_point_result> find_cut_point(
     std::int64_t acc = 0;
     for (std::size_t i = end; i-- > start;)
     {
-        const entry& e = *path[i];
-        if (e.type != entry_type::message || !e.message)
-            continue;  // Pi counts only message entries (tool results included)
-        acc += static_cast<std::int64_t>(counter.count(*e.message));
+        const std::int64_t t = entry_tokens(e[i], counter);
+        if (t == 0)
+            continue;  // omitted entries, metadata and edits weigh nothing
+        acc += t;
         if (acc < keep_recent_tokens)
             continue;
         r.crossing_index = i;
+        // The first cut point at or after the crossing; inside trailing tool results the last
+        // one before it (their assistant), as Pi 1.6 does.
         const auto at_or_after = std::lower_bound(cuts.begin(), cuts.end(), i);
-        if (at_or_after != cuts.end())
-            cut = *at_or_after;
-        else if (!pi)
-            // Fix 1: the budget was crossed inside trailing tool results. Pi falls back to the
-            // first cut point (keeps everything, compacts again next turn); we take the nearest
-            // allowed cut point before the crossing.
-            cut = *std::prev(at_or_after);
+        cut = at_or_after != cuts.end() ? *at_or_after : cuts.back();
         break;
+    }
+    if (r.crossing_index && suffix_is_omitted_attempt(e, cut, end))
+    {
+        ++cut;
+        r.advanced_past_omitted_attempt = true;
     }
     const std::size_t chosen = cut;
     r.chosen_index = chosen;
-    while (cut > start && path[cut - 1]->type != entry_type::message && path[cut - 1]->type != entry_type::compaction)
-        --cut;  // keep adjacent metadata with the retained side
+    while (cut > start && !is_compaction(e[cut - 1]) && e[cut - 1].messages.empty())
+        --cut;  // context-invisible entries (metadata, edits, omitted entries) stay with the kept side
     r.first_kept_index = cut;
-    auto is_user = [](const entry& e) {
-        return e.type == entry_type::message && e.message && e.message->role == role::user;
-    };
-    // Fix 2: Pi tests the widened cut, so a prompt preceded by metadata looks like a split turn
-    // of the previous turn. The chosen cut point is what starts the retained region.
-    const bool user_cut = pi ? is_user(*path[cut]) : is_user(*path[chosen]);
-    if (!user_cut)
+    // Fix: Pi tests the widened cut, so a prompt preceded by metadata looks like a split turn of
+    // the previous turn. The chosen cut point is what starts the kept region.
+    const bool turn_cut = starts_turn(e[pi ? cut : chosen]);
+    if (!turn_cut)
     {
-        r.turn_start_index = find_turn_start(path, cut, start);
+        r.turn_start_index = find_turn_start(e, cut, start);
         r.is_split_turn = r.turn_start_index.has_value();
     }
     return r;
+}
+
+std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path)
+{
+    std::vector<projected_entry> out;
+    out.reserve(path.size());
+    for (std::size_t i = 0; i < path.size(); ++i)
+        out.push_back({path[i], i, nullptr, entry_messages(*path[i])});
+    return out;
+}
+
+bool is_valid_cut_point(const entry& e)
+{
+    return is_valid_cut_point(projected_entry{std::make_shared<entry>(e), 0, nullptr, entry_messages(e)});
+}
+
+bool is_turn_start(const entry& e)
+{
+    return starts_turn(projected_entry{std::make_shared<entry>(e), 0, nullptr, entry_messages(e)});
+}
+
+std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start)
+{
+    return find_turn_start(raw_projected_entries(path), index, start);
+}
+
+std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
+                                            compat_mode mode)
+{
+    return allowed_cut_points(raw_projected_entries(path), start, end, mode);
+}
+
+result<cut_point_result> find_cut_point(
+    std::span<const entry_ptr> path,
+    std::size_t start,
+    std::size_t end,
+    std::int64_t keep_recent_tokens,
+    compat_mode mode,
+    const token_counter& counter
+)
+{
+    // Raw entries carry no edits, so the recovery-suffix rule never applies here.
+    return find_cut_point(raw_projected_entries(path), start, end, keep_recent_tokens, mode, counter);
 }
 
 }  // namespace agentctx::compaction

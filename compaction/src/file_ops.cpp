@@ -10,26 +10,40 @@
 
 namespace agentctx::compaction {
 
+namespace {
+
+void record_call(std::string_view name, const boost::json::object& arguments, file_operations& ops)
+{
+    const auto* p = arguments.if_contains("path");
+    if (!p || !p->is_string() || p->get_string().empty())
+        return;
+    const std::string path(p->get_string());
+    if (name == "read")
+        ops.read.insert(path);
+    else if (name == "write")
+        ops.written.insert(path);
+    else if (name == "edit")
+        ops.edited.insert(path);
+}
+
+}  // namespace
+
 void extract_file_ops(const message& m, file_operations& ops)
 {
+    if (m.role == role::tool_result)
+    {
+        // Pi 1.6 (delta §8): calls a tool made to other tools count like tool calls; records
+        // without arguments (over Pi's size limits) contribute nothing; status is ignored.
+        for (const auto& c : m.nested_calls)
+            if (c.arguments)
+                record_call(c.name, *c.arguments, ops);
+        return;
+    }
     if (m.role != role::assistant)
         return;
     for (const auto& b : m.content.blocks)
-    {
-        const auto* c = std::get_if<tool_call_block>(&b);
-        if (!c)
-            continue;
-        const auto* p = c->arguments.if_contains("path");
-        if (!p || !p->is_string() || p->get_string().empty())
-            continue;
-        const std::string path(p->get_string());
-        if (c->name == "read")
-            ops.read.insert(path);
-        else if (c->name == "write")
-            ops.written.insert(path);
-        else if (c->name == "edit")
-            ops.edited.insert(path);
-    }
+        if (const auto* c = std::get_if<tool_call_block>(&b))
+            record_call(c->name, c->arguments, ops);
 }
 
 void seed_file_ops(const boost::json::value& details, file_operations& ops)

@@ -1,35 +1,29 @@
-// prepare_compaction: range after the previous compaction, cut, summarized/prefix/kept split, file ops.
+// prepare_compaction (Pi 1.6 delta §6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
 namespace agentctx::compaction {
 
 namespace {
 
-std::optional<std::size_t> last_compaction(std::span<const entry_ptr> path)
-{
-    for (std::size_t i = path.size(); i-- > 0;)
-        if (path[i]->type == entry_type::compaction)
-            return i;
-    return std::nullopt;
-}
-
-// Start of the planned range (0.73.1): the previous compaction's kept entry, else the entry after it.
-std::size_t boundary_start_of(std::span<const entry_ptr> path, std::optional<std::size_t> prev)
-{
-    if (!prev)
-        return 0;
-    const std::string& kept = path[*prev]->first_kept_entry_id;
-    for (std::size_t i = 0; i < *prev; ++i)
-        if (path[i]->id == kept)
-            return i;
-    return *prev + 1;
-}
-
-void collect(std::span<const entry_ptr> path, std::size_t from, std::size_t to, std::vector<context_message>& out)
+// Delta §6 step 9: projected messages without system messages; compactions contribute nothing.
+void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, std::vector<context_message>& out)
 {
     for (std::size_t i = from; i < to; ++i)
-        if (auto m = message_of_entry(*path[i], true))  // empty branch summaries too (§6.9)
-            out.push_back({std::move(m), path[i]->id});
+    {
+        if (e[i].source->type == entry_type::compaction)
+            continue;
+        for (const auto& m : e[i].messages)
+            if (m->role != role::system)
+                out.push_back({m, e[i].source->id});
+    }
+}
+
+std::string transcript_message(const std::vector<transcript_issue>& issues)
+{
+    std::string msg = "the transcript's tool calls and results do not pair up:";
+    for (const auto& is : issues)
+        msg += std::string(" ") + to_string(is.kind) + " (entry " + is.entry_id + ", call " + is.tool_call_id + ");";
+    return msg;
 }
 
 }  // namespace
@@ -53,60 +47,71 @@ result<compaction_preparation> prepare_compaction(
         diag.message = "the last entry is already a compaction";
         return errc::already_compacted;
     }
+    const session_context ctx = build_session_context(path);
+    const auto& e = ctx.entries;
     compaction_preparation p;
-    const auto prev = last_compaction(path);
-    p.boundary_start = boundary_start_of(path, prev);
+
+    // The previous compaction is the first projected entry when it contributes messages.
+    std::optional<std::size_t> prev;
+    for (std::size_t i = 0; i < e.size() && !prev; ++i)
+        if (e[i].source->type == entry_type::compaction && !e[i].messages.empty())
+            prev = i;
+    p.boundary_projected = prev ? *prev + 1 : 0;
     if (prev)
-        p.previous_summary = path[*prev]->summary;
-    const std::size_t end = path.size();
+        p.previous_summary = e[*prev].source->summary;
+    const std::size_t end = e.size();
+    p.boundary_start = p.boundary_projected < end ? e[p.boundary_projected].path_index : path.size();
 
     if (!pi)
     {
-        const auto issues = validate_transcript(path, p.boundary_start, end);
+        const auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, end);
         if (!issues.empty())
         {
-            diag.message = "the transcript's tool calls and results do not pair up:";
-            for (const auto& is : issues)
-                diag.message += std::string(" ") + to_string(is.kind) + " (entry " + is.entry_id + ", call " +
-                                is.tool_call_id + ");";
+            diag.message = transcript_message(issues);
             return errc::transcript_invalid;
         }
     }
 
-    const session_context ctx = build_session_context(path);
-    p.tokens_before =
-        estimate_context_tokens(ctx.messages, counter, pi ? std::nullopt : latest_compaction_time(ctx)).tokens;
+    p.tokens_before = estimate_projected_context_tokens(ctx, counter).tokens;
 
-    auto cut = find_cut_point(path, p.boundary_start, end, settings.keep_recent_tokens, opts.mode, counter);
+    auto cut = find_cut_point(e, p.boundary_projected, end, settings.keep_recent_tokens, opts.mode, counter);
     if (!cut)
     {
         diag.message = "no cut point in the range keeps tool calls with their results";
         return cut.error();
     }
-    p.first_kept_index = cut->first_kept_index;
-    p.first_kept_entry_id = path[p.first_kept_index]->id;
+    p.first_kept_projected = cut->first_kept_index;
+    if (p.first_kept_projected >= end)
+    {
+        diag.message = "the range after the previous compaction is empty";
+        return errc::nothing_to_compact;
+    }
+    p.first_kept_index = e[p.first_kept_projected].path_index;
+    p.first_kept_entry_id = e[p.first_kept_projected].source->id;
     p.is_split_turn = cut->is_split_turn;
     p.turn_start_index = cut->turn_start_index;
     p.crossing_index = cut->crossing_index;
+    p.advanced_past_omitted_attempt = cut->advanced_past_omitted_attempt;
 
-    const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_index;
-    collect(path, p.boundary_start, history_end, p.messages_to_summarize);
+    const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
+    collect(e, p.boundary_projected, history_end, p.messages_to_summarize);
     if (p.is_split_turn)
-        collect(path, *p.turn_start_index, p.first_kept_index, p.turn_prefix_messages);
+        collect(e, *p.turn_start_index, p.first_kept_projected, p.turn_prefix_messages);
 
-    if (prev && !path[*prev]->from_hook)
-        seed_file_ops(path[*prev]->details, p.file_ops);
-    for (const auto& m : p.messages_to_summarize)
-        extract_file_ops(*m.msg, p.file_ops);
-    for (const auto& m : p.turn_prefix_messages)
-        extract_file_ops(*m.msg, p.file_ops);
-
-    if (!pi && p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
+    if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
     {
+        // Pi 1.6 returns undefined here (#4811): "Nothing to compact (session too small)".
         diag.message = "nothing lies before the cut (keepRecentTokens " + std::to_string(settings.keep_recent_tokens) +
                        " keeps the whole range)";
         return errc::nothing_to_compact;
     }
+
+    if (prev && !e[*prev].source->from_hook)
+        seed_file_ops(e[*prev].source->details, p.file_ops);
+    for (const auto& m : p.messages_to_summarize)
+        extract_file_ops(*m.msg, p.file_ops);
+    for (const auto& m : p.turn_prefix_messages)
+        extract_file_ops(*m.msg, p.file_ops);
     return p;
 }
 
@@ -115,7 +120,8 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
     const auto indices = log.active_path();
     planning_path pp;
     pp.entries.reserve(indices.size());
-    // Find the previous compaction and its kept entry from the index alone.
+    // The previous compaction and its kept entry. The compaction itself is materialized: on a
+    // v1/v2 file only the migrated entry knows its firstKeptEntryId.
     std::optional<std::size_t> prev;
     for (std::size_t k = indices.size(); k-- > 0;)
         if (log.meta(indices[k]).type == entry_type::compaction)
@@ -126,10 +132,12 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
     pp.needed_from = 0;
     if (prev)
     {
+        auto c = log.get(indices[*prev], diag);
+        if (!c)
+            return c.error();
         pp.needed_from = *prev;
-        const std::string& kept = log.meta(indices[*prev]).first_kept_entry_id;
         for (std::size_t k = 0; k < *prev; ++k)
-            if (log.meta(indices[k]).id == kept)
+            if (log.meta(indices[k]).id == (*c)->first_kept_entry_id)
             {
                 pp.needed_from = k;
                 break;
@@ -137,7 +145,9 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
     }
     for (std::size_t k = 0; k < indices.size(); ++k)
     {
-        if (k >= pp.needed_from)
+        const entry_meta& m = log.meta(indices[k]);
+        // Context edits are few and may target entries anywhere: always materialize them.
+        if (k >= pp.needed_from || m.type == entry_type::context_edit)
         {
             auto e = log.get(indices[k], diag);
             if (!e)
@@ -145,7 +155,6 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
             pp.entries.push_back(std::move(*e));
             continue;
         }
-        const entry_meta& m = log.meta(indices[k]);
         auto stub = std::make_shared<entry>();
         stub->type = m.type;
         stub->id = m.id;
@@ -159,11 +168,11 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
             stub->provider = m.provider;
             stub->model_id = m.model;
         }
-        else if (m.type == entry_type::message && m.message_role == role::assistant)
+        else if (m.type == entry_type::message)
         {
             auto msg = std::make_shared<message>();
-            msg->role = role::assistant;
-            msg->role_name = "assistant";
+            msg->role = m.message_role;
+            msg->role_name = std::string(to_string(m.message_role));
             msg->provider = m.provider;
             msg->model = m.model;
             stub->message = std::move(msg);

@@ -1,7 +1,11 @@
-// build_session_context: latest compaction -> summary, kept entries, later entries (spec §2).
+// Pi 1.6 projection: selected entries, context edits, per-entry messages, system replay (delta §2).
 #include <agentctx/compaction/projection.hpp>
 
+#include <agentctx/compaction/json_text.hpp>
+
+#include <algorithm>
 #include <functional>
+#include <unordered_map>
 
 namespace agentctx::compaction {
 
@@ -48,17 +52,210 @@ std::shared_ptr<const message> compaction_summary_message(const entry& c)
     return m;
 }
 
+std::vector<std::shared_ptr<const message>> entry_messages(const entry& e)
+{
+    if (e.type == entry_type::compaction)
+    {
+        if (e.system_message)
+            return {e.system_message, compaction_summary_message(e)};
+        return {compaction_summary_message(e)};
+    }
+    if (auto m = message_of_entry(e))
+        return {std::move(m)};
+    return {};
+}
+
+std::vector<std::shared_ptr<const message>> project_entry(const entry& e, const entry* edit)
+{
+    auto msgs = entry_messages(e);
+    if (!edit)
+        return msgs;
+    if (!edit->replacement)
+        return {};  // omitted, whatever the entry type
+    for (auto& m : msgs)
+    {
+        const role r = m->role;
+        if (r != role::user && r != role::assistant && r != role::tool_result && r != role::custom)
+            continue;  // bashExecution, summaries and system messages keep their content
+        auto copy = std::make_shared<message>(*m);
+        copy->content = *edit->replacement;
+        if ((r == role::assistant || r == role::tool_result) && copy->content.is_string)
+        {
+            copy->content.blocks = {text_block{std::move(copy->content.text)}};
+            copy->content.text.clear();
+            copy->content.is_string = false;
+        }
+        m = std::move(copy);
+    }
+    return msgs;
+}
+
+namespace {
+
+// contentText of pi-ai: a string as is, text blocks joined with "\n".
+std::string replay_text(const content& c)
+{
+    if (c.is_string)
+        return c.text;
+    std::string out;
+    bool first = true;
+    for (const auto& b : c.blocks)
+        if (const auto* t = std::get_if<text_block>(&b))
+        {
+            if (!first)
+                out += '\n';
+            out += t->text;
+            first = false;
+        }
+    return out;
+}
+
+// An ordered map with Pi's patch rule: an existing name keeps its place, a new one goes last.
+template <class V>
+struct ordered_patch
+{
+    std::vector<std::pair<std::string, V>> items;
+
+    void set(const std::string& k, V v)
+    {
+        for (auto& [name, value] : items)
+            if (name == k)
+            {
+                value = std::move(v);
+                return;
+            }
+        items.emplace_back(k, std::move(v));
+    }
+    void erase(const std::string& k)
+    {
+        std::erase_if(items, [&](const auto& kv) { return kv.first == k; });
+    }
+};
+
+template <class Range, class Get>
+std::shared_ptr<const message> replay(const Range& messages, Get get)
+{
+    std::shared_ptr<message> out;
+    std::vector<std::string> texts;
+    ordered_patch<std::string> sections;
+    ordered_patch<boost::json::object> tools;
+    for (const auto& item : messages)
+    {
+        const message& m = get(item);
+        if (m.role != role::system)
+            continue;
+        if (!out)
+        {
+            out = std::make_shared<message>();
+            out->role = role::system;
+            out->role_name = "system";
+            out->timestamp = m.timestamp;
+        }
+        if (auto t = replay_text(m.content); !t.empty())
+            texts.push_back(std::move(t));
+        for (const auto& s : m.sections)
+        {
+            if (s.value)
+                sections.set(s.name, *s.value);
+            else
+                sections.erase(s.name);
+        }
+        for (const auto& name : m.tools_removed)
+            tools.erase(name);
+        if (m.tools_added)
+            for (const auto& t : *m.tools_added)
+                tools.set(std::string(t.at("name").get_string()), t);
+    }
+    if (!out)
+        return nullptr;
+    out->content.is_string = true;
+    for (std::size_t i = 0; i < texts.size(); ++i)
+        out->content.text += (i ? "\n\n" : "") + texts[i];
+    for (auto& [name, value] : sections.items)
+        out->sections.push_back({name, std::move(value)});
+    out->has_sections = !out->sections.empty();
+    if (!tools.items.empty())
+    {
+        out->tools_added.emplace();
+        for (auto& [name, t] : tools.items)
+            out->tools_added->push_back(std::move(t));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const message> replay_system_messages(std::span<const context_message> messages)
+{
+    return replay(messages, [](const context_message& c) -> const message& { return *c.msg; });
+}
+
+std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages)
+{
+    return replay(messages, [](const std::shared_ptr<const message>& m) -> const message& { return *m; });
+}
+
+boost::json::object system_message_json(const message& m)
+{
+    boost::json::object o;
+    o["role"] = "system";
+    o["content"] = m.content.is_string ? m.content.text : content_text(m.content);
+    if (!m.sections.empty())
+    {
+        // JavaScript enumerates integer-like keys first: write them first so stringify agrees.
+        boost::json::object all;
+        for (const auto& s : m.sections)
+            all[s.name] = s.value ? boost::json::value(*s.value) : boost::json::value(nullptr);
+        boost::json::object sections;
+        for (const auto k : js_key_order(all))
+            sections[k] = all.at(k);
+        o["sections"] = std::move(sections);
+    }
+    if (m.tools_added && !m.tools_added->empty())
+    {
+        boost::json::array tools;
+        for (const auto& t : *m.tools_added)
+            tools.push_back(t);
+        o["toolsAdded"] = std::move(tools);
+    }
+    if (m.timestamp == static_cast<double>(static_cast<std::int64_t>(m.timestamp)))
+        o["timestamp"] = static_cast<std::int64_t>(m.timestamp);
+    else
+        o["timestamp"] = m.timestamp;
+    return o;
+}
+
+std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp)
+{
+    if (!ctx.system)
+        return std::nullopt;
+    message m = *ctx.system;
+    m.timestamp = parse_iso_timestamp(entry_timestamp).value_or(0);
+    return system_message_json(m);
+}
+
 namespace {
 
 using materialize_fn = std::function<result<entry_ptr>(std::size_t path_pos)>;
 
-bool emits(const entry_meta& m)
+// Entries whose content the projection reads; the others are represented by index data.
+bool needs_materializing(entry_type t)
 {
-    return m.type == entry_type::message || m.type == entry_type::custom_message ||
-           m.type == entry_type::branch_summary;
+    return t == entry_type::message || t == entry_type::custom_message || t == entry_type::branch_summary ||
+           t == entry_type::compaction || t == entry_type::context_edit;
 }
 
-// The one implementation of §2 over index data; entries are materialized only when emitted.
+entry_ptr stand_in(const entry_meta& m)
+{
+    auto e = std::make_shared<entry>();
+    e->type = m.type;
+    e->id = m.id;
+    e->target_id = m.target_id;
+    e->thinking_level = m.thinking_level;
+    return e;
+}
+
+// Delta §2.1 + §2.3 over index data; entries are materialized only where content matters.
 result<session_context> project(const std::vector<const entry_meta*>& path, const materialize_fn& get)
 {
     session_context ctx;
@@ -74,45 +271,74 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
         else if (m.type == entry_type::model_change ||
                  (m.type == entry_type::message && m.message_role == role::assistant))
             ctx.model = model_ref{m.provider, m.model};
-        else if (m.type == entry_type::compaction)
+        if (m.type == entry_type::compaction)
             compaction = i;
+        if (m.type == entry_type::compaction || m.type == entry_type::context_edit)
+            ctx.last_edit_or_compaction = i;
     }
-    boost::system::error_code failure;
-    auto emit = [&](std::size_t i) -> bool {
-        if (!emits(*path[i]))
-            return true;
-        auto e = get(i);
-        if (!e)
-        {
-            failure = e.error();
-            return false;
-        }
-        if (auto msg = message_of_entry(**e))
-            ctx.messages.push_back({std::move(msg), (*e)->id});
-        return true;
-    };
-    std::size_t begin = 0;
+
+    // 1. The selected range: [C], the kept entries before it (no system messages), the rest.
+    std::vector<std::size_t> selected;
+    selected.reserve(path.size());
+    std::size_t after = 0;
+    entry_ptr latest;
     if (compaction)
     {
         auto c = get(*compaction);
         if (!c)
             return c.error();
-        ctx.messages.push_back({compaction_summary_message(**c), (*c)->id});
-        begin = *compaction;  // nothing before the compaction unless firstKeptEntryId is found
+        latest = *c;
+        selected.push_back(*compaction);
+        std::size_t begin = *compaction;  // retain-none and dangling ids keep nothing
         for (std::size_t i = 0; i < *compaction; ++i)
-            if (path[i]->id == (*c)->first_kept_entry_id)
+            if (path[i]->id == latest->first_kept_entry_id)
             {
                 begin = i;
                 break;
             }
         for (std::size_t i = begin; i < *compaction; ++i)
-            if (!emit(i))
-                return failure;
-        begin = *compaction + 1;
+            if (!(path[i]->type == entry_type::message && path[i]->message_role == role::system))
+                selected.push_back(i);
+        after = *compaction + 1;
     }
-    for (std::size_t i = begin; i < path.size(); ++i)
-        if (!emit(i))
-            return failure;
+    for (std::size_t i = after; i < path.size(); ++i)
+        selected.push_back(i);
+
+    // 2. Materialize; the latest edit per target inside the range wins.
+    ctx.entries.reserve(selected.size());
+    std::unordered_map<std::string_view, entry_ptr> edits;
+    for (const std::size_t i : selected)
+    {
+        entry_ptr e;
+        if (latest && i == *compaction)
+            e = latest;
+        else if (needs_materializing(path[i]->type))
+        {
+            auto r = get(i);
+            if (!r)
+                return r.error();
+            e = std::move(*r);
+        }
+        else
+            e = stand_in(*path[i]);
+        if (e->type == entry_type::context_edit)
+            edits[e->target_id] = e;
+        ctx.entries.push_back({std::move(e), i, nullptr, {}});
+    }
+
+    // 3. Messages per entry; an older compaction inside the kept range contributes nothing.
+    for (std::size_t k = 0; k < ctx.entries.size(); ++k)
+    {
+        projected_entry& p = ctx.entries[k];
+        if (p.source->type == entry_type::compaction && k > 0)
+            continue;
+        if (const auto it = edits.find(p.source->id); it != edits.end())
+            p.edit = it->second;
+        p.messages = project_entry(*p.source, p.edit.get());
+        for (const auto& m : p.messages)
+            ctx.messages.push_back({m, p.source->id});
+    }
+    ctx.system = replay_system_messages(ctx.messages);
     return ctx;
 }
 
@@ -148,7 +374,11 @@ session_context build_session_context(std::span<const entry_ptr> path)
     for (const auto& m : metas)
         ptrs.push_back(&m);
     // Materialized entries cannot fail to materialize.
-    return project(ptrs, [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; }).value();
+    auto ctx = project(ptrs, [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; }).value();
+    // Stand-ins are only needed for index-backed paths: use the real entries.
+    for (auto& p : ctx.entries)
+        p.source = path[p.path_index];
+    return ctx;
 }
 
 }  // namespace agentctx::compaction

@@ -51,14 +51,20 @@ std::int64_t tokens_after_compaction(
     const token_counter& counter
 )
 {
-    message s;
-    s.role = role::compaction_summary;
-    s.summary = summary;
-    auto total = static_cast<std::int64_t>(counter.count(s));
-    for (std::size_t i = first_kept_index; i < path.size(); ++i)
-        if (path[i]->type != entry_type::compaction)
-            if (auto m = message_of_entry(*path[i]))
-                total += static_cast<std::int64_t>(counter.count(*m));
+    // Pi 1.6's estimatedTokensAfter: every message of the projection the new compaction would
+    // produce (its system checkpoint, the summary, the kept entries as edited), no usage.
+    if (path.empty() || first_kept_index >= path.size())
+        return 0;
+    const std::string ts = path.back()->timestamp;
+    const auto checkpoint = system_checkpoint(build_session_context(path), ts);
+    std::vector<entry_ptr> next(path.begin(), path.end());
+    next.push_back(std::make_shared<const entry>(make_compaction_entry(
+        "(after)", path.back()->id, ts, summary, path[first_kept_index]->id, 0, nullptr, false, std::nullopt,
+        checkpoint
+    )));
+    std::int64_t total = 0;
+    for (const auto& m : build_session_context(next).messages)
+        total += static_cast<std::int64_t>(counter.count(*m.msg));
     return total;
 }
 

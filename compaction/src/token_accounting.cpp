@@ -24,7 +24,7 @@ std::int64_t calculate_context_tokens(const usage& u) noexcept
 bool has_usage(const message& m) noexcept
 {
     return m.role == role::assistant && m.usage && m.stop_reason != stop_reason::aborted &&
-           m.stop_reason != stop_reason::error;
+           m.stop_reason != stop_reason::error && calculate_context_tokens(*m.usage) > 0;
 }
 
 context_estimate estimate_context_tokens(
@@ -54,6 +54,36 @@ context_estimate estimate_context_tokens(
     return est;
 }
 
+context_estimate estimate_projected_context_tokens(const session_context& ctx, const token_counter& counter)
+{
+    context_estimate est = estimate_context_tokens(ctx.messages, counter);
+    if (est.last_usage_index)
+    {
+        // The path index of the entry that holds the anchoring message.
+        std::size_t seen = 0;
+        std::optional<std::size_t> u;
+        for (const auto& p : ctx.entries)
+        {
+            seen += p.messages.size();
+            if (seen > *est.last_usage_index)
+            {
+                u = p.path_index;
+                break;
+            }
+        }
+        if (u && (!ctx.last_edit_or_compaction || *u > *ctx.last_edit_or_compaction))
+            return est;
+    }
+    context_estimate pure;
+    if (ctx.system)
+        pure.tokens += static_cast<std::int64_t>(counter.count(*ctx.system));
+    for (const auto& m : ctx.messages)
+        if (m.msg->role != role::system)
+            pure.tokens += static_cast<std::int64_t>(counter.count(*m.msg));
+    pure.trailing_tokens = pure.tokens;
+    return pure;
+}
+
 std::optional<double> latest_compaction_time(const session_context& ctx) noexcept
 {
     if (!ctx.messages.empty() && ctx.messages.front().msg->role == role::compaction_summary)
@@ -76,19 +106,20 @@ std::optional<context_usage_report> context_usage(
         return std::nullopt;
     context_usage_report r;
     r.context_window = context_window;
-    const auto compacted_at = latest_compaction_time(ctx);
-    if (compacted_at)
+    // Delta §10.8: after a compaction the count is unknown until a projected assistant after it
+    // reports valid usage.
+    if (!ctx.entries.empty() && ctx.entries.front().source->type == entry_type::compaction)
     {
+        const std::size_t at = ctx.entries.front().path_index;
         bool fresh = false;
-        for (auto it = ctx.messages.rbegin(); it != ctx.messages.rend() && !fresh; ++it)
-        {
-            const message& m = *it->msg;
-            fresh = has_usage(m) && m.timestamp > *compacted_at && calculate_context_tokens(*m.usage) > 0;
-        }
+        for (auto it = ctx.entries.rbegin(); it != ctx.entries.rend() && !fresh; ++it)
+            if (it->path_index > at)
+                for (const auto& m : it->messages)
+                    fresh = fresh || has_usage(*m);
         if (!fresh)
-            return r;  // unknown until the model reports usage for the compacted context
+            return r;
     }
-    r.tokens = estimate_context_tokens(ctx.messages, counter).tokens;
+    r.tokens = estimate_projected_context_tokens(ctx, counter).tokens;
     r.percent = static_cast<double>(*r.tokens) / static_cast<double>(context_window) * 100.0;
     return r;
 }

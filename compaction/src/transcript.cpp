@@ -20,12 +20,6 @@ const char* to_string(transcript_issue_kind k) noexcept
 
 namespace {
 
-const message* message_at(std::span<const entry_ptr> path, std::size_t i)
-{
-    const auto& e = path[i];
-    return e && e->type == entry_type::message && e->message ? e->message.get() : nullptr;
-}
-
 template <class F>
 void for_each_call(const message& m, F&& f)
 {
@@ -36,9 +30,24 @@ void for_each_call(const message& m, F&& f)
             f(*c);
 }
 
-}  // namespace
+// Visits the messages of position i: a raw path entry (its own message) or a projected entry.
+template <class F>
+void visit_messages(std::span<const entry_ptr> path, std::size_t i, F&& f)
+{
+    const auto& e = path[i];
+    if (e && e->type == entry_type::message && e->message)
+        f(*e->message, e->id);
+}
 
-std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path, std::size_t start, std::size_t end)
+template <class F>
+void visit_messages(std::span<const projected_entry> entries, std::size_t i, F&& f)
+{
+    for (const auto& m : entries[i].messages)
+        f(*m, entries[i].source->id);
+}
+
+template <class Seq>
+std::vector<transcript_issue> validate_impl(Seq seq, std::size_t start, std::size_t end)
 {
     struct call_info
     {
@@ -48,49 +57,39 @@ std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> pat
     std::unordered_map<std::string, call_info> calls;
     std::vector<transcript_issue> issues;
     for (std::size_t i = start; i < end; ++i)
-    {
-        const message* m = message_at(path, i);
-        if (!m)
-            continue;
-        for_each_call(*m, [&](const tool_call_block& c) {
-            if (!calls.emplace(c.id, call_info{c.name, 0}).second)
-                issues.push_back({transcript_issue_kind::duplicate_call_id, path[i]->id, c.id});
+        visit_messages(seq, i, [&](const message& m, const std::string& id) {
+            for_each_call(m, [&](const tool_call_block& c) {
+                if (!calls.emplace(c.id, call_info{c.name, 0}).second)
+                    issues.push_back({transcript_issue_kind::duplicate_call_id, id, c.id});
+            });
+            if (m.role != role::tool_result)
+                return;
+            const auto it = calls.find(m.tool_call_id);
+            if (it == calls.end())
+            {
+                issues.push_back({transcript_issue_kind::result_without_call, id, m.tool_call_id});
+                return;
+            }
+            if (++it->second.results == 2)
+                issues.push_back({transcript_issue_kind::call_with_two_results, id, m.tool_call_id});
+            if (!m.tool_name.empty() && m.tool_name != it->second.name)
+                issues.push_back({transcript_issue_kind::name_mismatch, id, m.tool_call_id});
         });
-        if (m->role != role::tool_result)
-            continue;
-        const auto it = calls.find(m->tool_call_id);
-        if (it == calls.end())
-        {
-            issues.push_back({transcript_issue_kind::result_without_call, path[i]->id, m->tool_call_id});
-            continue;
-        }
-        if (++it->second.results == 2)
-            issues.push_back({transcript_issue_kind::call_with_two_results, path[i]->id, m->tool_call_id});
-        if (!m->tool_name.empty() && m->tool_name != it->second.name)
-            issues.push_back({transcript_issue_kind::name_mismatch, path[i]->id, m->tool_call_id});
-    }
     return issues;
 }
 
-std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path)
+template <class Seq>
+std::vector<interval> rounds_impl(Seq seq, std::size_t start, std::size_t end)
 {
-    return validate_transcript(path, 0, path.size());
-}
-
-std::vector<interval> tool_round_intervals(std::span<const entry_ptr> path, std::size_t start, std::size_t end)
-{
-    std::unordered_map<std::string, std::size_t> call_at;  // call id -> index of its assistant
+    std::unordered_map<std::string, std::size_t> call_at;      // call id -> index of its assistant
     std::unordered_map<std::size_t, std::size_t> last_result;  // assistant index -> last result index
     for (std::size_t i = start; i < end; ++i)
-    {
-        const message* m = message_at(path, i);
-        if (!m)
-            continue;
-        for_each_call(*m, [&](const tool_call_block& c) { call_at.emplace(c.id, i); });
-        if (m->role == role::tool_result)
-            if (const auto it = call_at.find(m->tool_call_id); it != call_at.end())
-                last_result[it->second] = i;
-    }
+        visit_messages(seq, i, [&](const message& m, const std::string&) {
+            for_each_call(m, [&](const tool_call_block& c) { call_at.emplace(c.id, i); });
+            if (m.role == role::tool_result)
+                if (const auto it = call_at.find(m.tool_call_id); it != call_at.end())
+                    last_result[it->second] = i;
+        });
     std::vector<interval> v;
     v.reserve(last_result.size());
     for (const auto& [first, last] : last_result)
@@ -105,6 +104,34 @@ std::vector<interval> tool_round_intervals(std::span<const entry_ptr> path, std:
             merged.push_back(iv);
     }
     return merged;
+}
+
+}  // namespace
+
+std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path, std::size_t start, std::size_t end)
+{
+    return validate_impl(path, start, end);
+}
+
+std::vector<transcript_issue> validate_transcript(std::span<const projected_entry> entries, std::size_t start,
+                                                  std::size_t end)
+{
+    return validate_impl(entries, start, end);
+}
+
+std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path)
+{
+    return validate_transcript(path, 0, path.size());
+}
+
+std::vector<interval> tool_round_intervals(std::span<const entry_ptr> path, std::size_t start, std::size_t end)
+{
+    return rounds_impl(path, start, end);
+}
+
+std::vector<interval> tool_round_intervals(std::span<const projected_entry> entries, std::size_t start, std::size_t end)
+{
+    return rounds_impl(entries, start, end);
 }
 
 }  // namespace agentctx::compaction

@@ -88,7 +88,7 @@ TEST(cut_point, split_turn_when_the_cut_lands_on_an_assistant)
     EXPECT_EQ(p.first_kept_entry_id, "a4");
 }
 
-TEST(cut_point, fix1_trailing_tool_results_cut_before_the_crossing_not_at_the_first_cut_point)
+TEST(cut_point, trailing_tool_results_keep_their_assistant_in_both_modes)
 {
     session_text s;
     s.user("u0", tokens(50)).assistant("a0", tokens(50));
@@ -98,7 +98,9 @@ TEST(cut_point, fix1_trailing_tool_results_cut_before_the_crossing_not_at_the_fi
     const auto path = s.path();
     const auto pi = find_cut_point(path, 0, path.size(), 1000, compat_mode::pi).value();
     EXPECT_EQ(pi.crossing_index, 4u);
-    EXPECT_EQ(pi.first_kept_index, 0u);  // Pi: keep everything, summarize nothing -> compact again next turn
+    // Pi 0.73.1 kept everything here (cuts[0]); Pi 1.6 takes the last cut point, as agentctx did.
+    EXPECT_EQ(pi.first_kept_index, 3u);
+    EXPECT_TRUE(pi.is_split_turn);
     const auto ours = find_cut_point(path, 0, path.size(), 1000, compat_mode::agentctx).value();
     EXPECT_EQ(ours.first_kept_index, 3u);  // a1 with its result; u0 a0 summarized, u1 is the prefix
     EXPECT_TRUE(ours.is_split_turn);

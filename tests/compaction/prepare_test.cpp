@@ -121,9 +121,10 @@ TEST(prepare, nothing_to_compact_instead_of_an_empty_conversation)
     auto r = prepare_compaction(s.path(), keep(20000), {}, diag);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(errc::nothing_to_compact));
-    // Pi returns a preparation with nothing to summarize and calls the model with it.
-    auto pi = prepare_compaction(s.path(), keep(20000), {.mode = compat_mode::pi}, diag).value();
-    EXPECT_TRUE(pi.messages_to_summarize.empty());
+    // Pi 1.6 returns undefined too (#4811; 0.73.1 called the model with an empty conversation).
+    auto pi = prepare_compaction(s.path(), keep(20000), {.mode = compat_mode::pi}, diag);
+    ASSERT_FALSE(pi);
+    EXPECT_EQ(pi.error(), make_error_code(errc::nothing_to_compact));
 }
 
 TEST(prepare, invalid_transcripts_fail_closed)
@@ -175,7 +176,8 @@ TEST(prepare, from_a_log_materializes_only_the_needed_range)
     diagnostics diag;
     auto pp = load_planning_path(log, diag).value();
     EXPECT_EQ(pp.needed_from, 36u);  // u18
-    EXPECT_FALSE(pp.entries[0]->message);  // a stand-in
+    EXPECT_TRUE(pp.entries[0]->raw.empty());  // a stand-in, never parsed
+    EXPECT_FALSE(pp.entries[36]->raw.empty());
     const auto from_log = prepare_compaction(log, keep(200), {}, diag).value();
     const auto from_path = prepare_compaction(s.path(), keep(200), {}, diag).value();
     EXPECT_EQ(ids(from_log.messages_to_summarize), ids(from_path.messages_to_summarize));

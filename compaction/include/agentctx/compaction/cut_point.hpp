@@ -1,8 +1,9 @@
-// Where to cut the active path (spec §5), with agentctx's three fixes and a Pi-exact mode.
+// Where to cut (spec §5, Pi 1.6 delta §5): over projected entries, with agentctx's fixes and a Pi-exact mode.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/error.hpp>
+#include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
 
 #include <cstddef>
@@ -11,8 +12,9 @@
 
 namespace agentctx::compaction {
 
-/// `agentctx`: Pi's algorithm with three fixes (trailing tool results, metadata before a prompt,
-/// interleaved tool rounds) plus fail-closed errors. `pi`: Pi 0.73.1 exactly, quirks included.
+/// `agentctx`: Pi 1.6's algorithm with two fixes Pi still lacks (metadata before a prompt is no
+/// split turn; no cut inside an interleaved tool round) plus fail-closed errors. `pi`: Pi 1.6.0
+/// exactly, quirks included.
 enum class compat_mode
 {
     agentctx,
@@ -21,26 +23,51 @@ enum class compat_mode
 
 struct cut_point_result
 {
-    std::size_t first_kept_index = 0;  ///< after widening over adjacent metadata
-    std::size_t chosen_index = 0;      ///< the cut point chosen before widening
+    std::size_t first_kept_index = 0;  ///< after the look-back over context-invisible entries
+    std::size_t chosen_index = 0;      ///< the cut point chosen before the look-back
     std::optional<std::size_t> turn_start_index;  ///< Pi's -1 is nullopt
     bool is_split_turn = false;
     /// Where the backward walk reached keepRecentTokens (nullopt: never reached).
     std::optional<std::size_t> crossing_index;
+    bool advanced_past_omitted_attempt = false;  ///< the recovery-suffix rule applied (delta §5.4)
 };
 
-/// Pi's findValidCutPoints predicate: a context-visible message that is not a tool result, or a
-/// branch_summary / custom_message entry.
-bool is_valid_cut_point(const entry& e) noexcept;
+/// Delta §5.1: not a compaction, and a projected message of role user, assistant, bashExecution,
+/// custom, branchSummary or compactionSummary.
+bool is_valid_cut_point(const projected_entry& p) noexcept;
 
-/// A user-like turn start: user or bashExecution message, branch_summary or custom_message.
-bool is_turn_start(const entry& e) noexcept;
+/// Delta §5.2: not a compaction, and a projected user, bashExecution, custom, branchSummary or
+/// compactionSummary message.
+bool starts_turn(const projected_entry& p) noexcept;
 
-/// Pi's findTurnStartIndex: the nearest turn start at or before `index`, not before `start`.
+/// The nearest turn start at or before `index`, not before `start`.
+std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entries, std::size_t index,
+                                           std::size_t start);
+
+/// The cut points the mode allows in `entries[start, end)` (agentctx mode removes those strictly
+/// inside a tool round).
+std::vector<std::size_t> allowed_cut_points(std::span<const projected_entry> entries, std::size_t start,
+                                            std::size_t end, compat_mode mode);
+
+/// Pi 1.6's findProjectedCutPoint over `entries[start, end)`. In agentctx mode a range with no
+/// allowed cut point is `boundary_unavailable`; in pi mode it yields `start` as Pi does.
+result<cut_point_result> find_cut_point(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    std::int64_t keep_recent_tokens,
+    compat_mode mode = compat_mode::agentctx,
+    const token_counter& counter = default_token_counter()
+);
+
+/// Pi's exported raw variants: the same rules over raw path entries through
+/// entry_messages (no edits, no recovery-suffix rule); indices are path indices.
+std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path);
+bool is_valid_cut_point(const entry& e);
+bool is_turn_start(const entry& e);
 std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start);
-
-/// Pi's findCutPoint over `path[start, end)`. In agentctx mode a range with no allowed cut point is
-/// `boundary_unavailable`; in pi mode it yields `start` as Pi does.
+std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
+                                            compat_mode mode);
 result<cut_point_result> find_cut_point(
     std::span<const entry_ptr> path,
     std::size_t start,
@@ -49,10 +76,5 @@ result<cut_point_result> find_cut_point(
     compat_mode mode = compat_mode::agentctx,
     const token_counter& counter = default_token_counter()
 );
-
-/// The cut points the selected mode allows in `path[start, end)` (agentctx mode removes those
-/// strictly inside a tool round).
-std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
-                                            compat_mode mode);
 
 }  // namespace agentctx::compaction

@@ -23,8 +23,12 @@ struct plan_options
 struct compaction_preparation
 {
     std::string first_kept_entry_id;
-    std::size_t first_kept_index = 0;  ///< index on the path
-    std::size_t boundary_start = 0;    ///< the range planned over: [boundary_start, path end)
+    std::size_t first_kept_index = 0;  ///< index on the path of the first kept entry
+    std::size_t boundary_start = 0;    ///< path index where the planned range starts
+    /// The same two positions among the projected entries (where the cut is computed, delta §5).
+    std::size_t first_kept_projected = 0;
+    std::size_t boundary_projected = 0;
+    bool advanced_past_omitted_attempt = false;  ///< delta §5.4 applied
     std::vector<context_message> messages_to_summarize;
     std::vector<context_message> turn_prefix_messages;
     bool is_split_turn = false;
@@ -35,9 +39,10 @@ struct compaction_preparation
     std::optional<std::size_t> crossing_index;  ///< where the keepRecentTokens walk stopped
 };
 
-/// Plans a compaction of the path (root first, leaf last). Errors (agentctx mode): already_compacted,
-/// transcript_invalid (issues listed in `diag.message`), boundary_unavailable, nothing_to_compact.
-/// In pi mode only already_compacted and an empty path fail, as Pi returns undefined there.
+/// Plans a compaction of the path (root first, leaf last) as Pi 1.6's prepareCompaction does, on
+/// projected entries. Errors: already_compacted, nothing_to_compact (Pi's `undefined`: nothing
+/// lies before the cut) and, in agentctx mode only, transcript_invalid (issues listed in
+/// `diag.message`) and boundary_unavailable.
 result<compaction_preparation> prepare_compaction(
     std::span<const entry_ptr> path,
     const compaction_settings& settings,

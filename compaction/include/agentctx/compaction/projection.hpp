@@ -1,8 +1,10 @@
-// Context projection (spec §2): the messages the next model request sees for a leaf.
+// Context projection (spec §2, Pi 1.6 delta §2): the entries and messages the next request sees.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/session_log.hpp>
+
+#include <boost/json/object.hpp>
 
 #include <memory>
 #include <optional>
@@ -26,21 +28,55 @@ struct context_message
     std::string entry_id;
 };
 
+/// Pi 1.6's ProjectedEntry: a selected entry and the messages it contributes after context
+/// edits (none for metadata, omitted entries and older compactions). Cut points, budgets and
+/// split detection run on these (delta §5).
+struct projected_entry
+{
+    entry_ptr source;            ///< materialized, or an index-only stand-in for metadata
+    std::size_t path_index = 0;  ///< position on the root-to-leaf path
+    entry_ptr edit;              ///< the context_edit applied to it (the latest on the range), if any
+    std::vector<std::shared_ptr<const message>> messages;
+};
+
 struct session_context
 {
     std::vector<context_message> messages;
+    std::vector<projected_entry> entries;
+    /// Replay of the projected system messages (delta §2.4): the current prompt sections and
+    /// tool set. Null when the context holds no system message.
+    std::shared_ptr<const message> system;
+    /// Path index of the last `context_edit` or `compaction` on the whole path (delta §4.2).
+    std::optional<std::size_t> last_edit_or_compaction;
     std::string thinking_level = "off";
     std::optional<model_ref> model;
     std::optional<std::string> leaf_id;
 };
 
-/// The message an entry contributes (`message`, `custom_message`, `branch_summary`), or null.
-/// `keep_empty_branch_summary`: the context skips empty branch summaries, compaction input
-/// does not (spec §2.5 vs §6.9).
+/// Pi's sessionEntryToContextMessages (delta §2.2): the messages of one entry, no edits applied.
+std::vector<std::shared_ptr<const message>> entry_messages(const entry& e);
+
+/// Pi's projectContextEntry (delta §2.3 step 4): `edit` null = unedited.
+std::vector<std::shared_ptr<const message>> project_entry(const entry& e, const entry* edit);
+
+/// The message an entry contributes without edits (`message`, `custom_message`, non-empty
+/// `branch_summary`), or null. `keep_empty_branch_summary`: also an empty branch summary.
 std::shared_ptr<const message> message_of_entry(const entry& e, bool keep_empty_branch_summary = false);
 
 /// The compactionSummary message built from a compaction entry.
 std::shared_ptr<const message> compaction_summary_message(const entry& compaction);
+
+/// Pi's getCurrentSystemMessage (delta §2.4) over messages in order; null without system messages.
+std::shared_ptr<const message> replay_system_messages(std::span<const context_message> messages);
+std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages);
+
+/// A system message as Pi persists a replay: role, content, sections?, toolsAdded?, timestamp
+/// (sections in JavaScript key order).
+boost::json::object system_message_json(const message& m);
+
+/// The `systemMessage` checkpoint of a compaction appended after this context (delta §1.5): the
+/// replayed prompt with `timestamp = Date.parse(entry_timestamp)`; nullopt without system messages.
+std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp);
 
 /// Projection of the log for `leaf` (default: the log's leaf). Only the entries the context
 /// needs are materialized; model and thinking level come from the index.

@@ -33,7 +33,8 @@ const token_counter& default_token_counter() noexcept;
 /// `totalTokens || input + output + cacheRead + cacheWrite`.
 std::int64_t calculate_context_tokens(const usage& u) noexcept;
 
-/// An assistant message with usage whose stop reason is neither `aborted` nor `error`.
+/// An assistant message with usage whose stop reason is neither `aborted` nor `error` and whose
+/// usage is not all zero (Pi 1.6, #5526).
 bool has_usage(const message& m) noexcept;
 
 struct context_estimate
@@ -51,6 +52,14 @@ context_estimate estimate_context_tokens(
     std::span<const context_message> messages,
     const token_counter& counter = default_token_counter(),
     std::optional<double> stale_at_or_before_ms = std::nullopt
+);
+
+/// Pi 1.6's estimateProjectedContextTokens (delta §4.2): the usage-anchored estimate while the
+/// anchoring usage is newer than every context_edit and compaction on the path; otherwise the
+/// pure estimate with the prompt counted once, as its replayed state.
+context_estimate estimate_projected_context_tokens(
+    const session_context& ctx,
+    const token_counter& counter = default_token_counter()
 );
 
 /// Timestamp (Unix ms) of the latest compaction on a projected context: the first message when it

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
+#include <agentctx/compaction/projection.hpp>
 
 #include <cstddef>
 #include <span>
@@ -32,6 +33,9 @@ struct transcript_issue
 /// not an issue.
 std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path, std::size_t start, std::size_t end);
 std::vector<transcript_issue> validate_transcript(std::span<const entry_ptr> path);
+/// The same over projected entries (edited content; omitted entries contribute nothing).
+std::vector<transcript_issue> validate_transcript(std::span<const projected_entry> entries, std::size_t start,
+                                                  std::size_t end);
 
 /// A closed range [first, last] of path indices that no cut may fall strictly inside.
 struct interval
@@ -44,5 +48,6 @@ struct interval
 /// last matching result; overlapping intervals merged; sorted. Calls without results span only
 /// the assistant itself and are left out.
 std::vector<interval> tool_round_intervals(std::span<const entry_ptr> path, std::size_t start, std::size_t end);
+std::vector<interval> tool_round_intervals(std::span<const projected_entry> entries, std::size_t start, std::size_t end);
 
 }  // namespace agentctx::compaction
