@@ -129,6 +129,40 @@ public:
         );
     }
 
+    /// A Pi 1.6 system message (delta §1.6); `sections` values are strings or null.
+    session_text& system(std::string_view id, json::object sections, json::array tools_added = {},
+                         json::array tools_removed = {}, std::string_view content = "")
+    {
+        json::object m{{"role", "system"}, {"content", content}};
+        if (!sections.empty())
+            m["sections"] = sections;
+        m["timestamp"] = ms_;
+        if (!tools_added.empty())
+            m["toolsAdded"] = tools_added;
+        if (!tools_removed.empty())
+            m["toolsRemoved"] = tools_removed;
+        return message(id, m);
+    }
+    /// A context_edit: `replacement` null omits the target, else `{content: replacement}`.
+    session_text& edit(std::string_view id, std::string_view target, json::value replacement = nullptr)
+    {
+        json::value r = replacement.is_null() ? json::value(nullptr) : json::value(json::object{{"content", replacement}});
+        return entry("context_edit", id, {{"targetId", target}, {"replacement", r}});
+    }
+    session_text& custom_message(std::string_view id, std::string_view content)
+    {
+        return entry("custom_message", id, {{"customType", "note"}, {"content", content}, {"display", true}});
+    }
+    session_text& model_change(std::string_view id)
+    {
+        return entry("model_change", id, {{"provider", "anthropic"}, {"modelId", "claude-sonnet-4-5"}});
+    }
+    session_text& bash(std::string_view id, std::string_view output)
+    {
+        return message(id, {{"role", "bashExecution"}, {"command", ""}, {"output", output}, {"exitCode", 0},
+                            {"cancelled", false}, {"truncated", false}});
+    }
+
     static json::object usage(std::int64_t total)
     {
         return {{"input", total - 100},
