@@ -4,6 +4,7 @@
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/token_accounting.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
 
@@ -51,7 +52,11 @@ const char* const context_usage =
                      "Prints the context the next model request would carry: the projected messages\n"
                      "(latest compaction summary, kept entries, later entries), each with the entry it\n"
                      "came from and its estimated tokens (chars/4).\n"
-                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\", \"tokens\"}]}.\n";
+                     "System messages (Pi 1.6) show with role system; the replayed prompt sections and\n"
+                     "tool set the next request carries are printed after the messages.\n"
+                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\",\n"
+                     "\"tokens\", \"edited\"?}], \"system\": <replayed system message or null>,\n"
+                     "\"estimatedTokens\" (Pi 1.6's projected estimate)}.\n";
 
 }  // namespace
 
@@ -81,7 +86,16 @@ int cmd_context(int argc, char** argv)
             out["model"] = boost::json::object{{"provider", ctx->model->provider}, {"modelId", ctx->model->model_id}};
         else
             out["model"] = nullptr;
-        out["messages"] = messages_json(ctx->messages);
+        auto messages = messages_json(ctx->messages);
+        std::size_t k = 0;
+        for (const auto& p : ctx->entries)
+            for (std::size_t j = 0; j < p.messages.size(); ++j, ++k)
+                if (p.edit)
+                    messages[k].as_object()["edited"] = true;
+        out["messages"] = std::move(messages);
+        out["system"] = ctx->system ? boost::json::value(compaction::system_message_json(*ctx->system))
+                                    : boost::json::value(nullptr);
+        out["estimatedTokens"] = compaction::estimate_projected_context_tokens(*ctx).tokens;
         print_json(out);
         return exit_ok;
     }
@@ -101,6 +115,18 @@ int cmd_context(int argc, char** argv)
                     m.entry_id.c_str(), t, preview(*m.msg).c_str());
     }
     std::printf("\n%zu messages, ~%zu tokens estimated (chars/4)\n", ctx->messages.size(), total);
+    if (ctx->system)
+    {
+        std::string sections, tools;
+        for (const auto& sec : ctx->system->sections)
+            sections += (sections.empty() ? "" : ", ") + sec.name;
+        if (ctx->system->tools_added)
+            for (const auto& t : *ctx->system->tools_added)
+                tools += (tools.empty() ? "" : ", ") + std::string(t.at("name").get_string());
+        std::printf("system prompt: %zu sections (%s), %zu tools (%s), ~%zu tokens\n", ctx->system->sections.size(),
+                    sections.c_str(), ctx->system->tools_added ? ctx->system->tools_added->size() : 0, tools.c_str(),
+                    compaction::estimate_tokens(*ctx->system));
+    }
     for (const auto& n : s->report.notes)
         std::printf("note: %s\n", n.message.c_str());
     if (s->report.torn)

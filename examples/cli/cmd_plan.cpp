@@ -24,7 +24,7 @@ const char* const plan_usage =
     "  --keep-recent N      tokens of recent work kept verbatim (default 20000)\n"
     "  --reserve N          tokens reserved for the reply (default 16384)\n"
     "  --context-window N   the model's window (default 200000)\n"
-    "  --compat pi          Pi 0.73.1's exact decisions, quirks included\n"
+    "  --compat pi          Pi 1.6.0's exact decisions, quirks included\n"
     "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: $PI_CODING_AGENT_DIR/settings.json\n"
     "                       or ~/.pi/agent/settings.json\n"
     "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: ignored)\n"
@@ -89,10 +89,8 @@ int cmd_plan(int argc, char** argv)
         return exit_bad_session;
     }
     const bool pi = mode == compaction::compat_mode::pi;
-    const auto est = compaction::estimate_context_tokens(
-        ctx->messages, compaction::default_token_counter(),
-        pi ? std::nullopt : compaction::latest_compaction_time(*ctx)
-    );
+    // Pi 1.6: usage older than the latest context edit or compaction is not trusted.
+    const auto est = compaction::estimate_projected_context_tokens(*ctx);
     const std::int64_t threshold = *window - settings->reserve_tokens;
     const bool should = compaction::should_compact(est.tokens, *window, *settings);
 
