@@ -1,4 +1,4 @@
-// Overflow error text classification with Pi's pattern lists (case-insensitive).
+// Overflow error text classification with Pi 1.6's pattern lists (case-insensitive).
 #include <agentctx/compaction/overflow.hpp>
 
 #include <regex>
@@ -21,7 +21,15 @@ const std::vector<std::regex>& overflow_patterns()
     static std::vector<std::regex> v;
     static const auto& once = compile(
         {
-            "prompt is too long",
+            "prompt (?:is )?too long",
+            "prompt exceeds max length",
+            "exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\\d,]+ tokens?|\\s*\\([\\d,]+\\))",
+            "context window exceeded",
+            "exceeds (?:the )?maximum allowed input length of [\\d,]+ tokens?",
+            "input \\(\\d+ tokens\\) is longer than the model'?s context length \\(\\d+ tokens\\)",
+            "prompt has [\\d,]+ tokens?, but the configured context size is [\\d,]+ tokens?",
+            "range of input length should be",
+            "^(?:[\\w -]+ API error \\(413\\):|413(?:\\s|:|$))",
             "request_too_large",
             "input is too long for requested model",
             "exceeds the context window",
@@ -40,7 +48,6 @@ const std::vector<std::regex>& overflow_patterns()
             "context[_ ]length[_ ]exceeded",
             "too many tokens",
             "token limit exceeded",
-            "^4(?:00|13)\\s*(?:status code)?\\s*\\(no body\\)",
         },
         v
     );
@@ -62,12 +69,22 @@ bool any(const std::vector<std::regex>& patterns, const std::string& s)
     return false;
 }
 
+// Pi 1.6 (#9482): a bodyless 400/413 counts only for Cerebras.
+const std::vector<std::regex>& bodyless_patterns()
+{
+    static std::vector<std::regex> v;
+    static const auto& once = compile({"^4(?:00|13)\\s*(?:status code)?\\s*\\(no body\\)"}, v);
+    return once;
+}
+
 }  // namespace
 
-bool is_overflow_error_message(std::string_view error_message)
+bool is_overflow_error_message(std::string_view error_message, std::string_view provider)
 {
     const std::string s(error_message);
-    return !any(non_overflow_patterns(), s) && any(overflow_patterns(), s);
+    if (any(non_overflow_patterns(), s))
+        return false;
+    return any(overflow_patterns(), s) || (provider == "cerebras" && any(bodyless_patterns(), s));
 }
 
 }  // namespace agentctx::compaction

@@ -270,9 +270,9 @@ struct transaction
             hp.reasoning_effort = effort;
             auto pp2 = turn_prefix_summary_prompt(msgs(prep->turn_prefix_messages), pcap);
             pp2.reasoning_effort = effort;
-            if (need_history && need_prefix)
+            if (need_history && need_prefix && s.config_.concurrent_summaries)
             {
-                // Both at once; the first failure cancels the other and is the one reported.
+                // Both at once (opt-in); the first failure cancels the other and is the one reported.
                 const auto ex = co_await asio::this_coro::executor;
                 auto [order, e0, r0, e1, r1] =
                     co_await asio::experimental::make_parallel_group(
@@ -288,11 +288,22 @@ struct transaction
                 history = std::move(r0.text);
                 prefix = std::move(r1.text);
             }
+            else if (need_history && need_prefix)
+            {
+                // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
+                // single-slot local servers answer 429 to parallel requests.
+                history = (co_await summarize(s.config_.summarizer, std::move(hp), op)).text;
+                prefix = (co_await summarize(s.config_.summarizer, std::move(pp2), op)).text;
+            }
             else if (need_prefix)
                 prefix = (co_await summarize(s.config_.summarizer, std::move(pp2), op)).text;
             else
                 history = (co_await summarize(s.config_.summarizer, std::move(hp), op)).text;
         }
+
+        // Pi 1.6 (#11058): a split turn with nothing else to summarize builds on the previous summary.
+        if (!custom && !history && prefix && prep->previous_summary)
+            history = prep->previous_summary;
 
         // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
         const auto cs = co_await asio::this_coro::cancellation_state;
@@ -366,9 +377,12 @@ struct transaction
                 {"summarizer", from_hook ? std::string("hook") : s.config_.summarizer->name()},
             };
         }
+        // Pi 1.6: the replayed prompt and tool state at the boundary, so Pi projects it first.
+        const std::string ts = iso_timestamp_now();
+        auto checkpoint = system_checkpoint(build_session_context(path), ts);
         auto e = std::make_shared<const entry>(make_compaction_entry(
-            s.log_.new_id(), s.log_.leaf_id(), iso_timestamp_now(), result.summary, first_kept,
-            static_cast<double>(result.tokens_before), details, from_hook
+            s.log_.new_id(), s.log_.leaf_id(), ts, result.summary, first_kept,
+            static_cast<double>(result.tokens_before), details, from_hook, std::nullopt, std::move(checkpoint)
         ));
         std::vector<entry_ptr> next_path(path.begin(), path.end());
         next_path.push_back(e);

@@ -15,13 +15,16 @@ std::shared_ptr<const message> snapshot::last_assistant() const
 
 namespace {
 
-void account(snapshot& s, const message& m, std::size_t index, const token_counter& counter)
+// One message in context order. `may_anchor`: its entry follows every context_edit and
+// compaction on the path (Pi 1.6 trusts no usage that predates them).
+void account(snapshot& s, const message& m, std::size_t index, bool may_anchor, const token_counter& counter)
 {
     const auto c = static_cast<std::int64_t>(counter.count(m));
-    s.total_estimate += c;
+    if (m.role != role::system)
+        s.total_estimate += c;
     if (has_usage(m))
     {
-        if (!s.compacted_at || m.timestamp > *s.compacted_at)
+        if (may_anchor)
         {
             s.usage_index = index;
             s.usage_tokens = calculate_context_tokens(*m.usage);
@@ -35,6 +38,12 @@ void account(snapshot& s, const message& m, std::size_t index, const token_count
         s.trailing_tokens += c;
 }
 
+void set_system(snapshot& s, std::shared_ptr<const message> system, const token_counter& counter)
+{
+    s.system = std::move(system);
+    s.system_tokens = s.system ? static_cast<std::int64_t>(counter.count(*s.system)) : 0;
+}
+
 }  // namespace
 
 std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::size_t entry_count, const token_counter& counter)
@@ -45,8 +54,14 @@ std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::
     s->thinking_level = ctx.thinking_level;
     s->model = ctx.model;
     s->compacted_at = latest_compaction_time(ctx);
-    for (std::size_t i = 0; i < ctx.messages.size(); ++i)
-        account(*s, *ctx.messages[i].msg, i, counter);
+    set_system(*s, ctx.system, counter);
+    std::size_t index = 0;
+    for (const auto& p : ctx.entries)
+    {
+        const bool may_anchor = !ctx.last_edit_or_compaction || p.path_index > *ctx.last_edit_or_compaction;
+        for (const auto& m : p.messages)
+            account(*s, *m, index++, may_anchor, counter);
+    }
     s->messages = append_list<context_message>::from(std::move(ctx.messages));
     return s;
 }
@@ -72,7 +87,12 @@ std::shared_ptr<const snapshot> extend_snapshot(const snapshot& prev, const entr
         s->model = model_ref{e.message->provider, e.message->model};
     if (auto m = message_of_entry(e))
     {
-        account(*s, *m, s->messages.size(), counter);
+        if (m->role == role::system)
+        {
+            const std::shared_ptr<const message> parts[] = {s->system, m};
+            set_system(*s, s->system ? replay_system_messages(parts) : replay_system_messages(std::span(parts + 1, 1)), counter);
+        }
+        account(*s, *m, s->messages.size(), true, counter);
         s->messages = s->messages.push_back({std::move(m), e.id});
     }
     return s;

@@ -1,4 +1,4 @@
-// Overflow classification with Pi's pattern lists (case-insensitive).
+// Overflow classification with Pi 1.6's pattern lists (case-insensitive).
 #include <agentctx/runtime/triggers.hpp>
 
 #include <agentctx/compaction/overflow.hpp>
@@ -10,7 +10,7 @@ bool is_context_overflow(const compaction::message& m, std::int64_t context_wind
 {
     using compaction::stop_reason;
     if (m.stop_reason == stop_reason::error)
-        return m.error_message && compaction::is_overflow_error_message(*m.error_message);
+        return m.error_message && compaction::is_overflow_error_message(*m.error_message, m.provider);
     if (context_window <= 0 || !m.usage)
         return false;
     const std::int64_t input = m.usage->input + m.usage->cache_read;

@@ -421,6 +421,44 @@ TEST_F(session_test, failures_and_cancellations_leave_file_and_snapshot_unchange
     }
 }
 
+namespace {
+
+// One oversized turn: the cut lands inside it.
+test::session_text split_turn_session()
+{
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    t.user("u1", tokens(100));
+    for (int i = 0; i < 6; ++i)
+    {
+        t.message("c" + std::to_string(i), {{"role", "assistant"},
+                                            {"content", json::array{json::object{{"type", "toolCall"}, {"id", "k" + std::to_string(i)}, {"name", "read"}, {"arguments", json::object{{"path", "f" + std::to_string(i)}}}}}},
+                                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", "toolUse"}});
+        t.tool_result("r" + std::to_string(i), "k" + std::to_string(i), "read", tokens(100));
+    }
+    return t;
+}
+
+}  // namespace
+
+TEST_F(session_test, split_turn_requests_run_in_order_history_first_as_pi_1_6)
+{
+    const auto t = split_turn_session();
+    // The history request hangs: the prefix request must not start before its response.
+    summarizer_->push({script_step::hang});
+    summarizer_->push({script_step::succeed, "## Original Request\nprefix"});
+    auto s = open_file(t.text, config(350));
+    auto op = compact(*s);
+    run_until([&] { return summarizer_->calls() == 1; });
+    for (int i = 0; i < 20; ++i)
+        ioc_.poll();
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    EXPECT_NE(summarizer_->prompts()[0].prompt.find("<conversation>"), std::string::npos);  // the history first
+    s->abort_compaction();
+    run_until([&] { return op->done; });
+    EXPECT_EQ(summarizer_->calls(), 1u);  // a failing history request means no prefix request
+}
+
 TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_other)
 {
     // One oversized turn: the cut lands inside it.
@@ -436,7 +474,9 @@ TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_o
     }
     summarizer_->push({script_step::succeed, "## Goal\nhistory"});
     summarizer_->push({script_step::succeed, "## Original Request\nprefix"});
-    auto s = open_file(t.text, config(350));
+    auto parallel = config(350);
+    parallel.concurrent_summaries = true;  // opt-in: both requests at once
+    auto s = open_file(t.text, parallel);
     auto ok = compact(*s);
     run_until([&] { return ok->done; });
     ASSERT_TRUE(ok->outcome.compacted) << ok->outcome.message;
@@ -450,7 +490,9 @@ TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_o
     summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
     summarizer_->push({script_step::hang});
     summarizer_->push({script_step::stop_error});
-    auto s2 = open_file(t.text, config(350), "s2.jsonl");
+    auto cfg2 = config(350);
+    cfg2.concurrent_summaries = true;
+    auto s2 = open_file(t.text, cfg2, "s2.jsonl");
     const auto before = file();
     auto bad = compact(*s2);
     run_until([&] { return bad->done; });

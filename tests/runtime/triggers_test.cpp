@@ -18,9 +18,24 @@ TEST(triggers, overflow_patterns)
                           "Context length exceeded",
                           "model_context_window_exceeded",
                           "413 status code (no body)",
-                          "400 (no body)",
-                          "PROMPT IS TOO LONG"})
+                          "PROMPT IS TOO LONG",
+                          "Prompt too long",
+                          "413 Request Entity Too Large",
+                          "Anthropic API error (413): request too big",
+                          "prompt exceeds max length",
+                          "This request exceeds the model's maximum context length of 131,072 tokens",
+                          "context window exceeded",
+                          "input (140000 tokens) is longer than the model's context length (131072 tokens)",
+                          "prompt has 9,000 tokens, but the configured context size is 8,192 tokens",
+                          "Range of input length should be [1, 30720]"})
         EXPECT_TRUE(is_overflow_error_message(m)) << m;
+}
+
+TEST(triggers, a_bodyless_400_counts_only_from_cerebras_delta_10_2)
+{
+    EXPECT_FALSE(is_overflow_error_message("400 status code (no body)", "openai"));
+    EXPECT_TRUE(is_overflow_error_message("400 status code (no body)", "cerebras"));
+    EXPECT_TRUE(is_overflow_error_message("413 status code (no body)", "openai"));  // any HTTP 413
 }
 
 TEST(triggers, non_overflow_patterns_veto)

@@ -44,6 +44,9 @@ struct session_config
     std::shared_ptr<spdlog::logger> logger;         ///< nullptr = spdlog's default logger
     const compaction::token_counter* counter = nullptr;  ///< nullptr = chars/4
     compaction::load_options load;
+    /// Send a split turn's history and turn-prefix requests at once. Off by default, as Pi 1.6:
+    /// single-slot local servers answer 429 to parallel requests.
+    bool concurrent_summaries = false;
 };
 
 /// What a trigger or a compaction did.

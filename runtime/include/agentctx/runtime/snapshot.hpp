@@ -23,14 +23,22 @@ struct snapshot
     std::string thinking_level = "off";
     std::optional<compaction::model_ref> model;
     std::optional<double> compacted_at;  ///< the latest compaction's time on the path (Unix ms)
+    /// The replayed system prompt and tool set (Pi 1.6 system messages; null without any): what
+    /// a host puts in its request's system prompt and tool list.
+    std::shared_ptr<const compaction::message> system;
+    std::int64_t system_tokens = 0;  ///< estimate of `system`, counted once in the pure estimate
 
-    std::int64_t total_estimate = 0;              ///< Σ estimates of all messages
+    std::int64_t total_estimate = 0;              ///< Σ estimates of all non-system messages
     std::optional<std::size_t> usage_index;       ///< fresh usage anchor, if any
     std::int64_t usage_tokens = 0;                ///< its calculate_context_tokens
     std::int64_t trailing_tokens = 0;             ///< estimates after the anchor
 
-    /// Context tokens: anchored usage + trailing estimates, or all estimates without an anchor.
-    std::int64_t context_tokens() const noexcept { return usage_index ? usage_tokens + trailing_tokens : total_estimate; }
+    /// Context tokens as Pi 1.6's estimateProjectedContextTokens: anchored usage + trailing
+    /// estimates, or without a fresh anchor every message estimated with the prompt counted once.
+    std::int64_t context_tokens() const noexcept
+    {
+        return usage_index ? usage_tokens + trailing_tokens : total_estimate + system_tokens;
+    }
 
     /// The last assistant message of the context, if any.
     std::shared_ptr<const compaction::message> last_assistant() const;
@@ -51,6 +59,7 @@ std::shared_ptr<const snapshot> snapshot_from_context(
 );
 
 /// The snapshot after appending `e` to the log (which must now have `e` as its leaf): O(1).
+/// A `context_edit` changes earlier messages: callers rebuild with make_snapshot instead.
 std::shared_ptr<const snapshot> extend_snapshot(
     const snapshot& s,
     const compaction::entry& e,
