@@ -156,6 +156,27 @@ TEST_F(jsonl_store_test, missing_final_newline_is_added_before_the_next_line)
     EXPECT_EQ(slurp(path).substr(0, s.text.size()), s.text);
 }
 
+TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
+{
+    test::session_text s;
+    s.user("u1", "one");
+    s.raw(R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})");
+    const auto path = file("s.jsonl", s.text);
+    diagnostics diag;
+    auto store = jsonl_store::open(path, {}, diag);
+    load_report report;
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_TRUE(log->get(1, diag)) << diag.message;
+    ASSERT_TRUE((*store)->append(*user_entry("u3", "u2", "after"), diag)) << diag.message;
+    const auto after = slurp(path);
+    EXPECT_EQ(after.substr(0, s.text.size()), s.text);  // byte for byte, escapes included
+    load_report r2;
+    auto again = (*store)->load({}, r2, diag);
+    ASSERT_TRUE(again) << diag.message;
+    EXPECT_EQ(again->size(), 3u);
+}
+
 namespace {
 
 struct bad_file
