@@ -359,6 +359,10 @@ struct session_log_builder::impl
             // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
             if (blank == detail::blank_kind::js_blank)
                 note(n, "only whitespace (in JavaScript's sense), skipped as Pi does");
+            // An unterminated blank tail must get its newline before the next append, or the
+            // appended line would start with it (and non-JSON whitespace breaks JSON.parse).
+            if (!terminated && !text.empty())
+                report.missing_final_newline = true;
             return;
         }
         if (!have_header)

@@ -177,6 +177,26 @@ TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
     EXPECT_EQ(again->size(), 3u);
 }
 
+TEST_F(jsonl_store_test, an_unterminated_whitespace_tail_gets_its_newline_before_the_next_line)
+{
+    // "\u00a0" + the next line would not be JSON for Pi (nor for us): the tail must stay its own line.
+    test::session_text s;
+    s.user("u1", "one");
+    const std::string text = s.text + "\xC2\xA0";
+    const auto path = file("s.jsonl", text);
+    diagnostics diag;
+    auto store = jsonl_store::open(path, {}, diag);
+    load_report report;
+    ASSERT_TRUE((*store)->load({}, report, diag)) << diag.message;
+    EXPECT_TRUE(report.missing_final_newline);
+    ASSERT_TRUE((*store)->append(*user_entry("u2", "u1", "two"), diag));
+    EXPECT_EQ(slurp(path).substr(0, text.size() + 1), text + "\n");
+    load_report r2;
+    auto log = (*store)->load({}, r2, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(log->size(), 2u);
+}
+
 namespace {
 
 struct bad_file
