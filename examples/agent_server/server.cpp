@@ -95,6 +95,17 @@ std::string public_message(const error_code& ec, const compaction::diagnostics& 
     return "the session file could not be read or written";
 }
 
+// Store failures inside other operations (a compaction's append) name the session file: keep
+// only its name, relative to the data directory.
+std::string without_data_dir(std::string message, const std::string& dir)
+{
+    if (dir.empty())
+        return message;
+    for (auto p = message.find(dir); p != std::string::npos; p = message.find(dir, p))
+        message.erase(p, dir.size());
+    return message;
+}
+
 // Only entries that may follow a header can be appended through the API.
 bool appendable_type(const json::object& body)
 {
@@ -130,7 +141,11 @@ std::string event_json(const runtime::session_event& e, std::string& name)
 
 struct agent_server::impl : std::enable_shared_from_this<impl>
 {
-    impl(asio::io_context& c, server_options o) : ioc(c), opts(std::move(o)), acceptor(c) {}
+    impl(asio::io_context& c, server_options o)
+        : ioc(c), opts(std::move(o)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
+          acceptor(c)
+    {
+    }
 
     struct session_slot
     {
@@ -141,6 +156,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     asio::io_context& ioc;
     server_options opts;
+    std::string data_dir_prefix;  ///< "/abs/data/dir/", removed from messages sent to clients
     tcp::acceptor acceptor;
     std::mutex mu;
     std::map<std::string, std::shared_ptr<session_slot>> sessions;
@@ -160,12 +176,12 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     void attach(const std::shared_ptr<session_slot>& slot)
     {
-        slot->session->on_event([weak = std::weak_ptr(slot)](const runtime::session_event& e) {
+        slot->session->on_event([weak = std::weak_ptr(slot), dir = data_dir_prefix](const runtime::session_event& e) {
             auto s = weak.lock();
             if (!s)
                 return;
             std::string name;
-            const std::string data = event_json(e, name);
+            const std::string data = without_data_dir(event_json(e, name), dir);
             const std::string frame = "event: " + name + "\ndata: " + data + "\n\n";
             std::lock_guard lock(s->mu);
             for (auto& w : s->subscribers)
@@ -346,7 +362,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 instructions = std::string(i->get_string());
             auto [ec, outcome] = co_await session.async_compact(std::move(instructions), asio::as_tuple(asio::use_awaitable));
             if (ec || !outcome.compacted)
-                co_return reply(req, status_for(ec), error_body(ec ? ec.message() : "not_compacted", outcome.message));
+                co_return reply(req, status_for(ec), error_body(ec ? ec.message() : "not_compacted", without_data_dir(outcome.message, self->data_dir_prefix)));
             const auto& r = *outcome.result;
             co_return reply(req, http::status::ok,
                             json::object{{"entryId", outcome.entry_id},
