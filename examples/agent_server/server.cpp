@@ -513,6 +513,12 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                                       "the request header is over " + std::to_string(o.header_limit) + " bytes");
             co_return false;
         }
+        if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream &&
+            ec != http::error::partial_message)
+        {
+            co_await refuse_and_close(self, stream, http::status::bad_request, "bad_request", "the request is not valid HTTP/1.1");
+            co_return false;
+        }
         co_return !ec;
     }
 

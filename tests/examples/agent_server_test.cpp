@@ -1,5 +1,6 @@
 // The agent server over loopback: concurrent clients, events, automatic checks, errors.
 #include "accept_policy.hpp"
+#include "request_json.hpp"
 #include "server.hpp"
 
 #include <agentctx/providers/http_client.hpp>
@@ -586,4 +587,33 @@ TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_
     ASSERT_TRUE(log) << diag.message;
     EXPECT_EQ(log->size(), 2u);
     EXPECT_FALSE(report.missing_final_newline);
+}
+
+TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refused)
+{
+    std::string why;
+    EXPECT_TRUE(server::parse_request_object(R"({"a":{"b":1},"c":{"b":2},"d":[{"b":3},{"b":4}]})", 64, why)) << why;
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"a":1})", 64, why));
+    EXPECT_NE(why.find("repeats a key"), std::string::npos) << why;
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"\u0061":2})", 64, why));  // the same key once decoded
+    EXPECT_FALSE(server::parse_request_object(R"({"x":[{"k":1,"k":2}]})", 64, why));
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1} {"b":2})", 64, why));
+    EXPECT_FALSE(server::parse_request_object(R"([1,2])", 64, why));
+    EXPECT_FALSE(server::parse_request_object(std::string(64, '[') + std::string(64, ']'), 64, why));  // not an object
+    const auto nest = [](int levels) { return "{\"a\":" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+                                              std::string(static_cast<std::size_t>(levels - 1), ']') + "}"; };
+    EXPECT_TRUE(server::parse_request_object(nest(64), 64, why)) << why;
+    EXPECT_FALSE(server::parse_request_object(nest(65), 64, why));
+    EXPECT_NE(why.find("deeper"), std::string::npos) << why;
+}
+
+TEST_F(agent_server_test, malformed_http_gets_400_with_a_json_error)
+{
+    start();
+    raw_conn c(port_);
+    ASSERT_TRUE(c.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n"));
+    std::string out;
+    ASSERT_TRUE(c.read_to_close(out));
+    EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+    EXPECT_EQ(raw_body(out).at("error").at("code"), "bad_request");
 }
