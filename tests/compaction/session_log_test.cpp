@@ -272,6 +272,10 @@ TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters
     ASSERT_TRUE(label) << diag.message;
     EXPECT_EQ(label.value()->id, log->meta(3).id);
     EXPECT_EQ(log->label_of("u3"), "x\xEF\xBF\xBD");
+    // The header too.
+    auto h = session_log::load(R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p\udfff"})" "\n", {}, report, diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_EQ(h->header().cwd, "/p\xEF\xBF\xBD");
 }
 
 TEST(session_log, javascript_whitespace_lines_and_a_leading_bom_are_skipped_with_notes)
