@@ -1,6 +1,8 @@
 // The line scanner: strict JSON validation plus capture of a few top-level and message fields.
 #include "line_indexer.hpp"
 
+#include "exact_json.hpp"
+
 #include <charconv>
 #include <cstring>
 
@@ -150,6 +152,7 @@ private:
             while (p_ < end_ && digit(*p_))
                 ++p_;
         }
+        std::size_t exponent_digits = 0;  // significant ones
         if (p_ < end_ && (*p_ == 'e' || *p_ == 'E'))
         {
             ++p_;
@@ -157,14 +160,25 @@ private:
                 ++p_;
             if (p_ >= end_ || !digit(*p_))
                 return fail(errc::invalid_json, "expected an exponent");
-            while (p_ < end_ && digit(*p_))
-                ++p_;
+            for (; p_ < end_ && digit(*p_); ++p_)
+                if (exponent_digits || *p_ != '0')
+                    ++exponent_digits;
+        }
+        // Boost.JSON refuses exponents that (with the digits' own scale) overflow an int, where
+        // JavaScript reads Infinity or 0. Refuse them here too, so the line fails at load and
+        // never later when it is materialized. Only huge exponents or numbers can get there.
+        if (exponent_digits >= 9 || p_ - start >= 100'000'000)
+        {
+            boost::system::error_code ec;
+            (void)parse_exact(std::string_view(start, static_cast<std::size_t>(p_ - start)), 1, ec);
+            if (ec)
+                return fail(errc::invalid_json, "number exponent out of range");
         }
         if (capture)
         {
             double d = 0;
             std::from_chars(start, p_, d);
-            f_.first_kept_entry_index = static_cast<std::int64_t>(d);
+            f_.first_kept_entry_index = d >= -9e18 && d <= 9e18 ? static_cast<std::int64_t>(d) : -1;
         }
         return true;
     }
@@ -178,6 +192,22 @@ private:
         if (c >= 'A' && c <= 'F')
             return c - 'A' + 10;
         return -1;
+    }
+
+    // The code unit of a `\uXXXX` escape at q, or 0x110000 when there is none.
+    unsigned escaped_unit(const char* q) const
+    {
+        if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u')
+            return 0x110000;
+        unsigned v = 0;
+        for (int i = 2; i < 6; ++i)
+        {
+            const int h = hex(q[i]);
+            if (h < 0)
+                return 0x110000;
+            v = v * 16 + static_cast<unsigned>(h);
+        }
+        return v;
     }
 
     bool hex4(unsigned& v)
@@ -330,18 +360,17 @@ private:
                     return false;
                 char32_t cp = u;
                 if (u >= 0xDC00 && u <= 0xDFFF)
-                    return fail(errc::invalid_json, "lone trailing surrogate escape");
-                if (u >= 0xD800 && u <= 0xDBFF)
+                    cp = 0xFFFD;  // a lone trailing surrogate (see replace_lone_surrogates)
+                else if (u >= 0xD800 && u <= 0xDBFF)
                 {
-                    unsigned lo = 0;
-                    if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u')
-                        return fail(errc::invalid_json, "lone leading surrogate escape");
-                    p_ += 2;
-                    if (!hex4(lo))
-                        return false;
-                    if (lo < 0xDC00 || lo > 0xDFFF)
-                        return fail(errc::invalid_json, "lone leading surrogate escape");
-                    cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                    const unsigned lo = escaped_unit(p_);
+                    if (lo >= 0xDC00 && lo <= 0xDFFF)
+                    {
+                        p_ += 6;
+                        cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                    }
+                    else
+                        cp = 0xFFFD;  // a lone leading surrogate: the next escape is read on its own
                 }
                 if (out)
                     append_utf8(*out, cp);
@@ -486,6 +515,127 @@ result<const line_fields*> line_indexer::index(std::string_view line, diagnostic
         return s.code;
     }
     return &fields_;
+}
+
+}  // namespace agentctx::compaction::detail
+
+namespace agentctx::compaction::detail {
+
+namespace {
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+// The code unit of a `\uXXXX` escape at text[i], or 0x110000 when there is none.
+unsigned unit_at(std::string_view text, std::size_t i)
+{
+    if (text.size() - i < 6 || text[i] != '\\' || text[i + 1] != 'u')
+        return 0x110000;
+    unsigned v = 0;
+    for (std::size_t k = i + 2; k < i + 6; ++k)
+    {
+        const int h = hex_digit(text[k]);
+        if (h < 0)
+            return 0x110000;
+        v = v * 16 + static_cast<unsigned>(h);
+    }
+    return v;
+}
+
+// Decodes one UTF-8 sequence at s[i] (validity already matters only for whitespace tests).
+char32_t decode_at(std::string_view s, std::size_t& i)
+{
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    std::size_t len = b0 < 0x80 ? 1 : (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || s.size() - i < len)
+    {
+        ++i;
+        return 0x110000;
+    }
+    char32_t cp = len == 1 ? b0 : b0 & (0x7F >> len);
+    for (std::size_t k = 1; k < len; ++k)
+    {
+        const auto b = static_cast<unsigned char>(s[i + k]);
+        if ((b & 0xC0) != 0x80)
+        {
+            ++i;
+            return 0x110000;
+        }
+        cp = (cp << 6) | (b & 0x3F);
+    }
+    i += len;
+    return cp;
+}
+
+bool js_space(char32_t c)
+{
+    switch (c)
+    {
+    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
+    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF: return true;
+    default: return c >= 0x2000 && c <= 0x200A;
+    }
+}
+
+}  // namespace
+
+std::optional<std::string> replace_lone_surrogates(std::string_view text)
+{
+    std::optional<std::string> out;
+    for (std::size_t i = 0; i < text.size();)
+    {
+        if (text[i] != '\\')
+        {
+            ++i;
+            continue;
+        }
+        const unsigned u = unit_at(text, i);
+        if (u > 0xFFFF)
+        {
+            i += 2;  // some other escape (or an invalid one, left for the parser to report)
+            continue;
+        }
+        if (u >= 0xD800 && u <= 0xDBFF)
+        {
+            const unsigned lo = unit_at(text, i + 6);
+            if (lo >= 0xDC00 && lo <= 0xDFFF)
+            {
+                i += 12;  // a proper pair
+                continue;
+            }
+        }
+        else if (u < 0xDC00 || u > 0xDFFF)
+        {
+            i += 6;
+            continue;
+        }
+        if (!out)
+            out.emplace(text);
+        out->replace(i + 2, 4, "fffd");
+        i += 6;
+    }
+    return out;
+}
+
+blank_kind classify_blank(std::string_view line)
+{
+    bool ascii = true;
+    for (std::size_t i = 0; i < line.size();)
+    {
+        const char32_t c = decode_at(line, i);
+        if (!js_space(c))
+            return blank_kind::not_blank;
+        ascii = ascii && (c == ' ' || c == '\t' || c == '\r');
+    }
+    return ascii ? blank_kind::json_blank : blank_kind::js_blank;
 }
 
 }  // namespace agentctx::compaction::detail

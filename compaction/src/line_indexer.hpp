@@ -35,10 +35,13 @@ struct line_fields
     void clear();
 };
 
-/// A strict JSON validator (RFC 8259, UTF-8, no comments or trailing commas, lone surrogate
-/// escapes rejected) that accepts exactly what Boost.JSON's parser accepts, so an indexed line
-/// always materializes. Plain runs inside strings are skipped 16 bytes at a time (SSE2):
-/// session lines are mostly long tool outputs.
+/// A strict JSON validator (RFC 8259, UTF-8, no comments or trailing commas) that accepts
+/// exactly what Boost.JSON's parser accepts, plus lone surrogate escapes (`"\ud83d"`, which
+/// JSON.stringify wrote for strings Pi's tools cut inside a pair): an indexed line always
+/// materializes, after replace_lone_surrogates when it has those. Numbers whose exponent Boost
+/// cannot represent are rejected here (invalid_json), not at materialization. A lone surrogate
+/// reads as U+FFFD (one UTF-16 unit, like the lone unit in JavaScript). Plain runs inside strings
+/// are skipped 16 bytes at a time (SSE2): session lines are mostly long tool outputs.
 class line_indexer
 {
 public:
@@ -52,5 +55,20 @@ private:
     std::size_t max_depth_;
     line_fields fields_;
 };
+
+/// The line with each lone surrogate escape `\uD800`-`\uDFFF` rewritten as `\ufffd` (same
+/// length, so offsets hold), which Boost.JSON 1.81 parses; nullopt when there is none. Only
+/// for decoding: the file keeps the original bytes, which are what is written back.
+std::optional<std::string> replace_lone_surrogates(std::string_view text);
+
+enum class blank_kind
+{
+    not_blank,
+    json_blank,  ///< empty or only spaces, tabs and CRs
+    js_blank,    ///< only whitespace in JavaScript's sense (`\u00a0`, `\ufeff`, `\u2028` ... as UTF-8)
+};
+
+/// Whether Pi (`line.trim()` is empty) skips the line.
+blank_kind classify_blank(std::string_view line);
 
 }  // namespace agentctx::compaction::detail

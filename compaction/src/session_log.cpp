@@ -66,6 +66,20 @@ std::optional<std::string> session_log::label_of(std::string_view id) const
 
 namespace {
 
+// Parses an indexed line. The indexer accepts lone surrogate escapes, which Boost.JSON 1.81
+// refuses: those lines are decoded with U+FFFD in their place (the file keeps its bytes).
+boost::json::value parse_line(std::string_view text, std::size_t max_depth, boost::system::error_code& ec)
+{
+    auto v = detail::parse_exact(text, max_depth, ec);
+    if (ec)
+        if (const auto fixed = detail::replace_lone_surrogates(text))
+        {
+            ec.clear();
+            v = detail::parse_exact(*fixed, max_depth, ec);
+        }
+    return v;
+}
+
 void apply_label(std::unordered_map<std::string, std::string>& labels, const entry_meta& m)
 {
     if (m.type != entry_type::label)
@@ -161,7 +175,7 @@ result<entry_ptr> session_log::get(std::size_t i, diagnostics& diag) const
         return text.error();
     }
     boost::system::error_code ec;
-    auto v = detail::parse_exact(*text, opts_.max_depth + 1, ec);
+    auto v = parse_line(*text, opts_.max_depth + 1, ec);
     if (ec || !v.is_object())
     {
         diag.message = "the line changed on disk since it was indexed";
@@ -269,12 +283,9 @@ struct session_log_builder::impl
         fail(code, line, std::move(field), what);
     }
 
-    static bool blank(std::string_view s)
+    void note(std::size_t line, const std::string& what)
     {
-        for (char c : s)
-            if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
-                return false;
-        return true;
+        report.notes.push_back({errc{}, line, "line " + std::to_string(line) + ": " + what});
     }
 
     void header_line(std::string_view text, std::size_t line)
@@ -284,7 +295,7 @@ struct session_log_builder::impl
         if (!idx)
             return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
         boost::system::error_code ec;
-        auto v = detail::parse_exact(text, opts.max_depth + 1, ec);
+        auto v = parse_line(text, opts.max_depth + 1, ec);
         if (ec || !v.is_object())
             return fail(errc::missing_header, line, "type", "the first line is not a session header object");
         auto h = decode_header(v.get_object(), d);
@@ -336,8 +347,24 @@ struct session_log_builder::impl
                 "line is " + std::to_string(text.size()) + " bytes, over the limit of " +
                     std::to_string(opts.max_line_bytes)
             );
-        if (blank(text))
-            return;  // Pi skips blank lines too
+        if (offset == 0 && text.starts_with("\xEF\xBB\xBF"))
+        {
+            // Pi reads the file with content.trim(), which drops a byte order mark.
+            note(n, "a byte order mark at the start of the file, skipped as Pi does");
+            text.remove_prefix(3);
+            offset += 3;
+        }
+        if (const auto blank = detail::classify_blank(text); blank != detail::blank_kind::not_blank)
+        {
+            // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
+            if (blank == detail::blank_kind::js_blank)
+                note(n, "only whitespace (in JavaScript's sense), skipped as Pi does");
+            // An unterminated blank tail must get its newline before the next append, or the
+            // appended line would start with it (and non-JSON whitespace breaks JSON.parse).
+            if (!terminated && !text.empty())
+                report.missing_final_newline = true;
+            return;
+        }
         if (!have_header)
             return header_line(text, n);
 

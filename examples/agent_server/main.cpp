@@ -32,9 +32,14 @@ int main(int argc, char** argv)
             opts.address = argv[++i];
         else if (!std::strcmp(argv[i], "--threads") && has_value)
             threads = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--header-timeout") && has_value)
+            opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
+        else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
+            opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else
         {
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
+                                 "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "The model provider comes from the environment (see the README); offline otherwise.\n");
             return 2;
         }

@@ -1,6 +1,9 @@
 // The agent server: Beast coroutines per connection, a registry of sessions, SSE subscribers.
 #include "server.hpp"
 
+#include "accept_policy.hpp"
+#include "request_json.hpp"
+
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -9,8 +12,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -19,6 +25,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -57,6 +64,55 @@ json::object error_body(std::string_view code, std::string_view message)
     return {{"error", json::object{{"code", code}, {"message", message}}}};
 }
 
+// "/v1/sessions/x/events" -> {"v1", "sessions", "x", "events"}.
+std::vector<std::string> split_target(std::string_view target)
+{
+    std::vector<std::string> parts;
+    for (std::size_t p = 1; p <= target.size();)
+    {
+        const auto slash = target.find('/', p);
+        parts.emplace_back(target.substr(p, slash == std::string_view::npos ? std::string_view::npos : slash - p));
+        if (slash == std::string_view::npos)
+            break;
+        p = slash + 1;
+    }
+    return parts;
+}
+
+// What a client may learn about a failure to open or create a session: store diagnostics name
+// files by absolute path, so only load diagnostics (which name lines) are passed on.
+std::string public_message(const error_code& ec, const compaction::diagnostics& diag)
+{
+    namespace rt = agentctx::runtime;
+    if (ec.category() == compaction::error_category())
+        return diag.message;
+    if (ec == rt::make_error_code(rt::errc::not_found))
+        return "no such session";
+    if (ec == rt::make_error_code(rt::errc::session_locked))
+        return "the session file is locked by another writer";
+    if (ec == rt::make_error_code(rt::errc::already_exists))
+        return "the session exists already";
+    return "the session file could not be read or written";
+}
+
+// Store failures inside other operations (a compaction's append) name the session file: keep
+// only its name, relative to the data directory.
+std::string without_data_dir(std::string message, const std::string& dir)
+{
+    if (dir.empty())
+        return message;
+    for (auto p = message.find(dir); p != std::string::npos; p = message.find(dir, p))
+        message.erase(p, dir.size());
+    return message;
+}
+
+// Only entries that may follow a header can be appended through the API.
+bool appendable_type(const json::object& body)
+{
+    const auto* t = body.if_contains("type");
+    return !(t && t->is_string() && (t->get_string() == "session" || t->get_string() == "compaction"));
+}
+
 std::string event_json(const runtime::session_event& e, std::string& name)
 {
     json::object o;
@@ -85,7 +141,11 @@ std::string event_json(const runtime::session_event& e, std::string& name)
 
 struct agent_server::impl : std::enable_shared_from_this<impl>
 {
-    impl(asio::io_context& c, server_options o) : ioc(c), opts(std::move(o)), acceptor(c) {}
+    impl(asio::io_context& c, server_options o)
+        : ioc(c), opts(std::move(o)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
+          acceptor(c)
+    {
+    }
 
     struct session_slot
     {
@@ -96,10 +156,13 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     asio::io_context& ioc;
     server_options opts;
+    std::string data_dir_prefix;  ///< "/abs/data/dir/", removed from messages sent to clients
     tcp::acceptor acceptor;
     std::mutex mu;
     std::map<std::string, std::shared_ptr<session_slot>> sessions;
-    bool stopped = false;
+    std::atomic<bool> stopped{false};
+    std::atomic<std::uint64_t> accept_failures{0};
+    std::atomic<std::size_t> connections{0};
 
     runtime::session_config config()
     {
@@ -113,12 +176,12 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     void attach(const std::shared_ptr<session_slot>& slot)
     {
-        slot->session->on_event([weak = std::weak_ptr(slot)](const runtime::session_event& e) {
+        slot->session->on_event([weak = std::weak_ptr(slot), dir = data_dir_prefix](const runtime::session_event& e) {
             auto s = weak.lock();
             if (!s)
                 return;
             std::string name;
-            const std::string data = event_json(e, name);
+            const std::string data = without_data_dir(event_json(e, name), dir);
             const std::string frame = "event: " + name + "\ndata: " + data + "\n\n";
             std::lock_guard lock(s->mu);
             for (auto& w : s->subscribers)
@@ -166,14 +229,35 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         return id;
     }
 
+    // Accepts until the acceptor closes: a failed accept is retried (after a pause when out of
+    // descriptors), never the end of the loop.
     asio::awaitable<void> accept_loop()
     {
+        asio::steady_timer pause(ioc);
+        std::uint64_t streak = 0;
         for (;;)
         {
-            auto [ec, sock] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-            if (ec)
+            auto [ec, sock] = co_await acceptor.async_accept(asio::make_strand(ioc), asio::as_tuple(asio::use_awaitable));
+            if (!ec)
+            {
+                if (streak)
+                    spdlog::info("accepting again after {} failed accepts", streak);
+                streak = 0;
+                auto ex = sock.get_executor();
+                asio::co_spawn(ex, serve(shared_from_this(), std::move(sock)), asio::detached);
+                continue;
+            }
+            const auto action = classify_accept_error(ec, !stopped && acceptor.is_open());
+            if (action == accept_action::stop)
                 co_return;
-            asio::co_spawn(ioc, serve(shared_from_this(), std::move(sock)), asio::detached);
+            ++accept_failures;
+            if (streak++ == 0)
+                spdlog::warn("accept failed: {}; retrying", ec.message());
+            if (action == accept_action::back_off || streak % 64 == 0)  // a persistent error must not spin
+            {
+                pause.expires_after(accept_back_off);
+                co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
         }
     }
 
@@ -215,25 +299,16 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     // Routes one request. SSE requests are handled in serve() itself.
     asio::awaitable<response> route(std::shared_ptr<impl> self, http::request<http::string_body>& req)
     {
-        const std::string target(req.target());
-        std::vector<std::string> parts;
-        for (std::size_t p = 1; p <= target.size();)
-        {
-            const auto slash = target.find('/', p);
-            parts.push_back(target.substr(p, slash == std::string::npos ? std::string::npos : slash - p));
-            if (slash == std::string::npos)
-                break;
-            p = slash + 1;
-        }
+        const auto parts = split_target(req.target());
         const bool post = req.method() == http::verb::post;
         json::object body;
         if (post && !req.body().empty())
         {
-            error_code ec;
-            auto v = json::parse(req.body(), ec);
-            if (ec || !v.is_object())
-                co_return reply(req, http::status::bad_request, error_body("invalid_json", "the request body is not a JSON object"));
-            body = std::move(v.get_object());
+            std::string why;
+            auto parsed = parse_request_object(req.body(), compaction::load_options{}.max_depth, why);
+            if (!parsed)
+                co_return reply(req, http::status::bad_request, error_body("invalid_json", why));
+            body = std::move(*parsed);
         }
         if (parts.size() < 2 || parts[0] != "v1" || parts[1] != "sessions")
             co_return reply(req, http::status::not_found, error_body("not_found", "no such endpoint"));
@@ -245,18 +320,25 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             const auto* cwd = body.if_contains("cwd");
             auto id = self->create(cwd && cwd->is_string() ? std::string(cwd->get_string()) : std::string("/"), diag);
             if (!id)
-                co_return reply(req, http::status::internal_server_error, error_body(id.error().message(), diag.message));
+            {
+                spdlog::error("cannot create a session: {}", diag.message);
+                co_return reply(req, http::status::internal_server_error, error_body(id.error().message(), public_message(id.error(), diag)));
+            }
             co_return reply(req, http::status::created, json::object{{"id", *id}});
         }
         if (parts.size() != 4 || !valid_id(parts[2]))
             co_return reply(req, http::status::not_found, error_body("not_found", "no such endpoint"));
         auto slot = self->find(parts[2], diag);
         if (!slot)
-            co_return reply(req, status_for(slot.error()), error_body(slot.error().message(), "session '" + parts[2] + "': " + diag.message));
+            co_return reply(req, status_for(slot.error()),
+                            error_body(slot.error().message(), "session '" + parts[2] + "': " + public_message(slot.error(), diag)));
         auto& session = *(*slot)->session;
         const std::string& action = parts[3];
         if (action == "entries" && post)
         {
+            if (!appendable_type(body))
+                co_return reply(req, http::status::unprocessable_entity,
+                                error_body("entry_not_appendable", "session and compaction entries cannot be appended"));
             const bool assistant = body.contains("message") && body.at("message").is_object() &&
                                    body.at("message").as_object().contains("role") &&
                                    body.at("message").as_object().at("role") == "assistant";
@@ -280,7 +362,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 instructions = std::string(i->get_string());
             auto [ec, outcome] = co_await session.async_compact(std::move(instructions), asio::as_tuple(asio::use_awaitable));
             if (ec || !outcome.compacted)
-                co_return reply(req, status_for(ec), error_body(ec ? ec.message() : "not_compacted", outcome.message));
+                co_return reply(req, status_for(ec), error_body(ec ? ec.message() : "not_compacted", without_data_dir(outcome.message, self->data_dir_prefix)));
             const auto& r = *outcome.result;
             co_return reply(req, http::status::ok,
                             json::object{{"entryId", outcome.entry_id},
@@ -308,6 +390,41 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         co_return reply(req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
     }
 
+    // Writes events to the stream until the channel closes or a write fails.
+    static asio::awaitable<void> pump_events(std::shared_ptr<impl> self, beast::tcp_stream& stream,
+                                             std::shared_ptr<event_channel> channel)
+    {
+        const auto idle = self->opts.idle_timeout;
+        const std::string hello = ": subscribed\n\n";
+        stream.expires_after(idle);
+        auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(hello)), asio::as_tuple(asio::use_awaitable));
+        stream.expires_never();
+        while (!wec && !self->stopped)
+        {
+            auto [rec, frame] = co_await channel->async_receive(asio::as_tuple(asio::use_awaitable));
+            if (rec)
+                break;
+            stream.expires_after(idle);  // a subscriber that stops reading is closed
+            auto [cec, cn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(frame)), asio::as_tuple(asio::use_awaitable));
+            stream.expires_never();
+            if (cec)
+                break;
+        }
+    }
+
+    // Completes when the peer closes its side (or the socket fails): a subscriber never sends,
+    // so a pending read is how a disconnect is seen without waiting for the next event.
+    static asio::awaitable<void> watch_peer(beast::tcp_stream& stream)
+    {
+        char scratch[512];
+        for (;;)
+        {
+            auto [ec, n] = co_await stream.socket().async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+        }
+    }
+
     // Streams a session's events until the client goes away or the server stops.
     static asio::awaitable<void> stream_events(std::shared_ptr<impl> self, beast::tcp_stream& stream,
                                                const http::request<http::string_body>& req, std::shared_ptr<session_slot> slot)
@@ -315,6 +432,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         auto channel = std::make_shared<event_channel>(self->ioc.get_executor(), 256);
         {
             std::lock_guard lock(slot->mu);
+            std::erase_if(slot->subscribers, [](const auto& w) { return w.expired(); });
             slot->subscribers.push_back(channel);
         }
         http::response<http::empty_body> res{http::status::ok, req.version()};
@@ -322,51 +440,126 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         res.set(http::field::cache_control, "no-cache");
         res.chunked(true);
         http::response_serializer<http::empty_body> sr{res};
+        stream.expires_after(self->opts.idle_timeout);
         auto [hec, hn] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+        stream.expires_never();
         if (hec)
             co_return;
-        const std::string hello = ": subscribed\n\n";
-        auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(hello)), asio::as_tuple(asio::use_awaitable));
-        while (!wec && !self->stopped)
+        using namespace asio::experimental::awaitable_operators;
+        co_await (pump_events(self, stream, channel) || watch_peer(stream));  // the first to end cancels the other
+    }
+
+    // Answers a request that cannot be read (too large) and closes the connection gracefully:
+    // shut down sending, then drain what the peer is still sending so the close is not a reset
+    // that could destroy the answer in flight.
+    static asio::awaitable<void> refuse_and_close(std::shared_ptr<impl> self, beast::tcp_stream& stream, http::status st,
+                                                  std::string_view code, std::string_view message)
+    {
+        response res{st, 11};
+        res.set(http::field::content_type, "application/json");
+        res.keep_alive(false);
+        res.body() = compaction::stringify(error_body(code, message));
+        res.prepare_payload();
+        stream.expires_after(self->opts.idle_timeout);
+        auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (wec)
+            co_return;
+        error_code ignore;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignore);
+        stream.expires_after(std::min<std::chrono::milliseconds>(self->opts.idle_timeout, std::chrono::seconds(5)));
+        char scratch[16384];
+        for (std::size_t drained = 0; drained < 4 * self->opts.body_limit;)
         {
-            auto [rec, frame] = co_await channel->async_receive(asio::as_tuple(asio::use_awaitable));
+            auto [rec, n] = co_await stream.async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
             if (rec)
                 break;
-            auto [cec, cn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(frame)), asio::as_tuple(asio::use_awaitable));
-            if (cec)
-                break;
+            drained += n;
         }
     }
 
+    // Reads one request: the idle wait for its first byte, then its header and body, each
+    // bounded by a timeout. Returns false when the connection is to be closed.
+    static asio::awaitable<bool> read_request(std::shared_ptr<impl> self, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                              http::request_parser<http::string_body>& parser)
+    {
+        const auto& o = self->opts;
+        parser.header_limit(static_cast<std::uint32_t>(o.header_limit));
+        parser.body_limit(o.body_limit);
+        if (buffer.size() == 0)
+        {
+            stream.expires_after(o.idle_timeout);
+            auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return false;  // idle timeout or the peer went away
+            buffer.commit(n);
+        }
+        stream.expires_after(o.header_timeout);
+        auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        if (!ec && !parser.is_done())
+        {
+            stream.expires_after(o.idle_timeout);
+            std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        }
+        stream.expires_never();
+        if (ec == http::error::body_limit)
+        {
+            co_await refuse_and_close(self, stream, http::status::payload_too_large, "body_too_large",
+                                      "the request body is over " + std::to_string(o.body_limit) + " bytes");
+            co_return false;
+        }
+        if (ec == http::error::header_limit)
+        {
+            co_await refuse_and_close(self, stream, http::status::request_header_fields_too_large, "header_too_large",
+                                      "the request header is over " + std::to_string(o.header_limit) + " bytes");
+            co_return false;
+        }
+        if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream &&
+            ec != http::error::partial_message)
+        {
+            co_await refuse_and_close(self, stream, http::status::bad_request, "bad_request", "the request is not valid HTTP/1.1");
+            co_return false;
+        }
+        co_return !ec;
+    }
+
+    // One connection: requests in order until the peer closes, a timeout, or an SSE stream ends.
     static asio::awaitable<void> serve(std::shared_ptr<impl> self, tcp::socket sock)
     {
+        ++self->connections;
+        struct leave
+        {
+            impl& s;
+            ~leave() { --s.connections; }
+        } guard{*self};
         beast::tcp_stream stream(std::move(sock));
         beast::flat_buffer buffer;
         for (;;)
         {
             http::request_parser<http::string_body> parser;
-            parser.body_limit(16 * 1024 * 1024);
-            auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-            if (ec)
+            if (!co_await read_request(self, stream, buffer, parser))
                 co_return;
             auto req = parser.release();
-            const std::string target(req.target());
-            if (req.method() == http::verb::get && target.size() > 7 && target.ends_with("/events"))
+            const auto parts = split_target(req.target());
+            if (req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
+                parts[3] == "events")
             {
-                const auto id = target.substr(13, target.size() - 13 - 7);  // /v1/sessions/{id}/events
                 compaction::diagnostics diag;
-                auto slot = target.rfind("/v1/sessions/", 0) == 0 && valid_id(id) ? self->find(id, diag)
-                                                                                  : compaction::result<std::shared_ptr<session_slot>>(make_error_code(runtime::errc::not_found));
+                auto slot = valid_id(parts[2]) ? self->find(parts[2], diag)
+                                               : compaction::result<std::shared_ptr<session_slot>>(make_error_code(runtime::errc::not_found));
                 if (!slot)
                 {
                     auto res = reply(req, status_for(slot.error()), error_body(slot.error().message(), "no such session"));
-                    co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+                    stream.expires_after(self->opts.idle_timeout);
+                    auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+                    if (wec || !res.keep_alive())
+                        co_return;
                     continue;
                 }
                 co_await stream_events(self, stream, req, *slot);
                 co_return;
             }
             auto res = co_await self->route(self, req);
+            stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
             auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             if (wec || !res.keep_alive())
                 co_return;
@@ -391,6 +584,16 @@ std::uint16_t agent_server::start()
     impl_->acceptor.listen();
     asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
     return impl_->acceptor.local_endpoint().port();
+}
+
+std::uint64_t agent_server::accept_failures() const noexcept
+{
+    return impl_->accept_failures.load();
+}
+
+std::size_t agent_server::open_connections() const noexcept
+{
+    return impl_->connections.load();
 }
 
 void agent_server::stop()

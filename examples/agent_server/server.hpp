@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -21,24 +22,36 @@ struct server_options
     std::uint16_t port = 0;              ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
     compaction::compaction_settings settings;
+    /// Time to receive a request's header once its first byte arrived (slow senders are closed).
+    std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
+    /// Time a keep-alive connection may wait for its next request, and the time allowed to
+    /// receive a body or to write a response (a peer that stops reading is closed).
+    std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
+    std::size_t header_limit = 8 * 1024;           ///< larger request headers get 431
+    std::size_t body_limit = 16 * 1024 * 1024;     ///< larger request bodies get 413
     /// Makes the summarizer for a session (called once per opened session, on the server's executor).
     std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)> make_summarizer;
 };
 
 /**
- * Endpoints (JSON in, JSON out; errors are `{"error": {"code", "message"}}` with a 4xx/5xx status):
+ * Endpoints (JSON in, JSON out; errors are `{"error": {"code", "message"}}` with a 4xx/5xx status;
+ * request bodies are one JSON object, at most 64 levels deep, with no repeated keys):
  * - `POST /v1/sessions` → 201 `{"id"}`; body optional `{"cwd"}`
  * - `POST /v1/sessions/{id}/entries` → 201 `{"id"}`; body: an entry without id/parentId/timestamp,
  *   e.g. `{"type":"message","message":{...}}`. After an assistant message the automatic threshold
- *   check runs (its compaction, if any, shows on the events stream).
+ *   check runs (its compaction, if any, shows on the events stream). `session` and `compaction`
+ *   entries are not appendable (422 `entry_not_appendable`); an entry is validated completely
+ *   before anything is written.
  * - `POST /v1/sessions/{id}/compact` → 200 `{"entryId", "firstKeptEntryId", "tokensBefore",
  *   "tokensAfter", "summary"}`; body optional `{"instructions"}`
  * - `GET /v1/sessions/{id}/context` → 200 `{"leafId", "estimatedTokens", "messages": [{"role",
  *   "entryId", "tokens"}]}`
  * - `GET /v1/sessions/{id}/events` → `text/event-stream` of `compaction_start` / `compaction_end`
  *
- * Each session is a runtime::session on its own strand; the server runs on the given io_context
- * (any number of threads).
+ * Each session is a runtime::session on its own strand, each connection a coroutine on its own
+ * strand; the server runs on the given io_context (any number of threads). Connections are
+ * closed after the timeouts of server_options; oversized requests get 413/431 and a close; a
+ * failed accept (out of descriptors) backs off and accepts again.
  */
 class agent_server
 {
@@ -52,6 +65,10 @@ public:
     std::uint16_t start();
     /// Stops accepting and closes every session.
     void stop();
+
+    /// Diagnostics: accepts that failed so far, and connections currently open.
+    std::uint64_t accept_failures() const noexcept;
+    std::size_t open_connections() const noexcept;
 
     struct impl;
 

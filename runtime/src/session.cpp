@@ -7,6 +7,8 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/triggers.hpp>
 
+#include "append_check.hpp"
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -504,8 +506,9 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
         if (!decoded)
             return complete(std::move(h), s.strand_, decoded.error(), std::string());
         auto e = std::make_shared<const entry>(std::move(*decoded));
-        if (e->type == entry_type::compaction)
-            return complete(std::move(h), s.strand_, make_error_code(compaction::errc::wrong_type), std::string());
+        // Validate completely, then write: a rejected entry never reaches the file.
+        if (auto r = detail::check_appendable(s.log_, *e, diag); !r)
+            return complete(std::move(h), s.strand_, r.error(), std::string());
         if (auto r = s.store_->append(*e, diag); !r)
             return complete(std::move(h), s.strand_, r.error(), std::string());
         if (auto r = s.log_.append(e, diag); !r)

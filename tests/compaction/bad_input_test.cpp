@@ -3,6 +3,8 @@
 
 #include "session_text.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <gtest/gtest.h>
 
 using namespace agentctx::compaction;
@@ -187,4 +189,43 @@ TEST(bad_input, tolerant_mode_skips_and_reports_each_corrupt_line)
     EXPECT_EQ(report.skipped_lines[2].code, errc::dangling_parent);
     EXPECT_EQ(log->size(), 4u);  // u1 a1 u2 l2(as a root)
     EXPECT_EQ(log->leaf_id(), "l2");
+}
+
+namespace {
+
+std::string custom_line(const std::string& number)
+{
+    return R"({"type":"custom","customType":"n","id":"c","parentId":"a1","timestamp":"t","data":)" + number + "}\n";
+}
+
+}  // namespace
+
+TEST(bad_input, numbers_boost_json_cannot_represent_fail_at_load_naming_the_line)
+{
+    // They used to pass the indexer and fail only at materialization ("the line changed on disk").
+    for (const char* n : {"1e99999999999", "-1e-99999999999", "1e2147483648", "1.5e99999999999999999999", "[0,1E+4294967296]"})
+    {
+        const auto f = load_fails(good_prefix() + custom_line(n));
+        EXPECT_EQ(f.code, errc::invalid_json) << n;
+        EXPECT_EQ(f.diag.line, 4u) << n;
+        EXPECT_NE(f.diag.message.find("line 4"), std::string::npos) << f.diag.message;
+    }
+}
+
+TEST(bad_input, the_indexer_accepts_exactly_the_numbers_boost_json_reads)
+{
+    const std::string many_digits(400, '7');
+    for (const std::string& n : std::vector<std::string>{"1e2147483647", "1e-2147483647", "1e2147483646", "1e400", "1e-400", "0.5e2147483647",
+                                "0.5e-2147483647", "5e-2147483648", "1e0000000000000002", many_digits + "e2147483647",
+                                many_digits + "e2147483000", "0." + many_digits + "e-2147483647", "0." + many_digits + "e-2147483000",
+                                "1" + many_digits + ".5e-2147483647", "-0e99999999", "123456789e-999999999"})
+    {
+        boost::system::error_code ec;
+        boost::json::parse(n, ec);
+        load_report report;
+        diagnostics diag;
+        auto log = session_log::load(good_prefix() + custom_line(n), {}, report, diag);
+        const bool read = log && log->get(2, diag);
+        EXPECT_EQ(read, !ec) << n << ": " << diag.message << " / " << ec.message();
+    }
 }

@@ -1,4 +1,5 @@
 // The session tree: leaf on load, paths, branching, appends, streaming loads, v1/v2 migration.
+#include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
@@ -240,4 +241,64 @@ TEST(session_log, labels_follow_file_order_and_clear_when_empty)
         {{"type", "label"}, {"id", "l6"}, {"parentId", "l5"}, {"timestamp", "t"}, {"targetId", "ghost"}, {"label", "x"}}, diag
     ).value());
     EXPECT_EQ(log.append(bad, diag).error(), make_error_code(errc::entry_not_found));  // as Pi's appendLabelChange
+}
+
+TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters)
+{
+    // Pi's grep tool cut lines inside a surrogate pair and JSON.stringify wrote the halves as
+    // escapes; Pi opens such files, so agentctx must too (it rejected the whole file before).
+    session_text s;
+    s.user("u1", "one");
+    s.raw(R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})");
+    s.raw(R"({"type":"message","id":"u3","parentId":"u2","timestamp":"2026-01-15T09:00:06.000Z","message":{"role":"user","content":"\udc00 \ud83d\u0041 \ud83d\ude80 \\ud83d","timestamp":2}})");
+    s.raw(R"({"type":"label","id":"l\ud800","parentId":"u3","timestamp":"2026-01-15T09:00:07.000Z","targetId":"u3","label":"x\udbff"})");
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(s.text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_EQ(log->size(), 4u);
+    auto u2 = log->get(1, diag);
+    ASSERT_TRUE(u2) << diag.message;
+    const std::string cut(u2.value()->raw.at("message").at("content").as_string());
+    EXPECT_EQ(cut, "cut \xEF\xBF\xBD");
+    EXPECT_EQ(utf16_length(cut), 5u);  // the lone unit counts once, as in JavaScript
+    auto u3 = log->get(2, diag);
+    ASSERT_TRUE(u3) << diag.message;
+    EXPECT_EQ(std::string(u3.value()->raw.at("message").at("content").as_string()),
+              "\xEF\xBF\xBD \xEF\xBF\xBD" "A \xF0\x9F\x9A\x80 \\ud83d");
+    // The index and the materialized entry agree on ids and labels.
+    EXPECT_EQ(log->meta(3).id, "l\xEF\xBF\xBD");
+    auto label = log->get(3, diag);
+    ASSERT_TRUE(label) << diag.message;
+    EXPECT_EQ(label.value()->id, log->meta(3).id);
+    EXPECT_EQ(log->label_of("u3"), "x\xEF\xBF\xBD");
+    // The header too.
+    auto h = session_log::load(R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p\udfff"})" "\n", {}, report, diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_EQ(h->header().cwd, "/p\xEF\xBF\xBD");
+}
+
+TEST(session_log, javascript_whitespace_lines_and_a_leading_bom_are_skipped_with_notes)
+{
+    session_text s;
+    s.user("u1", "one");
+    s.raw("\xC2\xA0").raw("\xEF\xBB\xBF  ").raw("\xE2\x80\xA8\t\xE3\x80\x80").raw("").raw(" \r");
+    s.assistant("a1", "r1");
+    const std::string text = "\xEF\xBB\xBF" + s.text;  // a byte order mark before the header
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_EQ(log->size(), 2u);
+    EXPECT_EQ(log->meta(1).line, 8u);
+    ASSERT_EQ(report.notes.size(), 4u);  // the BOM and three lines that only JavaScript calls blank
+    EXPECT_EQ(report.notes[0].line, 1u);
+    EXPECT_EQ(report.notes[1].line, 3u);
+    EXPECT_EQ(report.notes[2].line, 4u);
+    EXPECT_EQ(report.notes[3].line, 5u);
+    EXPECT_TRUE(log->get(1, diag)) << diag.message;
+    // A line with other text next to such whitespace is not blank, and JSON.parse refuses it too.
+    session_text bad;
+    bad.raw("\xC2\xA0{}");
+    EXPECT_FALSE(session_log::load(bad.text, {}, report, diag));
 }

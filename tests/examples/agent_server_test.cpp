@@ -1,8 +1,11 @@
 // The agent server over loopback: concurrent clients, events, automatic checks, errors.
+#include "accept_policy.hpp"
+#include "request_json.hpp"
 #include "server.hpp"
 
 #include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
 
 #include "scripted_summarizer.hpp"
 
@@ -18,8 +21,13 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace agentctx;
 namespace asio = boost::asio;
@@ -27,6 +35,91 @@ namespace fs = std::filesystem;
 using boost::system::error_code;
 
 namespace {
+
+// A blocking loopback connection for byte-level tests. Every read is bounded by a receive
+// timeout, so a server that never answers fails the test instead of hanging it.
+class raw_conn
+{
+public:
+    raw_conn() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))
+    {
+        timeval tv{20, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    explicit raw_conn(std::uint16_t port) : raw_conn() { connect(port); }
+    ~raw_conn() { close(); }
+    raw_conn(const raw_conn&) = delete;
+    raw_conn& operator=(const raw_conn&) = delete;
+
+    bool connect(std::uint16_t port)
+    {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+    bool send(std::string_view data)
+    {
+        while (!data.empty())
+        {
+            const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return false;
+            data.remove_prefix(static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+    /// Reads until the server closes the connection (true) or the receive timeout (false).
+    bool read_to_close(std::string& out)
+    {
+        for (;;)
+        {
+            char buf[4096];
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n == 0)
+                return true;
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return errno == ECONNRESET;
+            out.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    /// Reads until `marker` arrives (true) or the connection ends or times out (false).
+    bool read_until(std::string& out, std::string_view marker)
+    {
+        while (out.find(marker) == std::string::npos)
+        {
+            char buf[4096];
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return false;
+            out.append(buf, static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+    void close()
+    {
+        if (fd_ >= 0)
+            ::close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    int fd_;
+};
+
+// The JSON body of a raw HTTP/1.1 response.
+boost::json::value raw_body(const std::string& response)
+{
+    const auto p = response.find("\r\n\r\n");
+    return p == std::string::npos ? boost::json::value() : boost::json::parse(response.substr(p + 4));
+}
 
 struct reply
 {
@@ -51,6 +144,8 @@ protected:
         o.settings.keep_recent_tokens = 200;
         o.settings.reserve_tokens = reserve;
         o.make_summarizer = make ? make : [](asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex); };
+        if (tweak_)
+            tweak_(o);
         server_ = std::make_unique<server::agent_server>(server_ioc_, o);
         port_ = server_->start();
         server_thread_ = std::thread([this] { server_ioc_.run(); });
@@ -124,6 +219,7 @@ protected:
                std::to_string(static_cast<long long>(ts)) + "}}";
     }
 
+    std::function<void(server::server_options&)> tweak_;  ///< set before start() to change options
     asio::io_context server_ioc_;
     asio::executor_work_guard<asio::io_context::executor_type> guard_ = asio::make_work_guard(server_ioc_);
     std::thread server_thread_;
@@ -282,4 +378,242 @@ TEST_F(agent_server_test, bad_requests_get_4xx_with_a_json_error)
     EXPECT_EQ(sync("GET", "/v2/anything")->res.status, 404);
     EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 409);  // nothing to compact yet
     EXPECT_EQ(file(id).find("\"content\":5"), std::string::npos);  // nothing bad was written
+}
+
+TEST_F(agent_server_test, a_second_header_is_refused_and_the_file_still_loads)
+{
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("hello"))->res.status, 201);
+    const auto before = file(id);
+    auto header = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"session","version":3,"cwd":"/"})");
+    EXPECT_EQ(header->res.status, 422) << header->res.body;
+    EXPECT_EQ(header->json().at("error").at("code"), "entry_not_appendable");
+    // Duplicate keys are refused wherever they are: JSON.parse would keep the last one.
+    auto dup = sync("POST", "/v1/sessions/" + id + "/entries",
+                    R"({"type":"message","type":"session","message":{"role":"user","content":"x","timestamp":1}})");
+    EXPECT_EQ(dup->res.status, 400) << dup->res.body;
+    EXPECT_EQ(dup->json().at("error").at("code"), "invalid_json");
+    auto nested = sync("POST", "/v1/sessions/" + id + "/entries",
+                       R"({"type":"message","message":{"role":"user","role":"user","content":"x","timestamp":1}})");
+    EXPECT_EQ(nested->res.status, 400) << nested->res.body;
+    EXPECT_EQ(file(id), before);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto store = runtime::jsonl_store::open(dir_ / (id + ".jsonl"), {.read_only = true}, diag);
+    ASSERT_TRUE(store) << diag.message;
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(log->size(), 1u);
+}
+
+TEST_F(agent_server_test, a_label_with_an_unknown_target_leaves_the_file_byte_identical)
+{
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    const auto first = sync("POST", "/v1/sessions/" + id + "/entries", user("hello"));
+    ASSERT_EQ(first->res.status, 201);
+    const auto before = file(id);
+    auto bad = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"label","targetId":"nosuchentry","label":"x"})");
+    EXPECT_EQ(bad->res.status, 422) << bad->res.body;
+    EXPECT_EQ(bad->json().at("error").at("code"), "entry_not_found");
+    EXPECT_EQ(file(id), before);
+    // The tree did not move either: the next entry still follows the first one.
+    const auto target = std::string(first->json().at("id").as_string());
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"label","targetId":")" + target + R"(","label":"x"})")->res.status, 201);
+    EXPECT_NE(file(id).find(R"("parentId":")" + target + R"(")"), std::string::npos);
+}
+
+TEST_F(agent_server_test, request_bodies_nest_as_deep_as_session_lines_and_no_deeper)
+{
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    auto custom = [](int levels) {  // the entry object is level 1
+        return R"({"type":"custom","customType":"x","data":)" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+               std::string(static_cast<std::size_t>(levels - 1), ']') + "}";
+    };
+    const auto limit = static_cast<int>(compaction::load_options{}.max_depth);
+    EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", custom(limit + 1))->res.status, 400);
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", custom(limit))->res.status, 201);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto store = runtime::jsonl_store::open(dir_ / (id + ".jsonl"), {.read_only = true}, diag);
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_TRUE(log->get(0, diag)) << diag.message;
+}
+
+TEST_F(agent_server_test, error_bodies_name_no_filesystem_paths)
+{
+    start();
+    auto r = sync("GET", "/v1/sessions/nosuchsession/context");
+    EXPECT_EQ(r->res.status, 404);
+    EXPECT_EQ(r->res.body.find(dir_.string()), std::string::npos) << r->res.body;
+    EXPECT_EQ(r->res.body.find(".jsonl"), std::string::npos) << r->res.body;
+}
+
+TEST_F(agent_server_test, an_events_path_without_its_segments_is_404)
+{
+    start();
+    for (const char* path : {"/a/events", "/events", "/v1/sessions/events", "/v1/events", "/v1/sessions/x/y/events"})
+        EXPECT_EQ(sync("GET", path)->res.status, 404) << path;
+    EXPECT_EQ(sync("GET", "/v1/sessions")->res.status, 405);  // the server is still up
+}
+
+TEST_F(agent_server_test, oversized_body_gets_413_and_huge_header_431)
+{
+    tweak_ = [](server::server_options& o) { o.body_limit = 1024; };
+    start();
+    raw_conn body(port_);
+    ASSERT_TRUE(body.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" +
+                          std::string(4096, ' ')));
+    std::string res;
+    ASSERT_TRUE(body.read_to_close(res)) << res;
+    EXPECT_EQ(res.rfind("HTTP/1.1 413", 0), 0u) << res;
+    EXPECT_EQ(raw_body(res).at("error").at("code"), "body_too_large");
+
+    raw_conn header(port_);
+    ASSERT_TRUE(header.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n"));
+    res.clear();
+    ASSERT_TRUE(header.read_to_close(res)) << res;
+    EXPECT_EQ(res.rfind("HTTP/1.1 431", 0), 0u) << res;
+    EXPECT_EQ(raw_body(res).at("error").at("code"), "header_too_large");
+}
+
+TEST_F(agent_server_test, idle_and_slow_connections_are_closed)
+{
+    tweak_ = [](server::server_options& o) {
+        o.header_timeout = std::chrono::milliseconds(200);
+        o.idle_timeout = std::chrono::milliseconds(300);
+    };
+    start();
+    raw_conn idle(port_);
+    std::string out;
+    EXPECT_TRUE(idle.read_to_close(out));  // closed by the server, not by the 20 s receive timeout
+    EXPECT_EQ(out, "");
+    raw_conn slow(port_);
+    ASSERT_TRUE(slow.send("GET /v1/sessions/x/context HTTP/1.1\r\nHost: t\r\n"));  // the header never ends
+    EXPECT_TRUE(slow.read_to_close(out));
+    // A connection that completed a request is closed once it idles too.
+    raw_conn kept(port_);
+    ASSERT_TRUE(kept.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\n\r\n"));
+    out.clear();
+    EXPECT_TRUE(kept.read_to_close(out));
+    EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
+}
+
+TEST_F(agent_server_test, a_disconnected_event_subscriber_is_reaped)
+{
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    const auto before = server_->open_connections();
+    raw_conn sse(port_);
+    ASSERT_TRUE(sse.send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string out;
+    ASSERT_TRUE(sse.read_until(out, ": subscribed")) << out;
+    EXPECT_EQ(server_->open_connections(), before + 1);
+    sse.close();  // no event follows: only the pending read can notice
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (server_->open_connections() != before && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(server_->open_connections(), before);
+}
+
+TEST(agent_server_accept, only_a_closed_acceptor_ends_the_accept_loop)
+{
+    using server::accept_action;
+    using server::classify_accept_error;
+    const auto sys = [](int e) { return error_code(e, boost::system::system_category()); };
+    EXPECT_EQ(classify_accept_error(sys(EMFILE), true), accept_action::back_off);
+    EXPECT_EQ(classify_accept_error(sys(ENFILE), true), accept_action::back_off);
+    EXPECT_EQ(classify_accept_error(sys(ENOBUFS), true), accept_action::back_off);
+    EXPECT_EQ(classify_accept_error(sys(ECONNABORTED), true), accept_action::retry);
+    EXPECT_EQ(classify_accept_error(sys(EPROTO), true), accept_action::retry);
+    EXPECT_EQ(classify_accept_error(sys(EPERM), true), accept_action::retry);
+    EXPECT_EQ(classify_accept_error(asio::error::operation_aborted, true), accept_action::stop);
+    EXPECT_EQ(classify_accept_error(sys(EMFILE), false), accept_action::stop);
+}
+
+TEST_F(agent_server_test, accept_keeps_working_after_running_out_of_descriptors)
+{
+    start();
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    raw_conn pending;  // its descriptor exists before the table fills; connect() needs none
+    int highest = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd"))
+        highest = std::max(highest, std::stoi(e.path().filename().string()));
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(highest) + 8;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    std::vector<int> filler;
+    for (int fd; filler.size() < 4096 && (fd = ::dup(0)) >= 0;)
+        filler.push_back(fd);
+    const bool exhausted = errno == EMFILE;
+    const bool connected = pending.connect(port_);  // the server's accept now fails with EMFILE
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (server_->accept_failures() == 0 && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto failures = server_->accept_failures();
+    for (int fd : filler)
+        ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    ASSERT_TRUE(exhausted);
+    ASSERT_TRUE(connected);
+    EXPECT_GT(failures, 0u);
+    // Descriptors are free again: the connection that waited is served.
+    ASSERT_TRUE(pending.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    std::string out;
+    EXPECT_TRUE(pending.read_to_close(out));
+    EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
+    // And new connections are accepted.
+    EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
+}
+
+TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_next_append)
+{
+    start();
+    const std::string text =
+        R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" "\n"
+        R"({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})";
+    std::ofstream(dir_ / "unterminated.jsonl", std::ios::binary) << text;
+    ASSERT_EQ(sync("POST", "/v1/sessions/unterminated/entries", user("next"))->res.status, 201);
+    const auto after = file("unterminated");
+    EXPECT_EQ(after.substr(0, text.size() + 1), text + "\n");
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto store = runtime::jsonl_store::open(dir_ / "unterminated.jsonl", {.read_only = true}, diag);
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(log->size(), 2u);
+    EXPECT_FALSE(report.missing_final_newline);
+}
+
+TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refused)
+{
+    std::string why;
+    EXPECT_TRUE(server::parse_request_object(R"({"a":{"b":1},"c":{"b":2},"d":[{"b":3},{"b":4}]})", 64, why)) << why;
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"a":1})", 64, why));
+    EXPECT_NE(why.find("repeats a key"), std::string::npos) << why;
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"\u0061":2})", 64, why));  // the same key once decoded
+    EXPECT_FALSE(server::parse_request_object(R"({"x":[{"k":1,"k":2}]})", 64, why));
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1} {"b":2})", 64, why));
+    EXPECT_FALSE(server::parse_request_object(R"([1,2])", 64, why));
+    EXPECT_FALSE(server::parse_request_object(std::string(64, '[') + std::string(64, ']'), 64, why));  // not an object
+    const auto nest = [](int levels) { return "{\"a\":" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+                                              std::string(static_cast<std::size_t>(levels - 1), ']') + "}"; };
+    EXPECT_TRUE(server::parse_request_object(nest(64), 64, why)) << why;
+    EXPECT_FALSE(server::parse_request_object(nest(65), 64, why));
+    EXPECT_NE(why.find("deeper"), std::string::npos) << why;
+}
+
+TEST_F(agent_server_test, malformed_http_gets_400_with_a_json_error)
+{
+    start();
+    raw_conn c(port_);
+    ASSERT_TRUE(c.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n"));
+    std::string out;
+    ASSERT_TRUE(c.read_to_close(out));
+    EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+    EXPECT_EQ(raw_body(out).at("error").at("code"), "bad_request");
 }

@@ -156,6 +156,47 @@ TEST_F(jsonl_store_test, missing_final_newline_is_added_before_the_next_line)
     EXPECT_EQ(slurp(path).substr(0, s.text.size()), s.text);
 }
 
+TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
+{
+    test::session_text s;
+    s.user("u1", "one");
+    s.raw(R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})");
+    const auto path = file("s.jsonl", s.text);
+    diagnostics diag;
+    auto store = jsonl_store::open(path, {}, diag);
+    load_report report;
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_TRUE(log->get(1, diag)) << diag.message;
+    ASSERT_TRUE((*store)->append(*user_entry("u3", "u2", "after"), diag)) << diag.message;
+    const auto after = slurp(path);
+    EXPECT_EQ(after.substr(0, s.text.size()), s.text);  // byte for byte, escapes included
+    load_report r2;
+    auto again = (*store)->load({}, r2, diag);
+    ASSERT_TRUE(again) << diag.message;
+    EXPECT_EQ(again->size(), 3u);
+}
+
+TEST_F(jsonl_store_test, an_unterminated_whitespace_tail_gets_its_newline_before_the_next_line)
+{
+    // "\u00a0" + the next line would not be JSON for Pi (nor for us): the tail must stay its own line.
+    test::session_text s;
+    s.user("u1", "one");
+    const std::string text = s.text + "\xC2\xA0";
+    const auto path = file("s.jsonl", text);
+    diagnostics diag;
+    auto store = jsonl_store::open(path, {}, diag);
+    load_report report;
+    ASSERT_TRUE((*store)->load({}, report, diag)) << diag.message;
+    EXPECT_TRUE(report.missing_final_newline);
+    ASSERT_TRUE((*store)->append(*user_entry("u2", "u1", "two"), diag));
+    EXPECT_EQ(slurp(path).substr(0, text.size() + 1), text + "\n");
+    load_report r2;
+    auto log = (*store)->load({}, r2, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(log->size(), 2u);
+}
+
 namespace {
 
 struct bad_file

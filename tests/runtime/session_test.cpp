@@ -233,6 +233,40 @@ TEST_F(session_test, append_rejects_bad_entries_and_writes_nothing)
     EXPECT_EQ(file(), before);
 }
 
+TEST_F(session_test, append_validates_completely_before_writing)
+{
+    // Before the fix a label with an unknown target, or a second header, reached the file first.
+    auto s = open_file(base_text(1), config());
+    const auto before = file();
+    const std::vector<json::object> bad{
+        {{"type", "label"}, {"targetId", "nosuchentry"}, {"label", "x"}},
+        {{"type", "session"}, {"version", 3}, {"cwd", "/"}},
+        {{"type", "compaction"}, {"summary", "s"}, {"firstKeptEntryId", "u0"}, {"tokensBefore", 1}},
+    };
+    const std::vector<compaction::errc> want{compaction::errc::entry_not_found, compaction::errc::wrong_type,
+                                             compaction::errc::wrong_type};
+    for (std::size_t i = 0; i < bad.size(); ++i)
+    {
+        bool done = false;
+        error_code ec;
+        s->async_append(bad[i], [&](error_code e, std::string) {
+            done = true;
+            ec = e;
+        });
+        run_until([&] { return done; });
+        EXPECT_EQ(ec, compaction::make_error_code(want[i])) << i << " " << ec.message();
+        EXPECT_EQ(file(), before) << i;
+    }
+    // A valid label still goes through, and the file reloads.
+    append(*s, {{"type", "label"}, {"targetId", "u0"}, {"label", "start"}});
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto store = jsonl_store::open(path_, {.read_only = true}, diag);
+    auto log = (*store)->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_EQ(log->label_of("u0"), "start");
+}
+
 TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
 {
     auto s = open_file(base_text(), config());

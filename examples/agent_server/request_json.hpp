@@ -1,0 +1,114 @@
+// Parsing untrusted request bodies: one JSON object, bounded depth, duplicate keys refused.
+#pragma once
+
+#include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace agentctx::server {
+
+namespace detail {
+
+// A basic_parser handler that builds nothing and fails on the first repeated key of an object.
+// Boost.JSON 1.81 has no option for this (its parser keeps the last duplicate, as JSON.parse).
+class duplicate_key_finder
+{
+public:
+    static constexpr std::size_t max_object_size = std::size_t(-1);
+    static constexpr std::size_t max_array_size = std::size_t(-1);
+    static constexpr std::size_t max_key_size = std::size_t(-1);
+    static constexpr std::size_t max_string_size = std::size_t(-1);
+
+    bool duplicate = false;
+
+    bool on_document_begin(boost::system::error_code&) { return true; }
+    bool on_document_end(boost::system::error_code&) { return true; }
+    bool on_object_begin(boost::system::error_code&)
+    {
+        keys_.emplace_back();
+        return true;
+    }
+    bool on_object_end(std::size_t, boost::system::error_code&)
+    {
+        keys_.pop_back();
+        return true;
+    }
+    bool on_array_begin(boost::system::error_code&) { return true; }
+    bool on_array_end(std::size_t, boost::system::error_code&) { return true; }
+    bool on_key_part(boost::json::string_view s, std::size_t, boost::system::error_code&)
+    {
+        key_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_key(boost::json::string_view s, std::size_t, boost::system::error_code& ec)
+    {
+        key_.append(s.data(), s.size());
+        const bool fresh = keys_.back().insert(std::move(key_)).second;
+        key_.clear();
+        if (!fresh)
+        {
+            duplicate = true;
+            ec = boost::json::error::syntax;
+        }
+        return fresh;
+    }
+    bool on_string_part(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+    bool on_string(boost::json::string_view, std::size_t, boost::system::error_code&) { return true; }
+    bool on_number_part(boost::json::string_view, boost::system::error_code&) { return true; }
+    bool on_int64(std::int64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+    bool on_uint64(std::uint64_t, boost::json::string_view, boost::system::error_code&) { return true; }
+    bool on_double(double, boost::json::string_view, boost::system::error_code&) { return true; }
+    bool on_bool(bool, boost::system::error_code&) { return true; }
+    bool on_null(boost::system::error_code&) { return true; }
+    bool on_comment_part(boost::json::string_view, boost::system::error_code&) { return true; }
+    bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
+
+private:
+    std::vector<std::unordered_set<std::string>> keys_;
+    std::string key_;
+};
+
+}  // namespace detail
+
+/// Parses a request body that must be one JSON object nesting at most `max_depth` levels (the
+/// session file limit, so an accepted entry always loads again) with no key repeated in any
+/// object. On failure returns nullopt and says why in `why`.
+inline std::optional<boost::json::object> parse_request_object(std::string_view body, std::size_t max_depth,
+                                                               std::string& why)
+{
+    boost::json::parse_options opts;
+    opts.max_depth = max_depth;
+    boost::system::error_code ec;
+    {
+        boost::json::basic_parser<detail::duplicate_key_finder> p(opts);
+        const std::size_t n = p.write_some(false, body.data(), body.size(), ec);
+        if (!ec && n != body.size())
+            ec = boost::json::error::extra_data;
+        if (p.handler().duplicate)
+        {
+            why = "the request body repeats a key in one object";
+            return std::nullopt;
+        }
+    }
+    if (ec)
+    {
+        why = ec == boost::json::error::too_deep ? "the request body nests deeper than " + std::to_string(max_depth) + " levels"
+                                                 : "the request body is not valid JSON";
+        return std::nullopt;
+    }
+    auto v = boost::json::parse(body, ec, {}, opts);
+    if (ec || !v.is_object())
+    {
+        why = "the request body is not a JSON object";
+        return std::nullopt;
+    }
+    return std::move(v.get_object());
+}
+
+}  // namespace agentctx::server
