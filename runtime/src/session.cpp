@@ -8,6 +8,7 @@
 #include <agentctx/runtime/triggers.hpp>
 
 #include "append_check.hpp"
+#include "context_edit_check.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -46,6 +47,8 @@ const char* to_string(compaction_reason r) noexcept
 
 namespace {
 
+constexpr std::string_view truncated_exhausted_message =
+    "Truncated response recovery failed after one compact-and-retry attempt.";
 constexpr std::string_view overflow_exhausted_message =
     "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or "
     "switching to a larger-context model.";
@@ -70,8 +73,10 @@ bool is_user_or_ok_assistant(const entry& e)
 {
     if (e.type != entry_type::message || !e.message)
         return false;
+    // Pi 1.6: neither an error nor a length stop resets the once-per-attempt flag.
     return e.message->role == role::user ||
-           (e.message->role == role::assistant && e.message->stop_reason != stop_reason::error);
+           (e.message->role == role::assistant && e.message->stop_reason != stop_reason::error &&
+            e.message->stop_reason != stop_reason::length);
 }
 
 }  // namespace
@@ -489,37 +494,56 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
         diagnostics diag;
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), std::string());
-        // Pi's field order: type, id, parentId, timestamp, then the type's fields.
-        boost::json::object raw;
-        const auto* type = fields.if_contains("type");
-        raw["type"] = type ? *type : boost::json::value(nullptr);
-        raw["id"] = s.log_.new_id();
-        if (const auto leaf = s.log_.leaf_id())
-            raw["parentId"] = *leaf;
-        else
-            raw["parentId"] = nullptr;
-        raw["timestamp"] = iso_timestamp_now();
-        for (auto& kv : fields)
-            if (kv.key() != "type" && kv.key() != "id" && kv.key() != "parentId" && kv.key() != "timestamp")
-                raw[kv.key()] = std::move(kv.value());
-        auto decoded = decode_entry(std::move(raw), diag);
-        if (!decoded)
-            return complete(std::move(h), s.strand_, decoded.error(), std::string());
-        auto e = std::make_shared<const entry>(std::move(*decoded));
-        // Validate completely, then write: a rejected entry never reaches the file.
-        if (auto r = detail::check_appendable(s.log_, *e, diag); !r)
-            return complete(std::move(h), s.strand_, r.error(), std::string());
-        if (auto r = s.store_->append(*e, diag); !r)
-            return complete(std::move(h), s.strand_, r.error(), std::string());
-        if (auto r = s.log_.append(e, diag); !r)
-            return complete(std::move(h), s.strand_, r.error(), std::string());
-        s.publish(extend_snapshot(*s.current(), *e, s.counter()));
-        // Spec §10.1: a user message or a non-error assistant response resets the overflow attempt.
-        if (is_user_or_ok_assistant(*e))
-            s.overflow_attempted_ = false;
-        s.auto_failed_at_.reset();  // new entries: automatic compaction may try again
-        complete(std::move(h), s.strand_, error_code{}, e->id);
+        auto id = s.append_entry(std::move(fields), diag);
+        if (!id)
+            return complete(std::move(h), s.strand_, id.error(), std::string());
+        complete(std::move(h), s.strand_, error_code{}, std::move(*id));
     });
+}
+
+result<std::string> session::append_entry(boost::json::object fields, diagnostics& diag)
+{
+    // Pi's field order: type, id, parentId, timestamp, then the type's fields.
+    boost::json::object raw;
+    const auto* type = fields.if_contains("type");
+    raw["type"] = type ? *type : boost::json::value(nullptr);
+    raw["id"] = log_.new_id();
+    if (const auto leaf = log_.leaf_id())
+        raw["parentId"] = *leaf;
+    else
+        raw["parentId"] = nullptr;
+    raw["timestamp"] = iso_timestamp_now();
+    for (auto& kv : fields)
+        if (kv.key() != "type" && kv.key() != "id" && kv.key() != "parentId" && kv.key() != "timestamp")
+            raw[kv.key()] = std::move(kv.value());
+    if (auto r = detail::check_context_edit(log_, raw, diag); !r)
+        return r.error();
+    auto decoded = decode_entry(std::move(raw), diag);
+    if (!decoded)
+        return decoded.error();
+    auto e = std::make_shared<const entry>(std::move(*decoded));
+    // Validate completely, then write: a rejected entry never reaches the file.
+    if (auto r = detail::check_appendable(log_, *e, diag); !r)
+        return r.error();
+    if (auto r = store_->append(*e, diag); !r)
+        return r.error();
+    if (auto r = log_.append(e, diag); !r)
+        return r.error();
+    if (e->type == entry_type::context_edit)
+    {
+        // An edit changes an earlier entry's contribution: project again.
+        auto snap = make_snapshot(log_, counter(), diag);
+        if (!snap)
+            return snap.error();
+        publish(std::move(*snap));
+    }
+    else
+        publish(extend_snapshot(*current(), *e, counter()));
+    // Spec §10.1: a user message or a non-error assistant response resets the overflow attempt.
+    if (is_user_or_ok_assistant(*e))
+        overflow_attempted_ = false;
+    auto_failed_at_.reset();  // new entries: automatic compaction may try again
+    return e->id;
 }
 
 void session::branch_impl(std::string id, asio::any_completion_handler<void_signature> h)
@@ -647,30 +671,42 @@ void session::evaluate(
     if (current_)
         return none("a compaction is already running");
 
-    if (same_model && is_context_overflow(m, window))
+    // Delta §10.3 step 5: where the message is and what happened to it since.
+    const auto where = locate_assistant(m);
+    const bool overflow = same_model && ((m.stop_reason == stop_reason::error && m.error_message &&
+                                          is_overflow_error_message(*m.error_message, m.provider) && where.retained) ||
+                                         (where.usage_matches && is_context_overflow(m, window)));
+    const bool length = same_model && where.projected && m.stop_reason == stop_reason::length &&
+                        config_.model.max_output_tokens > 0 && m.usage &&
+                        m.usage->output < config_.model.max_output_tokens;
+    if (overflow || length)
     {
+        if (m.stop_reason == stop_reason::stop)
+            // A successful response that overflowed silently: compact, keep it, no retry (#5720).
+            return start(compaction_reason::overflow, std::nullopt, false, std::move(h), std::move(init));
         if (overflow_attempted_)
         {
-            // Spec §10.1: an end event without a start, and no compaction.
-            emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, std::string(overflow_exhausted_message)});
+            const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
+            emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
             return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
-                            compaction_outcome{.reason = compaction_reason::overflow, .message = std::string(overflow_exhausted_message)});
+                            compaction_outcome{.reason = compaction_reason::overflow, .message = why});
         }
         overflow_attempted_ = true;
+        // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the
+        // compaction fails.
+        diagnostics diag;
+        if (where.entry)
+            if (auto r = omit_attempt(*where.entry, diag); !r)
+                return complete(std::move(h), strand_, r.error(), compaction_outcome{.message = diag.message});
         return start(compaction_reason::overflow, std::nullopt, true, std::move(h), std::move(init));
     }
 
     std::int64_t tokens = 0;
-    if (m.stop_reason == stop_reason::error)
-    {
-        if (!snap->usage_index)
-            return none("no fresh provider usage to measure the context");
-        tokens = snap->context_tokens();
-    }
-    else if (m.usage)
-        tokens = calculate_context_tokens(*m.usage);
+    const std::int64_t direct = m.usage ? calculate_context_tokens(*m.usage) : 0;
+    if (current()->has_edits || m.stop_reason == stop_reason::error || direct == 0)
+        tokens = current()->context_tokens();  // the projected estimate (pure without fresh usage, #8328)
     else
-        return none("the message carries no usage");
+        tokens = direct;
     if (!should_compact(tokens, window, config_.settings))
         return none("under the threshold");
     if (auto_failed_at_ && *auto_failed_at_ == log_.size())
@@ -680,6 +716,107 @@ void session::evaluate(
                                            .message = "the last automatic compaction failed on this path; waiting for new entries"});
     }
     start(compaction_reason::threshold, std::nullopt, false, std::move(h), std::move(init));
+}
+
+session::assistant_location session::locate_assistant(const message& m) const
+{
+    // The entry of `m`: the newest assistant entry on the active path with its timestamp and
+    // stop reason (hosts pass a copy of what they appended). Unknown for an unpersisted error.
+    assistant_location where;
+    const auto path = log_.active_path();
+    diagnostics diag;
+    std::size_t looked = 0;
+    std::size_t k = path.size();
+    while (k-- > 0 && looked < 256)
+    {
+        const auto& meta = log_.meta(path[k]);
+        if (meta.type != entry_type::message || meta.message_role != role::assistant)
+            continue;
+        ++looked;
+        auto e = log_.get(path[k], diag);
+        if (e && (*e)->message && (*e)->message->timestamp == m.timestamp && (*e)->message->stop_reason == m.stop_reason)
+        {
+            where.entry = path[k];
+            break;
+        }
+    }
+    if (!where.entry)
+        return where;  // unknown: projected and retained, usage matches
+    const std::string& id = log_.meta(*where.entry).id;
+    bool edit_after = false, compaction_after = false;
+    std::optional<bool> last_edit_keeps;  // the last edit of this entry after it: non-null?
+    for (std::size_t j = k + 1; j < path.size(); ++j)
+    {
+        const auto& meta = log_.meta(path[j]);
+        if (meta.type == entry_type::compaction)
+            compaction_after = true;
+        if (meta.type != entry_type::context_edit)
+            continue;
+        edit_after = true;
+        if (meta.target_id == id)
+            if (auto e = log_.get(path[j], diag); e)
+                last_edit_keeps = (*e)->replacement.has_value();
+    }
+    const auto snap = current();
+    where.projected = false;
+    for (std::size_t i = 0; i < snap->messages.size() && !where.projected; ++i)
+        where.projected = snap->messages[i].entry_id == id;
+    where.usage_matches = where.projected && !edit_after;
+    where.retained = !compaction_after && last_edit_keeps.value_or(true);
+    return where;
+}
+
+result<void> session::omit_attempt(std::size_t index, diagnostics& diag)
+{
+    auto e = log_.get(index, diag);
+    if (!e)
+        return e.error();
+    std::vector<std::string> calls;
+    for (const auto& b : (*e)->message->content.blocks)
+        if (const auto* c = std::get_if<tool_call_block>(&b))
+            calls.push_back(c->id);
+    std::vector<std::string> targets{(*e)->id};
+    // Its results: the tool results after it, up to the next assistant, that answer its calls.
+    const auto path = log_.active_path();
+    const auto at = std::find(path.begin(), path.end(), static_cast<std::uint32_t>(index));
+    for (auto it = at == path.end() ? at : at + 1; it != path.end(); ++it)
+    {
+        const auto& meta = log_.meta(*it);
+        if (meta.type == entry_type::message && meta.message_role == role::assistant)
+            break;
+        if (meta.type != entry_type::message || meta.message_role != role::tool_result)
+            continue;
+        auto r = log_.get(*it, diag);
+        if (r && std::find(calls.begin(), calls.end(), (*r)->message->tool_call_id) != calls.end())
+            targets.push_back((*r)->id);
+    }
+    for (const auto& id : targets)
+        if (auto r = append_entry({{"type", "context_edit"}, {"targetId", id}, {"replacement", nullptr}}, diag); !r)
+            return r.error();
+    return {};
+}
+
+void session::between_turns_impl(asio::any_completion_handler<outcome_signature> h)
+{
+    auto init = hook_cancellation(h);
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h), init]() mutable {
+        session& s = *self;
+        auto none = [&](std::string why) {
+            complete(std::move(h), s.strand_, error_code{}, compaction_outcome{.message = std::move(why)});
+        };
+        if (s.closed_)
+            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
+        if (!s.config_.settings.enabled)
+            return none("automatic compaction is disabled");
+        if (s.config_.model.context_window <= 0)
+            return none("no context window is configured");
+        if (s.current_)
+            return none("a compaction is already running");
+        // Delta §10.1: the projected estimate, so a large new tool result is measured before it is sent.
+        if (!should_compact(s.current()->context_tokens(), s.config_.model.context_window, s.config_.settings))
+            return none("under the threshold");
+        s.start(compaction_reason::threshold, std::nullopt, false, std::move(h), init);
+    });
 }
 
 void session::compact_impl(std::optional<std::string> instr, asio::any_completion_handler<outcome_signature> h)

@@ -58,6 +58,7 @@ std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::
     std::size_t index = 0;
     for (const auto& p : ctx.entries)
     {
+        s->has_edits = s->has_edits || p.source->type == entry_type::context_edit;
         const bool may_anchor = !ctx.last_edit_or_compaction || p.path_index > *ctx.last_edit_or_compaction;
         for (const auto& m : p.messages)
             account(*s, *m, index++, may_anchor, counter);

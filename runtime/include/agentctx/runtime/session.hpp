@@ -135,8 +135,11 @@ public:
     }
 
     /**
-     * @brief The post-run / mid-run check with the turn's last assistant message (spec §10.1):
-     * overflow recovery (once) or a threshold compaction. Aborted responses are skipped.
+     * @brief The post-run check with the run's final assistant message (delta §10.3): overflow or
+     * early-`length` recovery (once: the failed attempt is omitted with persisted `context_edit`
+     * entries, then the session compacts with `will_retry`, and the host retries its request from
+     * the new snapshot; if the compaction fails the omissions stay), a silent overflow
+     * (compaction without retry), or a threshold compaction. Aborted responses are skipped.
      * @par Per-operation cancellation
      * `terminal`: cancels a compaction this check started (completes with `cancelled`).
      */
@@ -149,6 +152,26 @@ public:
             },
             token,
             std::move(last_assistant)
+        );
+    }
+
+    /**
+     * @brief The mid-run check (Pi 1.6 delta §10.1): call after a tool batch's results are
+     * appended and before the next assistant request of the same run; skip it when the batch
+     * ends the run. Compacts (reason `threshold`) when the projected estimate — last usage plus
+     * the new results — is over `contextWindow - reserveTokens`; the next request is then built
+     * from the new snapshot.
+     * @par Per-operation cancellation
+     * `terminal`: cancels a compaction this check started (completes with `cancelled`).
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_between_turns(CompletionToken&& token)
+    {
+        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
+            [self = shared_from_this()](auto h) {
+                self->between_turns_impl(boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
+            },
+            token
         );
     }
 
@@ -237,6 +260,20 @@ private:
     session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
 
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    /// On the strand: validates, writes, appends to the log and publishes the new snapshot.
+    compaction::result<std::string> append_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// On the strand: Pi 1.6's omission of a failed attempt (delta §10.4 step 3): context_edit
+    /// null for the attempt's assistant entry and each of its tool results.
+    compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
+    struct assistant_location
+    {
+        std::optional<std::size_t> entry;  ///< log index; nullopt = unknown (not persisted)
+        bool projected = true;
+        bool usage_matches = true;
+        bool retained = true;
+    };
+    assistant_location locate_assistant(const compaction::message& m) const;
+    void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);

@@ -26,7 +26,8 @@ struct snapshot
     /// The replayed system prompt and tool set (Pi 1.6 system messages; null without any): what
     /// a host puts in its request's system prompt and tool list.
     std::shared_ptr<const compaction::message> system;
-    std::int64_t system_tokens = 0;  ///< estimate of `system`, counted once in the pure estimate
+    std::int64_t system_tokens = 0;
+    bool has_edits = false;  ///< a context_edit is among the projected entries  ///< estimate of `system`, counted once in the pure estimate
 
     std::int64_t total_estimate = 0;              ///< Σ estimates of all non-system messages
     std::optional<std::size_t> usage_index;       ///< fresh usage anchor, if any
