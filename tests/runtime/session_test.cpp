@@ -11,6 +11,8 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <atomic>
 #include <thread>
@@ -831,4 +833,179 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
     run_until([&] { return first->done && second->done; });
     EXPECT_EQ(second->ec, make_error_code(errc::cancelled));
     EXPECT_TRUE(first->outcome.compacted) << first->outcome.message;
+}
+
+// ---- Pi 1.6 lifecycle (delta §10) -----------------------------------------------------------
+
+namespace {
+
+std::vector<json::object> lines_of(const std::string& text)
+{
+    std::vector<json::object> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty())
+            out.push_back(json::parse(l).as_object());
+    return out;
+}
+
+}  // namespace
+
+TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts_delta_13_38)
+{
+    auto s = open_file(base_text(), config());
+    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    const auto failed = append(*s, {{"type", "message"}, {"message", overflow}});
+    auto r = turn_end(*s, overflow);
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    EXPECT_TRUE(r->outcome.will_retry);
+    const auto lines = lines_of(file());
+    ASSERT_GE(lines.size(), 3u);
+    // The log reads: assistant(error), context_edit(null) for it, compaction.
+    const auto& edit = lines[lines.size() - 2];
+    EXPECT_EQ(edit.at("type"), "context_edit");
+    EXPECT_EQ(edit.at("targetId").as_string(), failed);
+    EXPECT_TRUE(edit.at("replacement").is_null());
+    EXPECT_EQ(lines.back().at("type"), "compaction");
+    for (const auto& m : s->context())
+        EXPECT_NE(m.entry_id, failed);  // the retry's request is built without the failed attempt
+}
+
+TEST_F(session_test, failed_recovery_keeps_the_omission_and_writes_nothing_else_delta_13_41)
+{
+    summarizer_->push({script_step::stop_error});
+    auto s = open_file(base_text(), config());
+    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    const auto failed = append(*s, {{"type", "message"}, {"message", overflow}});
+    const auto before = file();
+    auto r = turn_end(*s, overflow);
+    run_until([&] { return r->done; });
+    EXPECT_FALSE(r->outcome.compacted);
+    const auto after = file();
+    ASSERT_EQ(after.compare(0, before.size(), before), 0);  // append-only
+    const auto added = lines_of(after.substr(before.size()));
+    ASSERT_EQ(added.size(), 1u);
+    EXPECT_EQ(added[0].at("type"), "context_edit");
+    EXPECT_EQ(added[0].at("targetId").as_string(), failed);
+}
+
+TEST_F(session_test, an_early_length_stop_is_recovered_a_full_one_is_not_delta_13_40)
+{
+    auto cfg = config();
+    cfg.model.max_output_tokens = 64000;
+    auto s = open_file(base_text(), cfg);
+    auto full = assistant_json("partial", 0, "length", 4102444800000.0);
+    full["usage"] = json::object{{"input", 1000}, {"output", 64000}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 65000}};
+    append(*s, {{"type", "message"}, {"message", full}});
+    auto no = turn_end(*s, full);
+    run_until([&] { return no->done; });
+    EXPECT_FALSE(no->outcome.attempted);
+    auto early = assistant_json("partial", 0, "length", 4102444800001.0);
+    early["usage"] = json::object{{"input", 1000}, {"output", 63999}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 64999}};
+    const auto id = append(*s, {{"type", "message"}, {"message", early}});
+    auto yes = turn_end(*s, early);
+    run_until([&] { return yes->done; });
+    EXPECT_TRUE(yes->outcome.compacted) << yes->outcome.message;
+    EXPECT_TRUE(yes->outcome.will_retry);
+    const auto lines = lines_of(file());
+    EXPECT_EQ(lines[lines.size() - 2].at("targetId").as_string(), id);
+}
+
+TEST_F(session_test, the_mid_run_check_measures_new_tool_results_before_they_are_sent_delta_13_44)
+{
+    test::session_text t;
+    for (int i = 0; i < 10; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    t.tool_call("call", "k1", "read", {{"path", "big.log"}});
+    auto cfg = config();
+    cfg.model.context_window = 20000;
+    cfg.settings.reserve_tokens = 2000;
+    auto s = open_file(t.text, cfg);
+    auto last = assistant_json("", 14790, "toolUse", 1768467900000);
+    last["content"] = json::array{json::object{{"type", "toolCall"}, {"id", "k2"}, {"name", "read"}, {"arguments", json::object{{"path", "x"}}}}};
+    append(*s, {{"type", "message"}, {"message", last}});
+    append(*s, {{"type", "message"}, {"message", json::object{{"role", "toolResult"}, {"toolCallId", "k2"}, {"toolName", "read"},
+                                                            {"content", json::array{json::object{{"type", "text"}, {"text", std::string(51289, 'r')}}}},
+                                                            {"isError", false}, {"timestamp", 1768467900001}}}});
+    EXPECT_EQ(s->current()->context_tokens(), 14790 + 12823);  // last usage + ceil(51289 / 4)
+    std::optional<compaction_outcome> out;
+    s->async_between_turns([&](error_code, compaction_outcome o) { out = std::move(o); });
+    run_until([&] { return out.has_value(); });
+    EXPECT_TRUE(out->compacted) << out->message;
+    EXPECT_EQ(out->reason, compaction_reason::threshold);
+    EXPECT_EQ(out->result->tokens_before, 14790 + 12823);
+}
+
+TEST_F(session_test, context_edit_writer_rules_in_pis_order_delta_13_10)
+{
+    auto s = open_file(base_text(2), config());
+    auto try_append = [&](json::object f) {
+        error_code ec;
+        bool done = false;
+        s->async_append(std::move(f), [&](error_code e, std::string) {
+            ec = e;
+            done = true;
+        });
+        run_until([&] { return done; });
+        return ec;
+    };
+    const auto before = file();
+    for (const json::value& bad : {json::value(json::object{}), json::value(json::object{{"content", 5}}), json::value("bare")})
+        EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", bad}}),
+                  make_error_code(compaction::errc::wrong_type));  // the replacement is checked first
+    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", nullptr}}),
+              make_error_code(compaction::errc::entry_not_found));
+    EXPECT_EQ(file(), before);
+    const auto sys = append(*s, {{"type", "message"}, {"message", json::object{{"role", "system"}, {"content", ""}, {"timestamp", 1}}}});
+    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", sys}, {"replacement", nullptr}}),
+              make_error_code(compaction::errc::wrong_type));  // not editable
+    append(*s, {{"type", "context_edit"}, {"targetId", "a1"}, {"replacement", json::object{{"content", "A"}}}});
+    append(*s, {{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", json::object{{"content", "U"}}}});
+    const auto lines = lines_of(file());
+    EXPECT_EQ(json::serialize(lines[lines.size() - 2].at("replacement")), R"({"content":[{"type":"text","text":"A"}]})");
+    EXPECT_EQ(json::serialize(lines.back().at("replacement")), R"({"content":"U"})");
+    // The snapshot applies the edits at once.
+    for (const auto& m : s->context())
+    {
+        if (m.entry_id == "u1")
+        {
+            EXPECT_EQ(compaction::content_text(m.msg->content), "U");
+        }
+    }
+    // Off the active branch: move the leaf before u1's edit target branch.
+    bool branched = false;
+    s->async_branch_from("a0", [&](error_code) { branched = true; });
+    run_until([&] { return branched; });
+    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", nullptr}}),
+              make_error_code(compaction::errc::entry_not_found));
+}
+
+TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
+{
+    test::session_text t;
+    t.system("s0", {{"pre", "You are helpful."}}, {json::object{{"name", "read"}, {"description", "Read"}, {"parameters", json::object{}}}});
+    for (int i = 0; i < 10; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    auto s = open_file(t.text, config());
+    ASSERT_TRUE(s->current()->system);
+    EXPECT_EQ(s->current()->system->sections.size(), 1u);
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    const auto c = lines_of(file()).back();
+    ASSERT_TRUE(c.contains("systemMessage"));
+    const auto& sm = c.at("systemMessage").as_object();
+    EXPECT_EQ(json::serialize(sm.at("sections")), R"({"pre":"You are helpful."})");
+    EXPECT_EQ(sm.at("toolsAdded").as_array().size(), 1u);
+    EXPECT_EQ(sm.at("timestamp").to_number<double>(), *compaction::parse_iso_timestamp(c.at("timestamp").as_string()));
+    std::vector<std::string> keys;
+    for (const auto& kv : c)
+        keys.emplace_back(kv.key());
+    EXPECT_EQ(keys.back(), "systemMessage");  // Pi 1.6 field order
+    // Projected from the file: the checkpoint first, then the summary.
+    const auto ctx = s->context();
+    ASSERT_GE(ctx.size(), 2u);
+    EXPECT_EQ(ctx[0].msg->role, compaction::role::system);
+    EXPECT_EQ(ctx[1].msg->role, compaction::role::compaction_summary);
 }
