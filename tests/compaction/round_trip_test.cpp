@@ -113,3 +113,58 @@ TEST(round_trip, doubles_survive_exactly)
         R"({"type":"custom","customType":"n","data":[0.0037199999999999998,0.30000000000000004,5e-324,1.7976931348623157e+308,0.013595999999999999,123456789.12345679,-0.5,1e+21],"id":"c","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z"})" "\n";
     EXPECT_EQ(reserialize(text), lines_of(text));
 }
+
+TEST(round_trip, pi16_entries_and_fields_are_byte_identical)
+{
+    // Delta §1.4–§1.6: usage, context_edit, system messages, compaction usage/systemMessage,
+    // branch summary usage, thinkingLevel, durationMs, nestedCalls, retain-none compactions.
+    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(reserialize(text), lines_of(text));
+}
+
+TEST(round_trip, pi16_entries_decode_to_their_typed_views)
+{
+    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    auto get = [&](std::string_view id) { return log->get(*log->find(id), diag).value(); };
+    const auto sys = get("a0b1c2d3");
+    EXPECT_EQ(sys->message->role, role::system);
+    ASSERT_EQ(sys->message->sections.size(), 3u);
+    EXPECT_EQ(sys->message->sections[1].name, "tools");
+    ASSERT_TRUE(sys->message->tools_added);
+    EXPECT_EQ(sys->message->tools_added->size(), 1u);
+    const auto patch = get("d4e5f6a7");
+    EXPECT_FALSE(patch->message->sections[1].value);  // "docs": null removes the section
+    EXPECT_EQ(patch->message->tools_removed, (std::vector<std::string>{"write"}));
+    const auto a = get("7c6b5a49");
+    EXPECT_EQ(a->message->thinking_level, "medium");
+    EXPECT_EQ(a->message->usage->cache_write_1h, 100);
+    EXPECT_TRUE(a->message->usage->total_from_provider);
+    const auto r = get("61f0e1d2");
+    ASSERT_EQ(r->message->nested_calls.size(), 2u);
+    EXPECT_TRUE(r->message->nested_calls[0].arguments);
+    EXPECT_FALSE(r->message->nested_calls[1].arguments);  // over Pi's size limit
+    const auto u = get("5b1e0c7a");
+    EXPECT_EQ(u->type, entry_type::usage);
+    EXPECT_EQ(u->usage_kind, "cache_warm");
+    EXPECT_EQ(u->usage->cache_read, 48210);
+    const auto omit = get("8d1c2b3a");
+    EXPECT_EQ(omit->type, entry_type::context_edit);
+    EXPECT_EQ(omit->target_id, "7c6b5a49");
+    EXPECT_FALSE(omit->replacement);
+    const auto replace = get("af3e4d5c");
+    ASSERT_TRUE(replace->replacement);
+    EXPECT_TRUE(replace->replacement->is_string);
+    const auto c = get("c0ffee01");
+    ASSERT_TRUE(c->system_message);
+    EXPECT_EQ(c->system_message->role, role::system);
+    EXPECT_EQ(c->usage->total_tokens, 43100);
+    const auto bs = get("b7450698");
+    EXPECT_EQ(bs->usage->output, 700);
+    const auto none = get("d00d0001");
+    EXPECT_EQ(none->first_kept_entry_id, none->id);  // retain-none
+}
