@@ -160,3 +160,112 @@ TEST(plan_properties, generated_sessions_times_three_budgets)
     EXPECT_GT(t.fix2, 0);
     EXPECT_GT(t.fix3, 0);
 }
+
+// The same properties over Pi 1.6-style sessions (system messages, context edits, usage entries,
+// recovery sequences, retain-none compactions), checked on projected entries where Pi 1.6 cuts.
+TEST(plan_properties, pi16_sessions_on_projected_entries)
+{
+    tally t;
+    int edits = 0, advanced = 0;
+    for (std::uint64_t seed = 1; seed <= 120; ++seed)
+    {
+        const auto text = agentctx::tools::generate_session({
+            .seed = seed,
+            .entries = 80 + seed * 11 % 300,
+            .mean_tool_output = 1500,
+            .image_rate = 0.05,
+            .branch_rate = 0.02,
+            .compaction_every = seed % 3 == 0 ? 5u : 0u,
+            .metadata_rate = 0.2,
+            .interleave_rate = 0.3,
+            .pi16 = true,
+        });
+        const auto path = materialize(text);
+        ASSERT_FALSE(path.empty());
+        const auto ctx = build_session_context(path);
+        const auto& e = ctx.entries;
+        for (const auto& p : e)
+            edits += p.source->type == entry_type::context_edit;
+        for (std::int64_t keep : {500, 2000, 8000})
+        {
+            SCOPED_TRACE("seed " + std::to_string(seed) + " keep " + std::to_string(keep));
+            ++t.cases;
+            compaction_settings st;
+            st.keep_recent_tokens = keep;
+            diagnostics diag;
+            auto prep = prepare_compaction(path, st, {}, diag);
+            if (!prep)
+            {
+                EXPECT_TRUE(prep.error() == make_error_code(errc::nothing_to_compact) ||
+                            prep.error() == make_error_code(errc::already_compacted))
+                    << prep.error().message() << ": " << diag.message;
+                continue;
+            }
+            advanced += prep->advanced_past_omitted_attempt;
+            const std::size_t start = prep->boundary_projected, end = e.size(), kept = prep->first_kept_projected;
+
+            // 1. The kept projected messages never hold a tool result without its call.
+            std::set<std::string> calls;
+            for (std::size_t i = kept; i < end; ++i)
+                for (const auto& m : e[i].messages)
+                {
+                    for (const auto& b : m->content.blocks)
+                        if (const auto* c = std::get_if<tool_call_block>(&b))
+                            calls.insert(c->id);
+                    if (m->role == role::tool_result)
+                    {
+                        EXPECT_TRUE(calls.count(m->tool_call_id)) << "orphaned result " << e[i].source->id;
+                    }
+                }
+
+            // 2. Summarized + prefix + kept = the range's non-system messages, in order, once each.
+            std::vector<std::string> parts, range;
+            for (const auto& m : prep->messages_to_summarize)
+                parts.push_back(m.entry_id);
+            for (const auto& m : prep->turn_prefix_messages)
+                parts.push_back(m.entry_id);
+            for (std::size_t i = start; i < end; ++i)
+                for (const auto& m : e[i].messages)
+                    if (m->role != role::system && e[i].source->type != entry_type::compaction)
+                    {
+                        range.push_back(e[i].source->id);
+                        if (i >= kept)
+                            parts.push_back(e[i].source->id);
+                    }
+            EXPECT_EQ(parts, range);
+
+            // 3. Differences from Pi 1.6 are exactly the two fixes it lacks.
+            const auto ours = find_cut_point(e, start, end, keep).value();
+            const auto pi = find_cut_point(e, start, end, keep, compat_mode::pi).value();
+            if (pi.first_kept_index == ours.first_kept_index && pi.is_split_turn == ours.is_split_turn &&
+                pi.turn_start_index == ours.turn_start_index)
+            {
+                ++t.identical;
+                continue;
+            }
+            bool in_round = false;
+            for (const auto& iv : tool_round_intervals(e, start, end))
+                in_round = in_round || (iv.first < pi.chosen_index && pi.chosen_index <= iv.last);
+            if (in_round)
+                ++t.fix3;
+            else if (pi.chosen_index == ours.chosen_index && starts_turn(e[ours.chosen_index]) && pi.is_split_turn &&
+                     !ours.is_split_turn)
+                ++t.fix2;
+            else
+            {
+                ++t.unexplained;
+                ADD_FAILURE() << "unexplained difference: pi kept " << pi.first_kept_index << " split " << pi.is_split_turn
+                              << ", agentctx kept " << ours.first_kept_index << " split " << ours.is_split_turn;
+            }
+        }
+    }
+    std::cout << "[ plan_properties pi16 ] " << t.cases << " cases: identical " << t.identical
+              << ", fix2 (metadata or omitted entries before a prompt) " << t.fix2 << ", fix3 (interleaved tool rounds) "
+              << t.fix3 << ", unexplained " << t.unexplained << "; context edits " << edits
+              << ", recovery-suffix advances " << advanced << '\n';
+    EXPECT_EQ(t.cases, 360);
+    EXPECT_EQ(t.unexplained, 0);
+    EXPECT_GT(t.fix2, 0);
+    EXPECT_GT(t.fix3, 0);
+    EXPECT_GT(edits, 0);  // the generator exercises context edits
+}

@@ -101,6 +101,10 @@ TEST(round_trip, generated_sessions_are_byte_identical)
             {.seed = seed, .entries = 120, .image_rate = 0.1, .branch_rate = 0.05, .compaction_every = 6}
         );
         EXPECT_EQ(reserialize(text), lines_of(text)) << "seed " << seed;
+        const auto pi16 = agentctx::tools::generate_session(
+            {.seed = seed, .entries = 150, .image_rate = 0.1, .compaction_every = 5, .pi16 = true}
+        );
+        EXPECT_EQ(reserialize(pi16), lines_of(pi16)) << "pi16 seed " << seed;
     }
 }
 

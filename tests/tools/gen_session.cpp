@@ -32,13 +32,15 @@ int main(int argc, char** argv)
             o.branch_rate = std::strtod(next(), nullptr);
         else if (!std::strcmp(argv[i], "--version"))
             o.version = std::atoi(next());
+        else if (!std::strcmp(argv[i], "--pi16"))
+            o.pi16 = true;
         else if (!std::strcmp(argv[i], "-o"))
             out = next();
         else
         {
             std::fprintf(stderr,
                          "usage: gen_session [--seed N] [--entries N] [--mean-tool-output BYTES] "
-                         "[--compaction-every TURNS] [--branch-rate P] [--version 1|2|3] [-o FILE]\n");
+                         "[--compaction-every TURNS] [--branch-rate P] [--version 1|2|3] [--pi16] [-o FILE]\n");
             return 2;
         }
     }

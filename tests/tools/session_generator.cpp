@@ -58,6 +58,8 @@ public:
         json::object tl = base("thinking_level_change");
         tl["thinkingLevel"] = "medium";
         emit(std::move(tl));
+        if (pi16())
+            system_message(true);
         std::size_t turn = 0;
         while (written_ < o_.entries)
         {
@@ -71,6 +73,145 @@ public:
     }
 
 private:
+    bool pi16() const { return o_.pi16 && o_.version >= 3; }
+
+    // A system message: the full prompt at session start, later a patch of changed sections,
+    // sometimes a removed section or a tool-set change.
+    void system_message(bool initial)
+    {
+        json::object sections, m;
+        std::vector<std::string> removed_tools;
+        json::array added_tools;
+        auto set_section = [&](const std::string& name, json::value v) {
+            sections[name] = v;
+            if (v.is_null())
+                prompt_sections_.erase(name);
+            else
+                prompt_sections_[name] = v;
+        };
+        auto add_tool = [&](const std::string& name) {
+            json::object t{{"name", name}, {"description", "The " + name + " tool: " + sentence(6)},
+                           {"parameters", json::object{{"type", "object"}, {"properties", json::object{{"path", json::object{{"type", "string"}}}}}}}};
+            for (auto it = tools_.begin(); it != tools_.end(); ++it)
+                if (it->as_object().at("name").as_string() == name)
+                {
+                    *it = t;
+                    added_tools.push_back(t);
+                    return;
+                }
+            tools_.push_back(t);
+            added_tools.push_back(t);
+        };
+        if (initial)
+        {
+            set_section("preamble", json::value("You are an expert coding assistant. " + sentence(30)));
+            set_section("tools", "<tools>\n- read\n- edit\n- bash\n</tools>");
+            set_section("cwd", "<cwd>\n/home/dev/project\n</cwd>");
+            for (const char* t : {"read", "edit", "write", "bash"})
+                add_tool(t);
+        }
+        else
+        {
+            set_section(chance(0.5) ? "skills" : "guidelines", json::value("<skills>" + sentence(12) + "</skills>"));
+            if (chance(0.3) && prompt_sections_.contains("skills"))
+                set_section("skills", nullptr);
+            if (chance(0.3))
+                add_tool(chance(0.5) ? "grep" : "find");
+            if (chance(0.2) && !tools_.empty())
+            {
+                const std::string name(tools_.back().as_object().at("name").as_string());
+                removed_tools.push_back(name);
+                tools_.pop_back();
+            }
+        }
+        m["role"] = "system";
+        m["content"] = "";
+        m["sections"] = std::move(sections);
+        auto o = message_entry(std::move(m));
+        auto& msg = o["message"].as_object();
+        if (!added_tools.empty())
+            msg["toolsAdded"] = std::move(added_tools);
+        if (!removed_tools.empty())
+        {
+            json::array r;
+            for (const auto& n : removed_tools)
+                r.push_back(json::object{{"name", n}});
+            msg["toolsRemoved"] = std::move(r);
+        }
+        emit(std::move(o));
+    }
+
+    // The replayed prompt as Pi 1.6's appendCompaction stores it.
+    json::object system_checkpoint()
+    {
+        json::object m{{"role", "system"}, {"content", ""}};
+        if (!prompt_sections_.empty())
+            m["sections"] = prompt_sections_;
+        if (!tools_.empty())
+            m["toolsAdded"] = tools_;
+        m["timestamp"] = clock_;
+        return m;
+    }
+
+    void context_edit(const std::string& target, json::value replacement)
+    {
+        auto e = base("context_edit");
+        e["targetId"] = target;
+        e["replacement"] = std::move(replacement);
+        emit(std::move(e));
+    }
+
+    void usage_entry()
+    {
+        auto u = base("usage");
+        u["kind"] = "cache_warm";
+        u["provider"] = "anthropic";
+        u["model"] = "claude-sonnet-4-5";
+        u["usage"] = usage(context_tokens_, 1);
+        emit(std::move(u));
+    }
+
+    // A failed attempt as Pi 1.6 records its recovery: the error (or early length stop), then
+    // context_edit omissions for it and its tool results.
+    void failed_attempt()
+    {
+        json::object m;
+        m["role"] = "assistant";
+        const bool length = chance(0.4);
+        json::array content;
+        std::string call_id;
+        if (length)
+        {
+            content.push_back(json::object{{"type", "text"}, {"text", "Partial " + sentence(10)}});
+            if (chance(0.5))
+            {
+                call_id = "toolu_len" + std::to_string(written_);
+                content.push_back(json::object{{"type", "toolCall"}, {"id", call_id}, {"name", "read"},
+                                               {"arguments", json::object{{"path", files[0]}}}});
+            }
+        }
+        m["content"] = std::move(content);
+        m["api"] = "anthropic-messages";
+        m["provider"] = "anthropic";
+        m["model"] = "claude-sonnet-4-5";
+        m["usage"] = length ? usage(context_tokens_, 900) : usage(0, 0);
+        m["stopReason"] = length ? "length" : "error";
+        if (!length)
+            m["errorMessage"] = "prompt is too long: 213462 tokens > 200000 maximum";
+        const std::string failed = emit(message_entry(std::move(m)));
+        std::string result;
+        if (!call_id.empty())
+        {
+            json::object t{{"role", "toolResult"}, {"toolCallId", call_id}, {"toolName", "read"},
+                           {"content", json::array{json::object{{"type", "text"}, {"text", "Tool not executed: the response was truncated."}}}},
+                           {"isError", true}};
+            result = emit(message_entry(std::move(t)));
+        }
+        context_edit(failed, nullptr);
+        if (!result.empty())
+            context_edit(result, nullptr);
+    }
+
     std::uint32_t pick(std::uint32_t n) { return static_cast<std::uint32_t>(rng_() % (n + 1)); }
     bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
@@ -228,8 +369,12 @@ private:
         else
             u["content"] = prompt;
         context_tokens_ += static_cast<std::int64_t>(prompt.size() / 4);
+        if (pi16() && chance(0.12))
+            system_message(false);  // Pi writes the patch before the new user message
         turn_starts_.push_back(leaf_);
-        emit(message_entry(std::move(u)));
+        const std::string prompt_id = emit(message_entry(std::move(u)));
+        if (pi16() && chance(0.03))
+            context_edit(prompt_id, json::value(json::object{{"content", "Shorter: " + sentence(6)}}));
 
         const std::size_t rounds = chance(o_.tool_turn_rate) ? 1 + pick(5) : 0;
         for (std::size_t r = 0; r < rounds && written_ < o_.entries; ++r)
@@ -304,8 +449,13 @@ private:
                 t["content"] = std::move(blocks);
                 t["isError"] = chance(0.05);
                 context_tokens_ += static_cast<std::int64_t>(bytes / 4);
-                emit(message_entry(std::move(t)));
+                const std::string result_id = emit(message_entry(std::move(t)));
+                if (pi16() && bytes > o_.mean_tool_output && chance(0.2) && written_ < o_.entries)
+                    context_edit(result_id, json::value(json::object{{"content", json::array{json::object{
+                                                {"type", "text"}, {"text", "[tool output elided: " + std::to_string(bytes / 1024) + " KB]"}}}}}));
             }
+            if (pi16() && chance(0.04) && written_ < o_.entries)
+                failed_attempt();
         }
         if (written_ < o_.entries && chance(0.05))
         {
@@ -324,6 +474,8 @@ private:
             content.push_back(json::object{{"type", "text"}, {"text", "Done: " + sentence(20 + pick(60)) + "."}});
             assistant(std::move(content), "stop", 100 + pick(600));
         }
+        if (pi16() && written_ < o_.entries && chance(0.05))
+            usage_entry();
         if (o_.version >= 2 && written_ < o_.entries && chance(o_.metadata_rate))
         {
             auto l = base("label");
@@ -375,7 +527,19 @@ private:
             c["firstKeptEntryIndex"] = written_ > 4 ? static_cast<std::int64_t>(written_ - 3) : 1;
         c["tokensBefore"] = context_tokens_;
         c["details"] = json::object{{"readFiles", json::array{"src/main.cpp"}}, {"modifiedFiles", json::array{}}};
+        if (pi16())
+        {
+            if (chance(0.25))
+                c["firstKeptEntryId"] = c["id"];  // retain-none
+            c["usage"] = usage(context_tokens_, 800);
+        }
         c["fromHook"] = false;
+        if (pi16() && !prompt_sections_.empty())
+        {
+            auto checkpoint = system_checkpoint();
+            checkpoint["timestamp"] = clock_;
+            c["systemMessage"] = std::move(checkpoint);
+        }
         emit(std::move(c));
         context_tokens_ = context_tokens_ / 5;
     }
@@ -390,6 +554,8 @@ private:
     std::vector<std::string> turn_starts_;  // leaf before each user prompt
     std::unordered_set<std::string> ids_;
     std::int64_t context_tokens_ = 3000;
+    json::object prompt_sections_;  // the replayed prompt sections (Pi 1.6 style)
+    json::array tools_;             // the replayed tool set
 };
 
 }  // namespace

@@ -21,6 +21,10 @@ struct generator_options
     double interleave_rate = 0;           ///< share of multi-call rounds whose last result arrives
                                           ///< after a later assistant message (interleaved rounds)
     int version = 3;                      ///< 1, 2 or 3 (v1: no ids, index-based compactions)
+    /// Pi 1.6 style (v3 only): system messages with section patches and tool changes, context
+    /// edits (omissions and replacements), usage entries, overflow/length recovery sequences,
+    /// retain-none compactions and compactions carrying their systemMessage checkpoint.
+    bool pi16 = false;
 };
 
 /// Writes the session line by line (each string ends with '\n') to `sink`.
