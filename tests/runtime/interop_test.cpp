@@ -23,11 +23,14 @@ namespace fs = std::filesystem;
 TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
 {
     const auto path = fs::temp_directory_path() / ("agentctx-interop-" + std::to_string(::getpid()) + ".jsonl");
-    for (std::uint64_t seed : {3u, 8u, 21u})
+    for (std::uint64_t seed : {3u, 8u, 21u, 34u, 55u})
     {
+        // Seeds 34 and 55: Pi 1.6-style sessions (system messages, edits, recovery sequences).
+        const bool pi16 = seed > 21;
         SCOPED_TRACE("seed " + std::to_string(seed));
         const std::string original = tools::generate_session(
-            {.seed = seed, .entries = 400, .branch_rate = 0.03, .compaction_every = 9, .interleave_rate = 0.2}
+            {.seed = seed, .entries = 400, .branch_rate = pi16 ? 0.0 : 0.03, .compaction_every = 9,
+             .interleave_rate = 0.2, .pi16 = pi16}
         );
         std::ofstream(path, std::ios::binary) << original;
         boost::asio::io_context ioc;
@@ -59,8 +62,11 @@ TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
         std::vector<std::string> keys;
         for (const auto& kv : e)
             keys.emplace_back(kv.key());
-        EXPECT_EQ(keys, (std::vector<std::string>{"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
-                                                  "tokensBefore", "details", "fromHook"}));
+        std::vector<std::string> expected{"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
+                                          "tokensBefore", "details", "fromHook"};
+        if (pi16)
+            expected.push_back("systemMessage");  // Pi 1.6's checkpoint of the replayed prompt
+        EXPECT_EQ(keys, expected);
         EXPECT_TRUE(std::regex_match(std::string(e.at("id").as_string()), std::regex("[0-9a-f]{8}")));
         EXPECT_TRUE(std::regex_match(std::string(e.at("timestamp").as_string()),
                                      std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
@@ -83,6 +89,19 @@ TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
         EXPECT_TRUE(kept_on_path);
         const auto ctx = compaction::build_session_context(*log, diag).value();
         EXPECT_EQ(ctx.messages.front().entry_id, e.at("id").as_string());
+        if (pi16)
+        {
+            // Pi 1.6 projects the checkpoint first, then the summary; the replay is unchanged.
+            ASSERT_GE(ctx.messages.size(), 2u);
+            EXPECT_EQ(ctx.messages[0].msg->role, compaction::role::system);
+            EXPECT_EQ(ctx.messages[1].msg->role, compaction::role::compaction_summary);
+            const auto prior = compaction::build_session_context(before, diag).value();
+            ASSERT_TRUE(prior.system && ctx.system);
+            auto a = compaction::system_message_json(*prior.system), b = compaction::system_message_json(*ctx.system);
+            a.erase("timestamp");
+            b.erase("timestamp");
+            EXPECT_EQ(compaction::stringify(a), compaction::stringify(b));
+        }
     }
     fs::remove(path);
 }
