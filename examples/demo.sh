@@ -23,7 +23,7 @@ step "agentctx context  (what the next request carries, before)"
 step "agentctx plan --keep-recent 3000  (dry run: where the cut goes)"
 "$cli" plan "$session" --keep-recent 3000
 
-step "agentctx plan --keep-recent 3000 --compat pi  (what Pi 0.73.1 would decide)"
+step "agentctx plan --keep-recent 3000 --compat pi  (what Pi 1.6.0 would decide)"
 "$cli" plan "$session" --keep-recent 3000 --compat pi | tail -n 7
 
 step "agentctx compact --keep-recent 3000  (offline summarizer, on a copy)"
