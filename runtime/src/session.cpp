@@ -59,6 +59,8 @@ struct compaction_failure
     error_code ec;
     std::string message;
     bool from_hook = false;
+    /// An automatic compaction with nothing to prepare: no events, no hooks (Pi 1.6 §10.5 step 2).
+    bool silent = false;
 };
 
 // Completes a handler, never inline: post() runs it through its associated executor.
@@ -98,6 +100,7 @@ struct session::operation
     int model_calls = 0;
     std::optional<std::string> instructions;
     bool will_retry = false;
+    bool start_emitted = false;
 };
 
 // One caller's request: created in the initiating function, tied to the caller's cancellation
@@ -143,7 +146,9 @@ struct transaction
     )
     {
         session& s = *self;
-        s.emit(compaction_start_event{reason});
+        // Pi 1.6: an automatic compaction announces itself only once it has a preparation.
+        if (reason == compaction_reason::manual)
+            emit_start(s, *op, reason);
         compaction_outcome out;
         out.attempted = true;
         out.reason = reason;
@@ -154,13 +159,25 @@ struct transaction
         }
         catch (const compaction_failure& f)
         {
+            if (f.silent)
+                co_return result_type{error_code{}, compaction_outcome{.message = f.message}};
             from_hook = from_hook || f.from_hook;
+            emit_start(s, *op, reason);
             co_return fail(s, *op, reason, f.ec, f.message, from_hook, out);
         }
         catch (const std::exception& e)
         {
+            emit_start(s, *op, reason);
             co_return fail(s, *op, reason, make_error_code(errc::io_error), e.what(), from_hook, out);
         }
+    }
+
+    static void emit_start(session& s, session::operation& op, compaction_reason reason)
+    {
+        if (op.start_emitted)
+            return;
+        op.start_emitted = true;
+        s.emit(compaction_start_event{reason});
     }
 
     static result_type fail(
@@ -220,8 +237,11 @@ struct transaction
         if (!pp)
             throw compaction_failure{pp.error(), diag.message};
         auto prep = prepare_compaction(pp->entries, s.config_.settings, {.counter = &s.counter()}, diag);
+        const bool nothing = !prep && (prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
+                                       prep.error() == make_error_code(compaction::errc::already_compacted));
         if (!prep)
-            throw compaction_failure{prep.error(), diag.message};
+            throw compaction_failure{prep.error(), diag.message, false, nothing && reason != compaction_reason::manual};
+        emit_start(s, *op, reason);
         s.logger_->debug("compaction plan: first kept {}, {} to summarize, {} in turn prefix", prep->first_kept_entry_id,
                          prep->messages_to_summarize.size(), prep->turn_prefix_messages.size());
 

@@ -1009,3 +1009,17 @@ TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
     EXPECT_EQ(ctx[0].msg->role, compaction::role::system);
     EXPECT_EQ(ctx[1].msg->role, compaction::role::compaction_summary);
 }
+
+TEST_F(session_test, an_automatic_compaction_with_nothing_to_prepare_emits_nothing_delta_13_47)
+{
+    auto s = open_file(base_text(2), config(20000));  // keep 20000: everything stays verbatim
+    auto r = turn_end(*s, assistant_json("ok", 190000, "stop", 4102444800000.0));
+    run_until([&] { return r->done; });
+    EXPECT_FALSE(r->ec);
+    EXPECT_FALSE(r->outcome.compacted);
+    EXPECT_TRUE(events_.lines.empty());  // no compaction_start, no compaction_end
+    EXPECT_EQ(summarizer_->calls(), 0u);
+    auto m = compact(*s);  // a manual one reports it
+    run_until([&] { return m->done; });
+    EXPECT_EQ(m->ec, compaction::make_error_code(compaction::errc::nothing_to_compact));
+}
