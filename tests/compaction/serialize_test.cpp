@@ -1,4 +1,5 @@
 // serialize_conversation (spec §7.1) and the summary prompts (§7.2–§7.3).
+#include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/serialize.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 
@@ -47,12 +48,45 @@ TEST(serialize, short_tool_results_and_user_assistant_texts_are_never_truncated)
     EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"text","text":")" + big + R"("}]})")}), "[Assistant]: " + big);
 }
 
-TEST(serialize, truncation_counts_utf16_units_and_a_split_pair_leaves_fffd)
+TEST(serialize, truncation_counts_utf16_units_and_never_splits_a_pair)
 {
-    // 1999 x then 🚀 (2 units) then 9 more: 2010 units; the cut at 2000 splits the pair.
+    // 1999 x then 🚀 (2 units) then 9 more: 2010 units; the cut at 2000 would split the pair, so
+    // the head is 1999 units (Pi 1.6 sliceHead; 0.73.1 left a lone surrogate, U+FFFD in UTF-8).
     const std::string text = std::string(1999, 'x') + "🚀" + std::string(9, 'x');
     const std::string out = ser({msg(tool_result(text))});
-    EXPECT_EQ(out, "[Tool result]: " + std::string(1999, 'x') + "\xEF\xBF\xBD" + "\n\n[... 10 more characters truncated]");
+    EXPECT_EQ(out, "[Tool result]: " + std::string(1999, 'x') + "\n\n[... 10 more characters truncated]");
+}
+
+TEST(serialize, surrogate_safe_cut_verified_vector)
+{
+    // delta §7.1: 1999×x + 🚀 + 99×y (2100 units); the marker still says length − 2000.
+    const std::string text = std::string(1999, 'x') + "🚀" + std::string(99, 'y');
+    EXPECT_EQ(ser({msg(tool_result(text))}), "[Tool result]: " + std::string(1999, 'x') + "\n\n[... 100 more characters truncated]");
+    // A pair ending exactly at unit 2000 is kept whole.
+    const std::string whole = std::string(1998, 'x') + "🚀" + std::string(5, 'y');
+    EXPECT_EQ(ser({msg(tool_result(whole))}), "[Tool result]: " + std::string(1998, 'x') + "🚀" + "\n\n[... 5 more characters truncated]");
+}
+
+TEST(serialize, slice_head_primitive)
+{
+    EXPECT_EQ(utf16_slice_head("a🚀b", 1), "a");
+    EXPECT_EQ(utf16_slice_head("a🚀b", 2), "a");
+    EXPECT_EQ(utf16_slice_head("a🚀b", 3), "a🚀");
+    EXPECT_EQ(utf16_slice_head("a🚀b", 9), "a🚀b");
+    EXPECT_EQ(utf16_slice_head("é€", 1), "é");
+}
+
+TEST(serialize, thinking_is_omitted_and_system_messages_ignored)
+{
+    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"}]})")}), "");
+    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"ok"}]})")}),
+              "[Assistant]: ok");
+    // At least one text block, even empty, gives the part.
+    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]})")}),
+              "[Assistant]: ");
+    EXPECT_EQ(ser({msg(R"({"role":"user","content":"q"})"), msg(R"({"role":"system","content":"You are helpful."})"),
+                   msg(R"({"role":"assistant","content":[{"type":"text","text":"a"}]})")}),
+              "[User]: q\n\n[Assistant]: a");
 }
 
 TEST(serialize, labels_part_order_and_tool_call_format)
@@ -66,7 +100,6 @@ TEST(serialize, labels_part_order_and_tool_call_format)
     const auto u = msg(R"({"role":"user","content":[{"type":"text","text":"Fix "},{"type":"image","data":"AA","mimeType":"image/png"},{"type":"text","text":"it"}]})");
     EXPECT_EQ(ser({u, a}),
               "[User]: Fix it\n\n"
-              "[Assistant thinking]: hmm\n\n"
               "[Assistant]: first\n\n\n"  // the empty text block still joins with \n
               "[Assistant tool calls]: read(path=\"src/auth.ts\", limit=20); bash(command=\"ls \\\"x\\\"\", opts={\"a\":[1,true]})");
     EXPECT_EQ(ser({msg(R"({"role":"user","content":""})"), msg(R"({"role":"assistant","content":[]})")}), "");
