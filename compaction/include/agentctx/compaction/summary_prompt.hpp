@@ -20,6 +20,9 @@ struct summary_prompt
     std::string prompt;
     std::uint32_t max_output_tokens = 0;
     std::optional<std::string> reasoning_effort;  ///< the session's thinking level unless "off"
+    /// The caller's routing id for the provider (Pi's `sessionId`); nullopt = a fresh id per
+    /// request (Pi 1.6 §7.3: summary requests never share a prompt-cache route).
+    std::optional<std::string> routing_id;
 };
 
 extern const std::string_view summarization_system_prompt;

@@ -48,10 +48,17 @@ struct model_reply
     std::string model;
 };
 
-/// The HTTP request for a summary prompt in the configured wire format.
+/// The HTTP request for a summary prompt in the configured wire format. Summary requests write
+/// no prompt-cache entries (Pi 1.6 `cacheRetention: "none"`): no `cache_control` (Anthropic), no
+/// `prompt_cache_key` (OpenAI). Anthropic requests carry `metadata.user_id` = the prompt's
+/// routing_id, else a fresh new_routing_id() per request; Chat Completions has no such field.
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
 
+/// A fresh UUID v7 (RFC 9562: 48-bit Unix ms, version 7, random bits), lowercase.
+std::string new_routing_id();
+
 /// Parses a complete (non-streaming) response body; `malformed_response` when it is not one.
+/// Tool calls (`tool_calls` / `tool_use` blocks) are counted in `output.tool_calls`.
 compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag);
 
 /// Server-sent events, fed in chunks of any size.
