@@ -208,6 +208,7 @@ compaction::result<model_reply> parse_response(wire_format f, std::string_view b
         r.output.stop = openai_stop(str_of(c, "finish_reason"));
         if (const auto* u = o.if_contains("usage"); u && u->is_object())
             openai_usage(u->get_object(), r.usage);
+        r.output.usage = r.usage;
         return r;
     }
     const auto* content = o.if_contains("content");
@@ -230,6 +231,7 @@ compaction::result<model_reply> parse_response(wire_format f, std::string_view b
     r.output.stop = anthropic_stop(str_of(o, "stop_reason"));
     if (const auto* u = o.if_contains("usage"); u && u->is_object())
         anthropic_usage(u->get_object(), r.usage);
+    r.output.usage = r.usage;
     return r;
 }
 

@@ -252,3 +252,22 @@ TEST(wire_format, tool_calls_are_counted_in_every_response_shape)
     EXPECT_EQ(an.reply().output.text, "SUM");
     EXPECT_EQ(an.reply().output.tool_calls, 1u);
 }
+
+TEST(wire_format, the_summary_output_carries_the_usage)
+{
+    diagnostics diag;
+    auto r = parse_response(wire_format::openai,
+                            R"({"choices":[{"message":{"content":"S"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}})",
+                            diag);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->output.usage);
+    EXPECT_EQ(r->output.usage->input, 100);
+    EXPECT_EQ(r->output.usage->output, 7);
+    EXPECT_EQ(r->output.usage->total_tokens, 107);
+    stream_accumulator an(wire_format::anthropic);
+    an.feed(R"(data: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":50,"output_tokens":1}}})" "\n\n"
+            R"(data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})" "\n\n");
+    ASSERT_TRUE(an.reply().output.usage);
+    EXPECT_EQ(an.reply().output.usage->output, 9);
+    EXPECT_EQ(an.reply().output.usage->total_tokens, 59);
+}

@@ -24,6 +24,7 @@ struct summary_output
     stop_reason stop = stop_reason::stop;
     std::optional<std::string> error_message;  ///< for stop reason `error`; never a raw body
     std::size_t tool_calls = 0;                ///< tool-call blocks in the response (Pi 1.6 rejects any)
+    std::optional<struct usage> usage;         ///< the provider's usage of this request, when known
 };
 
 /// Which request a summary answers; names it in failure messages as Pi does.

@@ -43,7 +43,7 @@ struct provider_config
 /// A normalized model answer.
 struct model_reply
 {
-    compaction::summary_output output;  ///< text (reasoning excluded) and stop reason
+    compaction::summary_output output;  ///< text (reasoning excluded), stop reason, tool calls, usage
     compaction::usage usage;            ///< input excludes cache reads; totalTokens as reported or summed
     std::string model;
 };
@@ -89,7 +89,12 @@ public:
     /// True once the stream said it finished ([DONE] / message_stop / a finish reason).
     bool complete() const noexcept { return complete_; }
     std::size_t received_chars() const noexcept { return reply_.output.text.size(); }
-    model_reply reply() const { return reply_; }
+    model_reply reply() const
+    {
+        model_reply r = reply_;
+        r.output.usage = r.usage;
+        return r;
+    }
 
 private:
     void on_event(const sse_parser::event& e);
