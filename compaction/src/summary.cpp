@@ -95,6 +95,13 @@ usage combine_usage(const usage& a, const usage& b) noexcept
     return u;
 }
 
+std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix)
+{
+    if (history && prefix)
+        return combine_usage(*history, *prefix);
+    return history ? history : prefix;
+}
+
 boost::json::object usage_to_json(const usage& u)
 {
     boost::json::object o;

@@ -119,6 +119,22 @@ TEST(summary, combine_usage_sums_and_writes_pi_key_order)
               R"("cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})");
 }
 
+TEST(summary, compaction_usage_combines_only_when_both_requests_ran)
+{
+    usage h, p;
+    h.input = 10;
+    h.total_tokens = 10;
+    h.total_from_provider = true;
+    p.input = 3;
+    p.total_tokens = 3;
+    p.total_from_provider = true;
+    EXPECT_EQ(compaction_usage(h, p)->input, 13);
+    EXPECT_TRUE(compaction_usage(h, p)->total_from_provider);
+    EXPECT_EQ(compaction_usage(std::nullopt, p)->input, 3);
+    EXPECT_EQ(compaction_usage(h, std::nullopt)->input, 10);
+    EXPECT_FALSE(compaction_usage(std::nullopt, std::nullopt));
+}
+
 TEST(summary, assembly_appends_file_blocks_and_details)
 {
     session_text s;

@@ -66,6 +66,10 @@ std::string merge_split_turn(
 /// present when either has them (missing = 0); `total_from_provider` = both true.
 usage combine_usage(const usage& a, const usage& b) noexcept;
 
+/// The usage a compaction stores (delta §7.5): both requests → combine_usage(history, prefix);
+/// otherwise the one that was made (nullopt when neither reported usage).
+std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix);
+
 /// A `Usage` object in Pi's key order: `input, output, cacheRead, cacheWrite, cacheWrite1h?,
 /// reasoning?, totalTokens, cost{input, output, cacheRead, cacheWrite, total, totalFromProvider}`
 /// (for make_compaction_entry's `usage`; write it with stringify).
