@@ -32,6 +32,7 @@ const char* to_string(errc e) noexcept
     case errc::summary_empty: return "summary_empty";
     case errc::summary_too_long: return "summary_too_long";
     case errc::insufficient_reduction: return "insufficient_reduction";
+    case errc::summary_tool_call: return "summary_tool_call";
     }
     return "unknown";
 }

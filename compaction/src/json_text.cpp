@@ -144,6 +144,23 @@ std::string utf16_prefix(std::string_view s, std::size_t n)
     return std::string(s.substr(0, i));
 }
 
+std::string utf16_slice_head(std::string_view s, std::size_t n)
+{
+    std::size_t units = 0;
+    std::size_t i = 0;
+    while (i < s.size() && units < n)
+    {
+        char32_t cp = 0;
+        const std::size_t len = decode_utf8(s, i, cp);
+        const std::size_t w = cp >= 0x10000 ? 2 : 1;
+        if (units + w > n)
+            break;  // the pair straddles the cut: keep n - 1 units
+        units += w;
+        i += len;
+    }
+    return std::string(s.substr(0, i));
+}
+
 bool utf16_less(std::string_view a, std::string_view b) noexcept
 {
     // UTF-16 order differs from code point order only for supplementary characters, which sort

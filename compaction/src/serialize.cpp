@@ -12,7 +12,8 @@ std::string truncate_for_summary(std::string_view t, std::size_t limit)
     const std::size_t len = utf16_length(t);
     if (len <= limit)
         return std::string(t);
-    return utf16_prefix(t, limit) + "\n\n[... " + std::to_string(len - limit) + " more characters truncated]";
+    // The head never splits a surrogate pair (it may be limit - 1 units); the count is not adjusted.
+    return utf16_slice_head(t, limit) + "\n\n[... " + std::to_string(len - limit) + " more characters truncated]";
 }
 
 namespace {
@@ -45,12 +46,11 @@ std::string serialize_conversation(std::span<const std::shared_ptr<const message
         }
         else if (m.role == role::assistant)
         {
-            std::vector<std::string> thinking, texts, calls;
+            // Thinking is omitted (Pi 1.2+); the text part exists iff there is a text block.
+            std::vector<std::string> texts, calls;
             for (const auto& b : m.content.blocks)
             {
-                if (const auto* th = std::get_if<thinking_block>(&b))
-                    thinking.push_back(th->thinking);
-                else if (const auto* t = std::get_if<text_block>(&b))
+                if (const auto* t = std::get_if<text_block>(&b))
                     texts.push_back(t->text);
                 else if (const auto* c = std::get_if<tool_call_block>(&b))
                 {
@@ -60,8 +60,6 @@ std::string serialize_conversation(std::span<const std::shared_ptr<const message
                     calls.push_back(c->name + "(" + join(args, ", ") + ")");
                 }
             }
-            if (!thinking.empty())
-                parts.push_back("[Assistant thinking]: " + join(thinking, "\n"));
             if (!texts.empty())
                 parts.push_back("[Assistant]: " + join(texts, "\n"));
             if (!calls.empty())
@@ -73,6 +71,7 @@ std::string serialize_conversation(std::span<const std::shared_ptr<const message
             if (!text.empty())
                 parts.push_back("[Tool result]: " + truncate_for_summary(text));
         }
+        // Any other role (system in particular) contributes nothing.
     }
     return join(parts, "\n\n");
 }

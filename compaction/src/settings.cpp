@@ -1,7 +1,13 @@
-// Settings layering: defaults, global file, trusted project file, programmatic overrides.
+// Settings layering: defaults, global file, trusted project file, programmatic overrides;
+// per-model token budgets; Pi's validation messages.
 #include <agentctx/compaction/settings.hpp>
 
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/projection.hpp>
+
 #include "field_reader.hpp"
+
+#include <cmath>
 
 namespace agentctx::compaction {
 
@@ -19,6 +25,46 @@ boost::json::object deep_merge(const boost::json::object& base, const boost::jso
     return out;
 }
 
+std::string override_key(const model_ref& model)
+{
+    return model.provider + "/" + model.model_id;
+}
+
+std::string js_string(const boost::json::value& v)
+{
+    switch (v.kind())
+    {
+    case boost::json::kind::null: return "null";
+    case boost::json::kind::bool_: return v.get_bool() ? "true" : "false";
+    case boost::json::kind::string: return std::string(v.get_string());
+    case boost::json::kind::object: return "[object Object]";
+    case boost::json::kind::array:
+    {
+        // Array.prototype.join: null (and undefined) elements are empty strings.
+        std::string out;
+        bool first = true;
+        for (const auto& e : v.get_array())
+        {
+            if (!first)
+                out += ',';
+            first = false;
+            if (!e.is_null())
+                out += js_string(e);
+        }
+        return out;
+    }
+    case boost::json::kind::int64:
+    case boost::json::kind::uint64:
+    case boost::json::kind::double_:
+    {
+        std::string out;
+        stringify_to(out, v);  // numbers: ECMAScript Number::toString
+        return out;
+    }
+    }
+    return {};
+}
+
 namespace {
 
 enum class kind
@@ -34,14 +80,32 @@ struct field_spec
     kind k;
 };
 
-constexpr field_spec fields[] = {
+// Checked per layer (agentctx's rule; Pi reads them leniently). The two token budgets are not
+// here: Pi validates them on the merged settings (validate_budget).
+constexpr field_spec layer_fields[] = {
     {"compaction", "enabled", kind::boolean},
-    {"compaction", "reserveTokens", kind::count},
-    {"compaction", "keepRecentTokens", kind::count},
     {"retry", "enabled", kind::boolean},
     {"retry", "maxRetries", kind::count},
     {"retry", "baseDelayMs", kind::count},
+    {"retry", "maxAgentDelayMs", kind::count},
 };
+
+constexpr double max_safe_integer = 9007199254740991.0;  // Number.MAX_SAFE_INTEGER
+
+// `typeof v === "number" && Number.isSafeInteger(v) && v >= 0`.
+bool is_non_negative_safe_integer(const boost::json::value& v) noexcept
+{
+    if (v.is_int64())
+        return v.get_int64() >= 0 && v.get_int64() <= static_cast<std::int64_t>(max_safe_integer);
+    if (v.is_uint64())
+        return v.get_uint64() <= static_cast<std::uint64_t>(max_safe_integer);
+    if (v.is_double())
+    {
+        const double d = v.get_double();
+        return std::isfinite(d) && d == std::trunc(d) && d >= 0 && d <= max_safe_integer;
+    }
+    return false;
+}
 
 // Checks one layer so that an error can say which file it came from.
 result<void> check_layer(const boost::json::object& layer, const char* name, diagnostics& diag)
@@ -57,36 +121,85 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
             return errc::invalid_settings;
         }
     }
-    for (const auto& f : fields)
+    for (const auto& f : layer_fields)
     {
         const auto* sec = layer.if_contains(f.section);
         const auto* v = sec ? sec->get_object().if_contains(f.key) : nullptr;
         if (!v)
             continue;
-        bool ok = false;
-        if (f.k == kind::boolean)
-            ok = v->is_bool();
-        else if (v->is_int64())
-            ok = v->get_int64() >= 0;
-        else if (v->is_uint64())
-            ok = true;
-        else if (v->is_double())
-            ok = v->get_double() >= 0 && v->get_double() == static_cast<double>(static_cast<std::int64_t>(v->get_double()));
+        const bool ok = f.k == kind::boolean ? v->is_bool() : is_non_negative_safe_integer(*v);
         if (!ok)
         {
             diag.field = std::string(f.section) + "." + f.key;
             diag.message = std::string(name) + " settings: field '" + diag.field + "': expected " +
                            (f.k == kind::boolean ? "boolean" : "a non-negative integer") + ", got " +
-                           (v->is_number() ? "a negative or fractional number" : detail::kind_name(v->kind()));
+                           (v->is_number() ? "a negative, fractional or unsafe number" : detail::kind_name(v->kind()));
             return errc::invalid_settings;
         }
     }
     return {};
 }
 
+std::int64_t count_of(const boost::json::value& v)
+{
+    return v.to_number<std::int64_t>();  // exact: validated as a safe integer
+}
+
+// One token budget: `override[field] ?? compaction[field] ?? fallback`, validated as Pi does.
+result<std::int64_t> resolve_budget(
+    const boost::json::object* compaction,
+    const std::optional<std::string>& model_key,
+    const char* field,
+    std::int64_t fallback,
+    diagnostics& diag
+)
+{
+    const boost::json::value* base = compaction ? compaction->if_contains(field) : nullptr;
+    if (base && !is_non_negative_safe_integer(*base))
+    {
+        diag.field = std::string("compaction.") + field;
+        diag.message = "Invalid compaction." + std::string(field) + " setting: " + js_string(*base) +
+                       ". Expected a non-negative safe integer.";
+        return errc::invalid_settings;
+    }
+    std::int64_t out = base ? count_of(*base) : fallback;
+    if (!model_key || !compaction)
+        return out;
+    const auto* overrides = compaction->if_contains("modelOverrides");
+    if (!overrides || !overrides->is_object())
+        return out;  // `overrides?.[key]` of a non-object is undefined
+    const std::string& key = *model_key;
+    const auto* entry = overrides->get_object().if_contains(key);
+    if (!entry)
+        return out;
+    std::string quoted;
+    quote_to(quoted, key);
+    const std::string where = "compaction.modelOverrides[" + quoted + "]";
+    if (!entry->is_object())
+    {
+        diag.field = where;
+        diag.message = "Invalid " + where + " setting: " + js_string(*entry) + ". Expected an object.";
+        return errc::invalid_settings;
+    }
+    const auto* v = entry->get_object().if_contains(field);
+    if (!v)
+        return out;
+    if (!is_non_negative_safe_integer(*v))
+    {
+        diag.field = where + "." + field;
+        diag.message = "Invalid " + diag.field + " setting: " + js_string(*v) + ". Expected a non-negative safe integer.";
+        return errc::invalid_settings;
+    }
+    return count_of(*v);
+}
+
 }  // namespace
 
-result<compaction_settings> resolve_settings(const settings_layers& layers, diagnostics& diag)
+result<compaction_settings> resolve_settings(
+    const settings_layers& layers,
+    diagnostics& diag,
+    const std::optional<std::string>& model_key
+)
 {
     boost::json::object merged;
     if (layers.global)
@@ -106,23 +219,35 @@ result<compaction_settings> resolve_settings(const settings_layers& layers, diag
     merged = deep_merge(merged, layers.overrides);
 
     compaction_settings s;
-    auto get = [&](const char* section, const char* key) -> const boost::json::value* {
-        const auto* sec = merged.if_contains(section);
-        return sec ? sec->get_object().if_contains(key) : nullptr;
+    const auto section = [&](const char* name) -> const boost::json::object* {
+        const auto* sec = merged.if_contains(name);
+        return sec ? &sec->get_object() : nullptr;  // an object: check_layer saw every layer
     };
-    auto count = [](const boost::json::value& v) { return v.to_number<std::int64_t>(); };
-    if (const auto* v = get("compaction", "enabled"))
+    const auto* comp = section("compaction");
+    const auto* retry = section("retry");
+    const auto get = [](const boost::json::object* sec, const char* key) {
+        return sec ? sec->if_contains(key) : nullptr;
+    };
+
+    auto reserve = resolve_budget(comp, model_key, "reserveTokens", s.reserve_tokens, diag);
+    if (!reserve)
+        return reserve.error();
+    auto keep = resolve_budget(comp, model_key, "keepRecentTokens", s.keep_recent_tokens, diag);
+    if (!keep)
+        return keep.error();
+    s.reserve_tokens = *reserve;
+    s.keep_recent_tokens = *keep;
+
+    if (const auto* v = get(comp, "enabled"))
         s.enabled = v->get_bool();
-    if (const auto* v = get("compaction", "reserveTokens"))
-        s.reserve_tokens = count(*v);
-    if (const auto* v = get("compaction", "keepRecentTokens"))
-        s.keep_recent_tokens = count(*v);
-    if (const auto* v = get("retry", "enabled"))
+    if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
-    if (const auto* v = get("retry", "maxRetries"))
-        s.retry.max_retries = count(*v);
-    if (const auto* v = get("retry", "baseDelayMs"))
-        s.retry.base_delay_ms = count(*v);
+    if (const auto* v = get(retry, "maxRetries"))
+        s.retry.max_retries = count_of(*v);
+    if (const auto* v = get(retry, "baseDelayMs"))
+        s.retry.base_delay_ms = count_of(*v);
+    if (const auto* v = get(retry, "maxAgentDelayMs"))
+        s.retry.max_agent_delay_ms = count_of(*v);
     return s;
 }
 

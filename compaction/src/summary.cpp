@@ -6,24 +6,49 @@
 
 namespace agentctx::compaction {
 
-result<void> check_summary_output(const summary_output& out, std::uint32_t max_output_tokens, diagnostics& diag)
+std::string_view summary_label(summary_kind kind) noexcept
 {
-    switch (out.stop)
+    switch (kind)
     {
-    case stop_reason::length:
-        diag.message = "the summary was cut off at the output cap (" + std::to_string(max_output_tokens) + " tokens)";
-        return errc::summary_truncated;
-    case stop_reason::error:
-        diag.message = "the summarizer failed: " + out.error_message.value_or("unknown error");
+    case summary_kind::history: return "Summarization";
+    case summary_kind::turn_prefix: return "Turn prefix summarization";
+    case summary_kind::branch: return "Branch summarization";
+    }
+    return "Summarization";
+}
+
+result<void> check_summary_output(
+    const summary_output& out,
+    std::uint32_t max_output_tokens,
+    diagnostics& diag,
+    summary_kind kind
+)
+{
+    const std::string label(summary_label(kind));
+    if (out.stop == stop_reason::error)
+    {
+        const std::string detail = out.error_message && !out.error_message->empty() ? *out.error_message : "Unknown error";
+        diag.message = label + " failed: " + detail;
         return errc::summary_failed;
-    case stop_reason::aborted:
-        diag.message = "the summary request was aborted";
+    }
+    if (out.stop == stop_reason::length)
+    {
+        diag.message = label + " failed: generation hit the token cap and the summary is incomplete";
+        return errc::summary_truncated;
+    }
+    if (out.tool_calls > 0)
+    {
+        diag.message = label + " attempted to call a tool";
+        return errc::summary_tool_call;
+    }
+    if (out.stop == stop_reason::aborted)
+    {
+        diag.message = label + " was aborted";
         return errc::summary_aborted;
-    default: break;
     }
     if (out.text.find_first_not_of(" \t\r\n\f\v") == std::string::npos)
     {
-        diag.message = "the summary is empty";
+        diag.message = label + " returned an empty summary";
         return errc::summary_empty;
     }
     message m;
@@ -32,16 +57,72 @@ result<void> check_summary_output(const summary_output& out, std::uint32_t max_o
     const auto tokens = estimate_tokens(m);
     if (max_output_tokens && tokens > max_output_tokens)
     {
-        diag.message = "the summary has ~" + std::to_string(tokens) + " tokens, over the cap of " +
+        diag.message = label + " returned ~" + std::to_string(tokens) + " tokens, over the cap of " +
                        std::to_string(max_output_tokens);
         return errc::summary_too_long;
     }
     return {};
 }
 
-std::string merge_split_turn(const std::optional<std::string>& history, const std::string& prefix)
+std::string merge_split_turn(
+    const std::optional<std::string>& history,
+    const std::string& prefix,
+    const std::optional<std::string>& previous_summary
+)
 {
-    return history.value_or("No prior history.") + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix;
+    const std::string& base = history ? *history : previous_summary ? *previous_summary : std::string("No prior history.");
+    return base + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix;
+}
+
+usage combine_usage(const usage& a, const usage& b) noexcept
+{
+    usage u;
+    u.input = a.input + b.input;
+    u.output = a.output + b.output;
+    u.cache_read = a.cache_read + b.cache_read;
+    u.cache_write = a.cache_write + b.cache_write;
+    if (a.cache_write_1h || b.cache_write_1h)
+        u.cache_write_1h = a.cache_write_1h.value_or(0) + b.cache_write_1h.value_or(0);
+    if (a.reasoning || b.reasoning)
+        u.reasoning = a.reasoning.value_or(0) + b.reasoning.value_or(0);
+    u.total_tokens = a.total_tokens + b.total_tokens;
+    u.cost.input = a.cost.input + b.cost.input;
+    u.cost.output = a.cost.output + b.cost.output;
+    u.cost.cache_read = a.cost.cache_read + b.cost.cache_read;
+    u.cost.cache_write = a.cost.cache_write + b.cost.cache_write;
+    u.cost.total = a.cost.total + b.cost.total;
+    u.total_from_provider = a.total_from_provider && b.total_from_provider;
+    return u;
+}
+
+std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix)
+{
+    if (history && prefix)
+        return combine_usage(*history, *prefix);
+    return history ? history : prefix;
+}
+
+boost::json::object usage_to_json(const usage& u)
+{
+    boost::json::object o;
+    o["input"] = u.input;
+    o["output"] = u.output;
+    o["cacheRead"] = u.cache_read;
+    o["cacheWrite"] = u.cache_write;
+    if (u.cache_write_1h)
+        o["cacheWrite1h"] = *u.cache_write_1h;
+    if (u.reasoning)
+        o["reasoning"] = *u.reasoning;
+    o["totalTokens"] = u.total_tokens;
+    o["cost"] = boost::json::object{
+        {"input", u.cost.input},
+        {"output", u.cost.output},
+        {"cacheRead", u.cost.cache_read},
+        {"cacheWrite", u.cost.cache_write},
+        {"total", u.cost.total},
+        {"totalFromProvider", u.total_from_provider},
+    };
+    return o;
 }
 
 std::int64_t tokens_after_compaction(
@@ -87,7 +168,7 @@ result<compaction_result> assemble_compaction(
             diag.message = "a split turn needs a turn-prefix summary";
             return errc::summary_empty;
         }
-        r.summary = merge_split_turn(history_summary, *turn_prefix_summary);
+        r.summary = merge_split_turn(history_summary, *turn_prefix_summary, prep.previous_summary);
     }
     else
     {

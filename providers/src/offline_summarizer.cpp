@@ -259,11 +259,23 @@ std::string fit(std::vector<section> sections, std::uint32_t cap)
 
 compaction::summary_output offline_summary(const compaction::summary_prompt& prompt)
 {
-    const std::string conv = between(prompt.prompt, "<conversation>\n", "\n</conversation>");
-    const std::string previous = between(prompt.prompt, "<previous-summary>\n", "\n</previous-summary>");
     const bool prefix_mode = prompt.prompt.find(compaction::turn_prefix_instructions) != std::string::npos;
+    // The turn-prefix prompt is `# Conversation\n…\n\n# Instructions\n…` (no tags, no previous summary).
+    std::string conv, previous;
+    if (prefix_mode)
+    {
+        constexpr std::string_view head = "# Conversation\n", tail = "\n\n# Instructions\n";
+        const std::string_view text = prompt.prompt;
+        if (const auto end = text.rfind(tail); text.starts_with(head) && end != std::string_view::npos && end >= head.size())
+            conv = std::string(text.substr(head.size(), end - head.size()));
+    }
+    else
+    {
+        conv = between(prompt.prompt, "<conversation>\n", "\n</conversation>");
+        previous = between(prompt.prompt, "<previous-summary>\n", "\n</previous-summary>");
+    }
     std::string focus;
-    if (const auto f = prompt.prompt.rfind("\n\nAdditional focus: "); f != std::string::npos && !prefix_mode)
+    if (const auto f = prompt.prompt.rfind("\n\nAdditional focus: "); f != std::string::npos)
         focus = one_line(prompt.prompt.substr(f + 20));
     const auto parts = parse_parts(conv);
 
@@ -338,8 +350,10 @@ compaction::summary_output offline_summary(const compaction::summary_prompt& pro
     if (prefix_mode)
     {
         sections.push_back({"## Original Request", {first_request.empty() ? "(not in the kept text)" : first_request}});
-        sections.push_back({"## Early Progress", newest(done, 20)});
-        sections.push_back({"## Context for Suffix", critical});
+        sections.push_back({"## Progress So Far", newest(done, 20)});
+        if (!focus.empty())
+            critical.push_back("- Focus: " + clip(focus, 200));
+        sections.push_back({"## Context Needed to Continue", critical});
     }
     else
     {

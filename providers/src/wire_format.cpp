@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <ctime>
+#include <random>
 
 namespace agentctx::providers {
 
@@ -88,7 +90,47 @@ void anthropic_usage(const json::object& u, compaction::usage& out)
     out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
 }
 
+// OpenAI `tool_calls` entries (streamed deltas repeat an index): the number of calls seen.
+void count_openai_tool_calls(const json::object& message_or_delta, std::size_t& count)
+{
+    if (const auto* calls = message_or_delta.if_contains("tool_calls"); calls && calls->is_array())
+        for (const auto& c : calls->get_array())
+        {
+            const auto idx = c.is_object() && c.get_object().contains("index") ? int_of(c.get_object(), "index")
+                                                                                : static_cast<std::int64_t>(count);
+            count = std::max(count, static_cast<std::size_t>(std::max<std::int64_t>(idx, 0)) + 1);
+        }
+    if (const auto* f = message_or_delta.if_contains("function_call"); f && f->is_object())
+        count = std::max<std::size_t>(count, 1);  // legacy single call
+}
+
 }  // namespace
+
+std::string new_routing_id()
+{
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const auto ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    std::uint8_t b[16];
+    for (int i = 0; i < 6; ++i)
+        b[i] = static_cast<std::uint8_t>(ms >> (8 * (5 - i)));
+    const std::uint64_t r1 = rng(), r2 = rng();
+    for (int i = 0; i < 10; ++i)
+        b[6 + i] = static_cast<std::uint8_t>(i < 8 ? r1 >> (8 * i) : r2 >> (8 * (i - 8)));
+    b[6] = static_cast<std::uint8_t>(0x70 | (b[6] & 0x0F));  // version 7
+    b[8] = static_cast<std::uint8_t>(0x80 | (b[8] & 0x3F));  // variant 10xx
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(36);
+    for (int i = 0; i < 16; ++i)
+    {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out += '-';
+        out += hex[b[i] >> 4];
+        out += hex[b[i] & 0x0F];
+    }
+    return out;
+}
 
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt)
 {
@@ -126,6 +168,7 @@ http_request build_request(const provider_config& cfg, const compaction::summary
         body["max_tokens"] = cap > 0 ? cap : 4096;
         body["system"] = prompt.system_prompt;
         body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        body["metadata"] = json::object{{"user_id", prompt.routing_id ? *prompt.routing_id : new_routing_id()}};
         if (cfg.stream)
             body["stream"] = true;
     }
@@ -161,9 +204,11 @@ compaction::result<model_reply> parse_response(wire_format f, std::string_view b
             return make_error_code(errc::malformed_response);
         }
         r.output.text = str_of(msg->get_object(), "content");  // reasoning_content is not summary text
+        count_openai_tool_calls(msg->get_object(), r.output.tool_calls);
         r.output.stop = openai_stop(str_of(c, "finish_reason"));
         if (const auto* u = o.if_contains("usage"); u && u->is_object())
             openai_usage(u->get_object(), r.usage);
+        r.output.usage = r.usage;
         return r;
     }
     const auto* content = o.if_contains("content");
@@ -174,13 +219,19 @@ compaction::result<model_reply> parse_response(wire_format f, std::string_view b
     }
     std::vector<std::string> texts;
     for (const auto& b : content->get_array())
-        if (b.is_object() && str_of(b.get_object(), "type") == "text")  // thinking blocks excluded
+    {
+        const std::string type = b.is_object() ? str_of(b.get_object(), "type") : std::string();
+        if (type == "text")  // thinking blocks excluded
             texts.push_back(str_of(b.get_object(), "text"));
+        else if (type == "tool_use")
+            ++r.output.tool_calls;
+    }
     for (std::size_t i = 0; i < texts.size(); ++i)
         r.output.text += (i ? "\n" : "") + texts[i];
     r.output.stop = anthropic_stop(str_of(o, "stop_reason"));
     if (const auto* u = o.if_contains("usage"); u && u->is_object())
         anthropic_usage(u->get_object(), r.usage);
+    r.output.usage = r.usage;
     return r;
 }
 
@@ -264,7 +315,10 @@ void stream_accumulator::on_event(const sse_parser::event& e)
             if (c.is_object())
             {
                 if (const auto* d = c.get_object().if_contains("delta"); d && d->is_object())
+                {
                     reply_.output.text += str_of(d->get_object(), "content");  // not reasoning_content
+                    count_openai_tool_calls(d->get_object(), reply_.output.tool_calls);
+                }
                 if (const auto f = str_of(c.get_object(), "finish_reason"); !f.empty())
                 {
                     reply_.output.stop = openai_stop(f);
@@ -294,9 +348,14 @@ void stream_accumulator::on_event(const sse_parser::event& e)
     else if (type == "content_block_start")
     {
         // A second text block is joined with "\n", as non-streaming text blocks are.
-        if (const auto* b = o.if_contains("content_block"); b && b->is_object() && str_of(b->get_object(), "type") == "text" &&
-                                                             !reply_.output.text.empty())
-            reply_.output.text += "\n";
+        if (const auto* b = o.if_contains("content_block"); b && b->is_object())
+        {
+            const std::string block = str_of(b->get_object(), "type");
+            if (block == "text" && !reply_.output.text.empty())
+                reply_.output.text += "\n";
+            else if (block == "tool_use")
+                ++reply_.output.tool_calls;
+        }
     }
     else if (type == "message_delta")
     {

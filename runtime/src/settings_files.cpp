@@ -48,7 +48,8 @@ result<compaction::compaction_settings> load_settings(
     const std::optional<fs::path>& project_dir,
     bool project_trusted,
     const boost::json::object& overrides,
-    diagnostics& diag
+    diagnostics& diag,
+    const std::optional<std::string>& model_key
 )
 {
     compaction::settings_layers layers;
@@ -68,7 +69,7 @@ result<compaction::compaction_settings> load_settings(
             return p.error();
         layers.project = std::move(*p);
     }
-    return compaction::resolve_settings(layers, diag);
+    return compaction::resolve_settings(layers, diag, model_key);
 }
 
 }  // namespace agentctx::runtime

@@ -1,5 +1,7 @@
 // Settings layering: defaults, global, trusted project (deep merge), overrides; errors name the field.
+#include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
+#include <agentctx/compaction/token_accounting.hpp>
 
 #include <boost/json/parse.hpp>
 
@@ -26,6 +28,7 @@ TEST(settings, defaults)
     EXPECT_TRUE(s.retry.enabled);
     EXPECT_EQ(s.retry.max_retries, 3);
     EXPECT_EQ(s.retry.base_delay_ms, 2000);
+    EXPECT_EQ(s.retry.max_agent_delay_ms, 60000);
 }
 
 TEST(settings, trusted_project_deep_merges_over_global_and_overrides_win)
@@ -56,8 +59,10 @@ TEST(settings, untrusted_project_is_ignored_even_when_invalid)
     EXPECT_EQ(s->reserve_tokens, 9000);
 }
 
-TEST(settings, wrong_types_name_the_field_and_the_layer)
+TEST(settings, wrong_types_name_the_field)
 {
+    // Pi 1.6 validates the token budgets on the merged settings with its own message (delta
+    // §4.3); 0.73.1-era agentctx named the layer instead.
     settings_layers l;
     l.project = obj(R"({"compaction":{"reserveTokens":"lots"}})");
     l.project_trusted = true;
@@ -66,14 +71,17 @@ TEST(settings, wrong_types_name_the_field_and_the_layer)
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction.reserveTokens");
-    EXPECT_NE(diag.message.find("project settings"), std::string::npos) << diag.message;
+    EXPECT_EQ(diag.message, "Invalid compaction.reserveTokens setting: lots. Expected a non-negative safe integer.");
 
+    // The other fields are checked per layer and name it.
     settings_layers g;
     g.global = obj(R"({"compaction":{"enabled":1}})");
     EXPECT_EQ(resolve_settings(g, diag).error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction.enabled");
+    EXPECT_NE(diag.message.find("global settings"), std::string::npos) << diag.message;
     g.global = obj(R"({"compaction":{"keepRecentTokens":-5}})");
     EXPECT_EQ(resolve_settings(g, diag).error(), make_error_code(errc::invalid_settings));
+    EXPECT_EQ(diag.message, "Invalid compaction.keepRecentTokens setting: -5. Expected a non-negative safe integer.");
     g.global = obj(R"({"compaction":[]})");
     EXPECT_EQ(resolve_settings(g, diag).error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction");
@@ -83,4 +91,183 @@ TEST(settings, deep_merge_is_recursive)
 {
     const auto m = deep_merge(obj(R"({"a":{"b":{"c":1,"d":2}},"x":1})"), obj(R"({"a":{"b":{"d":3}},"y":2})"));
     EXPECT_EQ(m, obj(R"({"a":{"b":{"c":1,"d":3}},"x":1,"y":2})"));
+}
+
+TEST(settings, deep_merge_replaces_arrays_and_scalars_whole)
+{
+    const auto m = deep_merge(obj(R"({"a":[1,2,3],"b":{"c":1},"d":{"e":1}})"), obj(R"({"a":[9],"b":5,"d":{"e":null}})"));
+    EXPECT_EQ(m, obj(R"({"a":[9],"b":5,"d":{"e":null}})"));
+}
+
+TEST(settings, global_and_project_merge_at_every_depth)
+{
+    // 0.73.1 merged one level: the project's modelOverrides object replaced the global one.
+    settings_layers l;
+    l.global = obj(R"({"compaction":{"modelOverrides":{"prov/org/big":{"reserveTokens":1000,"keepRecentTokens":50}}}})");
+    l.project = obj(R"({"compaction":{"modelOverrides":{"prov/org/big":{"keepRecentTokens":7}}}})");
+    l.project_trusted = true;
+    diagnostics diag;
+    const auto s = resolve_settings(l, diag, std::string("prov/org/big")).value();
+    EXPECT_EQ(s.reserve_tokens, 1000);  // global leaf kept
+    EXPECT_EQ(s.keep_recent_tokens, 7);  // project leaf wins
+}
+
+TEST(settings, retry_max_agent_delay)
+{
+    settings_layers l;
+    l.global = obj(R"({"retry":{"maxAgentDelayMs":5000}})");
+    diagnostics diag;
+    EXPECT_EQ(resolve_settings(l, diag).value().retry.max_agent_delay_ms, 5000);
+    l.global = obj(R"({"retry":{"maxAgentDelayMs":-1}})");
+    EXPECT_EQ(resolve_settings(l, diag).error(), make_error_code(errc::invalid_settings));
+    EXPECT_EQ(diag.field, "retry.maxAgentDelayMs");
+}
+
+namespace {
+
+const std::string big = override_key(model_ref{"prov", "org/big"});
+
+result<compaction_settings> for_big(std::string_view compaction, diagnostics& diag, std::optional<std::string> m = big)
+{
+    settings_layers l;
+    l.global = obj(std::string(R"({"compaction":)") + std::string(compaction) + "}");
+    return resolve_settings(l, diag, m);
+}
+
+std::string error_of(std::string_view compaction, std::optional<std::string> m = big)
+{
+    diagnostics diag;
+    auto r = for_big(compaction, diag, m);
+    if (r)
+        return "ok";
+    EXPECT_EQ(r.error(), make_error_code(errc::invalid_settings));
+    return diag.message;
+}
+
+}  // namespace
+
+TEST(settings, model_overrides_verified_vectors)
+{
+    // delta §4.3, model {provider:"prov", id:"org/big"}.
+    diagnostics diag;
+    auto s = for_big("{}", diag).value();
+    EXPECT_EQ(s.reserve_tokens, 16384);
+    EXPECT_EQ(s.keep_recent_tokens, 20000);
+    s = for_big(R"({"reserveTokens":1000,"modelOverrides":{"prov/org/big":{"keepRecentTokens":5}}})", diag).value();
+    EXPECT_EQ(s.reserve_tokens, 1000);
+    EXPECT_EQ(s.keep_recent_tokens, 5);
+    s = for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}})", diag).value();
+    EXPECT_EQ(s.reserve_tokens, 400000);
+    EXPECT_EQ(s.keep_recent_tokens, 20000);
+    s = for_big(R"({"modelOverrides":{"Prov/org/big":{"reserveTokens":400000}}})", diag).value();  // case-sensitive
+    EXPECT_EQ(s.reserve_tokens, 16384);
+    EXPECT_EQ(s.keep_recent_tokens, 20000);
+    EXPECT_EQ(error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":10}}})"),
+              "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer.");
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object.");
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})", std::string("prov/other")), "ok");
+    s = for_big(R"({"keepRecentTokens":0})", diag).value();
+    EXPECT_EQ(s.keep_recent_tokens, 0);
+}
+
+TEST(settings, model_override_fields_resolve_independently_and_enabled_is_global)
+{
+    diagnostics diag;
+    const auto s =
+        for_big(R"({"enabled":false,"keepRecentTokens":9,"modelOverrides":{"prov/org/big":{"reserveTokens":0,"enabled":true}}})", diag)
+            .value();
+    EXPECT_FALSE(s.enabled);
+    EXPECT_EQ(s.reserve_tokens, 0);  // 0 honoured in an override too
+    EXPECT_EQ(s.keep_recent_tokens, 9);
+    EXPECT_EQ(override_key(model_ref{"prov", "org/big"}), "prov/org/big");  // the id keeps its '/'
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})", std::string("prov/org")), "ok");
+}
+
+TEST(settings, ordinary_budget_errors_use_js_string_even_with_a_valid_override)
+{
+    const std::string valid = R"(,"modelOverrides":{"prov/org/big":{"reserveTokens":10,"keepRecentTokens":10}}})";
+    const std::string tail = ". Expected a non-negative safe integer.";
+    EXPECT_EQ(error_of(R"({"reserveTokens":null)" + valid), "Invalid compaction.reserveTokens setting: null" + tail);
+    EXPECT_EQ(error_of(R"({"reserveTokens":1.5)" + valid), "Invalid compaction.reserveTokens setting: 1.5" + tail);
+    EXPECT_EQ(error_of(R"({"reserveTokens":"5")" + valid), "Invalid compaction.reserveTokens setting: 5" + tail);
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":{"a":1})" + valid),
+              "Invalid compaction.keepRecentTokens setting: [object Object]" + tail);
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":[1,[2,3],null,"x"])" + valid),
+              "Invalid compaction.keepRecentTokens setting: 1,2,3,,x" + tail);
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":9007199254740992)" + valid),
+              "Invalid compaction.keepRecentTokens setting: 9007199254740992" + tail);
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":true)" + valid), "Invalid compaction.keepRecentTokens setting: true" + tail);
+    EXPECT_EQ(error_of(R"({"reserveTokens":1e21)" + valid), "Invalid compaction.reserveTokens setting: 1e+21" + tail);
+    EXPECT_EQ(error_of(R"({"reserveTokens":9007199254740991,"keepRecentTokens":2.0})"), "ok");
+}
+
+TEST(settings, override_entry_and_field_errors)
+{
+    const std::string tail = ". Expected a non-negative safe integer.";
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":null}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: null. Expected an object.");
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":[1,2]}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 1,2. Expected an object.");
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":"big"}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: big. Expected an object.");
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":-1}}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -1" + tail);
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":{"keepRecentTokens":"7"}}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"].keepRecentTokens setting: 7" + tail);
+    diagnostics diag;
+    EXPECT_FALSE(for_big(R"({"modelOverrides":{"prov/org/big":{"keepRecentTokens":0.5}}})", diag));
+    EXPECT_EQ(diag.field, "compaction.modelOverrides[\"prov/org/big\"].keepRecentTokens");
+    // Other models' entries are never inspected; a non-object modelOverrides has no entry.
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"a/b":5,"c/d":{"reserveTokens":-1},"prov/org/big":{}}})"), "ok");
+    EXPECT_EQ(error_of(R"({"modelOverrides":5})"), "ok");
+    EXPECT_EQ(error_of(R"({"modelOverrides":["prov/org/big"]})"), "ok");
+}
+
+TEST(settings, validation_order_is_per_field)
+{
+    // reserveTokens (ordinary, entry, override field) before keepRecentTokens.
+    const std::string tail = ". Expected a non-negative safe integer.";
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object.");
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":-2}}})"),
+              "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -2" + tail);
+    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"keepRecentTokens":-2}}})"),
+              "Invalid compaction.keepRecentTokens setting: -1" + tail);
+    EXPECT_EQ(error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
+              "Invalid compaction.reserveTokens setting: -1" + tail);
+}
+
+TEST(settings, without_a_model_overrides_are_ignored)
+{
+    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})", std::nullopt), "ok");
+    diagnostics diag;
+    const auto s = for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":1}}})", diag, std::nullopt).value();
+    EXPECT_EQ(s.reserve_tokens, 16384);
+    // The ordinary fields are still validated.
+    EXPECT_EQ(error_of(R"({"reserveTokens":-1})", std::nullopt),
+              "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer.");
+}
+
+TEST(settings, js_string_matches_javascript)
+{
+    EXPECT_EQ(js_string(boost::json::parse("null")), "null");
+    EXPECT_EQ(js_string(boost::json::parse("1.5")), "1.5");
+    EXPECT_EQ(js_string(boost::json::parse("-0.0")), "0");
+    EXPECT_EQ(js_string(boost::json::parse(R"("5")")), "5");
+    EXPECT_EQ(js_string(boost::json::parse(R"({"a":1})")), "[object Object]");
+    EXPECT_EQ(js_string(boost::json::parse(R"([1,{"a":1},[null,false]])")), "1,[object Object],,false");
+    EXPECT_EQ(js_string(boost::json::parse("[]")), "");
+}
+
+TEST(settings, threshold_vectors)
+{
+    // delta §13 item 24: strict `tokens > window - reserve`.
+    diagnostics diag;
+    const auto d = resolve_settings({}, diag).value();
+    EXPECT_FALSE(should_compact(183616, 200000, d));
+    EXPECT_TRUE(should_compact(183617, 200000, d));
+    const auto o = for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}})", diag).value();
+    EXPECT_FALSE(should_compact(600000, 1000000, o));
+    EXPECT_TRUE(should_compact(600001, 1000000, o));
 }

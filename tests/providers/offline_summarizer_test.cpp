@@ -67,8 +67,11 @@ TEST(offline_summarizer, turn_prefix_sections)
     const auto prompt = compaction::turn_prefix_summary_prompt(transcript(), 8192);
     const auto t = providers::offline_summary(prompt).text;
     EXPECT_EQ(t.find("## Original Request\nFix the CRLF bug"), 0u) << t;
-    EXPECT_NE(t.find("## Early Progress\n- [x] read src/parser.ts"), std::string::npos);
-    EXPECT_NE(t.find("## Context for Suffix"), std::string::npos);
+    EXPECT_NE(t.find("## Progress So Far\n- [x] read src/parser.ts"), std::string::npos);
+    EXPECT_NE(t.find("## Context Needed to Continue"), std::string::npos);
+    // Pi 1.6: custom instructions reach the turn-prefix request too.
+    const auto focused = compaction::turn_prefix_summary_prompt(transcript(), std::string("the CRLF tests"), 0, 0);
+    EXPECT_NE(providers::offline_summary(focused).text.find("- Focus: the CRLF tests"), std::string::npos);
 }
 
 TEST(offline_summarizer, stays_within_the_output_cap_and_is_deterministic)

@@ -164,3 +164,110 @@ TEST(provider_config, from_settings_and_environment)
     env["AGENTCTX_PROVIDER"] = "magic";
     EXPECT_FALSE(provider_from_environment(nullptr, get, d));
 }
+
+TEST(wire_format, summary_requests_write_no_prompt_cache_entries)
+{
+    // Pi 1.6 §7.3 (cacheRetention "none"): nothing in a summary request asks for caching.
+    for (const auto f : {wire_format::openai, wire_format::anthropic})
+    {
+        provider_config c;
+        c.format = f;
+        c.base_url = "http://localhost:1";
+        c.model = "m";
+        const auto r = build_request(c, prompt());
+        for (const char* key : {"cache_control", "prompt_cache_key", "prompt_cache_retention"})
+            EXPECT_EQ(r.body.find(key), std::string::npos) << key << " in " << r.body;
+        for (const auto& [name, value] : r.headers)
+            EXPECT_EQ(name.find("anthropic-beta"), std::string::npos) << name;
+    }
+}
+
+TEST(wire_format, anthropic_requests_carry_a_fresh_routing_id_each)
+{
+    provider_config c;
+    c.format = wire_format::anthropic;
+    c.base_url = "https://api.anthropic.com";
+    c.model = "claude";
+    const auto a = boost::json::parse(build_request(c, prompt()).body).as_object();
+    const auto b = boost::json::parse(build_request(c, prompt()).body).as_object();
+    const std::string ida(a.at("metadata").at("user_id").as_string());
+    const std::string idb(b.at("metadata").at("user_id").as_string());
+    EXPECT_NE(ida, idb);  // the two split-turn requests never share a route
+    EXPECT_EQ(ida.size(), 36u);
+    EXPECT_EQ(ida[14], '7');
+    auto p = prompt();
+    p.routing_id = "caller-route";
+    EXPECT_EQ(boost::json::parse(build_request(c, p).body).at("metadata").at("user_id"), "caller-route");
+    // Chat Completions has no routing field; nothing is sent.
+    c.format = wire_format::openai;
+    const auto o = boost::json::parse(build_request(c, prompt()).body).as_object();
+    EXPECT_FALSE(o.contains("metadata"));
+    EXPECT_FALSE(o.contains("user"));
+}
+
+TEST(wire_format, routing_ids_are_uuid_v7)
+{
+    const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::string id = new_routing_id();
+    ASSERT_EQ(id.size(), 36u);
+    for (std::size_t i : {8u, 13u, 18u, 23u})
+        EXPECT_EQ(id[i], '-');
+    EXPECT_EQ(id[14], '7');
+    EXPECT_NE(std::string("89ab").find(id[19]), std::string::npos) << id;
+    const auto ms = std::stoll(id.substr(0, 8) + id.substr(9, 4), nullptr, 16);
+    EXPECT_GE(ms, before);
+    EXPECT_LE(ms, before + 60000);
+    EXPECT_NE(new_routing_id(), new_routing_id());
+}
+
+TEST(wire_format, tool_calls_are_counted_in_every_response_shape)
+{
+    diagnostics diag;
+    auto r = parse_response(wire_format::openai,
+                            R"({"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function"},{"id":"b","type":"function"}]},"finish_reason":"tool_calls"}]})",
+                            diag);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->output.tool_calls, 2u);
+    r = parse_response(wire_format::openai, R"({"choices":[{"message":{"content":"## Goal"},"finish_reason":"stop"}]})", diag);
+    EXPECT_EQ(r->output.tool_calls, 0u);
+    r = parse_response(wire_format::anthropic,
+                       R"({"content":[{"type":"text","text":"SUM"},{"type":"tool_use","id":"t","name":"read","input":{}}],"stop_reason":"tool_use"})",
+                       diag);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->output.text, "SUM");
+    EXPECT_EQ(r->output.tool_calls, 1u);
+
+    stream_accumulator oa(wire_format::openai);
+    oa.feed("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"read\"}}]}}]}\n\n"
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}\n\n"
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\"}]},\"finish_reason\":\"tool_calls\"}]}\n\n");
+    EXPECT_EQ(oa.reply().output.tool_calls, 2u);
+
+    stream_accumulator an(wire_format::anthropic);
+    an.feed("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"SUM\"}}\n\n"
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"read\",\"input\":{}}}\n\n"
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    EXPECT_EQ(an.reply().output.text, "SUM");
+    EXPECT_EQ(an.reply().output.tool_calls, 1u);
+}
+
+TEST(wire_format, the_summary_output_carries_the_usage)
+{
+    diagnostics diag;
+    auto r = parse_response(wire_format::openai,
+                            R"({"choices":[{"message":{"content":"S"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}})",
+                            diag);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->output.usage);
+    EXPECT_EQ(r->output.usage->input, 100);
+    EXPECT_EQ(r->output.usage->output, 7);
+    EXPECT_EQ(r->output.usage->total_tokens, 107);
+    stream_accumulator an(wire_format::anthropic);
+    an.feed(R"(data: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":50,"output_tokens":1}}})" "\n\n"
+            R"(data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})" "\n\n");
+    ASSERT_TRUE(an.reply().output.usage);
+    EXPECT_EQ(an.reply().output.usage->output, 9);
+    EXPECT_EQ(an.reply().output.usage->total_tokens, 59);
+}

@@ -61,6 +61,26 @@ TEST(settings_files, broken_files_are_named_errors)
     EXPECT_NE(diag.message.find("global settings"), std::string::npos);
 }
 
+TEST(settings_files, model_overrides_merge_across_files_for_the_given_model)
+{
+    dirs d;
+    d.write(d.global, R"({"compaction":{"reserveTokens":8000,"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}}})");
+    d.write(d.project / ".pi" / "settings.json",
+            R"({"compaction":{"modelOverrides":{"prov/org/big":{"keepRecentTokens":5},"prov/bad":7}}})");
+    compaction::diagnostics diag;
+    const std::string big = "prov/org/big";
+    auto s = runtime::load_settings(d.global, d.project, true, {}, diag, big).value();
+    EXPECT_EQ(s.reserve_tokens, 400000);
+    EXPECT_EQ(s.keep_recent_tokens, 5);
+    s = runtime::load_settings(d.global, d.project, true, {}, diag).value();  // no model: overrides ignored
+    EXPECT_EQ(s.reserve_tokens, 8000);
+    EXPECT_EQ(s.keep_recent_tokens, 20000);
+    auto bad = runtime::load_settings(d.global, d.project, true, {}, diag, std::string("prov/bad"));
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+    EXPECT_EQ(diag.message, "Invalid compaction.modelOverrides[\"prov/bad\"] setting: 7. Expected an object.");
+}
+
 TEST(settings_files, global_path_honours_pi_coding_agent_dir)
 {
     ::setenv("PI_CODING_AGENT_DIR", "/opt/agent", 1);

@@ -42,6 +42,7 @@ enum class errc
     summary_empty,           ///< empty or whitespace-only text
     summary_too_long,        ///< more tokens than the request's output cap
     insufficient_reduction,  ///< summary + retained suffix would still be over the threshold
+    summary_tool_call,       ///< the summarizer answered with a tool call (Pi 1.6 §7.4)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -30,6 +30,11 @@ std::size_t utf16_length(std::string_view utf8) noexcept;
 /// JavaScript string with a lone surrogate turns into when encoded as UTF-8).
 std::string utf16_prefix(std::string_view utf8, std::size_t n);
 
+/// Pi's `sliceHead(s, n)` (1.6): the first `n` UTF-16 units, or `n - 1` when unit `n - 1` is the
+/// high half of a surrogate pair whose low half is unit `n` (a pair is never split, so no U+FFFD
+/// appears).
+std::string utf16_slice_head(std::string_view utf8, std::size_t n);
+
 /// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, max U+10FFFF).
 bool is_valid_utf8(std::string_view s) noexcept;
 

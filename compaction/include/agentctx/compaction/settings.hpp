@@ -1,12 +1,15 @@
-// Compaction settings (spec §4.3): defaults, global < trusted project < programmatic overrides.
+// Compaction settings (delta §4.3): defaults, global < trusted project < programmatic overrides,
+// merged recursively; per-model overrides of the two token budgets.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace agentctx::compaction {
 
@@ -15,6 +18,7 @@ struct retry_settings
     bool enabled = true;
     std::int64_t max_retries = 3;
     std::int64_t base_delay_ms = 2000;
+    std::int64_t max_agent_delay_ms = 60000;  ///< `retry.maxAgentDelayMs`: caps every backoff (Pi 1.6)
 };
 
 struct compaction_settings
@@ -35,11 +39,36 @@ struct settings_layers
     boost::json::object overrides;               ///< programmatic (SDK) overrides, highest
 };
 
-/// Deep-merges objects: keys of `over` replace those of `base`; nested objects merge recursively.
+struct model_ref;  // projection.hpp
+
+/// A model's `compaction.modelOverrides` key: `provider + "/" + model_id` (exact and
+/// case-sensitive; the id may itself contain `/`).
+std::string override_key(const model_ref& model);
+
+/// Deep-merges objects at every depth: keys of `over` replace those of `base` (project wins per
+/// leaf); nested objects merge recursively; arrays and scalars are replaced whole.
 boost::json::object deep_merge(const boost::json::object& base, const boost::json::object& over);
 
-/// Resolves the layers. Missing fields fall back one by one to the defaults; `0` is honoured;
-/// a wrong type or a negative number is `invalid_settings` naming the field and its layer.
-result<compaction_settings> resolve_settings(const settings_layers& layers, diagnostics& diag);
+/// JavaScript's `String(v)` of a JSON value: `null`, `true`, `1.5`, the raw string,
+/// `[object Object]`, array elements joined by `,` (a null element is empty).
+std::string js_string(const boost::json::value& v);
+
+/// Resolves the layers for the model whose override key is `model_key` (see override_key;
+/// nullopt: no model, `modelOverrides` is ignored).
+///
+/// `reserveTokens` and `keepRecentTokens` each resolve independently as
+/// `modelOverrides[key][field] ?? compaction[field] ?? default`; `enabled` is global only; `0` is
+/// honoured. Pi's validation runs on the merged settings, per field (reserveTokens, then
+/// keepRecentTokens), in this order: the ordinary `compaction.<field>` must be a non-negative
+/// safe integer, the active model's override entry must be an object, its `<field>` must be a
+/// non-negative safe integer. Each failure is `invalid_settings` with Pi's message in `diag`
+/// (`Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer.`).
+/// Entries of other models are never inspected. Other fields (`enabled`, `retry.*`, the
+/// section types) are checked per layer, and their errors name the field and the layer.
+result<compaction_settings> resolve_settings(
+    const settings_layers& layers,
+    diagnostics& diag,
+    const std::optional<std::string>& model_key = std::nullopt
+);
 
 }  // namespace agentctx::compaction

@@ -6,28 +6,74 @@
 
 #include <boost/json/value.hpp>
 
+#include <boost/json/object.hpp>
+
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace agentctx::compaction {
 
 /// What a summarizer returned for one request.
 struct summary_output
 {
-    std::string text;
+    std::string text;  ///< text blocks joined with "\n" (thinking excluded)
     stop_reason stop = stop_reason::stop;
     std::optional<std::string> error_message;  ///< for stop reason `error`; never a raw body
+    std::size_t tool_calls = 0;                ///< tool-call blocks in the response (Pi 1.6 rejects any)
+    std::optional<struct usage> usage;         ///< the provider's usage of this request, when known
 };
 
-/// Rejects a summary: `summary_truncated` (length), `summary_failed` (error), `summary_aborted`,
-/// `summary_empty` (empty or whitespace), `summary_too_long` (more estimated tokens than the cap).
-result<void> check_summary_output(const summary_output& out, std::uint32_t max_output_tokens, diagnostics& diag);
+/// Which request a summary answers; names it in failure messages as Pi does.
+enum class summary_kind
+{
+    history,      ///< `Summarization`
+    turn_prefix,  ///< `Turn prefix summarization`
+    branch,       ///< `Branch summarization`
+};
 
-/// `history + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix`; "No prior history." when
-/// there is no history summary.
-std::string merge_split_turn(const std::optional<std::string>& history, const std::string& prefix);
+/// Pi's label of a request kind (`Summarization`, `Turn prefix summarization`, ...).
+std::string_view summary_label(summary_kind kind) noexcept;
+
+/// Rejects a summary, checked in this order (delta §7.4; L = summary_label(kind)):
+/// stop reason `error` → `summary_failed`, `L failed: <error message or "Unknown error">`;
+/// `length` → `summary_truncated`, `L failed: generation hit the token cap and the summary is
+/// incomplete`; any tool call → `summary_tool_call`, `L attempted to call a tool`; `aborted` →
+/// `summary_aborted`; empty or whitespace text → `summary_empty` (agentctx's rule: Pi accepts
+/// it); more estimated tokens than `max_output_tokens` (0 = no cap) → `summary_too_long`.
+/// (Stop reasons are exclusive; an aborted empty reply is `summary_aborted`, matching Pi, whose
+/// session turns any abort into a cancellation.)
+result<void> check_summary_output(
+    const summary_output& out,
+    std::uint32_t max_output_tokens,
+    diagnostics& diag,
+    summary_kind kind = summary_kind::history
+);
+
+/// `base + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix` where base is the history
+/// summary, else `previous_summary` verbatim (Pi 1.6 §7.5 step 1: nothing but the split turn
+/// since the last compaction), else "No prior history.".
+std::string merge_split_turn(
+    const std::optional<std::string>& history,
+    const std::string& prefix,
+    const std::optional<std::string>& previous_summary = std::nullopt
+);
+
+/// Pi's `combineUsage(a, b)` (delta §7.5): component-wise sums; `cache_write_1h` and `reasoning`
+/// present when either has them (missing = 0); `total_from_provider` = both true.
+usage combine_usage(const usage& a, const usage& b) noexcept;
+
+/// The usage a compaction stores (delta §7.5): both requests → combine_usage(history, prefix);
+/// otherwise the one that was made (nullopt when neither reported usage).
+std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix);
+
+/// A `Usage` object in Pi's key order: `input, output, cacheRead, cacheWrite, cacheWrite1h?,
+/// reasoning?, totalTokens, cost{input, output, cacheRead, cacheWrite, total, totalFromProvider}`
+/// (for make_compaction_entry's `usage`; write it with stringify).
+boost::json::object usage_to_json(const usage& u);
 
 /// The entry-ready result of a compaction (spec §7.5).
 struct compaction_result
@@ -39,7 +85,8 @@ struct compaction_result
     std::int64_t tokens_after = 0;  ///< estimated tokens of summary + retained suffix
 };
 
-/// Assembles the stored summary from the validated parts and checks the reduction: the context it
+/// Assembles the stored summary from the validated parts (a split turn merges with
+/// merge_split_turn(history_summary, prefix, prep.previous_summary)) and checks the reduction: the context it
 /// would produce (summary + retained suffix of `path`) must be at or below the threshold
 /// `context_window - reserve_tokens`, else `insufficient_reduction` (a compaction that does not
 /// get under the threshold would run again next turn: a loop).

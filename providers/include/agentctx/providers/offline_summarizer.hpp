@@ -17,7 +17,7 @@ namespace agentctx::providers {
 /// - Key Decisions: assistant statements of intent or reason;
 /// - Next Steps: the last user request;
 /// - Critical Context: exact file paths, commands and error lines.
-/// A turn-prefix prompt gets Original Request / Early Progress / Context for Suffix. The text is
+/// A turn-prefix prompt gets Original Request / Progress So Far / Context Needed to Continue. The text is
 /// trimmed to the request's output cap (chars/4). Same prompt in, same summary out.
 compaction::summary_output offline_summary(const compaction::summary_prompt& prompt);
 

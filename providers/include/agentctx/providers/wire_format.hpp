@@ -43,15 +43,22 @@ struct provider_config
 /// A normalized model answer.
 struct model_reply
 {
-    compaction::summary_output output;  ///< text (reasoning excluded) and stop reason
+    compaction::summary_output output;  ///< text (reasoning excluded), stop reason, tool calls, usage
     compaction::usage usage;            ///< input excludes cache reads; totalTokens as reported or summed
     std::string model;
 };
 
-/// The HTTP request for a summary prompt in the configured wire format.
+/// The HTTP request for a summary prompt in the configured wire format. Summary requests write
+/// no prompt-cache entries (Pi 1.6 `cacheRetention: "none"`): no `cache_control` (Anthropic), no
+/// `prompt_cache_key` (OpenAI). Anthropic requests carry `metadata.user_id` = the prompt's
+/// routing_id, else a fresh new_routing_id() per request; Chat Completions has no such field.
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
 
+/// A fresh UUID v7 (RFC 9562: 48-bit Unix ms, version 7, random bits), lowercase.
+std::string new_routing_id();
+
 /// Parses a complete (non-streaming) response body; `malformed_response` when it is not one.
+/// Tool calls (`tool_calls` / `tool_use` blocks) are counted in `output.tool_calls`.
 compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag);
 
 /// Server-sent events, fed in chunks of any size.
@@ -82,7 +89,12 @@ public:
     /// True once the stream said it finished ([DONE] / message_stop / a finish reason).
     bool complete() const noexcept { return complete_; }
     std::size_t received_chars() const noexcept { return reply_.output.text.size(); }
-    model_reply reply() const { return reply_; }
+    model_reply reply() const
+    {
+        model_reply r = reply_;
+        r.output.usage = r.usage;
+        return r;
+    }
 
 private:
     void on_event(const sse_parser::event& e);
