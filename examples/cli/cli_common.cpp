@@ -163,9 +163,13 @@ std::optional<compaction::compaction_settings> cli_settings(const args& a, bool 
     std::optional<std::filesystem::path> project;
     if (const auto dir = a.get("project-dir"))
         project = *dir;
+    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the active model applies.
+    std::optional<std::string> model_key;
+    if (const auto m = a.get("model"))
+        model_key = a.get("provider") ? *a.get("provider") + "/" + *m : *m;
     compaction::diagnostics diag;
     auto settings = runtime::load_settings(global, project, a.has("trust-project"),
-                                           boost::json::object{{"compaction", compaction_overrides}}, diag);
+                                           boost::json::object{{"compaction", compaction_overrides}}, diag, model_key);
     if (!settings)
     {
         print_error(json, settings.error().message(), diag.message);

@@ -15,7 +15,8 @@ namespace {
 
 const char* const plan_usage =
     "usage: agentctx plan SESSION.jsonl [--keep-recent N] [--reserve N] [--context-window N]\n"
-    "                     [--compat pi] [--settings FILE] [--project-dir DIR [--trust-project]] [--json]\n"
+    "                     [--compat pi] [--model PROVIDER/ID] [--settings FILE]\n"
+    "                     [--project-dir DIR [--trust-project]] [--json]\n"
     "\n"
     "Dry run of the compaction planner: the context's estimated tokens against the threshold\n"
     "(context window - reserve), and the cut a compaction would make now: what is summarized,\n"
@@ -25,6 +26,7 @@ const char* const plan_usage =
     "  --reserve N          tokens reserved for the reply (default 16384)\n"
     "  --context-window N   the model's window (default 200000)\n"
     "  --compat pi          Pi 1.6.0's exact decisions, quirks included\n"
+    "  --model PROVIDER/ID  the active model: its compaction.modelOverrides entry applies\n"
     "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: $PI_CODING_AGENT_DIR/settings.json\n"
     "                       or ~/.pi/agent/settings.json\n"
     "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: ignored)\n"
@@ -59,7 +61,7 @@ boost::json::array strings(const std::vector<std::string>& v)
 int cmd_plan(int argc, char** argv)
 {
     int code = exit_ok;
-    auto a = command_args(argc, argv, "plan", plan_usage, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir"}, {"json", "trust-project"}, code);
+    auto a = command_args(argc, argv, "plan", plan_usage, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir", "model"}, {"json", "trust-project"}, code);
     if (!a)
         return code;
     const bool json = a->has("json");

@@ -121,7 +121,8 @@ struct transaction
     static asio::awaitable<summary_output> summarize(
         std::shared_ptr<providers::summarizer> s,
         summary_prompt prompt,
-        std::shared_ptr<session::operation> op
+        std::shared_ptr<session::operation> op,
+        summary_kind kind = summary_kind::history
     )
     {
         const auto cap = prompt.max_output_tokens;
@@ -132,7 +133,7 @@ struct transaction
                 ec == asio::error::operation_aborted ? make_error_code(errc::cancelled) : ec,
                 ec == asio::error::operation_aborted ? "cancelled" : "summary request failed: " + ec.message()};
         diagnostics d;
-        if (auto r = check_summary_output(out, cap, d); !r)
+        if (auto r = check_summary_output(out, cap, d, kind); !r)
             throw compaction_failure{r.error(), d.message};
         co_return out;
     }
@@ -270,13 +271,14 @@ struct transaction
         // 3. Summarize (both requests at once for a split turn; one failing cancels the other).
         std::optional<std::string> history, prefix;
         const auto& model = s.config_.model;
-        const auto hcap = history_output_cap(s.config_.settings.reserve_tokens, model.max_output_tokens);
-        const auto pcap = turn_prefix_output_cap(s.config_.settings.reserve_tokens, model.max_output_tokens);
+        // Pi 1.6: the model's output limit, clamped so input and output fit the window.
+        const auto hook_cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
+        std::optional<usage> history_usage, prefix_usage;
         if (custom)
         {
             from_hook = true;
             diagnostics d;
-            if (auto r = check_summary_output({custom->summary, stop_reason::stop, std::nullopt}, hcap, d); !r)
+            if (auto r = check_summary_output({custom->summary, stop_reason::stop, std::nullopt}, hook_cap, d); !r)
                 throw compaction_failure{r.error(), "hook result rejected: " + d.message, true};
         }
         else
@@ -293,9 +295,11 @@ struct transaction
             const auto snap = s.current();
             if (snap->thinking_level != "off")
                 effort = snap->thinking_level;
-            auto hp = history_summary_prompt(msgs(prep->messages_to_summarize), prep->previous_summary, instructions, hcap);
+            auto hp = history_summary_prompt(msgs(prep->messages_to_summarize), prep->previous_summary, instructions,
+                                             model.context_window, model.max_output_tokens);
             hp.reasoning_effort = effort;
-            auto pp2 = turn_prefix_summary_prompt(msgs(prep->turn_prefix_messages), pcap);
+            auto pp2 = turn_prefix_summary_prompt(msgs(prep->turn_prefix_messages), instructions, model.context_window,
+                                                  model.max_output_tokens);
             pp2.reasoning_effort = effort;
             if (need_history && need_prefix && s.config_.concurrent_summaries)
             {
@@ -304,7 +308,7 @@ struct transaction
                 auto [order, e0, r0, e1, r1] =
                     co_await asio::experimental::make_parallel_group(
                         asio::co_spawn(ex, summarize(s.config_.summarizer, std::move(hp), op), asio::deferred),
-                        asio::co_spawn(ex, summarize(s.config_.summarizer, std::move(pp2), op), asio::deferred)
+                        asio::co_spawn(ex, summarize(s.config_.summarizer, std::move(pp2), op, summary_kind::turn_prefix), asio::deferred)
                     )
                         .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
                 const std::exception_ptr first = order[0] == 0 ? e0 : e1;
@@ -314,18 +318,32 @@ struct transaction
                     std::rethrow_exception(e0 ? e0 : e1);
                 history = std::move(r0.text);
                 prefix = std::move(r1.text);
+                history_usage = r0.usage;
+                prefix_usage = r1.usage;
             }
             else if (need_history && need_prefix)
             {
                 // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
                 // single-slot local servers answer 429 to parallel requests.
-                history = (co_await summarize(s.config_.summarizer, std::move(hp), op)).text;
-                prefix = (co_await summarize(s.config_.summarizer, std::move(pp2), op)).text;
+                auto h = co_await summarize(s.config_.summarizer, std::move(hp), op);
+                history = std::move(h.text);
+                history_usage = h.usage;
+                auto p = co_await summarize(s.config_.summarizer, std::move(pp2), op, summary_kind::turn_prefix);
+                prefix = std::move(p.text);
+                prefix_usage = p.usage;
             }
             else if (need_prefix)
-                prefix = (co_await summarize(s.config_.summarizer, std::move(pp2), op)).text;
+            {
+                auto p = co_await summarize(s.config_.summarizer, std::move(pp2), op, summary_kind::turn_prefix);
+                prefix = std::move(p.text);
+                prefix_usage = p.usage;
+            }
             else
-                history = (co_await summarize(s.config_.summarizer, std::move(hp), op)).text;
+            {
+                auto h = co_await summarize(s.config_.summarizer, std::move(hp), op);
+                history = std::move(h.text);
+                history_usage = h.usage;
+            }
         }
 
         // Pi 1.6 (#11058): a split turn with nothing else to summarize builds on the previous summary.
@@ -404,12 +422,15 @@ struct transaction
                 {"summarizer", from_hook ? std::string("hook") : s.config_.summarizer->name()},
             };
         }
-        // Pi 1.6: the replayed prompt and tool state at the boundary, so Pi projects it first.
+        // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
+        // boundary, so Pi projects our compaction with its checkpoint first.
+        const auto total_usage = compaction_usage(history_usage, prefix_usage);
         const std::string ts = iso_timestamp_now();
         auto checkpoint = system_checkpoint(build_session_context(path), ts);
         auto e = std::make_shared<const entry>(make_compaction_entry(
             s.log_.new_id(), s.log_.leaf_id(), ts, result.summary, first_kept,
-            static_cast<double>(result.tokens_before), details, from_hook, std::nullopt, std::move(checkpoint)
+            static_cast<double>(result.tokens_before), details, from_hook,
+            total_usage ? std::optional(usage_to_json(*total_usage)) : std::nullopt, std::move(checkpoint)
         ));
         std::vector<entry_ptr> next_path(path.begin(), path.end());
         next_path.push_back(e);
