@@ -3,7 +3,11 @@
 
 #include "fake_provider_server.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
 
 #include <gtest/gtest.h>
 
@@ -199,4 +203,48 @@ TEST_F(response_limits_test, a_redirect_is_invalid_request_and_is_never_followed
         ASSERT_EQ(reqs.size(), seen + 1);  // exactly one request: the key went nowhere else
         EXPECT_EQ(reqs.back().target, "/v1/chat/completions");
     }
+}
+
+TEST_F(response_limits_test, cancellation_stops_delivery_at_the_next_chunk)
+{
+    server_.push({.chunks = std::vector<std::string>(64, std::string(64 << 10, 'x'))});  // 4 MiB, as fast as it goes
+    http_client client(ioc_.get_executor());
+    http_request r;
+    r.url = server_.base_url() + "/v1/chat/completions";
+    r.body = "{}";
+    asio::cancellation_signal sig;
+    std::size_t chunks_before = 0, chunks_after = 0;
+    bool emitted = false;
+    r.on_data = [&](std::string_view) {
+        if (emitted)
+            ++chunks_after;
+        else if (++chunks_before == 1)
+        {
+            emitted = true;
+            sig.emit(asio::cancellation_type::terminal);  // mid-burst: the posted cancel runs later
+        }
+    };
+    bool done = false;
+    error_code got;
+    client.async_request(std::move(r), asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, http_response) {
+        got = ec;
+        done = true;
+    }));
+    run_until([&] { return done; });
+    EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+    EXPECT_EQ(chunks_after, 0u);  // not one more chunk after the emission
+    EXPECT_EQ(client.live_transfers(), 0u);
+}
+
+TEST(provider_settings, retry_wait_and_response_cap_from_the_settings_section)
+{
+    const auto section = boost::json::parse(R"({"name":"vllm","maxRetryWaitMs":5000,"maxResponseBytes":1024})").as_object();
+    diagnostics diag;
+    auto c = provider_from_environment(&section, [](const char*) -> const char* { return nullptr; }, diag);
+    ASSERT_TRUE(c && *c) << diag.message;
+    EXPECT_EQ((*c)->max_retry_wait, std::chrono::milliseconds(5000));
+    EXPECT_EQ((*c)->max_response_bytes, 1024u);
+    provider_config defaults;
+    EXPECT_EQ(defaults.max_retry_wait, std::chrono::seconds(60));
+    EXPECT_EQ(defaults.max_response_bytes, std::size_t{16} << 20);
 }
