@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -373,7 +374,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.low_speed_bytes);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // decoded bytes count against the cap
-        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(t->req.max_response_bytes));
+        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                         static_cast<curl_off_t>(std::min<std::uint64_t>(t->req.max_response_bytes, INT64_MAX)));
         curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a 3xx is the answer: never resend the key elsewhere
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         if (t->req.method == "POST")
