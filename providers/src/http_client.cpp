@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -299,8 +299,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
             auto it = transfers.find(id);
             if (it == transfers.end())
                 continue;
-            const auto& t = *it->second;
-            it->second->resp.status = status;
+            auto& t = *it->second;
+            t.resp.status = status;
             if (t.too_large)
                 finish(id, make_error_code(errc::response_too_large));
             else if (t.aborting && t.aborting->load(std::memory_order_relaxed))
