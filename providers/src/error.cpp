@@ -1,6 +1,8 @@
 // The providers module's error_category.
 #include <agentctx/providers/error.hpp>
 
+#include <agentctx/compaction/cancelled.hpp>
+
 namespace agentctx::providers {
 
 const char* to_string(errc e) noexcept
@@ -16,6 +18,7 @@ const char* to_string(errc e) noexcept
     case errc::malformed_response: return "malformed_response";
     case errc::cancelled: return "cancelled";
     case errc::not_configured: return "not_configured";
+    case errc::response_too_large: return "response_too_large";
     }
     return "unknown";
 }
@@ -27,6 +30,14 @@ class category final : public boost::system::error_category
 public:
     const char* name() const noexcept override { return "agentctx.providers"; }
     std::string message(int ev) const override { return to_string(static_cast<errc>(ev)); }
+
+    // `cancelled` is the shared cancellation condition, as Asio's operation_aborted is.
+    boost::system::error_condition default_error_condition(int ev) const noexcept override
+    {
+        if (static_cast<errc>(ev) == errc::cancelled)
+            return make_error_condition(errc_condition::cancelled);
+        return {ev, *this};
+    }
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,6 +50,7 @@ error_code from_curl(CURLcode c)
     case CURLE_OK: return {};
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT: return make_error_code(errc::invalid_request);
+    case CURLE_FILESIZE_EXCEEDED: return make_error_code(errc::response_too_large);  // Content-Length over the cap
     default: return make_error_code(errc::transient);  // connect, reset, timeouts, TLS, ...
     }
 }
@@ -75,6 +77,23 @@ struct transfer
     http_request req;
     http_response resp;
     std::optional<asio::any_completion_handler<http_signature>> handler;  // emplace only (Asio 1.26)
+    std::size_t received = 0;  // header bytes + decoded body bytes so far
+    bool too_large = false;
+    std::shared_ptr<std::atomic<bool>> aborting;  // set by a terminal/partial cancellation, any thread
+
+    // Counts `n` more bytes against the cap; false when the transfer must stop.
+    bool admit(std::size_t n)
+    {
+        if (aborting && aborting->load(std::memory_order_relaxed))
+            return false;
+        received += n;
+        if (received > req.max_response_bytes)
+        {
+            too_large = true;
+            return false;
+        }
+        return true;
+    }
 };
 
 struct http_client::impl : std::enable_shared_from_this<impl>
@@ -189,6 +208,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         auto* t = static_cast<transfer*>(userp);
         const std::string_view chunk(data, size * n);
+        if (!t->admit(chunk.size()))
+            return 0;  // != size * n: curl stops the transfer with CURLE_WRITE_ERROR
         t->resp.body.append(chunk);
         if (t->req.on_data)
             t->req.on_data(chunk);
@@ -199,6 +220,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         auto* t = static_cast<transfer*>(userp);
         std::string_view line(data, size * n);
+        if (!t->admit(line.size()))
+            return 0;
         const auto colon = line.find(':');
         if (colon != std::string_view::npos)
         {
@@ -276,8 +299,14 @@ struct http_client::impl : std::enable_shared_from_this<impl>
             auto it = transfers.find(id);
             if (it == transfers.end())
                 continue;
-            it->second->resp.status = status;
-            finish(id, from_curl(result));
+            auto& t = *it->second;
+            t.resp.status = status;
+            if (t.too_large)
+                finish(id, make_error_code(errc::response_too_large));
+            else if (t.aborting && t.aborting->load(std::memory_order_relaxed))
+                finish(id, asio::error::operation_aborted);
+            else
+                finish(id, from_curl(result));
         }
     }
 
@@ -313,7 +342,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         finish(id, asio::error::operation_aborted);
     }
 
-    void start(std::uint64_t id, http_request req, asio::any_completion_handler<http_signature> h)
+    void start(std::uint64_t id, http_request req, std::shared_ptr<std::atomic<bool>> aborting,
+               asio::any_completion_handler<http_signature> h)
     {
         if (shut_down)
         {
@@ -324,6 +354,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         auto t = std::make_unique<transfer>();
         t->id = id;
         t->req = std::move(req);
+        t->aborting = std::move(aborting);
         t->handler.emplace(std::move(h));
         CURL* e = curl_easy_init();
         t->easy = e;
@@ -342,7 +373,11 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.idle_timeout.count()));
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.low_speed_bytes);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
-        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // decoded bytes count against the cap
+        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                         static_cast<curl_off_t>(std::min<std::uint64_t>(t->req.max_response_bytes, INT64_MAX)));
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a 3xx is the answer: never resend the key elsewhere
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         if (t->req.method == "POST")
         {
             curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -400,17 +435,22 @@ void http_client::request_impl(http_request req, asio::any_completion_handler<ht
     // The cancellation hook is installed here, in the initiating function, so that an emission
     // right after initiation is not lost; it runs on the strand after start() (FIFO order).
     const auto id = impl_->next_id++;
+    auto aborting = std::make_shared<std::atomic<bool>>(false);
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr(impl_), id, s = impl_->strand](asio::cancellation_type type) {
+        slot.assign([weak = std::weak_ptr(impl_), id, s = impl_->strand, aborting](asio::cancellation_type type) {
+            // The flag stops a body mid-burst (checked per chunk); the posted cancel completes it.
+            if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) != asio::cancellation_type::none)
+                aborting->store(true, std::memory_order_relaxed);
             asio::post(s, [weak, id, type] {
                 if (auto self = weak.lock())
                     self->cancel(id, type);
             });
         });
     // Hop onto the strand; curl calls for this multi stay on it.
-    asio::post(impl_->strand, [self = impl_, id, req = std::move(req), h = std::move(handler)]() mutable {
-        self->start(id, std::move(req), std::move(h));
+    asio::post(impl_->strand, [self = impl_, id, req = std::move(req), aborting = std::move(aborting),
+                               h = std::move(handler)]() mutable {
+        self->start(id, std::move(req), std::move(aborting), std::move(h));
     });
 }
 

@@ -1,6 +1,8 @@
 // The HTTP provider: request, stream, classify, retry with backoff; the only coroutine TU here.
 #include <agentctx/providers/http_summarizer.hpp>
 
+#include <agentctx/compaction/cancelled.hpp>
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -8,7 +10,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -45,6 +49,13 @@ asio::awaitable<run_result> run(
 )
 {
     const provider_config& cfg = self.config();
+    // Cancellation is checked explicitly after every wait: a cancelled coroutine must complete
+    // with operation_aborted, never throw at its next co_await.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto cancelled = [&](const asio::cancellation_state& cs) {
+        return !*alive || cs.cancelled() != asio::cancellation_type::none;
+    };
+    const run_result aborted{asio::error::operation_aborted, {}};
     diagnostics diag;
     for (int attempt = 1;; ++attempt)
     {
@@ -61,15 +72,27 @@ asio::awaitable<run_result> run(
         log->debug("model request provider={} model={} url={} headers=[{}] attempt={}", cfg.name, cfg.model, req.url,
                    redacted_headers(req), attempt);
         auto [ec, resp] = co_await self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
-        if (!*alive || ec == asio::error::operation_aborted)
-            co_return run_result{make_error_code(errc::cancelled), {}};
+        if (ec == asio::error::operation_aborted || cancelled(co_await asio::this_coro::cancellation_state))
+            co_return aborted;
         error_code failure;
         model_reply reply;
         const bool event_stream = resp.header("content-type").find("text/event-stream") != std::string_view::npos;
-        if (ec)
+        if (ec == make_error_code(errc::response_too_large))
+        {
+            failure = ec;
+            diag.message = "the response exceeded the cap of " + std::to_string(cfg.max_response_bytes) + " bytes";
+        }
+        else if (ec)
         {
             failure = ec;
             diag.message = "the connection failed or stalled";
+        }
+        else if (resp.status >= 300 && resp.status < 400)
+        {
+            // Redirects are not followed (the key must not travel elsewhere): a 3xx is a misconfiguration.
+            failure = make_error_code(errc::invalid_request);
+            diag.message = "the provider answered with a redirect (HTTP " + std::to_string(resp.status) +
+                           "), which is not followed; check the base URL";
         }
         else if (resp.status >= 400)
             failure = classify_error(resp.status, resp.body, diag);
@@ -105,21 +128,48 @@ asio::awaitable<run_result> run(
                        static_cast<int>(reply.output.stop), reply.usage.output, attempt);
             co_return run_result{error_code{}, std::move(reply.output)};
         }
-        last_failure = diag;
         const bool retryable = failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
-        if (!retryable || attempt > cfg.max_retries)
+        const auto advised = retryable ? parse_retry_after(resp.header("retry-after")) : std::nullopt;
+        const bool wait_too_long = advised && *advised > cfg.max_retry_wait;
+        if (wait_too_long)
+        {
+            failure = make_error_code(errc::rate_limited);
+            diag.message = "the provider asked to wait " + std::to_string(advised->count() / 1000) +
+                           " s before retrying (Retry-After), more than the maximum of " +
+                           std::to_string(cfg.max_retry_wait.count() / 1000) + " s; not retried";
+        }
+        last_failure = diag;
+        if (!retryable || wait_too_long || attempt > cfg.max_retries)
         {
             log->warn("model request failed provider={} code={} status={} attempts={}: {}", cfg.name, failure.message(),
                       diag.http_status, attempt, diag.message);
             co_return run_result{failure, {}};
         }
-        const auto delay = parse_retry_after(resp.header("retry-after")).value_or(backoff_delay(cfg, attempt, seed));
+        const auto delay = advised.value_or(backoff_delay(cfg, attempt, seed));
         log->info("model request retry provider={} code={} status={} in {} ms (attempt {} of {})", cfg.name,
                   failure.message(), diag.http_status, delay.count(), attempt, cfg.max_retries + 1);
         asio::steady_timer timer(co_await asio::this_coro::executor, delay);
         auto [tec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (tec || !*alive)
-            co_return run_result{make_error_code(errc::cancelled), {}};  // cancellation interrupts the sleep
+        if (tec || cancelled(co_await asio::this_coro::cancellation_state))
+            co_return aborted;  // cancellation interrupts the sleep
+    }
+}
+
+// A coroutine that still threw: a system_error keeps its code (cancellation stays
+// operation_aborted); anything else is reported as a malformed response.
+error_code from_exception(std::exception_ptr ep)
+{
+    try
+    {
+        std::rethrow_exception(ep);
+    }
+    catch (const boost::system::system_error& e)
+    {
+        return is_cancelled(e.code()) ? error_code(asio::error::operation_aborted) : e.code();
+    }
+    catch (...)
+    {
+        return make_error_code(errc::malformed_response);
     }
 }
 
@@ -144,7 +194,7 @@ void http_summarizer::summarize_impl(
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto done = [h = std::move(handler), ex = strand_](std::exception_ptr ep, run_result r) mutable {
         if (ep)
-            r = {make_error_code(errc::malformed_response), {}};
+            r = {from_exception(ep), {}};
         asio::post(ex, asio::append(std::move(h), r.first, std::move(r.second)));
     };
     asio::co_spawn(
@@ -226,6 +276,13 @@ compaction::result<std::optional<provider_config>> provider_from_environment(
                 out = v->to_number<std::int64_t>();
         };
         num("contextWindow", c.context_window);
+        std::int64_t wait_ms = c.max_retry_wait.count();
+        num("maxRetryWaitMs", wait_ms);
+        c.max_retry_wait = std::chrono::milliseconds(std::max<std::int64_t>(wait_ms, 0));
+        auto cap = static_cast<std::int64_t>(c.max_response_bytes);
+        num("maxResponseBytes", cap);
+        if (cap > 0)
+            c.max_response_bytes = static_cast<std::size_t>(cap);
         num("maxOutputTokens", c.max_output_tokens);
         std::int64_t retries = c.max_retries;
         num("maxRetries", retries);

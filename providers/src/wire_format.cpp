@@ -137,6 +137,7 @@ http_request build_request(const provider_config& cfg, const compaction::summary
     http_request r;
     r.connect_timeout = cfg.connect_timeout;
     r.idle_timeout = cfg.idle_timeout;
+    r.max_response_bytes = cfg.max_response_bytes;
     r.headers.emplace_back("content-type", "application/json");
     json::object body;
     body["model"] = cfg.model;
@@ -239,12 +240,15 @@ std::vector<sse_parser::event> sse_parser::feed(std::string_view chunk)
 {
     std::vector<event> out;
     buffer_.append(chunk);
-    std::size_t pos = 0;
+    std::size_t pos = 0;  // start of the current line
     for (;;)
     {
-        const auto nl = buffer_.find('\n', pos);
+        const auto nl = buffer_.find('\n', std::max(pos, scanned_));
         if (nl == std::string::npos)
+        {
+            scanned_ = buffer_.size();
             break;
+        }
         std::string_view line(buffer_.data() + pos, nl - pos);
         pos = nl + 1;
         if (!line.empty() && line.back() == '\r')
@@ -273,7 +277,8 @@ std::vector<sse_parser::event> sse_parser::feed(std::string_view chunk)
             data_ += value;
         }
     }
-    buffer_.erase(0, pos);
+    buffer_.erase(0, pos);  // what is left came with this chunk: linear overall
+    scanned_ -= pos;
     return out;
 }
 
@@ -417,24 +422,6 @@ boost::system::error_code classify_error(long status, std::string_view body, dia
     }
     label("the request was rejected");
     return make_error_code(errc::invalid_request);
-}
-
-std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now)
-{
-    while (!value.empty() && value.front() == ' ')
-        value.remove_prefix(1);
-    if (value.empty())
-        return std::nullopt;
-    if (std::all_of(value.begin(), value.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; }))
-        return std::chrono::milliseconds(static_cast<std::int64_t>(std::stod(std::string(value)) * 1000));
-    // HTTP date: "Wed, 21 Oct 2015 07:28:00 GMT"
-    std::tm tm{};
-    const std::string s(value);
-    if (!strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm))
-        return std::nullopt;
-    const auto when = std::chrono::system_clock::from_time_t(timegm(&tm));
-    const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(when - now);
-    return d.count() > 0 ? d : std::chrono::milliseconds(0);
 }
 
 std::chrono::milliseconds backoff_delay(const provider_config& cfg, int attempt, std::uint64_t jitter_seed)

@@ -1,6 +1,7 @@
 // The session actor: appends, triggers, and the compaction transaction on the strand.
 #include <agentctx/runtime/session.hpp>
 
+#include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/summary.hpp>
@@ -130,8 +131,8 @@ struct transaction
         auto [ec, out] = co_await s->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
         if (ec)
             throw compaction_failure{
-                ec == asio::error::operation_aborted ? make_error_code(errc::cancelled) : ec,
-                ec == asio::error::operation_aborted ? "cancelled" : "summary request failed: " + ec.message()};
+                agentctx::is_cancelled(ec) ? make_error_code(errc::cancelled) : ec,
+                agentctx::is_cancelled(ec) ? "cancelled" : "summary request failed: " + ec.message()};
         diagnostics d;
         if (auto r = check_summary_output(out, cap, d, kind); !r)
             throw compaction_failure{r.error(), d.message};
@@ -191,7 +192,7 @@ struct transaction
         compaction_outcome out
     )
     {
-        const bool aborted = ec == make_error_code(errc::cancelled) || ec == make_error_code(errc::hook_cancelled);
+        const bool aborted = agentctx::is_cancelled(ec) || ec == make_error_code(errc::hook_cancelled);
         out.message = message;
         if (reason != compaction_reason::manual && !aborted)
             s.auto_failed_at_ = s.log_.size();

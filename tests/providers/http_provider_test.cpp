@@ -92,6 +92,14 @@ protected:
     asio::io_context ioc_{1};
 };
 
+std::size_t open_fds()
+{
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++n;
+    return n;
+}
+
 }  // namespace
 
 TEST_F(provider_test, openai_plain_success_with_cache_buckets)
@@ -293,7 +301,7 @@ TEST_F(provider_test, cancellation_stops_the_transfer_and_the_backoff_sleep)
     t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
     const auto start = std::chrono::steady_clock::now();
     run_until([&] { return r->done; });
-    EXPECT_EQ(r->ec, make_error_code(errc::cancelled));
+    EXPECT_EQ(r->ec, asio::error::operation_aborted);  // as the summarizer interface promises
     EXPECT_LT(r->at - start, std::chrono::seconds(2));
     EXPECT_EQ(s.client().live_transfers(), 0u);
 
@@ -305,7 +313,7 @@ TEST_F(provider_test, cancellation_stops_the_transfer_and_the_backoff_sleep)
     t2.async_wait([&](error_code) { sig2.emit(asio::cancellation_type::terminal); });
     const auto start2 = std::chrono::steady_clock::now();
     run_until([&] { return r2->done; });
-    EXPECT_EQ(r2->ec, make_error_code(errc::cancelled));
+    EXPECT_EQ(r2->ec, asio::error::operation_aborted);
     EXPECT_LT(r2->at - start2, std::chrono::seconds(5));  // not the 30 s Retry-After
 }
 
@@ -321,6 +329,7 @@ TEST_F(provider_test, keep_alive_reuses_one_connection)
     EXPECT_EQ(server_.connections(), 1u);
 }
 
+// Behaviour only (the cancellation latency is measured by bench_provider's BM_cancel_half_of_1000).
 TEST_F(provider_test, thousand_concurrent_requests_and_half_cancelled)
 {
     rlimit lim{};
@@ -330,42 +339,56 @@ TEST_F(provider_test, thousand_concurrent_requests_and_half_cancelled)
         lim.rlim_cur = 4096;
         setrlimit(RLIMIT_NOFILE, &lim);
     }
+    {
+        asio::steady_timer warm(ioc_, std::chrono::milliseconds(1));  // Asio creates its reactor fds lazily
+        warm.wait();
+        providers::http_client warmup(ioc_.get_executor());
+    }
+    const auto baseline = open_fds();
     server_.set_default({.body = test::openai_body("## Goal\nconcurrent"), .delay = std::chrono::milliseconds(300)});
-    http_summarizer s(ioc_.get_executor(), config());
-    std::vector<std::unique_ptr<asio::cancellation_signal>> signals;
-    std::vector<std::shared_ptr<result>> results;
-    for (int i = 0; i < 1000; ++i)
     {
-        signals.push_back(std::make_unique<asio::cancellation_signal>());
-        results.push_back(call(s, signals.back()->slot()));
+        http_summarizer s(ioc_.get_executor(), config());
+        std::vector<std::unique_ptr<asio::cancellation_signal>> signals;
+        std::vector<std::shared_ptr<result>> results;
+        for (int i = 0; i < 1000; ++i)
+        {
+            signals.push_back(std::make_unique<asio::cancellation_signal>());
+            results.push_back(call(s, signals.back()->slot()));
+        }
+        asio::steady_timer t(ioc_, std::chrono::milliseconds(100));
+        t.async_wait([&](error_code) {
+            for (int i = 0; i < 1000; i += 2)
+                signals[static_cast<std::size_t>(i)]->emit(asio::cancellation_type::terminal);
+        });
+        run_until([&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; }); }, std::chrono::seconds(60));
+        int ok = 0, cancelled = 0;
+        for (std::size_t i = 0; i < results.size(); ++i)
+        {
+            if (i % 2 == 0)
+            {
+                EXPECT_EQ(results[i]->ec, asio::error::operation_aborted) << i << " " << results[i]->ec.message();
+                cancelled += results[i]->ec == asio::error::operation_aborted;
+            }
+            else
+            {
+                EXPECT_FALSE(results[i]->ec) << i << " " << results[i]->ec.message();
+                EXPECT_EQ(results[i]->out.text, "## Goal\nconcurrent") << i;
+                ok += !results[i]->ec;
+            }
+        }
+        EXPECT_EQ(ok, 500);
+        EXPECT_EQ(cancelled, 500);
+        EXPECT_EQ(s.client().live_transfers(), 0u);  // no leaked transfer
     }
-    std::chrono::steady_clock::time_point cancelled_at;
-    asio::steady_timer t(ioc_, std::chrono::milliseconds(100));
-    t.async_wait([&](error_code) {
-        cancelled_at = std::chrono::steady_clock::now();
-        for (int i = 0; i < 1000; i += 2)
-            signals[static_cast<std::size_t>(i)]->emit(asio::cancellation_type::terminal);
-    });
-    run_until([&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; }); }, std::chrono::seconds(60));
-    int ok = 0, cancelled = 0;
-    for (std::size_t i = 0; i < results.size(); ++i)
+    // No leaked descriptor once the provider is gone (the server closes its ends on its thread).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (open_fds() > baseline && std::chrono::steady_clock::now() < deadline)
     {
-        if (i % 2 == 0)
-        {
-            EXPECT_EQ(results[i]->ec, make_error_code(errc::cancelled)) << i;
-            // Completed right after the cancellation, long before the 300 ms reply.
-            EXPECT_LT(results[i]->at - cancelled_at, std::chrono::milliseconds(150)) << i;
-            ++cancelled;
-        }
-        else
-        {
-            EXPECT_FALSE(results[i]->ec) << i << " " << results[i]->ec.message();
-            ok += !results[i]->ec;
-        }
+        ioc_.restart();
+        ioc_.poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    EXPECT_EQ(ok, 500);
-    EXPECT_EQ(cancelled, 500);
-    EXPECT_EQ(s.client().live_transfers(), 0u);
+    EXPECT_EQ(open_fds(), baseline);
 }
 
 TEST_F(provider_test, the_api_key_never_reaches_logs_or_errors)
@@ -451,18 +474,6 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
     run_until([] { return true; });
     fs::remove_all(dir);
 }
-
-namespace {
-
-std::size_t open_fds()
-{
-    std::size_t n = 0;
-    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
-        ++n;
-    return n;
-}
-
-}  // namespace
 
 TEST_F(provider_test, total_cancellation_only_before_the_request_is_sent)
 {

@@ -17,8 +17,10 @@ enum class errc
     invalid_request,       ///< other 4xx
     truncated,             ///< the model stopped at its output cap (stop reason `length`)
     malformed_response,    ///< the body is not the expected JSON / event stream
-    cancelled,             ///< the request was cancelled
+    cancelled,             ///< unused since cancellation completes with `operation_aborted`; kept
+                           ///< for stable values; equals `agentctx::errc_condition::cancelled`
     not_configured,        ///< provider, model or key missing
+    response_too_large,    ///< the response (headers + decoded body) exceeded its size cap
 };
 
 const boost::system::error_category& error_category() noexcept;

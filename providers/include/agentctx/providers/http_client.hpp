@@ -7,6 +7,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct http_request
     /// Low-speed (idle) timeout: fail when fewer than `low_speed_bytes` arrive in this long.
     std::chrono::seconds idle_timeout{60};
     long low_speed_bytes = 1;
+    /// Cap on the response: header bytes plus the body *after* decompression. Exceeding it
+    /// aborts the transfer with `response_too_large` (also when Content-Length announces more).
+    std::size_t max_response_bytes = std::size_t{16} << 20;
     /// Called with each body chunk as it arrives (for server-sent events). Runs on the client's
     /// executor; must not block.
     std::function<void(std::string_view)> on_data;
@@ -49,9 +53,11 @@ using http_signature = void(boost::system::error_code, http_response);
  * proxies from the usual environment variables. One curl multi handle per client; all of its
  * work runs on the client's strand, with no extra thread and no polling loop.
  *
- * Transport failures complete with a providers errc: `transient` (connect, reset, timeout, TLS)
- * or `invalid_request` (a malformed URL). An HTTP error status is not a failure here: the
- * response carries it, and the caller classifies it.
+ * Transport failures complete with a providers errc: `transient` (connect, reset, timeout, TLS),
+ * `invalid_request` (a malformed URL or a scheme other than http/https) or `response_too_large`
+ * (see http_request::max_response_bytes). An HTTP error status is not a failure here: the
+ * response carries it, and the caller classifies it. Redirects are never followed: a 3xx
+ * arrives as the response.
  *
  * @par Object lifetimes
  * Destroy the client on its executor's thread; outstanding requests complete with
@@ -69,7 +75,8 @@ public:
      * @brief Performs one request.
      * @par Per-operation cancellation
      * `terminal` and `partial`: the transfer is removed at once (its connection closed) and the
-     * operation completes with `boost::asio::error::operation_aborted`. `total`: honoured only
+     * operation completes with `boost::asio::error::operation_aborted`; a body that is being
+     * delivered stops at the next chunk, even within one long burst of socket reads. `total`: honoured only
      * before any byte of the request can have been sent; otherwise the request completes.
      */
     template <boost::asio::completion_token_for<http_signature> CompletionToken>

@@ -25,13 +25,15 @@ namespace agentctx::providers {
  *
  * Failures complete with a providers errc: `context_overflow` (never retried), `rate_limited` and
  * `transient` (retried up to `max_retries` with exponential backoff and jitter, honouring
- * `Retry-After`), `auth`, `invalid_request`, `malformed_response`, `cancelled`. A reply that
- * stopped at the output cap arrives as a summary_output with stop reason `length`, which the
- * runtime rejects as `summary_truncated`.
+ * `Retry-After` up to `max_retry_wait`; a longer one fails at once with `rate_limited`), `auth`,
+ * `invalid_request` (also a 3xx: redirects are never followed), `malformed_response`,
+ * `response_too_large` (over `max_response_bytes`, decoded). A reply that stopped at the output
+ * cap arrives as a summary_output with stop reason `length`, which the runtime rejects as
+ * `summary_truncated`.
  *
  * @par Per-operation cancellation
- * `terminal` / `partial`: the HTTP transfer, or a backoff sleep, stops at once; completes with
- * `cancelled`.
+ * `terminal`: the HTTP transfer, or a backoff sleep, stops at once; completes with
+ * `boost::asio::error::operation_aborted` (as the summarizer interface promises).
  *
  * The API key goes only into the request header. Logs (debug) show header names with the
  * `authorization` / `x-api-key` values redacted, never bodies.
@@ -72,7 +74,7 @@ private:
 };
 
 /// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
-/// "contextWindow", "maxOutputTokens", "stream", "maxRetries"}`) and the environment
+/// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes"}`) and the environment
 /// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
 /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
 /// (use the offline summarizer). A hosted provider without a key is `not_configured`.

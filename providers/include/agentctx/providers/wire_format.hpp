@@ -5,6 +5,7 @@
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/providers/error.hpp>
 #include <agentctx/providers/http_client.hpp>
+#include <agentctx/providers/retry_after.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,11 @@ struct provider_config
     std::chrono::milliseconds max_delay{60000};
     std::chrono::milliseconds connect_timeout{10000};
     std::chrono::seconds idle_timeout{60};         ///< no bytes for this long = stalled
+    /// The longest `Retry-After` honoured; a longer one fails at once with `rate_limited`.
+    std::chrono::milliseconds max_retry_wait{60000};
+    /// Cap on one response (headers + decoded body, event streams included): a summary is at
+    /// most the output budget, so this is generous even with a stream's per-token overhead.
+    std::size_t max_response_bytes = std::size_t{16} << 20;
     std::string anthropic_version = "2023-06-01";
 };
 
@@ -61,7 +67,8 @@ std::string new_routing_id();
 /// Tool calls (`tool_calls` / `tool_use` blocks) are counted in `output.tool_calls`.
 compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag);
 
-/// Server-sent events, fed in chunks of any size.
+/// Server-sent events, fed in chunks of any size; linear in the bytes fed (the newline search
+/// resumes where the previous chunk's search stopped).
 class sse_parser
 {
 public:
@@ -75,6 +82,7 @@ public:
 
 private:
     std::string buffer_, name_, data_;
+    std::size_t scanned_ = 0;  ///< buffer_[0, scanned_) holds no newline
 };
 
 /// Accumulates a streamed reply. `failed()` after an error event (classified like an HTTP error).
@@ -112,12 +120,6 @@ private:
 /// auth, invalid_request. Fills `diag` with the status and the API's error type; the message
 /// holds no body text beyond the API's error type/code.
 boost::system::error_code classify_error(long status, std::string_view body, diagnostics& diag);
-
-/// `Retry-After` as a delay: delta-seconds or an HTTP date (relative to `now`).
-std::optional<std::chrono::milliseconds> parse_retry_after(
-    std::string_view value,
-    std::chrono::system_clock::time_point now = std::chrono::system_clock::now()
-);
 
 /// Backoff before retry `attempt` (1-based): base·2^(attempt-1) with ±25% jitter, capped.
 std::chrono::milliseconds backoff_delay(const provider_config& cfg, int attempt, std::uint64_t jitter_seed);

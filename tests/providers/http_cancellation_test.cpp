@@ -1,0 +1,249 @@
+// One cancellation vocabulary: the shared condition, the HTTP summarizer, and a session on top of it.
+#include <agentctx/compaction/cancelled.hpp>
+#include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include "fake_provider_server.hpp"
+#include "session_text.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace agentctx;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using boost::system::error_code;
+using test::scripted_response;
+
+TEST(cancelled_condition, every_module_and_asio_map_to_it)
+{
+    const auto cancelled = make_error_condition(errc_condition::cancelled);
+    EXPECT_EQ(error_code(asio::error::operation_aborted), cancelled);
+    EXPECT_EQ(providers::make_error_code(providers::errc::cancelled), cancelled);
+    EXPECT_EQ(runtime::make_error_code(runtime::errc::cancelled), cancelled);
+    EXPECT_TRUE(is_cancelled(asio::error::operation_aborted));
+    EXPECT_TRUE(is_cancelled(runtime::make_error_code(runtime::errc::cancelled)));
+    // Failures are not cancellations, nor is a model's own `aborted` stop or a hook's veto.
+    EXPECT_FALSE(is_cancelled(providers::make_error_code(providers::errc::transient)));
+    EXPECT_FALSE(is_cancelled(runtime::make_error_code(runtime::errc::hook_cancelled)));
+    EXPECT_FALSE(is_cancelled(compaction::make_error_code(compaction::errc::summary_aborted)));
+    EXPECT_FALSE(is_cancelled(asio::error::connection_reset));
+    EXPECT_FALSE(is_cancelled(error_code{}));
+    // Codes keep their own identity and message.
+    EXPECT_NE(providers::make_error_code(providers::errc::cancelled), runtime::make_error_code(runtime::errc::cancelled));
+    EXPECT_EQ(runtime::make_error_code(runtime::errc::cancelled).message(), "cancelled");
+    EXPECT_EQ(runtime::make_error_code(runtime::errc::io_error).default_error_condition(),
+              boost::system::error_condition(static_cast<int>(runtime::errc::io_error), runtime::error_category()));
+}
+
+namespace {
+
+compaction::message decode(const boost::json::object& m)
+{
+    compaction::diagnostics diag;
+    return compaction::decode_message(m, "", diag).value();
+}
+
+boost::json::object assistant_json(std::int64_t total)
+{
+    return {{"role", "assistant"},
+            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "ok"}}}},
+            {"api", "openai-completions"},
+            {"provider", "openai"},
+            {"model", "test-model"},
+            {"usage", test::session_text::usage(total)},
+            {"stopReason", "stop"},
+            {"timestamp", 1768467800000}};
+}
+
+struct outcome
+{
+    bool done = false;
+    error_code ec;
+    runtime::compaction_outcome out;
+};
+
+class http_cancellation_test : public ::testing::Test
+{
+protected:
+    void SetUp() override
+    {
+        dir_ = fs::temp_directory_path() / ("agentctx-http-cancel-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    providers::provider_config config(bool stream = false)
+    {
+        providers::provider_config c;
+        c.base_url = server_.base_url() + "/v1";
+        c.model = "test-model";
+        c.api_key = "sk-test";
+        c.stream = stream;
+        c.base_delay = std::chrono::milliseconds(10);
+        return c;
+    }
+
+    std::shared_ptr<runtime::session> open(const std::string& name)
+    {
+        test::session_text t;
+        for (int i = 0; i < 10; ++i)
+            t.user("u" + std::to_string(i), std::string(400, 'x')).assistant("a" + std::to_string(i), std::string(400, 'y'));
+        std::ofstream(dir_ / name, std::ios::binary) << t.text;
+        compaction::diagnostics diag;
+        auto store = runtime::jsonl_store::open(dir_ / name, {}, diag).value();
+        runtime::session_config c;
+        c.settings.keep_recent_tokens = 400;
+        c.model = {"openai", "test-model", 200000, 0};
+        c.summarizer = std::make_shared<providers::http_summarizer>(ioc_.get_executor(), config());
+        auto s = runtime::session::open(ioc_.get_executor(), std::move(store), c, diag).value();
+        s->on_event([this](const runtime::session_event& e) {
+            if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
+                ends_.push_back(end->aborted ? "aborted" : end->error_message ? "error" : "ok");
+        });
+        s->on_compact_failed([this](const runtime::compact_failed_event& e) { failed_hook_aborted_.push_back(e.aborted); });
+        return s;
+    }
+
+    template <class Pred>
+    void run_until(Pred p)
+    {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        ioc_.restart();
+        while (!p() && std::chrono::steady_clock::now() < end)
+            ioc_.run_one_for(std::chrono::milliseconds(20));
+        ASSERT_TRUE(p()) << "timed out";
+    }
+
+    std::shared_ptr<outcome> compact(runtime::session& s, asio::cancellation_slot slot = {})
+    {
+        auto r = std::make_shared<outcome>();
+        s.async_compact(std::nullopt, asio::bind_cancellation_slot(slot, [r](error_code ec, runtime::compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->out = std::move(o);
+        }));
+        return r;
+    }
+
+    std::shared_ptr<outcome> turn_end(runtime::session& s)
+    {
+        auto r = std::make_shared<outcome>();
+        s.async_on_turn_end(decode(assistant_json(190000)), [r](error_code ec, runtime::compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->out = std::move(o);
+        });
+        return r;
+    }
+
+    test::fake_provider_server server_;
+    asio::io_context ioc_{1};
+    fs::path dir_;
+    std::vector<std::string> ends_;
+    std::vector<bool> failed_hook_aborted_;
+};
+
+}  // namespace
+
+TEST_F(http_cancellation_test, the_summarizer_completes_a_cancelled_request_with_operation_aborted)
+{
+    server_.push({.body = test::openai_body("late"), .delay = std::chrono::seconds(5)});
+    providers::http_summarizer s(ioc_.get_executor(), config());
+    asio::cancellation_signal sig;
+    bool done = false;
+    error_code got;
+    s.async_summarize(compaction::summary_prompt{"SYS", "hi", 100}, asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, compaction::summary_output) {
+        got = ec;
+        done = true;
+    }));
+    run_until([&] { return server_.requests().size() == 1; });
+    sig.emit(asio::cancellation_type::terminal);
+    run_until([&] { return done; });
+    EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+    EXPECT_EQ(s.client().live_transfers(), 0u);
+}
+
+// Cancelled while the reply arrives: whether the transfer or the retry sleep notices first, the
+// result is operation_aborted (it used to throw at the next co_await: malformed_response).
+TEST_F(http_cancellation_test, cancellation_during_a_retryable_reply_is_operation_aborted)
+{
+    server_.push({.chunks = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"}});
+    providers::http_summarizer s(ioc_.get_executor(), config(true));
+    asio::cancellation_signal sig;
+    s.on_progress([&](std::size_t) { sig.emit(asio::cancellation_type::terminal); });
+    bool done = false;
+    error_code got;
+    s.async_summarize(compaction::summary_prompt{"SYS", "hi", 100}, asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, compaction::summary_output) {
+        got = ec;
+        done = true;
+    }));
+    run_until([&] { return done; });
+    EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+    EXPECT_EQ(server_.requests().size(), 1u);  // no retry after the cancellation
+}
+
+TEST_F(http_cancellation_test, abort_close_and_the_callers_slot_are_cancellations_not_failures)
+{
+    for (int how = 1; how <= 3; ++how)  // 1 abort_compaction, 2 the caller's slot, 3 close
+    {
+        SCOPED_TRACE(how);
+        ends_.clear();
+        failed_hook_aborted_.clear();
+        server_.push({.body = test::openai_body("## Goal\nlate"), .delay = std::chrono::seconds(5)});
+        auto s = open("s" + std::to_string(how) + ".jsonl");
+        const auto before = s->current();
+        const auto seen = server_.requests().size();
+        asio::cancellation_signal sig;
+        auto r = compact(*s, sig.slot());
+        run_until([&] { return server_.requests().size() == seen + 1; });
+        if (how == 1)
+            s->abort_compaction();
+        else if (how == 2)
+            sig.emit(asio::cancellation_type::terminal);
+        else
+            s->close();
+        run_until([&] { return r->done; });
+        EXPECT_EQ(r->ec, runtime::make_error_code(runtime::errc::cancelled)) << r->ec.message() << " " << r->out.message;
+        EXPECT_TRUE(is_cancelled(r->ec));
+        EXPECT_FALSE(r->out.compacted);
+        EXPECT_EQ(s->current(), before);
+        EXPECT_EQ(ends_, std::vector<std::string>{"aborted"});
+        EXPECT_EQ(failed_hook_aborted_, std::vector<bool>{true});
+        s->close();
+        run_until([] { return true; });
+    }
+}
+
+TEST_F(http_cancellation_test, an_aborted_automatic_compaction_does_not_pause_the_next_one)
+{
+    server_.push({.body = test::openai_body("## Goal\nlate"), .delay = std::chrono::seconds(5)});
+    server_.push({.body = test::openai_body("## Goal\nsecond attempt")});
+    auto s = open("auto.jsonl");
+    auto first = turn_end(*s);
+    run_until([&] { return server_.requests().size() == 1; });
+    s->abort_compaction();
+    run_until([&] { return first->done; });
+    EXPECT_EQ(first->ec, runtime::make_error_code(runtime::errc::cancelled)) << first->ec.message() << " " << first->out.message;
+    EXPECT_EQ(ends_, std::vector<std::string>{"aborted"});
+    // Same path, no new entries: a failure would pause automatic compaction; a cancellation must not.
+    auto second = turn_end(*s);
+    run_until([&] { return second->done; });
+    EXPECT_NE(second->ec, runtime::make_error_code(runtime::errc::auto_compaction_paused));
+    EXPECT_FALSE(second->ec) << second->ec.message() << " " << second->out.message;
+    EXPECT_TRUE(second->out.compacted);
+    s->close();
+    run_until([] { return true; });
+}
