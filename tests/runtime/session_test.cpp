@@ -279,7 +279,8 @@ TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
     EXPECT_TRUE(r->outcome.compacted);
     ASSERT_EQ(summarizer_->calls(), 1u);
     EXPECT_NE(summarizer_->prompts()[0].prompt.find("Additional focus: focus on the parser"), std::string::npos);
-    EXPECT_EQ(summarizer_->prompts()[0].max_output_tokens, 13107u);
+    // Pi 1.6: the model's output limit (unknown here: 32000), clamped to the window; not 0.8 * reserve.
+    EXPECT_EQ(summarizer_->prompts()[0].max_output_tokens, 32000u);
     // One new line, appended after the old content.
     const auto after = file();
     ASSERT_EQ(after.substr(0, before_file.size()), before_file);
@@ -518,7 +519,7 @@ TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_o
     ASSERT_TRUE(ok->outcome.compacted) << ok->outcome.message;
     ASSERT_EQ(summarizer_->calls(), 2u);
     EXPECT_NE(summarizer_->prompts()[1].prompt.find("## Original Request"), std::string::npos);
-    EXPECT_EQ(summarizer_->prompts()[1].max_output_tokens, 8192u);
+    EXPECT_EQ(summarizer_->prompts()[1].max_output_tokens, 32000u);  // Pi 1.6: the same budget rule
     EXPECT_EQ(ok->outcome.result->summary.find("## Goal\nhistory\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\nprefix"), 0u);
     EXPECT_NE(ok->outcome.result->summary.find("<read-files>"), std::string::npos);
 
@@ -693,8 +694,8 @@ TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
 TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_new_entries)
 {
     auto c = config(20000);  // keeps nearly everything
-    c.model.context_window = 2500;
-    c.settings.reserve_tokens = 500;  // threshold 2000; the kept suffix alone is over it
+    c.model.context_window = 40000;
+    c.settings.reserve_tokens = 38000;  // threshold 2000; the kept suffix alone is over it
     test::session_text t;
     t.user("u0", tokens(100)).assistant("a0", tokens(100));
     for (int i = 1; i < 15; ++i)
