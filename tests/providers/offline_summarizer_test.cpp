@@ -1,5 +1,7 @@
 // The offline summarizer: six sections from the transcript, deterministic, within the cap.
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/llm_convert.hpp>
+#include <agentctx/compaction/serialize.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 
@@ -103,4 +105,36 @@ TEST(offline_summarizer, completes_through_the_executor_and_names_itself)
     EXPECT_FALSE(done);  // never inline
     ioc.run();
     EXPECT_TRUE(done);
+}
+
+TEST(offline_summarizer, reads_the_markdown_turn_prefix_form_with_its_new_headings)
+{
+    const auto msgs = transcript();
+    compaction::summary_prompt prompt;
+    prompt.prompt = "# Conversation\n" + compaction::serialize_conversation(compaction::convert_to_llm(msgs)) +
+                    "\n\n# Instructions\nSummarize the first part of the turn:\n\n## Original Request\n[…]\n\n"
+                    "## Progress So Far\n- […]\n\n## Context Needed to Continue\n- […]\n";
+    prompt.max_output_tokens = 4000;
+    const auto t = providers::offline_summary(prompt).text;
+    EXPECT_EQ(t.find("## Original Request\nFix the CRLF bug in src/parser.ts."), 0u) << t;
+    EXPECT_NE(t.find("## Progress So Far\n- [x] Inspected 1 file: src/parser.ts"), std::string::npos) << t;
+    EXPECT_NE(t.find("## Context Needed to Continue\n- Error: `Error: expected 2 lines, got 1`"), std::string::npos) << t;
+    EXPECT_EQ(t.find("Early Progress"), std::string::npos);
+}
+
+TEST(offline_summarizer, decodes_tool_call_arguments_instead_of_copying_escapes)
+{
+    const std::vector<std::shared_ptr<const compaction::message>> msgs{
+        msg(R"({"role":"user","content":"Count the TODO markers in the sources."})"),
+        msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"1","name":"bash","arguments":{"command":"rg -c \"TODO\" src\n| sort","timeout":30}}]})"),
+        msg(R"({"role":"toolResult","toolCallId":"1","toolName":"bash","content":[{"type":"text","text":"src/a.ts:2"}],"isError":false})"),
+        msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"2","name":"bash","arguments":{"command":"make check TARGET=\"unit tests\""}}]})"),
+        msg(R"({"role":"toolResult","toolCallId":"2","toolName":"bash","content":[{"type":"text","text":"error: no rule to make target \"unit tests\""}],"isError":true})"),
+    };
+    const auto t = providers::offline_summary(compaction::history_summary_prompt(msgs, std::nullopt, std::nullopt, 4000)).text;
+    EXPECT_NE(t.find("- Command: `make check TARGET=\"unit tests\"`"), std::string::npos) << t;
+    EXPECT_NE(t.find("- [x] Ran 1 read-only probe\n"), std::string::npos) << t;  // rg | sort only reads
+    EXPECT_EQ(t.find("Command: `rg"), std::string::npos) << t;
+    EXPECT_EQ(t.find("\\n"), std::string::npos) << t;
+    EXPECT_EQ(t.find("\\\""), std::string::npos) << t;
 }

@@ -49,10 +49,11 @@ std::string request_text(std::string_view text)
                                                     "never mind", "nevermind", "change of plan"}))
             continue;
         for (std::string_view marker : {"actually, ", "new task: ", "instead, ", "new task - "})
-            if (lower(x).substr(0, marker.size()) == marker)
+            if (lower(x).substr(0, marker.size()) == marker && x.size() > marker.size())
+            {
                 x = x.substr(marker.size());
-        if (!x.empty())
-            x[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x[0])));
+                x[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x[0])));
+            }
         asks.push_back(x);
     }
     if (!asks.empty())
@@ -111,9 +112,13 @@ void add_unique(std::vector<std::string>& v, std::string item, bool move_to_end)
 
 bool states_choice(std::string_view l)
 {
-    return has_any_word(l, {"i'll use", "i will use", "we'll use", "we will use", "let's use", "we decided", "i decided",
-                            "decided to", "going with", "go with", "instead of", "rather than", "i chose", "we chose",
-                            "switching to", "switch to", "opting for", "settled on", "the approach is", "decision:"});
+    if (has_any_word(l, {"i'll use", "i will use", "we'll use", "we will use", "let's use", "we decided", "i decided",
+                         "decided to", "going with", "go with", "i chose", "we chose", "switching to", "opting for",
+                         "settled on", "the approach is", "decision:"}))
+        return true;
+    // "instead of" / "rather than" only with someone choosing: not "returns two rows instead of three".
+    return has_any_word(l, {"instead of", "rather than"}) &&
+           has_any_word(l, {"i'll", "i will", "we'll", "we will", "let's", "use", "using", "switch to", "prefer", "go"});
 }
 
 request_facts extract_requests(const std::vector<part>& parts)

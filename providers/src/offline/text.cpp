@@ -78,7 +78,8 @@ std::vector<std::string> sentences(std::string_view s)
         cur += c;
         const auto t = one_line(cur);
         const bool list_number = c == '.' && t.size() <= 3 && std::all_of(t.begin(), t.end() - 1, [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
-        const bool end = !list_number && (c == '.' || c == '!' || c == '?' || c == ';');
+        const bool abbreviation = c == '.' && (t.ends_with("e.g.") || t.ends_with("i.e.") || t.ends_with("vs.") || t.ends_with("cf."));
+        const bool end = !list_number && !abbreviation && (c == '.' || c == '!' || c == '?' || c == ';');
         if (end && (i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\n'))
             flush();
     }

@@ -56,7 +56,7 @@ bool probe_segment(const std::string& seg)
     if (w == "sed")
         return seg.find(" -i") == std::string::npos;
     return one_of(w, {"ls", "grep", "cat", "find", "rg", "head", "tail", "wc", "pwd", "tree", "less", "file", "stat",
-                      "echo", "which", "cd", "awk", "fd", "ag", "du", "nl"});
+                      "echo", "which", "cd", "awk", "fd", "ag", "du", "nl", "sort", "uniq", "cut", "jq", "xargs"});
 }
 
 bool check_command(const std::string& cmd)
@@ -131,6 +131,8 @@ std::vector<std::string> error_lines(std::string_view result, std::size_t n)
     for (const auto& line : lines(result))
     {
         const auto l = without_passing_counts(lower(line));
+        if (starts_with_any(l, {"test files ", "tests ", "test suites:", "tests:"}))  // runner totals, not the error
+            continue;
         if (out.size() < n && length(line) >= 8 && has_any_word(l, {"error", "failed", "fail", "exception", "panic", "assert", "expected",
                                                "traceback", "not found", "fatal", "undefined", "no such file", "could not",
                                                "segmentation fault", "core dumped", "crash", "timeout", "timed out"}))
@@ -159,13 +161,13 @@ void paths_in(std::string_view text, std::vector<std::string>& out)
         if (const auto colon = tok.find(':'); colon != std::string::npos && tok.find("://") == std::string::npos)
             tok.erase(colon);  // src/a.ts:12:3 -> src/a.ts
         const auto dot = tok.rfind('.');
-        const bool ext = dot != std::string::npos && dot > 0 && dot + 1 < tok.size() && tok.size() - dot <= 5 &&
+        const bool ext = dot != std::string::npos && dot > 1 && dot + 1 < tok.size() && tok.size() - dot <= 5 &&
                          std::all_of(tok.begin() + static_cast<long>(dot) + 1, tok.end(),
                                      [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
         const bool slash = tok.find('/') != std::string::npos && tok.find_first_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos;
         const bool bare_root = tok.front() == '/' && tok.find('/', 1) == std::string::npos && !ext;  // "/model"
         if (tok.size() >= 3 && tok.size() <= 160 && (slash || ext) && !bare_root && tok.find("://") == std::string::npos &&
-            tok.front() != '-' && std::isalnum(static_cast<unsigned char>(tok.back())))
+            tok.front() != '-' && tok.front() != '@' && std::isalnum(static_cast<unsigned char>(tok.back())))
             add_unique(out, tok, true);
         i = j + 1;
     }

@@ -72,6 +72,21 @@ struct tracker
     std::size_t last_switch = 0;  // part index of the latest "instead of …" change of approach
 };
 
+// The command without its last argument: `npm test -- a.ts` and `npm test -- b.ts` share a stem.
+std::string stem_of(const std::string& cmd)
+{
+    const auto sp = cmd.rfind(' ');
+    return sp == std::string::npos ? cmd : cmd.substr(0, sp);
+}
+
+// Keeps the newest command of each stem.
+void add_command(std::vector<std::string>& commands, std::string cmd)
+{
+    const auto stem = stem_of(cmd);
+    std::erase_if(commands, [&](const std::string& c) { return c == cmd || (stem != cmd && stem_of(c) == stem); });
+    commands.push_back(std::move(cmd));
+}
+
 void note_edit(tracker& t, const round& r)
 {
     const auto path = path_of(r.call);
@@ -85,6 +100,19 @@ void note_edit(tracker& t, const round& r)
     t.edits.emplace_back(what, keep_why);
 }
 
+// `git checkout -- a.ts` / `git restore a.ts`: the edits of a.ts are undone.
+void note_revert(tracker& t, const std::string& cmd)
+{
+    std::vector<std::string> reverted;
+    paths_in(cmd, reverted);
+    for (const auto& p : reverted)
+    {
+        const auto edited = "Edited " + code(p), wrote = "Wrote " + code(p);
+        std::erase_if(t.edits, [&](const auto& e) { return e.first == edited || e.first == wrote; });
+        t.edits.emplace_back("Reverted " + code(p), "");
+    }
+}
+
 void note_round(tracker& t, const round& r)
 {
     const auto kind = kind_of(r.call);
@@ -92,8 +120,8 @@ void note_round(tracker& t, const round& r)
     const auto path = path_of(r.call);
     if (!path.empty() && kind != call_kind::probe)
         add_unique(t.paths, path, true);
-    if (!cmd.empty())
-        paths_in(cmd, kind == call_kind::probe ? t.inspected : t.paths);
+    if (!cmd.empty() && kind == call_kind::probe)
+        paths_in(cmd, t.inspected);
     if (kind == call_kind::probe)
     {
         ++t.probes;
@@ -102,7 +130,9 @@ void note_round(tracker& t, const round& r)
         return;
     }
     if (!cmd.empty())
-        add_unique(t.commands, clip_words(cmd, 200), true);
+        add_command(t.commands, clip_words(cmd, 200));
+    if (r.result && (cmd.find("git checkout -- ") != std::string::npos || cmd.find("git restore ") != std::string::npos))
+        note_revert(t, cmd);
     if (!r.result)
     {
         t.pending.push_back("- [ ] " + (cmd.empty() ? r.call.name + (path.empty() ? "" : " " + code(path)) : code(cmd)));
@@ -138,6 +168,23 @@ std::string inspected_line(const tracker& t)
     return "- [x] Inspected " + std::to_string(n) + (n == 1 ? " file: " : " files: ") + names;
 }
 
+// "- [x] `npm test -- …` passes for 13 targets: a, b, c, d, and 9 more" (labels are `cmd`).
+std::string passing_group(const std::vector<std::string>& labels)
+{
+    const auto stem = stem_of(labels.front());
+    std::string targets;
+    const std::size_t shown = std::min<std::size_t>(labels.size(), 4);
+    for (std::size_t i = labels.size() - shown; i < labels.size(); ++i)
+    {
+        auto target = labels[i].substr(stem.size() + 1);
+        target.pop_back();  // the closing backtick
+        targets += (targets.empty() ? "" : ", ") + target;
+    }
+    if (labels.size() > shown)
+        targets += ", and " + std::to_string(labels.size() - shown) + " more";
+    return "- [x] " + stem + " …` passes for " + std::to_string(labels.size()) + " targets: " + targets;
+}
+
 // A failed check is resolved by a later passing check, any failure by a later success of itself.
 bool resolved(const tracker& t, const outcome& o)
 {
@@ -158,12 +205,25 @@ void progress(const tracker& t, work_facts& f)
     for (const auto& kv : t.outcomes)
         by_order.push_back(&kv.second);
     std::sort(by_order.begin(), by_order.end(), [](auto a, auto b) { return a->order < b->order; });
+    std::map<std::string, std::vector<std::string>> passing;  // stem -> commands
+    for (const auto* o : by_order)
+        if (!o->failed && o->check)
+            passing[stem_of(o->label)].push_back(o->label);
     for (const auto* o : by_order)
     {
-        if (!o->failed && o->check)
+        const auto& group = passing[stem_of(o->label)];
+        if (!o->failed && o->check && group.size() >= 3)
+        {
+            if (group.back() == o->label)  // one line per group, where its last run was
+                f.done.push_back(passing_group(group));
+        }
+        else if (!o->failed && o->check)
             f.done.push_back("- [x] " + o->label + " passes");
-        else if (!o->failed && o->label.front() == '`')
+        else if (!o->failed && o->label.front() == '`' && o->label.find("git checkout -- ") == std::string::npos &&
+                 o->label.find("git restore ") == std::string::npos)  // reverts have their own line
             f.done.push_back("- [x] Ran " + o->label);
+        else if (!o->failed)
+            continue;
         else if ((o->check ? resolved(t, *o) : true) && o->at < t.last_switch)
             f.done.push_back("- [x] Tried " + o->label + ": it failed, and the approach was changed");
         else if (!resolved(t, *o))
