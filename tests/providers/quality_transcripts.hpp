@@ -7,7 +7,9 @@
 
 #include <boost/json/object.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

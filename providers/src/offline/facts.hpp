@@ -34,6 +34,11 @@ request_facts extract_requests(const std::vector<part>& parts);
 /// Decisions and plans are taken from parts at index `since` or later (after a redefined goal).
 work_facts extract_work(const std::vector<part>& parts, std::size_t since = 0);
 
+/// Decisions and the latest plan from the assistant's text at part index `since` or later.
+void assistant_statements(const std::vector<part>& parts, std::size_t since, work_facts& f);
+/// Index of the last assistant part that changes approach ("instead", "rather than", …); 0 if none.
+std::size_t last_change_of_approach(const std::vector<part>& parts);
+
 /// True for a sentence that states a choice ("I'll use…", "We decided…", "Going with…", "instead of").
 bool states_choice(std::string_view lowered);
 

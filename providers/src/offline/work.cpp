@@ -262,25 +262,6 @@ void critical(const tracker& t, work_facts& f)
     newest(inspected_only, 4, "- File: ");
 }
 
-void assistant_text(const part& p, work_facts& f)
-{
-    std::vector<std::string> plan;
-    for (const auto& s : sentences(p.text))
-    {
-        if (length(s) > 300)
-            continue;
-        const auto l = lower(s);
-        const bool numbered = s.size() > 2 && std::isdigit(static_cast<unsigned char>(s[0])) && (s[1] == '.' || s[1] == ')');
-        if (numbered || starts_with_any(l, {"next,", "next i", "next:", "next step", "then i will", "then i'll", "after that",
-                                            "finally,", "i'll then", "i will then", "my plan", "plan:", "remaining:"}))
-            plan.push_back(s);
-        else if (states_choice(l))
-            add_unique(f.decisions, s, true);
-    }
-    if (!plan.empty())
-        f.plan = std::move(plan);  // the most recent plan replaces older ones
-}
-
 }  // namespace
 
 work_facts extract_work(const std::vector<part>& parts, std::size_t since)
@@ -289,17 +270,11 @@ work_facts extract_work(const std::vector<part>& parts, std::size_t since)
     tracker t;
     for (const auto& r : rounds_of(parts))
         note_round(t, r);
-    for (std::size_t i = 0; i < parts.size(); ++i)
-    {
-        const auto& p = parts[i];
-        if (p.label == "Assistant" && has_any_word(lower(p.text), {"instead", "rather than", "switch to", "switching to",
-                                                                    "abandon", "give up on", "won't work", "will not work"}))
-            t.last_switch = i;
-        if (p.label == "Assistant" && i >= since)
-            assistant_text(p, f);
-        else if (p.label == "User" && !p.text.empty() && p.text.front() != '/')
+    t.last_switch = last_change_of_approach(parts);
+    assistant_statements(parts, since, f);
+    for (const auto& p : parts)
+        if (p.label == "User" && !p.text.empty() && p.text.front() != '/')
             paths_in(p.text, t.paths);
-    }
     progress(t, f);
     critical(t, f);
     return f;
