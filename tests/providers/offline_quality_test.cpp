@@ -85,3 +85,28 @@ TEST(offline_quality, checkpoints_never_cut_a_word_when_trimmed)
             EXPECT_EQ(text.find("## Goal\n"), 0u) << c.name << "\n" << text;
         }
 }
+
+TEST(offline_quality, a_thousand_round_session_stays_readable_and_within_the_cap)
+{
+    test::convo c;
+    c.user("Make the nightly import job in jobs/import.py idempotent. Never delete rows from the audit table.");
+    std::string output;
+    for (int l = 0; l < 40; ++l)
+        output += "line " + std::to_string(l) + ": processed batch without error count=0 failed=0\n";
+    for (int i = 0; i < 1000; ++i)
+    {
+        const auto f = "jobs/step" + std::to_string(i % 50) + ".py";
+        if (i % 10 == 9)
+            c.run("bash", {{"command", "pytest tests/test_import.py -q -k step" + std::to_string(i)}},
+                  i == 999 ? "E   AssertionError: duplicate row 42\n1 failed" : "3 passed", i == 999);
+        else
+            c.run(i % 3 ? "read" : "edit", {{"path", f}, {"oldText", "a\n\"b\""}, {"newText", "c"}}, output);
+    }
+    const auto prompt = compaction::history_summary_prompt(c.messages, std::nullopt, std::nullopt, 3000);
+    const auto text = providers::offline_summary(prompt).text;
+    EXPECT_LE((compaction::utf16_length(text) + 3) / 4, 3000u);
+    EXPECT_EQ(text.find("## Goal\nMake the nightly import job in jobs/import.py idempotent.\n"), 0u) << text;
+    EXPECT_NE(text.find("- Never delete rows from the audit table."), std::string::npos) << text;
+    EXPECT_NE(text.find("fails: `E AssertionError: duplicate row 42`"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\\n"), std::string::npos) << text;
+}

@@ -2,6 +2,8 @@
 #include "facts.hpp"
 #include "text.hpp"
 
+#include <agentctx/compaction/llm_convert.hpp>
+
 #include <algorithm>
 #include <cctype>
 
@@ -128,6 +130,14 @@ request_facts extract_requests(const std::vector<part>& parts)
     {
         const auto& p = parts[i];
         if (p.label != "User")
+            continue;
+        if (p.text.starts_with(compaction::compaction_summary_prefix) || p.text.starts_with(compaction::branch_summary_prefix))
+        {
+            if (f.goal.empty())  // a summary inside the messages carries the goal so far
+                f.goal = one_line(section_body(p.text, "## Goal"));
+            continue;
+        }
+        if (p.text.starts_with("Ran `"))  // a user's `!command`, not a request
             continue;
         const auto l = lower(one_line(p.text));
         if (substantive(p.text))

@@ -121,6 +121,11 @@ bool has_any_word(std::string_view lowered, std::initializer_list<std::string_vi
     return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return has_word(lowered, p); });
 }
 
+bool has_any_word(std::string_view lowered, std::span<const std::string_view> phrases)
+{
+    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return has_word(lowered, p); });
+}
+
 bool starts_with_any(std::string_view lowered, std::initializer_list<std::string_view> prefixes)
 {
     return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return lowered.substr(0, p.size()) == p; });

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@ std::vector<std::string> lines(std::string_view s);
 /// `lowered` contains `phrase` with no letter or digit on either side.
 bool has_word(std::string_view lowered, std::string_view phrase);
 bool has_any_word(std::string_view lowered, std::initializer_list<std::string_view> phrases);
+bool has_any_word(std::string_view lowered, std::span<const std::string_view> phrases);
 bool starts_with_any(std::string_view lowered, std::initializer_list<std::string_view> prefixes);
 /// Words separated by whitespace.
 std::size_t word_count(std::string_view s);

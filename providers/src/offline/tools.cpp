@@ -5,6 +5,7 @@
 #include "text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <regex>
 
@@ -71,7 +72,8 @@ bool check_command(const std::string& cmd)
 std::string without_passing_counts(const std::string& l)
 {
     static const std::regex passing(
-        R"((\b0 (\w+ )?(failed|failures?|errors?|fail)\b)|(\b(failed|failures|errors|fail)(ed)?:? 0\b)|(\bno (errors|failures)\b)|(exit(ed with)? code:? 0\b))");
+        R"((\b0 (\w+ )?(failed|failures?|errors?|fail)\b)|(\b(failed|failures|errors?|fail)(ed)?\s*[:=]\s*0\b)|)"
+        R"((\b(no|without) (errors?|failures?)\b)|(exit(ed with)? code:? 0\b))");
     return std::regex_replace(l, passing, " ");
 }
 
@@ -119,7 +121,12 @@ std::string key_of(const tool_call& c)
 
 bool reports_failure(std::string_view result)
 {
-    const auto l = without_passing_counts(lower(result));
+    auto l = lower(result);
+    if (!has_any_word(l, {"error", "errors", "fail", "failed", "failing", "failure", "failures", "exception", "panic",
+                          "traceback", "no such file", "segmentation fault", "assertionerror", "command exited with code",
+                          "could not find", "not found", "undefined reference", "fatal"}))
+        return false;  // cheap test first; the regex only runs on candidates
+    l = without_passing_counts(l);
     return has_any_word(l, {"error", "errors", "failed", "fail", "failing", "failure", "failures", "exception", "panic",
                             "traceback", "no such file", "segmentation fault", "assertionerror", "command exited with code",
                             "could not find", "not found", "undefined reference", "fatal"});
@@ -127,15 +134,21 @@ bool reports_failure(std::string_view result)
 
 std::vector<std::string> error_lines(std::string_view result, std::size_t n)
 {
+    static constexpr std::array<std::string_view, 18> marks{
+        "error", "failed", "fail", "exception", "panic", "assert", "expected", "traceback", "not found", "fatal", "undefined",
+        "no such file", "could not", "segmentation fault", "core dumped", "crash", "timeout", "timed out"};
     std::vector<std::string> out;
     for (const auto& line : lines(result))
     {
-        const auto l = without_passing_counts(lower(line));
-        if (starts_with_any(l, {"test files ", "tests ", "test suites:", "tests:"}))  // runner totals, not the error
-            continue;
-        if (out.size() < n && length(line) >= 8 && has_any_word(l, {"error", "failed", "fail", "exception", "panic", "assert", "expected",
-                                               "traceback", "not found", "fatal", "undefined", "no such file", "could not",
-                                               "segmentation fault", "core dumped", "crash", "timeout", "timed out"}))
+        // Substrings, not words: TypeError, AssertionError, FAILED.
+        auto marked = [&](const std::string& l) {
+            return std::any_of(marks.begin(), marks.end(), [&](std::string_view m) { return l.find(m) != std::string::npos; });
+        };
+        auto l = lower(line);
+        if (out.size() >= n || length(line) < 8 || !marked(l))
+            continue;  // cheap test first; the regex only runs on candidates
+        l = without_passing_counts(l);
+        if (!starts_with_any(l, {"test files ", "tests ", "test suites:", "tests:"}) && marked(l))  // not runner totals
             add_unique(out, clip_words(line, 200));
     }
     return out;
