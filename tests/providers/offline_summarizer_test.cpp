@@ -138,3 +138,11 @@ TEST(offline_summarizer, decodes_tool_call_arguments_instead_of_copying_escapes)
     EXPECT_EQ(t.find("\\n"), std::string::npos) << t;
     EXPECT_EQ(t.find("\\\""), std::string::npos) << t;
 }
+
+TEST(offline_summarizer, an_empty_transcript_keeps_the_previous_checkpoint)
+{
+    const std::string previous = "## Goal\nShip the parser rewrite.\n\n## Constraints & Preferences\n- Keep Node 18 support.";
+    const auto t = providers::offline_summary(compaction::history_summary_prompt({}, previous, std::nullopt, 2000)).text;
+    EXPECT_EQ(t.find("## Goal\nShip the parser rewrite.\n"), 0u) << t;
+    EXPECT_NE(t.find("- Keep Node 18 support."), std::string::npos) << t;
+}

@@ -148,16 +148,20 @@ std::string section_body(std::string_view summary, std::string_view heading)
 prompt_view read_prompt(std::string_view prompt)
 {
     prompt_view v;
-    std::string_view conv = take_between(prompt, "<conversation>\n", "\n</conversation>");
+    std::string_view conv;
     std::size_t after = std::string_view::npos;
-    if (!conv.empty())
-        after = prompt.find("\n</conversation>") + 16;
+    if (const auto open = prompt.find("<conversation>\n"); open != std::string_view::npos)
+    {
+        const auto close = prompt.find("\n</conversation>", open);  // an empty transcript: "<conversation>\n\n</conversation>"
+        conv = prompt.substr(open + 15, close == std::string_view::npos || close < open + 15 ? 0 : close - open - 15);
+        after = close == std::string_view::npos ? close : close + 16;
+    }
     else if (const auto c = prompt.find("# Conversation\n"); c != std::string_view::npos)
     {
         const auto start = c + 15;
-        const auto ins = prompt.find("\n# Instructions", start);
-        conv = prompt.substr(start, ins == std::string_view::npos ? std::string_view::npos : ins - start);
-        after = ins;
+        const auto ins = prompt.rfind("\n\n# Instructions\n");  // the last one: the transcript may quote the heading
+        conv = prompt.substr(start, ins == std::string_view::npos || ins < start ? std::string_view::npos : ins - start);
+        after = ins != std::string_view::npos && ins >= start ? ins : std::string_view::npos;
     }
     while (!conv.empty() && conv.back() == '\n')
         conv.remove_suffix(1);
