@@ -64,7 +64,7 @@ struct tracker
 {
     std::vector<std::string> inspected;
     std::size_t probes = 0;
-    std::vector<std::pair<std::string, std::string>> edits;  // path, why
+    std::vector<std::pair<std::string, std::string>> edits;  // "Edited `path`", why
     std::map<std::string, outcome> outcomes;
     std::vector<std::string> paths, commands, errors;  // oldest first
     std::vector<std::string> pending;
@@ -73,10 +73,13 @@ struct tracker
 };
 
 // The command without its last argument: `npm test -- a.ts` and `npm test -- b.ts` share a stem.
+// A stem keeps at least two words, so `npm test` and `npm ci` stay apart.
 std::string stem_of(const std::string& cmd)
 {
     const auto sp = cmd.rfind(' ');
-    return sp == std::string::npos ? cmd : cmd.substr(0, sp);
+    if (sp == std::string::npos || cmd.substr(0, sp).find(' ') == std::string::npos)
+        return cmd;
+    return cmd.substr(0, sp);
 }
 
 // Keeps the newest command of each stem.
