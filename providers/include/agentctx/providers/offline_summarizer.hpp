@@ -9,16 +9,20 @@
 
 namespace agentctx::providers {
 
-/// Builds the checkpoint from the prompt's serialized transcript with fixed rules:
-/// - Goal: the previous summary's goal, else the first user request;
-/// - Constraints & Preferences: user sentences with must / never / always / don't / prefer;
-/// - Progress / Done: completed tool rounds (a call followed by its result), In Progress: an
-///   unanswered call;
-/// - Key Decisions: assistant statements of intent or reason;
-/// - Next Steps: the last user request;
-/// - Critical Context: exact file paths, commands and error lines.
-/// A turn-prefix prompt gets Original Request / Progress So Far / Context Needed to Continue. The text is
-/// trimmed to the request's output cap (chars/4). Same prompt in, same summary out.
+/// Builds the checkpoint from the prompt's serialized transcript with fixed rules (no model):
+/// - Goal: the previous summary's goal, else the first substantive user request (not a slash
+///   command, greeting or one-word reply); a later request that redefines the task replaces it;
+/// - Constraints & Preferences: whole user sentences with must / never / always / don't / prefer / only …;
+/// - Progress: files edited or written (with the reason stated just before), checks passing,
+///   read-only probes folded into one "Inspected N files" line; In Progress: unanswered calls;
+///   Blocked: failures never followed by a success of the same command (or, for tests, any test);
+/// - Key Decisions: whole sentences that state a choice ("I'll use…", "instead of", …);
+/// - Next Steps: blockers, the last request, the assistant's latest stated plan;
+/// - Critical Context: error lines, commands and paths (tool arguments JSON-decoded), newest first.
+/// Accepts the `<conversation>` prompt and the `# Conversation` / `# Instructions` form. A
+/// turn-prefix prompt gets its own three headings (old or new wording, as the prompt asks). Whole
+/// bullets are dropped to fit the output cap (chars/4); strings that look like API keys are masked.
+/// Same prompt in, same summary out.
 compaction::summary_output offline_summary(const compaction::summary_prompt& prompt);
 
 /// The summarizer form of offline_summary; completes through the given executor. Its name() is
