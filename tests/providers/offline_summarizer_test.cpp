@@ -70,8 +70,9 @@ TEST(offline_summarizer, turn_prefix_sections)
     const auto prompt = compaction::turn_prefix_summary_prompt(transcript(), 8192);
     const auto t = providers::offline_summary(prompt).text;
     EXPECT_EQ(t.find("## Original Request\nFix the CRLF bug"), 0u) << t;
-    EXPECT_NE(t.find("## Early Progress\n- [x] Inspected 1 file: src/parser.ts"), std::string::npos);
-    EXPECT_NE(t.find("## Context for Suffix"), std::string::npos);
+    // Pi 1.6's turn-prefix headings (delta §7.2).
+    EXPECT_NE(t.find("## Progress So Far\n- [x] Inspected 1 file: src/parser.ts"), std::string::npos) << t;
+    EXPECT_NE(t.find("## Context Needed to Continue"), std::string::npos);
 }
 
 TEST(offline_summarizer, stays_within_the_output_cap_and_is_deterministic)
