@@ -31,7 +31,13 @@ struct compiled_rule
     std::size_t name_index;
     double min_entropy;
     std::size_t min_length;
+    bool word_start;
 };
+
+bool is_word_byte(char c) noexcept
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 struct span
 {
@@ -71,6 +77,11 @@ struct redactor::impl
             const auto match_begin = static_cast<std::size_t>(sub[0].data() - text.data());
             const auto b = static_cast<std::size_t>(secret.data() - text.data());
             const auto e = b + secret.size();
+            if (r.word_start && match_begin > 0 && is_word_byte(text[match_begin - 1]))
+            {
+                pos = match_begin + 1;  // as a leading \b would: try again one byte on
+                continue;
+            }
             pos = std::max(e, match_begin + 1);
             const std::string_view s(secret.data(), secret.size());
             if (s.empty() || s.size() < r.min_length || (r.min_entropy > 0 && shannon_entropy(s) < r.min_entropy) ||
@@ -127,7 +138,8 @@ result<redactor> redactor::create(const std::vector<redaction_rule>& rules, cons
         const auto name_index = static_cast<std::size_t>(it - p->names.begin());
         if (it == p->names.end())
             p->names.push_back(r.name);
-        p->rules.push_back({std::move(re), "[REDACTED:" + r.name + "]", name_index, r.min_entropy, r.min_length});
+        p->rules.push_back(
+            {std::move(re), "[REDACTED:" + r.name + "]", name_index, r.min_entropy, r.min_length, r.word_start});
     }
     for (std::size_t i = 0; i < allowlist.size(); ++i)
     {

@@ -152,6 +152,8 @@ TEST(redaction, look_alikes_are_not_redacted)
         "AKIA" + fake(upper_digits, 15, 1),
         "AKIA" + fake(upper_digits, 17, 1),
         "AKIAexampleexample12",
+        "xAKIA" + fake(upper_digits, 16, 1),
+        "my_ghp_" + fake(alnum, 36, 5),
         "ghp_" + fake(alnum, 35, 5),
         "ghp_" + fake(alnum, 37, 5),
         "github_pat_" + fake(alnum_us, 81, 10),
@@ -327,6 +329,11 @@ TEST(redaction, pathological_inputs_complete_with_correct_output)
     const auto m = default_redactor().redact(many);
     EXPECT_EQ(m.text, want);
     EXPECT_EQ(m.counts.at("aws_access_key_id"), 20000u);
+
+    std::string glued = "x";  // every AKIA follows a word byte: none is a key, each try is short
+    while (glued.size() < (1u << 20))
+        glued += "AKIA";
+    EXPECT_EQ(default_redactor().redact(glued).text, glued);
 
     std::string jwt_dots = "eyJ";
     while (jwt_dots.size() < (1u << 20))

@@ -21,8 +21,11 @@ struct redaction_rule
 {
     std::string name;          ///< stable name, used in the marker and in the counts
     std::string pattern;       ///< RE2 pattern
-    double min_entropy = 0;    ///< the secret's Shannon entropy (bits/byte) must reach this
-    std::size_t min_length = 0;///< the secret must be at least this many bytes
+    double min_entropy = 0;      ///< the secret's Shannon entropy (bits/byte) must reach this
+    std::size_t min_length = 0;  ///< the secret must be at least this many bytes
+    /// The match must not follow a letter, digit or `_` (a leading `\b`, checked outside RE2 so a
+    /// pattern that starts with a literal keeps RE2's fast prefix scan: ~50x on typical text).
+    bool word_start = false;
 };
 
 /// The built-in high-precision detectors, highest priority first. Names: aws_access_key_id,
