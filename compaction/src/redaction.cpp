@@ -39,6 +39,16 @@ bool is_word_byte(char c) noexcept
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+// Whether text[at] continues a word. A JSON escape (`\n`, `\t`, `\r`) ends one, so a key at the
+// start of a line inside a serialized JSON string still counts as starting a word.
+bool follows_word(std::string_view text, std::size_t at) noexcept
+{
+    if (at == 0 || !is_word_byte(text[at - 1]))
+        return false;
+    const char c = text[at - 1];
+    return !((c == 'n' || c == 't' || c == 'r') && at >= 2 && text[at - 2] == '\\');
+}
+
 struct span
 {
     std::size_t begin;
@@ -77,7 +87,7 @@ struct redactor::impl
             const auto match_begin = static_cast<std::size_t>(sub[0].data() - text.data());
             const auto b = static_cast<std::size_t>(secret.data() - text.data());
             const auto e = b + secret.size();
-            if (r.word_start && match_begin > 0 && is_word_byte(text[match_begin - 1]))
+            if (r.word_start && follows_word(text, match_begin))
             {
                 pos = match_begin + 1;  // as a leading \b would: try again one byte on
                 continue;

@@ -144,6 +144,9 @@ TEST(redaction, secrets_are_found_inside_quotes_json_and_urls)
     EXPECT_EQ(default_redactor().redact("https://x:" + gh + "@github.com/o/r.git").text,
               "https://x:[REDACTED:github_token]@github.com/o/r.git");
     EXPECT_EQ(default_redactor().redact("line1\n" + aws + "\nline3").text, "line1\n[REDACTED:aws_access_key_id]\nline3");
+    // Inside a serialized JSON string a line break is the two bytes `\n`.
+    EXPECT_EQ(default_redactor().redact("\"out\":\"line1\\n" + aws + "\\t" + gh + "\"").text,
+              "\"out\":\"line1\\n[REDACTED:aws_access_key_id]\\t[REDACTED:github_token]\"");
 }
 
 TEST(redaction, look_alikes_are_not_redacted)
