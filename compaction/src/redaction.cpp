@@ -32,11 +32,32 @@ struct compiled_rule
     double min_entropy;
     std::size_t min_length;
     bool word_start;
+    bool skip_identifiers;
 };
 
 bool is_word_byte(char c) noexcept
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// See redaction_rule::skip_identifiers. `next` is the byte after the value (0 at the end).
+bool reads_as_identifier(std::string_view v, char next) noexcept
+{
+    if (next == '(' || v.front() == '$')
+        return true;
+    bool lower = false, upper = false, dot = false;
+    for (char c : v)
+    {
+        if (c >= 'a' && c <= 'z')
+            lower = true;
+        else if (c >= 'A' && c <= 'Z')
+            upper = true;
+        else if (c == '.')
+            dot = true;
+        else if (c != '_' && c != '-')
+            return false;  // a digit or a symbol: could be random
+    }
+    return dot || !(lower && upper);
 }
 
 // Whether text[at] continues a word. A JSON escape (`\n`, `\t`, `\r`) ends one, so a key at the
@@ -95,7 +116,7 @@ struct redactor::impl
             pos = std::max(e, match_begin + 1);
             const std::string_view s(secret.data(), secret.size());
             if (s.empty() || s.size() < r.min_length || (r.min_entropy > 0 && shannon_entropy(s) < r.min_entropy) ||
-                allowed(s))
+                (r.skip_identifiers && reads_as_identifier(s, e < text.size() ? text[e] : '\0')) || allowed(s))
                 continue;
             auto next = taken.lower_bound(b);
             if (next != taken.end() && next->second.begin < e)
@@ -149,7 +170,8 @@ result<redactor> redactor::create(const std::vector<redaction_rule>& rules, cons
         if (it == p->names.end())
             p->names.push_back(r.name);
         p->rules.push_back(
-            {std::move(re), "[REDACTED:" + r.name + "]", name_index, r.min_entropy, r.min_length, r.word_start});
+            {std::move(re), "[REDACTED:" + r.name + "]", name_index, r.min_entropy, r.min_length, r.word_start,
+             r.skip_identifiers});
     }
     for (std::size_t i = 0; i < allowlist.size(); ++i)
     {

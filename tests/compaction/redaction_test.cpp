@@ -191,6 +191,13 @@ TEST(redaction, look_alikes_are_not_redacted)
         "The token limit was reached, so the key point is to compact the conversation: keep going.",
         "\"max_tokens\": 4096, \"input_tokens\": 12345",
         "Authorization: Bearer <token>",
+        "password_hash = bcrypt.hashpw(password.encode(), salt)",
+        "secret_key = settings.SECRET_KEY",
+        "token = process.env.GITHUB_TOKEN;",
+        "API_KEY=YOUR_API_KEY_HERE",
+        "api_key: your-api-key-goes-here",
+        "password=$DB_PASSWORD_VALUE",
+        "const token = tokenizer.encodeBatch(lines);",
     };
     for (const auto& n : negatives)
     {
@@ -213,6 +220,7 @@ TEST(redaction, generic_secret_replaces_only_the_value)
         {"token := " + v + ";", "token := [REDACTED:generic_secret];"},
         {"{\\\"auth_token\\\":\\\"" + v + "\\\"}", "{\\\"auth_token\\\":\\\"[REDACTED:generic_secret]\\\"}"},
         {"Authorization: Bearer " + v, "Authorization: Bearer [REDACTED:generic_secret]"},
+        {"password = CorrectHorseBatteryStaple", "password = [REDACTED:generic_secret]"},
     };
     for (const auto& [in, want] : cases)
     {

@@ -26,6 +26,10 @@ struct redaction_rule
     /// The match must not follow a letter, digit or `_` (a leading `\b`, checked outside RE2 so a
     /// pattern that starts with a literal keeps RE2's fast prefix scan: ~50x on typical text).
     bool word_start = false;
+    /// For assignment values: skip what reads as code or a placeholder rather than a secret, i.e. a
+    /// call (`f(`), a variable (`$NAME`), or a digit-free run of letters, `_`, `-`, `.` that is
+    /// single-case or dotted (`YOUR_API_KEY_HERE`, `settings.SECRET_KEY`).
+    bool skip_identifiers = false;
 };
 
 /// The built-in high-precision detectors, highest priority first. Names: aws_access_key_id,
