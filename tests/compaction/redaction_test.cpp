@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace agentctx::compaction;
@@ -364,6 +365,25 @@ TEST(redaction, prefilter_and_sequential_scans_agree)
     EXPECT_EQ(a.text, b.text);
     EXPECT_EQ(a.counts, b.counts);
     EXPECT_FALSE(a.counts.empty());
+}
+
+TEST(redaction, one_redactor_serves_several_threads)
+{
+    std::string text;
+    for (const auto& s : positives())
+        text += s.rule + ": " + s.secret + "\n";
+    const auto want = default_redactor().redact(text);
+    const redactor copy = default_redactor();  // copies share the compiled rules
+    std::vector<std::thread> threads;
+    std::vector<int> same(4, 0);
+    for (std::size_t t = 0; t < same.size(); ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 20; ++i)
+                same[t] += copy.redact(text).text == want.text ? 1 : 0;
+        });
+    for (auto& th : threads)
+        th.join();
+    EXPECT_EQ(same, std::vector<int>(4, 20));
 }
 
 TEST(redaction, disabled_settings_leave_text_unchanged)
