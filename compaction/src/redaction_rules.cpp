@@ -16,6 +16,9 @@ constexpr std::size_t generic_min_length = 12;
 std::vector<redaction_rule> make_rules()
 {
     // No pattern starts with \b: `word_start` does that job, so RE2 can skip ahead to the literal.
+    // It is set only where a rejected match cannot hide the start of the next one (bounded length,
+    // or a run that cannot contain the rule's literal), so the scan stays linear; the distinctive
+    // `glpat-`, `sk-ant-`, `sk-proj-`, `xoxb-`, `eyJ...eyJ` shapes need no left boundary.
     return {
         // A whole PEM block; the second shape catches a block whose END line was cut off.
         {.name = "private_key",
@@ -25,15 +28,14 @@ std::vector<redaction_rule> make_rules()
         {.name = "aws_access_key_id", .pattern = R"((A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16})\b)", .word_start = true},
         {.name = "github_token", .pattern = R"((gh[pousr]_[A-Za-z0-9]{36})\b)", .word_start = true},
         {.name = "github_token", .pattern = R"((github_pat_[A-Za-z0-9_]{82})\b)", .word_start = true},
-        {.name = "gitlab_token", .pattern = R"((glpat-[A-Za-z0-9_-]{20,}))", .word_start = true},
-        {.name = "anthropic_api_key", .pattern = R"((sk-ant-[A-Za-z0-9_-]{32,}))", .word_start = true},
-        {.name = "openai_api_key", .pattern = R"((sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}))", .min_entropy = 3.0,
-         .word_start = true},
+        {.name = "gitlab_token", .pattern = R"((glpat-[A-Za-z0-9_-]{20,}))"},
+        {.name = "anthropic_api_key", .pattern = R"((sk-ant-[A-Za-z0-9_-]{32,}))"},
+        {.name = "openai_api_key", .pattern = R"((sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}))", .min_entropy = 3.0},
         {.name = "openai_api_key", .pattern = R"((sk-[A-Za-z0-9]{32,})\b)", .min_entropy = 3.0, .word_start = true},
-        {.name = "slack_token", .pattern = R"((xox[baprs]-[0-9]{6,}-[A-Za-z0-9-]{10,}))", .word_start = true},
+        {.name = "slack_token", .pattern = R"((xox[baprs]-[0-9]{6,}-[A-Za-z0-9-]{10,}))"},
         {.name = "slack_webhook",
          .pattern = R"((https?://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}))"},
-        {.name = "jwt", .pattern = R"((eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{10,}))", .word_start = true},
+        {.name = "jwt", .pattern = R"((eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{10,}))"},
         {.name = "google_api_key", .pattern = R"((AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$))", .word_start = true},
         {.name = "stripe_key", .pattern = R"((sk_(?:live|test)_[A-Za-z0-9]{24,}))", .word_start = true},
         {.name = "stripe_key", .pattern = R"((rk_(?:live|test)_[A-Za-z0-9]{24,}))", .word_start = true},

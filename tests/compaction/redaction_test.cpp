@@ -347,6 +347,21 @@ TEST(redaction, pathological_inputs_complete_with_correct_output)
         glued += "AKIA";
     EXPECT_EQ(default_redactor().redact(glued).text, glued);
 
+    // Runs where every rule start follows a word byte, or where one long candidate holds many:
+    // either nothing matches, or one span (no left boundary needed for the shape) takes the run.
+    const std::vector<std::pair<std::string, std::string>> runs = {
+        {"Xsk-ant-", "X[REDACTED:anthropic_api_key]"}, {"Xglpat-", "X[REDACTED:gitlab_token]"},
+        {"Xxoxb-1234567-", "X[REDACTED:slack_token]"}, {"XeyJ-", ""}, {"Xsk-proj-", ""}, {"XAIza-", ""},
+        {"Xsk_live_", ""}, {"Xbearer ", ""}, {"Xhf_", ""}, {"Xsk-", ""}};
+    for (const auto& [unit, want] : runs)
+    {
+        SCOPED_TRACE(unit);
+        std::string run;
+        while (run.size() < (1u << 20))
+            run += unit;
+        EXPECT_EQ(default_redactor().redact(run).text, want.empty() ? run : want);
+    }
+
     std::string jwt_dots = "eyJ";
     while (jwt_dots.size() < (1u << 20))
         jwt_dots += "eyJaaaa.";

@@ -25,6 +25,8 @@ struct redaction_rule
     std::size_t min_length = 0;  ///< the secret must be at least this many bytes
     /// The match must not follow a letter, digit or `_` (a leading `\b`, checked outside RE2 so a
     /// pattern that starts with a literal keeps RE2's fast prefix scan: ~50x on typical text).
+    /// A match rejected for it is retried one byte on, so use it only when matches are bounded in
+    /// length or cannot contain the start of another match; otherwise the scan is not linear.
     bool word_start = false;
     /// For assignment values: skip what reads as code or a placeholder rather than a secret, i.e. a
     /// call (`f(`), a variable (`$NAME`), or a digit-free run of letters, `_`, `-`, `.` that is
