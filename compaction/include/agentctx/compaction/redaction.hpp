@@ -19,8 +19,8 @@ namespace agentctx::compaction {
 /// is none, is the secret that is replaced. Several rules may share a name (alternative shapes).
 struct redaction_rule
 {
-    std::string name;          ///< stable name, used in the marker and in the counts
-    std::string pattern;       ///< RE2 pattern
+    std::string name;            ///< stable name, used in the marker and in the counts
+    std::string pattern;         ///< RE2 pattern
     double min_entropy = 0;      ///< the secret's Shannon entropy (bits/byte) must reach this
     std::size_t min_length = 0;  ///< the secret must be at least this many bytes
     /// The match must not follow a letter, digit or `_` (a leading `\b`, checked outside RE2 so a
@@ -34,9 +34,9 @@ struct redaction_rule
     bool skip_identifiers = false;
 };
 
-/// The built-in high-precision detectors, highest priority first. Names: aws_access_key_id,
-/// github_token, gitlab_token, anthropic_api_key, openai_api_key, slack_token, slack_webhook,
-/// private_key, jwt, google_api_key, stripe_key, npm_token, huggingface_token, generic_secret.
+/// The built-in high-precision detectors, highest priority first. Names: private_key,
+/// aws_access_key_id, github_token, gitlab_token, anthropic_api_key, openai_api_key, slack_token,
+/// slack_webhook, jwt, google_api_key, stripe_key, npm_token, huggingface_token, generic_secret.
 const std::vector<redaction_rule>& default_redaction_rules();
 
 /// `{"redaction": {"enabled": bool, "allowlist": [string, ...]}}` of the settings JSON.
@@ -60,6 +60,8 @@ struct redaction_result
 
 /// Compiled rules plus allowlist. Built once; `redact` is const, thread-safe and linear in the
 /// input (RE2 automata, no backtracking). Cheap to copy (shares the compiled state).
+/// Where matches of two rules overlap, the rule earlier in the list wins and the other is dropped;
+/// a secret on the allowlist, or below its rule's length or entropy, is left as it is.
 class redactor
 {
 public:
