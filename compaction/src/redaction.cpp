@@ -190,7 +190,7 @@ result<redactor> redactor::create(const std::vector<redaction_rule>& rules, cons
     if (prefilter && !p->rules.empty())
     {
         auto set_opts = opts;
-        set_opts.set_max_mem(64 << 20);
+        set_opts.set_max_mem(16 << 20);  // DFA cache bound; on overflow every rule runs instead
         auto set = std::make_unique<RE2::Set>(set_opts, RE2::UNANCHORED);
         bool ok = true;
         for (const auto& r : rules)
