@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 PRESET=${PRESET:-default}
 PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
-          libgtest-dev libgmock-dev libbenchmark-dev ccache)
+          libgtest-dev libgmock-dev libbenchmark-dev libre2-dev pkg-config ccache)
 
 ensure_packages() {
     local missing=()

@@ -1,8 +1,10 @@
-// Consumer of an installed agentctx: loads a session from memory and projects its context.
+// Consumer of an installed agentctx: loads a session from memory, projects its context, redacts a key.
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/redaction.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 
 #include <cstdio>
+#include <string>
 
 int main()
 {
@@ -18,6 +20,10 @@ int main()
         return 1;
     auto ctx = agentctx::compaction::build_session_context(*log, diag);
     if (!ctx || ctx->messages.size() != 1)
+        return 1;
+    // Links RE2 through the package config (agentctx::compaction is static by default).
+    auto red = agentctx::compaction::redactor::create(agentctx::compaction::redaction_settings{}, diag);
+    if (!red || red->redact("id AKIA" + std::string(16, 'Z')).text != "id [REDACTED:aws_access_key_id]")
         return 1;
     std::puts("consumer ok");
     return 0;
