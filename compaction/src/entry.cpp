@@ -203,7 +203,8 @@ result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
         break;
     }
     case entry_type::label:
-        e.target_id = f.req_string("targetId");
+        // Pi reads labels without validation: a null target labels nothing.
+        e.target_id = f.nullable_string("targetId", true).value_or("");
         e.label = f.nullable_string("label", false);
         break;
     case entry_type::session_info: e.name = f.opt_string("name"); break;

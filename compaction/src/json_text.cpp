@@ -1,6 +1,9 @@
 // JSON.stringify-compatible serialization and UTF-16 length arithmetic over UTF-8 text.
 #include <agentctx/compaction/json_text.hpp>
 
+#include <algorithm>
+#include <optional>
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
@@ -318,6 +321,84 @@ std::string stringify(const boost::json::value& v)
 {
     std::string out;
     stringify_to(out, v);
+    return out;
+}
+
+std::vector<std::string_view> js_key_order(const boost::json::object& o)
+{
+    // A canonical array index: "0" or [1-9][0-9]* below 2^32 - 1.
+    auto index_of = [](std::string_view k) -> std::optional<std::uint64_t> {
+        if (k.empty() || k.size() > 10 || (k.size() > 1 && k[0] == '0'))
+            return std::nullopt;
+        std::uint64_t v = 0;
+        for (char c : k)
+        {
+            if (c < '0' || c > '9')
+                return std::nullopt;
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (v >= 4294967295ull)
+            return std::nullopt;
+        return v;
+    };
+    std::vector<std::pair<std::uint64_t, std::string_view>> ints;
+    std::vector<std::string_view> out;
+    for (const auto& kv : o)
+    {
+        if (auto i = index_of(kv.key()))
+            ints.emplace_back(*i, kv.key());
+        else
+            out.push_back(kv.key());
+    }
+    std::sort(ints.begin(), ints.end());
+    std::vector<std::string_view> ordered;
+    ordered.reserve(o.size());
+    for (const auto& [i, k] : ints)
+        ordered.push_back(k);
+    ordered.insert(ordered.end(), out.begin(), out.end());
+    return ordered;
+}
+
+namespace {
+
+void js_stringify_to(std::string& out, const boost::json::value& v)
+{
+    if (v.is_array())
+    {
+        out += '[';
+        bool first = true;
+        for (const auto& e : v.get_array())
+        {
+            if (!first)
+                out += ',';
+            first = false;
+            js_stringify_to(out, e);
+        }
+        out += ']';
+        return;
+    }
+    if (!v.is_object())
+        return stringify_to(out, v);
+    out += '{';
+    bool first = true;
+    for (const auto key : js_key_order(v.get_object()))
+    {
+        if (!first)
+            out += ',';
+        first = false;
+        quote_to(out, key);
+        out += ':';
+        js_stringify_to(out, v.get_object().at(key));
+    }
+    out += '}';
+}
+
+}  // namespace
+
+std::string js_stringify(const boost::json::value& v)
+{
+    std::string out;
+    js_stringify_to(out, v);
     return out;
 }
 

@@ -36,7 +36,9 @@ role role_from_string(std::string_view s) noexcept
         return role::tool_result;
     if (s == "bashExecution")
         return role::bash_execution;
-    if (s == "custom" || s == "hookMessage")  // hookMessage: v2 name, migrated to custom (§1.8)
+    // hookMessage is the v2 name; migration renames it to custom (§1.8). In a v3 file Pi keeps
+    // it as an unknown role: no tokens, never a cut point, not sent.
+    if (s == "custom")
         return role::custom;
     if (s == "branchSummary")
         return role::branch_summary;
@@ -212,41 +214,6 @@ errc decode_nested_calls(field_reader& f, message& m)
 
 }  // namespace
 
-std::vector<std::string_view> js_key_order(const boost::json::object& o)
-{
-    // A canonical array index: "0" or [1-9][0-9]* below 2^32 - 1.
-    auto index_of = [](std::string_view k) -> std::optional<std::uint64_t> {
-        if (k.empty() || k.size() > 10 || (k.size() > 1 && k[0] == '0'))
-            return std::nullopt;
-        std::uint64_t v = 0;
-        for (char c : k)
-        {
-            if (c < '0' || c > '9')
-                return std::nullopt;
-            v = v * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        if (v >= 4294967295ull)
-            return std::nullopt;
-        return v;
-    };
-    std::vector<std::pair<std::uint64_t, std::string_view>> ints;
-    std::vector<std::string_view> out;
-    for (const auto& kv : o)
-    {
-        if (auto i = index_of(kv.key()))
-            ints.emplace_back(*i, kv.key());
-        else
-            out.push_back(kv.key());
-    }
-    std::sort(ints.begin(), ints.end());
-    std::vector<std::string_view> ordered;
-    ordered.reserve(o.size());
-    for (const auto& [i, k] : ints)
-        ordered.push_back(k);
-    ordered.insert(ordered.end(), out.begin(), out.end());
-    return ordered;
-}
-
 result<struct usage> decode_usage(const boost::json::object& u, std::string_view path, diagnostics& diag)
 {
     field_reader uf(u, path, diag);
@@ -320,8 +287,6 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
     message m;
     m.role_name = f.req_string("role");
     m.role = role_from_string(m.role_name);
-    if (m.role_name == "hookMessage")
-        m.role_name = "custom";
     m.timestamp = f.opt_number("timestamp").value_or(0);
     if (f.failed())
         return f.code();
@@ -368,7 +333,8 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
         m.api = f.opt_string("api").value_or("");
         m.provider = f.opt_string("provider").value_or("");
         m.model = f.opt_string("model").value_or("");
-        if (const auto* u = f.opt_object("usage"))
+        const auto* usage_value = f.opt_value("usage");
+        if (const auto* u = usage_value && !usage_value->is_null() ? f.opt_object("usage") : nullptr)  // null: none
         {
             auto us = decode_usage(*u, f.path_of("usage"), diag);
             if (!us)

@@ -55,8 +55,9 @@ std::string serialize_conversation(std::span<const std::shared_ptr<const message
                 else if (const auto* c = std::get_if<tool_call_block>(&b))
                 {
                     std::vector<std::string> args;
-                    for (const auto& kv : c->arguments)
-                        args.push_back(std::string(kv.key()) + "=" + stringify(kv.value()));
+                    // Object.entries order: integer-like keys first, at every depth.
+                    for (const auto key : js_key_order(c->arguments))
+                        args.push_back(std::string(key) + "=" + js_stringify(c->arguments.at(key)));
                     calls.push_back(c->name + "(" + join(args, ", ") + ")");
                 }
             }

@@ -112,7 +112,9 @@ boost::json::array messages_json(const std::vector<compaction::context_message>&
     boost::json::array out;
     for (const auto& m : messages)
         out.push_back(boost::json::object{
-            {"role", compaction::to_string(m.msg->role)},
+            // An unknown role is printed as written, as Pi keeps it.
+            {"role", m.msg->role == compaction::role::other ? std::string_view(m.msg->role_name)
+                                                            : compaction::to_string(m.msg->role)},
             {"entryId", m.entry_id},
             {"tokens", compaction::estimate_tokens(*m.msg)},
         });

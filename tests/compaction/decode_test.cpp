@@ -102,12 +102,26 @@ TEST(decode, bash_execution_and_tool_result_fields)
     EXPECT_TRUE(t->message->is_error);
 }
 
-TEST(decode, hook_message_role_is_read_as_custom)
+TEST(decode, hook_message_role_in_a_v3_entry_stays_an_unknown_role)
 {
+    // Pi renames hookMessage to custom only when migrating a v1/v2 file (session_log test
+    // v2_hook_messages_become_custom); in a v3 entry it is an unknown role: 0 tokens, not sent.
     diagnostics diag;
     auto e = decode(R"({"type":"message","id":"h","parentId":null,"timestamp":"t","message":{"role":"hookMessage","customType":"x","content":"hi","display":true,"timestamp":1}})", diag);
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->message->role, role::custom);
+    EXPECT_EQ(e->message->role, role::other);
+    EXPECT_EQ(e->message->role_name, "hookMessage");
+}
+
+TEST(decode, null_usage_and_a_null_label_target_read_as_absent)
+{
+    diagnostics diag;
+    auto a = decode(R"({"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"usage":null,"stopReason":"stop"}})", diag);
+    ASSERT_TRUE(a) << diag.message;
+    EXPECT_FALSE(a->message->usage);
+    auto l = decode(R"({"type":"label","id":"l","parentId":null,"timestamp":"t","targetId":null,"label":"x"})", diag);
+    ASSERT_TRUE(l) << diag.message;
+    EXPECT_TRUE(l->target_id.empty());
 }
 
 struct bad_field_case

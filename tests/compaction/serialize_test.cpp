@@ -226,3 +226,17 @@ TEST(prompts, summaries_reach_the_summarizer_as_user_text)
     EXPECT_NE(p.prompt.find("[User]: The conversation history before this point was compacted"), std::string::npos);
     EXPECT_EQ(p.prompt.find("Ran `ls`"), std::string::npos);  // excluded bash vanishes
 }
+
+TEST(serialize, tool_call_arguments_enumerate_integer_like_keys_first_as_javascript)
+{
+    // Object.entries + JSON.stringify order at every depth (found comparing with Pi 1.6.0).
+    const auto m = std::make_shared<const message>([] {
+        message a;
+        a.role = role::assistant;
+        a.role_name = "assistant";
+        a.content.blocks.push_back(tool_call_block{"c", "read", boost::json::parse(R"({"path":"a.ts","2":"x","n":{"z":1,"1":2}})").as_object()});
+        return a;
+    }());
+    const std::shared_ptr<const message> msgs[] = {m};
+    EXPECT_EQ(serialize_conversation(msgs), R"([Assistant tool calls]: read(2="x", path="a.ts", n={"1":2,"z":1}))");
+}

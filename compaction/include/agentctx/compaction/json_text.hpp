@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace agentctx::compaction {
@@ -14,6 +15,15 @@ namespace agentctx::compaction {
 /// Number::toString (`0.5`, `1e+21`, `-0` -> `0`, non-finite -> `null`).
 void stringify_to(std::string& out, const boost::json::value& v);
 std::string stringify(const boost::json::value& v);
+
+/// The keys of `o` in JavaScript enumeration order: integer-like keys (canonical array indices)
+/// ascending first, then the others in insertion order (delta §1.6 `sections`).
+std::vector<std::string_view> js_key_order(const boost::json::object& o);
+
+/// `JSON.stringify(v)` of the value as JavaScript holds it after `JSON.parse`: objects enumerate
+/// integer-like keys first (js_key_order) at every depth. For text that JavaScript builds from
+/// parsed values (tool-call arguments in the summarizer input); never for writing a line back.
+std::string js_stringify(const boost::json::value& v);
 
 /// ECMAScript Number::toString of a double.
 void format_number_to(std::string& out, double d);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
+#include <agentctx/compaction/json_text.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -162,8 +163,5 @@ std::string content_text(const content& c);
 /// Decodes a `Usage` object (all fields optional numbers).
 result<struct usage> decode_usage(const boost::json::object& o, std::string_view path, diagnostics& diag);
 
-/// The keys of `o` in JavaScript enumeration order: integer-like keys (canonical array indices)
-/// ascending first, then the others in insertion order (delta §1.6 `sections`).
-std::vector<std::string_view> js_key_order(const boost::json::object& o);
 
 }  // namespace agentctx::compaction
