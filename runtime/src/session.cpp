@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <list>
 
 namespace agentctx::runtime {
@@ -275,6 +276,13 @@ struct transaction
         // Pi 1.6: the model's output limit, clamped so input and output fit the window.
         const auto hook_cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
         std::optional<usage> history_usage, prefix_usage;
+        std::map<std::string, std::size_t> redactions;
+        auto scrub = [&](std::string& text) {
+            auto r = s.redactor_->redact(text);
+            for (const auto& [rule, n] : r.counts)
+                redactions[rule] += n;
+            text = std::move(r.text);
+        };
         if (custom)
         {
             from_hook = true;
@@ -301,6 +309,9 @@ struct transaction
             hp.reasoning_effort = effort;
             auto pp2 = turn_prefix_summary_prompt(msgs(prep->turn_prefix_messages), instructions, model.context_window,
                                                   model.max_output_tokens);
+            // Secrets never reach the summarizer (seed 001): the history is reference data.
+            scrub(hp.prompt);
+            scrub(pp2.prompt);
             pp2.reasoning_effort = effort;
             if (need_history && need_prefix && s.config_.concurrent_summaries)
             {
@@ -346,6 +357,14 @@ struct transaction
                 history_usage = h.usage;
             }
         }
+
+        // A model may still echo a secret: the summary is scrubbed before it is validated.
+        if (history)
+            scrub(*history);
+        if (prefix)
+            scrub(*prefix);
+        if (custom)
+            scrub(custom->summary);
 
         // Pi 1.6 (#11058): a split turn with nothing else to summarize builds on the previous summary.
         if (!custom && !history && prefix && prep->previous_summary)
@@ -422,6 +441,8 @@ struct transaction
                 {"modelCalls", op->model_calls},
                 {"summarizer", from_hook ? std::string("hook") : s.config_.summarizer->name()},
             };
+            if (!redactions.empty())
+                details.get_object()["agentctx"].get_object()["redactions"] = redactions_json(redactions);
         }
         // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
         // boundary, so Pi projects our compaction with its checkpoint first.
@@ -493,7 +514,11 @@ result<std::shared_ptr<session>> session::open(
     auto log = st->load(config.load, report ? *report : local, diag);
     if (!log)
         return log.error();
+    auto redactor = redactor::create(config.redaction, diag);
+    if (!redactor)
+        return redactor.error();
     std::shared_ptr<session> s(new session(std::move(ex), std::move(st), std::move(config), std::move(*log)));
+    s->redactor_ = std::move(*redactor);
     auto snap = make_snapshot(s->log_, s->counter(), diag);
     if (!snap)
         return snap.error();

@@ -1024,3 +1024,32 @@ TEST_F(session_test, an_automatic_compaction_with_nothing_to_prepare_emits_nothi
     run_until([&] { return m->done; });
     EXPECT_EQ(m->ec, compaction::make_error_code(compaction::errc::nothing_to_compact));
 }
+
+TEST_F(session_test, secrets_never_reach_the_summarizer_or_the_committed_summary)
+{
+    // Fake keys of the right shapes, built here so none is committed verbatim.
+    const std::string github = "ghp_" + std::string(36, 'a').replace(3, 5, "Zq7x9");
+    const std::string aws = "AKIA" + std::string("Q7X2M9K4P1R8T6W3");
+    test::session_text t;
+    t.user("u0", "deploy with token " + github + " please " + tokens(100));
+    t.assistant("a0", tokens(100));
+    for (int i = 1; i < 10; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    summarizer_->push({script_step::succeed, "## Goal\nDeploy; the key was " + aws});
+    auto s = open_file(t.text, config());
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    ASSERT_EQ(summarizer_->calls(), 1u);
+    const auto& sent = summarizer_->prompts()[0].prompt;
+    EXPECT_EQ(sent.find(github), std::string::npos);
+    EXPECT_NE(sent.find("[REDACTED:github_token]"), std::string::npos);
+    const auto line = lines_of(file()).back();
+    const std::string summary(line.at("summary").as_string());
+    EXPECT_EQ(summary.find(aws), std::string::npos);
+    EXPECT_NE(summary.find("[REDACTED:aws_access_key_id]"), std::string::npos);
+    EXPECT_EQ(json::serialize(line.at("details").at("agentctx").at("redactions")),
+              R"({"aws_access_key_id":1,"github_token":1})");
+    // The session file itself is never rewritten: the original line still holds the token.
+    EXPECT_NE(file().find(github), std::string::npos);
+}

@@ -1,6 +1,7 @@
 // The session actor: one conversation's log, store and snapshot, owned by one strand.
 #pragma once
 
+#include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/providers/summarizer.hpp>
@@ -47,6 +48,9 @@ struct session_config
     /// Send a split turn's history and turn-prefix requests at once. Off by default, as Pi 1.6:
     /// single-slot local servers answer 429 to parallel requests.
     bool concurrent_summaries = false;
+    /// Secrets are replaced with `[REDACTED:<rule>]` in everything sent to the summarizer and
+    /// in the summary before it is committed; counts go to `details.agentctx.redactions`.
+    compaction::redaction_settings redaction;
 };
 
 /// What a trigger or a compaction did.
@@ -302,6 +306,7 @@ private:
     compaction::session_log log_;
     std::atomic<std::shared_ptr<const snapshot>> snapshot_;
     std::shared_ptr<spdlog::logger> logger_;
+    std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
 
     std::shared_ptr<operation> current_;  ///< the in-flight compaction
     std::shared_ptr<operation> next_;     ///< a manual compaction waiting for an aborted automatic one
