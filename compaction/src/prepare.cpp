@@ -168,11 +168,11 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
             stub->provider = m.provider;
             stub->model_id = m.model;
         }
-        else if (m.type == entry_type::message)
+        else if (m.type == entry_type::message && m.message_role == role::assistant)
         {
             auto msg = std::make_shared<message>();
-            msg->role = m.message_role;
-            msg->role_name = std::string(to_string(m.message_role));
+            msg->role = role::assistant;
+            msg->role_name = "assistant";
             msg->provider = m.provider;
             msg->model = m.model;
             stub->message = std::move(msg);
