@@ -48,7 +48,7 @@ case "${1:-}" in
         ;;
     bench)
         build
-        for b in build/"$PRESET"/tests/bench/bench_*; do "$b" "${@:2}"; done
+        for b in build/"$PRESET"/tests/bench_*; do "$b" "${@:2}"; done
         ;;
     *)
         echo "usage: ./build.sh demo|test|build|bench" >&2
