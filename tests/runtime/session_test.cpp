@@ -1041,7 +1041,7 @@ TEST_F(session_test, secrets_never_reach_the_summarizer_or_the_committed_summary
     run_until([&] { return r->done; });
     ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
     ASSERT_EQ(summarizer_->calls(), 1u);
-    const auto& sent = summarizer_->prompts()[0].prompt;
+    const std::string sent = summarizer_->prompts()[0].prompt;  // prompts() returns a copy
     EXPECT_EQ(sent.find(github), std::string::npos);
     EXPECT_NE(sent.find("[REDACTED:github_token]"), std::string::npos);
     const auto line = lines_of(file()).back();
