@@ -96,11 +96,12 @@ protected:
         return c;
     }
 
-    std::shared_ptr<runtime::session> open(const std::string& name)
+    std::shared_ptr<runtime::session> open(const std::string& name, const std::string& first_prompt_extra = {})
     {
         test::session_text t;
         for (int i = 0; i < 10; ++i)
-            t.user("u" + std::to_string(i), std::string(400, 'x')).assistant("a" + std::to_string(i), std::string(400, 'y'));
+            t.user("u" + std::to_string(i), (i == 0 ? first_prompt_extra : std::string()) + std::string(400, 'x'))
+                .assistant("a" + std::to_string(i), std::string(400, 'y'));
         std::ofstream(dir_ / name, std::ios::binary) << t.text;
         compaction::diagnostics diag;
         auto store = runtime::jsonl_store::open(dir_ / name, {}, diag).value();
@@ -246,4 +247,22 @@ TEST_F(http_cancellation_test, an_aborted_automatic_compaction_does_not_pause_th
     EXPECT_TRUE(second->out.compacted);
     s->close();
     run_until([] { return true; });
+}
+
+TEST_F(http_cancellation_test, no_secret_reaches_a_provider_request_body)
+{
+    // Fake keys of the right shapes, built here.
+    const std::string openai = "sk-proj-" + std::string("Tq9ZvX2mK7pL4rW8sN3bF6hJ1cD5gY0e") + "A1b2C3d4E5f6G7h8";
+    const std::string aws = "AKIA" + std::string("Q7X2M9K4P1R8T6W3");
+    server_.push({.body = test::openai_body("## Goal\nDeploy with " + aws)});
+    auto s = open("secret.jsonl", "use this key: " + openai + " and then ");
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_FALSE(r->ec) << r->ec.message() << " " << r->out.message;
+    ASSERT_EQ(server_.requests().size(), 1u);
+    const auto body = server_.requests()[0].body;
+    EXPECT_EQ(body.find(openai), std::string::npos);
+    EXPECT_NE(body.find("[REDACTED:openai_api_key]"), std::string::npos);
+    ASSERT_TRUE(r->out.result);
+    EXPECT_EQ(r->out.result->summary.find(aws), std::string::npos);  // the model's echo is scrubbed too
 }
