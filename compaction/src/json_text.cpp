@@ -274,7 +274,10 @@ void format_number_to(std::string& out, double d)
     }
 }
 
-void stringify_to(std::string& out, const boost::json::value& v)
+namespace {
+
+// JSON.stringify; `js_order`: objects enumerate integer-like keys first, as JavaScript holds them.
+void stringify_impl(std::string& out, const boost::json::value& v, bool js_order)
 {
     switch (v.kind())
     {
@@ -293,7 +296,7 @@ void stringify_to(std::string& out, const boost::json::value& v)
             if (!first)
                 out += ',';
             first = false;
-            stringify_to(out, e);
+            stringify_impl(out, e, js_order);
         }
         out += ']';
         break;
@@ -302,19 +305,32 @@ void stringify_to(std::string& out, const boost::json::value& v)
     {
         out += '{';
         bool first = true;
-        for (const auto& kv : v.get_object())
-        {
+        auto member = [&](std::string_view key, const boost::json::value& value) {
             if (!first)
                 out += ',';
             first = false;
-            quote_to(out, kv.key());
+            quote_to(out, key);
             out += ':';
-            stringify_to(out, kv.value());
-        }
+            stringify_impl(out, value, js_order);
+        };
+        const auto& o = v.get_object();
+        if (js_order)
+            for (const auto key : js_key_order(o))
+                member(key, o.at(key));
+        else
+            for (const auto& kv : o)
+                member(kv.key(), kv.value());
         out += '}';
         break;
     }
     }
+}
+
+}  // namespace
+
+void stringify_to(std::string& out, const boost::json::value& v)
+{
+    stringify_impl(out, v, false);
 }
 
 std::string stringify(const boost::json::value& v)
@@ -359,46 +375,10 @@ std::vector<std::string_view> js_key_order(const boost::json::object& o)
     return ordered;
 }
 
-namespace {
-
-void js_stringify_to(std::string& out, const boost::json::value& v)
-{
-    if (v.is_array())
-    {
-        out += '[';
-        bool first = true;
-        for (const auto& e : v.get_array())
-        {
-            if (!first)
-                out += ',';
-            first = false;
-            js_stringify_to(out, e);
-        }
-        out += ']';
-        return;
-    }
-    if (!v.is_object())
-        return stringify_to(out, v);
-    out += '{';
-    bool first = true;
-    for (const auto key : js_key_order(v.get_object()))
-    {
-        if (!first)
-            out += ',';
-        first = false;
-        quote_to(out, key);
-        out += ':';
-        js_stringify_to(out, v.get_object().at(key));
-    }
-    out += '}';
-}
-
-}  // namespace
-
 std::string js_stringify(const boost::json::value& v)
 {
     std::string out;
-    js_stringify_to(out, v);
+    stringify_impl(out, v, true);
     return out;
 }
 

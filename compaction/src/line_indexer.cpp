@@ -34,6 +34,18 @@ void line_fields::clear()
 
 namespace {
 
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+
 // Where a value's content goes, if anywhere.
 struct target
 {
@@ -183,16 +195,7 @@ private:
         return true;
     }
 
-    static int hex(char c)
-    {
-        if (c >= '0' && c <= '9')
-            return c - '0';
-        if (c >= 'a' && c <= 'f')
-            return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-            return c - 'A' + 10;
-        return -1;
-    }
+    static int hex(char c) { return hex_digit(c); }
 
     // The code unit of a `\uXXXX` escape at q, or 0x110000 when there is none.
     unsigned escaped_unit(const char* q) const
@@ -522,17 +525,6 @@ result<const line_fields*> line_indexer::index(std::string_view line, diagnostic
 namespace agentctx::compaction::detail {
 
 namespace {
-
-int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 // The code unit of a `\uXXXX` escape at text[i], or 0x110000 when there is none.
 unsigned unit_at(std::string_view text, std::size_t i)
