@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 PRESET=${PRESET:-default}
 PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libre2-dev pkg-config ccache)
+          libgtest-dev libgmock-dev libbenchmark-dev libre2-dev pkg-config zlib1g-dev ccache)
 
 ensure_packages() {
     local missing=()
