@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/redaction.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -111,8 +112,19 @@ int cmd_compact(int argc, char** argv)
             boost::system::error_code ec;
             auto v = boost::json::parse(ss.str(), ec);
             if (!ec && v.is_object())
+            {
                 if (const auto* p = v.get_object().if_contains("provider"); p && p->is_object())
                     section = p->get_object();
+                // {"redaction": {"enabled", "allowlist"}}: secrets kept out of summaries.
+                compaction::diagnostics rdiag;
+                auto redaction = compaction::parse_redaction_settings(v.get_object(), rdiag);
+                if (!redaction)
+                {
+                    print_error(json, redaction.error().message(), rdiag.message);
+                    return exit_usage;
+                }
+                config.redaction = *redaction;
+            }
         }
         if (const auto name = a->get("provider"))
             section["name"] = *name;

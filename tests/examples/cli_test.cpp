@@ -264,6 +264,23 @@ TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
     fs::remove(path);
 }
 
+TEST(cli_compact, the_settings_files_redaction_section_is_honoured)
+{
+    const auto path = copy_of_bundled("redact.jsonl");
+    const auto before = slurp(path);
+    const auto bad = scratch("redact-bad.json", R"({"redaction":{"allowlist":[5]}})");
+    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + bad.string() + " --json");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("invalid_settings"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("redaction.allowlist[0]"), std::string::npos) << r.out;
+    EXPECT_EQ(slurp(path), before);  // nothing written
+    const auto off = scratch("redact-off.json", R"({"redaction":{"enabled":false}})");
+    EXPECT_EQ(run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + off.string() + " --json").exit_code, 0);
+    fs::remove(bad);
+    fs::remove(off);
+    fs::remove(path);
+}
+
 TEST(cli_compact, dry_run_leaves_the_file_untouched)
 {
     const auto path = copy_of_bundled("dry.jsonl");
