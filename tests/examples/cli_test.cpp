@@ -402,3 +402,21 @@ TEST(cli_plan, global_and_trusted_project_settings_files)
     EXPECT_EQ(with.at("plan").at("firstKeptEntryId"), flag.at("plan").at("firstKeptEntryId"));  // keepRecentTokens 3000 from the file
     fs::remove_all(root);
 }
+
+TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_prompt)
+{
+    // Issue 9 item 8: a system message used to show as role "other".
+    const auto r = run_process(cli + " context " + std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/pi16-task.jsonl --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    bool system = false;
+    for (const auto& m : v.at("messages").as_array())
+    {
+        EXPECT_NE(m.at("role"), "other");
+        system = system || m.at("role") == "system";
+    }
+    EXPECT_TRUE(system);
+    ASSERT_TRUE(v.at("system").is_object());
+    EXPECT_EQ(v.at("system").at("role"), "system");
+    EXPECT_GT(v.at("estimatedTokens").as_int64(), 0);
+}
