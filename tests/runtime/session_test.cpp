@@ -498,17 +498,7 @@ TEST_F(session_test, split_turn_requests_run_in_order_history_first_as_pi_1_6)
 
 TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_other)
 {
-    // One oversized turn: the cut lands inside it.
-    test::session_text t;
-    t.user("u0", tokens(100)).assistant("a0", tokens(100));
-    t.user("u1", tokens(100));
-    for (int i = 0; i < 6; ++i)
-    {
-        t.message("c" + std::to_string(i), {{"role", "assistant"},
-                                            {"content", json::array{json::object{{"type", "toolCall"}, {"id", "k" + std::to_string(i)}, {"name", "read"}, {"arguments", json::object{{"path", "f" + std::to_string(i)}}}}}},
-                                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", "toolUse"}});
-        t.tool_result("r" + std::to_string(i), "k" + std::to_string(i), "read", tokens(100));
-    }
+    const auto t = split_turn_session();
     summarizer_->push({script_step::succeed, "## Goal\nhistory"});
     summarizer_->push({script_step::succeed, "## Original Request\nprefix"});
     auto parallel = config(350);
