@@ -9,15 +9,34 @@ namespace agentctx::compaction {
 
 namespace {
 
+using messages_t = std::vector<std::shared_ptr<const message>>;
+
 template <class Pred>
-bool any_role(const projected_entry& p, Pred pred)
+bool any_role(const messages_t& messages, Pred pred)
 {
-    return std::any_of(p.messages.begin(), p.messages.end(), [&](const auto& m) { return pred(m->role); });
+    return std::any_of(messages.begin(), messages.end(), [&](const auto& m) { return pred(m->role); });
 }
 
 bool is_compaction(const projected_entry& p) noexcept
 {
     return p.source->type == entry_type::compaction;
+}
+
+// Delta §5.1 / §5.2 over the messages an entry contributes (never for a compaction).
+bool cut_roles(const messages_t& messages)
+{
+    return any_role(messages, [](role r) {
+        return r == role::user || r == role::assistant || r == role::bash_execution || r == role::custom ||
+               r == role::branch_summary || r == role::compaction_summary;
+    });
+}
+
+bool turn_roles(const messages_t& messages)
+{
+    return any_role(messages, [](role r) {
+        return r == role::user || r == role::bash_execution || r == role::custom || r == role::branch_summary ||
+               r == role::compaction_summary;
+    });
 }
 
 std::int64_t entry_tokens(const projected_entry& p, const token_counter& counter)
@@ -68,22 +87,12 @@ bool suffix_is_omitted_attempt(std::span<const projected_entry> e, std::size_t c
 
 bool is_valid_cut_point(const projected_entry& p) noexcept
 {
-    if (is_compaction(p))
-        return false;
-    return any_role(p, [](role r) {
-        return r == role::user || r == role::assistant || r == role::bash_execution || r == role::custom ||
-               r == role::branch_summary || r == role::compaction_summary;
-    });
+    return !is_compaction(p) && cut_roles(p.messages);
 }
 
 bool starts_turn(const projected_entry& p) noexcept
 {
-    if (is_compaction(p))
-        return false;
-    return any_role(p, [](role r) {
-        return r == role::user || r == role::bash_execution || r == role::custom || r == role::branch_summary ||
-               r == role::compaction_summary;
-    });
+    return !is_compaction(p) && turn_roles(p.messages);
 }
 
 std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entries, std::size_t index,
@@ -183,12 +192,12 @@ std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> pa
 
 bool is_valid_cut_point(const entry& e)
 {
-    return is_valid_cut_point(projected_entry{std::make_shared<entry>(e), 0, nullptr, entry_messages(e)});
+    return e.type != entry_type::compaction && cut_roles(entry_messages(e));
 }
 
 bool is_turn_start(const entry& e)
 {
-    return starts_turn(projected_entry{std::make_shared<entry>(e), 0, nullptr, entry_messages(e)});
+    return e.type != entry_type::compaction && turn_roles(entry_messages(e));
 }
 
 std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start)

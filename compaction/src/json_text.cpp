@@ -124,10 +124,14 @@ std::size_t utf16_length(std::string_view s) noexcept
     return units;
 }
 
-std::string utf16_prefix(std::string_view s, std::size_t n)
+namespace {
+
+// Bytes of the longest prefix of `s` within `n` UTF-16 units; `split`: a surrogate pair straddles n.
+std::size_t utf16_head_bytes(std::string_view s, std::size_t n, bool& split)
 {
     std::size_t units = 0;
     std::size_t i = 0;
+    split = false;
     while (i < s.size() && units < n)
     {
         char32_t cp = 0;
@@ -135,33 +139,30 @@ std::string utf16_prefix(std::string_view s, std::size_t n)
         const std::size_t w = cp >= 0x10000 ? 2 : 1;
         if (units + w > n)
         {
-            // The cut falls between the two halves of a surrogate pair: JavaScript keeps a lone
-            // high surrogate, which UTF-8 can only carry as U+FFFD.
-            std::string out(s.substr(0, i));
-            out += "\xEF\xBF\xBD";
-            return out;
+            split = true;
+            break;
         }
         units += w;
         i += len;
     }
-    return std::string(s.substr(0, i));
+    return i;
+}
+
+}  // namespace
+
+std::string utf16_prefix(std::string_view s, std::size_t n)
+{
+    bool split = false;
+    std::string out(s.substr(0, utf16_head_bytes(s, n, split)));
+    if (split)
+        out += "\xEF\xBF\xBD";  // JavaScript keeps a lone high surrogate; UTF-8 carries it as U+FFFD
+    return out;
 }
 
 std::string utf16_slice_head(std::string_view s, std::size_t n)
 {
-    std::size_t units = 0;
-    std::size_t i = 0;
-    while (i < s.size() && units < n)
-    {
-        char32_t cp = 0;
-        const std::size_t len = decode_utf8(s, i, cp);
-        const std::size_t w = cp >= 0x10000 ? 2 : 1;
-        if (units + w > n)
-            break;  // the pair straddles the cut: keep n - 1 units
-        units += w;
-        i += len;
-    }
-    return std::string(s.substr(0, i));
+    bool split = false;  // Pi's sliceHead: a pair straddling the cut is left out (n - 1 units)
+    return std::string(s.substr(0, utf16_head_bytes(s, n, split)));
 }
 
 bool utf16_less(std::string_view a, std::string_view b) noexcept

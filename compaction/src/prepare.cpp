@@ -155,28 +155,9 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
             pp.entries.push_back(std::move(*e));
             continue;
         }
-        auto stub = std::make_shared<entry>();
-        stub->type = m.type;
-        stub->id = m.id;
+        auto stub = make_stand_in(m);
         if (m.parent >= 0)
             stub->parent_id = log.meta(static_cast<std::size_t>(m.parent)).id;
-        stub->first_kept_entry_id = m.first_kept_entry_id;
-        // Enough for projection to track the model and thinking level across stand-ins.
-        stub->thinking_level = m.thinking_level;
-        if (m.type == entry_type::model_change)
-        {
-            stub->provider = m.provider;
-            stub->model_id = m.model;
-        }
-        else if (m.type == entry_type::message && m.message_role == role::assistant)
-        {
-            auto msg = std::make_shared<message>();
-            msg->role = role::assistant;
-            msg->role_name = "assistant";
-            msg->provider = m.provider;
-            msg->model = m.model;
-            stub->message = std::move(msg);
-        }
         pp.entries.push_back(std::move(stub));
     }
     return pp;

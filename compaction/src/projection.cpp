@@ -227,9 +227,15 @@ boost::json::object system_message_json(const message& m)
 
 std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp)
 {
-    if (!ctx.system)
+    return system_checkpoint(ctx.system, entry_timestamp);
+}
+
+std::optional<boost::json::object> system_checkpoint(const std::shared_ptr<const message>& system,
+                                                     std::string_view entry_timestamp)
+{
+    if (!system)
         return std::nullopt;
-    message m = *ctx.system;
+    message m = *system;
     m.timestamp = parse_iso_timestamp(entry_timestamp).value_or(0);
     return system_message_json(m);
 }
@@ -243,16 +249,6 @@ bool needs_materializing(entry_type t)
 {
     return t == entry_type::message || t == entry_type::custom_message || t == entry_type::branch_summary ||
            t == entry_type::compaction || t == entry_type::context_edit;
-}
-
-entry_ptr stand_in(const entry_meta& m)
-{
-    auto e = std::make_shared<entry>();
-    e->type = m.type;
-    e->id = m.id;
-    e->target_id = m.target_id;
-    e->thinking_level = m.thinking_level;
-    return e;
 }
 
 // Delta §2.1 + §2.3 over index data; entries are materialized only where content matters.
@@ -320,7 +316,7 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
             e = std::move(*r);
         }
         else
-            e = stand_in(*path[i]);
+            e = make_stand_in(*path[i]);
         if (e->type == entry_type::context_edit)
             edits[e->target_id] = e;
         ctx.entries.push_back({std::move(e), i, nullptr, {}});

@@ -46,6 +46,31 @@ entry_meta make_meta(const entry_ptr& e)
     return m;
 }
 
+std::shared_ptr<entry> make_stand_in(const entry_meta& m)
+{
+    auto e = std::make_shared<entry>();
+    e->type = m.type;
+    e->id = m.id;
+    e->first_kept_entry_id = m.first_kept_entry_id;
+    e->target_id = m.target_id;
+    e->thinking_level = m.thinking_level;
+    if (m.type == entry_type::model_change)
+    {
+        e->provider = m.provider;
+        e->model_id = m.model;
+    }
+    else if (m.type == entry_type::message && m.message_role == role::assistant)
+    {
+        auto msg = std::make_shared<message>();
+        msg->role = role::assistant;
+        msg->role_name = "assistant";
+        msg->provider = m.provider;
+        msg->model = m.model;
+        e->message = std::move(msg);
+    }
+    return e;
+}
+
 session_log::session_log(session_header header) : header_(std::move(header)) {}
 
 std::optional<std::size_t> session_log::find(std::string_view id) const

@@ -448,7 +448,8 @@ struct transaction
         // boundary, so Pi projects our compaction with its checkpoint first.
         const auto total_usage = compaction_usage(history_usage, prefix_usage);
         const std::string ts = iso_timestamp_now();
-        auto checkpoint = system_checkpoint(build_session_context(path), ts);
+        // The snapshot holds the replay for this leaf (revalidated above): no second projection.
+        auto checkpoint = system_checkpoint(s.current()->system, ts);
         auto e = std::make_shared<const entry>(make_compaction_entry(
             s.log_.new_id(), s.log_.leaf_id(), ts, result.summary, first_kept,
             static_cast<double>(result.tokens_before), details, from_hook,
@@ -740,8 +741,8 @@ void session::evaluate(
 
     // Delta §10.3 step 5: where the message is and what happened to it since.
     const auto where = locate_assistant(m);
-    const bool overflow = same_model && ((m.stop_reason == stop_reason::error && m.error_message &&
-                                          is_overflow_error_message(*m.error_message, m.provider) && where.retained) ||
+    const bool explicit_error = m.stop_reason == stop_reason::error && is_context_overflow(m, window);  // patterns
+    const bool overflow = same_model && ((explicit_error && where.retained) ||
                                          (where.usage_matches && is_context_overflow(m, window)));
     const bool length = same_model && where.projected && m.stop_reason == stop_reason::length &&
                         config_.model.max_output_tokens > 0 && m.usage &&
@@ -770,8 +771,8 @@ void session::evaluate(
 
     std::int64_t tokens = 0;
     const std::int64_t direct = m.usage ? calculate_context_tokens(*m.usage) : 0;
-    if (current()->has_edits || m.stop_reason == stop_reason::error || direct == 0)
-        tokens = current()->context_tokens();  // the projected estimate (pure without fresh usage, #8328)
+    if (snap->has_edits || m.stop_reason == stop_reason::error || direct == 0)
+        tokens = snap->context_tokens();  // the projected estimate (pure without fresh usage, #8328)
     else
         tokens = direct;
     if (!should_compact(tokens, window, config_.settings))

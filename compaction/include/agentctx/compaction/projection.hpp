@@ -77,6 +77,9 @@ boost::json::object system_message_json(const message& m);
 /// The `systemMessage` checkpoint of a compaction appended after this context (delta §1.5): the
 /// replayed prompt with `timestamp = Date.parse(entry_timestamp)`; nullopt without system messages.
 std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp);
+/// The same from an already replayed system message (null: nullopt).
+std::optional<boost::json::object> system_checkpoint(const std::shared_ptr<const message>& system,
+                                                     std::string_view entry_timestamp);
 
 /// Projection of the log for `leaf` (default: the log's leaf). Only the entries the context
 /// needs are materialized; model and thinking level come from the index.

@@ -89,6 +89,11 @@ struct entry_meta
 /// Builds meta data for an entry held in memory (used on append).
 entry_meta make_meta(const entry_ptr& e);
 
+/// The inverse for an entry that is not materialized: an index-only stand-in with the type, id,
+/// and what projection tracks (thinking level, model, firstKeptEntryId, edit/label target; an
+/// assistant stand-in carries its provider and model, no content). No parentId, no raw JSON.
+std::shared_ptr<entry> make_stand_in(const entry_meta& m);
+
 /// The session: header, every entry's index data, the parent links and the leaf.
 /// Not thread-safe; the runtime owns one per session on its strand.
 class session_log
