@@ -219,8 +219,6 @@ int cmd_compact(int argc, char** argv)
     {
         const std::string code_name = result_ec ? result_ec.message() : "not_compacted";
         std::string why = interrupted ? "interrupted: the file is unchanged" : outcome.message;
-        if (http && !interrupted && http->last_failure().attempts > 0)
-            why += " (" + http->last_failure().message + ", " + std::to_string(http->last_failure().attempts) + " attempt(s))";
         print_error(json, code_name, why);
         return exit_failed;
     }

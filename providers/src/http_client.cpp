@@ -96,9 +96,22 @@ struct transfer
     }
 };
 
+namespace {
+
+// The client's strand: the caller's own when it already is one (the HTTP summarizer passes its
+// strand), so a request never hops between two strands.
+asio::strand<asio::any_io_executor> as_strand(const asio::any_io_executor& ex)
+{
+    if (const auto* s = ex.target<asio::strand<asio::any_io_executor>>())
+        return *s;
+    return asio::make_strand(ex);
+}
+
+}  // namespace
+
 struct http_client::impl : std::enable_shared_from_this<impl>
 {
-    explicit impl(asio::any_io_executor ex) : strand(asio::make_strand(ex)), timer(strand)
+    explicit impl(asio::any_io_executor ex) : strand(as_strand(ex)), timer(strand)
     {
         ensure_curl_global();
         multi = curl_multi_init();

@@ -143,7 +143,9 @@ asio::awaitable<run_result> run(
         {
             log->warn("model request failed provider={} code={} status={} attempts={}: {}", cfg.name, failure.message(),
                       diag.http_status, attempt, diag.message);
-            co_return run_result{failure, {}};
+            compaction::summary_output failed;
+            failed.failure_detail = diag.message + ", " + std::to_string(attempt) + " attempt(s)";
+            co_return run_result{failure, std::move(failed)};
         }
         const auto delay = advised.value_or(backoff_delay(cfg, attempt, seed));
         log->info("model request retry provider={} code={} status={} in {} ms (attempt {} of {})", cfg.name,

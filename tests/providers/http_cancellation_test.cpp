@@ -266,3 +266,22 @@ TEST_F(http_cancellation_test, no_secret_reaches_a_provider_request_body)
     ASSERT_TRUE(r->out.result);
     EXPECT_EQ(r->out.result->summary.find(aws), std::string::npos);  // the model's echo is scrubbed too
 }
+
+TEST_F(http_cancellation_test, a_failed_request_explains_itself_in_the_outcome)
+{
+    // The provider's account (cause, attempts) reaches the host through the summarizer
+    // interface: the CLI prints outcome.message and never reaches into http_summarizer.
+    server_.set_default({.status = 401, .body = R"({"error":{"message":"bad key sk-test","type":"invalid_api_key"}})"});
+    auto s = open("failed.jsonl");
+    const auto before = s->current();
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    EXPECT_EQ(r->ec, providers::make_error_code(providers::errc::auth)) << r->ec.message();
+    EXPECT_EQ(r->out.message.rfind("summary request failed: auth (", 0), 0u) << r->out.message;
+    EXPECT_NE(r->out.message.find("1 attempt(s))"), std::string::npos) << r->out.message;
+    EXPECT_EQ(r->out.message.find("sk-test"), std::string::npos) << r->out.message;
+    EXPECT_EQ(s->current(), before);
+    EXPECT_EQ(ends_, std::vector<std::string>{"error"});
+    s->close();
+    run_until([] { return true; });
+}

@@ -66,7 +66,7 @@ protected:
         return c;
     }
 
-    std::shared_ptr<result> call(http_summarizer& s, asio::cancellation_slot slot = {})
+    std::shared_ptr<result> call(summarizer& s, asio::cancellation_slot slot = {})
     {
         auto r = std::make_shared<result>();
         s.async_summarize(prompt(), asio::bind_cancellation_slot(slot, [r](error_code ec, compaction::summary_output out) {
@@ -216,6 +216,29 @@ TEST_F(provider_test, server_errors_retry_then_give_up)
     EXPECT_EQ(s2.last_failure().attempts, 3);
     EXPECT_EQ(s2.last_failure().http_status, 500);
     EXPECT_EQ(server_.requests().size(), 6u);
+}
+
+TEST_F(provider_test, the_failure_detail_travels_with_the_completion)
+{
+    // Hosts read why a request failed from the summarizer interface, not from http_summarizer.
+    server_.set_default({.status = 500, .body = "still broken"});
+    auto c = config();
+    c.max_retries = 1;
+    http_summarizer http(ioc_.get_executor(), c);
+    summarizer& s = http;
+    auto r = call(s);
+    run_until([&] { return r->done; });
+    EXPECT_EQ(r->ec, make_error_code(errc::transient));
+    EXPECT_TRUE(r->out.text.empty());
+    EXPECT_EQ(r->out.failure_detail, http.last_failure().message + ", 2 attempt(s)");
+    EXPECT_NE(r->out.failure_detail.find("500"), std::string::npos) << r->out.failure_detail;
+    EXPECT_EQ(r->out.failure_detail.find("still broken"), std::string::npos) << "never the raw body";
+
+    server_.set_default({.body = test::openai_body("## Goal\nfine")});
+    auto ok = call(s);
+    run_until([&] { return ok->done; });
+    ASSERT_FALSE(ok->ec) << ok->ec.message();
+    EXPECT_TRUE(ok->out.failure_detail.empty());
 }
 
 TEST_F(provider_test, connection_reset_mid_body_is_transient_and_retried)

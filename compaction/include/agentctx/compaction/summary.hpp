@@ -25,6 +25,9 @@ struct summary_output
     std::optional<std::string> error_message;  ///< for stop reason `error`; never a raw body
     std::size_t tool_calls = 0;                ///< tool-call blocks in the response (Pi 1.6 rejects any)
     std::optional<struct usage> usage;         ///< the provider's usage of this request, when known
+    /// With a failed request (the completion's error code set): the provider's safe account of
+    /// it (cause and attempts), so hosts never reach into a particular summarizer for it.
+    std::string failure_detail;
 };
 
 /// Which request a summary answers; names it in failure messages as Pi does.

@@ -1,6 +1,8 @@
 // An HTTP client on Asio: libcurl's multi interface driven by socket waits and one timer.
 #pragma once
 
+#include <agentctx/providers/async_call.hpp>
+
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -82,13 +84,7 @@ public:
     template <boost::asio::completion_token_for<http_signature> CompletionToken>
     auto async_request(http_request req, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, http_signature>(
-            [this](auto handler, http_request r) {
-                request_impl(std::move(r), boost::asio::any_completion_handler<http_signature>(std::move(handler)));
-            },
-            token,
-            std::move(req)
-        );
+        return ::agentctx::detail::async_call<http_signature>(token, this, &http_client::request_impl, std::move(req));
     }
 
     /// Counters for tests: transfers in flight, sockets open.

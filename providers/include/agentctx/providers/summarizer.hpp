@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
+#include <agentctx/providers/async_call.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
@@ -19,6 +20,8 @@ using summarize_signature = void(boost::system::error_code, compaction::summary_
 /// `ec` reports transport-level failures (`boost::asio::error::operation_aborted` when cancelled);
 /// a model-level outcome (stop reasons `length`, `error`, `aborted`) arrives as a summary_output
 /// with ec clear, and the caller validates it.
+/// With `ec` set, the summary_output carries only `failure_detail`: the provider's safe account
+/// of the failure (its cause and the attempts made), which hosts show after the code.
 class summarizer
 {
 public:
@@ -35,13 +38,7 @@ public:
     template <boost::asio::completion_token_for<summarize_signature> CompletionToken>
     auto async_summarize(compaction::summary_prompt prompt, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, summarize_signature>(
-            [this](auto handler, compaction::summary_prompt p) {
-                summarize_impl(std::move(p), boost::asio::any_completion_handler<summarize_signature>(std::move(handler)));
-            },
-            token,
-            std::move(prompt)
-        );
+        return ::agentctx::detail::async_call<summarize_signature>(token, this, &summarizer::summarize_impl, std::move(prompt));
     }
 
     /// A short identity for logs and compaction details (`offline`, `openai:gpt-4.1`).

@@ -17,6 +17,7 @@
 #include <boost/json/object.hpp>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,11 @@ class logger;
 }
 
 namespace agentctx::runtime {
+
+namespace detail {
+class compaction_coordinator;
+struct coordinator_effects;
+}  // namespace detail
 
 /// The model the session talks to (for thresholds, the same-model guard and output caps).
 struct model_identity
@@ -129,13 +135,7 @@ public:
     template <boost::asio::completion_token_for<append_signature> CompletionToken>
     auto async_append(boost::json::object fields, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, append_signature>(
-            [self = shared_from_this()](auto h, boost::json::object f) {
-                self->append_impl(std::move(f), boost::asio::any_completion_handler<append_signature>(std::move(h)));
-            },
-            token,
-            std::move(fields)
-        );
+        return ::agentctx::detail::async_call<append_signature>(token, shared_from_this(), &session::append_impl, std::move(fields));
     }
 
     /**
@@ -150,13 +150,7 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_on_turn_end(compaction::message last_assistant, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
-            [self = shared_from_this()](auto h, compaction::message m) {
-                self->check_impl(std::move(m), true, boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
-            },
-            token,
-            std::move(last_assistant)
-        );
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::check_impl, std::move(last_assistant), true);
     }
 
     /**
@@ -171,24 +165,14 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_between_turns(CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
-            [self = shared_from_this()](auto h) {
-                self->between_turns_impl(boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
-            },
-            token
-        );
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::between_turns_impl);
     }
 
     /// The pre-prompt check (includes aborted responses). Cancellation as async_on_turn_end.
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_before_prompt(CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
-            [self = shared_from_this()](auto h) {
-                self->before_prompt_impl(boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
-            },
-            token
-        );
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::before_prompt_impl);
     }
 
     /// The overflow path for a provider error that was not persisted as a message. Completes
@@ -196,13 +180,7 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_recover_overflow(std::string error_message, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
-            [self = shared_from_this()](auto h, std::string e) {
-                self->recover_overflow_impl(std::move(e), boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
-            },
-            token,
-            std::move(error_message)
-        );
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::recover_overflow_impl, std::move(error_message));
     }
 
     /**
@@ -216,26 +194,14 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_compact(std::optional<std::string> custom_instructions, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, outcome_signature>(
-            [self = shared_from_this()](auto h, std::optional<std::string> i) {
-                self->compact_impl(std::move(i), boost::asio::any_completion_handler<outcome_signature>(std::move(h)));
-            },
-            token,
-            std::move(custom_instructions)
-        );
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::compact_impl, std::move(custom_instructions));
     }
 
     /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
     template <boost::asio::completion_token_for<void_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, CompletionToken&& token)
     {
-        return boost::asio::async_initiate<CompletionToken, void_signature>(
-            [self = shared_from_this()](auto h, std::string id) {
-                self->branch_impl(std::move(id), boost::asio::any_completion_handler<void_signature>(std::move(h)));
-            },
-            token,
-            std::move(entry_id)
-        );
+        return ::agentctx::detail::async_call<void_signature>(token, shared_from_this(), &session::branch_impl, std::move(entry_id));
     }
 
     /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
@@ -257,8 +223,8 @@ public:
     const session_config& config() const noexcept { return config_; }
 
 private:
-    struct operation;
-    struct initiation;
+    struct job;     ///< the running compaction (transaction.hpp)
+    struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
     friend struct transaction;
 
     session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
@@ -284,18 +250,20 @@ private:
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
 
-    // On the strand.
-    /// Hooks the caller's cancellation slot in the initiating function (so no emission is lost).
-    std::shared_ptr<initiation> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
-    void on_cancel(const std::shared_ptr<initiation>& init);
+    /// In the initiating function: a caller id, and the caller's cancellation slot hooked at once
+    /// (so no emission is lost; one that comes before the strand sees the request sets the flag).
+    std::shared_ptr<caller> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
 
+    // On the strand.
     void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
-                  std::shared_ptr<initiation> init);
+                  const std::shared_ptr<caller>& c);
     void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
-               boost::asio::any_completion_handler<outcome_signature> h, std::shared_ptr<initiation> init);
-    void add_initiator(const std::shared_ptr<operation>& op, boost::asio::any_completion_handler<outcome_signature> h,
-                       const std::shared_ptr<initiation>& init);
-    void launch(std::shared_ptr<operation> op);
+               boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
+    /// Carries out what the coordinator decided.
+    void apply(const detail::coordinator_effects& fx);
+    void launch(std::uint64_t operation);
+    void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
+    void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
     void emit(const session_event& e);
     void publish(std::shared_ptr<const snapshot> s) { snapshot_.store(std::move(s), std::memory_order_release); }
     const compaction::token_counter& counter() const;
@@ -308,8 +276,13 @@ private:
     std::shared_ptr<spdlog::logger> logger_;
     std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
 
-    std::shared_ptr<operation> current_;  ///< the in-flight compaction
-    std::shared_ptr<operation> next_;     ///< a manual compaction waiting for an aborted automatic one
+    // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
+    std::unique_ptr<detail::compaction_coordinator> coordinator_;
+    std::shared_ptr<job> job_;
+    /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
+    std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
+    std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread
+
     bool overflow_attempted_ = false;
     bool closed_ = false;
     std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed

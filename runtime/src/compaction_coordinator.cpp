@@ -1,0 +1,147 @@
+// The compaction lifecycle state machine (see compaction_coordinator.hpp).
+#include "compaction_coordinator.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace agentctx::runtime::detail {
+
+namespace asio = boost::asio;
+
+bool honours(asio::cancellation_type t) noexcept
+{
+    constexpr auto accepted = asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                              asio::cancellation_type::total;
+    return (t & accepted) != asio::cancellation_type::none;
+}
+
+std::optional<compaction_reason> compaction_coordinator::running_reason() const
+{
+    if (!current_)
+        return std::nullopt;
+    return current_->request.reason;
+}
+
+const operation_request* compaction_coordinator::request(operation_id id) const
+{
+    const auto* op = find(id);
+    return op ? &op->request : nullptr;
+}
+
+bool compaction_coordinator::aborted(operation_id id) const
+{
+    const auto* op = find(id);
+    return op && op->aborted;
+}
+
+compaction_coordinator::operation compaction_coordinator::make(
+    caller_id initiator,
+    operation_request req,
+    bool cancelled_early
+)
+{
+    operation op;
+    op.id = next_id_++;
+    op.request = std::move(req);
+    op.initiator = initiator;
+    op.waiters.push_back(initiator);
+    op.aborted = cancelled_early;  // the transaction then unwinds at once with `cancelled`
+    return op;
+}
+
+coordinator_effects compaction_coordinator::start(caller_id caller, operation_request req, bool cancelled_early)
+{
+    current_ = make(caller, std::move(req), cancelled_early);
+    return {.launch = current_->id};
+}
+
+coordinator_effects compaction_coordinator::compact(
+    caller_id caller,
+    std::optional<std::string> instructions,
+    bool cancelled_early
+)
+{
+    const bool manual_running = current_ && current_->request.reason == compaction_reason::manual;
+    if (next_ || manual_running)
+    {
+        // Join the pending (or running) manual compaction.
+        if (cancelled_early)
+            return {.cancelled = {caller}};
+        (next_ ? *next_ : *current_).waiters.push_back(caller);
+        return {};
+    }
+    operation_request req{.reason = compaction_reason::manual, .instructions = std::move(instructions)};
+    if (!current_)
+        return start(caller, std::move(req), cancelled_early);
+    // An automatic compaction is running: abort it; ours starts once it has unwound.
+    next_ = make(caller, std::move(req), cancelled_early);
+    current_->aborted = true;
+    return {.interrupt = current_->id};
+}
+
+coordinator_effects compaction_coordinator::cancel(caller_id caller, asio::cancellation_type type)
+{
+    if (!honours(type))
+        return {};
+    for (auto* op : {current_ ? &*current_ : nullptr, next_ ? &*next_ : nullptr})
+    {
+        if (!op)
+            continue;
+        if (op->initiator == caller)
+        {
+            op->aborted = true;
+            if (op == &*current_)
+                return {.interrupt = op->id};
+            return {};  // pending: it unwinds at once when it is launched
+        }
+        const auto it = std::find(op->waiters.begin(), op->waiters.end(), caller);
+        if (it != op->waiters.end())
+        {
+            op->waiters.erase(it);  // a joined caller: only its wait ends
+            return {.cancelled = {caller}};
+        }
+    }
+    return {};  // not linked (yet, or any more): `cancelled_early` covers the first case
+}
+
+coordinator_effects compaction_coordinator::abort_all()
+{
+    if (next_)
+        next_->aborted = true;
+    if (!current_)
+        return {};
+    current_->aborted = true;
+    return {.interrupt = current_->id};
+}
+
+finished_operation compaction_coordinator::finish(operation_id id)
+{
+    finished_operation out;
+    if (!current_ || current_->id != id)
+        return out;
+    out.waiters = std::move(current_->waiters);
+    current_.reset();
+    if (next_)
+    {
+        current_ = std::move(next_);
+        next_.reset();
+        out.launch = current_->id;
+    }
+    return out;
+}
+
+compaction_coordinator::operation* compaction_coordinator::find(operation_id id)
+{
+    if (current_ && current_->id == id)
+        return &*current_;
+    if (next_ && next_->id == id)
+        return &*next_;
+    return nullptr;
+}
+
+const compaction_coordinator::operation* compaction_coordinator::find(operation_id id) const
+{
+    return const_cast<compaction_coordinator*>(this)->find(id);
+}
+
+}  // namespace agentctx::runtime::detail

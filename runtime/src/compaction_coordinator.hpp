@@ -1,0 +1,99 @@
+// Who runs, who waits, who is cancelled: the session's compaction lifecycle as a sans-io state machine.
+#pragma once
+
+#include <agentctx/runtime/events.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agentctx::runtime::detail {
+
+using caller_id = std::uint64_t;
+using operation_id = std::uint64_t;
+
+/// What a compaction was asked to do.
+struct operation_request
+{
+    compaction_reason reason = compaction_reason::manual;
+    std::optional<std::string> instructions;
+    bool will_retry = false;
+};
+
+/// What the session must do after an event, in this order: complete `cancelled` callers with
+/// `cancelled`, emit `terminal` on the `interrupt`ed operation's signal, run the `launch`ed one.
+struct coordinator_effects
+{
+    std::vector<caller_id> cancelled;
+    std::optional<operation_id> interrupt;
+    std::optional<operation_id> launch;
+};
+
+/// After the running operation's transaction completed: who gets its result, what runs next.
+struct finished_operation
+{
+    std::vector<caller_id> waiters;  ///< the initiator and every joined caller, in arrival order
+    std::optional<operation_id> launch;
+};
+
+/// True for the cancellation types a compaction honours: terminal, partial and total.
+bool honours(boost::asio::cancellation_type t) noexcept;
+
+/**
+ * @brief The compaction lifecycle of one session, with no executor, handler or I/O: the session
+ * feeds it events on its strand and carries out the effects it returns (as Boost.Redis's
+ * `exec_fsm`). Tested without an io_context.
+ *
+ * At most one operation runs. A manual compaction joins a running or pending manual one (one
+ * compaction, one result for all), or interrupts a running automatic one and waits, pending,
+ * until it has unwound, so lifecycles never overlap. The initiator's cancellation aborts its
+ * operation (every waiter gets the operation's result); a joined caller's cancellation ends only
+ * its own wait. A caller cancelled before its request reached the strand ("cancel before link")
+ * says so with `cancelled_early`: an initiator's operation starts aborted and unwinds at once, a
+ * joiner completes at once.
+ */
+class compaction_coordinator
+{
+public:
+    bool running() const noexcept { return current_.has_value(); }
+    std::optional<compaction_reason> running_reason() const;
+
+    /// The request of a running or pending operation (nullptr when unknown).
+    const operation_request* request(operation_id id) const;
+    /// Whether the operation was aborted (by its initiator, abort_all(), or a manual request).
+    bool aborted(operation_id id) const;
+
+    /// Starts a compaction. Precondition: !running() (automatic checks skip while one runs).
+    coordinator_effects start(caller_id caller, operation_request req, bool cancelled_early);
+    /// The manual path: joins, queues behind an automatic operation (interrupting it), or starts.
+    coordinator_effects compact(caller_id caller, std::optional<std::string> instructions, bool cancelled_early);
+    /// A caller's cancellation slot fired; types that honours() rejects change nothing.
+    coordinator_effects cancel(caller_id caller, boost::asio::cancellation_type type);
+    /// abort_compaction() and close(): the running and the pending operation are aborted.
+    coordinator_effects abort_all();
+    /// The running operation's transaction completed. Precondition: `id` is running.
+    finished_operation finish(operation_id id);
+
+private:
+    struct operation
+    {
+        operation_id id = 0;
+        operation_request request;
+        caller_id initiator = 0;
+        std::vector<caller_id> waiters;  ///< includes the initiator
+        bool aborted = false;
+    };
+
+    operation make(caller_id initiator, operation_request req, bool cancelled_early);
+    operation* find(operation_id id);
+    const operation* find(operation_id id) const;
+
+    std::optional<operation> current_;  ///< running
+    std::optional<operation> next_;     ///< a manual operation waiting for an aborted automatic one
+    operation_id next_id_ = 1;
+};
+
+}  // namespace agentctx::runtime::detail

@@ -1,0 +1,488 @@
+// The compaction transaction: plan, hooks, summarize, revalidate, build, commit — each step returns its failure.
+#include "transaction.hpp"
+
+#include <agentctx/compaction/cancelled.hpp>
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/summary.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/multiple_exceptions.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace agentctx::runtime {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace compaction;
+
+namespace {
+
+long long elapsed_ms(std::chrono::steady_clock::time_point since)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+}
+
+std::vector<std::shared_ptr<const message>> messages_of(const std::vector<context_message>& v)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    out.reserve(v.size());
+    for (const auto& m : v)
+        out.push_back(m.msg);
+    return out;
+}
+
+std::string latest_compaction_id(const std::vector<entry_ptr>& path)
+{
+    for (std::size_t i = path.size(); i-- > 0;)
+        if (path[i]->type == entry_type::compaction)
+            return path[i]->id;
+    return {};
+}
+
+// Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
+struct request_failed
+{
+};
+
+}  // namespace
+
+asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<session> self, std::shared_ptr<session::job> job)
+{
+    session& s = *self;
+    session::job& j = *job;
+    // Cancellation is checked explicitly between steps: it completes as `cancelled`, and must
+    // never surface as an exception from the next co_await.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    // Pi 1.6: an automatic compaction announces itself only once it has a preparation.
+    if (j.request.reason == compaction_reason::manual)
+        emit_start(s, j);
+    std::optional<step<committed>> r;
+    try
+    {
+        r.emplace(co_await attempt(s, j));
+    }
+    catch (const std::exception& e)
+    {
+        // Not control flow: an allocation failure, or a library that threw.
+        r.emplace(boost::system::in_place_error, failure{make_error_code(errc::io_error), e.what()});
+    }
+    if (*r)
+        co_return succeed(s, j, **r);
+    if (r->error().silent)
+        co_return result_type{error_code{}, compaction_outcome{.message = r->error().message}};
+    emit_start(s, j);
+    co_return fail(s, j, r->error());
+}
+
+asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session& s, session::job& j)
+{
+    // 1. Plan against the current leaf.
+    auto p = plan_compaction(s, j);
+    if (!p)
+        co_return p.error();
+    emit_start(s, j);
+    s.logger_->debug("compaction plan: first kept {}, {} to summarize, {} in turn prefix", p->prep.first_kept_entry_id,
+                     p->prep.messages_to_summarize.size(), p->prep.turn_prefix_messages.size());
+
+    // 2. before_compact hooks, in registration order.
+    auto custom = before_hooks(s, j, p->prep);
+    if (!custom)
+        co_return custom.error();
+
+    // 3. Summarize (or take the hook's result).
+    auto sum = co_await summarize(s, j, *p, std::move(*custom));
+    if (!sum)
+        co_return sum.error();
+
+    // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
+    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    if (s.closed_)
+        co_return failure{make_error_code(errc::session_closed), "the session was closed"};
+
+    // 5. Still valid against the current leaf? From here to the swap there is no suspension point.
+    const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
+    auto now = revalidate(s, *p, hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id);
+    if (!now)
+        co_return now.error();
+
+    // 6. Validate the result against the current path; 7. commit it.
+    auto result = build(s, *p, *now, *sum);
+    if (!result)
+        co_return result.error();
+    auto e = commit(s, j, *result, *now, *sum);
+    if (!e)
+        co_return e.error();
+    co_return committed{std::move(*e), std::move(*result)};
+}
+
+transaction::step<transaction::plan> transaction::plan_compaction(session& s, const session::job& j)
+{
+    if (s.coordinator_->aborted(j.id))
+        return failure{make_error_code(errc::cancelled), "cancelled before it started"};
+    if (!s.config_.summarizer)
+        return failure{make_error_code(errc::no_summarizer), "no summarizer is configured"};
+    diagnostics diag;
+    plan p;
+    p.leaf = s.log_.leaf_id();
+    auto path = load_planning_path(s.log_, diag);
+    if (!path)
+        return failure{path.error(), diag.message};
+    auto prep = prepare_compaction(path->entries, s.config_.settings, {.counter = &s.counter()}, diag);
+    if (!prep)
+    {
+        const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
+                             prep.error() == make_error_code(compaction::errc::already_compacted);
+        return failure{prep.error(), diag.message, false, nothing && j.request.reason != compaction_reason::manual};
+    }
+    p.path = std::move(path->entries);
+    p.prep = std::move(*prep);
+    return p;
+}
+
+transaction::step<std::optional<compaction_result>> transaction::before_hooks(
+    session& s,
+    const session::job& j,
+    const compaction_preparation& prep
+)
+{
+    std::optional<compaction_result> custom;
+    for (const auto& h : s.before_hooks_)
+    {
+        before_compact_decision d;
+        try
+        {
+            d = h(before_compact_event{j.request.reason, prep, j.request.instructions});
+        }
+        catch (const std::exception& e)
+        {
+            s.logger_->error("before_compact hook threw, skipped: {}", e.what());
+            continue;
+        }
+        if (d.cancel)
+            return failure{make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
+        if (d.result)
+            custom = std::move(d.result);
+    }
+    return custom;
+}
+
+asio::awaitable<transaction::step<transaction::summaries>> transaction::summarize(
+    session& s,
+    session::job& j,
+    const plan& p,
+    std::optional<compaction_result> custom
+)
+{
+    summaries out;
+    const auto& model = s.config_.model;
+    const auto& prep = p.prep;
+    auto scrub = [&](std::string& text) {
+        auto r = s.redactor_->redact(text);
+        for (const auto& [rule, n] : r.counts)
+            out.redactions[rule] += n;
+        text = std::move(r.text);
+    };
+    if (custom)
+    {
+        j.from_hook = true;
+        // Pi 1.6: the model's output limit, clamped so input and output fit the window.
+        const auto cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
+        diagnostics d;
+        if (auto r = check_summary_output({custom->summary, stop_reason::stop, std::nullopt}, cap, d); !r)
+            co_return failure{r.error(), "hook result rejected: " + d.message, true};
+        scrub(custom->summary);
+        out.custom = std::move(custom);
+        co_return out;
+    }
+
+    const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
+    const bool need_history = !prep.messages_to_summarize.empty() || !need_prefix;
+    std::optional<std::string> effort;
+    if (const auto snap = s.current(); snap->thinking_level != "off")
+        effort = snap->thinking_level;
+    auto hp = history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
+                                     j.request.instructions, model.context_window, model.max_output_tokens);
+    auto pp = turn_prefix_summary_prompt(messages_of(prep.turn_prefix_messages), j.request.instructions,
+                                         model.context_window, model.max_output_tokens);
+    hp.reasoning_effort = effort;
+    pp.reasoning_effort = effort;
+    // Secrets never reach the summarizer (seed 001): the history is reference data.
+    scrub(hp.prompt);
+    scrub(pp.prompt);
+
+    if (need_history && need_prefix && s.config_.concurrent_summaries)
+    {
+        // Both at once (opt-in); the first failure cancels the other and is the one reported.
+        using namespace asio::experimental::awaitable_operators;
+        std::optional<failure> first;
+        std::optional<std::tuple<summary_output, summary_output>> both;
+        try
+        {
+            both.emplace(co_await (request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
+                                   request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)));
+        }
+        catch (const request_failed&)
+        {
+        }
+        catch (const asio::multiple_exceptions&)
+        {
+        }
+        if (!both)
+            co_return first.value_or(failure{make_error_code(errc::io_error), "the summary requests failed"});
+        auto& [h, pr] = *both;
+        out.history = std::move(h.text);
+        out.history_usage = h.usage;
+        out.prefix = std::move(pr.text);
+        out.prefix_usage = pr.usage;
+    }
+    else
+    {
+        // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
+        // single-slot local servers answer 429 to parallel requests.
+        if (need_history)
+        {
+            auto h = co_await request(s, j, std::move(hp), summary_kind::history);
+            if (!h)
+                co_return h.error();
+            out.history = std::move(h->text);
+            out.history_usage = h->usage;
+        }
+        if (need_prefix)
+        {
+            auto pr = co_await request(s, j, std::move(pp), summary_kind::turn_prefix);
+            if (!pr)
+                co_return pr.error();
+            out.prefix = std::move(pr->text);
+            out.prefix_usage = pr->usage;
+        }
+    }
+
+    // A model may still echo a secret: the summary is scrubbed before it is validated.
+    if (out.history)
+        scrub(*out.history);
+    if (out.prefix)
+        scrub(*out.prefix);
+    // Pi 1.6 (#11058): a split turn with nothing else to summarize builds on the previous summary.
+    if (!out.history && out.prefix && prep.previous_summary)
+        out.history = prep.previous_summary;
+    co_return out;
+}
+
+asio::awaitable<transaction::step<summary_output>> transaction::request(
+    session& s,
+    session::job& j,
+    summary_prompt prompt,
+    summary_kind kind
+)
+{
+    // Cancelled between two sequential requests: the second one is never sent.
+    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    const auto cap = prompt.max_output_tokens;
+    ++j.model_calls;
+    auto [ec, out] = co_await s.config_.summarizer->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
+    if (agentctx::is_cancelled(ec))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    if (ec)
+    {
+        std::string why = "summary request failed: " + ec.message();
+        if (!out.failure_detail.empty())
+            why += " (" + out.failure_detail + ")";
+        co_return failure{ec, std::move(why)};
+    }
+    diagnostics d;
+    if (auto r = check_summary_output(out, cap, d, kind); !r)
+        co_return failure{r.error(), d.message};
+    co_return out;
+}
+
+asio::awaitable<summary_output> transaction::request_or_throw(
+    session& s,
+    session::job& j,
+    summary_prompt prompt,
+    summary_kind kind,
+    std::optional<failure>& first
+)
+{
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto r = co_await request(s, j, std::move(prompt), kind);
+    if (r)
+        co_return std::move(*r);
+    if (!first)
+        first = r.error();  // the sibling's cancellation, which follows, is not the cause
+    throw request_failed{};
+}
+
+transaction::step<transaction::revalidated> transaction::revalidate(session& s, const plan& p, std::string first_kept)
+{
+    // Appends are fine; a branch switch or another compaction is not.
+    diagnostics diag;
+    auto now = load_planning_path(s.log_, diag);
+    if (!now)
+        return failure{now.error(), diag.message};
+    std::optional<std::size_t> kept_index;
+    for (std::size_t i = 0; i < now->entries.size(); ++i)
+        if (now->entries[i]->id == first_kept)
+            kept_index = i;
+    if (!kept_index || latest_compaction_id(now->entries) != latest_compaction_id(p.path))
+        return failure{make_error_code(errc::stale_plan), "the path changed during the compaction (planned at leaf " +
+                                                              p.leaf.value_or("-") + ", now " +
+                                                              s.log_.leaf_id().value_or("-") + ")"};
+    return revalidated{std::move(now->entries), *kept_index, std::move(first_kept)};
+}
+
+transaction::step<compaction_result> transaction::build(
+    session& s,
+    const plan& p,
+    const revalidated& v,
+    const summaries& sum
+)
+{
+    const auto& model = s.config_.model;
+    if (sum.custom)
+    {
+        compaction_result result = *sum.custom;
+        result.first_kept_entry_id = v.first_kept;
+        if (result.tokens_before == 0)
+            result.tokens_before = p.prep.tokens_before;
+        result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
+        const auto threshold = model.context_window - s.config_.settings.reserve_tokens;
+        if (model.context_window > 0 && result.tokens_after > threshold)
+            return failure{make_error_code(compaction::errc::insufficient_reduction),
+                           "hook result would leave ~" + std::to_string(result.tokens_after) +
+                               " tokens, over the threshold of " + std::to_string(threshold),
+                           true};
+        return result;
+    }
+    compaction_preparation current = p.prep;
+    current.first_kept_index = v.kept_index;
+    current.first_kept_entry_id = v.first_kept;
+    diagnostics diag;
+    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, model.context_window, s.config_.settings,
+                                 diag, s.counter());
+    if (!r)
+        return failure{r.error(), diag.message};
+    return std::move(*r);
+}
+
+transaction::step<entry_ptr> transaction::commit(
+    session& s,
+    const session::job& j,
+    const compaction_result& result,
+    const revalidated& v,
+    const summaries& sum
+)
+{
+    // Build everything first, then store append, log append, snapshot swap.
+    boost::json::value details = result.details;
+    if (details.is_null())
+        details = boost::json::object{};
+    if (details.is_object())
+    {
+        auto& ours = (details.get_object()["agentctx"] = boost::json::object{
+                          {"reason", to_string(j.request.reason)},
+                          {"tokensAfter", result.tokens_after},
+                          {"durationMs", elapsed_ms(j.started)},
+                          {"modelCalls", j.model_calls},
+                          {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
+                      });
+        if (!sum.redactions.empty())
+            ours.get_object()["redactions"] = redactions_json(sum.redactions);
+    }
+    // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
+    // boundary, so Pi projects our compaction with its checkpoint first.
+    const auto total_usage = compaction_usage(sum.history_usage, sum.prefix_usage);
+    const std::string ts = iso_timestamp_now();
+    // The snapshot holds the replay for this leaf (revalidated above): no second projection.
+    auto checkpoint = system_checkpoint(s.current()->system, ts);
+    auto e = std::make_shared<const entry>(make_compaction_entry(
+        s.log_.new_id(), s.log_.leaf_id(), ts, result.summary, v.first_kept, static_cast<double>(result.tokens_before),
+        details, j.from_hook, total_usage ? std::optional(usage_to_json(*total_usage)) : std::nullopt,
+        std::move(checkpoint)
+    ));
+    std::vector<entry_ptr> next_path(v.path.begin(), v.path.end());
+    next_path.push_back(e);
+    auto next = snapshot_from_context(build_session_context(next_path), s.log_.size() + 1, s.counter());
+    diagnostics diag;
+    if (auto r = s.store_->append(*e, diag); !r)
+        return failure{r.error(), diag.message};
+    if (auto r = s.log_.append(e, diag); !r)
+        return failure{r.error(), diag.message};  // unreachable: id and parent were checked
+    s.publish(std::move(next));
+    return e;
+}
+
+bool transaction::still_wanted(const session& s, const session::job& j, asio::cancellation_type cancelled)
+{
+    return cancelled == asio::cancellation_type::none && !s.coordinator_->aborted(j.id);
+}
+
+void transaction::emit_start(session& s, session::job& j)
+{
+    if (j.start_emitted)
+        return;
+    j.start_emitted = true;
+    s.emit(compaction_start_event{j.request.reason});
+}
+
+transaction::result_type transaction::succeed(session& s, const session::job& j, const committed& c)
+{
+    const auto reason = j.request.reason;
+    compaction_outcome out{.attempted = true, .compacted = true, .reason = reason, .will_retry = j.request.will_retry,
+                           .result = c.result, .entry_id = c.entry->id};
+    s.auto_failed_at_.reset();
+    for (const auto& h : s.compacted_hooks_)
+    {
+        try
+        {
+            h(compacted_event{*c.entry, j.from_hook});
+        }
+        catch (const std::exception& ex)
+        {
+            s.logger_->error("compacted hook threw: {}", ex.what());
+        }
+    }
+    s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt});
+    s.logger_->info("compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} model_calls={} "
+                    "entry={}",
+                    to_string(reason), c.result.tokens_before, c.result.tokens_after, elapsed_ms(j.started), j.model_calls,
+                    c.entry->id);
+    return {error_code{}, std::move(out)};
+}
+
+transaction::result_type transaction::fail(session& s, const session::job& j, const failure& f)
+{
+    const auto reason = j.request.reason;
+    const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
+    const bool from_hook = j.from_hook || f.from_hook;
+    compaction_outcome out{.attempted = true, .reason = reason, .message = f.message};
+    if (reason != compaction_reason::manual && !aborted)
+        s.auto_failed_at_ = s.log_.size();
+    if (f.ec == make_error_code(compaction::errc::insufficient_reduction) && reason != compaction_reason::manual)
+        out.message += "; automatic compaction paused until new entries arrive";
+    const auto shown = aborted ? std::nullopt : std::optional(out.message);
+    for (const auto& h : s.failed_hooks_)
+    {
+        try
+        {
+            h(compact_failed_event{reason, shown, aborted, false, from_hook});
+        }
+        catch (const std::exception& e)
+        {
+            s.logger_->error("compact_failed hook threw: {}", e.what());
+        }
+    }
+    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown});
+    s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
+                    f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
+    return {f.ec, std::move(out)};
+}
+
+}  // namespace agentctx::runtime

@@ -1,0 +1,115 @@
+// The running compaction's state (session::job) and the transaction coroutine that the session launches.
+#pragma once
+
+#include <agentctx/runtime/session.hpp>
+
+#include "compaction_coordinator.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/system/result.hpp>
+
+#include <map>
+#include <vector>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace agentctx::runtime {
+
+/// The one running compaction: what it was asked, its cancellation signal, its counters.
+struct session::job
+{
+    detail::operation_id id = 0;
+    detail::operation_request request;
+    boost::asio::cancellation_signal signal;  ///< emitted on the strand only
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    int model_calls = 0;
+    bool start_emitted = false;
+    bool from_hook = false;  ///< a before_compact hook supplied (or vetoed) the result
+};
+
+/// The compaction transaction; a friend of session so its steps can reach the session's state.
+struct transaction
+{
+    using result_type = std::pair<boost::system::error_code, compaction_outcome>;
+
+    /// Plans, runs the hooks, summarizes, revalidates, builds and commits; reports the outcome
+    /// (events, hooks, log line) either way. Runs on the session's strand.
+    /// @par Per-operation cancellation
+    /// `terminal` (bound to the job's signal): the model request stops and the transaction
+    /// completes with `cancelled`; nothing is written after a cancellation.
+    static boost::asio::awaitable<result_type> run(std::shared_ptr<session> self, std::shared_ptr<session::job> job);
+
+private:
+    /// Why a step stopped the transaction.
+    struct failure
+    {
+        boost::system::error_code ec;
+        std::string message;
+        bool from_hook = false;
+        /// An automatic compaction with nothing to prepare: no events, no hooks (delta §10.5 step 2).
+        bool silent = false;
+    };
+    template <class T>
+    using step = boost::system::result<T, failure>;
+
+    /// What planning chose, against the path it saw.
+    struct plan
+    {
+        std::optional<std::string> leaf;
+        std::vector<compaction::entry_ptr> path;
+        compaction::compaction_preparation prep;
+    };
+    /// What the model (or a hook) wrote, scrubbed of secrets.
+    struct summaries
+    {
+        std::optional<compaction::compaction_result> custom;  ///< a before_compact hook's result
+        std::optional<std::string> history, prefix;
+        std::optional<compaction::usage> history_usage, prefix_usage;
+        std::map<std::string, std::size_t> redactions;
+    };
+    /// The current path, against which the result is validated and committed.
+    struct revalidated
+    {
+        std::vector<compaction::entry_ptr> path;
+        std::size_t kept_index = 0;
+        std::string first_kept;
+    };
+    struct committed
+    {
+        compaction::entry_ptr entry;
+        compaction::compaction_result result;
+    };
+
+    // The steps, in order. Coroutine steps take references: their caller awaits them at once.
+    static boost::asio::awaitable<step<committed>> attempt(session& s, session::job& j);
+    static step<plan> plan_compaction(session& s, const session::job& j);
+    static step<std::optional<compaction::compaction_result>> before_hooks(
+        session& s, const session::job& j, const compaction::compaction_preparation& prep);
+    static boost::asio::awaitable<step<summaries>> summarize(
+        session& s, session::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
+    static step<revalidated> revalidate(session& s, const plan& p, std::string first_kept);
+    static step<compaction::compaction_result> build(
+        session& s, const plan& p, const revalidated& v, const summaries& sum);
+    static step<compaction::entry_ptr> commit(
+        session& s, const session::job& j, const compaction::compaction_result& result, const revalidated& v,
+        const summaries& sum);
+
+    // One model request, validated; the `_or_throw` form feeds Asio's `&&`, which cancels the
+    // sibling request only when one throws (the failure itself goes to `first`).
+    static boost::asio::awaitable<step<compaction::summary_output>> request(
+        session& s, session::job& j, compaction::summary_prompt prompt, compaction::summary_kind kind);
+    static boost::asio::awaitable<compaction::summary_output> request_or_throw(
+        session& s, session::job& j, compaction::summary_prompt prompt, compaction::summary_kind kind,
+        std::optional<failure>& first);
+
+    static bool still_wanted(const session& s, const session::job& j, boost::asio::cancellation_type cancelled);
+    static void emit_start(session& s, session::job& j);
+    static result_type succeed(session& s, const session::job& j, const committed& c);
+    static result_type fail(session& s, const session::job& j, const failure& f);
+};
+
+}  // namespace agentctx::runtime
