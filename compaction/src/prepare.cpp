@@ -1,21 +1,50 @@
 // prepare_compaction (Pi 1.6 delta §6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
+#include <set>
+
 namespace agentctx::compaction {
 
 namespace {
 
-// Delta §6 step 9: projected messages without system messages; compactions contribute nothing.
-void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, std::vector<context_message>& out)
+// Delta §6 step 9: projected messages without system messages; compactions contribute nothing,
+// nor do pinned entries (they are kept verbatim).
+void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, const std::set<std::string>& pinned,
+             std::vector<context_message>& out)
 {
     for (std::size_t i = from; i < to; ++i)
     {
-        if (e[i].source->type == entry_type::compaction)
+        if (e[i].source->type == entry_type::compaction || pinned.contains(e[i].source->id))
             continue;
         for (const auto& m : e[i].messages)
             if (m->role != role::system)
                 out.push_back({m, e[i].source->id});
     }
+}
+
+// The pinned entries before the cut: the previous compaction's, then the range's newly pinned
+// (visible) ones. Returns their ids.
+std::set<std::string> collect_pinned(std::span<const projected_entry> e, std::optional<std::size_t> prev,
+                                     std::size_t from, std::size_t to, const pin_policy* pins, boost::json::array& out)
+{
+    std::set<std::string> ids;
+    if (prev)
+        if (const auto* carried = pinned_of(*e[*prev].source))
+            for (const auto& v : *carried)
+            {
+                const auto* id = v.is_object() ? v.get_object().if_contains("id") : nullptr;
+                if (id && id->is_string() && ids.insert(std::string(id->get_string())).second)
+                    out.push_back(v);
+            }
+    if (!pins || pins->empty())
+        return ids;
+    for (std::size_t i = from; i < to; ++i)
+    {
+        const entry& src = *e[i].source;
+        if (!e[i].messages.empty() && pins->pins(src) && ids.insert(src.id).second)
+            out.push_back(src.raw);
+    }
+    return ids;
 }
 
 std::string transcript_message(const std::vector<transcript_issue>& issues)
@@ -58,7 +87,7 @@ result<compaction_preparation> prepare_compaction(
             prev = i;
     p.boundary_projected = prev ? *prev + 1 : 0;
     if (prev)
-        p.previous_summary = e[*prev].source->summary;
+        p.previous_summary = strip_pinned_block(e[*prev].source->summary);
     const std::size_t end = e.size();
     p.boundary_start = p.boundary_projected < end ? e[p.boundary_projected].path_index : path.size();
 
@@ -93,10 +122,11 @@ result<compaction_preparation> prepare_compaction(
     p.crossing_index = cut->crossing_index;
     p.advanced_past_omitted_attempt = cut->advanced_past_omitted_attempt;
 
+    const auto pinned = collect_pinned(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, p.pinned);
     const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
-    collect(e, p.boundary_projected, history_end, p.messages_to_summarize);
+    collect(e, p.boundary_projected, history_end, pinned, p.messages_to_summarize);
     if (p.is_split_turn)
-        collect(e, *p.turn_start_index, p.first_kept_projected, p.turn_prefix_messages);
+        collect(e, *p.turn_start_index, p.first_kept_projected, pinned, p.turn_prefix_messages);
 
     if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
     {

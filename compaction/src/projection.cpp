@@ -2,6 +2,7 @@
 #include <agentctx/compaction/projection.hpp>
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/pinned.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -46,7 +47,8 @@ std::shared_ptr<const message> compaction_summary_message(const entry& c)
     auto m = std::make_shared<message>();
     m->role = role::compaction_summary;
     m->role_name = "compactionSummary";
-    m->summary = c.summary;
+    // With pins, agentctx shows the pinned entries themselves, not the block carried for Pi.
+    m->summary = pinned_of(c) ? strip_pinned_block(c.summary) : c.summary;
     m->tokens_before = c.tokens_before;
     m->timestamp = parse_iso_timestamp(c.timestamp).value_or(0);
     return m;
@@ -56,9 +58,14 @@ std::vector<std::shared_ptr<const message>> entry_messages(const entry& e)
 {
     if (e.type == entry_type::compaction)
     {
+        std::vector<std::shared_ptr<const message>> out;
         if (e.system_message)
-            return {e.system_message, compaction_summary_message(e)};
-        return {compaction_summary_message(e)};
+            out.push_back(e.system_message);
+        out.push_back(compaction_summary_message(e));
+        // Pinned entries the compaction covers: verbatim, in their order, after the summary.
+        for (auto& m : pinned_messages(e))
+            out.push_back(std::move(m));
+        return out;
     }
     if (auto m = message_of_entry(e))
         return {std::move(m)};

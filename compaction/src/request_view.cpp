@@ -36,6 +36,13 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
         r.messages.push_back(msgs.front());
         r.tokens.fixed = static_cast<std::int64_t>(counter.count(*msgs.front().msg));
         first = 1;
+        // The compaction's pinned entries follow its summary: fixed as well, never trimmed.
+        while (first < msgs.size() && msgs[first].entry_id == msgs.front().entry_id)
+        {
+            r.messages.push_back(msgs[first]);
+            r.tokens.fixed += static_cast<std::int64_t>(counter.count(*msgs[first].msg));
+            ++first;
+        }
     }
     // Group starts, then merge groups joined by a tool round (a result after its call's group).
     std::vector<std::size_t> group_of(msgs.size(), 0);

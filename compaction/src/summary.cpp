@@ -2,6 +2,7 @@
 #include <agentctx/compaction/summary.hpp>
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
 namespace agentctx::compaction {
@@ -181,6 +182,8 @@ result<compaction_result> assemble_compaction(
     }
     const file_lists lists = compute_file_lists(prep.file_ops);
     r.summary += format_file_operations(lists);
+    r.summary += render_pinned_block(prep.pinned);
+    r.pinned = prep.pinned;
     r.details = file_lists_details(lists);
     r.first_kept_entry_id = prep.first_kept_entry_id;
     r.tokens_before = prep.tokens_before;

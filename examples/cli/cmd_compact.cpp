@@ -124,6 +124,14 @@ int cmd_compact(int argc, char** argv)
                     return exit_usage;
                 }
                 config.redaction = *redaction;
+                // {"pinned": {"customTypes", "ids"}}: entries kept verbatim through compactions.
+                auto pins = compaction::parse_pin_settings(v.get_object(), rdiag);
+                if (!pins)
+                {
+                    print_error(json, pins.error().message(), rdiag.message);
+                    return exit_usage;
+                }
+                config.pins = std::move(*pins);
             }
         }
         if (const auto name = a->get("provider"))

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -134,7 +135,8 @@ transaction::step<transaction::plan> transaction::plan_compaction(session& s, co
     auto path = load_planning_path(s.log_, diag);
     if (!path)
         return failure{path.error(), diag.message};
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.counter = &s.counter()}, diag);
+    auto prep = prepare_compaction(path->entries, s.config_.settings, {.counter = &s.counter(), .pins = &s.config_.pins},
+                                   diag);
     if (!prep)
     {
         const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
@@ -213,6 +215,8 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
                                          model.context_window, model.max_output_tokens);
     hp.reasoning_effort = effort;
     pp.reasoning_effort = effort;
+    hp.prompt += pinned_prompt_note(prep.pinned);
+    pp.prompt += pinned_prompt_note(prep.pinned);
     // Secrets never reach the summarizer (seed 001): the history is reference data.
     scrub(hp.prompt);
     scrub(pp.prompt);
@@ -350,6 +354,8 @@ transaction::step<compaction_result> transaction::build(
     {
         compaction_result result = *sum.custom;
         result.first_kept_entry_id = v.first_kept;
+        result.summary += render_pinned_block(p.prep.pinned);  // pins survive a hook's result too
+        result.pinned = p.prep.pinned;
         if (result.tokens_before == 0)
             result.tokens_before = p.prep.tokens_before;
         result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
@@ -395,6 +401,8 @@ transaction::step<entry_ptr> transaction::commit(
                       });
         if (!sum.redactions.empty())
             ours.get_object()["redactions"] = redactions_json(sum.redactions);
+        if (!result.pinned.empty())
+            ours.get_object()["pinned"] = result.pinned;
     }
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
     // boundary, so Pi projects our compaction with its checkpoint first.

@@ -1043,3 +1043,61 @@ TEST_F(session_test, secrets_never_reach_the_summarizer_or_the_committed_summary
     // The session file itself is never rewritten: the original line still holds the token.
     EXPECT_NE(file().find(github), std::string::npos);
 }
+
+TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions)
+{
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    t.entry("custom_message", "rem", {{"customType", "reminder"}, {"content", "Never push to main."}, {"display", false}});
+    for (int i = 1; i < 10; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    summarizer_->push({script_step::succeed, "## Goal\nfirst"});
+    summarizer_->push({script_step::succeed, "## Goal\nsecond"});
+    auto c = config();
+    c.pins.custom_types = {"reminder"};
+    auto s = open_file(t.text, c);
+    auto customs = [&] {
+        std::vector<std::string> out;
+        for (const auto& m : s->context())
+            if (m.msg->role == compaction::role::custom)
+                out.push_back(compaction::content_text(m.msg->content));
+        return out;
+    };
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    // The summarizer neither sees the reminder as history nor is left unaware that it is kept.
+    const std::string sent = summarizer_->prompts()[0].prompt;
+    EXPECT_EQ(sent.find("Never push to main."), std::string::npos);
+    EXPECT_NE(sent.find("<kept-verbatim>\n1 pinned entry (reminder)"), std::string::npos) << sent;
+    // agentctx: the reminder right after the summary; Pi: the labelled block in the summary.
+    const auto ctx = s->context();
+    ASSERT_GE(ctx.size(), 2u);
+    EXPECT_EQ(ctx[0].msg->role, compaction::role::compaction_summary);
+    EXPECT_EQ(ctx[1].msg->custom_type, "reminder");
+    EXPECT_EQ(customs(), std::vector<std::string>{"Never push to main."});
+    auto line = lines_of(file()).back();
+    EXPECT_NE(std::string(line.at("summary").as_string()).find("[reminder]\nNever push to main."), std::string::npos);
+    EXPECT_EQ(line.at("details").at("agentctx").at("pinned").as_array().size(), 1u);
+
+    for (int i = 10; i < 20; ++i)
+    {
+        const double at = 1768467900000.0 + i * 1000;
+        append(*s, {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", tokens(100)}, {"timestamp", at}}}});
+        append(*s, {{"type", "message"},
+                    {"message", json::object{{"role", "assistant"},
+                                             {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+                                             {"api", "anthropic-messages"}, {"provider", "anthropic"},
+                                             {"model", "claude-sonnet-4-5"}, {"stopReason", "stop"},
+                                             {"timestamp", at + 500}}}});
+    }
+    auto r2 = compact(*s);
+    run_until([&] { return r2->done; });
+    ASSERT_TRUE(r2->outcome.compacted) << r2->outcome.message;
+    EXPECT_EQ(summarizer_->prompts()[1].prompt.find("Never push to main."), std::string::npos);
+    EXPECT_EQ(customs(), std::vector<std::string>{"Never push to main."});
+    line = lines_of(file()).back();
+    const std::string summary(line.at("summary").as_string());
+    EXPECT_EQ(summary.find("Never push to main."), summary.rfind("Never push to main."));  // exactly once
+    EXPECT_NE(summary.find("Never push to main."), std::string::npos);
+}

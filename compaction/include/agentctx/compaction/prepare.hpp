@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/file_ops.hpp>
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/transcript.hpp>
@@ -18,6 +19,9 @@ struct plan_options
 {
     compat_mode mode = compat_mode::agentctx;
     const token_counter* counter = nullptr;  ///< nullptr = default (chars/4)
+    /// Entries that stay verbatim (agentctx mode): excluded from the summarized input and
+    /// carried by the compaction. nullptr = none beyond those the previous compaction carries.
+    const pin_policy* pins = nullptr;
 };
 
 struct compaction_preparation
@@ -37,6 +41,9 @@ struct compaction_preparation
     std::optional<std::string> previous_summary;
     file_operations file_ops;
     std::optional<std::size_t> crossing_index;  ///< where the keepRecentTokens walk stopped
+    /// The pinned entries before the cut (the entries' own JSON, in path order): those the
+    /// previous compaction carries, then the newly covered ones the policy pins.
+    boost::json::array pinned;
 };
 
 /// Plans a compaction of the path (root first, leaf last) as Pi 1.6's prepareCompaction does, on

@@ -86,6 +86,9 @@ struct compaction_result
     std::int64_t tokens_before = 0;
     boost::json::value details;  ///< {readFiles, modifiedFiles}
     std::int64_t tokens_after = 0;  ///< estimated tokens of summary + retained suffix
+    /// The pinned entries the compaction carries (`details.agentctx.pinned`); the summary ends
+    /// with their labelled block (render_pinned_block) for Pi.
+    boost::json::array pinned;
 };
 
 /// Assembles the stored summary from the validated parts (a split turn merges with

@@ -1,6 +1,7 @@
 // The session actor: one conversation's log, store and snapshot, owned by one strand.
 #pragma once
 
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
@@ -57,6 +58,9 @@ struct session_config
     /// Secrets are replaced with `[REDACTED:<rule>]` in everything sent to the summarizer and
     /// in the summary before it is committed; counts go to `details.agentctx.redactions`.
     compaction::redaction_settings redaction;
+    /// Entries kept verbatim through every compaction (by id, `customType` or predicate): never
+    /// summarized, carried by each compaction that covers them and shown right after its summary.
+    compaction::pin_policy pins;
 };
 
 /// What a trigger or a compaction did.

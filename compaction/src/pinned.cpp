@@ -1,0 +1,174 @@
+// Pinned entries: the policy, the compaction's carried copies, and the labelled block for Pi.
+#include <agentctx/compaction/pinned.hpp>
+
+#include <agentctx/compaction/projection.hpp>
+
+#include <algorithm>
+
+namespace agentctx::compaction {
+
+namespace {
+
+bool pinnable(const entry& e)
+{
+    if (e.type == entry_type::custom_message)
+        return true;
+    return e.type == entry_type::message && e.message && e.message->role == role::user;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s)
+{
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// A list of non-empty strings at `pinned.<key>`.
+result<void> read_strings(const boost::json::object& sec, const char* key, std::vector<std::string>& out,
+                          diagnostics& diag)
+{
+    const auto* v = sec.if_contains(key);
+    if (!v)
+        return {};
+    const std::string field = std::string("pinned.") + key;
+    if (!v->is_array())
+    {
+        diag.field = field;
+        diag.message = "settings: field '" + field + "': expected an array of strings";
+        return errc::invalid_settings;
+    }
+    for (std::size_t i = 0; i < v->get_array().size(); ++i)
+    {
+        const auto& item = v->get_array()[i];
+        if (!item.is_string() || item.get_string().empty())
+        {
+            diag.field = field + "[" + std::to_string(i) + "]";
+            diag.message = "settings: field '" + diag.field + "': expected a non-empty string";
+            return errc::invalid_settings;
+        }
+        out.emplace_back(item.get_string());
+    }
+    return {};
+}
+
+}  // namespace
+
+result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagnostics& diag)
+{
+    pin_policy out;
+    const auto* section = settings.if_contains("pinned");
+    if (!section)
+        return out;
+    if (!section->is_object())
+    {
+        diag.field = "pinned";
+        diag.message = "settings: field 'pinned': expected an object";
+        return errc::invalid_settings;
+    }
+    if (auto r = read_strings(section->get_object(), "customTypes", out.custom_types, diag); !r)
+        return r.error();
+    if (auto r = read_strings(section->get_object(), "ids", out.ids, diag); !r)
+        return r.error();
+    return out;
+}
+
+bool pin_policy::pins(const entry& e) const
+{
+    if (empty() || !pinnable(e))
+        return false;
+    if (contains(ids, e.id))
+        return true;
+    if (e.type == entry_type::custom_message && contains(custom_types, e.custom_type))
+        return true;
+    return predicate && predicate(e);
+}
+
+const boost::json::array* pinned_of(const entry& compaction)
+{
+    if (compaction.type != entry_type::compaction || !compaction.details.is_object())
+        return nullptr;
+    const auto* ours = compaction.details.get_object().if_contains("agentctx");
+    if (!ours || !ours->is_object())
+        return nullptr;
+    const auto* pinned = ours->get_object().if_contains("pinned");
+    return pinned && pinned->is_array() && !pinned->get_array().empty() ? &pinned->get_array() : nullptr;
+}
+
+std::vector<std::shared_ptr<const message>> pinned_messages(const entry& compaction)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    const auto* pinned = pinned_of(compaction);
+    if (!pinned)
+        return out;
+    for (const auto& v : *pinned)
+    {
+        if (!v.is_object())
+            continue;
+        diagnostics diag;
+        auto e = decode_entry(v.get_object(), diag);
+        if (!e || !pinnable(*e))
+            continue;  // a hand-edited item: skipped, never a load failure
+        if (auto m = message_of_entry(*e))
+            out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::string render_pinned_block(const boost::json::array& pinned)
+{
+    std::string body;
+    for (const auto& v : pinned)
+    {
+        if (!v.is_object())
+            continue;
+        diagnostics diag;
+        auto e = decode_entry(v.get_object(), diag);
+        if (!e)
+            continue;
+        const auto m = message_of_entry(*e);
+        if (!m)
+            continue;
+        body += e->type == entry_type::custom_message ? "[" + e->custom_type + "]\n" : std::string("[user]\n");
+        body += content_text(m->content);
+        body += "\n";
+    }
+    if (body.empty())
+        return {};
+    return "\n\n" + std::string(pinned_block_open) + body + std::string(pinned_block_close);
+}
+
+std::string pinned_prompt_note(const boost::json::array& pinned)
+{
+    if (pinned.empty())
+        return {};
+    std::vector<std::string> kinds;
+    for (const auto& v : pinned)
+    {
+        const auto* o = v.if_object();
+        const auto* t = o ? o->if_contains("customType") : nullptr;
+        std::string kind = t && t->is_string() ? std::string(t->get_string()) : std::string("user message");
+        if (!contains(kinds, kind))
+            kinds.push_back(std::move(kind));
+    }
+    std::string list;
+    for (const auto& k : kinds)
+        list += (list.empty() ? "" : ", ") + k;
+    return "\n\n<kept-verbatim>\n" + std::to_string(pinned.size()) +
+           " pinned entr" + (pinned.size() == 1 ? "y" : "ies") + " (" + list +
+           ") are kept verbatim right after this summary and are not part of the conversation above. Do not "
+           "restate, paraphrase or replace them; summarize only the rest.\n</kept-verbatim>";
+}
+
+std::string strip_pinned_block(std::string_view summary)
+{
+    const auto open = summary.rfind(pinned_block_open);
+    if (open == std::string_view::npos)
+        return std::string(summary);
+    const auto close = summary.find(pinned_block_close, open);
+    if (close == std::string_view::npos || close + pinned_block_close.size() != summary.size())
+        return std::string(summary);  // not our trailing block: leave the text alone
+    auto head = summary.substr(0, open);
+    while (!head.empty() && head.back() == '\n')
+        head.remove_suffix(1);
+    return std::string(head);
+}
+
+}  // namespace agentctx::compaction
