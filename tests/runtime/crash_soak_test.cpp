@@ -607,3 +607,45 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     EXPECT_GT(fig.kills_in_commit, 0u) << "no kill landed inside a compaction's commit";
     fs::remove_all(dir);
 }
+
+// A kill inside jsonl_store::create must not leave a file that neither open (empty or torn header:
+// the strict load fails) nor create (already_exists) accepts: the path holds a complete header
+// or nothing.
+TEST(crash_soak, a_kill_during_create_leaves_a_complete_header_or_no_file)
+{
+    const std::uint64_t seed = env_number("AGENTCTX_SOAK_SEED", std::random_device{}());
+    std::printf("create soak: seed %llu\n", static_cast<unsigned long long>(seed));
+    std::mt19937_64 rng(seed);
+    const fs::path dir = fs::temp_directory_path() / ("agentctx-soak-create-" + std::to_string(::getpid()));
+    std::uint64_t checked = 0;
+    for (int round = 0; round < 60; ++round)
+    {
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        const kill_plan plan{kill_at::after_ready, std::chrono::microseconds(20 + rng() % 3000)};
+        const auto run = run_child({AGENTCTX_SOAK_CHILD, "--create", dir.string(), "3"}, dir.parent_path() / (dir.filename().string() + ".stderr"), plan);
+        ASSERT_TRUE(run.killed) << "the child ended on its own: " << slurp(dir.parent_path() / (dir.filename().string() + ".stderr"));
+        std::set<std::string> acked;
+        for (const auto& l : run.lines)
+            if (l[0] == 'A')
+                acked.insert("c" + l.substr(2) + ".jsonl");
+        for (const auto& de : fs::directory_iterator(dir))
+        {
+            const auto name = de.path().filename().string();
+            SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", " + name);
+            ASSERT_TRUE(name.starts_with("c") && name.ends_with(".jsonl")) << "litter left by create";
+            compaction::diagnostics diag;
+            auto st = runtime::jsonl_store::open(de.path(), {}, diag);
+            ASSERT_TRUE(st) << diag.message;
+            compaction::load_report report;
+            auto log = (*st)->load({}, report, diag);
+            ASSERT_TRUE(log) << "a killed create left an unloadable file (" << fs::file_size(de.path()) << " bytes): " << diag.message;
+            acked.erase(name);
+            ++checked;
+        }
+        ASSERT_TRUE(acked.empty()) << "an acknowledged create is missing: " << *acked.begin();
+    }
+    fs::remove_all(dir);
+    fs::remove(dir.parent_path() / (dir.filename().string() + ".stderr"));
+    std::printf("create soak: 60 kills, %llu files checked\n", static_cast<unsigned long long>(checked));
+}

@@ -1,6 +1,10 @@
 // soak_child: the process the crash-injection soak (tests/runtime/crash_soak_test.cpp) kills.
 //
 // usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY
+//        soak_child --create DIR ACK_FD
+//
+// The second form creates DIR/c0.jsonl, DIR/c1.jsonl, ... with jsonl_store::create, one after
+// the other, and acknowledges each ("A <n>") once create returned (after an "R" line).
 //
 // Opens the existing session FILE (jsonl_store, default fsync policy, strict load), then appends
 // turns forever: a user message, and an assistant reply or an assistant tool call plus its tool
@@ -198,8 +202,30 @@ asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq
 
 }  // namespace
 
+int create_loop(const std::string& dir)
+{
+    for (std::uint64_t n = 0;; ++n)
+    {
+        compaction::diagnostics diag;
+        const auto path = dir + "/c" + std::to_string(n) + ".jsonl";
+        // fsync never: a fast loop, so more kills land inside create.
+        auto st = runtime::jsonl_store::create(path, compaction::make_header("c" + std::to_string(n), "2026-01-15T09:00:00.000Z", "/"),
+                                               {.fsync = runtime::fsync_policy::never}, diag);
+        if (!st)
+            die("create " + path + ": " + st.error().message() + ": " + diag.message);
+        st->reset();
+        send("A " + std::to_string(n));
+    }
+}
+
 int main(int argc, char** argv)
 {
+    if (argc == 4 && std::string(argv[1]) == "--create")
+    {
+        ack_fd = std::atoi(argv[3]);
+        send("R");
+        return create_loop(argv[2]);
+    }
     if (argc != 6)
     {
         std::fprintf(stderr, "usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY\n");
