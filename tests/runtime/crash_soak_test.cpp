@@ -4,7 +4,7 @@
 // every acknowledged entry exactly once on one intact parent chain, never change bytes already
 // written, and have at most a torn final line — which the next child's first append repairs.
 //
-// Environment: AGENTCTX_SOAK_KILLS=N (default 200; a bench run uses thousands),
+// Environment: AGENTCTX_SOAK_KILLS=N (default 200, 100 under sanitizers; a bench run uses thousands),
 // AGENTCTX_SOAK_SEED=S (replays the same plan; the kill timing itself is not reproducible).
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/json_text.hpp>
@@ -54,6 +54,12 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback)
     return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+
 // Where the kill lands.
 enum class kill_at
 {
@@ -61,6 +67,7 @@ enum class kill_at
     early,        ///< a random delay (0 .. 3 ms) after the spawn: during exec, load, open, repair
     on_start,     ///< a random delay (0 .. 300 µs) after a compaction starts
     on_commit,    ///< at once when the compaction entry is about to be written and synced
+    after_commit, ///< a random delay (0 .. 2 ms) after the first compaction completed
 };
 
 struct kill_plan
@@ -161,6 +168,8 @@ child_run run_child(const std::vector<std::string>& args, const fs::path& err_pa
                 deadline = at + plan.delay;
             else if (line[0] == 'C' && plan.at == kill_at::on_commit)
                 send_kill(pid, run);
+            else if (line[0] == 'K' && plan.at == kill_at::after_commit && !deadline)
+                deadline = at + plan.delay;
         }
     }
     if (!run.killed && !eof)
@@ -499,7 +508,8 @@ std::string describe(const kill_plan& p)
     const char* at = p.at == kill_at::after_ready ? "after_ready"
                    : p.at == kill_at::early      ? "early"
                    : p.at == kill_at::on_start   ? "on_start"
-                                                 : "on_commit";
+                   : p.at == kill_at::on_commit  ? "on_commit"
+                                                 : "after_commit";
     return std::string(at) + "+" + std::to_string(p.delay.count()) + "us";
 }
 
@@ -507,7 +517,8 @@ std::string describe(const kill_plan& p)
 
 TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
 {
-    const std::uint64_t kills = env_number("AGENTCTX_SOAK_KILLS", 200);
+    // Under sanitizers a child takes ~75 ms to start instead of ~12 ms: half the kills by default.
+    const std::uint64_t kills = env_number("AGENTCTX_SOAK_KILLS", sanitized ? 100 : 200);
     const std::uint64_t seed = env_number("AGENTCTX_SOAK_SEED", std::random_device{}());
     std::printf("crash soak: %llu kills, seed %llu (AGENTCTX_SOAK_SEED=%llu replays the plan)\n",
                 static_cast<unsigned long long>(kills), static_cast<unsigned long long>(seed),
@@ -517,7 +528,11 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path err_path = dir / "child.stderr";
-    constexpr std::uint64_t rounds_per_file = 50;  // bounds the file (and load time) in long runs
+    // A new file every 25 kills bounds the file, and with it the load and compaction times (a
+    // compaction's planning walks the whole path, which here is the whole file).
+    constexpr std::uint64_t rounds_per_file = 25;
+    // Sanitized children are slower (a compaction takes ~10x longer): kill later.
+    constexpr double slow = sanitized ? 4.0 : 1.0;
 
     figures fig;
     file_state f;
@@ -539,23 +554,30 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         }
         kill_plan plan;
         const auto pick = rng() % 100;
-        if (pick < 55)
+        if (pick < 50)
         {
             plan.at = kill_at::after_ready;
-            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(std::exp(std::uniform_real_distribution<double>(std::log(10.0), std::log(30000.0))(rng))));
+            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(
+                std::exp(std::uniform_real_distribution<double>(std::log(10.0), std::log(30000.0 * slow))(rng))
+            ));
         }
         else if (pick < 65)
         {
             plan.at = kill_at::early;
-            plan.delay = std::chrono::microseconds(rng() % 3000);
+            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(rng() % 3000) * slow));
         }
         else if (pick < 75)
         {
             plan.at = kill_at::on_start;
             plan.delay = std::chrono::microseconds(rng() % 300);
         }
-        else
+        else if (pick < 90)
             plan.at = kill_at::on_commit;
+        else
+        {
+            plan.at = kill_at::after_commit;
+            plan.delay = std::chrono::microseconds(rng() % 2000);
+        }
         const std::uint64_t every = 3 + rng() % 10;
         const std::uint64_t child_seed = rng();
         SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", file " + f.path.string() +

@@ -138,7 +138,7 @@ std::string filler(std::mt19937_64& rng, bool tool)
                                         "line", "check", "torn", "tail", "repair", "sync", "entry", "id"};
     std::size_t n = std::uniform_int_distribution<std::size_t>(4, 60)(rng);
     if (tool && rng() % 24 == 0)
-        n = std::uniform_int_distribution<std::size_t>(8000, 40000)(rng);
+        n = std::uniform_int_distribution<std::size_t>(2000, 10000)(rng);  // 10-60 KB
     std::string out;
     for (std::size_t i = 0; i < n; ++i)
     {
