@@ -158,6 +158,8 @@ child_run run_child(const std::vector<std::string>& args, const fs::path& err_pa
         {
             const std::string line = buf.substr(parsed, nl - parsed);
             const auto at = clock_type::now();
+            if (line.empty())
+                continue;
             if (line[0] == 'R')
             {
                 fallback = at + std::chrono::seconds(2);
