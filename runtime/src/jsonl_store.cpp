@@ -125,7 +125,15 @@ result<std::unique_ptr<jsonl_store>> jsonl_store::create(
 )
 {
     opts.read_only = false;
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // The header goes into an unnamed file (O_TMPFILE) that is linked at `path` once complete, so
+    // a crash inside create leaves a whole header or no file: never an empty or torn header, which
+    // neither open (the load fails) nor create (already_exists) would accept. Where the file
+    // system has no O_TMPFILE, `path` is created directly (and a crash can leave it empty).
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    int fd = ::open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0644);
+    const bool unnamed = fd >= 0;
+    if (!unnamed)
+        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
     {
         const int err = errno;
@@ -142,6 +150,21 @@ result<std::unique_ptr<jsonl_store>> jsonl_store::create(
     std::unique_ptr<jsonl_store> s(new jsonl_store(path, std::move(holder), opts));
     if (auto r = s->write_header(header, diag); !r)
         return r.error();
+    if (unnamed)
+    {
+        // Fails with EEXIST if the path was taken meanwhile; the lock comes along with the inode.
+        const std::string self = "/proc/self/fd/" + std::to_string(fd);
+        if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        {
+            const int err = errno;
+            if (err == EEXIST)
+            {
+                diag.message = "a file already exists at '" + path.string() + "'";
+                return errc::already_exists;
+            }
+            return io_failure(diag, "cannot create", path, err).error();
+        }
+    }
     return s;
 }
 

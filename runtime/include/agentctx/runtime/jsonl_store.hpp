@@ -42,7 +42,9 @@ public:
         diagnostics& diag
     );
 
-    /// Creates a new file (fails with already_exists) and writes `header` into it.
+    /// Creates a new file (fails with already_exists) and writes `header` into it. The file is
+    /// written unnamed (O_TMPFILE) and linked at `path` with its header complete, so a crash
+    /// inside create never leaves an empty or torn header behind.
     static result<std::unique_ptr<jsonl_store>> create(
         const std::filesystem::path& path,
         const compaction::session_header& header,
