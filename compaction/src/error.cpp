@@ -1,6 +1,8 @@
 // The compaction module's error_category.
 #include <agentctx/compaction/error.hpp>
 
+#include <agentctx/compaction/error_category.hpp>
+
 namespace agentctx::compaction {
 
 const char* to_string(errc e) noexcept
@@ -37,20 +39,9 @@ const char* to_string(errc e) noexcept
     return "unknown";
 }
 
-namespace {
-
-class category final : public boost::system::error_category
-{
-public:
-    const char* name() const noexcept override { return "agentctx.compaction"; }
-    std::string message(int ev) const override { return to_string(static_cast<errc>(ev)); }
-};
-
-}  // namespace
-
 const boost::system::error_category& error_category() noexcept
 {
-    static const category instance;
+    static const agentctx::detail::module_category<errc> instance{"agentctx.compaction", &to_string};
     return instance;
 }
 

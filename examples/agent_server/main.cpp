@@ -36,10 +36,17 @@ int main(int argc, char** argv)
             opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
             opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
+        else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
+            opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
         else
         {
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
+                                 "                    [--max-open-sessions N (256; 0 = no limit)]\n"
+                                 "Idle sessions beyond --max-open-sessions are closed, least recently used first, and\n"
+                                 "reopened from disk on their next request; when every open session is busy, a request\n"
+                                 "that needs another one gets 503 too_many_open_sessions. Each open session holds two\n"
+                                 "descriptors: keep 2 * N well under `ulimit -n`.\n"
                                  "The model provider comes from the environment (see the README); offline otherwise.\n");
             return 2;
         }

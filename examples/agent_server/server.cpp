@@ -42,6 +42,50 @@ using boost::system::error_code;
 namespace {
 
 using event_channel = asio::experimental::concurrent_channel<void(error_code, std::string)>;
+/// Closed (never sent on) once a closing session has released its descriptors.
+using release_channel = asio::experimental::concurrent_channel<void(error_code)>;
+
+// The error of a request that needs a session opened while every open one is busy (stores
+// report their own failures in the runtime category, so this one cannot be confused with them).
+const error_code too_many_open_sessions = make_error_code(boost::system::errc::too_many_files_open);
+
+// The session's store, which tells when it is gone: a session is destroyed only once nothing
+// references it, and its store is its last member to go, so this runs when the session's
+// descriptors (its file with the lock, and the log's reader) are closed.
+class released_store final : public runtime::store
+{
+public:
+    explicit released_store(std::unique_ptr<runtime::store> inner) : inner_(std::move(inner)) {}
+    ~released_store() override
+    {
+        inner_.reset();  // closes the file and releases its lock
+        if (on_release_)
+            on_release_();
+    }
+    released_store(const released_store&) = delete;
+    released_store& operator=(const released_store&) = delete;
+
+    /// Set once the session is open (a failed open must not report a release).
+    void on_release(std::function<void()> f) { on_release_ = std::move(f); }
+
+    compaction::result<void> write_header(const compaction::session_header& h, compaction::diagnostics& diag) override
+    {
+        return inner_->write_header(h, diag);
+    }
+    compaction::result<void> append(const compaction::entry& e, compaction::diagnostics& diag) override
+    {
+        return inner_->append(e, diag);
+    }
+    compaction::result<compaction::session_log> load(const compaction::load_options& opts, compaction::load_report& report,
+                                                     compaction::diagnostics& diag) override
+    {
+        return inner_->load(opts, report, diag);
+    }
+
+private:
+    std::unique_ptr<runtime::store> inner_;
+    std::function<void()> on_release_;
+};
 
 // Session ids become file names: only a safe alphabet, so no path can be injected.
 bool valid_id(std::string_view id)
@@ -149,17 +193,43 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     struct session_slot
     {
-        std::shared_ptr<runtime::session> session;
+        std::shared_ptr<runtime::session> session;  ///< null once closing
         std::mutex mu;
         std::vector<std::weak_ptr<event_channel>> subscribers;
+        std::shared_ptr<release_channel> released;
+        // Guarded by impl::mu.
+        std::size_t busy = 0;         ///< leases: requests, automatic checks, event streams
+        std::uint64_t last_used = 0;  ///< the tick of the last lease's end
+        bool closing = false;         ///< closed, waiting for its descriptors to be released
     };
+
+    // A session in use: while any lease on it lives it is not closed to make room.
+    struct lease_state
+    {
+        std::shared_ptr<impl> owner;
+        std::shared_ptr<session_slot> slot;
+        lease_state(std::shared_ptr<impl> o, std::shared_ptr<session_slot> s) : owner(std::move(o)), slot(std::move(s)) {}
+        ~lease_state()
+        {
+            std::lock_guard lock(owner->mu);
+            --slot->busy;
+            slot->last_used = ++owner->tick;
+        }
+        lease_state(const lease_state&) = delete;
+        lease_state& operator=(const lease_state&) = delete;
+        runtime::session& session() const { return *slot->session; }
+    };
+    using lease = std::shared_ptr<lease_state>;
 
     asio::io_context& ioc;
     server_options opts;
     std::string data_dir_prefix;  ///< "/abs/data/dir/", removed from messages sent to clients
     tcp::acceptor acceptor;
+    // Guards `sessions`, `tick` and the slots' registry fields. Never drop the last reference
+    // to a session while holding it: its release takes it.
     std::mutex mu;
-    std::map<std::string, std::shared_ptr<session_slot>> sessions;
+    std::map<std::string, std::shared_ptr<session_slot>> sessions;  ///< open and closing sessions
+    std::uint64_t tick = 0;
     std::atomic<bool> stopped{false};
     std::atomic<std::uint64_t> accept_failures{0};
     std::atomic<std::size_t> connections{0};
@@ -190,43 +260,145 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         });
     }
 
-    // Wraps a store in a session slot with its event fan-out. Caller holds `mu`.
-    compaction::result<std::shared_ptr<session_slot>> adopt(const std::string& id, std::unique_ptr<runtime::store> store,
-                                                            compaction::diagnostics& diag)
+    // Takes a lease on an open slot. Caller holds `mu`.
+    lease take(const std::shared_ptr<session_slot>& slot)
     {
-        auto s = runtime::session::open(ioc.get_executor(), std::move(store), config(), diag);
+        ++slot->busy;
+        return std::make_shared<lease_state>(shared_from_this(), slot);
+    }
+
+    // Wraps a store in a session slot with its event fan-out and leases it. Caller holds `mu`.
+    compaction::result<lease> adopt(const std::string& id, std::unique_ptr<runtime::store> store, compaction::diagnostics& diag)
+    {
+        auto wrapped = std::make_unique<released_store>(std::move(store));
+        auto* notifier = wrapped.get();
+        auto s = runtime::session::open(ioc.get_executor(), std::move(wrapped), config(), diag);
         if (!s)
             return s.error();
         auto slot = std::make_shared<session_slot>();
         slot->session = std::move(*s);
+        slot->released = std::make_shared<release_channel>(ioc.get_executor());
+        notifier->on_release([weak_self = weak_from_this(), weak_slot = std::weak_ptr(slot), id] {
+            auto slot = weak_slot.lock();
+            if (!slot)
+                return;
+            if (auto self = weak_self.lock())
+            {
+                std::lock_guard lock(self->mu);
+                if (auto it = self->sessions.find(id); it != self->sessions.end() && it->second == slot)
+                    self->sessions.erase(it);
+            }
+            slot->released->close();  // wakes every request waiting for this session or for room
+        });
         attach(slot);
         sessions.emplace(id, slot);
-        return slot;
+        return take(slot);
     }
 
-    // Opens a session's file on first use (blocking read; files are append-only logs).
-    compaction::result<std::shared_ptr<session_slot>> find(const std::string& id, compaction::diagnostics& diag)
+    enum class room
     {
-        std::lock_guard lock(mu);
-        if (auto it = sessions.find(id); it != sessions.end())
-            return it->second;
-        auto store = runtime::jsonl_store::open(opts.data_dir / (id + ".jsonl"), {}, diag);
-        if (!store)
-            return store.error();
-        return adopt(id, std::move(*store), diag);
+        available,  ///< one more session may be opened now
+        wait,       ///< a session is closing: wait for its release and look again
+        full,       ///< every open session is busy
+    };
+
+    // Makes room for one more open session: closes the least recently used idle one when the
+    // limit is reached. Caller holds `mu`; it closes `doomed` after unlocking and waits on `wait_on`.
+    room make_room(std::shared_ptr<release_channel>& wait_on, std::shared_ptr<runtime::session>& doomed)
+    {
+        if (opts.max_open_sessions == 0 || sessions.size() < opts.max_open_sessions)
+            return room::available;
+        std::shared_ptr<session_slot> victim, closing;
+        for (const auto& [id, slot] : sessions)
+        {
+            if (slot->closing)
+                closing = slot;
+            else if (slot->busy == 0 && (!victim || slot->last_used < victim->last_used))
+                victim = slot;
+        }
+        if (victim)
+        {
+            victim->closing = true;
+            doomed = std::move(victim->session);
+            wait_on = victim->released;
+            return room::wait;
+        }
+        if (closing)
+        {
+            wait_on = closing->released;
+            return room::wait;
+        }
+        return room::full;
     }
 
-    compaction::result<std::string> create(const std::string& cwd, compaction::diagnostics& diag)
+    // Closes a session made room for, outside `mu`: it is destroyed (and its descriptors
+    // released) once its close has run on its strand.
+    static void retire(std::shared_ptr<runtime::session> doomed)
+    {
+        if (doomed)
+            doomed->close();
+    }
+
+    // A lease on session `id`, opening its file if it is not open (blocking read; files are
+    // append-only logs). A session being closed is waited for and reopened.
+    asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag)
+    {
+        for (;;)
+        {
+            std::shared_ptr<release_channel> wait_on;
+            std::shared_ptr<runtime::session> doomed;
+            {
+                std::lock_guard lock(mu);
+                if (auto it = sessions.find(id); it != sessions.end())
+                {
+                    if (!it->second->closing)
+                        co_return take(it->second);
+                    wait_on = it->second->released;
+                }
+                else if (std::error_code fe; !std::filesystem::exists(opts.data_dir / (id + ".jsonl"), fe))
+                    co_return make_error_code(runtime::errc::not_found);  // an unknown id closes nothing
+                else if (const auto r = make_room(wait_on, doomed); r == room::full)
+                    co_return too_many_open_sessions;
+                else if (r == room::available)
+                {
+                    auto store = runtime::jsonl_store::open(opts.data_dir / (id + ".jsonl"), {}, diag);
+                    if (!store)
+                        co_return store.error();
+                    co_return adopt(id, std::move(*store), diag);
+                }
+            }
+            retire(std::move(doomed));
+            co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+
+    // Creates a session and leases it; its id is the lease's key in `sessions`.
+    asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(const std::string& cwd, compaction::diagnostics& diag)
     {
         const std::string id = new_session_id();
         auto header = compaction::make_header(id, compaction::iso_timestamp_now(), cwd);
-        auto store = runtime::jsonl_store::create(opts.data_dir / (id + ".jsonl"), header, {}, diag);
-        if (!store)
-            return store.error();
-        std::lock_guard lock(mu);
-        if (auto slot = adopt(id, std::move(*store), diag); !slot)
-            return slot.error();
-        return id;
+        for (;;)
+        {
+            std::shared_ptr<release_channel> wait_on;
+            std::shared_ptr<runtime::session> doomed;
+            {
+                std::lock_guard lock(mu);
+                if (const auto r = make_room(wait_on, doomed); r == room::full)
+                    co_return too_many_open_sessions;
+                else if (r == room::available)
+                {
+                    auto store = runtime::jsonl_store::create(opts.data_dir / (id + ".jsonl"), header, {}, diag);
+                    if (!store)
+                        co_return store.error();
+                    auto l = adopt(id, std::move(*store), diag);
+                    if (!l)
+                        co_return l.error();
+                    co_return std::pair(id, std::move(*l));
+                }
+            }
+            retire(std::move(doomed));
+            co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
+        }
     }
 
     // Accepts until the acceptor closes: a failed accept is retried (after a pause when out of
@@ -296,6 +468,15 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         return http::status::bad_gateway;  // the model provider failed
     }
 
+    static response busy_reply(const http::request<http::string_body>& req, std::size_t limit)
+    {
+        auto res = reply(req, http::status::service_unavailable,
+                         error_body("too_many_open_sessions",
+                                    "all " + std::to_string(limit) + " open sessions are in use; retry later"));
+        res.set(http::field::retry_after, "1");
+        return res;
+    }
+
     // Routes one request. SSE requests are handled in serve() itself.
     asio::awaitable<response> route(std::shared_ptr<impl> self, http::request<http::string_body>& req)
     {
@@ -318,21 +499,29 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             if (!post)
                 co_return reply(req, http::status::method_not_allowed, error_body("method_not_allowed", "use POST"));
             const auto* cwd = body.if_contains("cwd");
-            auto id = self->create(cwd && cwd->is_string() ? std::string(cwd->get_string()) : std::string("/"), diag);
-            if (!id)
+            std::string dir = "/";  // no temporaries around co_await: GCC 12 destroys them twice
+            if (cwd && cwd->is_string())
+                dir = std::string(cwd->get_string());
+            auto created = co_await self->create(dir, diag);
+            if (!created && created.error() == too_many_open_sessions)
+                co_return busy_reply(req, self->opts.max_open_sessions);
+            if (!created)
             {
                 spdlog::error("cannot create a session: {}", diag.message);
-                co_return reply(req, http::status::internal_server_error, error_body(id.error().message(), public_message(id.error(), diag)));
+                co_return reply(req, http::status::internal_server_error,
+                                error_body(created.error().message(), public_message(created.error(), diag)));
             }
-            co_return reply(req, http::status::created, json::object{{"id", *id}});
+            co_return reply(req, http::status::created, json::object{{"id", created->first}});
         }
         if (parts.size() != 4 || !valid_id(parts[2]))
             co_return reply(req, http::status::not_found, error_body("not_found", "no such endpoint"));
-        auto slot = self->find(parts[2], diag);
-        if (!slot)
-            co_return reply(req, status_for(slot.error()),
-                            error_body(slot.error().message(), "session '" + parts[2] + "': " + public_message(slot.error(), diag)));
-        auto& session = *(*slot)->session;
+        auto held = co_await self->find(parts[2], diag);
+        if (!held && held.error() == too_many_open_sessions)
+            co_return busy_reply(req, self->opts.max_open_sessions);
+        if (!held)
+            co_return reply(req, status_for(held.error()),
+                            error_body(held.error().message(), "session '" + parts[2] + "': " + public_message(held.error(), diag)));
+        auto& session = (*held)->session();
         const std::string& action = parts[3];
         if (action == "entries" && post)
         {
@@ -351,7 +540,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 // The automatic check after each assistant message; its result shows on /events.
                 compaction::diagnostics d;
                 if (auto m = compaction::decode_message(message, "message", d))
-                    session.async_on_turn_end(std::move(*m), [](error_code, runtime::compaction_outcome) {});
+                    session.async_on_turn_end(std::move(*m), [hold = *held](error_code, runtime::compaction_outcome) {});
             }
             co_return reply(req, http::status::created, json::object{{"id", id}});
         }
@@ -425,10 +614,12 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         }
     }
 
-    // Streams a session's events until the client goes away or the server stops.
+    // Streams a session's events until the client goes away or the server stops; the lease
+    // keeps the session open meanwhile.
     static asio::awaitable<void> stream_events(std::shared_ptr<impl> self, beast::tcp_stream& stream,
-                                               const http::request<http::string_body>& req, std::shared_ptr<session_slot> slot)
+                                               const http::request<http::string_body>& req, lease held)
     {
+        const auto& slot = held->slot;
         auto channel = std::make_shared<event_channel>(self->ioc.get_executor(), 256);
         {
             std::lock_guard lock(slot->mu);
@@ -544,18 +735,21 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 parts[3] == "events")
             {
                 compaction::diagnostics diag;
-                auto slot = valid_id(parts[2]) ? self->find(parts[2], diag)
-                                               : compaction::result<std::shared_ptr<session_slot>>(make_error_code(runtime::errc::not_found));
-                if (!slot)
+                compaction::result<lease> held = make_error_code(runtime::errc::not_found);
+                if (valid_id(parts[2]))
+                    held = co_await self->find(parts[2], diag);
+                if (!held)
                 {
-                    auto res = reply(req, status_for(slot.error()), error_body(slot.error().message(), "no such session"));
+                    auto res = held.error() == too_many_open_sessions
+                                   ? busy_reply(req, self->opts.max_open_sessions)
+                                   : reply(req, status_for(held.error()), error_body(held.error().message(), "no such session"));
                     stream.expires_after(self->opts.idle_timeout);
                     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                     if (wec || !res.keep_alive())
                         co_return;
                     continue;
                 }
-                co_await stream_events(self, stream, req, *slot);
+                co_await stream_events(self, stream, req, std::move(*held));
                 co_return;
             }
             auto res = co_await self->route(self, req);
@@ -606,6 +800,8 @@ void agent_server::stop()
     std::lock_guard lock(impl_->mu);
     for (auto& [id, slot] : impl_->sessions)
     {
+        if (!slot->session)
+            continue;  // closing already
         slot->session->close();
         std::lock_guard sl(slot->mu);
         for (auto& w : slot->subscribers)

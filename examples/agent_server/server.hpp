@@ -29,6 +29,10 @@ struct server_options
     std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
     std::size_t header_limit = 8 * 1024;           ///< larger request headers get 431
     std::size_t body_limit = 16 * 1024 * 1024;     ///< larger request bodies get 413
+    /// Sessions kept open at once (each holds its file's descriptors); 0 = no limit. When the
+    /// limit is reached the least recently used idle session is closed; when none is idle the
+    /// request gets 503 `too_many_open_sessions`.
+    std::size_t max_open_sessions = 256;
     /// Makes the summarizer for a session (called once per opened session, on the server's executor).
     std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)> make_summarizer;
 };
@@ -52,6 +56,11 @@ struct server_options
  * strand; the server runs on the given io_context (any number of threads). Connections are
  * closed after the timeouts of server_options; oversized requests get 413/431 and a close; a
  * failed accept (out of descriptors) backs off and accepts again.
+ *
+ * At most `max_open_sessions` sessions are open (their files held) at once. A session is idle
+ * when no request, automatic check or event stream uses it; to make room the least recently
+ * used idle one is closed, and its next request waits for its release and reopens it from disk.
+ * When none is idle the request gets 503 `too_many_open_sessions`.
  */
 class agent_server
 {

@@ -1,9 +1,7 @@
 // The runtime module's error_category.
 #include <agentctx/runtime/error.hpp>
 
-#include <agentctx/compaction/cancelled.hpp>
-
-#include <string>
+#include <agentctx/compaction/error_category.hpp>
 
 namespace agentctx::runtime {
 
@@ -29,28 +27,9 @@ const char* to_string(errc e) noexcept
     return "unknown";
 }
 
-namespace {
-
-class category final : public boost::system::error_category
-{
-public:
-    const char* name() const noexcept override { return "agentctx.runtime"; }
-    std::string message(int ev) const override { return to_string(static_cast<errc>(ev)); }
-
-    // `cancelled` is the shared cancellation condition, as Asio's operation_aborted is.
-    boost::system::error_condition default_error_condition(int ev) const noexcept override
-    {
-        if (static_cast<errc>(ev) == errc::cancelled)
-            return make_error_condition(errc_condition::cancelled);
-        return {ev, *this};
-    }
-};
-
-}  // namespace
-
 const boost::system::error_category& error_category() noexcept
 {
-    static const category instance;
+    static const agentctx::detail::module_category<errc> instance{"agentctx.runtime", &to_string, errc::cancelled};
     return instance;
 }
 

@@ -5,6 +5,7 @@
 
 #include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
 #include "scripted_summarizer.hpp"
@@ -149,6 +150,8 @@ protected:
         server_ = std::make_unique<server::agent_server>(server_ioc_, o);
         port_ = server_->start();
         server_thread_ = std::thread([this] { server_ioc_.run(); });
+        for (int i = 1; i < server_threads_; ++i)
+            extra_threads_.emplace_back([this] { server_ioc_.run(); });
     }
 
     void TearDown() override
@@ -160,6 +163,8 @@ protected:
             guard_.reset();
             server_ioc_.stop();
             server_thread_.join();
+            for (auto& t : extra_threads_)
+                t.join();
             server_.reset();
         }
         fs::remove_all(dir_);
@@ -219,7 +224,33 @@ protected:
                std::to_string(static_cast<long long>(ts)) + "}}";
     }
 
+    // Descriptors this process has open (the server runs in it).
+    static std::size_t open_descriptors()
+    {
+        std::size_t n = 0;
+        for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd"))
+            ++n;
+        return n;
+    }
+
+    // True when the server has the session open: its file's writer lock is taken.
+    bool open_in_server(const std::string& id) const
+    {
+        compaction::diagnostics diag;
+        auto s = runtime::jsonl_store::open(dir_ / (id + ".jsonl"), {}, diag);
+        return !s && s.error() == runtime::make_error_code(runtime::errc::session_locked);
+    }
+
+    std::string new_session()
+    {
+        auto r = sync("POST", "/v1/sessions");
+        EXPECT_EQ(r->res.status, 201) << r->res.body;
+        return r->res.status == 201 ? std::string(r->json().at("id").as_string()) : std::string();
+    }
+
     std::function<void(server::server_options&)> tweak_;  ///< set before start() to change options
+    int server_threads_ = 1;                              ///< set before start() to run more io threads
+    std::vector<std::thread> extra_threads_;
     asio::io_context server_ioc_;
     asio::executor_work_guard<asio::io_context::executor_type> guard_ = asio::make_work_guard(server_ioc_);
     std::thread server_thread_;
@@ -622,4 +653,150 @@ TEST_F(agent_server_test, malformed_http_gets_400_with_a_json_error)
     ASSERT_TRUE(c.read_to_close(out));
     EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
     EXPECT_EQ(raw_body(out).at("error").at("code"), "bad_request");
+}
+
+TEST_F(agent_server_test, idle_sessions_are_closed_so_descriptors_stay_bounded)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 3; };
+    start();
+    ASSERT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // the client's connection is open
+    const auto baseline = open_descriptors();
+    for (int i = 0; i < 10; ++i)
+    {
+        const auto id = new_session();
+        ASSERT_FALSE(id.empty());
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("hello " + std::to_string(i)))->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant("hi", 100))->res.status, 201);
+        auto ctx = sync("GET", "/v1/sessions/" + id + "/context");
+        ASSERT_EQ(ctx->res.status, 200) << ctx->res.body;
+        EXPECT_EQ(ctx->json().at("messages").as_array().size(), 2u);
+        // Two descriptors per open session (the file with its lock, and the log's reader).
+        EXPECT_LE(open_descriptors(), baseline + 2 * 3 + 3) << "after session " << i;
+    }
+}
+
+TEST_F(agent_server_test, a_closed_session_reopens_with_all_its_entries)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 3; };
+    start();
+    const auto s1 = new_session();
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i)
+    {
+        auto r = sync("POST", "/v1/sessions/" + s1 + "/entries", i == 1 ? assistant("a1", 100) : user("u" + std::to_string(i)));
+        ASSERT_EQ(r->res.status, 201) << r->res.body;
+        ids.push_back(std::string(r->json().at("id").as_string()));
+    }
+    for (int i = 2; i <= 5; ++i)  // four more sessions: s1, the least recently used, is closed
+    {
+        const auto id = new_session();
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("x"))->res.status, 201);
+    }
+    EXPECT_FALSE(open_in_server(s1));  // its lock was released
+    auto ctx = sync("GET", "/v1/sessions/" + s1 + "/context");
+    ASSERT_EQ(ctx->res.status, 200) << ctx->res.body;
+    const auto v = ctx->json();
+    ASSERT_EQ(v.at("messages").as_array().size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(v.at("messages").as_array()[i].at("entryId").as_string(), ids[i]);
+    EXPECT_EQ(v.at("leafId").as_string(), ids.back());
+    EXPECT_TRUE(open_in_server(s1));  // open again
+    // And it is writable again: the next entry continues the chain.
+    auto r = sync("POST", "/v1/sessions/" + s1 + "/entries", user("after reopening"));
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    EXPECT_NE(file(s1).find("\"parentId\":\"" + ids.back() + "\""), std::string::npos);
+}
+
+TEST_F(agent_server_test, a_session_with_an_event_stream_is_not_closed)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 3; };
+    start();
+    const auto s1 = new_session();
+    for (int i = 0; i < 6; ++i)
+    {
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", user(std::string(400, 'u')))->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
+    }
+    raw_conn sse(port_);
+    ASSERT_TRUE(sse.send("GET /v1/sessions/" + s1 + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string events;
+    ASSERT_TRUE(sse.read_until(events, ": subscribed")) << events;
+    for (int i = 0; i < 6; ++i)  // twice the limit: every other session is closed in turn, s1 never
+    {
+        const auto id = new_session();
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("x"))->res.status, 201);
+    }
+    EXPECT_TRUE(open_in_server(s1));
+    // The stream still belongs to the live session: a compaction shows on it.
+    auto r = sync("POST", "/v1/sessions/" + s1 + "/compact");
+    ASSERT_EQ(r->res.status, 200) << r->res.body;
+    EXPECT_TRUE(sse.read_until(events, "event: compaction_end")) << events;
+    EXPECT_NE(events.find("event: compaction_start"), std::string::npos) << events;
+}
+
+TEST_F(agent_server_test, when_every_open_session_is_busy_a_new_one_gets_503)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 1; };
+    start();
+    const auto s1 = new_session();
+    const auto s2 = new_session();  // closes s1
+    ASSERT_FALSE(s2.empty());
+    auto sse = std::make_unique<raw_conn>(port_);
+    ASSERT_TRUE(sse->send("GET /v1/sessions/" + s1 + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));  // reopens s1, closes s2
+    std::string events;
+    ASSERT_TRUE(sse->read_until(events, ": subscribed")) << events;
+    auto r = sync("POST", "/v1/sessions");
+    EXPECT_EQ(r->res.status, 503) << r->res.body;
+    EXPECT_EQ(r->json().at("error").at("code"), "too_many_open_sessions");
+    r = sync("POST", "/v1/sessions/" + s2 + "/entries", user("x"));
+    EXPECT_EQ(r->res.status, 503) << r->res.body;
+    EXPECT_EQ(r->json().at("error").at("code"), "too_many_open_sessions");
+    EXPECT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", user("x"))->res.status, 201);  // the open one is served
+    EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // an unknown id is still unknown
+    EXPECT_EQ(file(s2).find("\"role\":\"user\""), std::string::npos);  // the refused entry was not written
+    // Once the subscriber leaves, s1 is idle and may be closed again.
+    sse.reset();
+    run_until([&] { return sync("POST", "/v1/sessions/" + s2 + "/entries", user("y"))->res.status == 201; });
+}
+
+TEST_F(agent_server_test, many_sessions_over_a_small_limit_on_several_threads)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 4; };
+    server_threads_ = 4;
+    start();
+    ASSERT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
+    constexpr int sessions = 12, per_session = 6;
+    std::vector<std::string> ids;
+    for (int i = 0; i < sessions; ++i)
+        ids.push_back(new_session());
+    std::map<std::string, std::set<std::string>> accepted;
+    for (int round = 0; round < 3; ++round)
+    {
+        std::vector<std::pair<std::string, std::shared_ptr<reply>>> inflight;
+        for (int j = 0; j < per_session; ++j)
+            for (const auto& id : ids)
+                inflight.emplace_back(id, request("POST", "/v1/sessions/" + id + "/entries", user("r" + std::to_string(round))));
+        run_until([&] { return std::all_of(inflight.begin(), inflight.end(), [](const auto& p) { return p.second->done; }); });
+        for (const auto& [id, r] : inflight)
+        {
+            ASSERT_FALSE(r->ec) << r->ec.message();
+            if (r->res.status == 503)  // all open sessions were busy at that moment: allowed, nothing written
+            {
+                EXPECT_EQ(r->json().at("error").at("code"), "too_many_open_sessions");
+                continue;
+            }
+            ASSERT_EQ(r->res.status, 201) << r->res.body;
+            accepted[id].insert(std::string(r->json().at("id").as_string()));
+        }
+    }
+    for (const auto& id : ids)
+    {
+        auto ctx = sync("GET", "/v1/sessions/" + id + "/context");
+        ASSERT_EQ(ctx->res.status, 200) << ctx->res.body;
+        const auto v = ctx->json();
+        std::set<std::string> in_context;
+        for (const auto& m : v.at("messages").as_array())
+            in_context.insert(std::string(m.at("entryId").as_string()));
+        EXPECT_EQ(in_context, accepted[id]) << id;
+    }
 }

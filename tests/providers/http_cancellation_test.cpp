@@ -46,6 +46,31 @@ TEST(cancelled_condition, every_module_and_asio_map_to_it)
               boost::system::error_condition(static_cast<int>(runtime::errc::io_error), runtime::error_category()));
 }
 
+// The three modules share one category template: their names, messages and condition mapping.
+TEST(module_error_categories, names_messages_and_conditions)
+{
+    EXPECT_STREQ(compaction::error_category().name(), "agentctx.compaction");
+    EXPECT_STREQ(providers::error_category().name(), "agentctx.providers");
+    EXPECT_STREQ(runtime::error_category().name(), "agentctx.runtime");
+    EXPECT_EQ(compaction::make_error_code(compaction::errc::duplicate_id).message(), "duplicate_id");
+    EXPECT_EQ(providers::make_error_code(providers::errc::response_too_large).message(), "response_too_large");
+    EXPECT_EQ(runtime::make_error_code(runtime::errc::session_locked).message(), "session_locked");
+    EXPECT_EQ(error_code(999, runtime::error_category()).message(), "unknown");
+    // Only the modules' own `cancelled` codes map to the shared condition; every other code is
+    // its own condition (compaction has no cancelled code).
+    for (int ev = 0; ev <= 30; ++ev)
+    {
+        const error_code c(ev, compaction::error_category());
+        EXPECT_EQ(c.default_error_condition(), boost::system::error_condition(ev, compaction::error_category())) << ev;
+        EXPECT_FALSE(is_cancelled(c)) << ev;
+        EXPECT_EQ(is_cancelled(error_code(ev, providers::error_category())), ev == static_cast<int>(providers::errc::cancelled)) << ev;
+        EXPECT_EQ(is_cancelled(error_code(ev, runtime::error_category())), ev == static_cast<int>(runtime::errc::cancelled)) << ev;
+    }
+    // Codes of different modules never compare equal, even with equal values.
+    EXPECT_NE(error_code(1, compaction::error_category()), error_code(1, runtime::error_category()));
+    EXPECT_NE(compaction::error_category(), providers::error_category());
+}
+
 namespace {
 
 compaction::message decode(const boost::json::object& m)
