@@ -45,8 +45,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto log2 = b.finish(std::make_shared<cx::string_line_reader>(text), r2, d2);
         FUZZ_CHECK(log.has_value() == log2.has_value(), "chunked load differs: %s / %s", diag.message.c_str(),
                    d2.message.c_str());
+        // The same error on the same line; the text may differ only for an over-long line, whose
+        // size a streaming load cannot know (it stops buffering at the limit).
         if (!log)
-            FUZZ_CHECK(log.error() == log2.error() && diag.message == d2.message && diag.line == d2.line,
+            FUZZ_CHECK(log.error() == log2.error() && diag.line == d2.line &&
+                           (diag.message == d2.message || log.error() == cx::errc::line_too_long),
                        "chunked load fails differently: %s / %s", diag.message.c_str(), d2.message.c_str());
         else
         {

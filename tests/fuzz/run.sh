@@ -23,12 +23,10 @@ for t in "${targets[@]}"; do
     [ -x "$exe" ] || { echo "missing $exe" >&2; exit 1; }
     mkdir -p "$work/$t"
     cp "$here/corpus/$t/"* "$work/$t/"
-    dict=()
-    [ -f "$here/$t.dict" ] && dict=(-dict="$here/$t.dict")
     echo "== fuzz_$t for ${seconds}s"
     log="$work/$t.log"
     rc=0
-    "$exe" "$work/$t" "${dict[@]}" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
+    "$exe" "$work/$t" -dict="$here/json.dict" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
         -rss_limit_mb=2048 -artifact_prefix="$artifacts/$t-" >"$log" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 || true)
