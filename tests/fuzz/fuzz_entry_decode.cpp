@@ -14,6 +14,7 @@
 #include <agentctx/compaction/token_estimate.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 

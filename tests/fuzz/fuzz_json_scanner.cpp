@@ -19,6 +19,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
