@@ -4,12 +4,15 @@
 #   ./build.sh test    build and run the whole test suite (ctest); non-zero exit on any failure
 #   ./build.sh build   configure and build only        ./build.sh bench   run the benchmarks
 #   PRESET=asan ./build.sh test   use another CMake preset (default, asan, tsan, release)
+#   ./build.sh fuzz [SECONDS]      build the libFuzzer targets (clang-14) and run each for SECONDS (30)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PRESET=${PRESET:-default}
 PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
           libgtest-dev libgmock-dev libbenchmark-dev libre2-dev pkg-config zlib1g-dev ccache)
+# Only `./build.sh fuzz` needs these: a normal build stays on g++.
+FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev)
 
 ensure_packages() {
     local missing=()
@@ -46,12 +49,18 @@ case "${1:-}" in
         build
         exec bash examples/demo.sh "build/$PRESET"
         ;;
+    fuzz)
+        PRESET=fuzz
+        PACKAGES+=("${FUZZ_PACKAGES[@]}")
+        build
+        exec bash tests/fuzz/run.sh build/fuzz/tests/fuzz "${2:-30}" "${@:3}"
+        ;;
     bench)
         build
         for b in build/"$PRESET"/tests/bench_*; do "$b" "${@:2}"; done
         ;;
     *)
-        echo "usage: ./build.sh demo|test|build|bench" >&2
+        echo "usage: ./build.sh demo|test|build|bench|fuzz [SECONDS]" >&2
         exit 2
         ;;
 esac

@@ -98,6 +98,18 @@ private:
     {
         if (p_ >= end_)
             return fail(errc::invalid_json, "unexpected end");
+        // A repeated key replaces what an earlier one captured: the last wins, as in the value
+        // the line materializes to (and in JSON.parse).
+        if (t.text)
+            t.text->clear();
+        if (t.first_kept_index)
+            f_.first_kept_entry_index.reset();
+        if (t.message)
+        {
+            f_.role.clear();
+            f_.message_provider.clear();
+            f_.message_model.clear();
+        }
         switch (*p_)
         {
         case '{':
@@ -111,8 +123,6 @@ private:
         case '"':
             if (t.kind)
                 *t.kind = seen::string;
-            if (t.text)
-                t.text->clear();
             return string(t.text);
         case 't':
             if (t.kind)

@@ -40,7 +40,9 @@ struct line_fields
 /// JSON.stringify wrote for strings Pi's tools cut inside a pair): an indexed line always
 /// materializes, after replace_lone_surrogates when it has those. Numbers whose exponent Boost
 /// cannot represent are rejected here (invalid_json), not at materialization. A lone surrogate
-/// reads as U+FFFD (one UTF-16 unit, like the lone unit in JavaScript). Plain runs inside strings
+/// reads as U+FFFD (one UTF-16 unit, like the lone unit in JavaScript). Of a repeated key, the
+/// last is captured, as the materialized value (and JSON.parse) keeps it. `fuzz_json_scanner`
+/// checks all of this against Boost.JSON. Plain runs inside strings
 /// are skipped 16 bytes at a time (SSE2): session lines are mostly long tool outputs.
 class line_indexer
 {

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <random>
 
 namespace agentctx::providers {
@@ -26,10 +28,43 @@ std::string trim_slash(std::string s)
     return s;
 }
 
+// A token count as reported. `to_number` threw on a fraction or an out-of-range number (found by
+// fuzz_response): a fraction is truncated and a huge value clamps, as a count never throws.
 std::int64_t int_of(const json::object& o, std::string_view key)
 {
     const auto* v = o.if_contains(key);
-    return v && v->is_number() ? v->to_number<std::int64_t>() : 0;
+    if (!v || !v->is_number())
+        return 0;
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    if (v->is_int64())
+        return v->get_int64();
+    if (v->is_uint64())
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(v->get_uint64(), max));
+    const double d = v->get_double();
+    if (std::isnan(d))
+        return 0;
+    if (d >= 9.2e18)
+        return max;
+    if (d <= -9.2e18)
+        return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(d);
+}
+
+// Sums and differences of reported counts saturate instead of overflowing (found by fuzz_response).
+std::int64_t sat_add(std::int64_t a, std::int64_t b)
+{
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+
+std::int64_t sat_sub(std::int64_t a, std::int64_t b)
+{
+    std::int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    return r;
 }
 
 std::string str_of(const json::object& o, std::string_view key)
@@ -68,13 +103,13 @@ void openai_usage(const json::object& u, compaction::usage& out)
     std::int64_t cached = 0;
     if (const auto* d = u.if_contains("prompt_tokens_details"); d && d->is_object())
         cached = int_of(d->get_object(), "cached_tokens");
-    out.input = prompt - cached;
+    out.input = sat_sub(prompt, cached);
     out.cache_read = cached;
     out.cache_write = 0;
     out.output = int_of(u, "completion_tokens");
     out.total_tokens = int_of(u, "total_tokens");
     if (!out.total_tokens)
-        out.total_tokens = prompt + out.output;
+        out.total_tokens = sat_add(prompt, out.output);
 }
 
 void anthropic_usage(const json::object& u, compaction::usage& out)
@@ -87,7 +122,7 @@ void anthropic_usage(const json::object& u, compaction::usage& out)
         out.cache_write = int_of(u, "cache_creation_input_tokens");
     if (u.contains("output_tokens"))
         out.output = int_of(u, "output_tokens");
-    out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
+    out.total_tokens = sat_add(sat_add(out.input, out.output), sat_add(out.cache_read, out.cache_write));
 }
 
 // OpenAI `tool_calls` entries (streamed deltas repeat an index): the number of calls seen.

@@ -302,3 +302,31 @@ TEST(session_log, javascript_whitespace_lines_and_a_leading_bom_are_skipped_with
     bad.raw("\xC2\xA0{}");
     EXPECT_FALSE(session_log::load(bad.text, {}, report, diag));
 }
+
+TEST(session_log, a_repeated_key_indexes_as_the_last_one_as_the_entry_reads)
+{
+    // Found by fuzz_json_scanner: the index kept fields of an earlier "message" (or string) when
+    // a later repeat of the key lacked them, so index-only stand-ins (and model tracking) could
+    // disagree with the materialized entry, in which the last repeat wins, as in JSON.parse.
+    session_text s;
+    s.user("u1", "one");
+    s.raw(R"({"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z",)"
+          R"("message":{"role":"assistant","content":[],"provider":"openai","model":"gpt-4o"},)"
+          R"("message":{"role":"assistant","content":[{"type":"text","text":"r"}],"api":"x","stopReason":"stop"}})");
+    s.raw(R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"t","provider":"openai","modelId":"gpt-4o",)"
+          R"("provider":"anthropic","modelId":"claude"})");
+    s.raw(R"({"type":"thinking_level_change","id":"t1","parentId":"m1","timestamp":"t","thinkingLevel":"high","thinkingLevel":null})");
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(s.text, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_EQ(log->size(), 4u);
+    auto a1 = log->get(1, diag);
+    ASSERT_TRUE(a1) << diag.message;
+    EXPECT_EQ(a1.value()->message->provider, "");
+    EXPECT_EQ(log->meta(1).provider, a1.value()->message->provider);
+    EXPECT_EQ(log->meta(1).model, a1.value()->message->model);
+    EXPECT_EQ(log->meta(2).provider, "anthropic");
+    EXPECT_EQ(log->meta(2).model, "claude");
+    EXPECT_EQ(log->meta(3).thinking_level, "");
+}

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 
 using namespace agentctx;
@@ -270,4 +271,47 @@ TEST(wire_format, the_summary_output_carries_the_usage)
     ASSERT_TRUE(an.reply().output.usage);
     EXPECT_EQ(an.reply().output.usage->output, 9);
     EXPECT_EQ(an.reply().output.usage->total_tokens, 59);
+}
+
+TEST(wire_format, odd_usage_counts_neither_throw_nor_overflow)
+{
+    // Found by fuzz_response: a fractional or out-of-range count threw from parse_response (and
+    // from a stream event), and sums of huge counts were signed overflow.
+    diagnostics diag;
+    auto r = parse_response(wire_format::openai,
+                            R"({"choices":[{"message":{"content":"S"}}],"usage":{"prompt_tokens":100.9,"completion_tokens":1e300,)"
+                            R"("prompt_tokens_details":{"cached_tokens":-9223372036854775808}}})",
+                            diag);
+    ASSERT_TRUE(r) << diag.message;
+    EXPECT_EQ(r->usage.input, std::numeric_limits<std::int64_t>::max());  // 100 - INT64_MIN saturates
+    EXPECT_EQ(r->usage.output, std::numeric_limits<std::int64_t>::max());
+    EXPECT_EQ(r->usage.total_tokens, std::numeric_limits<std::int64_t>::max());
+    auto a = parse_response(wire_format::anthropic,
+                            R"({"content":[],"usage":{"input_tokens":9223372036854775807,"output_tokens":18446744073709551615,"cache_read_input_tokens":2.5}})",
+                            diag);
+    ASSERT_TRUE(a) << diag.message;
+    EXPECT_EQ(a->usage.cache_read, 2);
+    EXPECT_EQ(a->usage.output, std::numeric_limits<std::int64_t>::max());
+    EXPECT_EQ(a->usage.total_tokens, std::numeric_limits<std::int64_t>::max());
+    stream_accumulator an(wire_format::anthropic);
+    an.feed(R"(data: {"type":"message_delta","usage":{"output_tokens":-1e30}})" "\n\n");
+    EXPECT_FALSE(an.failed());
+    EXPECT_EQ(an.reply().usage.output, std::numeric_limits<std::int64_t>::min());
+}
+
+TEST(wire_format, a_long_error_message_is_classified_without_exhausting_the_stack)
+{
+    // Found by fuzz_response: the overflow patterns ran on std::regex, which recurses per
+    // character; a 200 KB provider message overflowed the stack (and 2 MB took seconds).
+    const std::string filler(4u << 20, 'x');
+    diagnostics diag;
+    const std::string overflow = R"({"error":{"message":"Input token count )" + filler + R"( exceeds the maximum"}})";
+    EXPECT_EQ(classify_error(400, overflow, diag), make_error_code(errc::context_overflow));
+    const std::string other = R"({"error":{"type":"invalid_request_error","message":")" + filler + R"("}})";
+    EXPECT_EQ(classify_error(400, other, diag), make_error_code(errc::invalid_request));
+    // The CR rule of ECMAScript's `.` holds: the words must be on one line.
+    EXPECT_EQ(classify_error(400, R"({"error":{"message":"input token count\r exceeds the maximum"}})", diag),
+              make_error_code(errc::invalid_request));
+    EXPECT_EQ(classify_error(400, R"({"error":{"message":"INPUT TOKEN COUNT 5 exceeds the maximum"}})", diag),
+              make_error_code(errc::context_overflow));
 }

@@ -110,7 +110,6 @@ private:
     sse_parser parser_;
     model_reply reply_;
     bool complete_ = false;
-    bool malformed_ = false;
     std::optional<boost::system::error_code> error_;
     diagnostics error_diag_;
 };
