@@ -8,11 +8,48 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
+
+namespace {
+
+// The bearer token: --token-file (first line, trailing whitespace trimmed), else
+// AGENTCTX_SERVER_TOKEN; --no-auth for none. The outer nullopt means "refuse to start".
+std::optional<std::optional<std::string>> read_token(const char* file, bool no_auth)
+{
+    std::string token;
+    if (file)
+    {
+        std::ifstream in(file);
+        if (!in || !std::getline(in, token))
+        {
+            std::fprintf(stderr, "agent_server: cannot read the token file %s\n", file);
+            return std::nullopt;
+        }
+    }
+    else if (const char* env = std::getenv("AGENTCTX_SERVER_TOKEN"))
+        token = env;
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+        token.pop_back();
+    if (!token.empty())
+        return std::optional<std::string>(std::move(token));
+    if (no_auth)
+    {
+        spdlog::warn("authentication is off (--no-auth): anyone who reaches the port can read and write every session");
+        return std::optional<std::string>();
+    }
+    std::fprintf(stderr, "agent_server: no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth\n");
+    return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -21,6 +58,8 @@ int main(int argc, char** argv)
     opts.data_dir = "agent-data";
     opts.port = 8080;
     int threads = 1;
+    const char* token_file = nullptr;
+    bool no_auth = false;
     for (int i = 1; i < argc; ++i)
     {
         const bool has_value = i + 1 < argc;
@@ -36,6 +75,10 @@ int main(int argc, char** argv)
             opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
             opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
+        else if (!std::strcmp(argv[i], "--token-file") && has_value)
+            token_file = argv[++i];
+        else if (!std::strcmp(argv[i], "--no-auth"))
+            no_auth = true;
         else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
             opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
         else
@@ -43,6 +86,10 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
+                                 "                    (--token-file FILE | --no-auth)\n"
+                                 "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
+                                 "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
+                                 "The server binds to 127.0.0.1 unless --address says otherwise.\n"
                                  "Idle sessions beyond --max-open-sessions are closed, least recently used first, and\n"
                                  "reopened from disk on their next request; when every open session is busy, a request\n"
                                  "that needs another one gets 503 too_many_open_sessions. Each open session holds two\n"
@@ -51,6 +98,10 @@ int main(int argc, char** argv)
             return 2;
         }
     }
+    if (auto token = read_token(token_file, no_auth); !token)
+        return 2;
+    else
+        opts.token = std::move(*token);
     providers::diagnostics pdiag;
     auto provider = providers::provider_from_environment(nullptr, [](const char* n) { return std::getenv(n); }, pdiag);
     if (!provider)

@@ -2,6 +2,7 @@
 #include "server.hpp"
 
 #include "accept_policy.hpp"
+#include "auth.hpp"
 #include "request_json.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
@@ -730,6 +731,17 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             if (!co_await read_request(self, stream, buffer, parser))
                 co_return;
             auto req = parser.release();
+            if (self->opts.token && !bearer_matches(req[http::field::authorization], *self->opts.token))
+            {
+                auto res = reply(req, http::status::unauthorized,
+                                 error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
+                res.set(http::field::www_authenticate, "Bearer");
+                stream.expires_after(self->opts.idle_timeout);
+                auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+                if (wec || !res.keep_alive())
+                    co_return;
+                continue;
+            }
             const auto parts = split_target(req.target());
             if (req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
                 parts[3] == "events")

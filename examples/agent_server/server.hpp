@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace agentctx::server {
@@ -33,6 +34,10 @@ struct server_options
     /// limit is reached the least recently used idle session is closed; when none is idle the
     /// request gets 503 `too_many_open_sessions`.
     std::size_t max_open_sessions = 256;
+    /// The bearer token every request must carry (`Authorization: Bearer <token>`, compared in
+    /// constant time; otherwise 401 `unauthorized`). nullopt = no authentication (the binary
+    /// allows that only with an explicit `--no-auth`).
+    std::optional<std::string> token;
     /// Makes the summarizer for a session (called once per opened session, on the server's executor).
     std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)> make_summarizer;
 };

@@ -1,5 +1,6 @@
 // The agent server over loopback: concurrent clients, events, automatic checks, errors.
 #include "accept_policy.hpp"
+#include "auth.hpp"
 #include "request_json.hpp"
 #include "server.hpp"
 
@@ -8,6 +9,7 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "run_process.hpp"
 #include "scripted_summarizer.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -799,4 +801,60 @@ TEST_F(agent_server_test, many_sessions_over_a_small_limit_on_several_threads)
             in_context.insert(std::string(m.at("entryId").as_string()));
         EXPECT_EQ(in_context, accepted[id]) << id;
     }
+}
+
+TEST_F(agent_server_test, every_request_needs_the_bearer_token_when_one_is_set)
+{
+    tweak_ = [](server::server_options& o) { o.token = "s3cret-token"; };
+    start();
+    auto ask = [&](const std::string& auth, const std::string& request_line = "POST /v1/sessions") {
+        raw_conn c(port_);
+        EXPECT_TRUE(c.send(request_line + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + auth +
+                           "Content-Length: 0\r\n\r\n"));
+        std::string res;
+        EXPECT_TRUE(c.read_to_close(res)) << res;
+        return res;
+    };
+    for (const std::string& bad : {std::string(), std::string("Authorization: Bearer wrong\r\n"),
+                                   std::string("Authorization: Bearer s3cret-token-and-more\r\n"),
+                                   std::string("Authorization: Basic s3cret-token\r\n"),
+                                   std::string("Authorization: s3cret-token\r\n")})
+    {
+        const auto res = ask(bad);
+        EXPECT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << bad << res;
+        EXPECT_NE(res.find("WWW-Authenticate: Bearer"), std::string::npos) << res;
+        EXPECT_EQ(raw_body(res).at("error").at("code"), "unauthorized");
+        EXPECT_EQ(res.find("s3cret"), std::string::npos) << "the token is never echoed";
+    }
+    // The event stream and unknown routes are behind the token too.
+    EXPECT_EQ(ask("", "GET /v1/sessions/x/events").rfind("HTTP/1.1 401", 0), 0u);
+    EXPECT_EQ(ask("", "GET /nothing").rfind("HTTP/1.1 401", 0), 0u);
+    EXPECT_TRUE(fs::is_empty(dir_) || !fs::exists(dir_)) << "nothing was created";
+    EXPECT_EQ(ask("Authorization: Bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);
+    EXPECT_EQ(ask("Authorization: bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);  // the scheme is case-insensitive
+}
+
+TEST(server_auth, constant_time_comparison_is_exact)
+{
+    EXPECT_TRUE(server::constant_time_equal("abc", "abc"));
+    EXPECT_FALSE(server::constant_time_equal("abc", "abd"));
+    EXPECT_FALSE(server::constant_time_equal("abc", "ab"));
+    EXPECT_FALSE(server::constant_time_equal("", "a"));
+    EXPECT_TRUE(server::constant_time_equal("", ""));
+    EXPECT_TRUE(server::bearer_matches("Bearer t", "t"));
+    EXPECT_TRUE(server::bearer_matches("BEARER t", "t"));
+    EXPECT_FALSE(server::bearer_matches("Bearer  t", "t"));
+    EXPECT_FALSE(server::bearer_matches("Bearer", ""));
+    EXPECT_FALSE(server::bearer_matches("", "t"));
+}
+
+TEST(server_auth, the_binary_refuses_to_start_without_a_token_decision)
+{
+    const std::string bin = AGENTCTX_SERVER_BIN;
+    const auto r = agentctx::test::run_process("env -u AGENTCTX_SERVER_TOKEN " + bin + " --port 0 --data-dir /nonexistent-agentctx");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth"), std::string::npos) << r.err;
+    const auto missing = agentctx::test::run_process(bin + " --token-file /nonexistent-agentctx/token --port 0");
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("cannot read the token file"), std::string::npos) << missing.err;
 }
