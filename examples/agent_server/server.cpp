@@ -27,9 +27,13 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
+
+#include <sys/socket.h>
 
 namespace agentctx::server {
 
@@ -580,6 +584,24 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         co_return reply(req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
     }
 
+    // Completes when the peer has closed its side of the connection while a request runs; with
+    // a pipelined request pending (or a socket error) it waits until it is cancelled instead.
+    static asio::awaitable<void> until_disconnected(beast::tcp_stream& stream)
+    {
+        auto& sock = stream.socket();
+        auto [ec] = co_await sock.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+        if (!ec)
+        {
+            char c;
+            const auto n = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno == ECONNRESET))
+                co_return;  // gone
+        }
+        asio::steady_timer forever(co_await asio::this_coro::executor, std::chrono::steady_clock::time_point::max());
+        co_await forever.async_wait(asio::use_awaitable);  // throws when cancelled: the route won
+        throw std::runtime_error("unreachable");
+    }
+
     // Writes events to the stream until the channel closes or a write fails.
     static asio::awaitable<void> pump_events(std::shared_ptr<impl> self, beast::tcp_stream& stream,
                                              std::shared_ptr<event_channel> channel)
@@ -764,7 +786,19 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 co_await stream_events(self, stream, req, std::move(*held));
                 co_return;
             }
-            auto res = co_await self->route(self, req);
+            response res;
+            if (req.method() == http::verb::post && parts.size() == 4 && parts[3] == "compact")
+            {
+                // A client that leaves stops its compaction: the route is cancelled (nothing is
+                // written after a cancellation) and the connection closed.
+                using namespace asio::experimental::awaitable_operators;
+                auto done = co_await (self->route(self, req) || until_disconnected(stream));
+                if (done.index() == 1)
+                    co_return;
+                res = std::move(std::get<0>(done));
+            }
+            else
+                res = co_await self->route(self, req);
             stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
             auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             if (wec || !res.keep_alive())

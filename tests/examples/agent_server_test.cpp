@@ -858,3 +858,35 @@ TEST(server_auth, the_binary_refuses_to_start_without_a_token_decision)
     EXPECT_EQ(missing.exit_code, 2);
     EXPECT_NE(missing.err.find("cannot read the token file"), std::string::npos) << missing.err;
 }
+
+TEST_F(agent_server_test, a_client_that_disconnects_cancels_its_compaction)
+{
+    auto model = std::make_shared<test::scripted_summarizer>(server_ioc_.get_executor());
+    model->set_default({test::script_step::hang});
+    start([model](asio::any_io_executor) { return model; });
+    const auto* summarizer = &model;
+    const auto id = new_session();
+    for (int i = 0; i < 4; ++i)
+    {
+        sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')));
+        sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 100));
+    }
+    const auto before = file(id);
+    {
+        raw_conn c(port_);
+        ASSERT_TRUE(c.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while ((*summarizer)->calls() == 0 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ASSERT_EQ((*summarizer)->calls(), 1u);
+    }  // the client leaves while the model request hangs
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((*summarizer)->cancellations() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ((*summarizer)->cancellations(), 1);
+    EXPECT_EQ(file(id), before);
+    // The session is free again: the next compaction runs (and is not joined to a dead one).
+    (*summarizer)->set_default({test::script_step::succeed, "## Goal\nafter"});
+    auto r = sync("POST", "/v1/sessions/" + id + "/compact");
+    EXPECT_EQ(r->res.status, 200) << r->res.body;
+}
