@@ -60,6 +60,7 @@ int main(int argc, char** argv)
     int threads = 1;
     const char* token_file = nullptr;
     bool no_auth = false;
+    const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
     for (int i = 1; i < argc; ++i)
     {
         const bool has_value = i + 1 < argc;
@@ -77,6 +78,8 @@ int main(int argc, char** argv)
             opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else if (!std::strcmp(argv[i], "--token-file") && has_value)
             token_file = argv[++i];
+        else if (!std::strcmp(argv[i], "--log-level") && has_value)
+            log_level = argv[++i];
         else if (!std::strcmp(argv[i], "--no-auth"))
             no_auth = true;
         else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
@@ -86,7 +89,7 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
-                                 "                    (--token-file FILE | --no-auth)\n"
+                                 "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
                                  "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
                                  "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
                                  "The server binds to 127.0.0.1 unless --address says otherwise.\n"
@@ -97,6 +100,17 @@ int main(int argc, char** argv)
                                  "The model provider comes from the environment (see the README); offline otherwise.\n");
             return 2;
         }
+    }
+    if (log_level)
+    {
+        // trace, debug (one line per request), info (one per compaction), warn, err, critical, off.
+        const auto level = spdlog::level::from_str(log_level);
+        if (level == spdlog::level::off && std::strcmp(log_level, "off") != 0)
+        {
+            std::fprintf(stderr, "agent_server: unknown log level %s\n", log_level);
+            return 2;
+        }
+        spdlog::set_level(level);
     }
     if (auto token = read_token(token_file, no_auth); !token)
         return 2;

@@ -3,6 +3,7 @@
 
 #include "accept_policy.hpp"
 #include "auth.hpp"
+#include "metrics.hpp"
 #include "request_json.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
@@ -202,6 +203,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         std::mutex mu;
         std::vector<std::weak_ptr<event_channel>> subscribers;
         std::shared_ptr<release_channel> released;
+        std::chrono::steady_clock::time_point compaction_started;  ///< on the session's strand
         // Guarded by impl::mu.
         std::size_t busy = 0;         ///< leases: requests, automatic checks, event streams
         std::uint64_t last_used = 0;  ///< the tick of the last lease's end
@@ -238,6 +240,24 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     std::atomic<bool> stopped{false};
     std::atomic<std::uint64_t> accept_failures{0};
     std::atomic<std::size_t> connections{0};
+    server_metrics metrics;
+
+    // One request answered: its counter, and one structured line at debug.
+    void record(const http::request<http::string_body>& req, unsigned status)
+    {
+        const auto route = route_label(req.method_string(), req.target());
+        metrics.request(route, status);
+        spdlog::debug("request route=\"{}\" status={}", route, status);
+    }
+
+    std::size_t active_sessions()
+    {
+        std::lock_guard lock(mu);
+        std::size_t n = 0;
+        for (const auto& [id, slot] : sessions)
+            n += slot->session && !slot->closing ? 1 : 0;
+        return n;
+    }
 
     runtime::session_config config()
     {
@@ -251,10 +271,30 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     void attach(const std::shared_ptr<session_slot>& slot)
     {
-        slot->session->on_event([weak = std::weak_ptr(slot), dir = data_dir_prefix](const runtime::session_event& e) {
+        slot->session->on_compacted([weak = weak_from_this()](const runtime::compacted_event& e) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::int64_t calls = 0;
+            if (const auto* d = e.entry.details.if_object())
+                if (const auto* ours = d->if_contains("agentctx"); ours && ours->is_object())
+                    if (const auto* c = ours->get_object().if_contains("modelCalls"); c && c->is_int64())
+                        calls = c->get_int64();
+            const auto u = e.entry.usage.value_or(compaction::usage{});
+            self->metrics.model_usage(calls, u.input, u.output, u.cache_read, u.cache_write);
+        });
+        slot->session->on_event([weak = std::weak_ptr(slot), owner = weak_from_this(),
+                                 dir = data_dir_prefix](const runtime::session_event& e) {
             auto s = weak.lock();
             if (!s)
                 return;
+            if (std::holds_alternative<runtime::compaction_start_event>(e))
+                s->compaction_started = std::chrono::steady_clock::now();
+            else if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
+                if (auto self = owner.lock())
+                    self->metrics.compaction(
+                        runtime::to_string(end->reason), end->result ? "committed" : end->aborted ? "cancelled" : "failed",
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - s->compaction_started).count());
             std::string name;
             const std::string data = without_data_dir(event_json(e, name), dir);
             const std::string frame = "event: " + name + "\ndata: " + data + "\n\n";
@@ -496,6 +536,15 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 co_return reply(req, http::status::bad_request, error_body("invalid_json", why));
             body = std::move(*parsed);
         }
+        if (parts.size() == 1 && parts[0] == "metrics" && req.method() == http::verb::get)
+        {
+            response res{http::status::ok, req.version()};
+            res.set(http::field::content_type, "text/plain; version=0.0.4");
+            res.keep_alive(req.keep_alive());
+            res.body() = self->metrics.render(self->active_sessions());
+            res.prepare_payload();
+            co_return res;
+        }
         if (parts.size() < 2 || parts[0] != "v1" || parts[1] != "sessions")
             co_return reply(req, http::status::not_found, error_body("not_found", "no such endpoint"));
         compaction::diagnostics diag;
@@ -540,6 +589,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             auto [ec, id] = co_await session.async_append(std::move(body), asio::as_tuple(asio::use_awaitable));
             if (ec)
                 co_return reply(req, status_for(ec), error_body(ec.message(), "the entry was rejected"));
+            self->metrics.append();
             if (assistant)
             {
                 // The automatic check after each assistant message; its result shows on /events.
@@ -759,6 +809,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                                  error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
                 res.set(http::field::www_authenticate, "Bearer");
                 stream.expires_after(self->opts.idle_timeout);
+                self->record(req, res.result_int());
                 auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                 if (wec || !res.keep_alive())
                     co_return;
@@ -777,13 +828,17 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                     auto res = held.error() == too_many_open_sessions
                                    ? busy_reply(req, self->opts.max_open_sessions)
                                    : reply(req, status_for(held.error()), error_body(held.error().message(), "no such session"));
+                    self->record(req, res.result_int());
                     stream.expires_after(self->opts.idle_timeout);
                     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                     if (wec || !res.keep_alive())
                         co_return;
                     continue;
                 }
+                self->record(req, 200);
+                self->metrics.stream_opened();
                 co_await stream_events(self, stream, req, std::move(*held));
+                self->metrics.stream_closed();
                 co_return;
             }
             response res;
@@ -799,6 +854,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             }
             else
                 res = co_await self->route(self, req);
+            self->record(req, res.result_int());
             stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
             auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             if (wec || !res.keep_alive())

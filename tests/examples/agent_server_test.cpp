@@ -1,6 +1,7 @@
 // The agent server over loopback: concurrent clients, events, automatic checks, errors.
 #include "accept_policy.hpp"
 #include "auth.hpp"
+#include "metrics.hpp"
 #include "request_json.hpp"
 #include "server.hpp"
 
@@ -889,4 +890,55 @@ TEST_F(agent_server_test, a_client_that_disconnects_cancels_its_compaction)
     (*summarizer)->set_default({test::script_step::succeed, "## Goal\nafter"});
     auto r = sync("POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(r->res.status, 200) << r->res.body;
+}
+
+TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
+{
+    start();
+    const auto id = new_session();
+    for (int i = 0; i < 4; ++i)
+    {
+        sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')));
+        sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 100));
+    }
+    EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 200);
+    EXPECT_EQ(sync("GET", "/v1/sessions/nosuch/context")->res.status, 404);
+    EXPECT_EQ(sync("GET", "/secret/path/" + std::string(8, 'x'))->res.status, 404);
+    auto m = sync("GET", "/metrics");
+    ASSERT_EQ(m->res.status, 200);
+    EXPECT_NE(m->res.header("content-type").find("text/plain; version=0.0.4"), std::string::npos);
+    const auto& body = m->res.body;
+    for (const std::string line :
+         {"agentctx_http_requests_total{route=\"POST /v1/sessions\",status=\"201\"} 1\n",
+          "agentctx_http_requests_total{route=\"POST /v1/sessions/{id}/entries\",status=\"201\"} 8\n",
+          "agentctx_http_requests_total{route=\"POST /v1/sessions/{id}/compact\",status=\"200\"} 1\n",
+          "agentctx_http_requests_total{route=\"GET /v1/sessions/{id}/context\",status=\"404\"} 1\n",
+          "agentctx_http_requests_total{route=\"GET other\",status=\"404\"} 1\n",
+          "agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 1\n",
+          "agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 1\n", "agentctx_compaction_duration_seconds_count 1\n",
+          "agentctx_model_calls_total 1\n", "agentctx_appends_total 8\n", "agentctx_active_sessions 1\n",
+          "agentctx_open_event_streams 0\n", "# TYPE agentctx_compaction_duration_seconds histogram\n"})
+        EXPECT_NE(body.find(line), std::string::npos) << line << "\n" << body;
+    EXPECT_EQ(body.find("secret"), std::string::npos) << "paths never become label values";
+    EXPECT_EQ(body.find(id), std::string::npos) << "nor do session ids";
+}
+
+TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
+{
+    server::server_metrics m;
+    m.compaction("threshold", "failed", 0.05);
+    m.compaction("threshold", "committed", 3.0);
+    m.compaction("manual", "cancelled", 500);
+    const auto text = m.render(0);
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"5\"} 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"120\"} 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_sum 503.05\n"), std::string::npos) << text;
+    EXPECT_EQ(server::route_label("POST", "/v1/sessions/ab12/entries?x=1"), "POST /v1/sessions/{id}/entries");
+    EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12"), "GET /v1/sessions/{id}");
+    EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12/secrets"), "GET other");
+    EXPECT_EQ(server::route_label("GET", "/metrics"), "GET /metrics");
+    EXPECT_EQ(server::route_label("GET", "/"), "GET other");
 }

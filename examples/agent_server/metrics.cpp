@@ -1,0 +1,125 @@
+// Prometheus text exposition of the agent server's counters.
+#include "metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace agentctx::server {
+
+void server_metrics::request(std::string_view route, unsigned status)
+{
+    std::lock_guard lock(mu_);
+    ++requests_[{std::string(route), status}];
+}
+
+void server_metrics::compaction(std::string_view reason, std::string_view outcome, double seconds)
+{
+    std::lock_guard lock(mu_);
+    ++compactions_[{std::string(reason), std::string(outcome)}];
+    for (std::size_t i = 0; i < duration_buckets.size(); ++i)
+        if (seconds <= duration_buckets[i])
+        {
+            ++duration_counts_[i];
+            break;
+        }
+    ++duration_count_;
+    duration_sum_ += seconds;
+}
+
+void server_metrics::model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
+                                 std::int64_t cache_write)
+{
+    std::lock_guard lock(mu_);
+    model_calls_ += calls;
+    tokens_input_ += input;
+    tokens_output_ += output;
+    tokens_cache_read_ += cache_read;
+    tokens_cache_write_ += cache_write;
+}
+
+void server_metrics::append()
+{
+    std::lock_guard lock(mu_);
+    ++appends_;
+}
+
+void server_metrics::stream_opened()
+{
+    std::lock_guard lock(mu_);
+    ++open_streams_;
+}
+
+void server_metrics::stream_closed()
+{
+    std::lock_guard lock(mu_);
+    --open_streams_;
+}
+
+std::string server_metrics::render(std::size_t active_sessions) const
+{
+    std::lock_guard lock(mu_);
+    std::string out;
+    auto header = [&](const char* name, const char* type, const char* help) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    };
+    header("agentctx_http_requests_total", "counter", "HTTP requests by route and status.");
+    for (const auto& [k, n] : requests_)
+        out += fmt::format("agentctx_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, n);
+    header("agentctx_compactions_total", "counter", "Compactions by reason and outcome.");
+    for (const auto& [k, n] : compactions_)
+        out += fmt::format("agentctx_compactions_total{{reason=\"{}\",outcome=\"{}\"}} {}\n", k.first, k.second, n);
+    header("agentctx_compaction_duration_seconds", "histogram", "Compaction duration, start to end.");
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < duration_buckets.size(); ++i)
+    {
+        cumulative += duration_counts_[i];
+        out += fmt::format("agentctx_compaction_duration_seconds_bucket{{le=\"{}\"}} {}\n", duration_buckets[i], cumulative);
+    }
+    out += fmt::format("agentctx_compaction_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", duration_count_);
+    out += fmt::format("agentctx_compaction_duration_seconds_sum {}\n", duration_sum_);
+    out += fmt::format("agentctx_compaction_duration_seconds_count {}\n", duration_count_);
+    header("agentctx_model_calls_total", "counter", "Summary model calls of committed compactions.");
+    out += fmt::format("agentctx_model_calls_total {}\n", model_calls_);
+    header("agentctx_model_tokens_total", "counter", "Tokens of committed compactions' summary calls, by kind.");
+    out += fmt::format("agentctx_model_tokens_total{{kind=\"input\"}} {}\n", tokens_input_);
+    out += fmt::format("agentctx_model_tokens_total{{kind=\"output\"}} {}\n", tokens_output_);
+    out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_read\"}} {}\n", tokens_cache_read_);
+    out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_write\"}} {}\n", tokens_cache_write_);
+    header("agentctx_appends_total", "counter", "Entries appended through the API.");
+    out += fmt::format("agentctx_appends_total {}\n", appends_);
+    header("agentctx_active_sessions", "gauge", "Sessions open now.");
+    out += fmt::format("agentctx_active_sessions {}\n", active_sessions);
+    header("agentctx_open_event_streams", "gauge", "Server-sent event streams open now.");
+    out += fmt::format("agentctx_open_event_streams {}\n", open_streams_);
+    return out;
+}
+
+std::string route_label(std::string_view method, std::string_view target)
+{
+    target = target.substr(0, target.find('?'));
+    std::vector<std::string_view> parts;
+    for (std::size_t i = 0; i < target.size();)
+    {
+        const auto end = std::min(target.find('/', i), target.size());
+        if (end > i)
+            parts.push_back(target.substr(i, end - i));
+        i = end + 1;
+    }
+    const std::string m(method);
+    if (parts.size() == 1 && parts[0] == "metrics")
+        return m + " /metrics";
+    if (parts.size() < 2 || parts.size() > 4 || parts[0] != "v1" || parts[1] != "sessions")
+        return m + " other";  // unknown paths never become label values
+    if (parts.size() == 2)
+        return m + " /v1/sessions";
+    if (parts.size() == 3)
+        return m + " /v1/sessions/{id}";
+    const auto a = parts[3];
+    if (a != "entries" && a != "compact" && a != "context" && a != "events")
+        return m + " other";
+    return m + " /v1/sessions/{id}/" + std::string(a);
+}
+
+}  // namespace agentctx::server
