@@ -477,7 +477,8 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
                           identity.provider + "/" + identity.model);
     if (r.config_digest != config_digest_now)
         return reject(checkpoint_reason::other_configuration,
-                      "the record was written under other summary settings or prompts (config digest " +
+                      "the record was written under other summary settings (keepRecentTokens, context window, output "
+                      "limit, redaction) or prompts (config digest " +
                           r.config_digest.substr(0, 12) + ", here " + std::string(config_digest_now.substr(0, 12)) + ")");
     if (path.size() < r.revision.count)
         return reject(checkpoint_reason::shortened, "the record covers " + std::to_string(r.revision.count) +
