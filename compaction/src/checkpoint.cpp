@@ -498,32 +498,39 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
     return {};
 }
 
+result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag)
+{
+    auto e = log.get(compaction_index, diag);
+    if (!e)
+        return e.error();
+    compaction_verification v;
+    v.id = log.meta(compaction_index).id;
+    v.line = log.meta(compaction_index).line;
+    const auto covered = covered_entries(log, compaction_index);
+    v.covered = covered.size();
+    auto now = compute_source_revision(log, covered, diag);
+    if (!now)
+        return now.error();
+    v.actual = std::move(*now);
+    if (const auto rec = recorded_revision(**e))
+    {
+        v.recorded = *rec;
+        v.status = *v.recorded == v.actual ? verify_status::ok : verify_status::changed;
+    }
+    return v;
+}
+
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag)
 {
     std::vector<compaction_verification> out;
     for (std::size_t i = 0; i < log.size(); ++i)
     {
-        const auto& m = log.meta(i);
-        if (m.type != entry_type::compaction)
+        if (log.meta(i).type != entry_type::compaction)
             continue;
-        auto e = log.get(i, diag);
-        if (!e)
-            return e.error();
-        compaction_verification v;
-        v.id = m.id;
-        v.line = m.line;
-        const auto covered = covered_entries(log, i);
-        v.covered = covered.size();
-        auto now = compute_source_revision(log, covered, diag);
-        if (!now)
-            return now.error();
-        v.actual = std::move(*now);
-        if (const auto rec = recorded_revision(**e))
-        {
-            v.recorded = *rec;
-            v.status = *v.recorded == v.actual ? verify_status::ok : verify_status::changed;
-        }
-        out.push_back(std::move(v));
+        auto v = verify_compaction(log, i, diag);
+        if (!v)
+            return v.error();
+        out.push_back(std::move(*v));
     }
     return out;
 }

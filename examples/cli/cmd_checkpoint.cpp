@@ -109,44 +109,34 @@ int checkpoint_status(const args& a)
     auto opened = open_session(a.positional[0], json, code);
     if (!opened)
         return code;
-    const auto& log = opened->log;
-    const auto identity = runtime::checkpoint_identity_of(setup->config);
-    const auto digest = runtime::config_digest_of(setup->config);
-    boost::json::object out{{"current", boost::json::object{{"identity", compaction::to_json(identity)}, {"configDigest", digest}}}};
-    const auto c = compaction::latest_compaction(log);
     compaction::diagnostics diag;
-    std::string status = "none";
-    if (c)
+    auto st = runtime::checkpoint_status_of(opened->log, runtime::checkpoint_identity_of(setup->config),
+                                            runtime::config_digest_of(setup->config), diag);
+    if (!st)
     {
-        auto e = log.get(*c, diag);
-        if (!e)
+        print_error(json, st.error().message(), diag.message);
+        return exit_bad_session;
+    }
+    boost::json::object out{
+        {"current", boost::json::object{{"identity", compaction::to_json(st->identity)}, {"configDigest", st->config_digest}}}};
+    if (st->latest)
+    {
+        const auto& l = *st->latest;
+        boost::json::object latest{{"id", l.id},
+                                   {"covered", l.covered},
+                                   {"status", compaction::to_string(l.status)},
+                                   {"actual", compaction::to_json(l.actual)}};
+        if (st->recorded)
         {
-            print_error(json, e.error().message(), diag.message);
-            return exit_bad_session;
-        }
-        const auto covered = compaction::covered_entries(log, *c);
-        auto actual = compaction::compute_source_revision(log, covered, diag);
-        if (!actual)
-        {
-            print_error(json, actual.error().message(), diag.message);
-            return exit_io;
-        }
-        boost::json::object latest{{"id", (*e)->id}, {"covered", covered.size()}, {"actual", compaction::to_json(*actual)}};
-        if (const auto rec = compaction::recorded_fields(**e))
-        {
-            status = rec->revision == *actual ? "ok" : "changed";
-            latest["sourceRevision"] = compaction::to_json(rec->revision);
-            latest["identity"] = compaction::to_json(rec->identity);
-            latest["configDigest"] = rec->config_digest;
-            latest["sameIdentity"] = rec->identity == identity;
-            latest["sameConfiguration"] = rec->config_digest == digest;
+            latest["sourceRevision"] = compaction::to_json(st->recorded->revision);
+            latest["identity"] = compaction::to_json(st->recorded->identity);
+            latest["configDigest"] = st->recorded->config_digest;
+            latest["sameIdentity"] = st->recorded->identity == st->identity;
+            latest["sameConfiguration"] = st->recorded->config_digest == st->config_digest;
         }
         else
-        {
-            status = "unrecorded";
             latest["sourceRevision"] = nullptr;
-        }
-        latest["status"] = status;
+        latest["restorable"] = st->restorable;
         out["latest"] = std::move(latest);
     }
     else
@@ -156,18 +146,17 @@ int checkpoint_status(const args& a)
         print_json(out);
         return exit_ok;
     }
-    if (!c)
+    if (!st->latest)
     {
         std::printf("no compaction on the active path\n");
         return exit_ok;
     }
-    const auto& l = out["latest"].as_object();
-    std::printf("latest compaction %s: %s, covers %lld entries\n", std::string(l.at("id").as_string()).c_str(), status.c_str(),
-                static_cast<long long>(l.at("covered").to_number<std::int64_t>()));
-    if (status == "ok" || status == "changed")
-        std::printf("written by %s, %s configuration\n",
-                    compaction::stringify(l.at("identity")).c_str(),
-                    l.at("sameConfiguration").as_bool() ? "this" : "another");
+    std::printf("latest compaction %s: %s, covers %zu entries\n", st->latest->id.c_str(), compaction::to_string(st->latest->status),
+                st->latest->covered);
+    if (st->recorded)
+        std::printf("written by %s/%s under %s configuration; %s\n", st->recorded->identity.provider.c_str(),
+                    st->recorded->identity.model.c_str(), st->recorded->config_digest == st->config_digest ? "this" : "another",
+                    st->restorable ? "a record of it restores here" : "a record of it would be refused here");
     return exit_ok;
 }
 

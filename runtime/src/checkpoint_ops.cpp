@@ -50,6 +50,28 @@ std::string config_digest_of(const session_config& c)
     return config_digest(summary_config_of(c));
 }
 
+result<checkpoint_status> checkpoint_status_of(const session_log& log, const checkpoint_identity& identity,
+                                               std::string config_digest, diagnostics& diag)
+{
+    checkpoint_status out;
+    out.identity = identity;
+    out.config_digest = std::move(config_digest);
+    const auto c = latest_compaction(log);
+    if (!c)
+        return out;
+    auto row = verify_compaction(log, *c, diag);
+    if (!row)
+        return row.error();
+    out.latest = std::move(*row);
+    auto e = log.get(*c, diag);
+    if (!e)
+        return e.error();
+    out.recorded = recorded_fields(**e);
+    out.restorable = out.recorded && out.latest->status == verify_status::ok && out.recorded->identity == out.identity &&
+                     out.recorded->config_digest == out.config_digest;
+    return out;
+}
+
 result<void> checkpoint_ops::add_fields(const session& s, json::object& agentctx, std::string_view first_kept,
                                         bool from_hook, diagnostics& diag)
 {
@@ -197,6 +219,16 @@ void session::export_checkpoint_impl(asio::any_completion_handler<checkpoint_sig
         error_code ec;
         auto out = checkpoint_ops::export_latest(*self, ec);
         complete(std::move(h), self->strand_, ec, std::move(out));
+    });
+}
+
+void session::checkpoint_status_impl(asio::any_completion_handler<checkpoint_status_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        diagnostics diag;
+        auto st = checkpoint_status_of(self->log_, checkpoint_identity_of(self->config_), config_digest_of(self->config_), diag);
+        const error_code ec = st ? error_code{} : st.error();
+        asio::post(self->strand_, asio::append(std::move(h), ec, st ? std::move(*st) : checkpoint_status{}));
     });
 }
 

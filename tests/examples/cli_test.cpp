@@ -491,6 +491,7 @@ TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
     const auto sv = boost::json::parse(st.out);
     EXPECT_EQ(sv.at("latest").at("status"), "ok");
     EXPECT_EQ(sv.at("latest").at("sameConfiguration"), true);
+    EXPECT_EQ(sv.at("latest").at("restorable"), true);
     // Another keepRecentTokens: status says so.
     const auto st2 = run_process(cli + " checkpoint status " + copy.string() + " --keep-recent 100 --json");
     EXPECT_EQ(boost::json::parse(st2.out).at("latest").at("sameConfiguration"), false);

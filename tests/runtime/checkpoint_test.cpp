@@ -393,3 +393,34 @@ TEST_F(checkpoint_session_test, restore_is_refused_while_a_compaction_runs)
     // Only the compaction was written.
     EXPECT_EQ(line_count(read(p)), line_count(before) + 1);
 }
+
+TEST_F(checkpoint_session_test, status_reports_the_latest_compaction_against_this_configuration)
+{
+    auto p = write("s.jsonl", history().text);
+    auto s = open(p, config());
+    auto status = [&](session& on) {
+        std::pair<error_code, checkpoint_status> out;
+        on.async_checkpoint_status([&](error_code ec, checkpoint_status st) { out = {ec, std::move(st)}; });
+        ioc_.restart();
+        ioc_.run();
+        return out;
+    };
+    auto [ec0, none] = status(*s);
+    ASSERT_FALSE(ec0);
+    EXPECT_FALSE(none.latest.has_value());
+    EXPECT_EQ(none.config_digest, config_digest_of(config()));
+    ASSERT_FALSE(compact(*s).first);
+    auto [ec, st] = status(*s);
+    ASSERT_FALSE(ec);
+    ASSERT_TRUE(st.latest && st.recorded);
+    EXPECT_EQ(st.latest->status, compaction::verify_status::ok);
+    EXPECT_EQ(st.latest->covered, 16u);
+    EXPECT_TRUE(st.restorable);
+    // Under another keepRecentTokens a record of it would be refused.
+    s.reset();
+    auto other = open(p, config(800));
+    auto [ec2, st2] = status(*other);
+    ASSERT_FALSE(ec2);
+    EXPECT_EQ(st2.latest->status, compaction::verify_status::ok);
+    EXPECT_FALSE(st2.restorable);
+}

@@ -170,6 +170,8 @@ struct compaction_verification
     source_revision actual;                   ///< as the file hashes now
     verify_status status = verify_status::unrecorded;
 };
+/// The row of the compaction entry at log index `compaction_index`.
+result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag);
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag);
 
 }  // namespace agentctx::compaction

@@ -39,4 +39,25 @@ struct checkpoint_outcome
 
 using checkpoint_signature = void(boost::system::error_code, checkpoint_outcome);
 
+/// The latest compaction on the active path as a checkpoint, against this session's identity and
+/// configuration (session::async_checkpoint_status).
+struct checkpoint_status
+{
+    /// nullopt: no compaction on the active path (the other fields but the last three are empty).
+    std::optional<compaction::compaction_verification> latest;
+    std::optional<compaction::recorded_checkpoint> recorded;  ///< its identity, digest and revision
+    compaction::checkpoint_identity identity;                 ///< this session's
+    std::string config_digest;                                ///< this session's
+    /// A record of it would restore here: recorded, unchanged, same identity and configuration.
+    bool restorable = false;
+};
+
+using checkpoint_status_signature = void(boost::system::error_code, checkpoint_status);
+
+/// The status of the latest compaction of `log`'s active path for a session summarizing with
+/// `identity` under `config_digest` (what session::async_checkpoint_status and the CLI report).
+compaction::result<checkpoint_status> checkpoint_status_of(const compaction::session_log& log,
+                                                           const compaction::checkpoint_identity& identity,
+                                                           std::string config_digest, compaction::diagnostics& diag);
+
 }  // namespace agentctx::runtime

@@ -237,6 +237,15 @@ public:
                                                                     std::move(record));
     }
 
+    /// The latest compaction's checkpoint status (checkpoint_status_of against this session's
+    /// identity and configuration). Reads only. No per-operation cancellation.
+    template <boost::asio::completion_token_for<checkpoint_status_signature> CompletionToken>
+    auto async_checkpoint_status(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<checkpoint_status_signature>(token, shared_from_this(),
+                                                                           &session::checkpoint_status_impl);
+    }
+
     /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
     void abort_compaction();
 
@@ -286,6 +295,7 @@ private:
     // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
+    void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
 
     /// In the initiating function: a caller id, and the caller's cancellation slot hooked at once
     /// (so no emission is lost; one that comes before the strand sees the request sets the flag).
