@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace agentctx::compaction {
 
@@ -343,6 +344,50 @@ result<source_revision> compute_source_revision(const session_log& log, std::spa
     return source_revision{entries.size(), h.hex()};
 }
 
+struct source_revision_cache::impl
+{
+    struct memo
+    {
+        std::size_t count = 0;
+        detail::sha256 state;  ///< after hashing `count` entries ending at the key
+    };
+    std::unordered_map<std::uint32_t, memo> states;
+};
+
+source_revision_cache::source_revision_cache() : impl_(std::make_unique<impl>()) {}
+source_revision_cache::~source_revision_cache() = default;
+source_revision_cache::source_revision_cache(source_revision_cache&&) noexcept = default;
+source_revision_cache& source_revision_cache::operator=(source_revision_cache&&) noexcept = default;
+
+result<source_revision> source_revision_cache::compute(const session_log& log, std::span<const std::uint32_t> entries,
+                                                       diagnostics& diag)
+{
+    // The longest remembered prefix of `entries` (the table holds one state per hashed prefix).
+    std::size_t start = 0;
+    detail::sha256 h;
+    for (const auto& [last, m] : impl_->states)
+        if (m.count > start && m.count <= entries.size() && entries[m.count - 1] == last)
+        {
+            start = m.count;
+            h = m.state;
+        }
+    for (std::size_t k = start; k < entries.size(); ++k)
+    {
+        auto bytes = log.line_bytes(entries[k], diag);
+        if (!bytes)
+            return bytes.error();
+        h.update(*bytes);
+        h.update("\n");
+    }
+    if (!entries.empty() && start < entries.size())
+    {
+        if (impl_->states.size() >= 4096)
+            impl_->states.clear();  // a bound, never reached by real sessions' compaction counts
+        impl_->states[entries.back()] = impl::memo{entries.size(), h};
+    }
+    return source_revision{entries.size(), h.hex()};
+}
+
 namespace {
 
 const json::object* agentctx_details(const entry& e)
@@ -498,7 +543,8 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
     return {};
 }
 
-result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag)
+result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag,
+                                                  source_revision_cache* cache)
 {
     auto e = log.get(compaction_index, diag);
     if (!e)
@@ -508,7 +554,7 @@ result<compaction_verification> verify_compaction(const session_log& log, std::s
     v.line = log.meta(compaction_index).line;
     const auto covered = covered_entries(log, compaction_index);
     v.covered = covered.size();
-    auto now = compute_source_revision(log, covered, diag);
+    auto now = cache ? cache->compute(log, covered, diag) : compute_source_revision(log, covered, diag);
     if (!now)
         return now.error();
     v.actual = std::move(*now);
@@ -523,11 +569,12 @@ result<compaction_verification> verify_compaction(const session_log& log, std::s
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag)
 {
     std::vector<compaction_verification> out;
+    source_revision_cache cache;  // compactions of one history share its prefix: read it once
     for (std::size_t i = 0; i < log.size(); ++i)
     {
         if (log.meta(i).type != entry_type::compaction)
             continue;
-        auto v = verify_compaction(log, i, diag);
+        auto v = verify_compaction(log, i, diag, &cache);
         if (!v)
             return v.error();
         out.push_back(std::move(*v));

@@ -81,7 +81,7 @@ result<void> checkpoint_ops::add_fields(const session& s, json::object& agentctx
         diag.message = "firstKeptEntryId '" + std::string(first_kept) + "' names no entry";
         return compaction::errc::entry_not_found;
     }
-    auto rev = compute_source_revision(s.log_, entries_before(s.log_, *kept), diag);
+    auto rev = s.revisions_->compute(s.log_, entries_before(s.log_, *kept), diag);
     if (!rev)
         return rev.error();
     agentctx["sourceRevision"] = to_json(*rev);

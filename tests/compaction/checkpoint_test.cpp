@@ -360,3 +360,29 @@ TEST(Checkpoint, AppendedEntriesHashAsTheLineTheStoreWrites)
     ASSERT_TRUE(appended && from_file);
     EXPECT_EQ(*appended, *from_file);
 }
+
+TEST(Checkpoint, RevisionCacheHashesLikeTheUncachedFunctionOnLongerPrefixesAndBranches)
+{
+    auto t = base();
+    t.user("u4", "More").assistant("a4", "Sure");
+    t.user("b1", "On a branch", "a2").assistant("b2", "Branch answer");  // forks after a2
+    auto log = t.load();
+    source_revision_cache cache;
+    diagnostics diag;
+    auto check = [&](std::string_view last) {
+        const auto path = log.path_to(*log.find(last));
+        for (std::size_t n : {path.size(), path.size() / 2, path.size()})
+        {
+            const std::span<const std::uint32_t> prefix(path.data(), n);
+            auto cached = cache.compute(log, prefix, diag);
+            auto plain = compute_source_revision(log, prefix, diag);
+            ASSERT_TRUE(cached && plain) << diag.message;
+            EXPECT_EQ(*cached, *plain) << last << " " << n;
+        }
+    };
+    check("a3");
+    check("a4");  // extends a3's path
+    check("b2");  // shares u1..a2 only
+    check("a4");
+    check("u2");
+}

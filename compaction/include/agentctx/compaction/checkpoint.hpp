@@ -10,6 +10,7 @@
 #include <boost/json/value.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -121,6 +122,27 @@ std::vector<std::uint32_t> entries_before(const session_log& log, std::size_t fi
 result<source_revision> compute_source_revision(const session_log& log, std::span<const std::uint32_t> entries,
                                                 diagnostics& diag);
 
+/// compute_source_revision with memory: it keeps the SHA-256 state at the end of each prefix it
+/// hashed, keyed by the prefix's last entry (in an append-only tree the path to an entry is
+/// fixed, so that entry names the whole prefix). A longer prefix of the same path then reads and
+/// hashes only the entries after the longest remembered one: verifying N compactions of one
+/// history reads it once, not N times. Not thread-safe; one per session (or per verify run).
+class source_revision_cache
+{
+public:
+    source_revision_cache();
+    ~source_revision_cache();
+    source_revision_cache(source_revision_cache&&) noexcept;
+    source_revision_cache& operator=(source_revision_cache&&) noexcept;
+
+    /// As compute_source_revision(log, entries, diag); `entries` must be a path from the root.
+    result<source_revision> compute(const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
 /// `{"count", "sha256"}` and `{"provider", "model"}` as written in `details.agentctx`.
 boost::json::object to_json(const source_revision& r);
 boost::json::object to_json(const checkpoint_identity& i);
@@ -171,7 +193,8 @@ struct compaction_verification
     verify_status status = verify_status::unrecorded;
 };
 /// The row of the compaction entry at log index `compaction_index`.
-result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag);
+result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag,
+                                                  source_revision_cache* cache = nullptr);
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag);
 
 }  // namespace agentctx::compaction

@@ -322,6 +322,8 @@ private:
     std::atomic<std::shared_ptr<const snapshot>> snapshot_;
     std::shared_ptr<spdlog::logger> logger_;
     std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
+    /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
+    std::unique_ptr<compaction::source_revision_cache> revisions_ = std::make_unique<compaction::source_revision_cache>();
 
     // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
     std::unique_ptr<detail::compaction_coordinator> coordinator_;
