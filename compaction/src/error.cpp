@@ -35,6 +35,9 @@ const char* to_string(errc e) noexcept
     case errc::summary_too_long: return "summary_too_long";
     case errc::insufficient_reduction: return "insufficient_reduction";
     case errc::summary_tool_call: return "summary_tool_call";
+    case errc::checkpoint_invalid: return "checkpoint_invalid";
+    case errc::checkpoint_mismatch: return "checkpoint_mismatch";
+    case errc::checkpoint_unavailable: return "checkpoint_unavailable";
     }
     return "unknown";
 }

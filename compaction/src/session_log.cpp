@@ -1,6 +1,8 @@
 // session_log and its streaming builder: line index, id map, parent links, leaf, lazy entries.
 #include <agentctx/compaction/session_log.hpp>
 
+#include <agentctx/compaction/json_text.hpp>
+
 #include "exact_json.hpp"
 #include "line_indexer.hpp"
 
@@ -211,6 +213,26 @@ result<entry_ptr> session_log::get(std::size_t i, diagnostics& diag) const
     if (!e)
         return fail(static_cast<errc>(e.error().value()));
     return std::make_shared<const entry>(std::move(*e));
+}
+
+result<std::string> session_log::line_bytes(std::size_t i, diagnostics& diag) const
+{
+    const entry_meta& m = metas_[i];
+    if (m.line != 0 && reader_)
+    {
+        auto text = reader_->read(m.offset, m.length);
+        if (!text)
+            diag.message = "line " + std::to_string(m.line) + ": cannot read the line back: " + text.error().message();
+        return text;
+    }
+    if (m.cached)
+    {
+        std::string line;  // exactly the line the store wrote (runtime::to_jsonl_line)
+        stringify_to(line, m.cached->raw);
+        return line;
+    }
+    diag.message = "entry '" + m.id + "' has no backing store";
+    return errc::entry_not_found;
 }
 
 result<void> session_log::append(entry_ptr e, diagnostics& diag)

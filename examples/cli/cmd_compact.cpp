@@ -1,5 +1,6 @@
 // `agentctx compact SESSION.jsonl`: the full runtime transaction; appends one compaction entry.
 #include "cli_common.hpp"
+#include "cli_session.hpp"
 #include "commands.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
@@ -56,17 +57,18 @@ const char* const compact_usage =
 int cmd_compact(int argc, char** argv)
 {
     int code = exit_ok;
-    auto a = command_args(argc, argv, "compact", compact_usage, {"instructions", "provider", "model", "base-url", "keep-recent", "reserve", "context-window", "settings", "project-dir"}, {"json", "dry-run", "trust-project"}, code);
+    auto valued = session_valued_options;
+    valued.push_back("instructions");
+    auto a = command_args(argc, argv, "compact", compact_usage, valued, {"json", "dry-run", "trust-project"}, code);
     if (!a)
         return code;
     const bool json = a->has("json");
-    bool ok = true;
-    const auto window = count_option(*a, "context-window", 200000, ok);
-    if (!ok)
-        return exit_usage;
-    auto settings = cli_settings(*a, json, code);
-    if (!settings)
+    boost::asio::io_context ioc(1);
+    auto setup = cli_session_config(*a, json, ioc, code);
+    if (!setup)
         return code;
+    auto& config = setup->config;
+    auto& http = setup->http;
 
     const std::string& path = a->positional[0];
     compaction::diagnostics diag;
@@ -94,79 +96,6 @@ int cmd_compact(int argc, char** argv)
         store = std::move(*s);
     }
 
-    boost::asio::io_context ioc(1);
-    runtime::session_config config;
-    config.settings = *settings;
-    config.model.context_window = *window;
-    config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
-
-    // The summarizer: --provider, else the settings file's "provider" section or the environment.
-    std::optional<providers::provider_config> provider;
-    {
-        boost::json::object section;
-        if (const auto file = a->get("settings"))
-        {
-            std::ifstream in(*file);
-            std::stringstream ss;
-            ss << in.rdbuf();
-            boost::system::error_code ec;
-            auto v = boost::json::parse(ss.str(), ec);
-            if (!ec && v.is_object())
-            {
-                if (const auto* p = v.get_object().if_contains("provider"); p && p->is_object())
-                    section = p->get_object();
-                // {"redaction": {"enabled", "allowlist"}}: secrets kept out of summaries.
-                compaction::diagnostics rdiag;
-                auto redaction = compaction::parse_redaction_settings(v.get_object(), rdiag);
-                if (!redaction)
-                {
-                    print_error(json, redaction.error().message(), rdiag.message);
-                    return exit_usage;
-                }
-                config.redaction = *redaction;
-                // {"pinned": {"customTypes", "ids"}}: entries kept verbatim through compactions.
-                auto pins = compaction::parse_pin_settings(v.get_object(), rdiag);
-                if (!pins)
-                {
-                    print_error(json, pins.error().message(), rdiag.message);
-                    return exit_usage;
-                }
-                config.pins = std::move(*pins);
-            }
-        }
-        if (const auto name = a->get("provider"))
-            section["name"] = *name;
-        if (const auto m = a->get("model"))
-            section["model"] = *m;
-        if (const auto u = a->get("base-url"))
-            section["baseUrl"] = *u;
-        providers::diagnostics pdiag;
-        auto p = providers::provider_from_environment(section.empty() ? nullptr : &section, [](const char* n) { return std::getenv(n); }, pdiag);
-        if (!p)
-        {
-            print_error(json, p.error().message(), pdiag.message);
-            return exit_usage;
-        }
-        provider = *p;
-    }
-    std::shared_ptr<providers::http_summarizer> http;
-    if (provider)
-    {
-        http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), *provider, config.logger);
-        config.summarizer = http;
-        config.model.provider = provider->name;
-        config.model.model_id = provider->model;
-        config.model.max_output_tokens = provider->max_output_tokens;
-        if (provider->context_window > 0 && !a->has("context-window"))
-            config.model.context_window = provider->context_window;
-    }
-    else
-    {
-        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (to see progress and try Ctrl-C).
-        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
-        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
-        config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
-    }
     auto session = runtime::session::open(ioc.get_executor(), std::move(store), config, diag);
     if (!session)
     {

@@ -8,5 +8,7 @@ int cmd_plan(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_compact(int argc, char** argv);
 int cmd_migrate(int argc, char** argv);
+int cmd_checkpoint(int argc, char** argv);
+int cmd_verify(int argc, char** argv);
 
 }  // namespace agentctx::cli

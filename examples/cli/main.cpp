@@ -16,6 +16,9 @@ const char* const usage_text =
     "  plan SESSION.jsonl [--json]      dry run: what a compaction would summarize and keep\n"
     "  compact SESSION.jsonl [--json]   run a compaction and append its entry (Ctrl-C cancels)\n"
     "  migrate SESSION.jsonl [--json]   upgrade a v1/v2 file to v3, atomically\n"
+    "  checkpoint export|restore|status SESSION.jsonl [RECORD]\n"
+    "                                   portable checkpoints: export the latest, restore one, show it\n"
+    "  verify SESSION.jsonl [--json]    does each compaction's covered history still hash as recorded?\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -46,6 +49,10 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_compact(argc, argv);
     if (!std::strcmp(argv[1], "migrate"))
         return agentctx::cli::cmd_migrate(argc, argv);
+    if (!std::strcmp(argv[1], "checkpoint"))
+        return agentctx::cli::cmd_checkpoint(argc, argv);
+    if (!std::strcmp(argv[1], "verify"))
+        return agentctx::cli::cmd_verify(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }

@@ -23,6 +23,7 @@ const char* to_string(errc e) noexcept
     case errc::session_closed: return "session_closed";
     case errc::hook_cancelled: return "hook_cancelled";
     case errc::auto_compaction_paused: return "auto_compaction_paused";
+    case errc::compaction_running: return "compaction_running";
     }
     return "unknown";
 }

@@ -1,6 +1,8 @@
 // The compaction transaction: plan, hooks, summarize, revalidate, build, commit — each step returns its failure.
 #include "transaction.hpp"
 
+#include "checkpoint_ops.hpp"
+
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/pinned.hpp>
@@ -403,6 +405,10 @@ transaction::step<entry_ptr> transaction::commit(
             ours.get_object()["redactions"] = redactions_json(sum.redactions);
         if (!result.pinned.empty())
             ours.get_object()["pinned"] = result.pinned;
+        // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
+        diagnostics cdiag;
+        if (auto r = checkpoint_ops::add_fields(s, ours.get_object(), v.first_kept, j.from_hook, cdiag); !r)
+            return failure{r.error(), cdiag.message};
     }
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
     // boundary, so Pi projects our compaction with its checkpoint first.

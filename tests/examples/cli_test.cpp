@@ -5,9 +5,11 @@
 #include <agentctx/runtime/jsonl_store.hpp>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -419,4 +421,199 @@ TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_pr
     ASSERT_TRUE(v.at("system").is_object());
     EXPECT_EQ(v.at("system").at("role"), "system");
     EXPECT_GT(v.at("estimatedTokens").as_int64(), 0);
+}
+
+// ---- portable checkpoints (issue 11 item 1) ---------------------------------------------------
+
+namespace {
+
+// The bundled session compacted with the offline summarizer (keep 3000); returns its path and
+// the text it had before.
+std::pair<fs::path, std::string> compacted_copy(const std::string& name)
+{
+    const auto path = copy_of_bundled(name);
+    const auto before = slurp(path);
+    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return {path, before};
+}
+
+std::size_t lines_of(const std::string& s)
+{
+    return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+}  // namespace
+
+TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
+{
+    const auto [original, uncompacted] = compacted_copy("ckpt-original.jsonl");
+    const auto exported = run_process(cli + " checkpoint export " + original.string() + " --json");
+    ASSERT_EQ(exported.exit_code, 0) << exported.err << exported.out;
+    const auto record = boost::json::parse(exported.out).as_object();
+    EXPECT_EQ(record.at("format"), "agentctx-checkpoint-v1");
+    EXPECT_EQ(record.at("identity").at("provider"), "offline");
+    const auto record_file = scratch("ckpt-record.json", exported.out);
+
+    // A copy of the history before the compaction: the record applies, one line is appended.
+    const auto copy = scratch("ckpt-copy.jsonl", uncompacted);
+    const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
+                               " --keep-recent 3000 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto v = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(v.at("restored"), true);
+    EXPECT_EQ(v.at("recordDigest"), record.at("digest"));
+    const auto after = slurp(copy);
+    EXPECT_EQ(after.substr(0, uncompacted.size()), uncompacted);
+    EXPECT_EQ(lines_of(after), lines_of(uncompacted) + 1);
+    // The projection is the original's: same roles and entry ids after the summary.
+    auto ids = [](const std::string& out) {
+        std::vector<std::string> roles;
+        const auto v = boost::json::parse(out);
+        for (const auto& m : v.at("messages").as_array())
+            roles.push_back(std::string(m.at("role").as_string()) +
+                            (m.at("role") == "compactionSummary" ? std::string() : "@" + std::string(m.at("entryId").as_string())));
+        return roles;
+    };
+    EXPECT_EQ(ids(run_process(cli + " context " + copy.string() + " --json").out),
+              ids(run_process(cli + " context " + original.string() + " --json").out));
+    // The bundled session holds one Pi-written compaction (unrecorded); the restored one verifies.
+    const auto ver = run_process(cli + " verify " + copy.string() + " --json");
+    EXPECT_EQ(ver.exit_code, 0) << ver.out;
+    const auto rows = boost::json::parse(ver.out).at("compactions").as_array();
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].at("status"), "unrecorded");
+    EXPECT_EQ(rows[1].at("status"), "ok");
+    EXPECT_EQ(rows[1].at("id"), v.at("entryId"));
+    // Status shows the latest compaction's record.
+    const auto st = run_process(cli + " checkpoint status " + copy.string() + " --keep-recent 3000 --json");
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    const auto sv = boost::json::parse(st.out);
+    EXPECT_EQ(sv.at("latest").at("status"), "ok");
+    EXPECT_EQ(sv.at("latest").at("sameConfiguration"), true);
+    EXPECT_EQ(sv.at("latest").at("restorable"), true);
+    // Another keepRecentTokens: status says so.
+    const auto st2 = run_process(cli + " checkpoint status " + copy.string() + " --keep-recent 100 --json");
+    EXPECT_EQ(boost::json::parse(st2.out).at("latest").at("sameConfiguration"), false);
+    for (const auto& p : {original, record_file, copy})
+        fs::remove(p);
+}
+
+TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identical)
+{
+    const auto [original, uncompacted] = compacted_copy("ckpt-orig2.jsonl");
+    const auto exported = run_process(cli + " checkpoint export " + original.string());
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    const auto record_file = scratch("ckpt-record2.json", exported.out);
+    auto expect_refused = [&](const std::string& name, const std::string& text, const std::string& record,
+                              const std::string& flags, const std::string& code, const std::string& reason) {
+        const auto copy = scratch(name, text);
+        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record + " " + flags + " --json");
+        EXPECT_EQ(r.exit_code, 1) << name << ": " << r.out << r.err;
+        const auto v = boost::json::parse(r.out);
+        EXPECT_EQ(v.at("error").at("code").as_string(), code) << name << ": " << r.out;
+        EXPECT_EQ(v.at("error").at("reason").as_string(), reason) << name << ": " << r.out;
+        EXPECT_EQ(v.at("error").at("originalsAvailable"), true);
+        EXPECT_FALSE(v.at("error").at("message").as_string().empty());
+        EXPECT_EQ(slurp(copy), text) << name << ": the file changed";
+        fs::remove(copy);
+    };
+    // Another keepRecentTokens is another summary configuration.
+    expect_refused("ckpt-config.jsonl", uncompacted, record_file.string(), "--keep-recent 100", "checkpoint_mismatch",
+                   "other_configuration");
+    // Shortened: only the header and the first entries.
+    {
+        std::string shortened;
+        std::size_t pos = 0;
+        for (int k = 0; k < 4; ++k)
+            pos = uncompacted.find('\n', pos) + 1;
+        shortened = uncompacted.substr(0, pos);
+        expect_refused("ckpt-short.jsonl", shortened, record_file.string(), "--keep-recent 3000", "checkpoint_mismatch",
+                       "shortened");
+    }
+    // Replaced: the second entry's text edited in place.
+    {
+        std::string edited = uncompacted;
+        const auto second = edited.find('\n', edited.find('\n') + 1) + 1;
+        const auto at = edited.find("\"text\":\"", second);
+        ASSERT_NE(at, std::string::npos);
+        edited.insert(at + 8, "EDITED ");
+        expect_refused("ckpt-edited.jsonl", edited, record_file.string(), "--keep-recent 3000", "checkpoint_mismatch",
+                       "replaced");
+    }
+    // A record whose summary was changed: corrupt. From stdin.
+    {
+        auto rec = boost::json::parse(exported.out).as_object();
+        rec["summary"] = "## Goal\ntampered";
+        const auto bad = scratch("ckpt-bad.json", boost::json::serialize(rec));
+        const auto copy = scratch("ckpt-corrupt.jsonl", uncompacted);
+        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " - --keep-recent 3000 --json < " + bad.string());
+        EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+        EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "corrupt") << r.out;
+        EXPECT_EQ(slurp(copy), uncompacted);
+        fs::remove(copy);
+        fs::remove(bad);
+    }
+    // Trigger settings do not matter: another --reserve is accepted.
+    {
+        const auto copy = scratch("ckpt-reserve.jsonl", uncompacted);
+        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
+                                   " --keep-recent 3000 --reserve 1000 --json");
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        fs::remove(copy);
+    }
+    // Before our compaction the latest one is Pi's: it carries no record.
+    {
+        const auto plain = scratch("ckpt-plain.jsonl", uncompacted);
+        const auto r = run_process(cli + " checkpoint export " + plain.string() + " --json");
+        EXPECT_EQ(r.exit_code, 1);
+        EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "unrecorded");
+        fs::remove(plain);
+    }
+    // A session without any compaction has nothing to export.
+    {
+        const auto plain = scratch("ckpt-none.jsonl", uncompacted.substr(0, uncompacted.find('\n', uncompacted.find('\n') + 1) + 1));
+        const auto r = run_process(cli + " checkpoint export " + plain.string() + " --json");
+        EXPECT_EQ(r.exit_code, 1);
+        EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "no_compaction") << r.out;
+        fs::remove(plain);
+    }
+    fs::remove(original);
+    fs::remove(record_file);
+}
+
+TEST(cli_verify, flags_a_hand_edited_covered_entry_and_never_writes)
+{
+    const auto [path, uncompacted] = compacted_copy("verify.jsonl");
+    const auto ok = run_process(cli + " verify " + path.string() + " --json");
+    ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+    const auto v = boost::json::parse(ok.out);
+    ASSERT_EQ(v.at("compactions").as_array().size(), 2u);  // Pi's (unrecorded), then ours
+    EXPECT_EQ(v.at("compactions").at(0).at("status"), "unrecorded");
+    EXPECT_EQ(v.at("compactions").at(1).at("status"), "ok");
+    EXPECT_EQ(v.at("changed"), false);
+    EXPECT_EQ(v.at("compactions").at(1).at("sourceRevision"), v.at("compactions").at(1).at("actual"));
+
+    // Hand-edit the first covered entry (line 2).
+    std::string text = slurp(path);
+    const auto second = text.find('\n') + 1;
+    const auto at = text.find("\"text\":\"", second);
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + 8, "EDITED ");
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    const auto bad = run_process(cli + " verify " + path.string() + " --json");
+    EXPECT_EQ(bad.exit_code, 1) << bad.out;
+    const auto b = boost::json::parse(bad.out);
+    EXPECT_EQ(b.at("compactions").at(0).at("status"), "unrecorded");
+    EXPECT_EQ(b.at("compactions").at(1).at("status"), "changed");
+    EXPECT_EQ(b.at("changed"), true);
+    EXPECT_EQ(slurp(path), text);  // never written
+    const auto human = run_process(cli + " verify " + path.string());
+    EXPECT_EQ(human.exit_code, 1);
+    EXPECT_NE(human.out.find("changed"), std::string::npos) << human.out;
+    // Export refuses a record of a changed history.
+    const auto ex = run_process(cli + " checkpoint export " + path.string() + " --json");
+    EXPECT_EQ(ex.exit_code, 1);
+    EXPECT_EQ(boost::json::parse(ex.out).at("error").at("reason"), "replaced");
+    fs::remove(path);
 }

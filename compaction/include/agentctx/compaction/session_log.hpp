@@ -132,6 +132,10 @@ public:
     /// Materializes entry `i` (parsing its line on first use). Errors carry the line number.
     result<entry_ptr> get(std::size_t i, diagnostics& diag) const;
 
+    /// The bytes of entry `i`'s line as stored (without the newline): read back from the file
+    /// for a loaded entry, JSON.stringify of the entry as written for an appended one.
+    result<std::string> line_bytes(std::size_t i, diagnostics& diag) const;
+
     /// Adds an entry after validation: non-empty unique id, parent present (or null).
     /// Moves the leaf to it. Fails with `migration_required` on a v1/v2 log.
     result<void> append(entry_ptr e, diagnostics& diag);

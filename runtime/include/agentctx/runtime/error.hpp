@@ -23,6 +23,7 @@ enum class errc
     session_closed,            ///< the session was closed
     hook_cancelled,            ///< a before_compact hook cancelled the compaction
     auto_compaction_paused,    ///< the last automatic attempt failed on this very path
+    compaction_running,        ///< a checkpoint restore while a compaction runs (refused, nothing written)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -6,6 +6,7 @@
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
 #include <agentctx/runtime/snapshot.hpp>
 #include <agentctx/runtime/store.hpp>
@@ -16,6 +17,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <atomic>
 #include <map>
@@ -208,6 +210,46 @@ public:
         return ::agentctx::detail::async_call<void_signature>(token, shared_from_this(), &session::branch_impl, std::move(entry_id));
     }
 
+    /**
+     * @brief Exports the latest compaction on the active path as a portable checkpoint record
+     * (compaction/checkpoint.hpp). Fails with `checkpoint_unavailable` (reason `no_compaction` or
+     * `unrecorded`) or `checkpoint_mismatch` (`replaced`: its covered history changed since).
+     * Writes nothing.
+     * @par Per-operation cancellation
+     * None: it is short and reads only.
+     */
+    template <boost::asio::completion_token_for<checkpoint_signature> CompletionToken>
+    auto async_export_checkpoint(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<checkpoint_signature>(token, shared_from_this(), &session::export_checkpoint_impl);
+    }
+
+    /**
+     * @brief Restores a checkpoint record (its JSON): validates it (`checkpoint_invalid`:
+     * `corrupt`, `unsupported_format`), checks it against this session (`checkpoint_mismatch`:
+     * `other_identity`, `other_configuration`, `shortened`, `replaced`), then appends one
+     * ordinary compaction entry as the new leaf, keeping from the first entry after the covered
+     * prefix. A refusal writes nothing; so does a call while a compaction runs
+     * (`compaction_running`). No compaction events or hooks run.
+     * @par Per-operation cancellation
+     * None: validation and the one append run at once on the strand.
+     */
+    template <boost::asio::completion_token_for<checkpoint_signature> CompletionToken>
+    auto async_restore_checkpoint(boost::json::value record, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<checkpoint_signature>(token, shared_from_this(), &session::restore_checkpoint_impl,
+                                                                    std::move(record));
+    }
+
+    /// The latest compaction's checkpoint status (checkpoint_status_of against this session's
+    /// identity and configuration). Reads only. No per-operation cancellation.
+    template <boost::asio::completion_token_for<checkpoint_status_signature> CompletionToken>
+    auto async_checkpoint_status(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<checkpoint_status_signature>(token, shared_from_this(),
+                                                                           &session::checkpoint_status_impl);
+    }
+
     /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
     void abort_compaction();
 
@@ -230,6 +272,7 @@ private:
     struct job;     ///< the running compaction (transaction.hpp)
     struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
     friend struct transaction;
+    friend struct checkpoint_ops;
 
     session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
 
@@ -253,6 +296,10 @@ private:
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+    // checkpoint_ops.cpp
+    void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
+    void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
+    void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
 
     /// In the initiating function: a caller id, and the caller's cancellation slot hooked at once
     /// (so no emission is lost; one that comes before the strand sees the request sets the flag).
@@ -279,6 +326,8 @@ private:
     std::atomic<std::shared_ptr<const snapshot>> snapshot_;
     std::shared_ptr<spdlog::logger> logger_;
     std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
+    /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
+    std::unique_ptr<compaction::source_revision_cache> revisions_ = std::make_unique<compaction::source_revision_cache>();
 
     // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
     std::unique_ptr<detail::compaction_coordinator> coordinator_;

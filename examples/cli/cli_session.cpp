@@ -1,0 +1,109 @@
+// The session configuration shared by `compact` and `checkpoint`.
+#include "cli_session.hpp"
+
+#include <agentctx/compaction/pinned.hpp>
+#include <agentctx/compaction/redaction.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
+
+#include <boost/json/parse.hpp>
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace agentctx::cli {
+
+const std::vector<std::string_view> session_valued_options = {"provider", "model", "base-url", "keep-recent", "reserve",
+                                                              "context-window", "settings", "project-dir"};
+
+std::optional<cli_session_setup> cli_session_config(const args& a, bool json, boost::asio::io_context& ioc, int& code)
+{
+    bool ok = true;
+    const auto window = count_option(a, "context-window", 200000, ok);
+    if (!ok)
+    {
+        code = exit_usage;
+        return std::nullopt;
+    }
+    auto settings = cli_settings(a, json, code);
+    if (!settings)
+        return std::nullopt;
+    cli_session_setup out;
+    auto& config = out.config;
+    config.settings = *settings;
+    config.model.context_window = *window;
+    config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
+
+    // The summarizer: --provider, else the settings file's "provider" section or the environment.
+    boost::json::object section;
+    if (const auto file = a.get("settings"))
+    {
+        std::ifstream in(*file);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        boost::system::error_code ec;
+        auto v = boost::json::parse(ss.str(), ec);
+        if (!ec && v.is_object())
+        {
+            if (const auto* p = v.get_object().if_contains("provider"); p && p->is_object())
+                section = p->get_object();
+            // {"redaction": {"enabled", "allowlist"}}: secrets kept out of summaries.
+            compaction::diagnostics rdiag;
+            auto redaction = compaction::parse_redaction_settings(v.get_object(), rdiag);
+            if (!redaction)
+            {
+                print_error(json, redaction.error().message(), rdiag.message);
+                code = exit_usage;
+                return std::nullopt;
+            }
+            config.redaction = *redaction;
+            // {"pinned": {"customTypes", "ids"}}: entries kept verbatim through compactions.
+            auto pins = compaction::parse_pin_settings(v.get_object(), rdiag);
+            if (!pins)
+            {
+                print_error(json, pins.error().message(), rdiag.message);
+                code = exit_usage;
+                return std::nullopt;
+            }
+            config.pins = std::move(*pins);
+        }
+    }
+    if (const auto name = a.get("provider"))
+        section["name"] = *name;
+    if (const auto m = a.get("model"))
+        section["model"] = *m;
+    if (const auto u = a.get("base-url"))
+        section["baseUrl"] = *u;
+    providers::diagnostics pdiag;
+    auto provider = providers::provider_from_environment(section.empty() ? nullptr : &section,
+                                                         [](const char* n) { return std::getenv(n); }, pdiag);
+    if (!provider)
+    {
+        print_error(json, provider.error().message(), pdiag.message);
+        code = exit_usage;
+        return std::nullopt;
+    }
+    if (*provider)
+    {
+        const auto& p = **provider;
+        out.http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), p, config.logger);
+        config.summarizer = out.http;
+        config.model.provider = p.name;
+        config.model.model_id = p.model;
+        config.model.max_output_tokens = p.max_output_tokens;
+        if (p.context_window > 0 && !a.has("context-window"))
+            config.model.context_window = p.context_window;
+    }
+    else
+    {
+        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (to see progress and try Ctrl-C).
+        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
+        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
+        config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
+    }
+    return out;
+}
+
+}  // namespace agentctx::cli

@@ -1,0 +1,247 @@
+// Portable checkpoints in the session: identity and config digest, the recorded fields of every
+// compaction, export of the latest one, and restore (validate, then append one compaction entry).
+#include "checkpoint_ops.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/projection.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include "compaction_coordinator.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace agentctx::runtime {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using boost::system::error_code;
+using namespace compaction;
+
+compaction::checkpoint_identity checkpoint_identity_of(const session_config& c, bool from_hook)
+{
+    if (from_hook)
+        return {"hook", ""};
+    if (!c.summarizer)
+        return {};
+    const std::string name = c.summarizer->name();
+    const auto colon = name.find(':');
+    if (colon == std::string::npos)
+        return {name, ""};
+    return {name.substr(0, colon), name.substr(colon + 1)};
+}
+
+compaction::summary_config summary_config_of(const session_config& c)
+{
+    return summary_config{
+        .keep_recent_tokens = c.settings.keep_recent_tokens,
+        .context_window = c.model.context_window,
+        .max_output_tokens = c.model.max_output_tokens,
+        .redaction_enabled = c.redaction.enabled,
+        .redaction_allowlist = c.redaction.allowlist,
+        .pinned_custom_types = c.pins.custom_types,
+        .pinned_ids = c.pins.ids,
+        .pinned_by_predicate = static_cast<bool>(c.pins.predicate),
+    };
+}
+
+std::string config_digest_of(const session_config& c)
+{
+    return config_digest(summary_config_of(c));
+}
+
+result<checkpoint_status> checkpoint_status_of(const session_log& log, const checkpoint_identity& identity,
+                                               std::string config_digest, diagnostics& diag)
+{
+    checkpoint_status out;
+    out.identity = identity;
+    out.config_digest = std::move(config_digest);
+    const auto c = latest_compaction(log);
+    if (!c)
+        return out;
+    auto row = verify_compaction(log, *c, diag);
+    if (!row)
+        return row.error();
+    out.latest = std::move(*row);
+    auto e = log.get(*c, diag);
+    if (!e)
+        return e.error();
+    out.recorded = recorded_fields(**e);
+    out.restorable = out.recorded && out.latest->status == verify_status::ok && out.recorded->identity == out.identity &&
+                     out.recorded->config_digest == out.config_digest;
+    return out;
+}
+
+result<void> checkpoint_ops::add_fields(const session& s, json::object& agentctx, std::string_view first_kept,
+                                        bool from_hook, diagnostics& diag)
+{
+    const auto kept = s.log_.find(first_kept);
+    if (!kept)
+    {
+        diag.message = "firstKeptEntryId '" + std::string(first_kept) + "' names no entry";
+        return compaction::errc::entry_not_found;
+    }
+    auto rev = s.revisions_->compute(s.log_, entries_before(s.log_, *kept), diag);
+    if (!rev)
+        return rev.error();
+    agentctx["sourceRevision"] = to_json(*rev);
+    agentctx["identity"] = to_json(checkpoint_identity_of(s.config_, from_hook));
+    agentctx["configDigest"] = config_digest_of(s.config_);
+    return {};
+}
+
+checkpoint_outcome checkpoint_ops::export_latest(const session& s, error_code& ec)
+{
+    checkpoint_outcome out;
+    const auto c = latest_compaction(s.log_);
+    if (!c)
+    {
+        ec = make_error_code(compaction::errc::checkpoint_unavailable);
+        out.reason = checkpoint_reason::no_compaction;
+        out.message = "the active path has no compaction to export";
+        return out;
+    }
+    diagnostics diag;
+    auto r = make_checkpoint(s.log_, *c, out.reason, diag);
+    if (!r)
+    {
+        ec = r.error();
+        out.message = diag.message;
+        return out;
+    }
+    out.record = std::move(*r);
+    return out;
+}
+
+namespace {
+
+// The active path for the snapshot after a restore: as the planner loads it, plus every entry
+// from the new kept entry on materialized (it may lie before the previous compaction's kept one).
+result<std::vector<entry_ptr>> restore_path(const session_log& log, std::size_t kept_from, diagnostics& diag)
+{
+    auto pp = load_planning_path(log, diag);
+    if (!pp)
+        return pp.error();
+    const auto indices = log.active_path();
+    for (std::size_t k = kept_from; k < pp->needed_from && k < indices.size(); ++k)
+    {
+        auto e = log.get(indices[k], diag);
+        if (!e)
+            return e.error();
+        pp->entries[k] = std::move(*e);
+    }
+    return std::move(pp->entries);
+}
+
+}  // namespace
+
+checkpoint_outcome checkpoint_ops::restore(session& s, const json::value& record, error_code& ec)
+{
+    checkpoint_outcome out;
+    auto refuse = [&](error_code code, std::string message) {
+        ec = code;
+        out.message = std::move(message);
+        return out;
+    };
+    if (s.closed_)
+        return refuse(make_error_code(errc::session_closed), "the session was closed");
+    if (s.coordinator_->running())
+        return refuse(make_error_code(errc::compaction_running), "a compaction is running; restore after it ends");
+    diagnostics diag;
+    auto r = parse_checkpoint(record, out.reason, diag);
+    if (!r)
+        return refuse(r.error(), diag.message);
+    out.record = *r;
+    const auto path = s.log_.active_path();
+    if (auto ok = check_checkpoint(*r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_),
+                                   out.reason, diag);
+        !ok)
+        return refuse(ok.error(), diag.message);
+
+    // Build everything first, then store append, log append, snapshot swap (as a compaction commit).
+    const std::size_t count = r->revision.count;
+    const std::string id = s.log_.new_id();
+    // Kept from the first entry after the covered prefix; with nothing after it, retain none.
+    const std::string first_kept = count < path.size() ? s.log_.meta(path[count]).id : id;
+    json::array read_files, modified_files;
+    for (const auto& f : r->read_files)
+        read_files.emplace_back(f);
+    for (const auto& f : r->modified_files)
+        modified_files.emplace_back(f);
+    json::object details{
+        {"readFiles", std::move(read_files)},
+        {"modifiedFiles", std::move(modified_files)},
+        {"agentctx",
+         json::object{
+             {"reason", "restore"},
+             {"restoredFrom", r->digest},
+             {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
+             {"sourceRevision", to_json(r->revision)},
+             {"identity", to_json(r->identity)},
+             {"configDigest", r->config_digest},
+         }},
+    };
+    const std::string ts = iso_timestamp_now();
+    auto e = std::make_shared<const entry>(make_compaction_entry(
+        id, s.log_.leaf_id(), ts, r->summary, first_kept, static_cast<double>(r->tokens_before), std::move(details), false,
+        std::nullopt, system_checkpoint(s.current()->system, ts)
+    ));
+    auto next_path = restore_path(s.log_, count, diag);
+    if (!next_path)
+        return refuse(next_path.error(), diag.message);
+    next_path->push_back(e);
+    auto next = snapshot_from_context(build_session_context(*next_path), s.log_.size() + 1, s.counter());
+    if (auto w = s.store_->append(*e, diag); !w)
+        return refuse(w.error(), diag.message);
+    if (auto w = s.log_.append(e, diag); !w)
+        return refuse(w.error(), diag.message);  // unreachable: a fresh id, the leaf as parent
+    s.publish(std::move(next));
+    s.auto_failed_at_.reset();
+    out.entry_id = id;
+    s.logger_->info("checkpoint restored entry={} covered={} first_kept={} record={}", id, count, first_kept,
+                    r->digest.substr(0, 12));
+    return out;
+}
+
+namespace {
+
+void complete(asio::any_completion_handler<checkpoint_signature> h, const asio::strand<asio::any_io_executor>& strand,
+              error_code ec, checkpoint_outcome out)
+{
+    asio::post(strand, asio::append(std::move(h), ec, std::move(out)));
+}
+
+}  // namespace
+
+void session::export_checkpoint_impl(asio::any_completion_handler<checkpoint_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        error_code ec;
+        auto out = checkpoint_ops::export_latest(*self, ec);
+        complete(std::move(h), self->strand_, ec, std::move(out));
+    });
+}
+
+void session::checkpoint_status_impl(asio::any_completion_handler<checkpoint_status_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        diagnostics diag;
+        auto st = checkpoint_status_of(self->log_, checkpoint_identity_of(self->config_), config_digest_of(self->config_), diag);
+        const error_code ec = st ? error_code{} : st.error();
+        asio::post(self->strand_, asio::append(std::move(h), ec, st ? std::move(*st) : checkpoint_status{}));
+    });
+}
+
+void session::restore_checkpoint_impl(json::value record, asio::any_completion_handler<checkpoint_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), record = std::move(record), h = std::move(h)]() mutable {
+        error_code ec;
+        auto out = checkpoint_ops::restore(*self, record, ec);
+        complete(std::move(h), self->strand_, ec, std::move(out));
+    });
+}
+
+}  // namespace agentctx::runtime
