@@ -9,7 +9,7 @@ bin=${1:?usage: run.sh BUILD_DIR [SECONDS] [TARGET...]}
 seconds=${2:-30}
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(json_scanner entry_decode session_load sse response settings)
+[ ${#targets[@]} -eq 0 ] && targets=(json_scanner entry_decode session_load sse response settings checkpoint)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/agentctx-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
