@@ -141,7 +141,8 @@ public:
     template <boost::asio::completion_token_for<append_signature> CompletionToken>
     auto async_append(boost::json::object fields, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<append_signature>(token, shared_from_this(), &session::append_impl, std::move(fields));
+        return ::agentctx::detail::async_call<append_signature>(
+            token, shared_from_this(), &session::append_impl, std::move(fields));
     }
 
     /**
@@ -156,7 +157,8 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_on_turn_end(compaction::message last_assistant, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::check_impl, std::move(last_assistant), true);
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::check_impl, std::move(last_assistant), true);
     }
 
     /**
@@ -171,14 +173,16 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_between_turns(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::between_turns_impl);
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::between_turns_impl);
     }
 
     /// The pre-prompt check (includes aborted responses). Cancellation as async_on_turn_end.
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_before_prompt(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::before_prompt_impl);
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::before_prompt_impl);
     }
 
     /// The overflow path for a provider error that was not persisted as a message. Completes
@@ -186,7 +190,8 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_recover_overflow(std::string error_message, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::recover_overflow_impl, std::move(error_message));
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::recover_overflow_impl, std::move(error_message));
     }
 
     /**
@@ -200,14 +205,16 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_compact(std::optional<std::string> custom_instructions, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::compact_impl, std::move(custom_instructions));
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::compact_impl, std::move(custom_instructions));
     }
 
     /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
     template <boost::asio::completion_token_for<void_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<void_signature>(token, shared_from_this(), &session::branch_impl, std::move(entry_id));
+        return ::agentctx::detail::async_call<void_signature>(
+            token, shared_from_this(), &session::branch_impl, std::move(entry_id));
     }
 
     /**
@@ -221,7 +228,8 @@ public:
     template <boost::asio::completion_token_for<checkpoint_signature> CompletionToken>
     auto async_export_checkpoint(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<checkpoint_signature>(token, shared_from_this(), &session::export_checkpoint_impl);
+        return ::agentctx::detail::async_call<checkpoint_signature>(
+            token, shared_from_this(), &session::export_checkpoint_impl);
     }
 
     /**
