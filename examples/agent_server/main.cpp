@@ -5,10 +5,12 @@
 #include <agentctx/providers/offline_summarizer.hpp>
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -132,7 +134,12 @@ int main(int argc, char** argv)
     }
     else
     {
-        opts.make_summarizer = [](boost::asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex); };
+        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (as in the CLI).
+        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
+        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
+        opts.make_summarizer = [delay](boost::asio::any_io_executor ex) {
+            return std::make_shared<providers::offline_summarizer>(ex, delay);
+        };
         spdlog::info("summaries from the offline summarizer (no provider configured)");
     }
     boost::asio::io_context ioc(threads);
@@ -140,9 +147,17 @@ int main(int argc, char** argv)
     const auto port = srv.start();
     spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, opts.data_dir.string());
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    signals.async_wait([&](boost::system::error_code, int) {
+    // Graceful shutdown: stop accepting and close every session (an in-flight compaction is
+    // cancelled and writes nothing; appends are whole lines already synced), give the sessions'
+    // strands a moment to unwind, then stop. Exit status 0.
+    boost::asio::steady_timer drain(ioc);
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+        if (ec)
+            return;
+        spdlog::info("signal {}: shutting down", sig);
         srv.stop();
-        ioc.stop();
+        drain.expires_after(std::chrono::milliseconds(200));
+        drain.async_wait([&](boost::system::error_code) { ioc.stop(); });
     });
     std::vector<std::thread> pool;
     for (int i = 1; i < threads; ++i)

@@ -28,7 +28,10 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <netinet/in.h>
+#include <csignal>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -941,4 +944,115 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
     EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12/secrets"), "GET other");
     EXPECT_EQ(server::route_label("GET", "/metrics"), "GET /metrics");
     EXPECT_EQ(server::route_label("GET", "/"), "GET other");
+}
+
+namespace {
+
+// One request on its own connection (Connection: close); the whole response.
+std::string ask(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "")
+{
+    raw_conn c(port);
+    c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string res;
+    c.read_to_close(res);
+    return res;
+}
+
+}  // namespace
+
+TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_acknowledged_entry)
+{
+    auto words = [](int n) {
+        std::string t;
+        for (int i = 0; i < n; ++i)
+            t += "word" + std::to_string(i % 97) + (i % 13 == 12 ? ". " : " ");
+        return t;
+    };
+    const auto dir = fs::temp_directory_path() / ("agentctx-sigterm-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0)
+    {
+        ::dup2(out[1], 1);
+        ::dup2(out[1], 2);
+        ::setenv("AGENTCTX_OFFLINE_DELAY_MS", "5000", 1);  // the compaction is still in the model call
+        const std::string bin = AGENTCTX_SERVER_BIN;
+        ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), nullptr);
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    // The port from the "listening on http://127.0.0.1:PORT" line.
+    std::string log;
+    std::uint16_t port = 0;
+    for (int i = 0; i < 300 && !port; ++i)
+    {
+        pollfd p{out[0], POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0)
+        {
+            char buf[512];
+            const auto n = ::read(out[0], buf, sizeof buf);
+            if (n <= 0)
+                break;
+            log.append(buf, static_cast<std::size_t>(n));
+        }
+        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
+            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
+    }
+    ASSERT_NE(port, 0) << log;
+
+    const auto created = ask(port, "POST", "/v1/sessions");
+    ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << created;
+    const std::string id(raw_body(created).at("id").as_string());
+    std::vector<std::string> acknowledged;
+    for (int i = 0; i < 8; ++i)
+    {
+        const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
+                                      words(6000) + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                                : R"({"type":"message","message":{"role":"user","content":")" + words(6000) +
+                                      R"(","timestamp":1}})";
+        const auto res = ask(port, "POST", "/v1/sessions/" + id + "/entries", body);
+        ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+        acknowledged.emplace_back(raw_body(res).at("id").as_string());
+    }
+    raw_conn compacting(port);
+    ASSERT_TRUE(compacting.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    const auto signalled = std::chrono::steady_clock::now();
+    int status = -1;
+    for (int i = 0; i < 200 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!WIFEXITED(status))
+        ::kill(pid, SIGKILL);
+    ::close(out[0]);
+    ASSERT_TRUE(WIFEXITED(status)) << "still running 10 s after SIGTERM";
+    // Not a timing assertion on the machine's speed: the model "call" lasts 5 s, and a shutdown
+    // that waited for it instead of cancelling it would take that long.
+    EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(4));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    // The compaction was running (60k tokens over keepRecentTokens 20000): it was cancelled.
+    std::string answer;
+    compacting.read_to_close(answer);
+    EXPECT_NE(answer.find("\"code\":\"cancelled\""), std::string::npos) << answer;
+
+    std::ifstream f(dir / (id + ".jsonl"), std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const std::string text = ss.str();
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.back(), '\n') << "no partial line";
+    EXPECT_EQ(text.find("\"type\":\"compaction\""), std::string::npos) << "the cancelled compaction wrote nothing";
+    for (const auto& a : acknowledged)
+        EXPECT_NE(text.find("\"id\":\"" + a + "\""), std::string::npos) << a;
+    compaction::diagnostics diag;
+    auto reopened = runtime::jsonl_store::open(dir / (id + ".jsonl"), {}, diag);
+    ASSERT_TRUE(reopened) << diag.message;
+    compaction::load_report report;
+    EXPECT_TRUE((*reopened)->load({}, report, diag)) << diag.message;
+    fs::remove_all(dir);
 }
