@@ -1,5 +1,6 @@
 // Summary requests per second, CPU per request and cancellation latency through the HTTP provider (loopback).
 #include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
 
 #include "fake_provider_server.hpp"
 
@@ -123,6 +124,22 @@ void BM_cancel_half_of_1000(benchmark::State& state)
 
 }  // namespace
 
+// The offline summarizer on 8 messages of one word of state.range(0) characters each: linear
+// (its sentence splitter once normalised the whole sentence per character: 4.3 s at 20,000).
+void BM_offline_summary_long_words(benchmark::State& state)
+{
+    std::string conv = "<conversation>\n";
+    for (int i = 0; i < 8; ++i)
+        conv += std::string(i % 2 ? "[Assistant]: " : "[User]: ") +
+                std::string(static_cast<std::size_t>(state.range(0)), i % 2 ? 'a' : 'u') + "\n\n";
+    conv += "</conversation>\n";
+    const agentctx::compaction::summary_prompt p{"SYS", conv, 8000};
+    for (auto _ : state)
+        benchmark::DoNotOptimize(agentctx::providers::offline_summary(p));
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * conv.size()));
+}
+
+BENCHMARK(BM_offline_summary_long_words)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cancel_half_of_1000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_provider_requests)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
 

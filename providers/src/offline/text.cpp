@@ -76,11 +76,15 @@ std::vector<std::string> sentences(std::string_view s)
             continue;
         }
         cur += c;
+        // Only a terminator before a space or the end can end a sentence: the normalised text is
+        // built for those alone (building it per character was quadratic in the sentence).
+        const bool terminator = c == '.' || c == '!' || c == '?' || c == ';';
+        if (!terminator || !(i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\n'))
+            continue;
         const auto t = one_line(cur);
         const bool list_number = c == '.' && t.size() <= 3 && std::all_of(t.begin(), t.end() - 1, [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
         const bool abbreviation = c == '.' && (t.ends_with("e.g.") || t.ends_with("i.e.") || t.ends_with("vs.") || t.ends_with("cf."));
-        const bool end = !list_number && !abbreviation && (c == '.' || c == '!' || c == '?' || c == ';');
-        if (end && (i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\n'))
+        if (!list_number && !abbreviation)
             flush();
     }
     flush();
