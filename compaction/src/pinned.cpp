@@ -92,41 +92,44 @@ const boost::json::array* pinned_of(const entry& compaction)
     return pinned && pinned->is_array() && !pinned->get_array().empty() ? &pinned->get_array() : nullptr;
 }
 
-std::vector<std::shared_ptr<const message>> pinned_messages(const entry& compaction)
-{
-    std::vector<std::shared_ptr<const message>> out;
-    const auto* pinned = pinned_of(compaction);
-    if (!pinned)
-        return out;
-    for (const auto& v : *pinned)
-    {
-        if (!v.is_object())
-            continue;
-        diagnostics diag;
-        auto e = decode_entry(v.get_object(), diag);
-        if (!e || !pinnable(*e))
-            continue;  // a hand-edited item: skipped, never a load failure
-        if (auto m = message_of_entry(*e))
-            out.push_back(std::move(m));
-    }
-    return out;
-}
+namespace {
 
-std::string render_pinned_block(const boost::json::array& pinned)
+// The carried items that decode to a pinnable entry with a message, in order (a hand-edited
+// item is skipped, never a load failure).
+std::vector<std::pair<entry, std::shared_ptr<const message>>> pinned_items(const boost::json::array& pinned)
 {
-    std::string body;
+    std::vector<std::pair<entry, std::shared_ptr<const message>>> out;
     for (const auto& v : pinned)
     {
         if (!v.is_object())
             continue;
         diagnostics diag;
         auto e = decode_entry(v.get_object(), diag);
-        if (!e)
+        if (!e || !pinnable(*e))
             continue;
-        const auto m = message_of_entry(*e);
-        if (!m)
-            continue;
-        body += e->type == entry_type::custom_message ? "[" + e->custom_type + "]\n" : std::string("[user]\n");
+        if (auto m = message_of_entry(*e))
+            out.emplace_back(std::move(*e), std::move(m));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<const message>> pinned_messages(const entry& compaction)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    if (const auto* pinned = pinned_of(compaction))
+        for (auto& [e, m] : pinned_items(*pinned))
+            out.push_back(std::move(m));
+    return out;
+}
+
+std::string render_pinned_block(const boost::json::array& pinned)
+{
+    std::string body;
+    for (const auto& [e, m] : pinned_items(pinned))
+    {
+        body += e.type == entry_type::custom_message ? "[" + e.custom_type + "]\n" : std::string("[user]\n");
         body += content_text(m->content);
         body += "\n";
     }

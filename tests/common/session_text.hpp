@@ -2,7 +2,9 @@
 #pragma once
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
+#include <agentctx/compaction/settings.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace agentctx::test {
 
@@ -219,5 +222,22 @@ private:
 
     std::int64_t ms_ = 1768467600000;
 };
+
+/// Settings that keep `k` recent tokens (everything else default).
+inline compaction::compaction_settings keep(std::int64_t k)
+{
+    compaction::compaction_settings s;
+    s.keep_recent_tokens = k;
+    return s;
+}
+
+/// The entry ids of context messages, in order.
+inline std::vector<std::string> ids(const std::vector<compaction::context_message>& v)
+{
+    std::vector<std::string> out;
+    for (const auto& m : v)
+        out.push_back(m.entry_id);
+    return out;
+}
 
 }  // namespace agentctx::test

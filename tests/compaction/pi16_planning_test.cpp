@@ -7,6 +7,8 @@
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
+using agentctx::test::ids;
+using agentctx::test::keep;
 namespace json = boost::json;
 
 namespace {
@@ -14,21 +16,6 @@ namespace {
 std::string x(std::size_t n)
 {
     return std::string(n, 'x');
-}
-
-compaction_settings keep(std::int64_t k)
-{
-    compaction_settings s;
-    s.keep_recent_tokens = k;
-    return s;
-}
-
-std::vector<std::string> ids(const std::vector<context_message>& v)
-{
-    std::vector<std::string> out;
-    for (const auto& m : v)
-        out.push_back(m.entry_id);
-    return out;
 }
 
 result<compaction_preparation> plan(const session_text& s, std::int64_t k, compat_mode mode = compat_mode::pi)

@@ -12,25 +12,12 @@
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
+using agentctx::test::ids;
+using agentctx::test::keep;
 using agentctx::test::tokens;
 namespace json = boost::json;
 
 namespace {
-
-compaction_settings keep(std::int64_t k)
-{
-    compaction_settings s;
-    s.keep_recent_tokens = k;
-    return s;
-}
-
-std::vector<std::string> ids(const std::vector<context_message>& v)
-{
-    std::vector<std::string> out;
-    for (const auto& m : v)
-        out.push_back(m.entry_id);
-    return out;
-}
 
 session_text& reminder(session_text& s, std::string_view id, std::string_view text)
 {
