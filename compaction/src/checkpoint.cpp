@@ -2,6 +2,7 @@
 #include <agentctx/compaction/checkpoint.hpp>
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 
 #include "sha256.hpp"
@@ -82,6 +83,10 @@ json::object summary_config_json(const summary_config& c)
         out["pinned"] = json::object{{"customTypes", strings(c.pinned_custom_types)},
                                      {"ids", strings(c.pinned_ids)},
                                      {"predicate", c.pinned_by_predicate}};
+    if (!c.pinned_snapshot_types.empty())
+        out["pinnedSnapshotTypes"] = strings(c.pinned_snapshot_types);
+    if (c.keep_recent_exchanges != 4)
+        out["keepRecentExchanges"] = c.keep_recent_exchanges;
     return out;
 }
 
@@ -225,6 +230,8 @@ json::object to_json(const checkpoint_record& r, bool with_digest)
         {"identity", to_json(r.identity)},
         {"configDigest", r.config_digest},
     };
+    if (!r.kept_verbatim_ids.empty())
+        o["keptVerbatim"] = strings_json(r.kept_verbatim_ids);
     if (with_digest)
         o["digest"] = r.digest;
     return o;
@@ -255,7 +262,7 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
         return errc::checkpoint_invalid;
     }
     rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
-                "sourceRevision", "identity", "configDigest", "digest"},
+                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim"},
             "");
     checkpoint_record r;
     if (const auto* src = rd.obj(o, "source", "source"))
@@ -271,6 +278,11 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
     r.first_kept_entry_id = rd.str(o, "firstKeptEntryId", "firstKeptEntryId");
     r.tokens_before = rd.count(o, "tokensBefore", "tokensBefore");
     r.covered_ids = rd.strings(o, "coveredIds", "coveredIds");
+    if (o.contains("keptVerbatim"))
+        r.kept_verbatim_ids = rd.strings(o, "keptVerbatim", "keptVerbatim");
+    for (const auto& id : r.kept_verbatim_ids)
+        if (rd.ok && std::find(r.covered_ids.begin(), r.covered_ids.end(), id) == r.covered_ids.end())
+            rd.fail("keptVerbatim", "names '" + id + "', which is not a covered entry");
     if (const auto* rev = rd.obj(o, "sourceRevision", "sourceRevision"))
     {
         rd.only(*rev, {"count", "sha256"}, "sourceRevision.");
@@ -510,6 +522,10 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     r.covered_ids.reserve(covered.size());
     for (const auto i : covered)
         r.covered_ids.push_back(log.meta(i).id);
+    if (const auto* kept = pinned_of(c))
+        for (const auto& v : *kept)
+            if (const auto* o = v.if_object(); o && o->contains("id") && o->at("id").is_string())
+                r.kept_verbatim_ids.emplace_back(o->at("id").get_string());
     r.revision = recorded->revision;
     r.identity = recorded->identity;
     r.config_digest = recorded->config_digest;

@@ -83,7 +83,40 @@ bool suffix_is_omitted_attempt(std::span<const projected_entry> e, std::size_t c
     return omitted_assistant;
 }
 
+// A human turn starts at the user's own input (a prompt or a `!command`); custom messages a host
+// injects mid-run (reminders, status) do not end an autonomous run.
+bool starts_human_turn(const projected_entry& p)
+{
+    return !is_compaction(p) && any_role(p.messages, [](role r) { return r == role::user || r == role::bash_execution; });
+}
+
+bool is_assistant_entry(const projected_entry& p)
+{
+    return p.source->type == entry_type::message && p.source->message && p.source->message->role == role::assistant &&
+           !p.messages.empty();
+}
+
 }  // namespace
+
+// The chosen cut `cut` widened over context-invisible entries, and the split-turn fields.
+void settle_cut(std::span<const projected_entry> e, std::size_t start, std::size_t cut, bool pi, cut_point_result& r)
+{
+    const std::size_t chosen = cut;
+    r.chosen_index = chosen;
+    while (cut > start && !is_compaction(e[cut - 1]) && e[cut - 1].messages.empty())
+        --cut;  // context-invisible entries (metadata, edits, omitted entries) stay with the kept side
+    r.first_kept_index = cut;
+    // Fix: Pi tests the widened cut, so a prompt preceded by metadata looks like a split turn of
+    // the previous turn. The chosen cut point is what starts the kept region.
+    const bool turn_cut = starts_turn(e[pi ? cut : chosen]);
+    r.turn_start_index.reset();
+    r.is_split_turn = false;
+    if (!turn_cut)
+    {
+        r.turn_start_index = find_turn_start(e, cut, start);
+        r.is_split_turn = r.turn_start_index.has_value();
+    }
+}
 
 bool is_valid_cut_point(const projected_entry& p) noexcept
 {
@@ -165,20 +198,56 @@ result<cut_point_result> find_cut_point(
         ++cut;
         r.advanced_past_omitted_attempt = true;
     }
-    const std::size_t chosen = cut;
-    r.chosen_index = chosen;
-    while (cut > start && !is_compaction(e[cut - 1]) && e[cut - 1].messages.empty())
-        --cut;  // context-invisible entries (metadata, edits, omitted entries) stay with the kept side
-    r.first_kept_index = cut;
-    // Fix: Pi tests the widened cut, so a prompt preceded by metadata looks like a split turn of
-    // the previous turn. The chosen cut point is what starts the kept region.
-    const bool turn_cut = starts_turn(e[pi ? cut : chosen]);
-    if (!turn_cut)
-    {
-        r.turn_start_index = find_turn_start(e, cut, start);
-        r.is_split_turn = r.turn_start_index.has_value();
-    }
+    settle_cut(e, start, cut, pi, r);
     return r;
+}
+
+cut_point_result keep_recent_exchanges(std::span<const projected_entry> e, std::size_t start, std::size_t end,
+                                       cut_point_result r, std::int64_t exchanges, std::int64_t max_kept_tokens,
+                                       const token_counter& counter)
+{
+    // The recovery-suffix rule passed an omitted failed attempt on purpose: its input must go.
+    if (exchanges <= 0 || r.chosen_index >= end || r.advanced_past_omitted_attempt)
+        return r;
+    for (std::size_t i = r.chosen_index; i < end; ++i)
+        if (starts_human_turn(e[i]))
+            return r;  // the current turn is kept whole
+    std::size_t turn = end;
+    while (turn > start && !starts_human_turn(e[turn - 1]))
+        --turn;
+    turn = turn > start ? turn - 1 : start;
+    std::vector<std::size_t> assistants;  // exchange starts of the current turn
+    for (std::size_t i = turn; i < end; ++i)
+        if (is_assistant_entry(e[i]))
+            assistants.push_back(i);
+    const auto kept = static_cast<std::int64_t>(
+        assistants.end() - std::lower_bound(assistants.begin(), assistants.end(), r.chosen_index));
+    if (kept >= exchanges)
+        return r;
+    const std::size_t target = static_cast<std::int64_t>(assistants.size()) >= exchanges
+                                   ? assistants[assistants.size() - static_cast<std::size_t>(exchanges)]
+                                   : turn;
+    // The latest cut the tool rounds allow at or before the target exchange; with a bound, the
+    // earliest later cut whose kept range fits it.
+    const auto cuts = allowed_cut_points(e, start, end, compat_mode::agentctx);
+    auto at = std::upper_bound(cuts.begin(), cuts.end(), target);
+    if (at == cuts.begin())
+        return r;
+    --at;
+    if (max_kept_tokens > 0)
+    {
+        std::vector<std::int64_t> suffix(end - start + 1, 0);  // tokens of [i, end)
+        for (std::size_t i = end; i-- > start;)
+            suffix[i - start] = suffix[i - start + 1] + entry_tokens(e[i], counter);
+        while (at != cuts.end() && *at < r.chosen_index && suffix[*at - start] > max_kept_tokens)
+            ++at;
+    }
+    if (at == cuts.end() || *at >= r.chosen_index)
+        return r;
+    cut_point_result moved;
+    moved.crossing_index = r.crossing_index;
+    settle_cut(e, start, *at, false, moved);
+    return moved;
 }
 
 std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path)

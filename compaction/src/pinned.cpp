@@ -67,6 +67,8 @@ result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagn
         return r.error();
     if (auto r = read_strings(section->get_object(), "ids", out.ids, diag); !r)
         return r.error();
+    if (auto r = read_strings(section->get_object(), "snapshotTypes", out.snapshot_types, diag); !r)
+        return r.error();
     return out;
 }
 
@@ -76,7 +78,8 @@ bool pin_policy::pins(const entry& e) const
         return false;
     if (contains(ids, e.id))
         return true;
-    if (e.type == entry_type::custom_message && contains(custom_types, e.custom_type))
+    if (e.type == entry_type::custom_message &&
+        (contains(custom_types, e.custom_type) || contains(snapshot_types, e.custom_type)))
         return true;
     return predicate && predicate(e);
 }
@@ -92,13 +95,9 @@ const boost::json::array* pinned_of(const entry& compaction)
     return pinned && pinned->is_array() && !pinned->get_array().empty() ? &pinned->get_array() : nullptr;
 }
 
-namespace {
-
-// The carried items that decode to a pinnable entry with a message, in order (a hand-edited
-// item is skipped, never a load failure).
-std::vector<std::pair<entry, std::shared_ptr<const message>>> pinned_items(const boost::json::array& pinned)
+std::vector<carried_entry> carried_entries(const boost::json::array& pinned)
 {
-    std::vector<std::pair<entry, std::shared_ptr<const message>>> out;
+    std::vector<carried_entry> out;
     for (const auto& v : pinned)
     {
         if (!v.is_object())
@@ -108,29 +107,27 @@ std::vector<std::pair<entry, std::shared_ptr<const message>>> pinned_items(const
         if (!e || !pinnable(*e))
             continue;
         if (auto m = message_of_entry(*e))
-            out.emplace_back(std::move(*e), std::move(m));
+            out.push_back({std::move(*e), std::move(m), &v.get_object()});
     }
     return out;
 }
-
-}  // namespace
 
 std::vector<std::shared_ptr<const message>> pinned_messages(const entry& compaction)
 {
     std::vector<std::shared_ptr<const message>> out;
     if (const auto* pinned = pinned_of(compaction))
-        for (auto& [e, m] : pinned_items(*pinned))
-            out.push_back(std::move(m));
+        for (auto& c : carried_entries(*pinned))
+            out.push_back(std::move(c.msg));
     return out;
 }
 
 std::string render_pinned_block(const boost::json::array& pinned)
 {
     std::string body;
-    for (const auto& [e, m] : pinned_items(pinned))
+    for (const auto& c : carried_entries(pinned))
     {
-        body += e.type == entry_type::custom_message ? "[" + e.custom_type + "]\n" : std::string("[user]\n");
-        body += content_text(m->content);
+        body += c.source.type == entry_type::custom_message ? "[" + c.source.custom_type + "]\n" : std::string("[user]\n");
+        body += content_text(c.msg->content);
         body += "\n";
     }
     if (body.empty())

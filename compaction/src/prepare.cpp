@@ -1,6 +1,7 @@
 // prepare_compaction (Pi 1.6 delta §6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace agentctx::compaction {
@@ -22,29 +23,78 @@ void collect(std::span<const projected_entry> e, std::size_t from, std::size_t t
     }
 }
 
-// The pinned entries before the cut: the previous compaction's, then the range's newly pinned
-// (visible) ones. Returns their ids.
-std::set<std::string> collect_pinned(std::span<const projected_entry> e, std::optional<std::size_t> prev,
-                                     std::size_t from, std::size_t to, const pin_policy* pins, boost::json::array& out)
+bool is_user_prompt(const projected_entry& p)
 {
-    std::set<std::string> ids;
+    return p.source->type == entry_type::message && p.source->message && p.source->message->role == role::user &&
+           !p.messages.empty();
+}
+
+// What stays verbatim beside the summary. `excluded` is never summarized (pinned entries, older
+// reminder snapshots, the current instruction); `now_history` is a previously carried instruction
+// that a newer prompt has replaced: it is summarized with the range (before it).
+struct verbatim_plan
+{
+    std::set<std::string> excluded;
+    std::vector<context_message> now_history;
+};
+
+// The previous compaction's carried entries, then the range's pinned ones and (agentctx) the
+// current instruction when the cut passes it, in path order, into `out`.
+// `keep_instruction`: agentctx carries the latest prompt when the cut passes it (see prepare.hpp).
+verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional<std::size_t> prev, std::size_t from,
+                               std::size_t to, const pin_policy* pins, bool keep_instruction, std::int64_t max_instruction,
+                               const token_counter& counter, boost::json::array& out)
+{
+    verbatim_plan plan;
+    const auto pinned = [&](const entry& src) { return pins && pins->pins(src); };
+    std::optional<std::size_t> last_prompt;
+    for (std::size_t i = from; i < e.size(); ++i)
+        if (is_user_prompt(e[i]))
+            last_prompt = i;
+    // A prompt larger than the kept budget is too large to keep: it is summarized as before.
+    const bool carry_prompt = keep_instruction && last_prompt && last_prompt < to &&
+                              static_cast<std::int64_t>(counter.count(*e[*last_prompt].messages.front())) <= max_instruction;
     if (prev)
         if (const auto* carried = pinned_of(*e[*prev].source))
-            for (const auto& v : *carried)
+            for (auto& c : carried_entries(*carried))
             {
-                const auto* id = v.is_object() ? v.get_object().if_contains("id") : nullptr;
-                if (id && id->is_string() && ids.insert(std::string(id->get_string())).second)
-                    out.push_back(v);
+                const bool instruction = c.source.type == entry_type::message && !pinned(c.source);
+                if (instruction && last_prompt)
+                    plan.now_history.push_back({c.msg, c.source.id});
+                else if (plan.excluded.insert(c.source.id).second)
+                    out.push_back(*c.raw);
             }
-    if (!pins || pins->empty())
-        return ids;
     for (std::size_t i = from; i < to; ++i)
     {
         const entry& src = *e[i].source;
-        if (!e[i].messages.empty() && pins->pins(src) && ids.insert(src.id).second)
+        const bool instruction = carry_prompt && last_prompt == i;
+        if (!e[i].messages.empty() && (pinned(src) || instruction) && plan.excluded.insert(src.id).second)
             out.push_back(src.raw);
     }
-    return ids;
+    if (!pins || pins->snapshot_types.empty())
+        return plan;
+    // Reminder snapshots replace each other: only the latest stays, and
+    // none when a newer one is already in the kept range. The older ones remain in history.
+    std::set<std::string> newer;
+    for (std::size_t i = to; i < e.size(); ++i)
+        if (e[i].source->type == entry_type::custom_message && pinned(*e[i].source))
+            newer.insert(e[i].source->custom_type);
+    for (std::size_t k = out.size(); k-- > 0;)
+    {
+        const auto& o = out[k].as_object();
+        const auto* type = o.if_contains("type");
+        const auto* custom = o.if_contains("customType");
+        const auto* id = o.if_contains("id");
+        if (!type || *type != "custom_message" || !custom || !custom->is_string() || !id || !id->is_string())
+            continue;
+        const std::string ct(custom->get_string());
+        const bool by_type =
+            std::find(pins->snapshot_types.begin(), pins->snapshot_types.end(), ct) != pins->snapshot_types.end();
+        const bool by_id = std::find(pins->ids.begin(), pins->ids.end(), id->get_string()) != pins->ids.end();
+        if (by_type && !by_id && !newer.insert(ct).second)
+            out.erase(out.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    return plan;
 }
 
 std::string transcript_message(const std::vector<transcript_issue>& issues)
@@ -109,6 +159,12 @@ result<compaction_preparation> prepare_compaction(
         diag.message = "no cut point in the range keeps tool calls with their results";
         return cut.error();
     }
+    if (!pi)
+    {
+        const std::int64_t bound =
+            opts.context_window > 0 ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2) : 0;
+        *cut = keep_recent_exchanges(e, p.boundary_projected, end, *cut, settings.keep_recent_exchanges, bound, counter);
+    }
     p.first_kept_projected = cut->first_kept_index;
     if (p.first_kept_projected >= end)
     {
@@ -122,11 +178,22 @@ result<compaction_preparation> prepare_compaction(
     p.crossing_index = cut->crossing_index;
     p.advanced_past_omitted_attempt = cut->advanced_past_omitted_attempt;
 
-    const auto pinned = collect_pinned(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, p.pinned);
+    // agentctx keeps the current instruction verbatim, unless the recovery-suffix rule passed
+    // the failed attempt that this very prompt produced.
+    const bool keep_instruction = !pi && !p.advanced_past_omitted_attempt;
+    auto verbatim = collect_verbatim(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, keep_instruction,
+                                     settings.keep_recent_tokens, counter, p.pinned);
     const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
-    collect(e, p.boundary_projected, history_end, pinned, p.messages_to_summarize);
+    p.messages_to_summarize = std::move(verbatim.now_history);
+    collect(e, p.boundary_projected, history_end, verbatim.excluded, p.messages_to_summarize);
     if (p.is_split_turn)
-        collect(e, *p.turn_start_index, p.first_kept_projected, pinned, p.turn_prefix_messages);
+        collect(e, *p.turn_start_index, p.first_kept_projected, verbatim.excluded, p.turn_prefix_messages);
+    if (p.is_split_turn && p.turn_prefix_messages.empty())
+    {
+        // The turn's prefix was only its prompt, now kept verbatim: an ordinary cut.
+        p.is_split_turn = false;
+        p.turn_start_index.reset();
+    }
 
     if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
     {

@@ -1,8 +1,11 @@
 // fit_request: interaction groups, fixed costs first, newest groups while they fit.
 #include <agentctx/compaction/request_view.hpp>
 
+#include <agentctx/compaction/unresolved_calls.hpp>
+
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace agentctx::compaction {
 
@@ -29,7 +32,9 @@ bool starts_group(role r)
 fit_result fit_request(const session_context& ctx, const request_budget& budget, const token_counter& counter)
 {
     fit_result r;
-    const auto& msgs = ctx.messages;
+    // Unresolved calls get their unknown-outcome observation first: it is part of the request,
+    // costs tokens, and stays in its call's group.
+    const auto msgs = with_unknown_outcomes(ctx.messages);
     std::size_t first = 0;
     if (!msgs.empty() && msgs.front().msg->role == role::compaction_summary)
     {
@@ -94,11 +99,14 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
         r.reason = keep_from == 0 ? fit_reason::fits : fit_reason::trimmed;
     r.tokens.messages = used;
     r.tokens.total = r.tokens.system + r.tokens.fixed + used + r.tokens.reserved_output + r.tokens.safety_margin;
+    std::unordered_set<std::string> listed;
     if (keep_from < starts.size())
         for (std::size_t i = starts[keep_from]; i < msgs.size(); ++i)
         {
             r.messages.push_back(msgs[i]);
-            r.kept_entry_ids.push_back(msgs[i].entry_id);
+            // An observation carries its call's entry id: list each entry once.
+            if (listed.insert(msgs[i].entry_id).second)
+                r.kept_entry_ids.push_back(msgs[i].entry_id);
         }
     return r;
 }

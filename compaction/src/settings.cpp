@@ -84,6 +84,7 @@ struct field_spec
 // here: Pi validates them on the merged settings (validate_budget).
 constexpr field_spec layer_fields[] = {
     {"compaction", "enabled", kind::boolean},
+    {"compaction", "keepRecentExchanges", kind::count},
     {"retry", "enabled", kind::boolean},
     {"retry", "maxRetries", kind::count},
     {"retry", "baseDelayMs", kind::count},
@@ -240,6 +241,8 @@ result<compaction_settings> resolve_settings(
 
     if (const auto* v = get(comp, "enabled"))
         s.enabled = v->get_bool();
+    if (const auto* v = get(comp, "keepRecentExchanges"))
+        s.keep_recent_exchanges = count_of(*v);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

@@ -44,7 +44,9 @@ compaction::summary_config summary_config_of(const session_config& c)
         .redaction_allowlist = c.redaction.allowlist,
         .pinned_custom_types = c.pins.custom_types,
         .pinned_ids = c.pins.ids,
+        .pinned_snapshot_types = c.pins.snapshot_types,
         .pinned_by_predicate = static_cast<bool>(c.pins.predicate),
+        .keep_recent_exchanges = c.settings.keep_recent_exchanges,
     };
 }
 
@@ -171,18 +173,32 @@ checkpoint_outcome checkpoint_ops::restore(session& s, const json::value& record
         read_files.emplace_back(f);
     for (const auto& f : r->modified_files)
         modified_files.emplace_back(f);
+    json::object ours{
+        {"reason", "restore"},
+        {"restoredFrom", r->digest},
+        {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
+        {"sourceRevision", to_json(r->revision)},
+        {"identity", to_json(r->identity)},
+        {"configDigest", r->config_digest},
+    };
+    // The entries kept verbatim: their own lines, from this prefix (it hashes the same).
+    json::array kept;
+    for (const auto& kid : r->kept_verbatim_ids)
+        for (std::size_t k = 0; k < count; ++k)
+            if (s.log_.meta(path[k]).id == kid)
+            {
+                auto e = s.log_.get(path[k], diag);
+                if (!e)
+                    return refuse(e.error(), diag.message);
+                kept.push_back((*e)->raw);
+                break;
+            }
+    if (!kept.empty())
+        ours["pinned"] = std::move(kept);
     json::object details{
         {"readFiles", std::move(read_files)},
         {"modifiedFiles", std::move(modified_files)},
-        {"agentctx",
-         json::object{
-             {"reason", "restore"},
-             {"restoredFrom", r->digest},
-             {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
-             {"sourceRevision", to_json(r->revision)},
-             {"identity", to_json(r->identity)},
-             {"configDigest", r->config_digest},
-         }},
+        {"agentctx", std::move(ours)},
     };
     const std::string ts = iso_timestamp_now();
     auto e = std::make_shared<const entry>(make_compaction_entry(

@@ -82,10 +82,24 @@ TEST(cut_point, split_turn_when_the_cut_lands_on_an_assistant)
     diagnostics diag;
     compaction_settings st;
     st.keep_recent_tokens = 150;
+    auto pi = prepare_compaction(path, st, {.mode = compat_mode::pi}, diag).value();
+    ASSERT_EQ(pi.messages_to_summarize.size(), 2u);  // u0 a0
+    EXPECT_EQ(pi.turn_prefix_messages.size(), 5u);   // u1 a2 r2 a3 r3
+    EXPECT_EQ(pi.first_kept_entry_id, "a4");
+    // agentctx without the exchange rule: the same cut, and the prompt stays outside the
+    // compacted input (carried verbatim).
+    st.keep_recent_exchanges = 0;
     auto p = prepare_compaction(path, st, {}, diag).value();
     ASSERT_EQ(p.messages_to_summarize.size(), 2u);  // u0 a0
-    EXPECT_EQ(p.turn_prefix_messages.size(), 5u);   // u1 a2 r2 a3 r3
+    EXPECT_EQ(p.turn_prefix_messages.size(), 4u);   // a2 r2 a3 r3
     EXPECT_EQ(p.first_kept_entry_id, "a4");
+    ASSERT_EQ(p.pinned.size(), 1u);
+    EXPECT_EQ(p.pinned[0].as_object().at("id"), "u1");
+    // With it (default 4): the turn has three exchanges, so it is kept whole.
+    st.keep_recent_exchanges = 4;
+    p = prepare_compaction(path, st, {}, diag).value();
+    EXPECT_EQ(p.first_kept_entry_id, "u1");
+    EXPECT_FALSE(p.is_split_turn);
 }
 
 TEST(cut_point, trailing_tool_results_keep_their_assistant_in_both_modes)

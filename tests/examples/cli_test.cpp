@@ -466,13 +466,20 @@ TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
     const auto after = slurp(copy);
     EXPECT_EQ(after.substr(0, uncompacted.size()), uncompacted);
     EXPECT_EQ(lines_of(after), lines_of(uncompacted) + 1);
-    // The projection is the original's: same roles and entry ids after the summary.
+    // The projection is the original's: same roles and entry ids after the summary (entries the
+    // compaction carries verbatim, like the current instruction, show its own id).
     auto ids = [](const std::string& out) {
         std::vector<std::string> roles;
         const auto v = boost::json::parse(out);
+        std::string compaction;
         for (const auto& m : v.at("messages").as_array())
+        {
+            const std::string id(m.at("entryId").as_string());
+            if (m.at("role") == "compactionSummary")
+                compaction = id;
             roles.push_back(std::string(m.at("role").as_string()) +
-                            (m.at("role") == "compactionSummary" ? std::string() : "@" + std::string(m.at("entryId").as_string())));
+                            (m.at("role") == "compactionSummary" ? std::string() : id == compaction ? "@carried" : "@" + id));
+        }
         return roles;
     };
     EXPECT_EQ(ids(run_process(cli + " context " + copy.string() + " --json").out),

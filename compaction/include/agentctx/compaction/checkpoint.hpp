@@ -60,7 +60,11 @@ struct summary_config
     /// only when any is set, so records written without pins keep their digest.
     std::vector<std::string> pinned_custom_types;
     std::vector<std::string> pinned_ids;
+    std::vector<std::string> pinned_snapshot_types;
     bool pinned_by_predicate = false;
+    /// agentctx's long-run rule (compaction.keepRecentExchanges): in the digest only when it is
+    /// not the default 4, so records written before it existed keep their digest.
+    std::int64_t keep_recent_exchanges = 4;
 };
 
 /// The canonical JSON the configuration digest is taken over (format, the fields above, and the
@@ -82,6 +86,10 @@ struct checkpoint_record
     std::string first_kept_entry_id;  ///< in the source session
     std::int64_t tokens_before = 0;
     std::vector<std::string> covered_ids;  ///< the covered entries' ids, in path order
+    /// Covered entries the compaction keeps verbatim beside its summary (pinned entries, the
+    /// current instruction): `keptVerbatim`, present only when not empty. Restore copies those
+    /// entries' own lines from the matching prefix into `details.agentctx.pinned`.
+    std::vector<std::string> kept_verbatim_ids;
     source_revision revision;
     checkpoint_identity identity;
     std::string config_digest;

@@ -60,6 +60,28 @@ result<cut_point_result> find_cut_point(
     const token_counter& counter = default_token_counter()
 );
 
+/**
+ * @brief agentctx's long-run rule: the newest `exchanges` exchanges of the current turn stay kept.
+ *
+ * A human turn starts at a user prompt or a `!command` (not at a custom message a host injects
+ * mid-run). When none starts in the kept range of `r` (the cut falls inside the current,
+ * autonomous turn), the cut moves back to the latest cut the tool rounds allow at or before the
+ * `exchanges`-th most recent assistant message of that turn (at most to the turn's start). An
+ * exchange is an assistant message with its tool results. `max_kept_tokens` (> 0) bounds what the
+ * rule may keep: it then keeps as many of those exchanges as fit, so a few huge tool results
+ * cannot make a compaction useless. `r` is returned unchanged when it already keeps enough, when
+ * the turn is kept whole, or when no earlier cut exists (or fits).
+ */
+cut_point_result keep_recent_exchanges(std::span<const projected_entry> entries, std::size_t start,
+                                       std::size_t end, cut_point_result r, std::int64_t exchanges,
+                                       std::int64_t max_kept_tokens = 0,
+                                       const token_counter& counter = default_token_counter());
+
+/// Fills `r` for the cut point `chosen`: the look-back over context-invisible entries to
+/// `first_kept_index`, and the split-turn fields (`pi`: Pi's test on the widened cut).
+void settle_cut(std::span<const projected_entry> entries, std::size_t start, std::size_t chosen, bool pi,
+                cut_point_result& r);
+
 /// Pi's exported raw variants: the same rules over raw path entries through
 /// entry_messages (no edits, no recovery-suffix rule); indices are path indices.
 std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path);

@@ -29,14 +29,18 @@ struct pin_policy
 {
     std::vector<std::string> ids;
     std::vector<std::string> custom_types;
+    /// Custom types whose entries are replacement snapshots (a reminder the host re-sends as it
+    /// changes): pinned, but only the latest one stays in the working request; older snapshots
+    /// remain in history and are neither carried nor summarized.
+    std::vector<std::string> snapshot_types;
     std::function<bool(const entry&)> predicate;
 
-    bool empty() const noexcept { return ids.empty() && custom_types.empty() && !predicate; }
+    bool empty() const noexcept { return ids.empty() && custom_types.empty() && snapshot_types.empty() && !predicate; }
     /// Whether `e` is pinnable and pinned.
     bool pins(const entry& e) const;
 };
 
-/// Reads `{"pinned": {"customTypes": [..], "ids": [..]}}` from a settings object, strictly typed
+/// Reads `{"pinned": {"customTypes": [..], "ids": [..], "snapshotTypes": [..]}}` from a settings object, strictly typed
 /// (`invalid_settings` naming the field). Absent = nothing pinned.
 result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagnostics& diag);
 
@@ -48,6 +52,18 @@ inline constexpr std::string_view pinned_block_close = "</pinned-entries>";
 
 /// The pinned entries a compaction carries: the `details.agentctx.pinned` array, or null.
 const boost::json::array* pinned_of(const entry& compaction);
+
+/// One carried item of a compaction: the entry decoded from its JSON, its message, the JSON.
+struct carried_entry
+{
+    entry source;
+    std::shared_ptr<const message> msg;
+    const boost::json::object* raw = nullptr;  ///< into the array it was read from
+};
+
+/// The items of `pinned` that decode to a pinnable entry with a message, in order (a hand-edited
+/// item is skipped, never a load failure).
+std::vector<carried_entry> carried_entries(const boost::json::array& pinned);
 
 /// The messages of a compaction's pinned entries, in their order (undecodable items skipped).
 std::vector<std::shared_ptr<const message>> pinned_messages(const entry& compaction);

@@ -22,6 +22,9 @@ struct plan_options
     /// Entries that stay verbatim (agentctx mode): excluded from the summarized input and
     /// carried by the compaction. nullptr = none beyond those the previous compaction carries.
     const pin_policy* pins = nullptr;
+    /// The model's window (0 = unknown). With it, keepRecentExchanges keeps at most half of
+    /// `contextWindow - reserveTokens` (Pi's threshold): room for the summary and the next turns.
+    std::int64_t context_window = 0;
 };
 
 struct compaction_preparation

@@ -49,7 +49,9 @@ struct fit_result
 
 /// Groups start at each user-like message (user, bashExecution, custom, branchSummary); groups
 /// that share a tool round are merged, so no group split orphans a tool result. Selection walks
-/// from the newest group back and stops at the first that does not fit.
+/// from the newest group back and stops at the first that does not fit. Every unresolved tool call
+/// (unresolved_calls.hpp) is answered with its unknown-outcome observation, so each call of the
+/// view has a result.
 fit_result fit_request(
     const session_context& ctx,
     const request_budget& budget,

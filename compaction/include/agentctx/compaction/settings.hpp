@@ -26,6 +26,10 @@ struct compaction_settings
     bool enabled = true;
     std::int64_t reserve_tokens = 16384;
     std::int64_t keep_recent_tokens = 20000;
+    /// agentctx only (`compaction.keepRecentExchanges`): when the cut falls inside the current
+    /// turn, at least this many of its most recent exchanges (assistant messages with their tool
+    /// results) stay verbatim. Pi ignores the field; `--compat pi` does too.
+    std::int64_t keep_recent_exchanges = 4;
     retry_settings retry;
 };
 

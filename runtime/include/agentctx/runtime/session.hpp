@@ -5,6 +5,7 @@
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
+#include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/providers/summarizer.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
@@ -126,8 +127,13 @@ public:
     /// The current snapshot: lock-free, from any thread.
     std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
 
-    /// The projected context for the next request (a copy of the snapshot's messages).
-    std::vector<compaction::context_message> context() const { return current()->messages.to_vector(); }
+    /// The context for the next request: the snapshot's messages, with an unknown-outcome
+    /// observation answering each unresolved tool call (history is not edited; the running
+    /// batch is left alone). `current()->messages` is the projection itself.
+    std::vector<compaction::context_message> context() const
+    {
+        return compaction::with_unknown_outcomes(current()->messages.to_vector());
+    }
 
     executor_type get_executor() const noexcept { return strand_; }
 
