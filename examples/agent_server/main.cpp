@@ -3,6 +3,7 @@
 
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +13,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -63,6 +65,13 @@ int main(int argc, char** argv)
     const char* token_file = nullptr;
     bool no_auth = false;
     const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
+    // Settings as the CLI reads them: --settings FILE (else the global file), then the project's
+    // .pi/settings.json only with --trust-project (the project is --project-dir, else the
+    // server's working directory; never a session's client-supplied cwd).
+    runtime::settings_sources sources;
+    sources.global = runtime::default_global_settings_path();
+    sources.project_dir = std::filesystem::current_path();
+    const char* settings_file = nullptr;
     for (int i = 1; i < argc; ++i)
     {
         const bool has_value = i + 1 < argc;
@@ -84,6 +93,12 @@ int main(int argc, char** argv)
             log_level = argv[++i];
         else if (!std::strcmp(argv[i], "--no-auth"))
             no_auth = true;
+        else if (!std::strcmp(argv[i], "--settings") && has_value)
+            settings_file = argv[++i];
+        else if (!std::strcmp(argv[i], "--project-dir") && has_value)
+            sources.project_dir = argv[++i];
+        else if (!std::strcmp(argv[i], "--trust-project"))
+            sources.project_trusted = true;
         else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
             opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
         else
@@ -92,6 +107,7 @@ int main(int argc, char** argv)
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
                                  "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
+                                 "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
                                  "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
                                  "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
                                  "The server binds to 127.0.0.1 unless --address says otherwise.\n"
@@ -99,7 +115,10 @@ int main(int argc, char** argv)
                                  "reopened from disk on their next request; when every open session is busy, a request\n"
                                  "that needs another one gets 503 too_many_open_sessions. Each open session holds two\n"
                                  "descriptors: keep 2 * N well under `ulimit -n`.\n"
-                                 "The model provider comes from the environment (see the README); offline otherwise.\n");
+                                 "Settings: --settings FILE (default: $PI_CODING_AGENT_DIR/settings.json or\n"
+                                 "~/.pi/agent/settings.json), then DIR/.pi/settings.json with --trust-project.\n"
+                                 "The model provider comes from the settings' \"provider\" section or the environment\n"
+                                 "(see the README); offline otherwise.\n");
             return 2;
         }
     }
@@ -118,8 +137,23 @@ int main(int argc, char** argv)
         return 2;
     else
         opts.token = std::move(*token);
+    if (settings_file && !std::filesystem::exists(settings_file))  // a named file must exist; the default need not
+    {
+        std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", settings_file);
+        return 2;
+    }
+    if (settings_file)
+        sources.global = settings_file;
+    compaction::diagnostics sdiag;
+    auto settings = runtime::load_settings_files(sources, sdiag);
+    if (!settings)
+    {
+        std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
+        return 2;
+    }
     providers::diagnostics pdiag;
-    auto provider = providers::provider_from_environment(nullptr, [](const char* n) { return std::getenv(n); }, pdiag);
+    const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
+    auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
     if (!provider)
     {
         std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
@@ -142,6 +176,18 @@ int main(int argc, char** argv)
         };
         spdlog::info("summaries from the offline summarizer (no provider configured)");
     }
+    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
+    auto resolved = compaction::resolve_settings(settings->layers, sdiag, opts.model.provider + "/" + opts.model.model_id);
+    if (!resolved)
+    {
+        std::fprintf(stderr, "agent_server: %s: %s\n", resolved.error().message().c_str(), sdiag.message.c_str());
+        return 2;
+    }
+    opts.settings = *resolved;
+    opts.redaction = settings->redaction;
+    opts.pins = settings->pins;
+    spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
+                 opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
     boost::asio::io_context ioc(threads);
     server::agent_server srv(ioc, opts);
     const auto port = srv.start();

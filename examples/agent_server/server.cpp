@@ -263,6 +263,8 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     {
         runtime::session_config c;
         c.settings = opts.settings;
+        c.redaction = opts.redaction;
+        c.pins = opts.pins;
         c.model = opts.model;
         if (opts.make_summarizer)
             c.summarizer = opts.make_summarizer(ioc.get_executor());

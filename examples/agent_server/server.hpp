@@ -23,6 +23,8 @@ struct server_options
     std::uint16_t port = 0;              ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
     compaction::compaction_settings settings;
+    compaction::redaction_settings redaction;  ///< the settings' "redaction" section
+    compaction::pin_policy pins;               ///< the settings' "pinned" section
     /// Time to receive a request's header once its first byte arrived (slow senders are closed).
     std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
     /// Time a keep-alive connection may wait for its next request, and the time allowed to

@@ -21,7 +21,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -959,6 +961,95 @@ std::string ask(std::uint16_t port, const std::string& method, const std::string
     return res;
 }
 
+
+// The agent_server binary in a child process, its output on a pipe; killed if still running at
+// the end.
+struct server_child
+{
+    pid_t pid = -1;
+    int out = -1;
+    std::uint16_t port = 0;
+    std::string log;
+
+    // Starts it with `args` (in `cwd` when given, with `env` set and no provider in the
+    // environment) and reads the port from its "listening on http://127.0.0.1:PORT" line.
+    bool start(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {},
+               const std::optional<fs::path>& cwd = std::nullopt)
+    {
+        int fds[2];
+        if (::pipe(fds) != 0)
+            return false;
+        pid = ::fork();
+        if (pid < 0)
+            return false;
+        if (pid == 0)
+        {
+            ::dup2(fds[1], 1);
+            ::dup2(fds[1], 2);
+            for (const char* v : {"AGENTCTX_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"})
+                ::unsetenv(v);
+            for (const auto& [k, v] : env)
+                ::setenv(k.c_str(), v.c_str(), 1);
+            if (cwd && ::chdir(cwd->c_str()) != 0)
+                ::_exit(126);
+            const std::string bin = AGENTCTX_SERVER_BIN;
+            std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+            for (const auto& a : args)
+                argv.push_back(const_cast<char*>(a.c_str()));
+            argv.push_back(nullptr);
+            ::execv(bin.c_str(), argv.data());
+            ::_exit(127);
+        }
+        ::close(fds[1]);
+        out = fds[0];
+        for (int i = 0; i < 300 && !port; ++i)
+        {
+            pollfd p{out, POLLIN, 0};
+            if (::poll(&p, 1, 100) > 0)
+            {
+                char buf[512];
+                const auto n = ::read(out, buf, sizeof buf);
+                if (n <= 0)
+                    break;
+                log.append(buf, static_cast<std::size_t>(n));
+            }
+            if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
+                port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
+        }
+        return port != 0;
+    }
+
+    // Waits up to `limit` for the child to exit (its waitpid status; -1 when it did not).
+    int wait(std::chrono::milliseconds limit)
+    {
+        int status = -1;
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (pid > 0)
+        {
+            if (::waitpid(pid, &status, WNOHANG) == pid)
+            {
+                pid = -1;
+                return status;
+            }
+            if (std::chrono::steady_clock::now() > end)
+                return -1;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return status;
+    }
+
+    ~server_child()
+    {
+        if (pid > 0)
+        {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+        if (out >= 0)
+            ::close(out);
+    }
+};
+
 }  // namespace
 
 TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_acknowledged_entry)
@@ -972,39 +1063,12 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     const auto dir = fs::temp_directory_path() / ("agentctx-sigterm-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0)
-    {
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        ::setenv("AGENTCTX_OFFLINE_DELAY_MS", "5000", 1);  // the compaction is still in the model call
-        const std::string bin = AGENTCTX_SERVER_BIN;
-        ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), nullptr);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    // The port from the "listening on http://127.0.0.1:PORT" line.
-    std::string log;
-    std::uint16_t port = 0;
-    for (int i = 0; i < 300 && !port; ++i)
-    {
-        pollfd p{out[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-    }
-    ASSERT_NE(port, 0) << log;
-
+    server_child child;
+    // The compaction is still in the model call when the signal arrives.
+    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string()}, {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}))
+        << child.log;
+    const auto port = child.port;
+    const pid_t pid = child.pid;
     const auto created = ask(port, "POST", "/v1/sessions");
     ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << created;
     const std::string id(raw_body(created).at("id").as_string());
@@ -1024,12 +1088,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     const auto signalled = std::chrono::steady_clock::now();
-    int status = -1;
-    for (int i = 0; i < 200 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!WIFEXITED(status))
-        ::kill(pid, SIGKILL);
-    ::close(out[0]);
+    const int status = child.wait(std::chrono::seconds(10));
     ASSERT_TRUE(WIFEXITED(status)) << "still running 10 s after SIGTERM";
     // Not a timing assertion on the machine's speed: the model "call" lasts 5 s, and a shutdown
     // that waited for it instead of cancelling it would take that long.
@@ -1055,4 +1114,52 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     compaction::load_report report;
     EXPECT_TRUE((*reopened)->load({}, report, diag)) << diag.message;
     fs::remove_all(dir);
+}
+
+TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_servers_cut)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-server-settings-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    const auto project = root / "project";
+    const auto global = root / "agent";  // PI_CODING_AGENT_DIR: no global file, whatever the machine has
+    fs::create_directories(project / ".pi");
+    fs::create_directories(global);
+    std::ofstream(project / ".pi" / "settings.json") << R"({"compaction":{"keepRecentTokens":2500}})";
+    const std::string text(4000, 'a');  // ~1,000 tokens per entry, 12,000 in all: under the default 20,000
+    // Each run: a server on its own data directory, 12 entries, one /compact; its answer and the ids.
+    auto run = [&](const std::string& name, std::vector<std::string> args, const std::optional<fs::path>& cwd) {
+        const auto data = root / name;
+        args.insert(args.end(), {"--no-auth", "--port", "0", "--data-dir", data.string()});
+        server_child child;
+        EXPECT_TRUE(child.start(args, {{"PI_CODING_AGENT_DIR", global.string()}}, cwd)) << child.log;
+        std::vector<std::string> ids;
+        const auto created = ask(child.port, "POST", "/v1/sessions");
+        const std::string id(raw_body(created).at("id").as_string());
+        for (int i = 0; i < 12; ++i)
+        {
+            const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
+                                          R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                                    : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
+            const auto res = ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
+            EXPECT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+            ids.emplace_back(raw_body(res).at("id").as_string());
+        }
+        return std::pair(ask(child.port, "POST", "/v1/sessions/" + id + "/compact"), ids);
+    };
+    // Not trusted: the project's file is not read, the default 20,000 keeps everything.
+    const auto [untrusted, ids0] = run("untrusted", {"--project-dir", project.string()}, std::nullopt);
+    EXPECT_EQ(untrusted.rfind("HTTP/1.1 409", 0), 0u) << untrusted;
+    // Trusted, named by --project-dir: 2,500 tokens kept, so the cut is among the last entries.
+    const auto [trusted, ids1] = run("trusted", {"--project-dir", project.string(), "--trust-project"}, std::nullopt);
+    ASSERT_EQ(trusted.rfind("HTTP/1.1 200", 0), 0u) << trusted;
+    const std::string kept1(raw_body(trusted).at("firstKeptEntryId").as_string());
+    const auto at = std::find(ids1.begin(), ids1.end(), kept1);
+    ASSERT_NE(at, ids1.end()) << kept1;
+    EXPECT_GE(at - ids1.begin(), 8) << "keeps about 2,500 of 12,000 tokens";
+    // Trusted, the server's working directory as the project (no --project-dir): the same cut.
+    const auto [in_cwd, ids2] = run("cwd", {"--trust-project"}, project);
+    ASSERT_EQ(in_cwd.rfind("HTTP/1.1 200", 0), 0u) << in_cwd;
+    const std::string kept2(raw_body(in_cwd).at("firstKeptEntryId").as_string());
+    EXPECT_EQ(std::find(ids2.begin(), ids2.end(), kept2) - ids2.begin(), at - ids1.begin());
+    fs::remove_all(root);
 }
