@@ -1,5 +1,6 @@
 // agent_server: an HTTP server that keeps agent sessions compacted (see server.hpp for endpoints).
 #include "server.hpp"
+#include "summarizers.hpp"
 
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
@@ -151,6 +152,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
         return 2;
     }
+    boost::asio::io_context ioc(threads);
     providers::diagnostics pdiag;
     const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
     auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
@@ -163,7 +165,8 @@ int main(int argc, char** argv)
     {
         const auto cfg = **provider;
         opts.model = {cfg.name, cfg.model, cfg.context_window > 0 ? cfg.context_window : 200000, cfg.max_output_tokens};
-        opts.make_summarizer = [cfg](boost::asio::any_io_executor ex) { return std::make_shared<providers::http_summarizer>(ex, cfg); };
+        // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
+        opts.make_summarizer = server::shared_http_summarizers(ioc.get_executor(), cfg, static_cast<std::size_t>(threads));
         spdlog::info("summaries from {}:{} at {}", cfg.name, cfg.model, cfg.base_url);
     }
     else
@@ -188,7 +191,6 @@ int main(int argc, char** argv)
     opts.pins = settings->pins;
     spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
                  opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
-    boost::asio::io_context ioc(threads);
     server::agent_server srv(ioc, opts);
     const auto port = srv.start();
     spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, opts.data_dir.string());

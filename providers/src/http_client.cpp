@@ -3,6 +3,7 @@
 #include <agentctx/providers/http_client.hpp>
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -42,6 +43,8 @@ void ensure_curl_global()
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
+
+std::atomic<std::size_t> multi_handles{0};  // http_client::live_multi_handles
 
 error_code from_curl(CURLcode c)
 {
@@ -115,6 +118,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         ensure_curl_global();
         multi = curl_multi_init();
+        ++multi_handles;
         curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
         curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
         curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
@@ -336,9 +340,36 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_slist_free_all(t->headers);
         auto h = std::move(*t->handler);
         t->handler.reset();
-        asio::get_associated_cancellation_slot(h).clear();
-        asio::post(strand, asio::append(std::move(h), ec, std::move(t->resp)));
+        complete(std::move(h), ec, std::move(t->resp));
     }
+
+    // Completes on the caller's executor, never inline. The cancellation slot is the caller's
+    // and is emitted on its executor: it is cleared there too, not on this strand (a shared
+    // client serves callers on other strands, and a slot is not thread-safe). A cancellation
+    // emitted in between finds no transfer with its id and does nothing.
+    void complete(asio::any_completion_handler<http_signature> h, error_code ec, http_response resp)
+    {
+        asio::post(strand, asio::append(clear_then_call{strand, std::move(h)}, ec, std::move(resp)));
+    }
+
+    // The caller's handler, run on its associated executor (this strand when it has none),
+    // clearing its cancellation slot first.
+    struct clear_then_call
+    {
+        using executor_type = asio::any_completion_executor;
+        clear_then_call(const asio::strand<asio::any_io_executor>& fallback, asio::any_completion_handler<http_signature> handler)
+            : ex(asio::get_associated_executor(handler, fallback)), h(std::move(handler))
+        {
+        }
+        executor_type get_executor() const noexcept { return ex; }
+        void operator()(error_code ec, http_response resp)
+        {
+            asio::get_associated_cancellation_slot(h).clear();
+            std::move(h)(ec, std::move(resp));
+        }
+        executor_type ex;
+        asio::any_completion_handler<http_signature> h;
+    };
 
     void cancel(std::uint64_t id, asio::cancellation_type type)
     {
@@ -360,8 +391,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         if (shut_down)
         {
-            asio::get_associated_cancellation_slot(h).clear();
-            asio::post(strand, asio::append(std::move(h), asio::error::operation_aborted, http_response{}));
+            complete(std::move(h), asio::error::operation_aborted, http_response{});
             return;
         }
         auto t = std::make_unique<transfer>();
@@ -420,6 +450,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         timer.cancel();
         curl_multi_cleanup(multi);  // closes pooled connections through on_close
         multi = nullptr;
+        --multi_handles;
         for (auto& [fd, w] : sockets)
         {
             w->closed = true;
@@ -475,6 +506,11 @@ std::size_t http_client::live_transfers() const
 std::size_t http_client::live_sockets() const
 {
     return impl_->sockets.size();
+}
+
+std::size_t http_client::live_multi_handles() noexcept
+{
+    return multi_handles.load();
 }
 
 }  // namespace agentctx::providers

@@ -4,12 +4,14 @@
 #include "metrics.hpp"
 #include "request_json.hpp"
 #include "server.hpp"
+#include "summarizers.hpp"
 
 #include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "fake_provider_server.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
 
@@ -895,6 +897,66 @@ TEST_F(agent_server_test, a_client_that_disconnects_cancels_its_compaction)
     (*summarizer)->set_default({test::script_step::succeed, "## Goal\nafter"});
     auto r = sync("POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(r->res.status, 200) << r->res.body;
+}
+
+TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cancel_independently)
+{
+    test::fake_provider_server model;
+    test::scripted_response slow;
+    slow.body = test::openai_body("## Goal\nshared transport");
+    slow.delay = std::chrono::milliseconds(1500);  // every model call is in flight at once
+    model.set_default(slow);
+    providers::provider_config cfg;
+    cfg.name = "openai-compatible";
+    cfg.base_url = model.base_url();
+    cfg.model = "m";
+    cfg.stream = false;
+    cfg.max_retries = 0;
+    const auto before = providers::http_client::live_multi_handles();
+    server_threads_ = 2;
+    start(server::shared_http_summarizers(server_ioc_.get_executor(), cfg, 2));
+    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2);
+
+    constexpr int sessions = 7;
+    std::vector<std::string> ids;
+    for (int s = 0; s < sessions; ++s)
+    {
+        ids.push_back(new_session());
+        for (int i = 0; i < 4; ++i)
+        {
+            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", user(std::string(400, 'u')))->res.status, 201);
+            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", assistant(std::string(400, 'a'), 100))->res.status, 201);
+        }
+    }
+    const auto leaving_before = file(ids[0]);
+    std::vector<std::shared_ptr<reply>> compactions;
+    {
+        // Session 0's client leaves while its model call (and the six others) are in flight.
+        raw_conn leaving(port_);
+        ASSERT_TRUE(leaving.send("POST /v1/sessions/" + ids[0] + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        for (int s = 1; s < sessions; ++s)
+            compactions.push_back(request("POST", "/v1/sessions/" + ids[s] + "/compact"));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (model.requests().size() < static_cast<std::size_t>(sessions) && std::chrono::steady_clock::now() < until)
+            ioc_.run_one_for(std::chrono::milliseconds(5));
+        ASSERT_EQ(model.requests().size(), static_cast<std::size_t>(sessions));
+    }
+    run_until([&] { return std::all_of(compactions.begin(), compactions.end(), [](const auto& r) { return r->done; }); });
+    for (int s = 1; s < sessions; ++s)
+    {
+        const auto& r = compactions[static_cast<std::size_t>(s - 1)];
+        ASSERT_EQ(r->res.status, 200) << r->res.body;
+        EXPECT_NE(std::string(r->json().at("summary").as_string()).find("shared transport"), std::string::npos);
+    }
+    // The one that left was cancelled alone and wrote nothing.
+    std::string metrics;
+    run_until([&] {
+        metrics = sync("GET", "/metrics")->res.body;
+        return metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"cancelled\"} 1\n") != std::string::npos;
+    });
+    EXPECT_NE(metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 6\n"), std::string::npos) << metrics;
+    EXPECT_EQ(file(ids[0]), leaving_before);
+    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2) << "no session opened a client of its own";
 }
 
 TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
