@@ -14,6 +14,7 @@
 #include "fake_provider_server.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
+#include "session_text.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -24,6 +25,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -957,6 +960,69 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
     EXPECT_NE(metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 6\n"), std::string::npos) << metrics;
     EXPECT_EQ(file(ids[0]), leaving_before);
     EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2) << "no session opened a client of its own";
+}
+
+TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_opens_share_one)
+{
+    // The large session's open waits (on the open thread) until the test lets it go; the
+    // server has one io thread, which must stay free for everything else meanwhile.
+    std::mutex m;
+    std::condition_variable cv;
+    bool go = false;
+    std::atomic<int> large_opens{0}, small_opens{0};
+    tweak_ = [&](server::server_options& o) {
+        o.before_load = [&](const std::string& id) {
+            if (id != "large")
+            {
+                ++small_opens;
+                return;
+            }
+            ++large_opens;
+            std::unique_lock lock(m);
+            cv.wait(lock, [&] { return go; });
+        };
+    };
+    start();
+    auto write = [&](const std::string& id, int turns) {
+        test::session_text t(3, id);
+        for (int i = 0; i < turns; ++i)
+            t.user("u" + std::to_string(i), std::string(2000, 'u')).assistant("a" + std::to_string(i), std::string(2000, 'a'));
+        std::ofstream(dir_ / (id + ".jsonl"), std::ios::binary) << t.text;
+    };
+    write("large", 2000);  // ~8 MB
+    write("small", 2);
+    std::vector<std::shared_ptr<reply>> large;
+    for (int i = 0; i < 5; ++i)
+        large.push_back(request("GET", "/v1/sessions/large/context"));
+    run_until([&] { return large_opens.load() == 1; });
+    // The small session opens and answers, and a new session is created, while the large one is still opening.
+    auto small = sync("GET", "/v1/sessions/small/context");
+    ASSERT_EQ(small->res.status, 200) << small->res.body;
+    EXPECT_EQ(small->json().at("messages").as_array().size(), 4u);
+    EXPECT_EQ(sync("POST", "/v1/sessions")->res.status, 201);
+    EXPECT_TRUE(std::none_of(large.begin(), large.end(), [](const auto& r) { return r->done; }));
+    {
+        std::lock_guard lock(m);
+        go = true;
+    }
+    cv.notify_all();
+    run_until([&] { return std::all_of(large.begin(), large.end(), [](const auto& r) { return r->done; }); });
+    for (const auto& r : large)
+    {
+        ASSERT_EQ(r->res.status, 200) << r->res.body;
+        EXPECT_EQ(r->json().at("messages").as_array().size(), 4000u);
+        EXPECT_EQ(r->json().at("leafId"), "a1999");
+    }
+    EXPECT_EQ(large_opens.load(), 1) << "five concurrent requests, one open";
+    EXPECT_EQ(small_opens.load(), 2);  // the small session and the created one
+    // A failed open is shared as well, and leaves nothing behind: the next request opens again.
+    std::ofstream(dir_ / "broken.jsonl", std::ios::binary) << "not json\n";
+    auto b1 = request("GET", "/v1/sessions/broken/context");
+    auto b2 = request("GET", "/v1/sessions/broken/context");
+    run_until([&] { return b1->done && b2->done; });
+    EXPECT_EQ(b1->res.status, 400) << b1->res.body;
+    EXPECT_EQ(b2->res.status, 400) << b2->res.body;
+    EXPECT_EQ(b1->res.body, b2->res.body);
 }
 
 TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
