@@ -88,6 +88,10 @@ int main(int argc, char** argv)
             opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
             opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
+        else if (!std::strcmp(argv[i], "--max-body-bytes") && has_value)
+            opts.body_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
+        else if (!std::strcmp(argv[i], "--max-header-bytes") && has_value)
+            opts.header_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
         else if (!std::strcmp(argv[i], "--token-file") && has_value)
             token_file = argv[++i];
         else if (!std::strcmp(argv[i], "--log-level") && has_value)
@@ -107,6 +111,7 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
+                                 "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
                                  "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
                                  "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
                                  "Every request needs `Authorization: Bearer <token>`: the token is read from\n"

@@ -538,6 +538,12 @@ TEST_F(agent_server_test, idle_and_slow_connections_are_closed)
     raw_conn slow(port_);
     ASSERT_TRUE(slow.send("GET /v1/sessions/x/context HTTP/1.1\r\nHost: t\r\n"));  // the header never ends
     EXPECT_TRUE(slow.read_to_close(out));
+    // A body that stops arriving is closed after the idle timeout, unanswered.
+    raw_conn stalled(port_);
+    ASSERT_TRUE(stalled.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"cwd\":"));
+    out.clear();
+    EXPECT_TRUE(stalled.read_to_close(out));
+    EXPECT_EQ(out, "");
     // A connection that completed a request is closed once it idles too.
     raw_conn kept(port_);
     ASSERT_TRUE(kept.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -1290,4 +1296,31 @@ TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_serv
     const std::string kept2(raw_body(in_cwd).at("firstKeptEntryId").as_string());
     EXPECT_EQ(std::find(ids2.begin(), ids2.end(), kept2) - ids2.begin(), at - ids1.begin());
     fs::remove_all(root);
+}
+
+TEST(server_process, the_binarys_request_limits_answer_413_and_431)
+{
+    const auto dir = fs::temp_directory_path() / ("agentctx-limits-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    server_child child;
+    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string(), "--max-body-bytes", "2048",
+                             "--max-header-bytes", "1024"}))
+        << child.log;
+    const std::string cwd = R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
+    EXPECT_EQ(ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
+    const auto body = ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
+    EXPECT_EQ(body.rfind("HTTP/1.1 413", 0), 0u) << body;
+    EXPECT_EQ(raw_body(body).at("error").at("code"), "body_too_large");
+    const auto header = ask(child.port, "GET", "/metrics?" + std::string(2000, 'q'));
+    EXPECT_EQ(header.rfind("HTTP/1.1 431", 0), 0u) << header;
+    EXPECT_EQ(raw_body(header).at("error").at("code"), "header_too_large");
+    fs::remove_all(dir);
+}
+
+TEST(server_process, a_named_settings_file_that_is_missing_stops_the_start)
+{
+    const std::string bin = AGENTCTX_SERVER_BIN;
+    const auto r = agentctx::test::run_process(bin + " --no-auth --port 0 --data-dir /nonexistent-agentctx --settings /nonexistent-agentctx/s.json");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("cannot read the settings file"), std::string::npos) << r.err;
 }
