@@ -132,6 +132,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     std::map<std::uint64_t, std::unique_ptr<transfer>> transfers;
     std::atomic<std::uint64_t> next_id{1};  // allocated at initiation, on any thread
     bool shut_down = false;
+    bool timer_armed = false;     // `timer` has a wait pending (see on_timer)
+    bool timeout_posted = false;  // a 0 ms timeout action is posted
 
     // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
 
@@ -174,21 +176,50 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         return 0;
     }
 
+    // curl asks for a new deadline after nearly every socket action; re-arming the timer each
+    // time costs a timerfd_settime syscall (12% of a loopback request's CPU). So a deadline is
+    // only moved earlier, never later: a timer that fires before curl's deadline makes curl
+    // check its timers and ask again (a spurious timeout is harmless), and a 0 ms deadline is
+    // one posted action, not a timer.
     static int on_timer(CURLM*, long timeout_ms, void* userp)
     {
         auto* self = static_cast<impl*>(userp);
         if (timeout_ms < 0)
         {
-            self->timer.cancel();
+            if (self->timer_armed)
+                self->timer.cancel();  // no timerfd update; an armed timer would keep run() alive
+            self->timer_armed = false;
             return 0;
         }
-        // Never call curl_multi_socket_action from here: a 0 ms timer is posted instead.
-        self->timer.expires_after(std::chrono::milliseconds(timeout_ms));
+        if (timeout_ms == 0)
+        {
+            // Never call curl_multi_socket_action from here: post it (once).
+            if (!self->timeout_posted)
+            {
+                self->timeout_posted = true;
+                asio::post(self->strand, [w = self->weak_from_this()] {
+                    if (auto s = w.lock())
+                    {
+                        s->timeout_posted = false;
+                        s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+                    }
+                });
+            }
+            return 0;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        if (self->timer_armed && self->timer.expiry() <= deadline)
+            return 0;  // fires early: curl re-checks and asks again
+        self->timer_armed = true;
+        self->timer.expires_at(deadline);
         self->timer.async_wait([w = self->weak_from_this()](error_code ec) {
             if (ec)
                 return;
             if (auto s = w.lock())
+            {
+                s->timer_armed = false;
                 s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+            }
         });
         return 0;
     }
