@@ -251,12 +251,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     std::atomic<std::size_t> connections{0};
     server_metrics metrics;
 
-    // One request answered: its counter, and one structured line at debug.
-    void record(const http::request<http::string_body>& req, unsigned status)
+    // One request answered: its counter, and one structured line at debug (route labels never
+    // carry ids or unknown paths; nothing of the body or the headers is logged).
+    void record(const http::request<http::string_body>& req, unsigned status, std::chrono::steady_clock::time_point started)
     {
         const auto route = route_label(req.method_string(), req.target());
         metrics.request(route, status);
-        spdlog::debug("request route=\"{}\" status={}", route, status);
+        spdlog::debug("request route=\"{}\" status={} body_bytes={} duration_ms={:.3f}", route, status, req.body().size(),
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     }
 
     std::size_t active_sessions()
@@ -884,13 +886,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             if (!co_await read_request(self, stream, buffer, parser))
                 co_return;
             auto req = parser.release();
+            const auto started = std::chrono::steady_clock::now();
             if (self->opts.token && !bearer_matches(req[http::field::authorization], *self->opts.token))
             {
                 auto res = reply(req, http::status::unauthorized,
                                  error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
                 res.set(http::field::www_authenticate, "Bearer");
                 stream.expires_after(self->opts.idle_timeout);
-                self->record(req, res.result_int());
+                self->record(req, res.result_int(), started);
                 auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                 if (wec || !res.keep_alive())
                     co_return;
@@ -909,14 +912,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                     auto res = held.error() == too_many_open_sessions
                                    ? busy_reply(req, self->opts.max_open_sessions)
                                    : reply(req, status_for(held.error()), error_body(held.error().message(), "no such session"));
-                    self->record(req, res.result_int());
+                    self->record(req, res.result_int(), started);
                     stream.expires_after(self->opts.idle_timeout);
                     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                     if (wec || !res.keep_alive())
                         co_return;
                     continue;
                 }
-                self->record(req, 200);
+                self->record(req, 200, started);
                 self->metrics.stream_opened();
                 co_await stream_events(self, stream, req, std::move(*held));
                 self->metrics.stream_closed();
@@ -935,7 +938,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             }
             else
                 res = co_await self->route(self, req);
-            self->record(req, res.result_int());
+            self->record(req, res.result_int(), started);
             stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
             auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             if (wec || !res.keep_alive())

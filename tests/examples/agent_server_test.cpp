@@ -23,6 +23,8 @@
 #include <boost/json/parse.hpp>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -1029,6 +1031,71 @@ TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_o
     EXPECT_EQ(b1->res.status, 400) << b1->res.body;
     EXPECT_EQ(b2->res.status, 400) << b2->res.body;
     EXPECT_EQ(b1->res.body, b2->res.body);
+}
+
+TEST_F(agent_server_test, one_structured_log_line_per_request_and_per_compaction)
+{
+    std::ostringstream captured;
+    auto previous = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+    auto logger = std::make_shared<spdlog::logger>("capture", sink);
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+    // Swapped back once the server's threads are gone (also when an assertion returns early).
+    struct restore
+    {
+        std::remove_reference_t<decltype(*this)>& t;
+        std::shared_ptr<spdlog::logger> previous;
+        ~restore()
+        {
+            t.TearDown();
+            spdlog::set_default_logger(previous);
+        }
+    } restore_logger{*this, previous};
+    tweak_ = [](server::server_options& o) { o.token = "s3cret-token-value"; };
+    start();
+    const auto id_reply = [&] {
+        providers::http_request req;
+        req.url = "http://127.0.0.1:" + std::to_string(port_) + "/v1/sessions";
+        req.headers = {{"authorization", "Bearer s3cret-token-value"}};
+        return req;
+    };
+    auto call = [&](providers::http_request req) {
+        auto r = std::make_shared<reply>();
+        client_->async_request(std::move(req), [r](error_code ec, providers::http_response res) {
+            r->done = true;
+            r->ec = ec;
+            r->res = std::move(res);
+        });
+        run_until([&] { return r->done; });
+        return r;
+    };
+    const auto created = call(id_reply());
+    ASSERT_EQ(created->res.status, 201);
+    const std::string id(created->json().at("id").as_string());
+    for (int i = 0; i < 8; ++i)
+    {
+        auto req = id_reply();
+        req.url += "/" + id + "/entries";
+        const std::string text = "secret-body-text " + std::string(400, 'x');
+        req.body = i % 2 ? assistant(text, 100) : user(text);
+        ASSERT_EQ(call(std::move(req))->res.status, 201);
+    }
+    auto compact = id_reply();
+    compact.url += "/" + id + "/compact";
+    ASSERT_EQ(call(std::move(compact))->res.status, 200);
+    TearDown();  // joins the server's threads: the log is complete and no longer written
+    const std::string log = captured.str();
+    std::size_t request_lines = 0;
+    for (auto p = log.find("request route="); p != std::string::npos; p = log.find("request route=", p + 1))
+        ++request_lines;
+    EXPECT_EQ(request_lines, 10u) << log;
+    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/entries\" status=201 body_bytes="), std::string::npos) << log;
+    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/compact\" status=200 body_bytes=0 duration_ms="), std::string::npos) << log;
+    EXPECT_NE(log.find("compaction reason=manual outcome=committed"), std::string::npos) << log;
+    EXPECT_EQ(log.find("s3cret-token-value"), std::string::npos) << "no credentials in logs";
+    EXPECT_EQ(log.find("secret-body-text"), std::string::npos) << "no bodies in logs";
+    EXPECT_EQ(log.find(id), std::string::npos) << "no session ids in request lines";
 }
 
 TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
