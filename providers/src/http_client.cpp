@@ -133,6 +133,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     std::atomic<std::uint64_t> next_id{1};  // allocated at initiation, on any thread
     bool shut_down = false;
     bool timer_armed = false;     // `timer` has a wait pending (see on_timer)
+    std::optional<std::chrono::steady_clock::time_point> wanted;  // curl's latest deadline
     bool timeout_posted = false;  // a 0 ms timeout action is posted
 
     // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
@@ -177,20 +178,23 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     }
 
     // curl asks for a new deadline after nearly every socket action; re-arming the timer each
-    // time costs a timerfd_settime syscall (12% of a loopback request's CPU). So a deadline is
-    // only moved earlier, never later: a timer that fires before curl's deadline makes curl
-    // check its timers and ask again (a spurious timeout is harmless), and a 0 ms deadline is
-    // one posted action, not a timer.
+    // time costs a timerfd_settime syscall (12% of a loopback request's CPU). So the timer is
+    // only moved earlier, never later: `wanted` keeps curl's latest deadline, and a timer that
+    // fires before it is re-armed for it (curl announces a deadline once: it would not repeat
+    // it after a spurious timeout). A 0 ms deadline is one posted action, not a timer.
     static int on_timer(CURLM*, long timeout_ms, void* userp)
     {
         auto* self = static_cast<impl*>(userp);
         if (timeout_ms < 0)
         {
+            self->wanted.reset();
             if (self->timer_armed)
                 self->timer.cancel();  // no timerfd update; an armed timer would keep run() alive
             self->timer_armed = false;
             return 0;
         }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        self->wanted = deadline;
         if (timeout_ms == 0)
         {
             // Never call curl_multi_socket_action from here: post it (once).
@@ -207,21 +211,32 @@ struct http_client::impl : std::enable_shared_from_this<impl>
             }
             return 0;
         }
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-        if (self->timer_armed && self->timer.expiry() <= deadline)
-            return 0;  // fires early: curl re-checks and asks again
-        self->timer_armed = true;
-        self->timer.expires_at(deadline);
-        self->timer.async_wait([w = self->weak_from_this()](error_code ec) {
+        if (!self->timer_armed || self->timer.expiry() > deadline)
+            self->arm_timer(deadline);
+        return 0;
+    }
+
+    void arm_timer(std::chrono::steady_clock::time_point at)
+    {
+        timer_armed = true;
+        timer.expires_at(at);
+        timer.async_wait([w = weak_from_this()](error_code ec) {
             if (ec)
                 return;
-            if (auto s = w.lock())
+            auto s = w.lock();
+            if (!s)
+                return;
+            s->timer_armed = false;
+            if (!s->wanted)
+                return;  // curl has no deadline now
+            if (*s->wanted > std::chrono::steady_clock::now())
             {
-                s->timer_armed = false;
-                s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+                s->arm_timer(*s->wanted);  // early: wait for curl's latest deadline
+                return;
             }
+            s->wanted.reset();
+            s->socket_action(CURL_SOCKET_TIMEOUT, 0);
         });
-        return 0;
     }
 
     static curl_socket_t on_open(void* clientp, curlsocktype purpose, curl_sockaddr* addr)
