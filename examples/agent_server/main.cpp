@@ -1,8 +1,10 @@
 // agent_server: an HTTP server that keeps agent sessions compacted (see server.hpp for endpoints).
 #include "server.hpp"
+#include "summarizers.hpp"
 
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +14,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -63,6 +66,13 @@ int main(int argc, char** argv)
     const char* token_file = nullptr;
     bool no_auth = false;
     const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
+    // Settings as the CLI reads them: --settings FILE (else the global file), then the project's
+    // .pi/settings.json only with --trust-project (the project is --project-dir, else the
+    // server's working directory; never a session's client-supplied cwd).
+    runtime::settings_sources sources;
+    sources.global = runtime::default_global_settings_path();
+    sources.project_dir = std::filesystem::current_path();
+    const char* settings_file = nullptr;
     for (int i = 1; i < argc; ++i)
     {
         const bool has_value = i + 1 < argc;
@@ -78,12 +88,22 @@ int main(int argc, char** argv)
             opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
             opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
+        else if (!std::strcmp(argv[i], "--max-body-bytes") && has_value)
+            opts.body_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
+        else if (!std::strcmp(argv[i], "--max-header-bytes") && has_value)
+            opts.header_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
         else if (!std::strcmp(argv[i], "--token-file") && has_value)
             token_file = argv[++i];
         else if (!std::strcmp(argv[i], "--log-level") && has_value)
             log_level = argv[++i];
         else if (!std::strcmp(argv[i], "--no-auth"))
             no_auth = true;
+        else if (!std::strcmp(argv[i], "--settings") && has_value)
+            settings_file = argv[++i];
+        else if (!std::strcmp(argv[i], "--project-dir") && has_value)
+            sources.project_dir = argv[++i];
+        else if (!std::strcmp(argv[i], "--trust-project"))
+            sources.project_trusted = true;
         else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
             opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
         else
@@ -91,7 +111,9 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
+                                 "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
                                  "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
+                                 "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
                                  "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
                                  "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
                                  "The server binds to 127.0.0.1 unless --address says otherwise.\n"
@@ -99,7 +121,10 @@ int main(int argc, char** argv)
                                  "reopened from disk on their next request; when every open session is busy, a request\n"
                                  "that needs another one gets 503 too_many_open_sessions. Each open session holds two\n"
                                  "descriptors: keep 2 * N well under `ulimit -n`.\n"
-                                 "The model provider comes from the environment (see the README); offline otherwise.\n");
+                                 "Settings: --settings FILE (default: $PI_CODING_AGENT_DIR/settings.json or\n"
+                                 "~/.pi/agent/settings.json), then DIR/.pi/settings.json with --trust-project.\n"
+                                 "The model provider comes from the settings' \"provider\" section or the environment\n"
+                                 "(see the README); offline otherwise.\n");
             return 2;
         }
     }
@@ -118,8 +143,24 @@ int main(int argc, char** argv)
         return 2;
     else
         opts.token = std::move(*token);
+    if (settings_file && !std::filesystem::exists(settings_file))  // a named file must exist; the default need not
+    {
+        std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", settings_file);
+        return 2;
+    }
+    if (settings_file)
+        sources.global = settings_file;
+    compaction::diagnostics sdiag;
+    auto settings = runtime::load_settings_files(sources, sdiag);
+    if (!settings)
+    {
+        std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
+        return 2;
+    }
+    boost::asio::io_context ioc(threads);
     providers::diagnostics pdiag;
-    auto provider = providers::provider_from_environment(nullptr, [](const char* n) { return std::getenv(n); }, pdiag);
+    const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
+    auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
     if (!provider)
     {
         std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
@@ -129,7 +170,8 @@ int main(int argc, char** argv)
     {
         const auto cfg = **provider;
         opts.model = {cfg.name, cfg.model, cfg.context_window > 0 ? cfg.context_window : 200000, cfg.max_output_tokens};
-        opts.make_summarizer = [cfg](boost::asio::any_io_executor ex) { return std::make_shared<providers::http_summarizer>(ex, cfg); };
+        // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
+        opts.make_summarizer = server::shared_http_summarizers(ioc.get_executor(), cfg, static_cast<std::size_t>(threads));
         spdlog::info("summaries from {}:{} at {}", cfg.name, cfg.model, cfg.base_url);
     }
     else
@@ -142,7 +184,18 @@ int main(int argc, char** argv)
         };
         spdlog::info("summaries from the offline summarizer (no provider configured)");
     }
-    boost::asio::io_context ioc(threads);
+    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
+    auto resolved = compaction::resolve_settings(settings->layers, sdiag, opts.model.provider + "/" + opts.model.model_id);
+    if (!resolved)
+    {
+        std::fprintf(stderr, "agent_server: %s: %s\n", resolved.error().message().c_str(), sdiag.message.c_str());
+        return 2;
+    }
+    opts.settings = *resolved;
+    opts.redaction = settings->redaction;
+    opts.pins = settings->pins;
+    spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
+                 opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
     server::agent_server srv(ioc, opts);
     const auto port = srv.start();
     spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, opts.data_dir.string());

@@ -19,6 +19,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -192,7 +193,7 @@ std::string event_json(const runtime::session_event& e, std::string& name)
 struct agent_server::impl : std::enable_shared_from_this<impl>
 {
     impl(asio::io_context& c, server_options o)
-        : ioc(c), opts(std::move(o)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
+        : ioc(c), opts(std::move(o)), loader(std::max<std::size_t>(opts.open_threads, 1)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
           acceptor(c)
     {
     }
@@ -204,10 +205,15 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         std::vector<std::weak_ptr<event_channel>> subscribers;
         std::shared_ptr<release_channel> released;
         std::chrono::steady_clock::time_point compaction_started;  ///< on the session's strand
+        /// Closed once the open finished (then `session` is set, or `open_error` says why not).
+        std::shared_ptr<release_channel> opened;
+        error_code open_error;
+        std::string open_message;  ///< the failed open's diagnostics message
         // Guarded by impl::mu.
         std::size_t busy = 0;         ///< leases: requests, automatic checks, event streams
         std::uint64_t last_used = 0;  ///< the tick of the last lease's end
         bool closing = false;         ///< closed, waiting for its descriptors to be released
+        bool opening = false;         ///< its file is being opened on the loader pool
     };
 
     // A session in use: while any lease on it lives it is not closed to make room.
@@ -230,6 +236,9 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
 
     asio::io_context& ioc;
     server_options opts;
+    /// Session files are read here, never on an io thread: a large session's open does not
+    /// hold up requests to open sessions (or the opens of others, up to the pool's size).
+    asio::thread_pool loader;
     std::string data_dir_prefix;  ///< "/abs/data/dir/", removed from messages sent to clients
     tcp::acceptor acceptor;
     // Guards `sessions`, `tick` and the slots' registry fields. Never drop the last reference
@@ -242,12 +251,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     std::atomic<std::size_t> connections{0};
     server_metrics metrics;
 
-    // One request answered: its counter, and one structured line at debug.
-    void record(const http::request<http::string_body>& req, unsigned status)
+    // One request answered: its counter, and one structured line at debug (route labels never
+    // carry ids or unknown paths; nothing of the body or the headers is logged).
+    void record(const http::request<http::string_body>& req, unsigned status, std::chrono::steady_clock::time_point started)
     {
         const auto route = route_label(req.method_string(), req.target());
         metrics.request(route, status);
-        spdlog::debug("request route=\"{}\" status={}", route, status);
+        spdlog::debug("request route=\"{}\" status={} body_bytes={} duration_ms={:.3f}", route, status, req.body().size(),
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     }
 
     std::size_t active_sessions()
@@ -263,6 +274,8 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     {
         runtime::session_config c;
         c.settings = opts.settings;
+        c.redaction = opts.redaction;
+        c.pins = opts.pins;
         c.model = opts.model;
         if (opts.make_summarizer)
             c.summarizer = opts.make_summarizer(ioc.get_executor());
@@ -312,32 +325,96 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         return std::make_shared<lease_state>(shared_from_this(), slot);
     }
 
-    // Wraps a store in a session slot with its event fan-out and leases it. Caller holds `mu`.
-    compaction::result<lease> adopt(const std::string& id, std::unique_ptr<runtime::store> store, compaction::diagnostics& diag)
+    using store_factory = std::function<compaction::result<std::unique_ptr<runtime::store>>(compaction::diagnostics&)>;
+
+    // Registers an opening slot for `id` and starts its open; the caller's lease keeps it from
+    // being closed to make room before the caller has used it. Caller holds `mu`.
+    lease begin_open(const std::string& id, store_factory make_store)
     {
-        auto wrapped = std::make_unique<released_store>(std::move(store));
-        auto* notifier = wrapped.get();
-        auto s = runtime::session::open(ioc.get_executor(), std::move(wrapped), config(), diag);
-        if (!s)
-            return s.error();
         auto slot = std::make_shared<session_slot>();
-        slot->session = std::move(*s);
-        slot->released = std::make_shared<release_channel>(ioc.get_executor());
-        notifier->on_release([weak_self = weak_from_this(), weak_slot = std::weak_ptr(slot), id] {
-            auto slot = weak_slot.lock();
-            if (!slot)
-                return;
-            if (auto self = weak_self.lock())
+        slot->opened = std::make_shared<release_channel>(ioc.get_executor());
+        slot->opening = true;
+        sessions.emplace(id, slot);
+        auto held = take(slot);
+        asio::co_spawn(ioc, open_session(shared_from_this(), id, slot, std::move(make_store)), asio::detached);
+        return held;
+    }
+
+    struct open_result
+    {
+        compaction::result<std::shared_ptr<runtime::session>> session = make_error_code(runtime::errc::not_found);
+        released_store* notifier = nullptr;
+        compaction::diagnostics diag;
+    };
+
+    // Opens (or creates) the session's file and loads it on the loader pool, then publishes the
+    // slot on the io executor and wakes everyone waiting for it. Not cancellable: every waiter
+    // depends on it, and it ends once the blocking read ends.
+    static asio::awaitable<void> open_session(std::shared_ptr<impl> self, std::string id, std::shared_ptr<session_slot> slot,
+                                              store_factory make_store)
+    {
+        auto work = [make_store = std::move(make_store), ex = self->ioc.get_executor(), config = self->config(),
+                     before = self->opts.before_load, id]() -> asio::awaitable<open_result> {
+            open_result r;
+            if (before)
+                before(id);
+            auto store = make_store(r.diag);
+            if (!store)
             {
-                std::lock_guard lock(self->mu);
+                r.session = store.error();
+                co_return r;
+            }
+            auto wrapped = std::make_unique<released_store>(std::move(*store));
+            r.notifier = wrapped.get();
+            r.session = runtime::session::open(ex, std::move(wrapped), config, r.diag);
+            co_return r;
+        };
+        open_result r = co_await asio::co_spawn(self->loader, std::move(work), asio::use_awaitable);
+        {
+            std::lock_guard lock(self->mu);
+            slot->opening = false;
+            if (!r.session)
+            {
+                slot->open_error = r.session.error();
+                slot->open_message = r.diag.message;
                 if (auto it = self->sessions.find(id); it != self->sessions.end() && it->second == slot)
                     self->sessions.erase(it);
             }
-            slot->released->close();  // wakes every request waiting for this session or for room
-        });
-        attach(slot);
-        sessions.emplace(id, slot);
-        return take(slot);
+            else
+            {
+                slot->session = std::move(*r.session);
+                slot->released = std::make_shared<release_channel>(self->ioc.get_executor());
+                r.notifier->on_release([weak_self = self->weak_from_this(), weak_slot = std::weak_ptr(slot), id] {
+                    auto slot = weak_slot.lock();
+                    if (!slot)
+                        return;
+                    if (auto self = weak_self.lock())
+                    {
+                        std::lock_guard lock(self->mu);
+                        if (auto it = self->sessions.find(id); it != self->sessions.end() && it->second == slot)
+                            self->sessions.erase(it);
+                    }
+                    slot->released->close();  // wakes every request waiting for this session or for room
+                });
+                self->attach(slot);
+                if (self->stopped)
+                    slot->session->close();  // stop() ran while it was opening
+            }
+        }
+        slot->opened->close();
+    }
+
+    // Waits for a lease taken by begin_open (or on an opening slot) to be usable.
+    static asio::awaitable<compaction::result<lease>> await_open(lease held, compaction::diagnostics& diag)
+    {
+        const auto opened = held->slot->opened;
+        co_await opened->async_receive(asio::as_tuple(asio::use_awaitable));  // closed when done
+        if (held->slot->open_error)
+        {
+            diag.message = held->slot->open_message;
+            co_return held->slot->open_error;
+        }
+        co_return held;
     }
 
     enum class room
@@ -384,34 +461,38 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             doomed->close();
     }
 
-    // A lease on session `id`, opening its file if it is not open (blocking read; files are
-    // append-only logs). A session being closed is waited for and reopened.
+    // A lease on session `id`, opening its file on the loader pool if it is not open. Requests
+    // for a session that is being opened wait for that one open and share its session (or its
+    // error). A session being closed is waited for and reopened.
     asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag)
     {
         for (;;)
         {
             std::shared_ptr<release_channel> wait_on;
             std::shared_ptr<runtime::session> doomed;
+            lease opening;
             {
                 std::lock_guard lock(mu);
                 if (auto it = sessions.find(id); it != sessions.end())
                 {
-                    if (!it->second->closing)
+                    if (it->second->opening)
+                        opening = take(it->second);  // being opened: join that open
+                    else if (!it->second->closing)
                         co_return take(it->second);
-                    wait_on = it->second->released;
+                    else
+                        wait_on = it->second->released;
                 }
                 else if (std::error_code fe; !std::filesystem::exists(opts.data_dir / (id + ".jsonl"), fe))
                     co_return make_error_code(runtime::errc::not_found);  // an unknown id closes nothing
                 else if (const auto r = make_room(wait_on, doomed); r == room::full)
                     co_return too_many_open_sessions;
                 else if (r == room::available)
-                {
-                    auto store = runtime::jsonl_store::open(opts.data_dir / (id + ".jsonl"), {}, diag);
-                    if (!store)
-                        co_return store.error();
-                    co_return adopt(id, std::move(*store), diag);
-                }
+                    opening = begin_open(id, [path = opts.data_dir / (id + ".jsonl")](compaction::diagnostics& d) {
+                        return runtime::jsonl_store::open(path, {}, d);
+                    });
             }
+            if (opening)
+                co_return co_await await_open(std::move(opening), diag);
             retire(std::move(doomed));
             co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
         }
@@ -426,20 +507,22 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         {
             std::shared_ptr<release_channel> wait_on;
             std::shared_ptr<runtime::session> doomed;
+            lease opening;
             {
                 std::lock_guard lock(mu);
                 if (const auto r = make_room(wait_on, doomed); r == room::full)
                     co_return too_many_open_sessions;
                 else if (r == room::available)
-                {
-                    auto store = runtime::jsonl_store::create(opts.data_dir / (id + ".jsonl"), header, {}, diag);
-                    if (!store)
-                        co_return store.error();
-                    auto l = adopt(id, std::move(*store), diag);
-                    if (!l)
-                        co_return l.error();
-                    co_return std::pair(id, std::move(*l));
-                }
+                    opening = begin_open(id, [path = opts.data_dir / (id + ".jsonl"), header](compaction::diagnostics& d) {
+                        return runtime::jsonl_store::create(path, header, {}, d);
+                    });
+            }
+            if (opening)
+            {
+                auto l = co_await await_open(std::move(opening), diag);
+                if (!l)
+                    co_return l.error();
+                co_return std::pair(id, std::move(*l));
             }
             retire(std::move(doomed));
             co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
@@ -803,13 +886,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             if (!co_await read_request(self, stream, buffer, parser))
                 co_return;
             auto req = parser.release();
+            const auto started = std::chrono::steady_clock::now();
             if (self->opts.token && !bearer_matches(req[http::field::authorization], *self->opts.token))
             {
                 auto res = reply(req, http::status::unauthorized,
                                  error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
                 res.set(http::field::www_authenticate, "Bearer");
                 stream.expires_after(self->opts.idle_timeout);
-                self->record(req, res.result_int());
+                self->record(req, res.result_int(), started);
                 auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                 if (wec || !res.keep_alive())
                     co_return;
@@ -828,14 +912,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                     auto res = held.error() == too_many_open_sessions
                                    ? busy_reply(req, self->opts.max_open_sessions)
                                    : reply(req, status_for(held.error()), error_body(held.error().message(), "no such session"));
-                    self->record(req, res.result_int());
+                    self->record(req, res.result_int(), started);
                     stream.expires_after(self->opts.idle_timeout);
                     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
                     if (wec || !res.keep_alive())
                         co_return;
                     continue;
                 }
-                self->record(req, 200);
+                self->record(req, 200, started);
                 self->metrics.stream_opened();
                 co_await stream_events(self, stream, req, std::move(*held));
                 self->metrics.stream_closed();
@@ -854,7 +938,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             }
             else
                 res = co_await self->route(self, req);
-            self->record(req, res.result_int());
+            self->record(req, res.result_int(), started);
             stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
             auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
             if (wec || !res.keep_alive())

@@ -23,6 +23,8 @@ struct server_options
     std::uint16_t port = 0;              ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
     compaction::compaction_settings settings;
+    compaction::redaction_settings redaction;  ///< the settings' "redaction" section
+    compaction::pin_policy pins;               ///< the settings' "pinned" section
     /// Time to receive a request's header once its first byte arrived (slow senders are closed).
     std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
     /// Time a keep-alive connection may wait for its next request, and the time allowed to
@@ -38,6 +40,11 @@ struct server_options
     /// constant time; otherwise 401 `unauthorized`). nullopt = no authentication (the binary
     /// allows that only with an explicit `--no-auth`).
     std::optional<std::string> token;
+    /// Threads that open and load session files (never the io threads): a session opening
+    /// blocks one of them, not the requests of sessions already open.
+    std::size_t open_threads = 2;
+    /// Test hook: called with the session id on the open thread just before a file is opened.
+    std::function<void(const std::string&)> before_load;
     /// Makes the summarizer for a session (called once per opened session, on the server's executor).
     std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)> make_summarizer;
 };
@@ -65,6 +72,8 @@ struct server_options
  * At most `max_open_sessions` sessions are open (their files held) at once. A session is idle
  * when no request, automatic check or event stream uses it; to make room the least recently
  * used idle one is closed, and its next request waits for its release and reopens it from disk.
+ * Files are opened and loaded on `open_threads` threads of their own, never on the io threads;
+ * concurrent requests for a session being opened share that one open.
  * When none is idle the request gets 503 `too_many_open_sessions`.
  */
 class agent_server

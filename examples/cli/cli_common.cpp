@@ -137,7 +137,7 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
     return n;
 }
 
-std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code)
+std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code)
 {
     // Layers: the global file (--settings, else $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json),
     // a project's .pi/settings.json when --trust-project, then the budget flags.
@@ -170,15 +170,15 @@ std::optional<compaction::compaction_settings> cli_settings(const args& a, bool 
     if (const auto m = a.get("model"))
         model_key = a.get("provider") ? *a.get("provider") + "/" + *m : *m;
     compaction::diagnostics diag;
-    auto settings = runtime::load_settings(global, project, a.has("trust-project"),
-                                           boost::json::object{{"compaction", compaction_overrides}}, diag, model_key);
+    auto settings = runtime::load_settings_files(
+        {global, project, a.has("trust-project"), boost::json::object{{"compaction", compaction_overrides}}, model_key}, diag);
     if (!settings)
     {
         print_error(json, settings.error().message(), diag.message);
         code = exit_usage;
         return std::nullopt;
     }
-    return *settings;
+    return std::move(*settings);
 }
 
 std::string bar(double fraction, int width)

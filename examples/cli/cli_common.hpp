@@ -4,6 +4,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/session_log.hpp>
+#include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -67,10 +68,11 @@ std::optional<args> command_args(int argc, char** argv, const char* name, const 
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
 std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
 
-/// Settings: `--settings FILE` (else the global file), `--project-dir DIR` with `--trust-project`,
-/// then the flag overrides `--keep-recent` and `--reserve`.
-/// Prints the error and sets `code` on failure.
-std::optional<compaction::compaction_settings> cli_settings(const args& a, bool json, int& code);
+/// Settings, read once (runtime::load_settings_files): `--settings FILE` (else the global file),
+/// `--project-dir DIR` with `--trust-project`, then the flag overrides `--keep-recent` and
+/// `--reserve`; the compaction settings are resolved for `--provider`/`--model`. Prints the error
+/// and sets `code` on failure.
+std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code);
 
 /// A text bar of `fraction` (0..1) of `width` cells.
 std::string bar(double fraction, int width = 40);

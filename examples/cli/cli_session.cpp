@@ -1,17 +1,12 @@
 // The session configuration shared by `compact` and `checkpoint`.
 #include "cli_session.hpp"
 
-#include <agentctx/compaction/pinned.hpp>
-#include <agentctx/compaction/redaction.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 
-#include <boost/json/parse.hpp>
 #include <spdlog/logger.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace agentctx::cli {
 
@@ -32,44 +27,14 @@ std::optional<cli_session_setup> cli_session_config(const args& a, bool json, bo
         return std::nullopt;
     cli_session_setup out;
     auto& config = out.config;
-    config.settings = *settings;
+    config.settings = settings->compaction;
     config.model.context_window = *window;
     config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
 
-    // The summarizer: --provider, else the settings file's "provider" section or the environment.
-    boost::json::object section;
-    if (const auto file = a.get("settings"))
-    {
-        std::ifstream in(*file);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        boost::system::error_code ec;
-        auto v = boost::json::parse(ss.str(), ec);
-        if (!ec && v.is_object())
-        {
-            if (const auto* p = v.get_object().if_contains("provider"); p && p->is_object())
-                section = p->get_object();
-            // {"redaction": {"enabled", "allowlist"}}: secrets kept out of summaries.
-            compaction::diagnostics rdiag;
-            auto redaction = compaction::parse_redaction_settings(v.get_object(), rdiag);
-            if (!redaction)
-            {
-                print_error(json, redaction.error().message(), rdiag.message);
-                code = exit_usage;
-                return std::nullopt;
-            }
-            config.redaction = *redaction;
-            // {"pinned": {"customTypes", "ids"}}: entries kept verbatim through compactions.
-            auto pins = compaction::parse_pin_settings(v.get_object(), rdiag);
-            if (!pins)
-            {
-                print_error(json, pins.error().message(), rdiag.message);
-                code = exit_usage;
-                return std::nullopt;
-            }
-            config.pins = std::move(*pins);
-        }
-    }
+    config.redaction = settings->redaction;  // {"redaction": {"enabled", "allowlist"}}
+    config.pins = settings->pins;            // {"pinned": {"customTypes", "ids"}}
+    // The summarizer: --provider, else the settings' "provider" section or the environment.
+    boost::json::object section = settings->provider;
     if (const auto name = a.get("provider"))
         section["name"] = *name;
     if (const auto m = a.get("model"))

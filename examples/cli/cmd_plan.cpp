@@ -77,9 +77,10 @@ int cmd_plan(int argc, char** argv)
     const auto window = count_option(*a, "context-window", 200000, ok);
     if (!ok)
         return exit_usage;
-    auto settings = cli_settings(*a, json, code);
-    if (!settings)
+    const auto loaded = cli_settings(*a, json, code);
+    if (!loaded)
         return code;
+    const compaction::compaction_settings& settings = loaded->compaction;
     compaction::diagnostics diag;
     auto s = open_session(a->positional[0], json, code);
     if (!s)
@@ -93,11 +94,11 @@ int cmd_plan(int argc, char** argv)
     const bool pi = mode == compaction::compat_mode::pi;
     // Pi 1.6: usage older than the latest context edit or compaction is not trusted.
     const auto est = compaction::estimate_projected_context_tokens(*ctx);
-    const std::int64_t threshold = *window - settings->reserve_tokens;
-    const bool should = compaction::should_compact(est.tokens, *window, *settings);
+    const std::int64_t threshold = *window - settings.reserve_tokens;
+    const bool should = compaction::should_compact(est.tokens, *window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, *settings, {.mode = mode, .context_window = *window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, settings, {.mode = mode, .pins = &loaded->pins, .context_window = *window}, plan_diag);
 
     if (json)
     {
@@ -136,10 +137,10 @@ int cmd_plan(int argc, char** argv)
                 static_cast<long long>(*window), frac * 100,
                 est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
     std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
-                static_cast<long long>(settings->reserve_tokens),
+                static_cast<long long>(settings.reserve_tokens),
                 should ? "over - a compaction would trigger" : "under - no automatic compaction");
     std::printf("mode      %s, keep recent %lld tokens\n\n", pi ? "compat pi" : "agentctx",
-                static_cast<long long>(settings->keep_recent_tokens));
+                static_cast<long long>(settings.keep_recent_tokens));
     if (!prep)
     {
         std::printf("no plan: %s: %s\n", prep.error().message().c_str(), plan_diag.message.c_str());

@@ -3,6 +3,7 @@
 #include <agentctx/providers/http_client.hpp>
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -42,6 +43,8 @@ void ensure_curl_global()
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
+
+std::atomic<std::size_t> multi_handles{0};  // http_client::live_multi_handles
 
 error_code from_curl(CURLcode c)
 {
@@ -115,6 +118,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         ensure_curl_global();
         multi = curl_multi_init();
+        ++multi_handles;
         curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
         curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
         curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
@@ -128,6 +132,9 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     std::map<std::uint64_t, std::unique_ptr<transfer>> transfers;
     std::atomic<std::uint64_t> next_id{1};  // allocated at initiation, on any thread
     bool shut_down = false;
+    bool timer_armed = false;     // `timer` has a wait pending (see on_timer)
+    std::optional<std::chrono::steady_clock::time_point> wanted;  // curl's latest deadline
+    bool timeout_posted = false;  // a 0 ms timeout action is posted
 
     // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
 
@@ -170,23 +177,66 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         return 0;
     }
 
+    // curl asks for a new deadline after nearly every socket action; re-arming the timer each
+    // time costs a timerfd_settime syscall (12% of a loopback request's CPU). So the timer is
+    // only moved earlier, never later: `wanted` keeps curl's latest deadline, and a timer that
+    // fires before it is re-armed for it (curl announces a deadline once: it would not repeat
+    // it after a spurious timeout). A 0 ms deadline is one posted action, not a timer.
     static int on_timer(CURLM*, long timeout_ms, void* userp)
     {
         auto* self = static_cast<impl*>(userp);
         if (timeout_ms < 0)
         {
-            self->timer.cancel();
+            self->wanted.reset();
+            if (self->timer_armed)
+                self->timer.cancel();  // no timerfd update; an armed timer would keep run() alive
+            self->timer_armed = false;
             return 0;
         }
-        // Never call curl_multi_socket_action from here: a 0 ms timer is posted instead.
-        self->timer.expires_after(std::chrono::milliseconds(timeout_ms));
-        self->timer.async_wait([w = self->weak_from_this()](error_code ec) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        self->wanted = deadline;
+        if (timeout_ms == 0)
+        {
+            // Never call curl_multi_socket_action from here: post it (once).
+            if (!self->timeout_posted)
+            {
+                self->timeout_posted = true;
+                asio::post(self->strand, [w = self->weak_from_this()] {
+                    if (auto s = w.lock())
+                    {
+                        s->timeout_posted = false;
+                        s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+                    }
+                });
+            }
+            return 0;
+        }
+        if (!self->timer_armed || self->timer.expiry() > deadline)
+            self->arm_timer(deadline);
+        return 0;
+    }
+
+    void arm_timer(std::chrono::steady_clock::time_point at)
+    {
+        timer_armed = true;
+        timer.expires_at(at);
+        timer.async_wait([w = weak_from_this()](error_code ec) {
             if (ec)
                 return;
-            if (auto s = w.lock())
-                s->socket_action(CURL_SOCKET_TIMEOUT, 0);
+            auto s = w.lock();
+            if (!s)
+                return;
+            s->timer_armed = false;
+            if (!s->wanted)
+                return;  // curl has no deadline now
+            if (*s->wanted > std::chrono::steady_clock::now())
+            {
+                s->arm_timer(*s->wanted);  // early: wait for curl's latest deadline
+                return;
+            }
+            s->wanted.reset();
+            s->socket_action(CURL_SOCKET_TIMEOUT, 0);
         });
-        return 0;
     }
 
     static curl_socket_t on_open(void* clientp, curlsocktype purpose, curl_sockaddr* addr)
@@ -336,9 +386,36 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_slist_free_all(t->headers);
         auto h = std::move(*t->handler);
         t->handler.reset();
-        asio::get_associated_cancellation_slot(h).clear();
-        asio::post(strand, asio::append(std::move(h), ec, std::move(t->resp)));
+        complete(std::move(h), ec, std::move(t->resp));
     }
+
+    // Completes on the caller's executor, never inline. The cancellation slot is the caller's
+    // and is emitted on its executor: it is cleared there too, not on this strand (a shared
+    // client serves callers on other strands, and a slot is not thread-safe). A cancellation
+    // emitted in between finds no transfer with its id and does nothing.
+    void complete(asio::any_completion_handler<http_signature> h, error_code ec, http_response resp)
+    {
+        asio::post(strand, asio::append(clear_then_call{strand, std::move(h)}, ec, std::move(resp)));
+    }
+
+    // The caller's handler, run on its associated executor (this strand when it has none),
+    // clearing its cancellation slot first.
+    struct clear_then_call
+    {
+        using executor_type = asio::any_completion_executor;
+        clear_then_call(const asio::strand<asio::any_io_executor>& fallback, asio::any_completion_handler<http_signature> handler)
+            : ex(asio::get_associated_executor(handler, fallback)), h(std::move(handler))
+        {
+        }
+        executor_type get_executor() const noexcept { return ex; }
+        void operator()(error_code ec, http_response resp)
+        {
+            asio::get_associated_cancellation_slot(h).clear();
+            std::move(h)(ec, std::move(resp));
+        }
+        executor_type ex;
+        asio::any_completion_handler<http_signature> h;
+    };
 
     void cancel(std::uint64_t id, asio::cancellation_type type)
     {
@@ -360,8 +437,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     {
         if (shut_down)
         {
-            asio::get_associated_cancellation_slot(h).clear();
-            asio::post(strand, asio::append(std::move(h), asio::error::operation_aborted, http_response{}));
+            complete(std::move(h), asio::error::operation_aborted, http_response{});
             return;
         }
         auto t = std::make_unique<transfer>();
@@ -420,6 +496,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         timer.cancel();
         curl_multi_cleanup(multi);  // closes pooled connections through on_close
         multi = nullptr;
+        --multi_handles;
         for (auto& [fd, w] : sockets)
         {
             w->closed = true;
@@ -475,6 +552,11 @@ std::size_t http_client::live_transfers() const
 std::size_t http_client::live_sockets() const
 {
     return impl_->sockets.size();
+}
+
+std::size_t http_client::live_multi_handles() noexcept
+{
+    return multi_handles.load();
 }
 
 }  // namespace agentctx::providers

@@ -177,9 +177,10 @@ error_code from_exception(std::exception_ptr ep)
 
 }  // namespace
 
-http_summarizer::http_summarizer(asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger)
+http_summarizer::http_summarizer(asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger,
+                                 std::shared_ptr<http_client> client)
     : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), logger_(logger ? std::move(logger) : spdlog::default_logger()),
-      client_(strand_)
+      client_(client ? std::move(client) : std::make_shared<http_client>(strand_))
 {
 }
 

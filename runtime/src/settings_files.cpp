@@ -41,7 +41,69 @@ result<std::optional<boost::json::object>> read_layer(const fs::path& path, diag
     return std::optional<boost::json::object>(std::move(v.get_object()));
 }
 
+// The file layers of `sources` (with its overrides), each file read once.
+result<compaction::settings_layers> read_layers(const settings_sources& sources, diagnostics& diag)
+{
+    compaction::settings_layers layers;
+    layers.project_trusted = sources.project_trusted;
+    layers.overrides = sources.overrides;
+    if (sources.global)
+    {
+        auto g = read_layer(*sources.global, diag);
+        if (!g)
+            return g.error();
+        layers.global = std::move(*g);
+    }
+    if (sources.project_dir && sources.project_trusted)  // an untrusted project's file is not even read
+    {
+        auto p = read_layer(*sources.project_dir / ".pi" / "settings.json", diag);
+        if (!p)
+            return p.error();
+        layers.project = std::move(*p);
+    }
+    return layers;
+}
+
 }  // namespace
+
+result<loaded_settings> load_settings_files(const settings_sources& sources, diagnostics& diag)
+{
+    auto read = read_layers(sources, diag);
+    if (!read)
+        return read.error();
+    loaded_settings out;
+    out.layers = std::move(*read);
+    const auto& layers = out.layers;
+    auto resolved = compaction::resolve_settings(layers, diag, sources.model_key);
+    if (!resolved)
+        return resolved.error();
+    out.compaction = *resolved;
+
+    // The other sections layer like the compaction section: project over global, overrides last.
+    boost::json::object merged = layers.global.value_or(boost::json::object{});
+    if (layers.project)
+        merged = compaction::deep_merge(merged, *layers.project);
+    merged = compaction::deep_merge(merged, layers.overrides);
+    if (const auto* p = merged.if_contains("provider"))
+    {
+        if (!p->is_object())
+        {
+            diag.field = "provider";
+            diag.message = "the settings' \"provider\" section is not an object";
+            return compaction::errc::invalid_settings;
+        }
+        out.provider = p->get_object();
+    }
+    auto redaction = compaction::parse_redaction_settings(merged, diag);
+    if (!redaction)
+        return redaction.error();
+    out.redaction = std::move(*redaction);
+    auto pins = compaction::parse_pin_settings(merged, diag);
+    if (!pins)
+        return pins.error();
+    out.pins = std::move(*pins);
+    return out;
+}
 
 result<compaction::compaction_settings> load_settings(
     const std::optional<fs::path>& global,
@@ -52,24 +114,10 @@ result<compaction::compaction_settings> load_settings(
     const std::optional<std::string>& model_key
 )
 {
-    compaction::settings_layers layers;
-    layers.project_trusted = project_trusted;
-    layers.overrides = overrides;
-    if (global)
-    {
-        auto g = read_layer(*global, diag);
-        if (!g)
-            return g.error();
-        layers.global = std::move(*g);
-    }
-    if (project_dir && project_trusted)  // an untrusted project's file is not even read
-    {
-        auto p = read_layer(*project_dir / ".pi" / "settings.json", diag);
-        if (!p)
-            return p.error();
-        layers.project = std::move(*p);
-    }
-    return compaction::resolve_settings(layers, diag, model_key);
+    auto layers = read_layers({global, project_dir, project_trusted, overrides, model_key}, diag);
+    if (!layers)
+        return layers.error();
+    return compaction::resolve_settings(*layers, diag, model_key);
 }
 
 }  // namespace agentctx::runtime

@@ -1,4 +1,6 @@
-// Summary requests per second, CPU per request and cancellation latency through the HTTP provider (loopback).
+// Summary requests per second, CPU per request and cancellation latency through the HTTP provider
+// (loopback); with --url, the transport alone against any server (see run_external).
+#include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 
@@ -12,6 +14,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <ctime>
 #include <memory>
 #include <vector>
@@ -143,4 +150,79 @@ BENCHMARK(BM_offline_summary_long_words)->Arg(20000)->Arg(100000)->Unit(benchmar
 BENCHMARK(BM_cancel_half_of_1000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_provider_requests)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
 
-BENCHMARK_MAIN();
+namespace {
+
+// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B]`: POSTs a B-byte
+// JSON body N times through one http_client, C in flight, on one thread, and prints requests/s,
+// wall time and this process's CPU per request (the server's CPU is not counted), so the same
+// figures can be taken for another client against the same server (node_fetch_bench.mjs).
+int run_external(int argc, char** argv)
+{
+    std::string url;
+    long requests = 1000, concurrency = 100, body_bytes = 40000;
+    for (int i = 1; i + 1 < argc; i += 2)
+    {
+        const std::string_view k = argv[i];
+        if (k == "--url")
+            url = argv[i + 1];
+        else if (k == "--requests")
+            requests = std::max(1L, std::atol(argv[i + 1]));
+        else if (k == "--concurrency")
+            concurrency = std::max(1L, std::atol(argv[i + 1]));
+        else if (k == "--body-bytes")
+            body_bytes = std::max(0L, std::atol(argv[i + 1]));
+        else
+        {
+            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B]\n");
+            return 2;
+        }
+    }
+    std::string body = "{\"model\":\"bench\",\"prompt\":\"";
+    body += std::string(static_cast<std::size_t>(std::max<long>(body_bytes - 30, 0)), 'x');
+    body += "\"}";
+    boost::asio::io_context ioc(1);
+    providers::http_client client(ioc.get_executor());
+    long started = 0, finished = 0, failed = 0;
+    std::size_t received = 0;
+    std::function<void()> start_one = [&] {
+        providers::http_request req;
+        req.url = url;
+        req.body = body;
+        req.headers = {{"content-type", "application/json"}, {"authorization", "Bearer bench"}};
+        ++started;
+        client.async_request(std::move(req), [&](boost::system::error_code ec, providers::http_response r) {
+            ++finished;
+            if (ec || r.status != 200)
+                ++failed;
+            received += r.body.size();
+            if (started < requests)
+                start_one();
+        });
+    };
+    const double cpu0 = cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < std::min(concurrency, requests); ++i)
+        start_one();
+    ioc.run();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = cpu_seconds() - cpu0;
+    std::printf("client=agentctx requests=%ld concurrency=%ld body_bytes=%zu failed=%ld\n", finished, concurrency, body.size(), failed);
+    std::printf("requests_per_s=%.0f wall_s=%.3f cpu_us_per_request=%.1f\n", static_cast<double>(finished) / wall, wall,
+                cpu * 1e6 / static_cast<double>(std::max(finished, 1L)));
+    return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i)
+        if (std::string_view(argv[i]) == "--url")
+            return run_external(argc, argv);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+        return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -4,14 +4,17 @@
 #include "metrics.hpp"
 #include "request_json.hpp"
 #include "server.hpp"
+#include "summarizers.hpp"
 
 #include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "fake_provider_server.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
+#include "session_text.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -20,8 +23,14 @@
 #include <boost/json/parse.hpp>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -531,6 +540,12 @@ TEST_F(agent_server_test, idle_and_slow_connections_are_closed)
     raw_conn slow(port_);
     ASSERT_TRUE(slow.send("GET /v1/sessions/x/context HTTP/1.1\r\nHost: t\r\n"));  // the header never ends
     EXPECT_TRUE(slow.read_to_close(out));
+    // A body that stops arriving is closed after the idle timeout, unanswered.
+    raw_conn stalled(port_);
+    ASSERT_TRUE(stalled.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"cwd\":"));
+    out.clear();
+    EXPECT_TRUE(stalled.read_to_close(out));
+    EXPECT_EQ(out, "");
     // A connection that completed a request is closed once it idles too.
     raw_conn kept(port_);
     ASSERT_TRUE(kept.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -895,6 +910,194 @@ TEST_F(agent_server_test, a_client_that_disconnects_cancels_its_compaction)
     EXPECT_EQ(r->res.status, 200) << r->res.body;
 }
 
+TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cancel_independently)
+{
+    test::fake_provider_server model;
+    test::scripted_response slow;
+    slow.body = test::openai_body("## Goal\nshared transport");
+    slow.delay = std::chrono::milliseconds(1500);  // every model call is in flight at once
+    model.set_default(slow);
+    providers::provider_config cfg;
+    cfg.name = "openai-compatible";
+    cfg.base_url = model.base_url();
+    cfg.model = "m";
+    cfg.stream = false;
+    cfg.max_retries = 0;
+    const auto before = providers::http_client::live_multi_handles();
+    server_threads_ = 2;
+    start(server::shared_http_summarizers(server_ioc_.get_executor(), cfg, 2));
+    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2);
+
+    constexpr int sessions = 7;
+    std::vector<std::string> ids;
+    for (int s = 0; s < sessions; ++s)
+    {
+        ids.push_back(new_session());
+        for (int i = 0; i < 4; ++i)
+        {
+            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", user(std::string(400, 'u')))->res.status, 201);
+            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", assistant(std::string(400, 'a'), 100))->res.status, 201);
+        }
+    }
+    const auto leaving_before = file(ids[0]);
+    std::vector<std::shared_ptr<reply>> compactions;
+    {
+        // Session 0's client leaves while its model call (and the six others) are in flight.
+        raw_conn leaving(port_);
+        ASSERT_TRUE(leaving.send("POST /v1/sessions/" + ids[0] + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        for (int s = 1; s < sessions; ++s)
+            compactions.push_back(request("POST", "/v1/sessions/" + ids[s] + "/compact"));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (model.requests().size() < static_cast<std::size_t>(sessions) && std::chrono::steady_clock::now() < until)
+            ioc_.run_one_for(std::chrono::milliseconds(5));
+        ASSERT_EQ(model.requests().size(), static_cast<std::size_t>(sessions));
+    }
+    run_until([&] { return std::all_of(compactions.begin(), compactions.end(), [](const auto& r) { return r->done; }); });
+    for (int s = 1; s < sessions; ++s)
+    {
+        const auto& r = compactions[static_cast<std::size_t>(s - 1)];
+        ASSERT_EQ(r->res.status, 200) << r->res.body;
+        EXPECT_NE(std::string(r->json().at("summary").as_string()).find("shared transport"), std::string::npos);
+    }
+    // The one that left was cancelled alone and wrote nothing.
+    std::string metrics;
+    run_until([&] {
+        metrics = sync("GET", "/metrics")->res.body;
+        return metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"cancelled\"} 1\n") != std::string::npos;
+    });
+    EXPECT_NE(metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 6\n"), std::string::npos) << metrics;
+    EXPECT_EQ(file(ids[0]), leaving_before);
+    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2) << "no session opened a client of its own";
+}
+
+TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_opens_share_one)
+{
+    // The large session's open waits (on the open thread) until the test lets it go; the
+    // server has one io thread, which must stay free for everything else meanwhile.
+    std::mutex m;
+    std::condition_variable cv;
+    bool go = false;
+    std::atomic<int> large_opens{0}, small_opens{0};
+    tweak_ = [&](server::server_options& o) {
+        o.before_load = [&](const std::string& id) {
+            if (id != "large")
+            {
+                ++small_opens;
+                return;
+            }
+            ++large_opens;
+            std::unique_lock lock(m);
+            cv.wait(lock, [&] { return go; });
+        };
+    };
+    start();
+    auto write = [&](const std::string& id, int turns) {
+        test::session_text t(3, id);
+        for (int i = 0; i < turns; ++i)
+            t.user("u" + std::to_string(i), std::string(2000, 'u')).assistant("a" + std::to_string(i), std::string(2000, 'a'));
+        std::ofstream(dir_ / (id + ".jsonl"), std::ios::binary) << t.text;
+    };
+    write("large", 2000);  // ~8 MB
+    write("small", 2);
+    std::vector<std::shared_ptr<reply>> large;
+    for (int i = 0; i < 5; ++i)
+        large.push_back(request("GET", "/v1/sessions/large/context"));
+    run_until([&] { return large_opens.load() == 1; });
+    // The small session opens and answers, and a new session is created, while the large one is still opening.
+    auto small = sync("GET", "/v1/sessions/small/context");
+    ASSERT_EQ(small->res.status, 200) << small->res.body;
+    EXPECT_EQ(small->json().at("messages").as_array().size(), 4u);
+    EXPECT_EQ(sync("POST", "/v1/sessions")->res.status, 201);
+    EXPECT_TRUE(std::none_of(large.begin(), large.end(), [](const auto& r) { return r->done; }));
+    {
+        std::lock_guard lock(m);
+        go = true;
+    }
+    cv.notify_all();
+    run_until([&] { return std::all_of(large.begin(), large.end(), [](const auto& r) { return r->done; }); });
+    for (const auto& r : large)
+    {
+        ASSERT_EQ(r->res.status, 200) << r->res.body;
+        EXPECT_EQ(r->json().at("messages").as_array().size(), 4000u);
+        EXPECT_EQ(r->json().at("leafId"), "a1999");
+    }
+    EXPECT_EQ(large_opens.load(), 1) << "five concurrent requests, one open";
+    EXPECT_EQ(small_opens.load(), 2);  // the small session and the created one
+    // A failed open is shared as well, and leaves nothing behind: the next request opens again.
+    std::ofstream(dir_ / "broken.jsonl", std::ios::binary) << "not json\n";
+    auto b1 = request("GET", "/v1/sessions/broken/context");
+    auto b2 = request("GET", "/v1/sessions/broken/context");
+    run_until([&] { return b1->done && b2->done; });
+    EXPECT_EQ(b1->res.status, 400) << b1->res.body;
+    EXPECT_EQ(b2->res.status, 400) << b2->res.body;
+    EXPECT_EQ(b1->res.body, b2->res.body);
+}
+
+TEST_F(agent_server_test, one_structured_log_line_per_request_and_per_compaction)
+{
+    std::ostringstream captured;
+    auto previous = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+    auto logger = std::make_shared<spdlog::logger>("capture", sink);
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+    // Swapped back once the server's threads are gone (also when an assertion returns early).
+    struct restore
+    {
+        std::remove_reference_t<decltype(*this)>& t;
+        std::shared_ptr<spdlog::logger> previous;
+        ~restore()
+        {
+            t.TearDown();
+            spdlog::set_default_logger(previous);
+        }
+    } restore_logger{*this, previous};
+    tweak_ = [](server::server_options& o) { o.token = "s3cret-token-value"; };
+    start();
+    const auto id_reply = [&] {
+        providers::http_request req;
+        req.url = "http://127.0.0.1:" + std::to_string(port_) + "/v1/sessions";
+        req.headers = {{"authorization", "Bearer s3cret-token-value"}};
+        return req;
+    };
+    auto call = [&](providers::http_request req) {
+        auto r = std::make_shared<reply>();
+        client_->async_request(std::move(req), [r](error_code ec, providers::http_response res) {
+            r->done = true;
+            r->ec = ec;
+            r->res = std::move(res);
+        });
+        run_until([&] { return r->done; });
+        return r;
+    };
+    const auto created = call(id_reply());
+    ASSERT_EQ(created->res.status, 201);
+    const std::string id(created->json().at("id").as_string());
+    for (int i = 0; i < 8; ++i)
+    {
+        auto req = id_reply();
+        req.url += "/" + id + "/entries";
+        const std::string text = "secret-body-text " + std::string(400, 'x');
+        req.body = i % 2 ? assistant(text, 100) : user(text);
+        ASSERT_EQ(call(std::move(req))->res.status, 201);
+    }
+    auto compact = id_reply();
+    compact.url += "/" + id + "/compact";
+    ASSERT_EQ(call(std::move(compact))->res.status, 200);
+    TearDown();  // joins the server's threads: the log is complete and no longer written
+    const std::string log = captured.str();
+    std::size_t request_lines = 0;
+    for (auto p = log.find("request route="); p != std::string::npos; p = log.find("request route=", p + 1))
+        ++request_lines;
+    EXPECT_EQ(request_lines, 10u) << log;
+    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/entries\" status=201 body_bytes="), std::string::npos) << log;
+    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/compact\" status=200 body_bytes=0 duration_ms="), std::string::npos) << log;
+    EXPECT_NE(log.find("compaction reason=manual outcome=committed"), std::string::npos) << log;
+    EXPECT_EQ(log.find("s3cret-token-value"), std::string::npos) << "no credentials in logs";
+    EXPECT_EQ(log.find("secret-body-text"), std::string::npos) << "no bodies in logs";
+    EXPECT_EQ(log.find(id), std::string::npos) << "no session ids in request lines";
+}
+
 TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
 {
     start();
@@ -959,6 +1162,95 @@ std::string ask(std::uint16_t port, const std::string& method, const std::string
     return res;
 }
 
+
+// The agent_server binary in a child process, its output on a pipe; killed if still running at
+// the end.
+struct server_child
+{
+    pid_t pid = -1;
+    int out = -1;
+    std::uint16_t port = 0;
+    std::string log;
+
+    // Starts it with `args` (in `cwd` when given, with `env` set and no provider in the
+    // environment) and reads the port from its "listening on http://127.0.0.1:PORT" line.
+    bool start(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {},
+               const std::optional<fs::path>& cwd = std::nullopt)
+    {
+        int fds[2];
+        if (::pipe(fds) != 0)
+            return false;
+        pid = ::fork();
+        if (pid < 0)
+            return false;
+        if (pid == 0)
+        {
+            ::dup2(fds[1], 1);
+            ::dup2(fds[1], 2);
+            for (const char* v : {"AGENTCTX_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"})
+                ::unsetenv(v);
+            for (const auto& [k, v] : env)
+                ::setenv(k.c_str(), v.c_str(), 1);
+            if (cwd && ::chdir(cwd->c_str()) != 0)
+                ::_exit(126);
+            const std::string bin = AGENTCTX_SERVER_BIN;
+            std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+            for (const auto& a : args)
+                argv.push_back(const_cast<char*>(a.c_str()));
+            argv.push_back(nullptr);
+            ::execv(bin.c_str(), argv.data());
+            ::_exit(127);
+        }
+        ::close(fds[1]);
+        out = fds[0];
+        for (int i = 0; i < 300 && !port; ++i)
+        {
+            pollfd p{out, POLLIN, 0};
+            if (::poll(&p, 1, 100) > 0)
+            {
+                char buf[512];
+                const auto n = ::read(out, buf, sizeof buf);
+                if (n <= 0)
+                    break;
+                log.append(buf, static_cast<std::size_t>(n));
+            }
+            if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
+                port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
+        }
+        return port != 0;
+    }
+
+    // Waits up to `limit` for the child to exit (its waitpid status; -1 when it did not).
+    int wait(std::chrono::milliseconds limit)
+    {
+        int status = -1;
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (pid > 0)
+        {
+            if (::waitpid(pid, &status, WNOHANG) == pid)
+            {
+                pid = -1;
+                return status;
+            }
+            if (std::chrono::steady_clock::now() > end)
+                return -1;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return status;
+    }
+
+    ~server_child()
+    {
+        if (pid > 0)
+        {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+        if (out >= 0)
+            ::close(out);
+    }
+};
+
 }  // namespace
 
 TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_acknowledged_entry)
@@ -972,39 +1264,12 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     const auto dir = fs::temp_directory_path() / ("agentctx-sigterm-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0)
-    {
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        ::setenv("AGENTCTX_OFFLINE_DELAY_MS", "5000", 1);  // the compaction is still in the model call
-        const std::string bin = AGENTCTX_SERVER_BIN;
-        ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), nullptr);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    // The port from the "listening on http://127.0.0.1:PORT" line.
-    std::string log;
-    std::uint16_t port = 0;
-    for (int i = 0; i < 300 && !port; ++i)
-    {
-        pollfd p{out[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-    }
-    ASSERT_NE(port, 0) << log;
-
+    server_child child;
+    // The compaction is still in the model call when the signal arrives.
+    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string()}, {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}))
+        << child.log;
+    const auto port = child.port;
+    const pid_t pid = child.pid;
     const auto created = ask(port, "POST", "/v1/sessions");
     ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << created;
     const std::string id(raw_body(created).at("id").as_string());
@@ -1024,12 +1289,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     const auto signalled = std::chrono::steady_clock::now();
-    int status = -1;
-    for (int i = 0; i < 200 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!WIFEXITED(status))
-        ::kill(pid, SIGKILL);
-    ::close(out[0]);
+    const int status = child.wait(std::chrono::seconds(10));
     ASSERT_TRUE(WIFEXITED(status)) << "still running 10 s after SIGTERM";
     // Not a timing assertion on the machine's speed: the model "call" lasts 5 s, and a shutdown
     // that waited for it instead of cancelling it would take that long.
@@ -1055,4 +1315,79 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     compaction::load_report report;
     EXPECT_TRUE((*reopened)->load({}, report, diag)) << diag.message;
     fs::remove_all(dir);
+}
+
+TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_servers_cut)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-server-settings-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    const auto project = root / "project";
+    const auto global = root / "agent";  // PI_CODING_AGENT_DIR: no global file, whatever the machine has
+    fs::create_directories(project / ".pi");
+    fs::create_directories(global);
+    std::ofstream(project / ".pi" / "settings.json") << R"({"compaction":{"keepRecentTokens":2500}})";
+    const std::string text(4000, 'a');  // ~1,000 tokens per entry, 12,000 in all: under the default 20,000
+    // Each run: a server on its own data directory, 12 entries, one /compact; its answer and the ids.
+    auto run = [&](const std::string& name, std::vector<std::string> args, const std::optional<fs::path>& cwd) {
+        const auto data = root / name;
+        args.insert(args.end(), {"--no-auth", "--port", "0", "--data-dir", data.string()});
+        server_child child;
+        EXPECT_TRUE(child.start(args, {{"PI_CODING_AGENT_DIR", global.string()}}, cwd)) << child.log;
+        std::vector<std::string> ids;
+        const auto created = ask(child.port, "POST", "/v1/sessions");
+        const std::string id(raw_body(created).at("id").as_string());
+        for (int i = 0; i < 12; ++i)
+        {
+            const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
+                                          R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                                    : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
+            const auto res = ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
+            EXPECT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+            ids.emplace_back(raw_body(res).at("id").as_string());
+        }
+        return std::pair(ask(child.port, "POST", "/v1/sessions/" + id + "/compact"), ids);
+    };
+    // Not trusted: the project's file is not read, the default 20,000 keeps everything.
+    const auto [untrusted, ids0] = run("untrusted", {"--project-dir", project.string()}, std::nullopt);
+    EXPECT_EQ(untrusted.rfind("HTTP/1.1 409", 0), 0u) << untrusted;
+    // Trusted, named by --project-dir: 2,500 tokens kept, so the cut is among the last entries.
+    const auto [trusted, ids1] = run("trusted", {"--project-dir", project.string(), "--trust-project"}, std::nullopt);
+    ASSERT_EQ(trusted.rfind("HTTP/1.1 200", 0), 0u) << trusted;
+    const std::string kept1(raw_body(trusted).at("firstKeptEntryId").as_string());
+    const auto at = std::find(ids1.begin(), ids1.end(), kept1);
+    ASSERT_NE(at, ids1.end()) << kept1;
+    EXPECT_GE(at - ids1.begin(), 8) << "keeps about 2,500 of 12,000 tokens";
+    // Trusted, the server's working directory as the project (no --project-dir): the same cut.
+    const auto [in_cwd, ids2] = run("cwd", {"--trust-project"}, project);
+    ASSERT_EQ(in_cwd.rfind("HTTP/1.1 200", 0), 0u) << in_cwd;
+    const std::string kept2(raw_body(in_cwd).at("firstKeptEntryId").as_string());
+    EXPECT_EQ(std::find(ids2.begin(), ids2.end(), kept2) - ids2.begin(), at - ids1.begin());
+    fs::remove_all(root);
+}
+
+TEST(server_process, the_binarys_request_limits_answer_413_and_431)
+{
+    const auto dir = fs::temp_directory_path() / ("agentctx-limits-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    server_child child;
+    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string(), "--max-body-bytes", "2048",
+                             "--max-header-bytes", "1024"}))
+        << child.log;
+    const std::string cwd = R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
+    EXPECT_EQ(ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
+    const auto body = ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
+    EXPECT_EQ(body.rfind("HTTP/1.1 413", 0), 0u) << body;
+    EXPECT_EQ(raw_body(body).at("error").at("code"), "body_too_large");
+    const auto header = ask(child.port, "GET", "/metrics?" + std::string(2000, 'q'));
+    EXPECT_EQ(header.rfind("HTTP/1.1 431", 0), 0u) << header;
+    EXPECT_EQ(raw_body(header).at("error").at("code"), "header_too_large");
+    fs::remove_all(dir);
+}
+
+TEST(server_process, a_named_settings_file_that_is_missing_stops_the_start)
+{
+    const std::string bin = AGENTCTX_SERVER_BIN;
+    const auto r = agentctx::test::run_process(bin + " --no-auth --port 0 --data-dir /nonexistent-agentctx --settings /nonexistent-agentctx/s.json");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("cannot read the settings file"), std::string::npos) << r.err;
 }

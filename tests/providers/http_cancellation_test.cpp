@@ -9,6 +9,8 @@
 #include "session_text.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +20,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 using namespace agentctx;
 namespace asio = boost::asio;
@@ -309,4 +314,58 @@ TEST_F(http_cancellation_test, a_failed_request_explains_itself_in_the_outcome)
     EXPECT_EQ(ends_, std::vector<std::string>{"error"});
     s->close();
     run_until([] { return true; });
+}
+
+// One client shared by callers on other strands and threads (a server's http_client_pool): each
+// completes on its own strand, and cancelling one stops only its transfer.
+TEST(shared_http_client, callers_on_other_strands_complete_there_and_cancel_independently)
+{
+    test::fake_provider_server server;
+    scripted_response slow;
+    slow.body = "done";
+    slow.delay = std::chrono::milliseconds(300);
+    server.set_default(slow);
+    asio::io_context ioc;
+    auto client = std::make_shared<providers::http_client>(asio::make_strand(ioc));
+    constexpr int callers = 6;
+    std::vector<asio::strand<asio::io_context::executor_type>> strands;
+    std::vector<asio::cancellation_signal> signals(callers);
+    std::vector<error_code> results(callers);
+    std::vector<std::string> bodies(callers);
+    std::atomic<int> done{0}, on_own_strand{0};
+    for (int i = 0; i < callers; ++i)
+        strands.push_back(asio::make_strand(ioc));
+    for (int i = 0; i < callers; ++i)
+        asio::post(strands[i], [&, i] {
+            providers::http_request req;
+            req.method = "GET";
+            req.url = server.base_url() + "/x";
+            client->async_request(std::move(req), asio::bind_cancellation_slot(
+                                                      signals[i].slot(), asio::bind_executor(strands[i], [&, i](error_code ec, providers::http_response r) {
+                                                          on_own_strand += strands[i].running_in_this_thread() ? 1 : 0;
+                                                          results[i] = ec;
+                                                          bodies[i] = r.body;
+                                                          ++done;
+                                                      })));
+        });
+    // Caller 0 cancels (on its own strand, where its slot lives) once every request reached the server.
+    std::thread waiter([&] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (server.requests().size() < callers && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        asio::post(strands[0], [&] { signals[0].emit(asio::cancellation_type::terminal); });
+    });
+    std::thread second([&] { ioc.run(); });
+    ioc.run();
+    second.join();
+    waiter.join();
+    EXPECT_EQ(done, callers);
+    EXPECT_EQ(on_own_strand, callers);
+    EXPECT_EQ(results[0], asio::error::operation_aborted);
+    for (int i = 1; i < callers; ++i)
+    {
+        EXPECT_FALSE(results[i]) << i << ": " << results[i].message();
+        EXPECT_EQ(bodies[i], "done") << i;
+    }
+    EXPECT_EQ(client->live_transfers(), 0u);  // the io_context stopped: read after its threads joined
 }

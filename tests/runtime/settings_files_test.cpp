@@ -89,3 +89,48 @@ TEST(settings_files, global_path_honours_pi_coding_agent_dir)
     ::setenv("HOME", "/home/dev", 1);
     EXPECT_EQ(runtime::default_global_settings_path(), fs::path("/home/dev/.pi/agent/settings.json"));
 }
+
+TEST(settings_files, one_read_returns_the_provider_redaction_and_pinned_sections_layered)
+{
+    dirs d;
+    d.write(d.global, R"({"compaction":{"keepRecentTokens":4000},"provider":{"name":"vllm","model":"qwen3","baseUrl":"http://a"},)"
+                      R"("redaction":{"allowlist":["x"]}})");
+    d.write(d.project / ".pi" / "settings.json",
+            R"({"provider":{"model":"llama"},"redaction":{"enabled":false},"pinned":{"customTypes":["reminder"]}})");
+    compaction::diagnostics diag;
+    auto trusted = runtime::load_settings_files({d.global, d.project, true, {}, std::nullopt}, diag);
+    ASSERT_TRUE(trusted) << diag.message;
+    EXPECT_EQ(trusted->compaction.keep_recent_tokens, 4000);
+    EXPECT_EQ(trusted->provider.at("name"), "vllm");   // from the global file
+    EXPECT_EQ(trusted->provider.at("model"), "llama");  // the project wins per field
+    EXPECT_EQ(trusted->provider.at("baseUrl"), "http://a");
+    EXPECT_FALSE(trusted->redaction.enabled);
+    EXPECT_EQ(trusted->redaction.allowlist, std::vector<std::string>{"x"});
+    EXPECT_EQ(trusted->pins.custom_types, std::vector<std::string>{"reminder"});
+
+    auto untrusted = runtime::load_settings_files({d.global, d.project, false, {}, std::nullopt}, diag);
+    ASSERT_TRUE(untrusted) << diag.message;
+    EXPECT_EQ(untrusted->provider.at("model"), "qwen3");
+    EXPECT_TRUE(untrusted->redaction.enabled);
+    EXPECT_TRUE(untrusted->pins.empty());
+    EXPECT_FALSE(untrusted->layers.project);  // not even read
+
+    auto none = runtime::load_settings_files({d.root / "missing.json", std::nullopt, false, {}, std::nullopt}, diag);
+    ASSERT_TRUE(none) << diag.message;
+    EXPECT_TRUE(none->provider.empty());
+}
+
+TEST(settings_files, a_section_of_the_wrong_type_names_its_field)
+{
+    dirs d;
+    compaction::diagnostics diag;
+    d.write(d.global, R"({"provider":"vllm"})");
+    auto s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+    EXPECT_EQ(diag.field, "provider");
+    d.write(d.global, R"({"pinned":{"ids":"a"}})");
+    s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+}

@@ -53,7 +53,10 @@ using http_signature = void(boost::system::error_code, http_response);
 /**
  * @brief HTTP/1.1 and HTTP/2 (when offered) with keep-alive, TLS through libcurl's OpenSSL,
  * proxies from the usual environment variables. One curl multi handle per client; all of its
- * work runs on the client's strand, with no extra thread and no polling loop.
+ * work runs on the client's strand, with no extra thread and no polling loop. One client serves
+ * any number of callers on any executors (each completion runs on its caller's associated
+ * executor), so a server shares one per io thread (see http_client_pool) and its connection
+ * pool with it.
  *
  * Transport failures complete with a providers errc: `transient` (connect, reset, timeout, TLS),
  * `invalid_request` (a malformed URL or a scheme other than http/https) or `response_too_large`
@@ -62,8 +65,12 @@ using http_signature = void(boost::system::error_code, http_response);
  * arrives as the response.
  *
  * @par Object lifetimes
- * Destroy the client on its executor's thread; outstanding requests complete with
- * `operation_aborted`. Handlers never outlive what they refer to (weak references only).
+ * Destroy the client on its executor's thread, or once nothing runs on its executor; outstanding
+ * requests complete with `operation_aborted`. Handlers never outlive what they refer to (weak
+ * references only).
+ *
+ * `http_request::on_data` runs on the client's strand, not the caller's: a caller waiting for
+ * the completion sees everything it did (the completion is posted after it).
  */
 class http_client
 {
@@ -90,6 +97,8 @@ public:
     /// Counters for tests: transfers in flight, sockets open.
     std::size_t live_transfers() const;
     std::size_t live_sockets() const;
+    /// curl multi handles alive in this process (one per client).
+    static std::size_t live_multi_handles() noexcept;
 
     struct impl;
 

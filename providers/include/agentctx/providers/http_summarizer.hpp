@@ -41,7 +41,11 @@ namespace agentctx::providers {
 class http_summarizer final : public summarizer
 {
 public:
-    http_summarizer(boost::asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger = nullptr);
+    /// `client`: the HTTP client to send with, shared with other summarizers (a server's
+    /// http_client_pool); nullptr = a client of its own on this summarizer's strand. With a
+    /// shared client, on_progress runs on the client's strand.
+    http_summarizer(boost::asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger = nullptr,
+                    std::shared_ptr<http_client> client = nullptr);
     ~http_summarizer() override;
 
     std::string name() const override { return cfg_.name + ":" + cfg_.model; }
@@ -55,7 +59,7 @@ public:
     /// Called on the provider's strand with the characters received so far while a reply streams.
     void on_progress(std::function<void(std::size_t)> f) { progress_ = std::move(f); }
 
-    http_client& client() noexcept { return client_; }
+    http_client& client() noexcept { return *client_; }
 
 protected:
     void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
@@ -65,7 +69,7 @@ private:
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     provider_config cfg_;
     std::shared_ptr<spdlog::logger> logger_;
-    http_client client_;
+    std::shared_ptr<http_client> client_;
     diagnostics last_failure_;
     compaction::usage last_usage_;
     std::function<void(std::size_t)> progress_;

@@ -1,10 +1,15 @@
 // Reading the settings layers from disk: the global file and a trusted project's file.
 #pragma once
 
+#include <agentctx/compaction/pinned.hpp>
+#include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/settings.hpp>
+
+#include <boost/json/object.hpp>
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace agentctx::runtime {
 
@@ -14,11 +19,39 @@ using compaction::result;
 /// `$PI_CODING_AGENT_DIR/settings.json`, else `$HOME/.pi/agent/settings.json`.
 std::filesystem::path default_global_settings_path();
 
-/// Reads the layers: `global` (absent file = no layer), `project_dir/.pi/settings.json` (read only
-/// when `project_trusted`), and the programmatic `overrides`; then resolves them for the model
-/// whose override key is `model_key` (compaction::override_key; nullopt = overrides ignored), see
-/// compaction::resolve_settings. A file that is not a JSON object is `invalid_settings` naming
-/// the file.
+/// Where a program's settings come from (the CLI's and the agent server's flags map onto it).
+struct settings_sources
+{
+    /// The global file (`--settings FILE`, else default_global_settings_path()); an absent file
+    /// is no layer. nullopt = no global layer at all.
+    std::optional<std::filesystem::path> global;
+    /// `project_dir/.pi/settings.json`, read only when `project_trusted` (an untrusted project's
+    /// file is not even opened).
+    std::optional<std::filesystem::path> project_dir;
+    bool project_trusted = false;
+    /// Programmatic overrides (`{"compaction": {...}}`), highest precedence.
+    boost::json::object overrides;
+    /// The model whose `compaction.modelOverrides` entry applies (compaction::override_key).
+    std::optional<std::string> model_key;
+};
+
+/// Everything a session's configuration reads from the layered files, read once.
+struct loaded_settings
+{
+    compaction::settings_layers layers;        ///< as read (re-resolve for another model with them)
+    compaction::compaction_settings compaction;  ///< resolved for `settings_sources::model_key`
+    boost::json::object provider;              ///< the merged `"provider"` section; empty = none
+    compaction::redaction_settings redaction;  ///< the merged `"redaction"` section
+    compaction::pin_policy pins;               ///< the merged `"pinned"` section
+};
+
+/// Reads the layers and resolves them: the compaction settings (compaction::resolve_settings),
+/// and the `provider`, `redaction` and `pinned` sections of global < trusted project <
+/// overrides, deep-merged (compaction::deep_merge). A file that is not a JSON object, or a
+/// section of the wrong type, is `invalid_settings` naming the file or field.
+result<loaded_settings> load_settings_files(const settings_sources& sources, diagnostics& diag);
+
+/// The compaction settings alone (load_settings_files(...).compaction).
 result<compaction::compaction_settings> load_settings(
     const std::optional<std::filesystem::path>& global,
     const std::optional<std::filesystem::path>& project_dir,
