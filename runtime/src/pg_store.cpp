@@ -50,7 +50,7 @@ std::string migration_script()
         steps += "IF v < " + std::to_string(v) + " THEN " + migrations[v - 1] +
                  " INSERT INTO agentctx_schema VALUES (" + std::to_string(v) + "); END IF;\n";
     const auto newest = std::to_string(schema_version);
-    return "BEGIN;\n"
+    return "SET client_min_messages = warning;\nBEGIN;\n"
            "SELECT pg_advisory_xact_lock(hashtextextended('agentctx:schema', 0));\n"
            "CREATE TABLE IF NOT EXISTS agentctx_schema (version integer NOT NULL);\n"
            "DO $agentctx$ DECLARE v integer; BEGIN\n"

@@ -2,6 +2,7 @@
 #include "pg_connection.hpp"
 
 #include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/pg_store.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -12,7 +13,21 @@
 
 #include <regex>
 
-namespace agentctx::runtime::pg {
+namespace agentctx::runtime {
+
+std::string redact_conninfo(std::string_view conninfo)
+{
+    // URI form (postgresql://user:secret@host) and key=value form (password=secret).
+    static const std::regex uri(R"((://[^:/@?#]*):[^@/?#]*@)");
+    static const std::regex kv(R"((password\s*=\s*)('[^']*'|\S+))", std::regex::icase);
+    static const std::regex query(R"(([?&]password=)[^&#]*)", std::regex::icase);
+    std::string s(conninfo);
+    s = std::regex_replace(s, uri, "$1:***@");
+    s = std::regex_replace(s, query, "$1***");
+    return std::regex_replace(s, kv, "$1***");
+}
+
+namespace pg {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -29,18 +44,6 @@ std::string trimmed(const char* m)
 }
 
 }  // namespace
-
-std::string redact_conninfo(std::string_view conninfo)
-{
-    // URI form (postgresql://user:secret@host) and key=value form (password=secret).
-    static const std::regex uri(R"((://[^:/@?#]*):[^@/?#]*@)");
-    static const std::regex kv(R"((password\s*=\s*)('[^']*'|\S+))", std::regex::icase);
-    static const std::regex query(R"(([?&]password=)[^&#]*)", std::regex::icase);
-    std::string s(conninfo);
-    s = std::regex_replace(s, uri, "$1:***@");
-    s = std::regex_replace(s, query, "$1***");
-    return std::regex_replace(s, kv, "$1***");
-}
 
 connection::connection(asio::any_io_executor ex, PGconn* c) : conn_(c), socket_(std::move(ex)) {}
 
@@ -225,4 +228,5 @@ asio::awaitable<result<std::vector<notification>>> connection::wait_notification
     }
 }
 
-}  // namespace agentctx::runtime::pg
+}  // namespace pg
+}  // namespace agentctx::runtime

@@ -79,7 +79,4 @@ private:
     bool broken_ = false;
 };
 
-/// The conninfo text with any password replaced, for logs and messages.
-std::string redact_conninfo(std::string_view conninfo);
-
 }  // namespace agentctx::runtime::pg

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace agentctx::runtime {
 
@@ -144,6 +145,9 @@ private:
     std::size_t entries_ = 0;
     std::uint64_t subscription_ = 0;
 };
+
+/// The conninfo with any password replaced by `***`, for logs and messages.
+std::string redact_conninfo(std::string_view conninfo);
 
 /// `postgresql://...#SESSION_ID` (or `postgres://`): the conninfo and the session id. False for
 /// anything else (a file path).
