@@ -127,7 +127,7 @@ result<std::shared_ptr<session>> session::open(
             if (!self)
                 return;
             asio::post(self->strand_, [self, stored] {
-                auto behind = [&] { return stored == std::string::npos || stored > self->log_.size(); };
+                auto behind = [self, stored] { return stored == std::string::npos || stored > self->log_.size(); };
                 if (self->closed_ || !behind())
                     return;
                 self->enter_writes([self, behind] {

@@ -10,6 +10,7 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "loopback_http.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
 
@@ -41,92 +42,11 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using boost::system::error_code;
 
+using test::ask;
+using test::raw_body;
+using test::raw_conn;
+
 namespace {
-
-// A blocking loopback connection for byte-level tests. Every read is bounded by a receive
-// timeout, so a server that never answers fails the test instead of hanging it.
-class raw_conn
-{
-public:
-    raw_conn() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))
-    {
-        timeval tv{20, 0};
-        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    explicit raw_conn(std::uint16_t port) : raw_conn() { connect(port); }
-    ~raw_conn() { close(); }
-    raw_conn(const raw_conn&) = delete;
-    raw_conn& operator=(const raw_conn&) = delete;
-
-    bool connect(std::uint16_t port)
-    {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    }
-    bool send(std::string_view data)
-    {
-        while (!data.empty())
-        {
-            const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return false;
-            data.remove_prefix(static_cast<std::size_t>(n));
-        }
-        return true;
-    }
-    /// Reads until the server closes the connection (true) or the receive timeout (false).
-    bool read_to_close(std::string& out)
-    {
-        for (;;)
-        {
-            char buf[4096];
-            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n == 0)
-                return true;
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                return errno == ECONNRESET;
-            out.append(buf, static_cast<std::size_t>(n));
-        }
-    }
-    /// Reads until `marker` arrives (true) or the connection ends or times out (false).
-    bool read_until(std::string& out, std::string_view marker)
-    {
-        while (out.find(marker) == std::string::npos)
-        {
-            char buf[4096];
-            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return false;
-            out.append(buf, static_cast<std::size_t>(n));
-        }
-        return true;
-    }
-    void close()
-    {
-        if (fd_ >= 0)
-            ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
-
-// The JSON body of a raw HTTP/1.1 response.
-boost::json::value raw_body(const std::string& response)
-{
-    const auto p = response.find("\r\n\r\n");
-    return p == std::string::npos ? boost::json::value() : boost::json::parse(response.substr(p + 4));
-}
 
 struct reply
 {
@@ -949,15 +869,6 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
 namespace {
 
 // One request on its own connection (Connection: close); the whole response.
-std::string ask(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "")
-{
-    raw_conn c(port);
-    c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n" +
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-    std::string res;
-    c.read_to_close(res);
-    return res;
-}
 
 }  // namespace
 
@@ -972,38 +883,12 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     const auto dir = fs::temp_directory_path() / ("agentctx-sigterm-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0)
-    {
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        ::setenv("AGENTCTX_OFFLINE_DELAY_MS", "5000", 1);  // the compaction is still in the model call
-        const std::string bin = AGENTCTX_SERVER_BIN;
-        ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), nullptr);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    // The port from the "listening on http://127.0.0.1:PORT" line.
-    std::string log;
-    std::uint16_t port = 0;
-    for (int i = 0; i < 300 && !port; ++i)
-    {
-        pollfd p{out[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-    }
-    ASSERT_NE(port, 0) << log;
+    auto server = test::spawn_server(AGENTCTX_SERVER_BIN, {"--no-auth", "--port", "0", "--data-dir", dir.string()},
+                                     // the compaction is still in the model call
+                                     {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}});
+    ASSERT_NE(server.port, 0) << server.log;
+    const pid_t pid = server.pid;
+    const std::uint16_t port = server.port;
 
     const auto created = ask(port, "POST", "/v1/sessions");
     ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << created;
@@ -1029,7 +914,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!WIFEXITED(status))
         ::kill(pid, SIGKILL);
-    ::close(out[0]);
+    ::close(server.fd);
     ASSERT_TRUE(WIFEXITED(status)) << "still running 10 s after SIGTERM";
     // Not a timing assertion on the machine's speed: the model "call" lasts 5 s, and a shutdown
     // that waited for it instead of cancelling it would take that long.
