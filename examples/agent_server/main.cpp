@@ -157,6 +157,7 @@ int main(int argc, char** argv)
         opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) { migrated.emplace(ec, std::move(m)); });
         while (!migrated)
             ioc.run_one();
+        ioc.restart();  // in case it ran out of work with the migration (it stops then)
         if (migrated->first)
         {
             std::fprintf(stderr, "agent_server: %s\n", migrated->second.c_str());
