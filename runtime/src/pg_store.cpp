@@ -164,6 +164,16 @@ asio::awaitable<result<loaded>> load_session(pg::pool& pool, const std::string& 
     co_return out;
 }
 
+// The session's whole text (export, reload), or the error and its message.
+asio::awaitable<std::pair<error_code, std::string>> session_text(std::shared_ptr<pg::pool> p, std::string id)
+{
+    diagnostics diag;
+    auto l = co_await load_session(*p, id, diag);
+    if (!l)
+        co_return std::pair{l.error(), diag.message};
+    co_return std::pair{error_code{}, std::move(l->text)};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -269,13 +279,7 @@ void pg_pool::import_impl(std::string jsonl, asio::any_completion_handler<pg_tex
 
 void pg_pool::export_impl(std::string id, asio::any_completion_handler<pg_text_signature> h)
 {
-    spawn_text(impl_->executor(), [](std::shared_ptr<pg::pool> p, std::string id) -> asio::awaitable<std::pair<error_code, std::string>> {
-        diagnostics diag;
-        auto l = co_await load_session(*p, id, diag);
-        if (!l)
-            co_return std::pair{l.error(), diag.message};
-        co_return std::pair{error_code{}, std::move(l->text)};
-    }(impl_, std::move(id)), std::move(h));
+    spawn_text(impl_->executor(), session_text(impl_, std::move(id)), std::move(h));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,13 +368,7 @@ void pg_store::async_lease(asio::any_io_executor ex, asio::any_completion_handle
 
 void pg_store::async_reload(asio::any_io_executor ex, asio::any_completion_handler<store_reload_signature> h)
 {
-    spawn_text(ex, [](std::shared_ptr<pg::pool> p, std::string id) -> asio::awaitable<std::pair<error_code, std::string>> {
-        diagnostics diag;
-        auto l = co_await load_session(*p, id, diag);
-        if (!l)
-            co_return std::pair{l.error(), diag.message};
-        co_return std::pair{error_code{}, std::move(l->text)};
-    }(pool_, id_), std::move(h));
+    spawn_text(ex, session_text(pool_, id_), std::move(h));
 }
 
 void pg_store::on_remote_change(std::function<void(std::size_t)> callback)
