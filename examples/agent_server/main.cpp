@@ -73,11 +73,14 @@ int main(int argc, char** argv)
     sources.global = runtime::default_global_settings_path();
     sources.project_dir = std::filesystem::current_path();
     const char* settings_file = nullptr;
+    const char* store_url = std::getenv("AGENTCTX_STORE");
     for (int i = 1; i < argc; ++i)
     {
         const bool has_value = i + 1 < argc;
         if (!std::strcmp(argv[i], "--port") && has_value)
             opts.port = static_cast<std::uint16_t>(std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--store") && has_value)
+            store_url = argv[++i];
         else if (!std::strcmp(argv[i], "--data-dir") && has_value)
             opts.data_dir = argv[++i];
         else if (!std::strcmp(argv[i], "--address") && has_value)
@@ -108,7 +111,8 @@ int main(int argc, char** argv)
             opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
         else
         {
-            std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR] [--threads N]\n"
+            std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR | --store postgresql://...]\n"
+                                 "                    [--threads N]\n"
                                  "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
                                  "                    [--max-open-sessions N (256; 0 = no limit)]\n"
                                  "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
@@ -123,6 +127,8 @@ int main(int argc, char** argv)
                                  "descriptors: keep 2 * N well under `ulimit -n`.\n"
                                  "Settings: --settings FILE (default: $PI_CODING_AGENT_DIR/settings.json or\n"
                                  "~/.pi/agent/settings.json), then DIR/.pi/settings.json with --trust-project.\n"
+                                 "--store (or AGENTCTX_STORE) keeps sessions in PostgreSQL instead of files, shared by\n"
+                                 "every node on that database (the schema is created or migrated at start).\n"
                                  "The model provider comes from the settings' \"provider\" section or the environment\n"
                                  "(see the README); offline otherwise.\n");
             return 2;
@@ -196,9 +202,25 @@ int main(int argc, char** argv)
     opts.pins = settings->pins;
     spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
                  opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
+    std::string where = opts.data_dir.string();
+    if (store_url && *store_url)
+    {
+        opts.pg = std::make_shared<runtime::pg_pool>(ioc.get_executor(), store_url);
+        std::optional<std::pair<boost::system::error_code, std::string>> migrated;
+        opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) { migrated.emplace(ec, std::move(m)); });
+        while (!migrated)
+            ioc.run_one();
+        ioc.restart();  // in case it ran out of work with the migration (it stops then)
+        if (migrated->first)
+        {
+            std::fprintf(stderr, "agent_server: %s\n", migrated->second.c_str());
+            return 1;
+        }
+        where = "PostgreSQL " + runtime::redact_conninfo(store_url) + " (" + migrated->second + ")";
+    }
     server::agent_server srv(ioc, opts);
     const auto port = srv.start();
-    spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, opts.data_dir.string());
+    spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, where);
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     // Graceful shutdown: stop accepting and close every session (an in-flight compaction is
     // cancelled and writes nothing; appends are whole lines already synced), give the sessions'
@@ -209,6 +231,8 @@ int main(int argc, char** argv)
             return;
         spdlog::info("signal {}: shutting down", sig);
         srv.stop();
+        if (opts.pg)
+            opts.pg->close();
         drain.expires_after(std::chrono::milliseconds(200));
         drain.async_wait([&](boost::system::error_code) { ioc.stop(); });
     });

@@ -88,6 +88,22 @@ public:
     {
         return inner_->load(opts, report, diag);
     }
+    // A shared store's asynchronous path passes straight through.
+    bool asynchronous() const noexcept override { return inner_->asynchronous(); }
+    void async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known,
+                     asio::any_completion_handler<runtime::store_write_signature> h) override
+    {
+        inner_->async_write(std::move(ex), std::move(e), known, std::move(h));
+    }
+    void async_lease(asio::any_io_executor ex, asio::any_completion_handler<runtime::store_lease_signature> h) override
+    {
+        inner_->async_lease(std::move(ex), std::move(h));
+    }
+    void async_reload(asio::any_io_executor ex, asio::any_completion_handler<runtime::store_reload_signature> h) override
+    {
+        inner_->async_reload(std::move(ex), std::move(h));
+    }
+    void on_remote_change(std::function<void(std::size_t)> callback) override { inner_->on_remote_change(std::move(callback)); }
 
 private:
     std::unique_ptr<runtime::store> inner_;
@@ -143,6 +159,8 @@ std::string public_message(const error_code& ec, const compaction::diagnostics& 
         return "the session file is locked by another writer";
     if (ec == rt::make_error_code(rt::errc::already_exists))
         return "the session exists already";
+    if (ec == rt::make_error_code(rt::errc::database_error))
+        return "the session database could not be read or written";
     return "the session file could not be read or written";
 }
 
@@ -167,7 +185,17 @@ bool appendable_type(const json::object& body)
 std::string event_json(const runtime::session_event& e, std::string& name)
 {
     json::object o;
-    if (const auto* s = std::get_if<runtime::compaction_start_event>(&e))
+    if (const auto* r = std::get_if<runtime::remote_change_event>(&e))
+    {
+        // Another node appended or compacted (a shared PostgreSQL store).
+        name = "remote_change";
+        o["entries"] = r->entries;
+        json::array ids;
+        for (const auto& id : r->compactions)
+            ids.emplace_back(id);
+        o["compactions"] = std::move(ids);
+    }
+    else if (const auto* s = std::get_if<runtime::compaction_start_event>(&e))
     {
         name = "compaction_start";
         o["reason"] = runtime::to_string(s->reason);
@@ -482,6 +510,13 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                     else
                         wait_on = it->second->released;
                 }
+                else if (opts.pg)
+                {
+                    if (const auto r = make_room(wait_on, doomed); r == room::full)
+                        co_return too_many_open_sessions;
+                    else if (r == room::available)
+                        break;  // opened below, outside `mu`: the database read is asynchronous
+                }
                 else if (std::error_code fe; !std::filesystem::exists(opts.data_dir / (id + ".jsonl"), fe))
                     co_return make_error_code(runtime::errc::not_found);  // an unknown id closes nothing
                 else if (const auto r = make_room(wait_on, doomed); r == room::full)
@@ -496,6 +531,39 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             retire(std::move(doomed));
             co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
         }
+        auto [ec, store, message] = co_await opts.pg->async_open(id, asio::as_tuple(asio::use_awaitable));
+        if (ec)
+        {
+            diag.message = message;
+            co_return ec;
+        }
+        co_return co_await adopt_opened(id, std::move(store), diag);
+    }
+
+    // A store opened outside `mu` (read from the database): another request may have opened the
+    // session meanwhile, and then that one is used; else the session is built from the store on
+    // the loader pool like a file's.
+    asio::awaitable<compaction::result<lease>> adopt_opened(const std::string& id, std::unique_ptr<runtime::store> store,
+                                                            compaction::diagnostics& diag)
+    {
+        lease opening;
+        {
+            std::lock_guard lock(mu);
+            if (auto it = sessions.find(id); it != sessions.end() && !it->second->closing)
+            {
+                if (!it->second->opening)
+                    co_return take(it->second);
+                opening = take(it->second);
+            }
+            else
+            {
+                auto held = std::make_shared<std::unique_ptr<runtime::store>>(std::move(store));
+                opening = begin_open(id, [held](compaction::diagnostics&) -> compaction::result<std::unique_ptr<runtime::store>> {
+                    return std::move(*held);
+                });
+            }
+        }
+        co_return co_await await_open(std::move(opening), diag);
     }
 
     // Creates a session and leases it; its id is the lease's key in `sessions`.
@@ -512,6 +580,8 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 std::lock_guard lock(mu);
                 if (const auto r = make_room(wait_on, doomed); r == room::full)
                     co_return too_many_open_sessions;
+                else if (r == room::available && opts.pg)
+                    break;
                 else if (r == room::available)
                     opening = begin_open(id, [path = opts.data_dir / (id + ".jsonl"), header](compaction::diagnostics& d) {
                         return runtime::jsonl_store::create(path, header, {}, d);
@@ -527,6 +597,16 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             retire(std::move(doomed));
             co_await wait_on->async_receive(asio::as_tuple(asio::use_awaitable));
         }
+        auto [ec, store, message] = co_await opts.pg->async_create(header, asio::as_tuple(asio::use_awaitable));
+        if (ec)
+        {
+            diag.message = message;
+            co_return ec;
+        }
+        auto l = co_await adopt_opened(id, std::move(store), diag);
+        if (!l)
+            co_return l.error();
+        co_return std::pair(id, std::move(*l));
     }
 
     // Accepts until the acceptor closes: a failed accept is retried (after a pause when out of
@@ -591,8 +671,11 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 return http::status::conflict;
             return http::status::unprocessable_entity;  // the summary was rejected
         }
-        if (ec == rt::make_error_code(rt::errc::cancelled) || ec == rt::make_error_code(rt::errc::stale_plan))
-            return http::status::conflict;
+        if (ec == rt::make_error_code(rt::errc::cancelled) || ec == rt::make_error_code(rt::errc::stale_plan) ||
+            ec == rt::make_error_code(rt::errc::stale_leaf) || ec == rt::make_error_code(rt::errc::compaction_in_progress))
+            return http::status::conflict;  // stale_leaf: the session reloaded, retry the append
+        if (ec == rt::make_error_code(rt::errc::database_error))
+            return http::status::service_unavailable;
         return http::status::bad_gateway;  // the model provider failed
     }
 

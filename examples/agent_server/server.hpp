@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/pg_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -18,7 +19,9 @@ namespace agentctx::server {
 
 struct server_options
 {
-    std::filesystem::path data_dir;      ///< one <id>.jsonl per session
+    std::filesystem::path data_dir;      ///< one <id>.jsonl per session (unless `pg`)
+    /// Sessions in PostgreSQL instead of files (many server nodes on one database); migrated.
+    std::shared_ptr<runtime::pg_pool> pg;
     std::string address = "127.0.0.1";
     std::uint16_t port = 0;              ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
@@ -62,7 +65,8 @@ struct server_options
  *   "tokensAfter", "summary"}`; body optional `{"instructions"}`
  * - `GET /v1/sessions/{id}/context` → 200 `{"leafId", "estimatedTokens", "messages": [{"role",
  *   "entryId", "tokens"}]}`
- * - `GET /v1/sessions/{id}/events` → `text/event-stream` of `compaction_start` / `compaction_end`
+ * - `GET /v1/sessions/{id}/events` → `text/event-stream` of `compaction_start` / `compaction_end`,
+ *   and `remote_change` (`{"entries", "compactions"}`) when another node changed a shared session
  *
  * Each session is a runtime::session on its own strand, each connection a coroutine on its own
  * strand; the server runs on the given io_context (any number of threads). Connections are

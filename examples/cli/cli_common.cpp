@@ -1,10 +1,12 @@
 // CLI helpers: argument scanning, session opening with error reporting, JSON printing.
 #include "cli_common.hpp"
+#include "cli_pg.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/pg_store.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/json/parse.hpp>
@@ -193,6 +195,27 @@ std::string bar(double fraction, int width)
 std::optional<opened_session> open_session(const std::string& path, bool json, int& code)
 {
     compaction::diagnostics diag;
+    if (std::string conninfo, id; runtime::split_pg_reference(path, conninfo, id))
+    {
+        // A PostgreSQL session: its exact text, loaded as the file would be.
+        auto r = pg_export_text(conninfo, id);
+        if (!r.ok)
+        {
+            code = exit_io;
+            print_error(json, r.code, r.message);
+            return std::nullopt;
+        }
+        opened_session s;
+        auto log = compaction::session_log::load(std::move(r.value), {}, s.report, diag);
+        if (!log)
+        {
+            code = exit_bad_session;
+            print_error(json, log.error().message(), id + ": " + diag.message);
+            return std::nullopt;
+        }
+        s.log = std::move(*log);
+        return s;
+    }
     auto store = runtime::jsonl_store::open(path, {.read_only = true}, diag);
     if (!store)
     {

@@ -1,5 +1,6 @@
 // agentctx: inspect, plan and compact Pi-format agent sessions from the command line.
 #include "cli_common.hpp"
+#include "cli_pg.hpp"
 #include "commands.hpp"
 
 #include <cstdio>
@@ -19,6 +20,11 @@ const char* const usage_text =
     "  checkpoint export|restore|status SESSION.jsonl [RECORD]\n"
     "                                   portable checkpoints: export the latest, restore one, show it\n"
     "  verify SESSION.jsonl [--json]    does each compaction's covered history still hash as recorded?\n"
+    "  export postgresql://...#ID OUT.jsonl   a PostgreSQL session as a Pi JSONL file, byte for byte\n"
+    "  import SESSION.jsonl postgresql://...  store a session file in PostgreSQL\n"
+    "\n"
+    "Read commands (inspect, context, plan, checkpoint export|status, verify) also accept a\n"
+    "PostgreSQL session reference, postgresql://...#SESSION_ID, in place of SESSION.jsonl.\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -51,6 +57,10 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_migrate(argc, argv);
     if (!std::strcmp(argv[1], "checkpoint"))
         return agentctx::cli::cmd_checkpoint(argc, argv);
+    if (!std::strcmp(argv[1], "export"))
+        return agentctx::cli::cmd_export(argc, argv);
+    if (!std::strcmp(argv[1], "import"))
+        return agentctx::cli::cmd_import(argc, argv);
     if (!std::strcmp(argv[1], "verify"))
         return agentctx::cli::cmd_verify(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);

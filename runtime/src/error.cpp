@@ -24,6 +24,9 @@ const char* to_string(errc e) noexcept
     case errc::hook_cancelled: return "hook_cancelled";
     case errc::auto_compaction_paused: return "auto_compaction_paused";
     case errc::compaction_running: return "compaction_running";
+    case errc::stale_leaf: return "stale_leaf";
+    case errc::compaction_in_progress: return "compaction_in_progress";
+    case errc::database_error: return "database_error";
     }
     return "unknown";
 }

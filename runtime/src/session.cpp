@@ -88,7 +88,11 @@ session::session(executor_type ex, std::unique_ptr<store> st, session_config con
 {
 }
 
-session::~session() = default;
+session::~session()
+{
+    if (store_)
+        store_->on_remote_change({});
+}
 
 const token_counter& session::counter() const
 {
@@ -116,6 +120,23 @@ result<std::shared_ptr<session>> session::open(
     if (!snap)
         return snap.error();
     s->publish(std::move(*snap));
+    if (s->store_->asynchronous())
+        s->store_->on_remote_change([weak = std::weak_ptr(s)](std::size_t stored) {
+            // From the store's listener thread: catch up on the strand, in the write turn.
+            auto self = weak.lock();
+            if (!self)
+                return;
+            asio::post(self->strand_, [self, stored] {
+                auto behind = [self, stored] { return stored == std::string::npos || stored > self->log_.size(); };
+                if (self->closed_ || !behind())
+                    return;
+                self->enter_writes([self, behind] {
+                    if (self->closed_ || !behind())
+                        return self->leave_writes();
+                    self->reload([self](error_code) { self->leave_writes(); });
+                });
+            });
+        });
     return s;
 }
 
@@ -154,6 +175,10 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
         diagnostics diag;
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), std::string());
+        if (s.store_->asynchronous())
+            return s.enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
+                self->append_async(std::move(fields), std::move(h));
+            });
         auto id = s.append_entry(std::move(fields), diag);
         if (!id)
             return complete(std::move(h), s.strand_, id.error(), std::string());
@@ -162,6 +187,18 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
 }
 
 result<std::string> session::append_entry(boost::json::object fields, diagnostics& diag)
+{
+    auto e = prepare_entry(std::move(fields), diag);
+    if (!e)
+        return e.error();
+    if (auto r = store_->append(**e, diag); !r)
+        return r.error();
+    if (auto r = adopt_entry(*e, diag); !r)
+        return r.error();
+    return (*e)->id;
+}
+
+result<entry_ptr> session::prepare_entry(boost::json::object fields, diagnostics& diag)
 {
     // Pi's field order: type, id, parentId, timestamp, then the type's fields.
     boost::json::object raw;
@@ -182,11 +219,14 @@ result<std::string> session::append_entry(boost::json::object fields, diagnostic
     if (!decoded)
         return decoded.error();
     auto e = std::make_shared<const entry>(std::move(*decoded));
-    // Validate completely, then write: a rejected entry never reaches the file.
+    // Validate completely, then write: a rejected entry never reaches the store.
     if (auto r = detail::check_appendable(log_, *e, diag); !r)
         return r.error();
-    if (auto r = store_->append(*e, diag); !r)
-        return r.error();
+    return entry_ptr(std::move(e));
+}
+
+result<void> session::adopt_entry(const entry_ptr& e, diagnostics& diag)
+{
     if (auto r = log_.append(e, diag); !r)
         return r.error();
     if (e->type == entry_type::context_edit)
@@ -203,7 +243,127 @@ result<std::string> session::append_entry(boost::json::object fields, diagnostic
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;
     auto_failed_at_.reset();  // new entries: automatic compaction may try again
-    return e->id;
+    return {};
+}
+
+void session::enter_writes(asio::any_completion_handler<void()> next)
+{
+    if (writing_)
+        return write_queue_.push_back(std::move(next));
+    writing_ = true;
+    std::move(next)();
+}
+
+void session::leave_writes()
+{
+    if (write_queue_.empty())
+    {
+        writing_ = false;
+        return;
+    }
+    // The turn passes to the next writer (writing_ stays set), on a fresh strand handler.
+    auto next = std::move(write_queue_.front());
+    write_queue_.pop_front();
+    asio::post(strand_, std::move(next));
+}
+
+void session::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+{
+    diagnostics diag;
+    auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed)) : prepare_entry(std::move(fields), diag);
+    if (!e)
+    {
+        leave_writes();
+        return complete(std::move(h), strand_, e.error(), std::string());
+    }
+    store_->async_write(strand_, *e, log_.size(),
+                        [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {
+                            session& s = *self;
+                            diagnostics diag;
+                            if (!ec)
+                            {
+                                auto r = s.adopt_entry(e, diag);
+                                ec = r ? error_code{} : r.error();
+                                message = diag.message;
+                            }
+                            if (ec != make_error_code(errc::stale_leaf))
+                            {
+                                if (ec)
+                                    s.logger_->warn("append failed: {}", message);
+                                s.leave_writes();
+                                return complete(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
+                            }
+                            // Another node appended first: catch up, then let the caller retry.
+                            s.reload([self, h = std::move(h)](error_code) mutable {
+                                self->leave_writes();
+                                complete(std::move(h), self->strand_, make_error_code(errc::stale_leaf), std::string());
+                            });
+                        });
+}
+
+void session::reload(asio::any_completion_handler<void_signature> h)
+{
+    store_->async_reload(strand_, [self = shared_from_this(), h = std::move(h)](error_code ec, std::string text) mutable {
+        session& s = *self;
+        if (ec)
+        {
+            s.logger_->warn("reloading the session failed: {}", text);
+            return std::move(h)(ec);
+        }
+        diagnostics diag;
+        load_report report;
+        auto log = session_log::load(std::move(text), s.config_.load, report, diag);
+        auto snap = log ? make_snapshot(*log, s.counter(), diag) : result<std::shared_ptr<const snapshot>>(log.error());
+        if (!snap)
+        {
+            s.logger_->warn("the stored session does not load: {}", diag.message);
+            return std::move(h)(snap.error());
+        }
+        const std::size_t before = s.log_.size();
+        if (log->size() <= before)
+            return std::move(h)(error_code{});
+        remote_change_event changed{log->size(), {}};
+        for (std::size_t i = before; i < log->size(); ++i)
+            if (log->meta(i).type == entry_type::compaction)
+                changed.compactions.push_back(log->meta(i).id);
+        s.log_ = std::move(*log);
+        s.publish(std::move(*snap));
+        s.auto_failed_at_.reset();
+        s.emit(changed);
+        std::move(h)(error_code{});
+    });
+}
+
+void session::refresh_impl(asio::any_completion_handler<void_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        session& s = *self;
+        if (s.closed_)
+            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed));
+        if (!s.store_->asynchronous())
+            return complete(std::move(h), s.strand_, error_code{});
+        s.enter_writes([self, h = std::move(h)]() mutable {
+            self->reload([self, h = std::move(h)](error_code ec) mutable {
+                self->leave_writes();
+                complete(std::move(h), self->strand_, ec);
+            });
+        });
+    });
+}
+
+void session::append_all(std::vector<boost::json::object> fields, asio::any_completion_handler<void_signature> h)
+{
+    if (fields.empty())
+        return complete(std::move(h), strand_, error_code{});
+    auto first = std::move(fields.front());
+    fields.erase(fields.begin());
+    enter_writes([self = shared_from_this(), first = std::move(first), rest = std::move(fields), h = std::move(h)]() mutable {
+        self->append_async(std::move(first), [self, rest = std::move(rest), h = std::move(h)](error_code ec, std::string) mutable {
+            if (ec)
+                return complete(std::move(h), self->strand_, ec);
+            self->append_all(std::move(rest), std::move(h));
+        });
+    });
 }
 
 void session::branch_impl(std::string id, asio::any_completion_handler<void_signature> h)
@@ -334,6 +494,17 @@ void session::evaluate(
         // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the
         // compaction fails.
         diagnostics diag;
+        if (where.entry && store_->asynchronous())
+        {
+            auto edits = omissions(*where.entry, diag);
+            if (!edits)
+                return complete(std::move(h), strand_, edits.error(), compaction_outcome{.message = diag.message});
+            return append_all(std::move(*edits), [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
+                if (ec)
+                    return complete(std::move(h), self->strand_, ec, compaction_outcome{.message = "omitting the failed attempt failed"});
+                self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
+            });
+        }
         if (where.entry)
             if (auto r = omit_attempt(*where.entry, diag); !r)
                 return complete(std::move(h), strand_, r.error(), compaction_outcome{.message = diag.message});
@@ -407,6 +578,20 @@ session::assistant_location session::locate_assistant(const message& m) const
 
 result<void> session::omit_attempt(std::size_t index, diagnostics& diag)
 {
+    auto edits = omissions(index, diag);
+    if (!edits)
+        return edits.error();
+    for (auto& f : *edits)
+        if (auto r = append_entry(std::move(f), diag); !r)
+            return r.error();
+    return {};
+}
+
+result<std::vector<boost::json::object>> session::omissions(std::size_t index, diagnostics& diag) const
+{
+    // The attempt's assistant entry, then its results: the tool results after it, up to the
+    // next assistant, that answer its calls.
+    std::vector<boost::json::object> out;
     auto e = log_.get(index, diag);
     if (!e)
         return e.error();
@@ -414,8 +599,7 @@ result<void> session::omit_attempt(std::size_t index, diagnostics& diag)
     for (const auto& b : (*e)->message->content.blocks)
         if (const auto* c = std::get_if<tool_call_block>(&b))
             calls.push_back(c->id);
-    std::vector<std::string> targets{(*e)->id};
-    // Its results: the tool results after it, up to the next assistant, that answer its calls.
+    out.push_back({{"type", "context_edit"}, {"targetId", (*e)->id}, {"replacement", nullptr}});
     const auto path = log_.active_path();
     const auto at = std::find(path.begin(), path.end(), static_cast<std::uint32_t>(index));
     for (auto it = at == path.end() ? at : at + 1; it != path.end(); ++it)
@@ -427,12 +611,9 @@ result<void> session::omit_attempt(std::size_t index, diagnostics& diag)
             continue;
         auto r = log_.get(*it, diag);
         if (r && std::find(calls.begin(), calls.end(), (*r)->message->tool_call_id) != calls.end())
-            targets.push_back((*r)->id);
+            out.push_back({{"type", "context_edit"}, {"targetId", (*r)->id}, {"replacement", nullptr}});
     }
-    for (const auto& id : targets)
-        if (auto r = append_entry({{"type", "context_edit"}, {"targetId", id}, {"replacement", nullptr}}, diag); !r)
-            return r.error();
-    return {};
+    return out;
 }
 
 void session::between_turns_impl(asio::any_completion_handler<outcome_signature> h)

@@ -11,6 +11,7 @@
 #include <agentctx/runtime/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/multiple_exceptions.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -46,6 +47,13 @@ std::string latest_compaction_id(const std::vector<entry_ptr>& path)
         if (path[i]->type == entry_type::compaction)
             return path[i]->id;
     return {};
+}
+
+// An operation of the session or its store, as an awaitable with the given token.
+template <class Signature, class Initiation, class Token>
+auto awaited(Initiation init, Token token)
+{
+    return asio::async_initiate<Token, Signature>(std::move(init), token);
 }
 
 // Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
@@ -89,6 +97,10 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     auto p = plan_compaction(s, j);
     if (!p)
         co_return p.error();
+    // 1b. A shared store: hold the session's lease before anything is summarized or written.
+    auto lease = co_await take_lease(s, j);
+    if (!lease)
+        co_return lease.error();
     emit_start(s, j);
     s.logger_->debug("compaction plan: first kept {}, {} to summarize, {} in turn prefix", p->prep.first_kept_entry_id,
                      p->prep.messages_to_summarize.size(), p->prep.turn_prefix_messages.size());
@@ -109,7 +121,15 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
 
-    // 5. Still valid against the current leaf? From here to the swap there is no suspension point.
+    // 5. Still valid against the current leaf? From here to the swap there is no suspension point,
+    // except the write of an asynchronous store, during which the write turn keeps every other
+    // append (and branch) of this session waiting.
+    std::optional<write_turn> turn;
+    if (s.store_->asynchronous())
+    {
+        co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+        turn.emplace(s);
+    }
     const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
     auto now = revalidate(s, *p, hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id);
     if (!now)
@@ -119,10 +139,26 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     auto result = build(s, *p, *now, *sum);
     if (!result)
         co_return result.error();
-    auto e = commit(s, j, *result, *now, *sum);
+    auto e = co_await commit(s, j, *result, *now, *sum);
     if (!e)
         co_return e.error();
     co_return committed{std::move(*e), std::move(*result)};
+}
+
+asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session& s, const session::job& j)
+{
+    if (!s.store_->asynchronous())
+        co_return std::shared_ptr<store_lease>();
+    auto [ec, lease, message] = co_await awaited<store_lease_signature>(
+        [&s](auto h) { s.store_->async_lease(s.strand_, std::move(h)); }, asio::as_tuple(asio::use_awaitable));
+    if (ec == asio::error::operation_aborted)
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    // Another node is compacting: a manual request fails fast, an automatic one skips quietly.
+    if (ec == make_error_code(errc::compaction_in_progress))
+        co_return failure{ec, message, false, j.request.reason != compaction_reason::manual};
+    if (ec)
+        co_return failure{ec, message};
+    co_return std::move(lease);
 }
 
 transaction::step<transaction::plan> transaction::plan_compaction(session& s, const session::job& j)
@@ -380,7 +416,7 @@ transaction::step<compaction_result> transaction::build(
     return std::move(*r);
 }
 
-transaction::step<entry_ptr> transaction::commit(
+asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     session& s,
     const session::job& j,
     const compaction_result& result,
@@ -408,7 +444,7 @@ transaction::step<entry_ptr> transaction::commit(
         // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
         diagnostics cdiag;
         if (auto r = checkpoint_ops::add_fields(s, ours.get_object(), v.first_kept, j.from_hook, cdiag); !r)
-            return failure{r.error(), cdiag.message};
+            co_return failure{r.error(), cdiag.message};
     }
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
     // boundary, so Pi projects our compaction with its checkpoint first.
@@ -425,12 +461,25 @@ transaction::step<entry_ptr> transaction::commit(
     next_path.push_back(e);
     auto next = snapshot_from_context(build_session_context(next_path), s.log_.size() + 1, s.counter());
     diagnostics diag;
-    if (auto r = s.store_->append(*e, diag); !r)
-        return failure{r.error(), diag.message};
+    if (s.store_->asynchronous())
+    {
+        // Compare-and-set against the stored leaf in the write's own transaction. Not
+        // cancellable: once sent, only the store's answer says whether it committed.
+        auto [ec, message] = co_await awaited<store_write_signature>(
+            [&s, &e](auto h) { s.store_->async_write(s.strand_, e, s.log_.size(), std::move(h)); },
+            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+        if (ec == make_error_code(errc::stale_leaf))
+            (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
+                                                   asio::as_tuple(asio::use_awaitable));
+        if (ec)
+            co_return failure{ec, message};
+    }
+    else if (auto r = s.store_->append(*e, diag); !r)
+        co_return failure{r.error(), diag.message};
     if (auto r = s.log_.append(e, diag); !r)
-        return failure{r.error(), diag.message};  // unreachable: id and parent were checked
+        co_return failure{r.error(), diag.message};  // unreachable: id and parent were checked
     s.publish(std::move(next));
-    return e;
+    co_return e;
 }
 
 bool transaction::still_wanted(const session& s, const session::job& j, asio::cancellation_type cancelled)

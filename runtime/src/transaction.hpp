@@ -94,9 +94,21 @@ private:
     static step<revalidated> revalidate(session& s, const plan& p, std::string first_kept);
     static step<compaction::compaction_result> build(
         session& s, const plan& p, const revalidated& v, const summaries& sum);
-    static step<compaction::entry_ptr> commit(
+    static boost::asio::awaitable<step<compaction::entry_ptr>> commit(
         session& s, const session::job& j, const compaction::compaction_result& result, const revalidated& v,
         const summaries& sum);
+    /// A shared store's compaction lease (nullptr for a single-writer store).
+    static boost::asio::awaitable<step<std::shared_ptr<store_lease>>> take_lease(session& s, const session::job& j);
+
+    /// The session's write turn, held from revalidation to the swap (asynchronous stores).
+    struct write_turn
+    {
+        explicit write_turn(session& s) : s(&s) {}
+        write_turn(const write_turn&) = delete;
+        write_turn& operator=(const write_turn&) = delete;
+        ~write_turn() { s->leave_writes(); }
+        session* s;
+    };
 
     // One model request, validated; the `_or_throw` form feeds Asio's `&&`, which cancels the
     // sibling request only when one throws (the failure itself goes to `first`).

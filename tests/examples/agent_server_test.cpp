@@ -12,6 +12,7 @@
 #include <agentctx/runtime/jsonl_store.hpp>
 
 #include "fake_provider_server.hpp"
+#include "loopback_http.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
@@ -50,92 +51,11 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using boost::system::error_code;
 
+using test::ask;
+using test::raw_body;
+using test::raw_conn;
+
 namespace {
-
-// A blocking loopback connection for byte-level tests. Every read is bounded by a receive
-// timeout, so a server that never answers fails the test instead of hanging it.
-class raw_conn
-{
-public:
-    raw_conn() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))
-    {
-        timeval tv{20, 0};
-        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    explicit raw_conn(std::uint16_t port) : raw_conn() { connect(port); }
-    ~raw_conn() { close(); }
-    raw_conn(const raw_conn&) = delete;
-    raw_conn& operator=(const raw_conn&) = delete;
-
-    bool connect(std::uint16_t port)
-    {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    }
-    bool send(std::string_view data)
-    {
-        while (!data.empty())
-        {
-            const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return false;
-            data.remove_prefix(static_cast<std::size_t>(n));
-        }
-        return true;
-    }
-    /// Reads until the server closes the connection (true) or the receive timeout (false).
-    bool read_to_close(std::string& out)
-    {
-        for (;;)
-        {
-            char buf[4096];
-            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n == 0)
-                return true;
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                return errno == ECONNRESET;
-            out.append(buf, static_cast<std::size_t>(n));
-        }
-    }
-    /// Reads until `marker` arrives (true) or the connection ends or times out (false).
-    bool read_until(std::string& out, std::string_view marker)
-    {
-        while (out.find(marker) == std::string::npos)
-        {
-            char buf[4096];
-            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return false;
-            out.append(buf, static_cast<std::size_t>(n));
-        }
-        return true;
-    }
-    void close()
-    {
-        if (fd_ >= 0)
-            ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
-
-// The JSON body of a raw HTTP/1.1 response.
-boost::json::value raw_body(const std::string& response)
-{
-    const auto p = response.find("\r\n\r\n");
-    return p == std::string::npos ? boost::json::value() : boost::json::parse(response.substr(p + 4));
-}
 
 struct reply
 {
@@ -1152,15 +1072,6 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
 namespace {
 
 // One request on its own connection (Connection: close); the whole response.
-std::string ask(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "")
-{
-    raw_conn c(port);
-    c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n" +
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-    std::string res;
-    c.read_to_close(res);
-    return res;
-}
 
 
 // The agent_server binary in a child process, its output on a pipe; killed if still running at

@@ -24,6 +24,9 @@ enum class errc
     hook_cancelled,            ///< a before_compact hook cancelled the compaction
     auto_compaction_paused,    ///< the last automatic attempt failed on this very path
     compaction_running,        ///< a checkpoint restore while a compaction runs (refused, nothing written)
+    stale_leaf,                ///< another node appended first: the session reloaded, retry the append
+    compaction_in_progress,    ///< another node holds the session's compaction lease
+    database_error,            ///< a PostgreSQL connection or statement failed (server message in diagnostics)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -34,7 +35,15 @@ struct compaction_end_event
     std::optional<std::string> error_message;  ///< safe text: never a raw provider body or a key
 };
 
-using session_event = std::variant<compaction_start_event, compaction_end_event>;
+/// Another node changed the session (a shared store): the session reloaded and swapped its
+/// snapshot. `compactions` are the ids of compaction entries that node committed.
+struct remote_change_event
+{
+    std::size_t entries = 0;  ///< entries now stored
+    std::vector<std::string> compactions;
+};
+
+using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event

@@ -21,6 +21,7 @@
 #include <boost/json/value.hpp>
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -264,6 +265,19 @@ public:
                                                                            &session::checkpoint_status_impl);
     }
 
+    /**
+     * @brief Reloads the session from a shared store (another node appended or compacted) and
+     * swaps the snapshot; emits remote_change_event when there was something new. Waits for an
+     * in-flight write first. A store with a single writer has nothing to reload: completes at once.
+     * @par Per-operation cancellation
+     * None: it is one read.
+     */
+    template <boost::asio::completion_token_for<void_signature> CompletionToken>
+    auto async_refresh(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<void_signature>(token, shared_from_this(), &session::refresh_impl);
+    }
+
     /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
     void abort_compaction();
 
@@ -291,11 +305,29 @@ private:
     session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
 
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     /// On the strand: validates, writes, appends to the log and publishes the new snapshot.
     compaction::result<std::string> append_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// The entry `fields` become as the leaf's child, validated completely (nothing written).
+    compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// After the store has the entry: the log, the snapshot, the trigger flags.
+    compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
+
+    // Asynchronous stores (store::asynchronous()): one write at a time, in arrival order, so no
+    // append interleaves between a validation and its snapshot swap. On the strand.
+    void enter_writes(boost::asio::any_completion_handler<void()> next);
+    void leave_writes();
+    /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
+    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    /// Inside the write turn: replaces the log with the store's current content.
+    void reload(boost::asio::any_completion_handler<void_signature> h);
+    /// Appends several entries in order through the write turn (the overflow path's omissions).
+    void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
     /// On the strand: Pi 1.6's omission of a failed attempt (delta §10.4 step 3): context_edit
     /// null for the attempt's assistant entry and each of its tool results.
     compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
+    /// The context_edit entries that omit the attempt at `index` and its tool results.
+    compaction::result<std::vector<boost::json::object>> omissions(std::size_t index, compaction::diagnostics& diag) const;
     struct assistant_location
     {
         std::optional<std::size_t> entry;  ///< log index; nullopt = unknown (not persisted)
@@ -352,6 +384,9 @@ private:
 
     bool overflow_attempted_ = false;
     bool closed_ = false;
+    bool writing_ = false;  ///< an asynchronous write or reload is in flight
+    /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
+    std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
     std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
     boost::asio::cancellation_signal turn_abort_;
 

@@ -5,6 +5,13 @@
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace agentctx::runtime {
@@ -19,6 +26,19 @@ enum class fsync_policy
     always,         ///< fdatasync after every append
     on_compaction,  ///< fdatasync after appends of compaction entries (the default)
 };
+
+/// A held compaction lease (store::async_lease); destroying it releases the lease.
+class store_lease
+{
+public:
+    virtual ~store_lease() = default;
+};
+
+/// Completion of an asynchronous store write: the error and, on failure, a safe message.
+using store_write_signature = void(boost::system::error_code, std::string);
+using store_lease_signature = void(boost::system::error_code, std::shared_ptr<store_lease>, std::string);
+/// The session's whole JSONL text as stored now (header line first).
+using store_reload_signature = void(boost::system::error_code, std::string);
 
 /// A session's persistent form. Every store holds exactly what a JSONL file would hold, so
 /// loading from any store reopens the session identically.
@@ -39,6 +59,33 @@ public:
         compaction::load_report& report,
         diagnostics& diag
     ) = 0;
+
+    // The asynchronous path (a database store). The session uses it only when asynchronous()
+    // is true; then it also keeps every other write of the session waiting while one is in
+    // flight, so validation and snapshot swap still see no interleaved append. Each call runs
+    // on `ex` and completes through post to `ex` (the session's strand). The defaults run the
+    // synchronous calls.
+
+    /// True when writes go through async_write (never blocking an io thread).
+    virtual bool asynchronous() const noexcept { return false; }
+
+    /// Appends `e` if the store holds exactly `known_entries` entries (compare-and-set on the
+    /// session's last sequence); otherwise fails with `stale_leaf` and writes nothing. Completes
+    /// once the line is committed.
+    virtual void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
+                             boost::asio::any_completion_handler<store_write_signature> h);
+
+    /// Takes the session's compaction lease; `compaction_in_progress` when another holder has
+    /// it. The default is a lease that excludes nothing beyond what the store already does.
+    virtual void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h);
+
+    /// The whole session as stored now, for a session that fell behind another writer.
+    virtual void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h);
+
+    /// Called (from any thread) with the stored entry count whenever another writer changed the
+    /// session. Stores with a single writer never call it. The callback must outlive the store
+    /// or be replaced by an empty one.
+    virtual void on_remote_change(std::function<void(std::size_t)> /*callback*/) {}
 };
 
 /// `JSON.stringify(raw) + "\n"`: exactly the line Pi writes for an entry or header.

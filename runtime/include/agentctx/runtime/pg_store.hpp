@@ -1,0 +1,156 @@
+// The PostgreSQL store: many server nodes on one database, append compare-and-set, a compaction lease, NOTIFY.
+#pragma once
+
+#include <agentctx/providers/async_call.hpp>
+#include <agentctx/runtime/store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace agentctx::runtime {
+
+namespace pg {
+class pool;
+}
+
+struct pg_pool_options
+{
+    std::size_t max_connections = 8;  ///< statements in flight at once (the LISTEN and lease connections are extra)
+    bool listen = true;               ///< LISTEN for other nodes' changes (pg_store::on_remote_change)
+};
+
+class pg_store;
+
+using pg_open_signature = void(boost::system::error_code, std::unique_ptr<pg_store>, std::string);
+using pg_text_signature = void(boost::system::error_code, std::string);
+
+/**
+ * @brief A pool of libpq connections driven by Asio (no thread per connection, nothing blocks an
+ * io thread), and the schema they use. Sessions of many nodes share one database through it.
+ *
+ * Every async operation completes with `database_error` and a safe message in the outcome text
+ * when the server or the connection fails; the conninfo's password never appears in messages.
+ *
+ * @par Per-operation cancellation
+ * `terminal`, `partial`, `total` while waiting for a pooled connection (nothing was sent):
+ * completes with `operation_aborted`.
+ */
+class pg_pool
+{
+public:
+    /// `conninfo` is a libpq URI (`postgresql://...`) or key=value string.
+    pg_pool(boost::asio::any_io_executor ex, std::string conninfo, pg_pool_options opts = {});
+    ~pg_pool();
+    pg_pool(const pg_pool&) = delete;
+    pg_pool& operator=(const pg_pool&) = delete;
+
+    /// Creates the tables, or migrates them to this build's schema version (idempotent; safe
+    /// from several nodes at once: an advisory transaction lock serialises the migration).
+    /// Completes with the error and a message.
+    template <boost::asio::completion_token_for<pg_text_signature> CompletionToken>
+    auto async_migrate(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<pg_text_signature>(token, this, &pg_pool::migrate_impl);
+    }
+
+    /// Opens a stored session (`not_found` if there is none with this id); the store holds its text loaded.
+    template <boost::asio::completion_token_for<pg_open_signature> CompletionToken>
+    auto async_open(std::string session_id, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<pg_open_signature>(token, this, &pg_pool::open_impl, std::move(session_id));
+    }
+
+    /// Stores a new session with only its header (`already_exists` if its id is taken).
+    template <boost::asio::completion_token_for<pg_open_signature> CompletionToken>
+    auto async_create(compaction::session_header header, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<pg_open_signature>(token, this, &pg_pool::create_impl, std::move(header));
+    }
+
+    /// Stores a whole Pi JSONL file (v3, validated strictly) as a new session, each line byte
+    /// for byte; completes with the session id. `already_exists` if its id is taken.
+    template <boost::asio::completion_token_for<pg_text_signature> CompletionToken>
+    auto async_import(std::string jsonl, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<pg_text_signature>(token, this, &pg_pool::import_impl, std::move(jsonl));
+    }
+
+    /// The session as a Pi JSONL file: the stored lines, byte for byte, one per line.
+    template <boost::asio::completion_token_for<pg_text_signature> CompletionToken>
+    auto async_export(std::string session_id, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<pg_text_signature>(token, this, &pg_pool::export_impl, std::move(session_id));
+    }
+
+    /// Stops the LISTEN connection and drops idle connections (the destructor does it too).
+    void close();
+
+    const std::shared_ptr<pg::pool>& impl() const noexcept { return impl_; }
+
+private:
+    void migrate_impl(boost::asio::any_completion_handler<pg_text_signature> h);
+    void open_impl(std::string id, boost::asio::any_completion_handler<pg_open_signature> h);
+    void create_impl(compaction::session_header header, boost::asio::any_completion_handler<pg_open_signature> h);
+    void import_impl(std::string jsonl, boost::asio::any_completion_handler<pg_text_signature> h);
+    void export_impl(std::string id, boost::asio::any_completion_handler<pg_text_signature> h);
+
+    std::shared_ptr<pg::pool> impl_;
+    pg_pool_options opts_;
+};
+
+/**
+ * @brief One session in PostgreSQL. Asynchronous: the session writes through async_write.
+ *
+ * - Append is compare-and-set on the session's entry count: the row is inserted only if the
+ *   store holds exactly the entries the writer knows, in one statement (so acknowledged means
+ *   committed, and a concurrent append from another node gets `stale_leaf`, never a duplicate).
+ * - The compaction lease is a session-scoped advisory lock held by a connection of its own:
+ *   a node that dies releases it with its connection.
+ * - Every committed append NOTIFYs; other nodes' stores call on_remote_change.
+ */
+class pg_store final : public store
+{
+public:
+    pg_store(std::shared_ptr<pg::pool> pool, std::string session_id, std::string text, std::size_t entries);
+    ~pg_store() override;
+
+    /// The header goes in with async_create: this fails with already_exists.
+    result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
+    /// Blocking appends are not offered: fails with io_error (the session uses async_write).
+    result<void> append(const compaction::entry& e, diagnostics& diag) override;
+    /// Parses the text loaded by async_open / async_reload (no I/O).
+    result<compaction::session_log> load(
+        const compaction::load_options& opts,
+        compaction::load_report& report,
+        diagnostics& diag
+    ) override;
+
+    bool asynchronous() const noexcept override { return true; }
+    void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
+                     boost::asio::any_completion_handler<store_write_signature> h) override;
+    void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h) override;
+    void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h) override;
+    void on_remote_change(std::function<void(std::size_t)> callback) override;
+
+    const std::string& session_id() const noexcept { return id_; }
+
+private:
+    std::shared_ptr<pg::pool> pool_;
+    std::string id_;
+    std::string text_;
+    std::size_t entries_ = 0;
+    std::uint64_t subscription_ = 0;
+};
+
+/// The conninfo with any password replaced by `***`, for logs and messages.
+std::string redact_conninfo(std::string_view conninfo);
+
+/// `postgresql://...#SESSION_ID` (or `postgres://`): the conninfo and the session id. False for
+/// anything else (a file path).
+bool split_pg_reference(const std::string& ref, std::string& conninfo, std::string& session_id);
+
+}  // namespace agentctx::runtime

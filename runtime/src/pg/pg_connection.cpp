@@ -1,0 +1,232 @@
+// libpq's asynchronous API on Asio: PQconnectPoll / PQsendQueryParams / PQconsumeInput / PQgetResult over async_wait.
+#include "pg_connection.hpp"
+
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/pg_store.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <libpq-fe.h>
+
+#include <regex>
+
+namespace agentctx::runtime {
+
+std::string redact_conninfo(std::string_view conninfo)
+{
+    // URI form (postgresql://user:secret@host) and key=value form (password=secret).
+    static const std::regex uri(R"((://[^:/@?#]*):[^@/?#]*@)");
+    static const std::regex kv(R"((password\s*=\s*)('[^']*'|\S+))", std::regex::icase);
+    static const std::regex query(R"(([?&]password=)[^&#]*)", std::regex::icase);
+    std::string s(conninfo);
+    s = std::regex_replace(s, uri, "$1:***@");
+    s = std::regex_replace(s, query, "$1***");
+    return std::regex_replace(s, kv, "$1***");
+}
+
+namespace pg {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// libpq's messages end with a newline; ours do not.
+std::string trimmed(const char* m)
+{
+    std::string s = m ? m : "";
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+        s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+connection::connection(asio::any_io_executor ex, PGconn* c) : conn_(c), socket_(std::move(ex)) {}
+
+connection::~connection()
+{
+    if (socket_.is_open())
+    {
+        error_code ignored;
+        socket_.cancel(ignored);
+        (void)socket_.release();  // libpq closes its own socket
+    }
+    PQfinish(conn_);
+}
+
+error_code connection::fail(diagnostics& diag, std::string_view what)
+{
+    broken_ = broken_ || PQstatus(conn_) != CONNECTION_OK;
+    diag.message = std::string(what) + ": " + trimmed(PQerrorMessage(conn_));
+    return make_error_code(errc::database_error);
+}
+
+asio::awaitable<result<void>> connection::wait(bool write, diagnostics& diag)
+{
+    const int fd = PQsocket(conn_);
+    if (fd < 0)
+    {
+        broken_ = true;
+        diag.message = "the connection has no socket";
+        co_return errc::database_error;
+    }
+    if (!socket_.is_open() || socket_.native_handle() != fd)
+    {
+        // libpq may open a new socket while connecting (another address of the host).
+        if (socket_.is_open())
+            (void)socket_.release();
+        socket_.assign(fd);
+    }
+    error_code ec;
+    co_await socket_.async_wait(write ? asio::posix::descriptor_base::wait_write : asio::posix::descriptor_base::wait_read,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+    {
+        broken_ = true;  // cancelled or failed mid-protocol: the state of the exchange is unknown
+        diag.message = ec == asio::error::operation_aborted ? "cancelled" : "waiting on the socket: " + ec.message();
+        co_return ec == asio::error::operation_aborted ? ec : make_error_code(errc::database_error);
+    }
+    co_return result<void>{};
+}
+
+asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(asio::any_io_executor ex, std::string conninfo,
+                                                                         diagnostics& diag)
+{
+    PGconn* raw = PQconnectStart(conninfo.c_str());
+    if (!raw)
+    {
+        diag.message = "out of memory creating a PostgreSQL connection";
+        co_return errc::database_error;
+    }
+    std::unique_ptr<connection> c(new connection(ex, raw));
+    if (PQstatus(raw) == CONNECTION_BAD)
+    {
+        c->fail(diag, "connecting to " + redact_conninfo(conninfo));
+        co_return errc::database_error;
+    }
+    // Writing (the startup packet) comes first, as PQconnectPoll's documentation says.
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK)
+    {
+        if (st == PGRES_POLLING_FAILED)
+        {
+            c->fail(diag, "connecting to " + redact_conninfo(conninfo));
+            co_return errc::database_error;
+        }
+        if (auto w = co_await c->wait(st == PGRES_POLLING_WRITING, diag); !w)
+            co_return w.error();
+        st = PQconnectPoll(raw);
+    }
+    if (PQsetnonblocking(raw, 1) != 0)
+    {
+        c->fail(diag, "setting non-blocking mode");
+        co_return errc::database_error;
+    }
+    co_return std::move(c);
+}
+
+asio::awaitable<result<void>> connection::flush(diagnostics& diag)
+{
+    for (;;)
+    {
+        const int f = PQflush(conn_);
+        if (f == 0)
+            co_return result<void>{};
+        if (f < 0)
+            co_return fail(diag, "sending");
+        // Output pending: wait until writable (reading meanwhile, so the server never stalls on us).
+        if (auto w = co_await wait(true, diag); !w)
+            co_return w.error();
+        if (!PQconsumeInput(conn_))
+            co_return fail(diag, "reading");
+    }
+}
+
+asio::awaitable<result<rows>> connection::exec(std::string_view sql, const params& p, diagnostics& diag)
+{
+    std::vector<const char*> values;
+    values.reserve(p.size());
+    for (const auto& v : p)
+        values.push_back(v ? v->c_str() : nullptr);
+    const std::string text(sql);
+    // No parameters: the simple protocol, which also runs a script of several statements (the migration).
+    const int sent = p.empty() ? PQsendQuery(conn_, text.c_str())
+                               : PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                                   values.data(), nullptr, nullptr, 0);
+    if (!sent)
+        co_return fail(diag, "sending a statement");
+    if (auto f = co_await flush(diag); !f)
+        co_return f.error();
+    rows out;
+    std::optional<std::pair<std::string, std::string>> error;  // SQLSTATE, message
+    for (;;)
+    {
+        while (PQisBusy(conn_))
+        {
+            if (auto w = co_await wait(false, diag); !w)
+                co_return w.error();
+            if (!PQconsumeInput(conn_))
+                co_return fail(diag, "reading");
+        }
+        PGresult* r = PQgetResult(conn_);
+        if (!r)
+            break;  // the statement is complete
+        const auto status = PQresultStatus(r);
+        if (status == PGRES_TUPLES_OK)
+        {
+            const int n = PQntuples(r), m = PQnfields(r);
+            for (int i = 0; i < n; ++i)
+            {
+                auto& row = out.values.emplace_back();
+                for (int k = 0; k < m; ++k)
+                    row.push_back(PQgetisnull(r, i, k) ? std::nullopt
+                                                       : std::optional<std::string>(std::string(PQgetvalue(r, i, k),
+                                                                                                PQgetlength(r, i, k))));
+            }
+        }
+        else if (status != PGRES_COMMAND_OK && !error)
+        {
+            const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            error.emplace(state ? state : "", trimmed(PQresultErrorMessage(r)));
+        }
+        PQclear(r);
+    }
+    if (error)
+    {
+        diag.field = error->first;
+        diag.message = error->second;
+        co_return errc::database_error;
+    }
+    co_return std::move(out);
+}
+
+std::vector<notification> connection::take_notifications()
+{
+    std::vector<notification> out;
+    while (PGnotify* n = PQnotifies(conn_))
+    {
+        out.push_back({n->relname, n->extra});
+        PQfreemem(n);
+    }
+    return out;
+}
+
+asio::awaitable<result<std::vector<notification>>> connection::wait_notifications(diagnostics& diag)
+{
+    for (;;)
+    {
+        if (auto got = take_notifications(); !got.empty())
+            co_return std::move(got);
+        if (auto w = co_await wait(false, diag); !w)
+            co_return w.error();
+        if (!PQconsumeInput(conn_))
+            co_return fail(diag, "reading notifications");
+    }
+}
+
+}  // namespace pg
+}  // namespace agentctx::runtime

@@ -1,0 +1,82 @@
+// One libpq connection driven by Asio: non-blocking connect and queries, its socket waited on with async_wait.
+#pragma once
+
+#include <agentctx/compaction/error.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct pg_conn;
+
+namespace agentctx::runtime::pg {
+
+using compaction::diagnostics;
+using compaction::result;
+
+/// A statement's rows as text (libpq's text format); nullopt is SQL NULL.
+struct rows
+{
+    std::vector<std::vector<std::optional<std::string>>> values;
+    std::size_t size() const noexcept { return values.size(); }
+};
+
+using params = std::vector<std::optional<std::string>>;
+
+/// A NOTIFY received on this connection.
+struct notification
+{
+    std::string channel;
+    std::string payload;
+};
+
+/**
+ * @brief A connection in non-blocking mode: no call here blocks the calling thread.
+ *
+ * One operation at a time (the pool hands a connection to one user). A connection whose
+ * operation was cancelled or failed at the transport is broken(): the pool discards it, since
+ * its protocol state is unknown.
+ *
+ * @par Per-operation cancellation
+ * Every coroutine stops at its next wait on `terminal`/`partial`/`total` cancellation of the
+ * awaiting coroutine, completes with `operation_aborted` and leaves the connection broken.
+ */
+class connection
+{
+public:
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    /// Connects with libpq's conninfo/URI. Errors: database_error (the message names no password).
+    static boost::asio::awaitable<result<std::unique_ptr<connection>>> connect(
+        boost::asio::any_io_executor ex, std::string conninfo, diagnostics& diag);
+
+    /// Runs one statement with text parameters ($1, $2, ...). Errors: database_error with the
+    /// server's message and `diag.field` = SQLSTATE; operation_aborted on cancellation.
+    boost::asio::awaitable<result<rows>> exec(std::string_view sql, const params& p, diagnostics& diag);
+
+    /// Waits until at least one notification has arrived (LISTEN first with exec).
+    boost::asio::awaitable<result<std::vector<notification>>> wait_notifications(diagnostics& diag);
+
+    bool broken() const noexcept { return broken_; }
+
+private:
+    connection(boost::asio::any_io_executor ex, pg_conn* c);
+    boost::asio::awaitable<result<void>> wait(bool write, diagnostics& diag);
+    boost::asio::awaitable<result<void>> flush(diagnostics& diag);
+    boost::system::error_code fail(diagnostics& diag, std::string_view what);
+    std::vector<notification> take_notifications();
+
+    pg_conn* conn_;
+    boost::asio::posix::stream_descriptor socket_;  ///< libpq's socket, not owned (released before PQfinish)
+    bool broken_ = false;
+};
+
+}  // namespace agentctx::runtime::pg

@@ -1,0 +1,309 @@
+// pg_store against a real PostgreSQL: schema, exact export/import, append compare-and-set, the lease, NOTIFY.
+#include "pg_test_support.hpp"
+#include "scripted_summarizer.hpp"
+#include "session_text.hpp"
+
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using namespace agentctx;
+using namespace agentctx::runtime;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using boost::system::error_code;
+
+std::string read_file(const fs::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+std::string tokens(std::size_t n) { return std::string(n * 4, 'x'); }
+
+class pg_store_test : public ::testing::Test
+{
+protected:
+    void SetUp() override
+    {
+        std::string why;
+        auto url = test::pg_conninfo(why);
+        if (!url)
+            GTEST_SKIP() << why;
+        url_ = *url;
+        node_a_ = std::make_unique<pg_pool>(ioc_.get_executor(), url_);
+        node_b_ = std::make_unique<pg_pool>(ioc_.get_executor(), url_);
+        ASSERT_EQ(migrate(*node_a_), error_code{});
+        ASSERT_EQ(migrate(*node_b_), error_code{}) << "a second migration is a no-op";
+    }
+
+    error_code migrate(pg_pool& p)
+    {
+        std::optional<std::pair<error_code, std::string>> r;
+        p.async_migrate([&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+        EXPECT_FALSE(r->first) << r->second;
+        return r->first;
+    }
+
+    std::pair<error_code, std::string> import(pg_pool& p, std::string text)
+    {
+        std::optional<std::pair<error_code, std::string>> r;
+        p.async_import(std::move(text), [&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+        return *r;
+    }
+
+    std::pair<error_code, std::string> export_text(pg_pool& p, std::string id)
+    {
+        std::optional<std::pair<error_code, std::string>> r;
+        p.async_export(std::move(id), [&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+        return *r;
+    }
+
+    std::unique_ptr<pg_store> open_store(pg_pool& p, const std::string& id)
+    {
+        std::optional<error_code> done;
+        std::unique_ptr<pg_store> st;
+        p.async_open(id, [&](error_code ec, std::unique_ptr<pg_store> s, std::string m) {
+            EXPECT_FALSE(ec) << m;
+            st = std::move(s);
+            done = ec;
+        });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return done.has_value(); }));
+        return st;
+    }
+
+    session_config config()
+    {
+        session_config c;
+        c.settings.keep_recent_tokens = 400;
+        c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
+        c.summarizer = summarizer_;
+        return c;
+    }
+
+    std::shared_ptr<session> open_session(pg_pool& p, const std::string& id)
+    {
+        auto st = open_store(p, id);
+        compaction::diagnostics diag;
+        auto s = session::open(ioc_.get_executor(), std::move(st), config(), diag);
+        EXPECT_TRUE(s) << diag.message;
+        return *s;
+    }
+
+    std::pair<error_code, std::string> append(session& s, json::object fields)
+    {
+        std::optional<std::pair<error_code, std::string>> r;
+        s.async_append(std::move(fields), [&](error_code ec, std::string id) { r.emplace(ec, std::move(id)); });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+        return *r;
+    }
+
+    static json::object user(const std::string& text)
+    {
+        return {{"type", "message"}, {"message", {{"role", "user"}, {"content", text}, {"timestamp", 1}}}};
+    }
+
+    std::string ten_turns(const std::string& id)
+    {
+        test::session_text s(3, id);
+        for (int i = 0; i < 10; ++i)
+            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
+        return s.text;
+    }
+
+    asio::io_context ioc_;
+    std::string url_;
+    std::unique_ptr<pg_pool> node_a_, node_b_;
+    std::shared_ptr<test::scripted_summarizer> summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
+};
+
+TEST_F(pg_store_test, import_then_export_round_trips_the_pi16_fixture_byte_for_byte)
+{
+    const std::string text = read_file(fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl");
+    ASSERT_FALSE(text.empty());
+    auto [ec, id] = import(*node_a_, text);
+    ASSERT_FALSE(ec) << id;
+    auto [eec, out] = export_text(*node_b_, id);
+    ASSERT_FALSE(eec) << out;
+    EXPECT_EQ(out, text);
+    auto [again, msg] = import(*node_a_, text);
+    EXPECT_EQ(again, make_error_code(errc::already_exists)) << msg;
+}
+
+TEST_F(pg_store_test, export_equals_the_file_jsonl_store_writes_for_the_same_session)
+{
+    // The same header and entries written through both stores.
+    const std::string id = test::unique_session_id("same");
+    const std::string source = ten_turns(id);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto log = compaction::session_log::load(source, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+
+    const fs::path file = fs::temp_directory_path() / (id + ".jsonl");
+    auto js = jsonl_store::create(file, log->header(), {}, diag);
+    ASSERT_TRUE(js) << diag.message;
+    std::optional<error_code> created;
+    std::unique_ptr<pg_store> ps;
+    node_a_->async_create(log->header(), [&](error_code ec, std::unique_ptr<pg_store> s, std::string m) {
+        EXPECT_FALSE(ec) << m;
+        ps = std::move(s);
+        created = ec;
+    });
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return created.has_value(); }));
+    ASSERT_TRUE(ps);
+    for (std::size_t i = 0; i < log->size(); ++i)
+    {
+        auto e = log->get(i, diag);
+        ASSERT_TRUE(e) << diag.message;
+        ASSERT_TRUE((*js)->append(**e, diag)) << diag.message;
+        std::optional<error_code> w;
+        ps->async_write(ioc_.get_executor(), *e, i, [&](error_code ec, std::string m) {
+            EXPECT_FALSE(ec) << m;
+            w = ec;
+        });
+        ASSERT_TRUE(test::run_until(ioc_, [&] { return w.has_value(); }));
+    }
+    js->reset();
+    auto [ec, out] = export_text(*node_b_, id);
+    ASSERT_FALSE(ec) << out;
+    EXPECT_EQ(out, read_file(file));
+    fs::remove(file);
+}
+
+TEST_F(pg_store_test, a_concurrent_append_from_another_node_is_stale_then_the_retry_lands)
+{
+    const std::string id = test::unique_session_id("cas");
+    ASSERT_FALSE(import(*node_a_, ten_turns(id)).first);
+    // b does not LISTEN: it learns of a's entry only from its failed append.
+    pg_pool quiet(ioc_.get_executor(), url_, {.listen = false});
+    auto a = open_session(*node_a_, id);
+    auto b = open_session(quiet, id);
+    auto [ea, ida] = append(*a, user("from a"));
+    ASSERT_FALSE(ea);
+    auto [eb, idb] = append(*b, user("from b"));
+    EXPECT_EQ(eb, make_error_code(errc::stale_leaf));
+    EXPECT_EQ(b->current()->messages.size(), a->current()->messages.size()) << "b reloaded a's entry";
+    auto [eb2, idb2] = append(*b, user("from b, retried"));
+    EXPECT_FALSE(eb2) << eb2.message();
+
+    auto [ec, out] = export_text(*node_a_, id);
+    ASSERT_FALSE(ec);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto log = compaction::session_log::load(out, {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    ASSERT_EQ(log->size(), 22u) << "20 imported, a's, b's retry: nothing lost or doubled";
+    EXPECT_EQ(log->meta(20).id, ida);
+    EXPECT_EQ(log->meta(21).id, idb2);
+    EXPECT_EQ(log->meta(log->meta(21).parent).id, ida) << "b's retry is a child of a's entry";
+}
+
+TEST_F(pg_store_test, the_lease_excludes_a_second_holder_until_released)
+{
+    const std::string id = test::unique_session_id("lease");
+    ASSERT_FALSE(import(*node_a_, ten_turns(id)).first);
+    auto sa = open_store(*node_a_, id);
+    auto sb = open_store(*node_b_, id);
+    auto lease = [&](pg_store& s) {
+        std::optional<std::pair<error_code, std::shared_ptr<store_lease>>> r;
+        s.async_lease(ioc_.get_executor(), [&](error_code ec, std::shared_ptr<store_lease> l, std::string) { r.emplace(ec, l); });
+        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+        return *r;
+    };
+    auto first = lease(*sa);
+    ASSERT_FALSE(first.first);
+    EXPECT_EQ(lease(*sb).first, make_error_code(errc::compaction_in_progress));
+    first.second.reset();  // its connection closes: the server releases the lock
+    bool taken = false;
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return taken = !lease(*sb).first; }, std::chrono::seconds(10)));
+}
+
+TEST_F(pg_store_test, concurrent_compactions_on_two_nodes_commit_exactly_one)
+{
+    const std::string id = test::unique_session_id("compact");
+    ASSERT_FALSE(import(*node_a_, ten_turns(id)).first);
+    auto a = open_session(*node_a_, id);
+    auto b = open_session(*node_b_, id);
+    summarizer_->push({.kind = test::script_step::succeed, .delay = std::chrono::milliseconds(300)});
+    std::optional<std::pair<error_code, compaction_outcome>> ra, rb;
+    a->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { ra.emplace(ec, std::move(o)); });
+    // b asks once a holds the lease (a's summarizer call has started).
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return summarizer_->calls() == 1; }));
+    b->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { rb.emplace(ec, std::move(o)); });
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return ra && rb; }));
+    EXPECT_FALSE(ra->first) << ra->second.message;
+    EXPECT_TRUE(ra->second.compacted);
+    EXPECT_EQ(rb->first, make_error_code(errc::compaction_in_progress)) << rb->second.message;
+    EXPECT_EQ(summarizer_->calls(), 1u) << "b failed fast, before summarizing";
+
+    auto [ec, out] = export_text(*node_a_, id);
+    ASSERT_FALSE(ec);
+    std::size_t compactions = 0;
+    for (std::size_t at = 0; (at = out.find("\"type\":\"compaction\"", at)) != std::string::npos; ++at)
+        ++compactions;
+    EXPECT_EQ(compactions, 1u);
+    // b hears of it (NOTIFY), reloads and can compact again right after.
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return b->current()->compacted_at.has_value(); }));
+    EXPECT_EQ(b->context().size(), a->context().size());
+}
+
+TEST_F(pg_store_test, other_nodes_sessions_follow_appends_through_notify)
+{
+    const std::string id = test::unique_session_id("notify");
+    ASSERT_FALSE(import(*node_a_, ten_turns(id)).first);
+    auto a = open_session(*node_a_, id);
+    auto b = open_session(*node_b_, id);
+    std::vector<remote_change_event> seen;
+    b->on_event([&](const session_event& e) {
+        if (const auto* r = std::get_if<remote_change_event>(&e))
+            seen.push_back(*r);
+    });
+    const auto before = b->context().size();
+    for (int i = 0; i < 3; ++i)
+        ASSERT_FALSE(append(*a, user("n" + std::to_string(i))).first);
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return b->context().size() == before + 3; }));
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.back().entries, 23u);
+    EXPECT_TRUE(seen.back().compactions.empty());
+    // And b appends after them without a stale leaf.
+    EXPECT_FALSE(append(*b, user("b follows")).first);
+}
+
+TEST_F(pg_store_test, open_of_an_unknown_session_is_not_found)
+{
+    std::optional<error_code> r;
+    node_a_->async_open("no-such-session", [&](error_code ec, std::unique_ptr<pg_store>, std::string) { r = ec; });
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
+    EXPECT_EQ(*r, make_error_code(errc::not_found));
+}
+
+TEST(pg_conninfo, passwords_never_reach_messages)
+{
+    // The store's messages name the conninfo only through redact_conninfo.
+    EXPECT_EQ(redact_conninfo("postgresql://u:secret@h/db"), "postgresql://u:***@h/db");
+    EXPECT_EQ(redact_conninfo("host=h password=secret user=u"), "host=h password=*** user=u");
+    EXPECT_EQ(redact_conninfo("postgresql:///db?user=u&password=secret"), "postgresql:///db?user=u&password=***");
+    std::string c, s;
+    ASSERT_TRUE(split_pg_reference("postgresql:///db?host=/tmp/x&user=u#sess-1", c, s));
+    EXPECT_EQ(c, "postgresql:///db?host=/tmp/x&user=u");
+    EXPECT_EQ(s, "sess-1");
+    EXPECT_FALSE(split_pg_reference("/tmp/file.jsonl", c, s));
+}
+
+}  // namespace
