@@ -5,6 +5,7 @@
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
+#include "bench_rss.hpp"
 #include "fake_provider_server.hpp"
 #include "session_generator.hpp"
 
@@ -16,7 +17,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -30,15 +30,6 @@ double cpu_seconds(clockid_t clock)
     timespec ts{};
     clock_gettime(clock, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double peak_rss_mib()
-{
-    std::ifstream f("/proc/self/status");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("VmHWM:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    return 0;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
@@ -78,6 +69,7 @@ int main(int argc, char** argv)
     config.summarizer = summarizer;
     config.logger = logger;
 
+    const double open_cpu0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     const auto t_open = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<runtime::session>> open;
     open.reserve(sessions);
@@ -100,7 +92,8 @@ int main(int argc, char** argv)
         open.push_back(std::move(*s));
     }
     const double open_s = seconds_since(t_open);
-    const double rss_open = peak_rss_mib();
+    const double open_cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - open_cpu0;
+    const double rss_open = bench::peak_rss_mib();
 
     const double io0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID), proc0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     const auto t0 = std::chrono::steady_clock::now();
@@ -120,13 +113,13 @@ int main(int argc, char** argv)
     const double io_cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - io0;
     const double proc_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - proc0;
 
-    std::printf("sessions %zu (%zu entries, %.1f MB each), opened in %.2f s (peak RSS %.0f MiB)\n", sessions, entries,
-                static_cast<double>(file_bytes) / 1e6, open_s, rss_open);
+    std::printf("sessions %zu (%zu entries, %.1f MB each), opened in %.2f s (CPU %.2f s; peak RSS %.0f MiB)\n", sessions,
+                entries, static_cast<double>(file_bytes) / 1e6, open_s, open_cpu, rss_open);
     std::printf("compactions committed %zu, failed %zu, provider requests %zu\n", committed, failed,
                 server.requests().size());
     std::printf("wall %.3f s (%.0f compactions/s), io-thread CPU %.3f s (%.0f us each), process CPU %.3f s, peak RSS %.0f MiB\n",
                 wall, static_cast<double>(committed) / wall, io_cpu, io_cpu * 1e6 / static_cast<double>(sessions),
-                proc_cpu, peak_rss_mib());
+                proc_cpu, bench::peak_rss_mib());
     for (auto& s : open)
         s->close();
     ioc.restart();

@@ -3,7 +3,9 @@
 // first alone, then with compactions running against a loopback provider. Throughput, p50/p99.
 //   bench_server_load [--clients N=16] [--sessions N=1000] [--seconds S=10] [--threads N=2]
 //                     [--compactors N=4] [--server BIN]     (BIN default: AGENTCTX_SERVER_BIN)
+#include "bench_rss.hpp"
 #include "fake_provider_server.hpp"
+#include "listening_port.hpp"
 #include "session_generator.hpp"
 
 #include <arpa/inet.h>
@@ -173,8 +175,8 @@ void phase(const char* title, std::uint16_t port, std::size_t sessions, int clie
                     ++s.errors;
                     return;
                 }
-                else
-                    ++s.errors;
+                else if (s.errors++ == 0)
+                    std::fprintf(stderr, "%s %d: %s\n", read ? "context" : "append", status, body.c_str());
             }
         });
     for (int c = 0; c < compactors; ++c)
@@ -223,15 +225,6 @@ void phase(const char* title, std::uint16_t port, std::size_t sessions, int clie
     report("context", r, elapsed);
     if (compactors)
         report("compact", k, elapsed);
-}
-
-double child_peak_rss_mib(pid_t pid)
-{
-    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("VmHWM:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    return 0;
 }
 
 double child_cpu_seconds(pid_t pid)
@@ -305,29 +298,16 @@ int main(int argc, char** argv)
         ::setenv("AGENTCTX_MODEL", "bench", 1);
         const std::string t = std::to_string(threads), open = std::to_string(sessions + 64);
         ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), "--threads", t.c_str(),
-                "--max-open-sessions", open.c_str(), "--log-level", "warn", nullptr);
+                "--max-open-sessions", open.c_str(), nullptr);
         ::_exit(127);
     }
     ::close(out[1]);
     std::string log;
-    std::uint16_t port = 0;
-    for (int i = 0; i < 300 && !port; ++i)
-    {
-        pollfd p{out[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-    }
+    const std::uint16_t port = agentctx::test::read_listening_port(out[0], log);
     if (!port)
     {
         std::fprintf(stderr, "the server did not start (%s): %s\n", bin.c_str(), log.c_str());
+        fs::remove_all(dir);
         return 1;
     }
     // Drain the server's output so it never blocks on a full pipe.
@@ -354,10 +334,10 @@ int main(int argc, char** argv)
     const double cpu0 = child_cpu_seconds(pid);
     phase("appends + context reads", port, sessions, clients, 0, seconds);
     const double cpu1 = child_cpu_seconds(pid);
-    std::printf("  server CPU %.2f s, peak RSS %.0f MiB\n", cpu1 - cpu0, child_peak_rss_mib(pid));
+    std::printf("  server CPU %.2f s, peak RSS %.0f MiB\n", cpu1 - cpu0, agentctx::bench::peak_rss_mib(std::to_string(pid)));
     phase("appends + context reads + compactions", port, sessions, clients, compactors, seconds);
     std::printf("  server CPU %.2f s, peak RSS %.0f MiB, provider requests %zu\n", child_cpu_seconds(pid) - cpu1,
-                child_peak_rss_mib(pid), provider.requests().size());
+                agentctx::bench::peak_rss_mib(std::to_string(pid)), provider.requests().size());
 
     ::kill(pid, SIGTERM);
     int status = 0;

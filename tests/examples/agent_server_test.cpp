@@ -10,6 +10,7 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "listening_port.hpp"
 #include "run_process.hpp"
 #include "scripted_summarizer.hpp"
 
@@ -988,21 +989,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     ::close(out[1]);
     // The port from the "listening on http://127.0.0.1:PORT" line.
     std::string log;
-    std::uint16_t port = 0;
-    for (int i = 0; i < 300 && !port; ++i)
-    {
-        pollfd p{out[0], POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-            port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-    }
+    const std::uint16_t port = agentctx::test::read_listening_port(out[0], log);
     ASSERT_NE(port, 0) << log;
 
     const auto created = ask(port, "POST", "/v1/sessions");
