@@ -300,15 +300,32 @@ private:
         const __m128i quote = _mm_set1_epi8('"');
         const __m128i backslash = _mm_set1_epi8('\\');
         const __m128i space = _mm_set1_epi8(0x20);
+        // Signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches non-ASCII.
+        const auto special = [&](const char* at) {
+            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+            return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                             _mm_cmplt_epi8(x, space)))));
+        };
+        // Most strings (keys, short values) end within 16 bytes; past that, a run is likely long
+        // (tool output) and goes 64 bytes per step: one branch per four vectors.
+        if (end_ - q >= 16)
+        {
+            if (const std::uint64_t mask = special(q))
+                return static_cast<std::size_t>(__builtin_ctzll(mask));
+            q += 16;
+        }
+        while (end_ - q >= 64)
+        {
+            const std::uint64_t mask = special(q) | special(q + 16) << 16 | special(q + 32) << 32 | special(q + 48) << 48;
+            if (mask)
+                return static_cast<std::size_t>(q - p_) + static_cast<std::size_t>(__builtin_ctzll(mask));
+            q += 64;
+        }
         while (end_ - q >= 16)
         {
-            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-            // Signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches non-ASCII.
-            const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                                             _mm_cmplt_epi8(x, space));
-            const int mask = _mm_movemask_epi8(hit);
-            if (mask)
-                return static_cast<std::size_t>(q - p_) + static_cast<std::size_t>(__builtin_ctz(mask));
+            if (const std::uint64_t mask = special(q))
+                return static_cast<std::size_t>(q - p_) + static_cast<std::size_t>(__builtin_ctzll(mask));
             q += 16;
         }
 #endif

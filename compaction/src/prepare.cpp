@@ -107,8 +107,29 @@ std::string transcript_message(const std::vector<transcript_issue>& issues)
 
 }  // namespace
 
-result<compaction_preparation> prepare_compaction(
-    std::span<const entry_ptr> path,
+namespace {
+
+// The checks that come before projecting: `last` is the type of the path's last entry.
+result<void> check_path(std::size_t path_size, entry_type last, diagnostics& diag)
+{
+    if (path_size == 0)
+    {
+        diag.message = "the session has no entries";
+        return errc::nothing_to_compact;
+    }
+    if (last == entry_type::compaction)
+    {
+        diag.message = "the last entry is already a compaction";
+        return errc::already_compacted;
+    }
+    return {};
+}
+
+// The plan over the projection of a path of `path_size` entries (the same whichever way the
+// projection was built: only projected entries and their messages are read).
+result<compaction_preparation> prepare_projected(
+    const session_context& ctx,
+    std::size_t path_size,
     const compaction_settings& settings,
     const plan_options& opts,
     diagnostics& diag
@@ -116,17 +137,6 @@ result<compaction_preparation> prepare_compaction(
 {
     const token_counter& counter = opts.counter ? *opts.counter : default_token_counter();
     const bool pi = opts.mode == compat_mode::pi;
-    if (path.empty())
-    {
-        diag.message = "the session has no entries";
-        return errc::nothing_to_compact;
-    }
-    if (path.back()->type == entry_type::compaction)
-    {
-        diag.message = "the last entry is already a compaction";
-        return errc::already_compacted;
-    }
-    const session_context ctx = build_session_context(path);
     const auto& e = ctx.entries;
     compaction_preparation p;
 
@@ -139,7 +149,7 @@ result<compaction_preparation> prepare_compaction(
     if (prev)
         p.previous_summary = strip_pinned_block(e[*prev].source->summary);
     const std::size_t end = e.size();
-    p.boundary_start = p.boundary_projected < end ? e[p.boundary_projected].path_index : path.size();
+    p.boundary_start = p.boundary_projected < end ? e[p.boundary_projected].path_index : path_size;
 
     if (!pi)
     {
@@ -212,6 +222,20 @@ result<compaction_preparation> prepare_compaction(
     return p;
 }
 
+}  // namespace
+
+result<compaction_preparation> prepare_compaction(
+    std::span<const entry_ptr> path,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+)
+{
+    if (auto ok = check_path(path.size(), path.empty() ? entry_type::unknown : path.back()->type, diag); !ok)
+        return ok.error();
+    return prepare_projected(build_session_context(path), path.size(), settings, opts, diag);
+}
+
 result<planning_path> load_planning_path(const session_log& log, diagnostics& diag)
 {
     const auto indices = log.active_path();
@@ -267,10 +291,16 @@ result<compaction_preparation> prepare_compaction(
     diagnostics& diag
 )
 {
-    auto pp = load_planning_path(log, diag);
-    if (!pp)
-        return pp.error();
-    return prepare_compaction(pp->entries, settings, opts, diag);
+    // The index-backed projection materializes only the selected entries (the previous
+    // compaction, its kept region and what follows), not a stand-in per path entry.
+    const auto indices = log.active_path();
+    if (auto ok = check_path(indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag);
+        !ok)
+        return ok.error();
+    auto ctx = build_session_context(log, diag);
+    if (!ctx)
+        return ctx.error();
+    return prepare_projected(*ctx, indices.size(), settings, opts, diag);
 }
 
 }  // namespace agentctx::compaction

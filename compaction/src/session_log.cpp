@@ -298,7 +298,7 @@ struct session_log_builder::impl
 
     bool have_header = false;
     session_header header;
-    std::vector<entry_meta> metas;
+    chunked_vector<entry_meta> metas;
     std::vector<std::string> parent_ids;  // unresolved, parallel to metas ("" with has_parent false)
     std::vector<bool> has_parent;
     std::vector<std::int64_t> legacy_fk;
@@ -370,8 +370,8 @@ struct session_log_builder::impl
             std::snprintf(buf, sizeof buf, "%08x", h);
             std::string id(buf);
             bool taken = false;
-            for (const auto& m : metas)  // v1 files are small and rare; linear check is fine
-                if (m.id == id)
+            for (std::size_t i = 0; i < metas.size(); ++i)  // v1 files are small and rare; linear check is fine
+                if (metas[i].id == id)
                 {
                     taken = true;
                     break;
@@ -560,24 +560,28 @@ struct session_log_builder::impl
     void resolve(session_log& log)
     {
         log.by_id_.reserve(metas.size());
-        std::vector<entry_meta> kept;
+        // Duplicates are dropped in place: the index is never copied.
         std::vector<std::size_t> kept_src;  // index into parent_ids for each kept meta
-        kept.reserve(metas.size());
+        kept_src.reserve(metas.size());
         for (std::size_t i = 0; i < metas.size(); ++i)
         {
-            auto [it, inserted] = log.by_id_.emplace(metas[i].id, static_cast<std::uint32_t>(kept.size()));
+            const std::size_t k = kept_src.size();
+            auto [it, inserted] = log.by_id_.emplace(metas[i].id, static_cast<std::uint32_t>(k));
             if (!inserted)
             {
                 const std::string what = "duplicate id '" + metas[i].id + "' (first used on line " +
-                                         std::to_string(kept[it->second].line) + ")";
+                                         std::to_string(metas[it->second].line) + ")";
                 bad_line(errc::duplicate_id, metas[i].line, "id", what);
                 if (failed())
                     return;
                 continue;
             }
-            kept.push_back(std::move(metas[i]));
+            if (k != i)
+                metas[k] = std::move(metas[i]);
             kept_src.push_back(i);
         }
+        metas.truncate(kept_src.size());
+        auto& kept = metas;
         for (std::size_t k = 0; k < kept.size(); ++k)
         {
             const std::size_t src = kept_src[k];
@@ -636,7 +640,7 @@ struct session_log_builder::impl
             for (auto src : kept_src)
                 log.legacy_first_kept_index_.push_back(legacy_fk[src]);
         }
-        log.metas_ = std::move(kept);
+        log.metas_ = std::move(metas);
     }
 
     void check_compactions(const session_log& log)
@@ -697,8 +701,8 @@ result<session_log> session_log_builder::finish(
         return s.error;
     }
     s.check_compactions(log);
-    for (const auto& m : log.metas_)
-        apply_label(log.labels_, m);
+    for (std::size_t i = 0; i < log.metas_.size(); ++i)
+        apply_label(log.labels_, log.metas_[i]);
     log.header_ = std::move(s.header);
     log.source_version_ = log.header_.version;
     log.opts_ = s.opts;

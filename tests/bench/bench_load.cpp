@@ -3,6 +3,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "bench_rss.hpp"
 #include "session_generator.hpp"
 
 #include <benchmark/benchmark.h>
@@ -33,15 +34,6 @@ void reset_peak_rss()
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-double peak_rss_mib()
-{
-    std::ifstream f("/proc/self/status");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("VmHWM:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    return 0;
-}
-
 void BM_open_path_project(benchmark::State& state)
 {
     const auto path = session_file(static_cast<std::size_t>(state.range(0)));
@@ -52,7 +44,7 @@ void BM_open_path_project(benchmark::State& state)
     {
         state.PauseTiming();
         reset_peak_rss();
-        rss_before = peak_rss_mib();
+        rss_before = bench::peak_rss_mib();
         state.ResumeTiming();
 
         compaction::diagnostics diag;
@@ -70,7 +62,7 @@ void BM_open_path_project(benchmark::State& state)
         benchmark::DoNotOptimize(ctx);
 
         state.PauseTiming();
-        rss_peak = peak_rss_mib();
+        rss_peak = bench::peak_rss_mib();
         state.ResumeTiming();
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());

@@ -1,6 +1,7 @@
 // The append-only session tree (spec §1.2, §1.7): an index of every line, entries on demand.
 #pragma once
 
+#include <agentctx/compaction/chunked_vector.hpp>
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/error.hpp>
 
@@ -153,7 +154,7 @@ private:
     session_header header_;
     int source_version_ = current_session_version;
     load_options opts_;
-    std::vector<entry_meta> metas_;
+    chunked_vector<entry_meta> metas_;
     std::vector<std::int64_t> legacy_first_kept_index_;  ///< v1 only: firstKeptEntryIndex per entry
     std::unordered_map<std::string, std::uint32_t> by_id_;
     std::unordered_map<std::string, std::string> labels_;  ///< targetId -> label, file order applied
