@@ -84,6 +84,8 @@ struct field_spec
 // here: Pi validates them on the merged settings (validate_budget).
 constexpr field_spec layer_fields[] = {
     {"compaction", "enabled", kind::boolean},
+    {"compaction", "summaryMaxSourceChars", kind::count},
+    {"compaction", "summaryMaxCalls", kind::count},
     {"retry", "enabled", kind::boolean},
     {"retry", "maxRetries", kind::count},
     {"retry", "baseDelayMs", kind::count},
@@ -240,6 +242,10 @@ result<compaction_settings> resolve_settings(
 
     if (const auto* v = get(comp, "enabled"))
         s.enabled = v->get_bool();
+    if (const auto* v = get(comp, "summaryMaxSourceChars"))
+        s.summary_max_source_chars = count_of(*v);
+    if (const auto* v = get(comp, "summaryMaxCalls"))
+        s.summary_max_calls = count_of(*v);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

@@ -19,6 +19,7 @@ const char* const usage_text =
     "  checkpoint export|restore|status SESSION.jsonl [RECORD]\n"
     "                                   portable checkpoints: export the latest, restore one, show it\n"
     "  verify SESSION.jsonl [--json]    does each compaction's covered history still hash as recorded?\n"
+    "  recover SESSION.jsonl [--json]   compact a history far over the window piece by piece (resumable)\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -51,6 +52,8 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_migrate(argc, argv);
     if (!std::strcmp(argv[1], "checkpoint"))
         return agentctx::cli::cmd_checkpoint(argc, argv);
+    if (!std::strcmp(argv[1], "recover"))
+        return agentctx::cli::cmd_recover(argc, argv);
     if (!std::strcmp(argv[1], "verify"))
         return agentctx::cli::cmd_verify(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);

@@ -24,6 +24,8 @@ const char* to_string(errc e) noexcept
     case errc::hook_cancelled: return "hook_cancelled";
     case errc::auto_compaction_paused: return "auto_compaction_paused";
     case errc::compaction_running: return "compaction_running";
+    case errc::checkpoint_persist_failed: return "checkpoint_persist_failed";
+    case errc::summary_call_limit: return "summary_call_limit";
     }
     return "unknown";
 }

@@ -24,6 +24,8 @@ enum class errc
     hook_cancelled,            ///< a before_compact hook cancelled the compaction
     auto_compaction_paused,    ///< the last automatic attempt failed on this very path
     compaction_running,        ///< a checkpoint restore while a compaction runs (refused, nothing written)
+    checkpoint_persist_failed, ///< the host's persist_checkpoint refused or threw: the piece was not accepted
+    summary_call_limit,        ///< summaryMaxCalls reached with pieces left: progress kept, a later pass continues
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/summary.hpp>
+#include <agentctx/runtime/progress.hpp>
 
 #include <functional>
 #include <optional>
@@ -34,7 +35,8 @@ struct compaction_end_event
     std::optional<std::string> error_message;  ///< safe text: never a raw provider body or a key
 };
 
-using session_event = std::variant<compaction_start_event, compaction_end_event>;
+using session_event = std::variant<compaction_start_event, compaction_end_event, compaction_progress_event,
+                                   compaction_finished_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event
