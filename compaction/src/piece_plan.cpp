@@ -125,17 +125,37 @@ std::size_t portable_source_limit(std::int64_t summary_max_source_chars, std::in
     return limit;
 }
 
-covered_identity identity_of(std::span<const context_message> covered)
+struct covered_hasher::state
 {
     detail::sha256 h;
-    for (const auto& m : covered)
+};
+
+covered_hasher::covered_hasher() : state_(std::make_unique<state>()) {}
+covered_hasher::~covered_hasher() = default;
+
+void covered_hasher::add(std::span<const context_message> messages)
+{
+    for (const auto& m : messages)
     {
-        h.update(m.entry_id);
-        h.update("\n");
-        h.update(message_text(m));
-        h.update("\n");
+        state_->h.update(m.entry_id);
+        state_->h.update("\n");
+        state_->h.update(message_text(m));
+        state_->h.update("\n");
     }
-    return {covered.size(), h.hex()};
+    count_ += messages.size();
+}
+
+covered_identity covered_hasher::value() const
+{
+    detail::sha256 copy = state_->h;  // finishing consumes the state; the running one goes on
+    return {count_, copy.hex()};
+}
+
+covered_identity identity_of(std::span<const context_message> covered)
+{
+    covered_hasher h;
+    h.add(covered);
+    return h.value();
 }
 
 }  // namespace agentctx::compaction

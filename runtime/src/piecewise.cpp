@@ -158,6 +158,9 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
     if (const auto snap = s.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
     std::optional<usage> total;
+    covered_hasher covered;
+    if (!run.pieces.empty())
+        covered.add(prefix.first(run.pieces.front().begin));
     for (std::size_t k = 0; k < run.pieces.size(); ++k)
     {
         const auto& piece = run.pieces[k];
@@ -186,7 +189,8 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
         progress_record r;
         r.base = previous_compaction_id(p.path);
         r.note = out->text;
-        r.covered = identity_of(prefix.first(piece.end));
+        covered.add(prefix.subspan(piece.begin, piece.end - piece.begin));
+        r.covered = covered.value();
         r.covered_last_entry_id = prefix[piece.end - 1].entry_id;
         for (std::size_t m = k + 1; m < run.pieces.size(); ++m)
             r.remaining.push_back(run.pieces[m].end);

@@ -224,8 +224,10 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     std::optional<std::string> effort;
     if (const auto snap = s.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
-    auto hp = history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
-                                     j.request.instructions, model.context_window, model.max_output_tokens);
+    // Only when the history goes out in one request: a piecewise prefix is never serialized whole.
+    auto hp = need_history ? history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
+                                                    j.request.instructions, model.context_window, model.max_output_tokens)
+                           : summary_prompt{};
     auto pp = turn_prefix_summary_prompt(messages_of(prep.turn_prefix_messages), j.request.instructions,
                                          model.context_window, model.max_output_tokens);
     hp.reasoning_effort = effort;

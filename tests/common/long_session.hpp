@@ -3,6 +3,12 @@
 
 #include "session_text.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include <string>
 
 namespace agentctx::test {
@@ -29,6 +35,28 @@ inline std::string long_session(std::size_t turns, std::size_t pad = 300, std::i
         s.assistant("a" + n, "answer " + n + " " + std::string(pad, 'a'), i + 1 == turns ? usage_total : 0);
     }
     return s.text;
+}
+
+/// A fresh scratch directory for the running test (`<tmp>/agentctx-<suite>-<pid>-<test>`) holding
+/// `name` with long_session(turns); returns the file's path.
+inline std::filesystem::path scratch_long_session(const std::string& suite, const std::string& name, std::size_t turns)
+{
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("agentctx-" + suite + "-" + std::to_string(::getpid()) + "-" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / name, std::ios::binary) << long_session(turns);
+    return dir / name;
+}
+
+/// A file's bytes.
+inline std::string read_text(const std::filesystem::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 }  // namespace agentctx::test

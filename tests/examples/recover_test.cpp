@@ -30,10 +30,7 @@ const std::string cli = AGENTCTX_CLI;
 
 std::string read(const fs::path& p)
 {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    return agentctx::test::read_text(p);
 }
 
 std::size_t progress_lines(const std::string& text)
@@ -50,12 +47,8 @@ class recover_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        dir_ = fs::temp_directory_path() / ("agentctx-recover-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        path_ = dir_ / "big.jsonl";
-        std::ofstream(path_, std::ios::binary) << agentctx::test::long_session(60);
+        path_ = agentctx::test::scratch_long_session("recover", "big.jsonl", 60);
+        dir_ = path_.parent_path();
         original_ = read(path_);
         agentctx::test::scripted_response r;
         r.body = agentctx::test::openai_body("## Goal\nRecovered note.");

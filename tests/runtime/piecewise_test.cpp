@@ -65,12 +65,8 @@ class piecewise_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        dir_ = fs::temp_directory_path() / ("agentctx-piecewise-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-        path_ = dir_ / "s.jsonl";
-        std::ofstream(path_, std::ios::binary) << test::long_session(turns);
+        path_ = test::scratch_long_session("piecewise", "s.jsonl", turns);
+        dir_ = path_.parent_path();
         summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
         for (int k = 1; k <= 40; ++k)
             summarizer_->push({script_step::succeed, "## Goal\nnote-" + std::to_string(k) + " of the long session"});
@@ -104,13 +100,7 @@ protected:
         return *s;
     }
 
-    std::string file() const
-    {
-        std::ifstream f(path_, std::ios::binary);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        return ss.str();
-    }
+    std::string file() const { return test::read_text(path_); }
 
     // Runs what close() left queued, so the closed session (and its file lock) is released.
     void drain()

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -60,5 +61,21 @@ struct covered_identity
     friend bool operator==(const covered_identity&, const covered_identity&) = default;
 };
 covered_identity identity_of(std::span<const context_message> covered);
+
+/// identity_of, built incrementally: add() the covered messages in order, value() at any point
+/// (a pass over a long prefix hashes each message once, not once per piece).
+class covered_hasher
+{
+public:
+    covered_hasher();
+    ~covered_hasher();
+    void add(std::span<const context_message> messages);
+    covered_identity value() const;
+
+private:
+    struct state;
+    std::unique_ptr<state> state_;
+    std::size_t count_ = 0;
+};
 
 }  // namespace agentctx::compaction
