@@ -38,6 +38,8 @@ const char* to_string(errc e) noexcept
     case errc::checkpoint_invalid: return "checkpoint_invalid";
     case errc::checkpoint_mismatch: return "checkpoint_mismatch";
     case errc::checkpoint_unavailable: return "checkpoint_unavailable";
+    case errc::progress_invalid: return "progress_invalid";
+    case errc::progress_mismatch: return "progress_mismatch";
     }
     return "unknown";
 }

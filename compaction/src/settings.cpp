@@ -85,6 +85,8 @@ struct field_spec
 constexpr field_spec layer_fields[] = {
     {"compaction", "enabled", kind::boolean},
     {"compaction", "keepRecentExchanges", kind::count},
+    {"compaction", "summaryMaxSourceChars", kind::count},
+    {"compaction", "summaryMaxCalls", kind::count},
     {"retry", "enabled", kind::boolean},
     {"retry", "maxRetries", kind::count},
     {"retry", "baseDelayMs", kind::count},
@@ -243,6 +245,10 @@ result<compaction_settings> resolve_settings(
         s.enabled = v->get_bool();
     if (const auto* v = get(comp, "keepRecentExchanges"))
         s.keep_recent_exchanges = count_of(*v);
+    if (const auto* v = get(comp, "summaryMaxSourceChars"))
+        s.summary_max_source_chars = count_of(*v);
+    if (const auto* v = get(comp, "summaryMaxCalls"))
+        s.summary_max_calls = count_of(*v);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

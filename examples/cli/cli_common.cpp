@@ -145,7 +145,9 @@ std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, i
     // a project's .pi/settings.json when --trust-project, then the budget flags.
     bool ok = true;
     boost::json::object compaction_overrides;
-    for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"}})
+    for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"},
+                                    std::pair{"max-source-chars", "summaryMaxSourceChars"},
+                                    std::pair{"max-calls", "summaryMaxCalls"}})
         if (a.has(flag))
         {
             const auto n = count_option(a, flag, 0, ok);

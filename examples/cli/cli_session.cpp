@@ -11,6 +11,7 @@
 namespace agentctx::cli {
 
 const std::vector<std::string_view> session_valued_options = {"provider", "model", "base-url", "keep-recent", "reserve",
+                                                              "max-source-chars", "max-calls",
                                                               "context-window", "settings", "project-dir"};
 
 std::optional<cli_session_setup> cli_session_config(const args& a, bool json, boost::asio::io_context& ioc, int& code)

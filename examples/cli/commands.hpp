@@ -10,5 +10,6 @@ int cmd_compact(int argc, char** argv);
 int cmd_migrate(int argc, char** argv);
 int cmd_checkpoint(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
+int cmd_recover(int argc, char** argv);
 
 }  // namespace agentctx::cli

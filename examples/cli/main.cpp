@@ -25,6 +25,7 @@ const char* const usage_text =
     "\n"
     "Read commands (inspect, context, plan, checkpoint export|status, verify) also accept a\n"
     "PostgreSQL session reference, postgresql://...#SESSION_ID, in place of SESSION.jsonl.\n"
+    "  recover SESSION.jsonl [--json]   compact a history far over the window piece by piece (resumable)\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -61,6 +62,8 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_export(argc, argv);
     if (!std::strcmp(argv[1], "import"))
         return agentctx::cli::cmd_import(argc, argv);
+    if (!std::strcmp(argv[1], "recover"))
+        return agentctx::cli::cmd_recover(argc, argv);
     if (!std::strcmp(argv[1], "verify"))
         return agentctx::cli::cmd_verify(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);

@@ -27,6 +27,8 @@ const char* to_string(errc e) noexcept
     case errc::stale_leaf: return "stale_leaf";
     case errc::compaction_in_progress: return "compaction_in_progress";
     case errc::database_error: return "database_error";
+    case errc::checkpoint_persist_failed: return "checkpoint_persist_failed";
+    case errc::summary_call_limit: return "summary_call_limit";
     }
     return "unknown";
 }

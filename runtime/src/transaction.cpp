@@ -223,7 +223,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     summaries out;
     const auto& model = s.config_.model;
     const auto& prep = p.prep;
-    auto scrub = [&](std::string& text) {
+    const scrub_fn scrub = [&](std::string& text) {
         auto r = s.redactor_->redact(text);
         for (const auto& [rule, n] : r.counts)
             out.redactions[rule] += n;
@@ -243,12 +243,27 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     }
 
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
-    const bool need_history = !prep.messages_to_summarize.empty() || !need_prefix;
+    bool need_history = !prep.messages_to_summarize.empty() || !need_prefix;
+    // A prefix over the portable bound (or with progress to resume) goes out piece by piece.
+    auto pieces = choose_pieces(s, j, p);
+    if (!pieces)
+        co_return pieces.error();
+    if (*pieces)
+    {
+        auto h = co_await summarize_pieces(s, j, p, std::move(**pieces), scrub);
+        if (!h)
+            co_return h.error();
+        out.history = std::move(h->text);
+        out.history_usage = h->usage;
+        need_history = false;
+    }
     std::optional<std::string> effort;
     if (const auto snap = s.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
-    auto hp = history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
-                                     j.request.instructions, model.context_window, model.max_output_tokens);
+    // Only when the history goes out in one request: a piecewise prefix is never serialized whole.
+    auto hp = need_history ? history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
+                                                    j.request.instructions, model.context_window, model.max_output_tokens)
+                           : summary_prompt{};
     auto pp = turn_prefix_summary_prompt(messages_of(prep.turn_prefix_messages), j.request.instructions,
                                          model.context_window, model.max_output_tokens);
     hp.reasoning_effort = effort;
@@ -330,6 +345,9 @@ asio::awaitable<transaction::step<summary_output>> transaction::request(
     const auto cap = prompt.max_output_tokens;
     ++j.model_calls;
     auto [ec, out] = co_await s.config_.summarizer->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
+    // Billed whether or not the reply commits (a `length` stop included).
+    if (out.usage)
+        j.evidence.usage = combine_usage(j.evidence.usage, *out.usage);
     if (agentctx::is_cancelled(ec))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec)
@@ -439,6 +457,7 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
                       });
         if (!sum.redactions.empty())
             ours.get_object()["redactions"] = redactions_json(sum.redactions);
+        ours.get_object()["evidence"] = to_json(finished_evidence(j, std::nullopt));
         if (!result.pinned.empty())
             ours.get_object()["pinned"] = result.pinned;
         // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
@@ -482,6 +501,16 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     co_return e;
 }
 
+compaction_evidence transaction::finished_evidence(const session::job& j, std::optional<error_code> failed)
+{
+    compaction_evidence e = j.evidence;
+    e.elapsed_ms = elapsed_ms(j.started);
+    e.calls = j.model_calls;
+    if (failed)
+        e.failure = failed->message();  // the code's name for agentctx codes; never a provider body
+    return e;
+}
+
 bool transaction::still_wanted(const session& s, const session::job& j, asio::cancellation_type cancelled)
 {
     return cancelled == asio::cancellation_type::none && !s.coordinator_->aborted(j.id);
@@ -513,6 +542,7 @@ transaction::result_type transaction::succeed(session& s, const session::job& j,
         }
     }
     s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt});
+    s.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
     s.logger_->info("compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} model_calls={} "
                     "entry={}",
                     to_string(reason), c.result.tokens_before, c.result.tokens_after, elapsed_ms(j.started), j.model_calls,
@@ -543,6 +573,7 @@ transaction::result_type transaction::fail(session& s, const session::job& j, co
         }
     }
     s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown});
+    s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
     return {f.ec, std::move(out)};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,6 +30,7 @@ struct session::job
     int model_calls = 0;
     bool start_emitted = false;
     bool from_hook = false;  ///< a before_compact hook supplied (or vetoed) the result
+    compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
 };
 
 /// The compaction transaction; a friend of session so its steps can reach the session's state.
@@ -78,6 +80,13 @@ private:
         std::size_t kept_index = 0;
         std::string first_kept;
     };
+    /// A piecewise history summary: the pieces still to send and the note they continue.
+    struct piece_run
+    {
+        std::vector<compaction::summary_piece> pieces;
+        std::optional<std::string> note;  ///< the running note (the previous summary, or resumed progress)
+    };
+    using scrub_fn = std::function<void(std::string&)>;
     struct committed
     {
         compaction::entry_ptr entry;
@@ -110,6 +119,14 @@ private:
         session* s;
     };
 
+    // piecewise.cpp: whether the history goes piecewise (and from which progress), the pieces
+    // in order with the running note, and each accepted piece's persistence.
+    static step<std::optional<piece_run>> choose_pieces(session& s, session::job& j, const plan& p);
+    static boost::asio::awaitable<step<compaction::summary_output>> summarize_pieces(
+        session& s, session::job& j, const plan& p, piece_run run, const scrub_fn& scrub);
+    static boost::asio::awaitable<step<bool>> persist_piece(
+        session& s, session::job& j, const compaction::progress_record& r, progress_position pos);
+
     // One model request, validated; the `_or_throw` form feeds Asio's `&&`, which cancels the
     // sibling request only when one throws (the failure itself goes to `first`).
     static boost::asio::awaitable<step<compaction::summary_output>> request(
@@ -118,6 +135,8 @@ private:
         session& s, session::job& j, compaction::summary_prompt prompt, compaction::summary_kind kind,
         std::optional<failure>& first);
 
+    /// The job's evidence with its elapsed time, call count and (when it failed) the failure's code name.
+    static compaction_evidence finished_evidence(const session::job& j, std::optional<boost::system::error_code> failed);
     static bool still_wanted(const session& s, const session::job& j, boost::asio::cancellation_type cancelled);
     static void emit_start(session& s, session::job& j);
     static result_type succeed(session& s, const session::job& j, const committed& c);

@@ -47,6 +47,9 @@ enum class errc
     checkpoint_invalid,      ///< the record is not a valid agentctx-checkpoint-v1 (corrupt, other format)
     checkpoint_mismatch,     ///< the record does not fit this session (history, identity, settings)
     checkpoint_unavailable,  ///< nothing to export: no compaction, or one without an agentctx record
+    // Piecewise summaries (progress_record.hpp); the named reason travels beside the code.
+    progress_invalid,   ///< a progress record is not a valid agentctx-progress-v1 (corrupt, other format)
+    progress_mismatch,  ///< a progress record does not fit this history (changed, shortened, other settings)
 };
 
 const boost::system::error_category& error_category() noexcept;

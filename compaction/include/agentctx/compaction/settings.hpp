@@ -30,6 +30,12 @@ struct compaction_settings
     /// turn, at least this many of its most recent exchanges (assistant messages with their tool
     /// results) stay verbatim. Pi ignores the field; `--compat pi` does too.
     std::int64_t keep_recent_exchanges = 4;
+    /// `compaction.summaryMaxSourceChars`: the most serialized source one portable summary
+    /// request carries (0 = only the window's conservative bound); a longer prefix goes piecewise.
+    std::int64_t summary_max_source_chars = 0;
+    /// `compaction.summaryMaxCalls`: model calls one preparation pass may make (0 = no limit);
+    /// a pass that reaches it keeps its completed pieces and a later pass continues.
+    std::int64_t summary_max_calls = 0;
     retry_settings retry;
 };
 

@@ -27,6 +27,8 @@ enum class errc
     stale_leaf,                ///< another node appended first: the session reloaded, retry the append
     compaction_in_progress,    ///< another node holds the session's compaction lease
     database_error,            ///< a PostgreSQL connection or statement failed (server message in diagnostics)
+    checkpoint_persist_failed, ///< the host's persist_checkpoint refused or threw: the piece was not accepted
+    summary_call_limit,        ///< summaryMaxCalls reached with pieces left: progress kept, a later pass continues
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/summary.hpp>
+#include <agentctx/runtime/progress.hpp>
 
 #include <functional>
 #include <optional>
@@ -43,7 +44,8 @@ struct remote_change_event
     std::vector<std::string> compactions;
 };
 
-using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event>;
+using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
+                                   compaction_progress_event, compaction_finished_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event

@@ -65,6 +65,11 @@ struct session_config
     /// Entries kept verbatim through every compaction (by id, `customType` or predicate): never
     /// summarized, carried by each compaction that covers them and shown right after its summary.
     compaction::pin_policy pins;
+    /// Piecewise summaries: called with each completed piece before the next begins (progress.hpp).
+    persist_checkpoint_fn persist_checkpoint;
+    /// Also keep each completed piece in the session file, as a `custom` entry of customType
+    /// `agentctx.compaction_progress` (Pi ignores it in context); a later pass resumes from it.
+    bool progress_in_session = true;
 };
 
 /// What a trigger or a compaction did.

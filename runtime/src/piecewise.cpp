@@ -1,0 +1,247 @@
+// Piecewise portable summaries (issue 12): choose single or pieces (resuming compatible progress),
+// summarize the pieces in order with the running note, and persist each accepted piece.
+#include "transaction.hpp"
+
+#include "checkpoint_ops.hpp"
+
+#include <agentctx/compaction/cancelled.hpp>
+#include <agentctx/compaction/error_category.hpp>
+#include <agentctx/compaction/pinned.hpp>
+#include <agentctx/compaction/piece_plan.hpp>
+#include <agentctx/compaction/progress_record.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace agentctx::runtime {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace compaction;
+
+namespace {
+
+std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& path)
+{
+    for (std::size_t i = path.size(); i-- > 0;)
+        if (path[i]->type == entry_type::compaction)
+            return path[i]->id;
+    return std::nullopt;
+}
+
+// The newest progress entry after the latest compaction on the path, if any.
+const entry* latest_progress(const std::vector<entry_ptr>& path)
+{
+    for (std::size_t i = path.size(); i-- > 0;)
+    {
+        const entry& e = *path[i];
+        if (e.type == entry_type::compaction)
+            return nullptr;
+        if (e.type == entry_type::custom && e.custom_type == progress_custom_type)
+            return &e;
+    }
+    return nullptr;
+}
+
+std::vector<std::shared_ptr<const message>> messages_in(std::span<const context_message> v)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    out.reserve(v.size());
+    for (const auto& m : v)
+        out.push_back(m.msg);
+    return out;
+}
+
+// Hands the host a handler it may complete once. A host that throws completes it (posted, never
+// inline) with checkpoint_persist_failed, so the transaction never waits on a handler nobody holds.
+template <class Handler>
+void call_host(session& s, const progress_record& r, progress_position pos, Handler handler)
+{
+    const auto slot = asio::get_associated_cancellation_slot(handler);
+    const auto ex = asio::get_associated_executor(handler);
+    auto held = std::make_shared<std::optional<Handler>>(std::move(handler));
+    const auto once = [held](error_code ec, bool ok) {
+        if (!*held)
+            return;
+        Handler h = std::move(**held);
+        held->reset();
+        std::move(h)(ec, ok);
+    };
+    try
+    {
+        s.config().persist_checkpoint(r, pos, asio::any_completion_handler<persist_checkpoint_signature>(
+                                                  asio::bind_cancellation_slot(slot, asio::bind_executor(ex, once))));
+    }
+    catch (const std::exception& e)
+    {
+        spdlog::warn("persist_checkpoint threw: {}", e.what());
+        asio::post(ex, [once] { once(make_error_code(errc::checkpoint_persist_failed), false); });
+    }
+}
+
+// A host error that already is one of ours keeps its code; anything else is the persist failure.
+bool is_agentctx_error(const error_code& ec)
+{
+    return ec.category() == runtime::error_category() || ec.category() == compaction::error_category();
+}
+
+}  // namespace
+
+transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session& s, session::job& j,
+                                                                                     const plan& p)
+{
+    const auto& prefix = p.prep.messages_to_summarize;
+    if (prefix.empty())
+        return std::optional<piece_run>{};
+    const auto& settings = s.config_.settings;
+    const std::size_t limit = portable_source_limit(settings.summary_max_source_chars, s.config_.model.context_window);
+    const auto base = previous_compaction_id(p.path);
+
+    if (const entry* e = latest_progress(p.path))
+    {
+        progress_reason why{};
+        diagnostics diag;
+        const auto* data = e->raw.if_contains("data");
+        auto r = parse_progress(data ? *data : boost::json::value(nullptr), why, diag);
+        if (r)
+        {
+            const progress_context now{prefix, base, checkpoint_identity_of(s.config_), config_digest_of(s.config_)};
+            if (auto ok = check_progress(*r, now, why, diag); !ok)
+                r = ok.error();
+        }
+        if (r)
+        {
+            piece_run run{remaining_pieces(*r, prefix, limit), r->note};
+            const std::size_t done = r->completed;
+            j.evidence.method = "piecewise";
+            j.evidence.pieces_resumed = done;
+            j.evidence.pieces_completed = done;
+            j.evidence.pieces_total = done + run.pieces.size();
+            s.logger_->info("compaction resumes progress entry {}: {} of {} pieces done", e->id, done,
+                            j.evidence.pieces_total);
+            return std::optional<piece_run>(std::move(run));
+        }
+        j.evidence.progress_rejected = std::string(to_string(why));
+        s.logger_->warn("compaction progress entry {} rejected ({}): {}", e->id, to_string(why), diag.message);
+    }
+
+    if (limit == 0 || source_chars(prefix) <= limit)
+        return std::optional<piece_run>{};
+    auto pieces = plan_pieces(prefix, limit);
+    if (pieces.size() < 2)
+        return std::optional<piece_run>{};
+    j.evidence.method = "piecewise";
+    j.evidence.pieces_total = pieces.size();
+    return std::optional<piece_run>(piece_run{std::move(pieces), p.prep.previous_summary});
+}
+
+asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces(
+    session& s,
+    session::job& j,
+    const plan& p,
+    piece_run run,
+    const scrub_fn& scrub
+)
+{
+    const auto& model = s.config_.model;
+    const std::span<const context_message> prefix = p.prep.messages_to_summarize;
+    const auto max_calls = s.config_.settings.summary_max_calls;
+    std::optional<std::string> effort;
+    if (const auto snap = s.current(); snap->thinking_level != "off")
+        effort = snap->thinking_level;
+    std::optional<usage> total;
+    covered_hasher covered;
+    if (!run.pieces.empty())
+        covered.add(prefix.first(run.pieces.front().begin));
+    for (std::size_t k = 0; k < run.pieces.size(); ++k)
+    {
+        const auto& piece = run.pieces[k];
+        if (max_calls > 0 && j.model_calls >= max_calls)
+            co_return failure{make_error_code(errc::summary_call_limit),
+                              "summaryMaxCalls (" + std::to_string(max_calls) + ") reached with " +
+                                  std::to_string(run.pieces.size() - k) +
+                                  " pieces left; completed pieces are kept and the next pass continues"};
+        auto prompt = history_summary_prompt(messages_in(prefix.subspan(piece.begin, piece.end - piece.begin)), run.note,
+                                             j.request.instructions, model.context_window, model.max_output_tokens);
+        prompt.reasoning_effort = effort;
+        prompt.prompt += pinned_prompt_note(p.prep.pinned);
+        scrub(prompt.prompt);
+        auto out = co_await request(s, j, std::move(prompt), summary_kind::history);
+        if (!out)
+            co_return out.error();
+        scrub(out->text);
+        total = total ? combine_usage(*total, out->usage.value_or(usage{})) : out->usage;
+        if (k + 1 == run.pieces.size())
+        {
+            // The last note covers the whole prefix: it is validated and committed as a single summary is.
+            ++j.evidence.pieces_completed;
+            out->usage = total;
+            co_return std::move(*out);
+        }
+        progress_record r;
+        r.base = previous_compaction_id(p.path);
+        r.note = out->text;
+        covered.add(prefix.subspan(piece.begin, piece.end - piece.begin));
+        r.covered = covered.value();
+        r.covered_last_entry_id = prefix[piece.end - 1].entry_id;
+        for (std::size_t m = k + 1; m < run.pieces.size(); ++m)
+            r.remaining.push_back(run.pieces[m].end);
+        r.prefix_messages = prefix.size();
+        r.completed = j.evidence.pieces_completed + 1;
+        r.identity = checkpoint_identity_of(s.config_);
+        r.config_digest = config_digest_of(s.config_);
+        const progress_position pos{j.evidence.pieces_completed + 1, run.pieces.size() - k - 1};
+        auto saved = co_await persist_piece(s, j, r, pos);
+        if (!saved)
+            co_return saved.error();
+        run.note = std::move(r.note);
+        j.evidence.pieces_completed = pos.completed;
+        s.emit(compaction_progress_event{pos.completed, pos.remaining});
+    }
+    co_return failure{make_error_code(errc::io_error), "no pieces to summarize"};  // unreachable: >= 1 piece
+}
+
+asio::awaitable<transaction::step<bool>> transaction::persist_piece(
+    session& s,
+    session::job& j,
+    const progress_record& r,
+    progress_position pos
+)
+{
+    const auto refused = [](std::string why) {
+        return failure{make_error_code(errc::checkpoint_persist_failed), "persist_checkpoint " + why};
+    };
+    if (s.config_.persist_checkpoint)
+    {
+        auto [ec, accepted] = co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>,
+                                                            persist_checkpoint_signature>(
+            [&](auto handler) { call_host(s, r, pos, std::move(handler)); }, asio::as_tuple(asio::use_awaitable));
+        // Cancelled while the host saved: the staged piece is not accepted (no entry, no event).
+        if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+            co_return failure{make_error_code(errc::cancelled), "cancelled"};
+        if (ec && is_agentctx_error(ec))
+            co_return failure{ec, "persist_checkpoint failed: " + ec.message()};
+        if (ec)
+            co_return refused("failed: " + ec.message());
+        if (!accepted)
+            co_return refused("refused the piece");
+    }
+    if (s.config_.progress_in_session)
+    {
+        diagnostics diag;
+        auto id = s.append_entry({{"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}}, diag);
+        if (!id)
+            co_return failure{id.error(), "could not append the progress entry: " + diag.message};
+    }
+    co_return true;
+}
+
+}  // namespace agentctx::runtime
