@@ -8,6 +8,7 @@
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
+#include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
@@ -212,6 +213,19 @@ std::string event_json(const runtime::session_event& e, std::string& name)
                                        {"tokensAfter", end->result->tokens_after}};
         if (end->error_message)
             o["errorMessage"] = *end->error_message;
+    }
+    else if (const auto* p = std::get_if<runtime::compaction_progress_event>(&e))
+    {
+        // Piecewise summaries: counts only, never source or note text.
+        name = "compaction_progress";
+        o["completed"] = p->completed;
+        o["remaining"] = p->remaining;
+    }
+    else if (const auto* f = std::get_if<runtime::compaction_finished_event>(&e))
+    {
+        name = "compaction_finished";
+        o["reason"] = runtime::to_string(f->reason);
+        o["evidence"] = runtime::to_json(f->evidence);
     }
     return compaction::stringify(o);
 }
@@ -785,13 +799,11 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         {
             const auto snap = session.current();
             json::array msgs;
-            for (std::size_t i = 0; i < snap->messages.size(); ++i)
-            {
-                const auto& m = snap->messages[i];
+            // What the next request carries: unresolved tool calls answered (unresolved_calls.hpp).
+            for (const auto& m : compaction::with_unknown_outcomes(snap->messages.to_vector()))
                 msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
                                             {"entryId", m.entry_id},
                                             {"tokens", compaction::estimate_tokens(*m.msg)}});
-            }
             co_return reply(req, http::status::ok,
                             json::object{{"leafId", snap->leaf_id ? json::value(*snap->leaf_id) : json::value(nullptr)},
                                          {"estimatedTokens", snap->context_tokens()},

@@ -284,10 +284,34 @@ TEST_F(agent_server_test, compact_endpoint_and_event_stream)
     auto ctx = sync("GET", "/v1/sessions/" + id + "/context")->json();
     EXPECT_EQ(ctx.at("messages").as_array()[0].at("role"), "compactionSummary");
     EXPECT_EQ(ctx.at("messages").as_array()[0].at("entryId"), v.at("entryId"));
+    // Every compaction ends with its evidence, after compaction_end.
+    run_until([&] { return events.find("event: compaction_finished") != std::string::npos; });
+    EXPECT_NE(events.find("event: compaction_finished\ndata: {\"reason\":\"manual\",\"evidence\":{\"method\":\"single\""),
+              std::string::npos)
+        << events;
     stop_sse.emit(asio::cancellation_type::terminal);
     run_until([&] { return sse_done; });
     // Compacting again right away: nothing to compact.
     EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 409);
+}
+
+TEST_F(agent_server_test, the_context_answers_an_unresolved_tool_call)
+{
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("deploy"))->res.status, 201);
+    const auto call = sync("POST", "/v1/sessions/" + id + "/entries",
+                           R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}}],"provider":"x","model":"y","stopReason":"toolUse","timestamp":1}})");
+    ASSERT_EQ(call->res.status, 201) << call->res.body;
+    const auto call_id = call->json().at("id");
+    // While the call runs, nothing answers it; once later input passes it, the context does.
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context")->json().at("messages").as_array().size(), 2u);
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("the agent restarted; go on"))->res.status, 201);
+    const auto msgs = sync("GET", "/v1/sessions/" + id + "/context")->json().at("messages").as_array();
+    ASSERT_EQ(msgs.size(), 4u);
+    EXPECT_EQ(msgs[2].at("role"), "toolResult");
+    EXPECT_EQ(msgs[2].at("entryId"), call_id);
+    EXPECT_EQ(msgs[3].at("role"), "user");
 }
 
 TEST_F(agent_server_test, automatic_threshold_check_after_an_assistant_message)
