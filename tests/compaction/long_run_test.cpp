@@ -96,7 +96,7 @@ TEST(long_run, a_60_exchange_turn_compacts_repeatedly_keeping_four_exchanges_and
         }
         EXPECT_EQ(ids(ctx.messages), expected);
         // Pi's projection keeps it too: once, in the summary's labelled block.
-        const std::string& summary = s.path().back()->summary;
+        const std::string summary = s.path().back()->summary;
         EXPECT_EQ(summary.find(pinned_block_open), summary.rfind(pinned_block_open));
         EXPECT_NE(summary.find(std::string("[user]\n") + std::string(instruction)), std::string::npos);
     }
