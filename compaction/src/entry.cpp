@@ -1,9 +1,12 @@
 // Strict decoding of the session header and entries; builders for entries written by agentctx.
 #include <agentctx/compaction/entry.hpp>
 
+#include <agentctx/compaction/json_text.hpp>
+
 #include "field_reader.hpp"
 
 #include <array>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -64,22 +67,22 @@ result<session_header> decode_header(const boost::json::object& o, diagnostics& 
     const auto version = f.opt_number("version");
     if (f.failed())
         return f.code();
-    h.version = version ? static_cast<int>(*version) : 1;
-    if (!version || *version != static_cast<double>(h.version) || h.version < 1)
-        h.version = version ? 0 : 1;
-    if (h.version == 0)
+    // Range-checked before any conversion: casting 8.9e18 to int is undefined (found by
+    // fuzz_entry_decode).
+    if (version && !(*version >= 1 && *version == std::floor(*version)))
     {
         f.fail(errc::wrong_type, "version", "expected a positive integer");
         return f.code();
     }
-    if (h.version > current_session_version)
+    if (version && *version > current_session_version)
     {
         diag.field = "version";
-        diag.message = "session format version " + std::to_string(h.version) +
-                       " is newer than the newest this library reads (" +
-                       std::to_string(current_session_version) + ")";
+        diag.message = "session format version ";
+        format_number_to(diag.message, *version);
+        diag.message += " is newer than the newest this library reads (" + std::to_string(current_session_version) + ")";
         return errc::unsupported_version;
     }
+    h.version = version ? static_cast<int>(*version) : 1;
     h.raw = o;
     return h;
 }

@@ -174,6 +174,19 @@ TEST(decode, header_versions)
     EXPECT_EQ(future.error(), make_error_code(errc::unsupported_version));
     auto notheader = decode_header(boost::json::parse(R"({"type":"message","id":"s"})").as_object(), diag);
     EXPECT_EQ(notheader.error(), make_error_code(errc::missing_header));
+    // A version far outside int is "newer", not undefined behaviour (found by fuzz_entry_decode).
+    auto huge = decode_header(boost::json::parse(R"({"type":"session","version":8888888888888888883,"id":"s"})").as_object(), diag);
+    ASSERT_FALSE(huge);
+    EXPECT_EQ(huge.error(), make_error_code(errc::unsupported_version));
+    EXPECT_NE(diag.message.find("version 8888888888888889000 is newer"), std::string::npos) << diag.message;
+    for (const char* bad : {R"({"type":"session","version":1.5,"id":"s"})", R"({"type":"session","version":0,"id":"s"})",
+                            R"({"type":"session","version":-1e300,"id":"s"})"})
+    {
+        auto r = decode_header(boost::json::parse(bad).as_object(), diag);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_EQ(r.error(), make_error_code(errc::wrong_type)) << bad;
+        EXPECT_EQ(diag.field, "version");
+    }
 }
 
 TEST(decode, iso_timestamps_parse_like_date_parse)
