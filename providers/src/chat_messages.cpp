@@ -2,6 +2,7 @@
 #include <agentctx/providers/chat_messages.hpp>
 
 #include <agentctx/compaction/llm_convert.hpp>
+#include <agentctx/providers/native_compaction.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -141,24 +142,115 @@ void push_anthropic(const message& m, json::array& out)
     append_turn(out, "assistant", std::move(blocks), false);
 }
 
-}  // namespace
+// The position in `context` of the summary message `native` stands for (nullopt: not there, or
+// the state is another wire format's).
+std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compaction::context_message> context,
+                                            const native_replay* native)
+{
+    if (!native || native->state.format != f)
+        return std::nullopt;
+    for (std::size_t i = 0; i < context.size(); ++i)
+        if (context[i].msg->role == role::compaction_summary && context[i].entry_id == native->entry_id)
+            return i;
+    return std::nullopt;
+}
 
-json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context)
+// convert_to_llm over `context[from, to)`, sendable messages only.
+std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context)
 {
     std::vector<std::shared_ptr<const message>> agent;
     agent.reserve(context.size());
     for (const auto& m : context)
         agent.push_back(m.msg);
+    std::vector<std::shared_ptr<const message>> out;
+    for (auto& m : compaction::convert_to_llm(agent))
+        if (sendable(*m))
+            out.push_back(std::move(m));
+    return out;
+}
+
+json::array responses_user_content(const compaction::content& c)
+{
+    json::array parts;
+    for_each_part(
+        c, [&](const std::string& t) { parts.push_back(json::object{{"type", "input_text"}, {"text", t}}); },
+        [&](const compaction::image_block& i) {
+            parts.push_back(json::object{{"type", "input_image"}, {"image_url", data_url(i)}});
+        });
+    return parts;
+}
+
+void push_responses(const message& m, json::array& out)
+{
+    if (m.role == role::user)
+        return out.push_back(json::object{{"role", "user"}, {"content", responses_user_content(m.content)}});
+    if (m.role == role::tool_result)
+        return out.push_back(json::object{{"type", "function_call_output"},
+                                          {"call_id", m.tool_call_id},
+                                          {"output", compaction::content_text(m.content)}});
+    std::string text;
+    for (const auto& b : m.content.blocks)
+        if (const auto* t = std::get_if<compaction::text_block>(&b))
+            text += t->text;
+    if (!text.empty())
+        out.push_back(json::object{{"type", "message"},
+                                   {"role", "assistant"},
+                                   {"content", json::array{json::object{{"type", "output_text"}, {"text", text}}}}});
+    for (const auto& b : m.content.blocks)
+        if (const auto* c = std::get_if<compaction::tool_call_block>(&b))
+            out.push_back(json::object{{"type", "function_call"},
+                                       {"call_id", c->id},
+                                       {"name", c->name},
+                                       {"arguments", json::serialize(c->arguments)}});
+}
+
+}  // namespace
+
+json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context)
+{
+    return to_wire_messages(f, context, nullptr);
+}
+
+json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
+                             const native_replay* native)
+{
     json::array out;
-    for (const auto& m : compaction::convert_to_llm(agent))
+    // OpenAI's compact output belongs to the Responses API (to_responses_input): Chat Completions
+    // gets the portable summary.
+    const auto at = f == wire_format::anthropic ? replaced_summary(f, context, native) : std::nullopt;
+    const auto push = [&](std::span<const compaction::context_message> part) {
+        for (const auto& m : llm_messages(part))
+            f == wire_format::openai ? push_openai(*m, out) : push_anthropic(*m, out);
+    };
+    if (!at)
     {
-        if (!sendable(*m))
-            continue;
-        if (f == wire_format::openai)
-            push_openai(*m, out);
-        else
-            push_anthropic(*m, out);
+        push(context);
+        return out;
     }
+    // Anthropic ignores everything before the compaction block; the summary leads the context anyway.
+    push(context.first(*at));
+    append_turn(out, "assistant", json::array{native->state.item}, false);
+    push(context.subspan(*at + 1));
+    return out;
+}
+
+json::array to_responses_input(std::span<const compaction::context_message> context, const native_replay* native)
+{
+    json::array out;
+    const auto at = replaced_summary(wire_format::openai, context, native);
+    const auto push = [&](std::span<const compaction::context_message> part) {
+        for (const auto& m : llm_messages(part))
+            push_responses(*m, out);
+    };
+    if (!at)
+    {
+        push(context);
+        return out;
+    }
+    push(context.first(*at));
+    for (const auto& item : native->state.item.as_array())
+        out.push_back(item);
+    push(context.subspan(*at + 1));
     return out;
 }
 

@@ -19,6 +19,8 @@ const char* to_string(errc e) noexcept
     case errc::cancelled: return "cancelled";
     case errc::not_configured: return "not_configured";
     case errc::response_too_large: return "response_too_large";
+    case errc::native_invalid: return "native_invalid";
+    case errc::not_supported: return "not_supported";
     }
     return "unknown";
 }

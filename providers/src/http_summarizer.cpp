@@ -16,6 +16,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 namespace agentctx::providers {
 
 namespace asio = boost::asio;
@@ -35,17 +37,29 @@ std::string redacted_headers(const http_request& r)
     return s;
 }
 
-using run_result = std::pair<error_code, compaction::summary_output>;
+// One request/response exchange under the provider's retry policy (rate_limited and transient
+// retried with backoff, honouring Retry-After up to max_retry_wait). `build` makes each attempt's
+// request; `accept` turns a 2xx response into success or a failure code, filling `diag`.
+struct exchange_result
+{
+    error_code ec;  ///< operation_aborted when cancelled
+    diagnostics diag;
+};
 
-asio::awaitable<run_result> run(
+std::string failure_detail(const diagnostics& d)
+{
+    return d.message + ", " + std::to_string(d.attempts) + " attempt(s)";
+}
+
+asio::awaitable<exchange_result> exchange(
     http_summarizer& self,
     std::shared_ptr<bool> alive,
-    compaction::summary_prompt prompt,
     std::uint64_t seed,
-    std::function<void(std::size_t)> progress,
-    std::shared_ptr<spdlog::logger> log,
-    diagnostics& last_failure,
-    compaction::usage& last_usage
+    std::string_view what,
+    const std::function<http_request()>& build,
+    const std::function<error_code(const http_response&, diagnostics&)>& accept,
+    const std::shared_ptr<spdlog::logger>& log,
+    diagnostics& last_failure
 )
 {
     const provider_config& cfg = self.config();
@@ -55,28 +69,19 @@ asio::awaitable<run_result> run(
     auto cancelled = [&](const asio::cancellation_state& cs) {
         return !*alive || cs.cancelled() != asio::cancellation_type::none;
     };
-    const run_result aborted{asio::error::operation_aborted, {}};
+    const exchange_result aborted{asio::error::operation_aborted, {}};
     diagnostics diag;
     for (int attempt = 1;; ++attempt)
     {
         diag = {};
         diag.attempts = attempt;
-        http_request req = build_request(cfg, prompt);
-        auto acc = std::make_shared<stream_accumulator>(cfg.format);
-        if (cfg.stream)
-            req.on_data = [acc, progress](std::string_view chunk) {
-                acc->feed(chunk);
-                if (progress)
-                    progress(acc->received_chars());
-            };
-        log->debug("model request provider={} model={} url={} headers=[{}] attempt={}", cfg.name, cfg.model, req.url,
-                   redacted_headers(req), attempt);
+        http_request req = build();
+        log->debug("model request ({}) provider={} model={} url={} headers=[{}] attempt={}", what, cfg.name, cfg.model,
+                   req.url, redacted_headers(req), attempt);
         auto [ec, resp] = co_await self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;
         error_code failure;
-        model_reply reply;
-        const bool event_stream = resp.header("content-type").find("text/event-stream") != std::string_view::npos;
         if (ec == make_error_code(errc::response_too_large))
         {
             failure = ec;
@@ -96,38 +101,14 @@ asio::awaitable<run_result> run(
         }
         else if (resp.status >= 400)
             failure = classify_error(resp.status, resp.body, diag);
-        else if (event_stream)
-        {
-            if (acc->failed())
-            {
-                failure = acc->error();
-                diag = acc->error_detail();
-                diag.attempts = attempt;
-            }
-            else if (!acc->complete())
-            {
-                failure = make_error_code(errc::transient);
-                diag.message = "the event stream ended before the reply was complete";
-            }
-            else
-                reply = acc->reply();
-        }
         else
         {
-            auto r = parse_response(cfg.format, resp.body, diag);
-            if (!r)
-                failure = r.error();
-            else
-                reply = std::move(*r);
+            failure = accept(resp, diag);
+            diag.attempts = attempt;
         }
         diag.http_status = resp.status;
         if (!failure)
-        {
-            last_usage = reply.usage;
-            log->debug("model reply provider={} status={} stop={} output_tokens={} attempt={}", cfg.name, resp.status,
-                       static_cast<int>(reply.output.stop), reply.usage.output, attempt);
-            co_return run_result{error_code{}, std::move(reply.output)};
-        }
+            co_return exchange_result{error_code{}, diag};
         const bool retryable = failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
         const auto advised = retryable ? parse_retry_after(resp.header("retry-after")) : std::nullopt;
         const bool wait_too_long = advised && *advised > cfg.max_retry_wait;
@@ -141,20 +122,211 @@ asio::awaitable<run_result> run(
         last_failure = diag;
         if (!retryable || wait_too_long || attempt > cfg.max_retries)
         {
-            log->warn("model request failed provider={} code={} status={} attempts={}: {}", cfg.name, failure.message(),
-                      diag.http_status, attempt, diag.message);
-            compaction::summary_output failed;
-            failed.failure_detail = diag.message + ", " + std::to_string(attempt) + " attempt(s)";
-            co_return run_result{failure, std::move(failed)};
+            log->warn("model request ({}) failed provider={} code={} status={} attempts={}: {}", what, cfg.name,
+                      failure.message(), diag.http_status, attempt, diag.message);
+            co_return exchange_result{failure, diag};
         }
         const auto delay = advised.value_or(backoff_delay(cfg, attempt, seed));
-        log->info("model request retry provider={} code={} status={} in {} ms (attempt {} of {})", cfg.name,
+        log->info("model request ({}) retry provider={} code={} status={} in {} ms (attempt {} of {})", what, cfg.name,
                   failure.message(), diag.http_status, delay.count(), attempt, cfg.max_retries + 1);
         asio::steady_timer timer(co_await asio::this_coro::executor, delay);
         auto [tec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (tec || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;  // cancellation interrupts the sleep
     }
+}
+
+bool is_event_stream(const http_response& resp)
+{
+    return resp.header("content-type").find("text/event-stream") != std::string_view::npos;
+}
+
+using run_result = std::pair<error_code, compaction::summary_output>;
+
+asio::awaitable<run_result> run(
+    http_summarizer& self,
+    std::shared_ptr<bool> alive,
+    compaction::summary_prompt prompt,
+    std::uint64_t seed,
+    std::function<void(std::size_t)> progress,
+    std::shared_ptr<spdlog::logger> log,
+    diagnostics& last_failure,
+    compaction::usage& last_usage
+)
+{
+    const provider_config& cfg = self.config();
+    std::shared_ptr<stream_accumulator> acc;
+    model_reply reply;
+    const auto build = [&] {
+        http_request req = build_request(cfg, prompt);
+        acc = std::make_shared<stream_accumulator>(cfg.format);
+        if (cfg.stream)
+            req.on_data = [acc = acc, progress](std::string_view chunk) {
+                acc->feed(chunk);
+                if (progress)
+                    progress(acc->received_chars());
+            };
+        return req;
+    };
+    const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
+        if (is_event_stream(resp))
+        {
+            if (acc->failed())
+            {
+                diag = acc->error_detail();
+                return acc->error();
+            }
+            if (!acc->complete())
+            {
+                diag.message = "the event stream ended before the reply was complete";
+                return make_error_code(errc::transient);
+            }
+            reply = acc->reply();
+            return {};
+        }
+        auto r = parse_response(cfg.format, resp.body, diag);
+        if (!r)
+            return r.error();
+        reply = std::move(*r);
+        return {};
+    };
+    auto r = co_await exchange(self, std::move(alive), seed, "summary", build, accept, log, last_failure);
+    if (r.ec)
+    {
+        compaction::summary_output failed;
+        if (r.ec != asio::error::operation_aborted)
+            failed.failure_detail = failure_detail(r.diag);
+        co_return run_result{r.ec, std::move(failed)};
+    }
+    last_usage = reply.usage;
+    log->debug("model reply provider={} status={} stop={} output_tokens={} attempt={}", cfg.name, r.diag.http_status,
+               static_cast<int>(reply.output.stop), reply.usage.output, r.diag.attempts);
+    co_return run_result{error_code{}, std::move(reply.output)};
+}
+
+using count_result = std::pair<error_code, std::int64_t>;
+
+asio::awaitable<count_result> count(
+    http_summarizer& self,
+    std::shared_ptr<bool> alive,
+    compaction::summary_prompt prompt,
+    std::uint64_t seed,
+    std::shared_ptr<spdlog::logger> log,
+    diagnostics& last_failure
+)
+{
+    const provider_config& cfg = self.config();
+    std::int64_t tokens = 0;
+    const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
+        auto n = parse_count_response(cfg.format, resp.body, diag);
+        if (!n)
+            return n.error();
+        tokens = *n;
+        return {};
+    };
+    auto r = co_await exchange(self, std::move(alive), seed, "count", [&] { return build_count_request(cfg, prompt); },
+                               accept, log, last_failure);
+    co_return count_result{r.ec, tokens};
+}
+
+using native_result = std::pair<error_code, native_reply>;
+
+native_result native_failure(error_code ec, std::string detail)
+{
+    native_reply r;
+    r.failure_detail = std::move(detail);
+    return {ec, std::move(r)};
+}
+
+// Anthropic `auto`: whether the models API says `model` supports compact_20260112 (asked once).
+asio::awaitable<std::pair<error_code, std::string>> probe_support(
+    http_summarizer& self,
+    std::shared_ptr<bool> alive,
+    const std::string& model,
+    std::uint64_t seed,
+    const std::shared_ptr<spdlog::logger>& log,
+    diagnostics& last_failure,
+    std::map<std::string, bool>& probed
+)
+{
+    const provider_config& cfg = self.config();
+    if (cfg.format != wire_format::anthropic)
+        co_return std::pair{error_code{}, std::string()};  // OpenAI has no capability endpoint: as configured
+    if (!probed.contains(model))
+    {
+        bool supported = false;
+        const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
+            auto s = parse_model_compaction_support(resp.body, diag);
+            if (!s)
+                return s.error();
+            supported = *s;
+            return {};
+        };
+        auto r = co_await exchange(self, std::move(alive), seed, "models",
+                                   [&] { return build_model_request(cfg, model); }, accept, log, last_failure);
+        if (r.ec)
+            co_return std::pair{r.ec, "the models API did not answer: " + failure_detail(r.diag)};
+        probed[model] = supported;
+    }
+    if (!probed[model])
+        co_return std::pair{make_error_code(errc::not_supported),
+                            "the models API says " + model + " does not support compact_20260112"};
+    co_return std::pair{error_code{}, std::string()};
+}
+
+asio::awaitable<native_result> native(
+    http_summarizer& self,
+    std::shared_ptr<bool> alive,
+    native_request request,
+    std::uint64_t seed,
+    std::shared_ptr<spdlog::logger> log,
+    diagnostics& last_failure,
+    std::map<std::string, bool>& probed
+)
+{
+    const provider_config& cfg = self.config();
+    const std::string model = request.model.empty() ? cfg.model : request.model;
+    if (cfg.native == native_mode::probe)
+    {
+        auto [ec, why] = co_await probe_support(self, alive, model, seed, log, last_failure, probed);
+        if (ec)
+            co_return native_failure(ec, std::move(why));
+    }
+    std::shared_ptr<native_stream_accumulator> acc;
+    native_reply reply;
+    const auto build = [&] {
+        http_request req = build_native_request(cfg, request);
+        acc = std::make_shared<native_stream_accumulator>();
+        if (cfg.stream && cfg.format == wire_format::anthropic)
+            req.on_data = [acc = acc](std::string_view chunk) { acc->feed(chunk); };
+        return req;
+    };
+    const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
+        std::string streamed;
+        if (is_event_stream(resp))
+        {
+            if (acc->failed())
+            {
+                diag = acc->error_detail();
+                return acc->error();
+            }
+            if (!acc->complete())
+            {
+                diag.message = "the event stream ended before the compaction was complete";
+                return make_error_code(errc::transient);
+            }
+            streamed = acc->body();
+        }
+        auto r = parse_native_response(cfg.format, streamed.empty() ? std::string_view(resp.body) : streamed, model, diag);
+        if (!r)
+            return r.error();
+        reply = std::move(*r);
+        return {};
+    };
+    auto r = co_await exchange(self, std::move(alive), seed, "native compaction", build, accept, log, last_failure);
+    if (r.ec)
+        co_return native_failure(r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag));
+    co_return native_result{error_code{}, std::move(reply)};
 }
 
 // A coroutine that still threw: a system_error keeps its code (cancellation stays
@@ -189,22 +361,53 @@ http_summarizer::~http_summarizer()
     *alive_ = false;
 }
 
+namespace {
+
+// Runs `op` on the strand; its result goes to the handler through the strand, never inline.
+template <class Signature, class Result, class Handler>
+void spawn_on(asio::strand<asio::any_io_executor> strand, asio::awaitable<Result> op, Handler handler)
+{
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto done = [h = std::move(handler), ex = strand](std::exception_ptr ep, Result r) mutable {
+        if (ep)
+            r = Result{from_exception(ep), {}};
+        asio::post(ex, asio::append(std::move(h), r.first, std::move(r.second)));
+    };
+    asio::co_spawn(strand, std::move(op), asio::bind_cancellation_slot(slot, std::move(done)));
+}
+
+}  // namespace
+
 void http_summarizer::summarize_impl(
     compaction::summary_prompt prompt,
     asio::any_completion_handler<summarize_signature> handler
 )
 {
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    auto done = [h = std::move(handler), ex = strand_](std::exception_ptr ep, run_result r) mutable {
-        if (ep)
-            r = {from_exception(ep), {}};
-        asio::post(ex, asio::append(std::move(h), r.first, std::move(r.second)));
-    };
-    asio::co_spawn(
-        strand_,
-        run(*this, alive_, std::move(prompt), ++calls_, progress_, logger_, last_failure_, last_usage_),
-        asio::bind_cancellation_slot(slot, std::move(done))
-    );
+    spawn_on<summarize_signature>(
+        strand_, run(*this, alive_, std::move(prompt), ++calls_, progress_, logger_, last_failure_, last_usage_),
+        std::move(handler));
+}
+
+summarizer_capabilities http_summarizer::capabilities() const
+{
+    return {cfg_.exact_counting, cfg_.native != native_mode::off};
+}
+
+void http_summarizer::count_impl(compaction::summary_prompt prompt, asio::any_completion_handler<count_signature> handler)
+{
+    if (!cfg_.exact_counting)
+        return summarizer::count_impl(std::move(prompt), std::move(handler));
+    spawn_on<count_signature>(strand_, count(*this, alive_, std::move(prompt), ++calls_, logger_, last_failure_),
+                              std::move(handler));
+}
+
+void http_summarizer::native_impl(native_request request, asio::any_completion_handler<native_signature> handler)
+{
+    if (cfg_.native == native_mode::off)
+        return summarizer::native_impl(std::move(request), std::move(handler));
+    spawn_on<native_signature>(
+        strand_, native(*this, alive_, std::move(request), ++calls_, logger_, last_failure_, native_probed_),
+        std::move(handler));
 }
 
 compaction::result<std::optional<provider_config>> provider_from_environment(
@@ -292,6 +495,20 @@ compaction::result<std::optional<provider_config>> provider_from_environment(
         c.max_retries = static_cast<int>(retries);
         if (const auto* v = section->if_contains("stream"); v && v->is_bool())
             c.stream = v->get_bool();
+        if (const auto* v = section->if_contains("countTokens"); v && v->is_bool())
+            c.exact_counting = v->get_bool();
+        if (const auto* v = section->if_contains("nativeCompaction"))
+        {
+            if (v->is_bool())
+                c.native = v->get_bool() ? native_mode::on : native_mode::off;
+            else if (v->is_string() && v->get_string() == "auto")
+                c.native = native_mode::probe;
+            else
+            {
+                diag.message = "provider.nativeCompaction must be true, false or \"auto\"";
+                return make_error_code(errc::not_configured);
+            }
+        }
     }
     if (c.api_key.empty() && !compatible)
     {

@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 
 #include <atomic>
 #include <thread>
@@ -41,14 +42,19 @@ struct fake_provider_server::impl
     tcp::acceptor acceptor{ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
     std::thread thread;
     mutable std::mutex mu;
+    std::vector<std::pair<std::string, fake_provider_server::responder>> routes;
     std::deque<scripted_response> script;
     scripted_response fallback;
     std::vector<recorded_request> requests;
     std::atomic<std::size_t> accepted{0};
 
-    scripted_response next()
+    scripted_response next(const recorded_request& rec)
     {
         std::lock_guard lock(mu);
+        const std::string path = rec.target.substr(0, rec.target.find('?'));
+        for (const auto& [suffix, answer] : routes)
+            if (path.ends_with(suffix))
+                return answer(rec);
         if (script.empty())
             return fallback;
         auto r = std::move(script.front());
@@ -81,6 +87,7 @@ struct fake_provider_server::impl
             if (ec)
                 co_return;
             recorded_request rec;
+            recorded_request copy;
             rec.method = std::string(req.method_string());
             rec.target = std::string(req.target());
             rec.body = req.body();
@@ -91,11 +98,12 @@ struct fake_provider_server::impl
                     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
                 rec.headers.emplace_back(std::move(name), std::string(f.value()));
             }
+            copy = rec;
             {
                 std::lock_guard lock(mu);
                 requests.push_back(std::move(rec));
             }
-            const auto r = next();
+            const auto r = next(copy);
             if (r.delay.count())
             {
                 asio::steady_timer t(ioc, r.delay);
@@ -181,6 +189,12 @@ std::string fake_provider_server::base_url() const
     return "http://127.0.0.1:" + std::to_string(impl_->acceptor.local_endpoint().port());
 }
 
+void fake_provider_server::route(std::string path_suffix, responder r)
+{
+    std::lock_guard lock(impl_->mu);
+    impl_->routes.emplace_back(std::move(path_suffix), std::move(r));
+}
+
 void fake_provider_server::push(scripted_response r)
 {
     std::lock_guard lock(impl_->mu);
@@ -261,6 +275,91 @@ std::vector<std::string> anthropic_stream(const std::vector<std::string>& parts,
     out.push_back(ev("message_delta", {{"type", "message_delta"}, {"delta", json::object{{"stop_reason", stop}}}, {"usage", json::object{{"output_tokens", 40}}}}));
     out.push_back(ev("message_stop", {{"type", "message_stop"}}));
     return out;
+}
+
+std::string anthropic_count_body(std::int64_t tokens)
+{
+    return compaction::stringify(json::object{{"input_tokens", tokens}});
+}
+
+std::string openai_count_body(std::int64_t tokens)
+{
+    return compaction::stringify(json::object{{"object", "response.input_tokens"}, {"input_tokens", tokens}});
+}
+
+std::string anthropic_compaction_block(const std::optional<std::string>& content, const std::string& encrypted)
+{
+    return compaction::stringify(json::object{{"type", "compaction"},
+                                              {"content", content ? json::value(*content) : json::value(nullptr)},
+                                              {"encrypted_content", encrypted}});
+}
+
+std::string anthropic_compaction_body(const std::vector<std::string>& blocks)
+{
+    json::array content;
+    for (const auto& b : blocks)
+        content.push_back(json::parse(b));
+    return compaction::stringify(json::object{
+        {"id", "msg_compact_1"},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", "claude-test"},
+        {"content", std::move(content)},
+        {"stop_reason", "compaction"},
+        {"usage", json::object{{"input_tokens", 12},
+                               {"output_tokens", 0},
+                               {"cache_read_input_tokens", 300},
+                               {"cache_creation_input_tokens", 0},
+                               {"iterations", json::array{json::object{{"type", "compaction"}, {"input_tokens", 61000}, {"output_tokens", 900}}}}}},
+    });
+}
+
+std::vector<std::string> anthropic_compaction_stream(const std::string& content, const std::string& encrypted)
+{
+    auto ev = [](const char* name, const json::object& data) {
+        return std::string("event: ") + name + "\ndata: " + compaction::stringify(data) + "\n\n";
+    };
+    std::vector<std::string> out;
+    out.push_back(ev("message_start", {{"type", "message_start"}, {"message", json::object{{"id", "msg_s1"}, {"type", "message"}, {"role", "assistant"}, {"model", "claude-test"}, {"content", json::array{}}, {"usage", json::object{{"input_tokens", 12}, {"output_tokens", 0}}}}}}));
+    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", json::object{{"type", "compaction"}, {"content", nullptr}, {"encrypted_content", nullptr}}}}));
+    out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", json::object{{"type", "compaction_delta"}, {"content", content}, {"encrypted_content", encrypted}}}}));
+    out.push_back(ev("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}));
+    out.push_back(ev("message_delta", {{"type", "message_delta"}, {"delta", json::object{{"stop_reason", "compaction"}}}, {"usage", json::object{{"output_tokens", 0}, {"iterations", json::array{json::object{{"type", "compaction"}, {"input_tokens", 70000}, {"output_tokens", 800}}}}}}}));
+    out.push_back(ev("message_stop", {{"type", "message_stop"}}));
+    return out;
+}
+
+std::string openai_compaction_item(const std::string& encrypted)
+{
+    return compaction::stringify(json::object{{"type", "compaction"}, {"id", "cmp_item_1"}, {"encrypted_content", encrypted}});
+}
+
+std::string openai_compact_body(const std::vector<std::string>& user_texts, const std::vector<std::string>& items)
+{
+    json::array output;
+    for (const auto& t : user_texts)
+        output.push_back(json::object{{"type", "message"},
+                                      {"role", "user"},
+                                      {"content", json::array{json::object{{"type", "input_text"}, {"text", t}}}}});
+    for (const auto& i : items)
+        output.push_back(json::parse(i));
+    return compaction::stringify(json::object{
+        {"id", "cmp_1"},
+        {"created_at", 1764547200},
+        {"object", "response.compaction"},
+        {"output", std::move(output)},
+        {"usage", json::object{{"input_tokens", 64000}, {"input_tokens_details", json::object{{"cached_tokens", 1000}}}, {"output_tokens", 700}, {"total_tokens", 64700}}},
+    });
+}
+
+std::string anthropic_model_body(const std::string& id, bool compaction_supported)
+{
+    return compaction::stringify(json::object{
+        {"type", "model"},
+        {"id", id},
+        {"display_name", id},
+        {"capabilities", json::object{{"context_management", json::object{{"compact_20260112", json::object{{"supported", compaction_supported}}}}}}},
+    });
 }
 
 }  // namespace agentctx::test

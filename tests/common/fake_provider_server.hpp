@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,11 @@ public:
 
     std::string base_url() const;  ///< http://127.0.0.1:PORT
 
+    using responder = std::function<scripted_response(const recorded_request&)>;
+    /// Requests whose path (the target before any `?`) ends with `path_suffix` are answered by
+    /// `r` (first matching route); every other request takes the FIFO, then the default.
+    void route(std::string path_suffix, responder r);
+
     void push(scripted_response r);          ///< next response (FIFO)
     void set_default(scripted_response r);   ///< when the queue is empty
     std::vector<recorded_request> requests() const;
@@ -59,5 +65,22 @@ std::string openai_body(const std::string& text, const std::string& finish = "st
 std::vector<std::string> openai_stream(const std::vector<std::string>& parts, const std::string& finish = "stop");
 std::string anthropic_body(const std::string& text, const std::string& stop = "end_turn");
 std::vector<std::string> anthropic_stream(const std::vector<std::string>& parts, const std::string& stop = "end_turn");
+
+// Counting: `{"input_tokens": N}` and `{"object": "response.input_tokens", "input_tokens": N}`.
+std::string anthropic_count_body(std::int64_t tokens);
+std::string openai_count_body(std::int64_t tokens);
+/// A `compaction` block as Anthropic returns it (`content` nullopt = null: the compaction failed).
+std::string anthropic_compaction_block(const std::optional<std::string>& content, const std::string& encrypted);
+/// A paused Messages response (`stop_reason: "compaction"`) holding `blocks` (JSON objects as
+/// text), with `usage.iterations` for the compaction pass.
+std::string anthropic_compaction_body(const std::vector<std::string>& blocks);
+/// The same response streamed: `content_block_start` (type compaction), one `compaction_delta`.
+std::vector<std::string> anthropic_compaction_stream(const std::string& content, const std::string& encrypted);
+/// `POST /responses/compact`: `output` = `user_texts` as user messages, then `items` (JSON text;
+/// normally one compaction item, see openai_compaction_item).
+std::string openai_compact_body(const std::vector<std::string>& user_texts, const std::vector<std::string>& items);
+std::string openai_compaction_item(const std::string& encrypted);
+/// `GET /v1/models/{id}` with `capabilities.context_management.compact_20260112.supported`.
+std::string anthropic_model_body(const std::string& id, bool compaction_supported);
 
 }  // namespace agentctx::test

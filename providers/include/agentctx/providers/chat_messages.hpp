@@ -4,6 +4,8 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/providers/wire_format.hpp>
 
+#include <optional>
+
 #include <boost/json/array.hpp>
 
 #include <span>
@@ -25,5 +27,29 @@ namespace agentctx::providers {
  * Pass session::context() or fit_request()'s messages: there every call has a result.
  */
 boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context);
+
+struct native_replay;
+
+/**
+ * @brief As above, with a native compaction sent back in place of its summary (issue 12).
+ *
+ * When `native` is an Anthropic state and `context` holds the summary message of its compaction
+ * entry, that message becomes the provider's own block, unchanged: `[assistant: [compaction
+ * block]]` followed by the kept messages. Otherwise (no state, an OpenAI state, which only the
+ * Responses API takes) the portable summary is sent, as without it.
+ */
+boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
+                                    const native_replay* native);
+
+/**
+ * @brief The `input` items of an OpenAI Responses request for `context`.
+ *
+ * `user` messages (`input_text` / `input_image` parts), assistant text as `message` items with
+ * `output_text`, tool calls as `function_call`, results as `function_call_output`. With an
+ * OpenAI `native` state whose compaction summary is in `context`, the stored compact `output`
+ * items replace that summary message, unchanged.
+ */
+boost::json::array to_responses_input(std::span<const compaction::context_message> context,
+                                      const native_replay* native = nullptr);
 
 }  // namespace agentctx::providers

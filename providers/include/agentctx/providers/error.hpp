@@ -21,6 +21,8 @@ enum class errc
                            ///< for stable values; equals `agentctx::errc_condition::cancelled`
     not_configured,        ///< provider, model or key missing
     response_too_large,    ///< the response (headers + decoded body) exceeded its size cap
+    native_invalid,        ///< a native compaction response without exactly one valid compaction item
+    not_supported,         ///< the provider or model does not offer this capability
 };
 
 const boost::system::error_category& error_category() noexcept;

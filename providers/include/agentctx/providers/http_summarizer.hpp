@@ -11,6 +11,7 @@
 #include <boost/json/object.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -49,6 +50,8 @@ public:
     ~http_summarizer() override;
 
     std::string name() const override { return cfg_.name + ":" + cfg_.model; }
+    /// `countTokens` and `nativeCompaction` from the configuration.
+    summarizer_capabilities capabilities() const override;
     const provider_config& config() const noexcept { return cfg_; }
 
     /// Detail of the most recent failure (safe to show).
@@ -63,6 +66,8 @@ public:
 
 protected:
     void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
+    void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler) override;
+    void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler) override;
 
 private:
     struct state;
@@ -74,11 +79,13 @@ private:
     compaction::usage last_usage_;
     std::function<void(std::size_t)> progress_;
     std::uint64_t calls_ = 0;
+    std::map<std::string, bool> native_probed_;  ///< models API answers, by model (strand only)
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 /// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
-/// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes"}`) and the environment
+/// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes",
+/// "countTokens", "nativeCompaction"}`) and the environment
 /// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
 /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
 /// (use the offline summarizer). A hosted provider without a key is `not_configured`.

@@ -4,16 +4,29 @@
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/providers/async_call.hpp>
+#include <agentctx/providers/native_compaction.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace agentctx::providers {
 
 using summarize_signature = void(boost::system::error_code, compaction::summary_output);
+/// An exact input count, in tokens, of what a summary request would send.
+using count_signature = void(boost::system::error_code, std::int64_t);
+using native_signature = void(boost::system::error_code, native_reply);
+
+/// What a summarizer offers besides summaries (issue 12). Both are optional: the runtime uses
+/// the conservative estimate and portable summaries without them.
+struct summarizer_capabilities
+{
+    bool exact_counting = false;     ///< async_count_tokens answers
+    bool native_compaction = false;  ///< async_compact_native may answer (it may still say not_supported)
+};
 
 /// A model (or an offline stand-in) that writes summaries.
 ///
@@ -41,14 +54,49 @@ public:
         return ::agentctx::detail::async_call<summarize_signature>(token, this, &summarizer::summarize_impl, std::move(prompt));
     }
 
+    /**
+     * @brief Counts the input tokens `prompt` would take, exactly, with the provider's own
+     * counting endpoint.
+     * @par Per-operation cancellation
+     * `terminal`: completes with `operation_aborted`.
+     * Without the capability: completes with providers `not_supported` (never inline).
+     */
+    template <boost::asio::completion_token_for<count_signature> CompletionToken>
+    auto async_count_tokens(compaction::summary_prompt prompt, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<count_signature>(token, this, &summarizer::count_impl, std::move(prompt));
+    }
+
+    /**
+     * @brief One provider-native compaction of the complete window (never split).
+     *
+     * A valid reply holds exactly one compaction item (checked); `native_invalid` names what was
+     * wrong, `not_supported` says the provider or model does not offer it; other providers errc
+     * codes as for summaries. With an error, the reply carries only `failure_detail`.
+     * @par Per-operation cancellation
+     * `terminal`: completes with `operation_aborted`.
+     */
+    template <boost::asio::completion_token_for<native_signature> CompletionToken>
+    auto async_compact_native(native_request request, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<native_signature>(token, this, &summarizer::native_impl,
+                                                                std::move(request));
+    }
+
     /// A short identity for logs and compaction details (`offline`, `openai:gpt-4.1`).
     virtual std::string name() const = 0;
+
+    virtual summarizer_capabilities capabilities() const { return {}; }
 
 protected:
     virtual void summarize_impl(
         compaction::summary_prompt prompt,
         boost::asio::any_completion_handler<summarize_signature> handler
     ) = 0;
+    /// Default: `not_supported`, posted to the handler's executor.
+    virtual void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler);
+    /// Default: `not_supported`, posted to the handler's executor.
+    virtual void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler);
 };
 
 }  // namespace agentctx::providers

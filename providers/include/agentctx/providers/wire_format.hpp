@@ -22,6 +22,16 @@ enum class wire_format
     anthropic,  ///< POST {base}/v1/messages
 };
 
+/// Whether native compaction is used (setting `nativeCompaction`): `off` (false, the default),
+/// `on` (true: the configuration says the provider and model offer it), `probe` ("auto": ask
+/// Anthropic's models API for `capabilities.context_management.compact_20260112.supported`).
+enum class native_mode
+{
+    off,
+    on,
+    probe,
+};
+
 /// Everything needed to call one model. The API key is only ever put in a request header.
 struct provider_config
 {
@@ -33,6 +43,10 @@ struct provider_config
     std::int64_t context_window = 0;
     std::int64_t max_output_tokens = 0;
     bool stream = true;
+    /// The provider counts input exactly (setting `countTokens`): portable summaries preflight the
+    /// whole prefix with `count_tokens` / `responses/input_tokens` instead of the estimate.
+    bool exact_counting = false;
+    native_mode native = native_mode::off;
     int max_retries = 3;
     std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
     std::chrono::milliseconds max_delay{60000};

@@ -1,0 +1,85 @@
+// JSON field readers shared by the wire formats: counts that never throw, strings, Anthropic usage.
+#pragma once
+
+#include <agentctx/compaction/message.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace agentctx::providers::detail {
+
+namespace json = boost::json;
+
+// A token count as reported. `to_number` threw on a fraction or an out-of-range number (found by
+// fuzz_response): a fraction is truncated and a huge value clamps, as a count never throws.
+inline std::int64_t int_of(const json::object& o, std::string_view key)
+{
+    const auto* v = o.if_contains(key);
+    if (!v || !v->is_number())
+        return 0;
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    if (v->is_int64())
+        return v->get_int64();
+    if (v->is_uint64())
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(v->get_uint64(), max));
+    const double d = v->get_double();
+    if (std::isnan(d))
+        return 0;
+    if (d >= 9.2e18)
+        return max;
+    if (d <= -9.2e18)
+        return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(d);
+}
+
+// Sums and differences of reported counts saturate instead of overflowing (found by fuzz_response).
+inline std::int64_t sat_add(std::int64_t a, std::int64_t b)
+{
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+
+inline std::int64_t sat_sub(std::int64_t a, std::int64_t b)
+{
+    std::int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+
+/// A base URL without trailing slashes.
+inline std::string trim_slash(std::string s)
+{
+    while (!s.empty() && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+inline std::string str_of(const json::object& o, std::string_view key)
+{
+    const auto* v = o.if_contains(key);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+inline void anthropic_usage(const json::object& u, compaction::usage& out)
+{
+    if (u.contains("input_tokens"))
+        out.input = int_of(u, "input_tokens");
+    if (u.contains("cache_read_input_tokens"))
+        out.cache_read = int_of(u, "cache_read_input_tokens");
+    if (u.contains("cache_creation_input_tokens"))
+        out.cache_write = int_of(u, "cache_creation_input_tokens");
+    if (u.contains("output_tokens"))
+        out.output = int_of(u, "output_tokens");
+    out.total_tokens = sat_add(sat_add(out.input, out.output), sat_add(out.cache_read, out.cache_write));
+}
+
+}  // namespace agentctx::providers::detail

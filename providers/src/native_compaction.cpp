@@ -1,0 +1,440 @@
+// Native compaction and exact counting: request bodies, strict response checks, stored-state revalidation.
+#include <agentctx/providers/native_compaction.hpp>
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/providers/chat_messages.hpp>
+
+#include "json_fields.hpp"
+
+#include <boost/json/parse.hpp>
+
+namespace agentctx::providers {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+std::string_view provider_name(wire_format f)
+{
+    return f == wire_format::anthropic ? "anthropic" : "openai";
+}
+
+std::string anthropic_url(const provider_config& cfg, std::string_view path)
+{
+    const std::string base = trim_slash(cfg.base_url);
+    return base + (base.ends_with("/v1") ? "" : "/v1") + std::string(path);
+}
+
+http_request base_request(const provider_config& cfg)
+{
+    http_request r;
+    r.connect_timeout = cfg.connect_timeout;
+    r.idle_timeout = cfg.idle_timeout;
+    r.max_response_bytes = cfg.max_response_bytes;
+    r.headers.emplace_back("content-type", "application/json");
+    if (cfg.format == wire_format::anthropic)
+    {
+        if (!cfg.api_key.empty())
+            r.headers.emplace_back("x-api-key", cfg.api_key);
+        r.headers.emplace_back("anthropic-version", cfg.anthropic_version);
+    }
+    else if (!cfg.api_key.empty())
+        r.headers.emplace_back("authorization", "Bearer " + cfg.api_key);
+    return r;
+}
+
+bool is_string_or_null(const json::value* v)
+{
+    return v && (v->is_string() || v->is_null());
+}
+
+// Anthropic's compaction block: `content` a non-empty string (null = the compaction failed).
+bool valid_anthropic_block(const json::value& b, std::string& why)
+{
+    if (!b.is_object() || str_of(b.get_object(), "type") != "compaction")
+        return why = "the block is not a compaction block", false;
+    const auto& o = b.get_object();
+    const auto* content = o.if_contains("content");
+    if (!content || content->is_null())
+        return why = "the compaction block's content is null: the provider's compaction failed", false;
+    if (!content->is_string() || content->get_string().empty())
+        return why = "the compaction block's content is not a non-empty string", false;
+    if (o.contains("encrypted_content") && !is_string_or_null(o.if_contains("encrypted_content")))
+        return why = "the compaction block's encrypted_content is not a string", false;
+    return true;
+}
+
+// OpenAI's compact output: user messages, then exactly one compaction item, last.
+bool valid_openai_output(const json::value& v, std::string& why)
+{
+    if (!v.is_array() || v.get_array().empty())
+        return why = "the response has no output items", false;
+    const auto& items = v.get_array();
+    std::size_t compactions = 0;
+    for (std::size_t i = 0; i < items.size(); ++i)
+    {
+        if (!items[i].is_object())
+            return why = "output item " + std::to_string(i) + " is not an object", false;
+        const auto& o = items[i].get_object();
+        const std::string type = str_of(o, "type");
+        if (type == "compaction")
+        {
+            ++compactions;
+            const auto* enc = o.if_contains("encrypted_content");
+            if (!enc || !enc->is_string() || enc->get_string().empty())
+                return why = "the compaction item has no encrypted_content", false;
+            continue;
+        }
+        if ((type.empty() || type == "message") && str_of(o, "role") == "user")
+        {
+            if (compactions > 0)
+                return why = "a user message follows the compaction item", false;
+            continue;
+        }
+        return why = "output item " + std::to_string(i) + " is a '" + (type.empty() ? str_of(o, "role") : type) +
+                     "', not a user message or the compaction item",
+               false;
+    }
+    if (compactions != 1)
+        return why = "the output has " + std::to_string(compactions) + " compaction items; exactly one is required", false;
+    return true;
+}
+
+json::object parse_object(std::string_view body, diagnostics& diag, bool& ok)
+{
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    ok = !ec && v.is_object();
+    if (!ok)
+    {
+        diag.message = "the response is not a JSON object";
+        return {};
+    }
+    return std::move(v.get_object());
+}
+
+// Anthropic: `iterations` (present when a compaction ran) include the compaction pass, which
+// the top-level counts leave out; the cache buckets are the top level's.
+compaction::usage anthropic_native_usage(const json::object& u)
+{
+    compaction::usage out;
+    anthropic_usage(u, out);
+    if (const auto* it = u.if_contains("iterations"); it && it->is_array() && !it->get_array().empty())
+    {
+        std::int64_t in = 0, outp = 0;
+        for (const auto& i : it->get_array())
+            if (i.is_object())
+            {
+                in = sat_add(in, int_of(i.get_object(), "input_tokens"));
+                outp = sat_add(outp, int_of(i.get_object(), "output_tokens"));
+            }
+        out.input = in;
+        out.output = outp;
+        out.total_tokens = sat_add(sat_add(out.input, out.output), sat_add(out.cache_read, out.cache_write));
+    }
+    return out;
+}
+
+compaction::usage responses_usage(const json::object& u)
+{
+    compaction::usage out;
+    const std::int64_t in = int_of(u, "input_tokens");
+    std::int64_t cached = 0;
+    if (const auto* d = u.if_contains("input_tokens_details"); d && d->is_object())
+        cached = int_of(d->get_object(), "cached_tokens");
+    out.input = sat_sub(in, cached);
+    out.cache_read = cached;
+    out.output = int_of(u, "output_tokens");
+    out.total_tokens = int_of(u, "total_tokens");
+    if (!out.total_tokens)
+        out.total_tokens = sat_add(in, out.output);
+    return out;
+}
+
+compaction::result<native_reply> invalid(diagnostics& diag, std::string why)
+{
+    diag.message = std::move(why);
+    return make_error_code(errc::native_invalid);
+}
+
+}  // namespace
+
+json::object to_json(const native_state& s)
+{
+    json::object o{{"provider", provider_name(s.format)}, {"model", s.model}};
+    o[s.format == wire_format::anthropic ? "block" : "output"] = s.item;
+    return o;
+}
+
+compaction::result<native_state> parse_native_state(const json::value& v, diagnostics& diag)
+{
+    auto bad = [&](std::string why) -> compaction::result<native_state> {
+        diag.message = "details.agentctx.native: " + why;
+        return make_error_code(errc::native_invalid);
+    };
+    if (!v.is_object())
+        return bad("not an object");
+    const auto& o = v.get_object();
+    const std::string provider = str_of(o, "provider");
+    const auto* model = o.if_contains("model");
+    if (provider != "anthropic" && provider != "openai")
+        return bad("provider is not \"anthropic\" or \"openai\"");
+    if (!model || !model->is_string())
+        return bad("model is not a string");
+    native_state s;
+    s.format = provider == "anthropic" ? wire_format::anthropic : wire_format::openai;
+    s.model = std::string(model->get_string());
+    std::string why;
+    const auto* item = o.if_contains(s.format == wire_format::anthropic ? "block" : "output");
+    if (!item)
+        return bad(s.format == wire_format::anthropic ? "block is missing" : "output is missing");
+    if (s.format == wire_format::anthropic ? !valid_anthropic_block(*item, why) : !valid_openai_output(*item, why))
+        return bad(why);
+    s.item = *item;
+    return s;
+}
+
+http_request build_native_request(const provider_config& cfg, const native_request& req)
+{
+    http_request r = base_request(cfg);
+    const std::string model = req.model.empty() ? cfg.model : req.model;
+    const native_replay* previous = req.previous ? &*req.previous : nullptr;
+    json::object body{{"model", model}};
+    if (cfg.format == wire_format::anthropic)
+    {
+        r.url = anthropic_url(cfg, "/messages");
+        r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
+        body["max_tokens"] = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
+        if (!req.system.empty())
+            body["system"] = req.system;
+        auto messages = to_wire_messages(wire_format::anthropic, req.window, previous);
+        // The edit runs before the model answers; the request still has to end with a user turn.
+        const json::object ask{{"type", "text"}, {"text", "Compact the conversation so far."}};
+        if (messages.empty() || messages.back().as_object().at("role").as_string() != "user")
+            messages.push_back(json::object{{"role", "user"}, {"content", json::array{ask}}});
+        body["messages"] = std::move(messages);
+        json::object edit{{"type", "compact_20260112"},
+                          {"trigger", json::object{{"type", "input_tokens"}, {"value", req.trigger_tokens}}},
+                          {"pause_after_compaction", true}};
+        edit["instructions"] = req.instructions ? json::value(*req.instructions) : json::value(nullptr);
+        body["context_management"] = json::object{{"edits", json::array{std::move(edit)}}};
+        body["metadata"] = json::object{{"user_id", new_routing_id()}};
+        if (cfg.stream)
+            body["stream"] = true;
+    }
+    else
+    {
+        r.url = trim_slash(cfg.base_url) + "/responses/compact";
+        body["input"] = to_responses_input(req.window, previous);
+        if (!req.system.empty())
+            body["instructions"] = req.system;
+    }
+    r.body = compaction::stringify(body);
+    return r;
+}
+
+compaction::result<native_reply> parse_native_response(wire_format f, std::string_view body, const std::string& model,
+                                                       diagnostics& diag)
+{
+    bool ok = false;
+    const auto o = parse_object(body, diag, ok);
+    if (!ok)
+        return make_error_code(errc::malformed_response);
+    native_reply r;
+    r.state.format = f;
+    r.state.model = model;
+    std::string why;
+    if (f == wire_format::anthropic)
+    {
+        const auto* content = o.if_contains("content");
+        if (!content || !content->is_array())
+            return invalid(diag, "the response has no content");
+        const json::value* block = nullptr;
+        std::size_t blocks = 0;
+        for (const auto& b : content->get_array())
+            if (b.is_object() && str_of(b.get_object(), "type") == "compaction")
+                block = (++blocks, &b);
+        if (blocks != 1)
+            return invalid(diag, "the response has " + std::to_string(blocks) + " compaction blocks; exactly one is required");
+        if (!valid_anthropic_block(*block, why))
+            return invalid(diag, why);
+        r.state.item = *block;
+        r.readable = std::string(block->get_object().at("content").get_string());
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            r.usage = anthropic_native_usage(u->get_object());
+        return r;
+    }
+    if (const auto* kind = o.if_contains("object"); kind && (!kind->is_string() || kind->get_string() != "response.compaction"))
+        return invalid(diag, "the response is not a response.compaction object");
+    const auto* output = o.if_contains("output");
+    if (!output)
+        return invalid(diag, "the response has no output");
+    if (!valid_openai_output(*output, why))
+        return invalid(diag, why);
+    r.state.item = *output;
+    if (const auto* u = o.if_contains("usage"); u && u->is_object())
+        r.usage = responses_usage(u->get_object());
+    return r;
+}
+
+void native_stream_accumulator::feed(std::string_view chunk)
+{
+    for (const auto& e : parser_.feed(chunk))
+        if (!error_)
+            on_event(e);
+}
+
+void native_stream_accumulator::on_event(const sse_parser::event& e)
+{
+    boost::system::error_code ec;
+    auto v = json::parse(e.data, ec);
+    if (ec || !v.is_object())
+    {
+        error_ = make_error_code(errc::malformed_response);
+        error_diag_.message = "an event of the stream is not JSON";
+        return;
+    }
+    auto& o = v.get_object();
+    if (o.contains("error") || e.name == "error")
+    {
+        error_ = classify_error(0, e.data, error_diag_);
+        return;
+    }
+    const std::string type = str_of(o, "type");
+    auto block_at = [&]() -> json::object* {
+        const auto i = int_of(o, "index");
+        if (i < 0 || static_cast<std::size_t>(i) >= content_.size() || !content_[static_cast<std::size_t>(i)].is_object())
+            return nullptr;
+        return &content_[static_cast<std::size_t>(i)].get_object();
+    };
+    if (type == "message_start")
+    {
+        if (auto* m = o.if_contains("message"); m && m->is_object())
+            message_ = m->get_object();
+    }
+    else if (type == "content_block_start")
+    {
+        const auto i = int_of(o, "index");
+        const auto* b = o.if_contains("content_block");
+        if (i >= 0 && b && b->is_object())
+        {
+            if (content_.size() <= static_cast<std::size_t>(i))
+                content_.resize(static_cast<std::size_t>(i) + 1);
+            content_[static_cast<std::size_t>(i)] = b->get_object();
+        }
+    }
+    else if (type == "content_block_delta")
+    {
+        json::object* b = block_at();
+        const auto* d = o.if_contains("delta");
+        if (!b || !d || !d->is_object())
+            return;
+        const auto& delta = d->get_object();
+        const std::string dt = str_of(delta, "type");
+        if (dt == "compaction_delta")
+        {
+            // One delta carries the whole block; a second one appends its text.
+            if (const auto* c = delta.if_contains("content"); c && c->is_string())
+            {
+                auto& cur = (*b)["content"];
+                cur = cur.is_string() ? json::value(std::string(cur.get_string()) + std::string(c->get_string())) : *c;
+            }
+            if (const auto* enc = delta.if_contains("encrypted_content"))
+                (*b)["encrypted_content"] = *enc;
+        }
+        else if (dt == "text_delta")
+            (*b)["text"] = str_of(*b, "text") + str_of(delta, "text");
+    }
+    else if (type == "message_delta")
+    {
+        if (const auto* d = o.if_contains("delta"); d && d->is_object())
+            if (const auto* r = d->get_object().if_contains("stop_reason"))
+                message_["stop_reason"] = *r;
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+        {
+            auto& cur = message_["usage"];
+            if (!cur.is_object())
+                cur = json::object{};
+            for (const auto& [k, val] : u->get_object())
+                cur.get_object()[k] = val;
+        }
+    }
+    else if (type == "message_stop")
+        complete_ = true;
+}
+
+std::string native_stream_accumulator::body() const
+{
+    json::object m = message_;
+    m["content"] = content_;
+    return compaction::stringify(m);
+}
+
+http_request build_count_request(const provider_config& cfg, const compaction::summary_prompt& prompt)
+{
+    http_request r = base_request(cfg);
+    json::object body{{"model", cfg.model}};
+    if (cfg.format == wire_format::anthropic)
+    {
+        r.url = anthropic_url(cfg, "/messages/count_tokens");
+        body["system"] = prompt.system_prompt;
+        body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+    }
+    else
+    {
+        r.url = trim_slash(cfg.base_url) + "/responses/input_tokens";
+        body["instructions"] = prompt.system_prompt;
+        body["input"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+    }
+    r.body = compaction::stringify(body);
+    return r;
+}
+
+compaction::result<std::int64_t> parse_count_response(wire_format f, std::string_view body, diagnostics& diag)
+{
+    bool ok = false;
+    const auto o = parse_object(body, diag, ok);
+    if (!ok)
+        return make_error_code(errc::malformed_response);
+    if (f == wire_format::openai)
+        if (const auto* kind = o.if_contains("object"); !kind || !kind->is_string() || kind->get_string() != "response.input_tokens")
+        {
+            diag.message = "the count response is not a response.input_tokens object";
+            return make_error_code(errc::malformed_response);
+        }
+    const auto* n = o.if_contains("input_tokens");
+    if (!n || !(n->is_int64() || n->is_uint64()) || (n->is_int64() && n->get_int64() < 0))
+    {
+        diag.message = "the count response has no input_tokens count";
+        return make_error_code(errc::malformed_response);
+    }
+    return int_of(o, "input_tokens");
+}
+
+http_request build_model_request(const provider_config& cfg, const std::string& model)
+{
+    http_request r = base_request(cfg);
+    r.method = "GET";
+    r.url = anthropic_url(cfg, "/models/" + model);
+    return r;
+}
+
+compaction::result<bool> parse_model_compaction_support(std::string_view body, diagnostics& diag)
+{
+    bool ok = false;
+    const auto o = parse_object(body, diag, ok);
+    if (!ok)
+        return compaction::result<bool>(boost::system::in_place_error, make_error_code(errc::malformed_response));
+    const json::object* cur = &o;
+    const json::value* v = nullptr;
+    for (const char* key : {"capabilities", "context_management", "compact_20260112", "supported"})
+    {
+        if (!cur || !(v = cur->if_contains(key)))
+            return false;
+        cur = v->is_object() ? &v->get_object() : nullptr;
+    }
+    return v->is_bool() && v->get_bool();
+}
+
+}  // namespace agentctx::providers
