@@ -24,6 +24,19 @@ boost::json::object to_json(const compaction_evidence& e)
     out["nativeSelection"] = e.native_selection;
     if (e.progress_rejected)
         out["progressRejected"] = *e.progress_rejected;
+    if (e.preflight)
+    {
+        boost::json::object p{{"method", e.preflight->method}};
+        if (e.preflight->input_tokens)
+            p["inputTokens"] = *e.preflight->input_tokens;
+        if (e.preflight->fits)
+            p["fits"] = *e.preflight->fits;
+        if (!e.preflight->note.empty())
+            p["note"] = e.preflight->note;
+        out["preflight"] = std::move(p);
+    }
+    if (e.counting_calls > 0)
+        out["countingCalls"] = e.counting_calls;
     return out;
 }
 

@@ -9,6 +9,7 @@
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/piece_plan.hpp>
 #include <agentctx/compaction/progress_record.hpp>
+#include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/runtime/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -21,6 +22,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace agentctx::runtime {
 
 namespace asio = boost::asio;
@@ -28,14 +31,6 @@ using boost::system::error_code;
 using namespace compaction;
 
 namespace {
-
-std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& path)
-{
-    for (std::size_t i = path.size(); i-- > 0;)
-        if (path[i]->type == entry_type::compaction)
-            return path[i]->id;
-    return std::nullopt;
-}
 
 // The newest progress entry after the latest compaction on the path, if any.
 const entry* latest_progress(const std::vector<entry_ptr>& path)
@@ -93,16 +88,95 @@ bool is_agentctx_error(const error_code& ec)
     return ec.category() == runtime::error_category() || ec.category() == compaction::error_category();
 }
 
+// The output room a summary request leaves: the model's output cap (at most 32k), never less
+// than Pi's 4096-token margin.
+std::int64_t output_headroom(std::int64_t model_max_tokens)
+{
+    const std::int64_t m = model_max_tokens > 0 ? model_max_tokens : default_summary_max_output_tokens;
+    return std::max<std::int64_t>(4096, std::min<std::int64_t>(m, 32768));
+}
+
 }  // namespace
 
+std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& path)
+{
+    for (std::size_t i = path.size(); i-- > 0;)
+        if (path[i]->type == entry_type::compaction)
+            return path[i]->id;
+    return std::nullopt;
+}
+
+asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(session& s, session::job& j,
+                                                                                       const plan& p)
+{
+    const auto& prefix = p.prep.messages_to_summarize;
+    const auto& settings = s.config_.settings;
+    const auto& model = s.config_.model;
+    portable_bound bound{portable_source_limit(settings.summary_max_source_chars, model.context_window), std::nullopt};
+    auto& ev = j.evidence.preflight.emplace();
+    const std::size_t chars = source_chars(prefix);
+    if (!s.config_.summarizer->capabilities().exact_counting)
+        co_return bound;
+    if (model.context_window <= 0)
+    {
+        ev.note = "the model's window is unknown";
+        co_return bound;
+    }
+    // Far over the window, the verdict is certain and the count would carry the whole prefix.
+    if (static_cast<std::int64_t>(chars / 4) > 4 * model.context_window)
+    {
+        ev.note = "~" + std::to_string(chars / 4) + " tokens is over 4x the window; not counted";
+        co_return bound;
+    }
+    auto prompt = history_summary_prompt(messages_in(prefix), p.prep.previous_summary, j.request.instructions,
+                                         model.context_window, model.max_output_tokens);
+    prompt.prompt += pinned_prompt_note(p.prep.pinned);
+    prompt.prompt = s.redactor_->redact(prompt.prompt).text;  // what the request itself would send
+    const std::size_t overhead_chars = prompt.prompt.size() + prompt.system_prompt.size() - std::min(chars, prompt.prompt.size());
+    ++j.evidence.counting_calls;
+    auto [ec, tokens] = co_await s.config_.summarizer->async_count_tokens(std::move(prompt),
+                                                                          asio::as_tuple(asio::use_awaitable));
+    if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    if (ec || tokens <= 0)
+    {
+        ev.note = "the count failed (" + (ec ? ec.message() : std::string("no tokens")) + "); the estimate decides";
+        s.logger_->warn("compaction preflight: {}", ev.note);
+        co_return bound;
+    }
+    ev.method = "count";
+    ev.input_tokens = tokens;
+    const std::int64_t headroom = output_headroom(model.max_output_tokens);
+    const bool fits = tokens + headroom <= model.context_window;
+    ev.fits = fits;
+    bound.fits = fits;
+    const auto explicit_limit = static_cast<std::size_t>(std::max<std::int64_t>(settings.summary_max_source_chars, 0));
+    if (fits)
+    {
+        bound.limit = explicit_limit;  // the count replaces the conservative share; the setting still bounds
+        co_return bound;
+    }
+    // Pieces measured with the count's bytes per token: each request carries its piece, the
+    // running note (up to one output) and the prompt, and leaves room for the output.
+    const double bytes_per_token = static_cast<double>(chars + overhead_chars) / static_cast<double>(tokens);
+    const double piece_tokens = static_cast<double>(model.context_window - 2 * headroom) -
+                                static_cast<double>(overhead_chars) / bytes_per_token;
+    if (piece_tokens > 0)
+    {
+        const auto measured = static_cast<std::size_t>(0.9 * piece_tokens * bytes_per_token);
+        bound.limit = explicit_limit > 0 ? std::min(explicit_limit, measured) : measured;
+    }
+    co_return bound;
+}
+
 transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session& s, session::job& j,
-                                                                                     const plan& p)
+                                                                                     const plan& p,
+                                                                                     const portable_bound& bound)
 {
     const auto& prefix = p.prep.messages_to_summarize;
     if (prefix.empty())
         return std::optional<piece_run>{};
-    const auto& settings = s.config_.settings;
-    const std::size_t limit = portable_source_limit(settings.summary_max_source_chars, s.config_.model.context_window);
+    const std::size_t limit = bound.limit;
     const auto base = previous_compaction_id(p.path);
 
     if (const entry* e = latest_progress(p.path))

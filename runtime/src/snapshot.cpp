@@ -44,6 +44,27 @@ void set_system(snapshot& s, std::shared_ptr<const message> system, const token_
     s.system_tokens = s.system ? static_cast<std::int64_t>(counter.count(*s.system)) : 0;
 }
 
+// The native state of the latest compaction among the projected entries, if it is valid.
+std::shared_ptr<const providers::native_replay> native_of(const session_context& ctx)
+{
+    for (std::size_t i = ctx.entries.size(); i-- > 0;)
+    {
+        const auto& e = *ctx.entries[i].source;
+        if (e.type != entry_type::compaction)
+            continue;
+        const auto* ours = e.details.is_object() ? e.details.get_object().if_contains("agentctx") : nullptr;
+        const auto* native = ours && ours->is_object() ? ours->get_object().if_contains("native") : nullptr;
+        if (!native)
+            return nullptr;
+        providers::diagnostics diag;
+        auto state = providers::parse_native_state(*native, diag);
+        if (!state)
+            return nullptr;
+        return std::make_shared<const providers::native_replay>(providers::native_replay{std::move(*state), e.id});
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::size_t entry_count, const token_counter& counter)
@@ -55,6 +76,7 @@ std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::
     s->model = ctx.model;
     s->compacted_at = latest_compaction_time(ctx);
     set_system(*s, ctx.system, counter);
+    s->native = native_of(ctx);
     std::size_t index = 0;
     for (const auto& p : ctx.entries)
     {

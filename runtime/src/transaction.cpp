@@ -41,14 +41,6 @@ std::vector<std::shared_ptr<const message>> messages_of(const std::vector<contex
     return out;
 }
 
-std::string latest_compaction_id(const std::vector<entry_ptr>& path)
-{
-    for (std::size_t i = path.size(); i-- > 0;)
-        if (path[i]->type == entry_type::compaction)
-            return path[i]->id;
-    return {};
-}
-
 // An operation of the session or its store, as an awaitable with the given token.
 template <class Signature, class Initiation, class Token>
 auto awaited(Initiation init, Token token)
@@ -242,10 +234,40 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
         co_return out;
     }
 
+    // Native compaction first, where the provider offers it (issue 12 item 5).
+    auto native = co_await try_native(s, j, p);
+    if (!native)
+        co_return native.error();
+    std::optional<usage> native_usage;
+    if (*native)
+    {
+        out.native = providers::to_json((*native)->state);
+        native_usage = (*native)->usage;
+        j.evidence.method = "native";
+        if ((*native)->readable)
+        {
+            // Anthropic: the block's content is the summary; it covers the turn prefix too.
+            out.history = std::move(*(*native)->readable);
+            out.history_usage = native_usage;
+            out.native_covers_window = true;
+            co_return out;
+        }
+        // OpenAI: the item is opaque; the entry's summary is a portable note, written below.
+    }
+
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
     bool need_history = !prep.messages_to_summarize.empty() || !need_prefix;
-    // A prefix over the portable bound (or with progress to resume) goes out piece by piece.
-    auto pieces = choose_pieces(s, j, p);
+    // The prefix is measured first (an exact count when offered); one over the bound (or with
+    // progress to resume) goes out piece by piece.
+    portable_bound bound;
+    if (!prep.messages_to_summarize.empty())
+    {
+        auto b = co_await preflight(s, j, p);
+        if (!b)
+            co_return b.error();
+        bound = *b;
+    }
+    auto pieces = choose_pieces(s, j, p, bound);
     if (!pieces)
         co_return pieces.error();
     if (*pieces)
@@ -329,6 +351,11 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     // Pi 1.6 (#11058): a split turn with nothing else to summarize builds on the previous summary.
     if (!out.history && out.prefix && prep.previous_summary)
         out.history = prep.previous_summary;
+    if (out.native)
+    {
+        j.evidence.method = "native";  // the portable note accompanies the opaque item
+        out.history_usage = out.history_usage ? combine_usage(*out.history_usage, *native_usage) : native_usage;
+    }
     co_return out;
 }
 
@@ -391,7 +418,7 @@ transaction::step<transaction::revalidated> transaction::revalidate(session& s, 
     for (std::size_t i = 0; i < now->entries.size(); ++i)
         if (now->entries[i]->id == first_kept)
             kept_index = i;
-    if (!kept_index || latest_compaction_id(now->entries) != latest_compaction_id(p.path))
+    if (!kept_index || previous_compaction_id(now->entries) != previous_compaction_id(p.path))
         return failure{make_error_code(errc::stale_plan), "the path changed during the compaction (planned at leaf " +
                                                               p.leaf.value_or("-") + ", now " +
                                                               s.log_.leaf_id().value_or("-") + ")"};
@@ -424,6 +451,11 @@ transaction::step<compaction_result> transaction::build(
         return result;
     }
     compaction_preparation current = p.prep;
+    if (sum.native_covers_window)
+    {
+        current.is_split_turn = false;  // the compaction block covers the turn prefix as well
+        current.turn_prefix_messages.clear();
+    }
     current.first_kept_index = v.kept_index;
     current.first_kept_entry_id = v.first_kept;
     diagnostics diag;
@@ -460,6 +492,8 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         ours.get_object()["evidence"] = to_json(finished_evidence(j, std::nullopt));
         if (!result.pinned.empty())
             ours.get_object()["pinned"] = result.pinned;
+        if (sum.native)
+            ours.get_object()["native"] = *sum.native;
         // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
         diagnostics cdiag;
         if (auto r = checkpoint_ops::add_fields(s, ours.get_object(), v.first_kept, j.from_hook, cdiag); !r)

@@ -33,6 +33,9 @@ struct session::job
     compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
 };
 
+/// The id of the latest compaction on `path`, if any.
+std::optional<std::string> previous_compaction_id(const std::vector<compaction::entry_ptr>& path);
+
 /// The compaction transaction; a friend of session so its steps can reach the session's state.
 struct transaction
 {
@@ -72,6 +75,9 @@ private:
         std::optional<std::string> history, prefix;
         std::optional<compaction::usage> history_usage, prefix_usage;
         std::map<std::string, std::size_t> redactions;
+        std::optional<boost::json::object> native;  ///< details.agentctx.native
+        /// The history is Anthropic's compaction block: it covers the whole window, turn prefix included.
+        bool native_covers_window = false;
     };
     /// The current path, against which the result is validated and committed.
     struct revalidated
@@ -119,13 +125,28 @@ private:
         session* s;
     };
 
-    // piecewise.cpp: whether the history goes piecewise (and from which progress), the pieces
-    // in order with the running note, and each accepted piece's persistence.
-    static step<std::optional<piece_run>> choose_pieces(session& s, session::job& j, const plan& p);
+    /// What one portable history request may carry, as measured before summarizing.
+    struct portable_bound
+    {
+        std::size_t limit = 0;    ///< source bytes per request (0 = unbounded)
+        std::optional<bool> fits;  ///< the exact count's verdict on the whole prefix (nullopt: estimate)
+    };
+
+    // piecewise.cpp: the prefix's preflight (exact count when offered), whether the history goes
+    // piecewise (and from which progress), the pieces in order with the running note, and each
+    // accepted piece's persistence.
+    static boost::asio::awaitable<step<portable_bound>> preflight(session& s, session::job& j, const plan& p);
+    static step<std::optional<piece_run>> choose_pieces(session& s, session::job& j, const plan& p,
+                                                        const portable_bound& bound);
     static boost::asio::awaitable<step<compaction::summary_output>> summarize_pieces(
         session& s, session::job& j, const plan& p, piece_run run, const scrub_fn& scrub);
     static boost::asio::awaitable<step<bool>> persist_piece(
         session& s, session::job& j, const compaction::progress_record& r, progress_position pos);
+
+    // native.cpp: provider-native compaction of the whole eligible window when the summarizer
+    // offers it and the window qualifies; nullopt = portable (evidence.native_selection says why).
+    static boost::asio::awaitable<step<std::optional<providers::native_reply>>> try_native(
+        session& s, session::job& j, const plan& p);
 
     // One model request, validated; the `_or_throw` form feeds Asio's `&&`, which cancels the
     // sibling request only when one throws (the failure itself goes to `first`).

@@ -195,7 +195,7 @@ TEST_F(piecewise_test, a_prefix_ten_times_the_bound_compacts_piecewise_covering_
     EXPECT_EQ(ev.at("method"), "piecewise");
     EXPECT_EQ(ev.at("calls"), 11);
     EXPECT_EQ(ev.at("pieces"), (json::object{{"total", 11}, {"completed", 11}, {"resumed", 0}}));
-    EXPECT_EQ(ev.at("nativeSelection"), "portable: no native compaction is configured");
+    EXPECT_EQ(ev.at("nativeSelection"), "portable: scripted offers no native compaction");
     ASSERT_EQ(progress_.size(), 10u);
     EXPECT_EQ(progress_.front(), (std::pair<std::size_t, std::size_t>{1, 10}));
     EXPECT_EQ(progress_.back(), (std::pair<std::size_t, std::size_t>{10, 1}));

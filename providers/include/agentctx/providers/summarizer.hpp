@@ -26,6 +26,9 @@ struct summarizer_capabilities
 {
     bool exact_counting = false;     ///< async_count_tokens answers
     bool native_compaction = false;  ///< async_compact_native may answer (it may still say not_supported)
+    /// The smallest window the provider compacts natively (Anthropic's minimum trigger); smaller
+    /// windows use portable summaries without asking.
+    std::int64_t native_min_tokens = 0;
 };
 
 /// A model (or an offline stand-in) that writes summaries.

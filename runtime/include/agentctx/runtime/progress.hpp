@@ -26,6 +26,15 @@ struct compaction_progress_event
     std::size_t remaining = 0;
 };
 
+/// How the portable history request was measured before it was sent (issue 12 item 1).
+struct preflight_evidence
+{
+    std::string method = "estimate";           ///< `count` (the provider's exact count) or `estimate`
+    std::optional<std::int64_t> input_tokens;  ///< the count of the whole prefix as one request
+    std::optional<bool> fits;                  ///< whether that request fits the summarizer's window
+    std::string note;                          ///< why it was not counted, when it was not
+};
+
 /// How a compaction went, without conversation text or provider bodies.
 struct compaction_evidence
 {
@@ -38,11 +47,14 @@ struct compaction_evidence
     std::size_t pieces_completed = 0;       ///< accepted so far (resumed ones included)
     std::size_t pieces_resumed = 0;         ///< taken from a progress record of an earlier pass
     std::string native_selection = "portable: no native compaction is configured";
+    std::optional<preflight_evidence> preflight;  ///< when a portable history request was planned
+    int counting_calls = 0;                       ///< exact-count requests (not model calls)
     std::optional<std::string> progress_rejected;  ///< the reason an earlier record was refused
 };
 
 /// `{"method", "failure"?, "elapsedMs", "calls", "usage": {input, output, cacheRead, cacheWrite,
-/// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?}`.
+/// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?,
+/// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?}`.
 boost::json::object to_json(const compaction_evidence& e);
 
 /// Every compaction that was attempted ends with this event, committed or not.

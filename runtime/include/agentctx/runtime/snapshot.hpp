@@ -4,6 +4,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
+#include <agentctx/providers/native_compaction.hpp>
 #include <agentctx/runtime/append_list.hpp>
 
 #include <cstdint>
@@ -27,6 +28,11 @@ struct snapshot
     /// a host puts in its request's system prompt and tool list.
     std::shared_ptr<const compaction::message> system;
     std::int64_t system_tokens = 0;
+    /// The latest compaction's native state (`details.agentctx.native`), revalidated when the
+    /// snapshot was built (load, resume, commit, branch); null without one or when it is invalid,
+    /// and then request views send the portable summary. Pass it to to_wire_messages /
+    /// to_responses_input.
+    std::shared_ptr<const providers::native_replay> native;
     bool has_edits = false;  ///< a context_edit is among the projected entries  ///< estimate of `system`, counted once in the pure estimate
 
     std::int64_t total_estimate = 0;              ///< Σ estimates of all non-system messages

@@ -1,0 +1,516 @@
+// Native compaction and exact counting in the session, against the loopback fakes: commit, replay,
+// fallback with native_selection, the oversized preflight, and counted portable bounds.
+#include <agentctx/compaction/session_log.hpp>
+#include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include "fake_provider_server.hpp"
+#include "long_session.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace agentctx;
+using namespace agentctx::runtime;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using boost::system::error_code;
+using providers::wire_format;
+
+namespace {
+
+std::vector<json::object> lines_of(const std::string& text)
+{
+    std::vector<json::object> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty())
+            out.push_back(json::parse(l).as_object());
+    return out;
+}
+
+json::object last_compaction(const std::string& text)
+{
+    json::object found;
+    for (auto& o : lines_of(text))
+        if (o.at("type") == "compaction")
+            found = std::move(o);
+    return found;
+}
+
+test::fake_provider_server::responder fixed(std::string body, int status = 200)
+{
+    return [body, status](const test::recorded_request&) {
+        test::scripted_response r;
+        r.status = status;
+        r.body = body;
+        return r;
+    };
+}
+
+class native_session_test : public ::testing::Test
+{
+protected:
+    void SetUp() override { write_session(40, 3000); }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // `turns` numbered turns of ~3.3 * pad characters: 40 x 3000 is ~100k estimated tokens.
+    void write_session(std::size_t turns, std::size_t pad, const std::string& extra_user_text = {})
+    {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("agentctx-native-" + std::to_string(::getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        path_ = dir_ / "s.jsonl";
+        std::string text = test::long_session(turns, pad);
+        if (!extra_user_text.empty())
+        {
+            // Put the text into the first user message (a secret in the summarized range).
+            const auto at = text.find("MARK-000 ");
+            text.insert(at + 9, extra_user_text + " ");
+        }
+        std::ofstream(path_, std::ios::binary) << text;
+    }
+
+    providers::provider_config provider(wire_format f, providers::native_mode native = providers::native_mode::on,
+                                        bool counting = false)
+    {
+        providers::provider_config c;
+        c.format = f;
+        c.name = f == wire_format::openai ? "openai" : "anthropic";
+        c.base_url = server_.base_url() + (f == wire_format::openai ? "/v1" : "");
+        c.model = "summary-model";
+        c.api_key = "sk-test";
+        c.stream = false;
+        c.max_retries = 0;
+        c.native = native;
+        c.exact_counting = counting;
+        return c;
+    }
+
+    session_config config(const providers::provider_config& p, std::int64_t window = 200000)
+    {
+        session_config c;
+        c.settings.keep_recent_tokens = 3000;
+        c.model = {"anthropic", "claude-loop", window, 0};
+        c.summarizer = std::make_shared<providers::http_summarizer>(ioc_.get_executor(), p);
+        return c;
+    }
+
+    std::shared_ptr<session> open(session_config c)
+    {
+        compaction::diagnostics diag;
+        auto store = jsonl_store::open(path_, {}, diag);
+        EXPECT_TRUE(store) << diag.message;
+        auto s = session::open(ioc_.get_executor(), std::move(*store), std::move(c), diag);
+        EXPECT_TRUE(s) << diag.message;
+        (*s)->on_event([this](const session_event& e) {
+            if (const auto* f = std::get_if<compaction_finished_event>(&e))
+                finished_.push_back(f->evidence);
+        });
+        return *s;
+    }
+
+    template <class Pred>
+    void run_until(Pred done)
+    {
+        ioc_.restart();
+        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!done() && std::chrono::steady_clock::now() < limit)
+            ioc_.run_one_for(std::chrono::milliseconds(20));
+        ASSERT_TRUE(done()) << "timed out";
+    }
+
+    std::pair<error_code, compaction_outcome> compact(session& s)
+    {
+        bool done = false;
+        std::pair<error_code, compaction_outcome> r;
+        s.async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+            done = true;
+            r = {ec, std::move(o)};
+        });
+        run_until([&] { return done; });
+        return r;
+    }
+
+    void append_turn(session& s, const std::string& text)
+    {
+        for (const auto& m : {json::object{{"role", "user"}, {"content", text}, {"timestamp", 1}},
+                              json::object{{"role", "assistant"},
+                                           {"content", json::array{json::object{{"type", "text"}, {"text", "ok " + text}}}},
+                                           {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-loop"},
+                                           {"stopReason", "stop"}, {"timestamp", 2}}})
+        {
+            bool done = false;
+            s.async_append({{"type", "message"}, {"message", m}}, [&](error_code ec, std::string) {
+                EXPECT_FALSE(ec) << ec.message();
+                done = true;
+            });
+            run_until([&] { return done; });
+        }
+    }
+
+    // Closes and releases the session, so its file lock is free for the next open.
+    void close(std::shared_ptr<session>& s)
+    {
+        s->close();
+        s.reset();
+        ioc_.restart();
+        ioc_.poll();
+    }
+
+    std::vector<test::recorded_request> requests_to(const std::string& suffix) const
+    {
+        std::vector<test::recorded_request> out;
+        for (const auto& r : server_.requests())
+            if (r.target.ends_with(suffix))
+                out.push_back(r);
+        return out;
+    }
+
+    std::string file() const { return test::read_text(path_); }
+
+    // Summary requests of the history (a split turn's prefix request is `# Conversation`).
+    std::size_t history_requests() const
+    {
+        std::size_t n = 0;
+        for (const auto& r : requests_to("/chat/completions"))
+            n += r.body.find("<conversation>") != std::string::npos;
+        return n;
+    }
+
+    asio::io_context ioc_;
+    test::fake_provider_server server_;
+    fs::path dir_, path_;
+    std::vector<compaction_evidence> finished_;
+};
+
+}  // namespace
+
+TEST_F(native_session_test, anthropic_native_commits_the_block_and_replays_it_in_the_next_request)
+{
+    const auto block = test::anthropic_compaction_block("## Goal\nNative note.", "ENC-1");
+    server_.route("/v1/messages", fixed(test::anthropic_compaction_body({block})));
+    auto s = open(config(provider(wire_format::anthropic)));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << ec.message() << " " << out.message;
+    ASSERT_TRUE(out.compacted);
+
+    const auto sent = requests_to("/v1/messages");
+    ASSERT_EQ(sent.size(), 1u);  // one native request, no portable summary
+    const auto body = json::parse(sent[0].body).as_object();
+    EXPECT_EQ(body.at("model"), "claude-loop");  // the loop's model, not the summarizer's
+    EXPECT_EQ(sent[0].header("anthropic-beta"), "compact-2026-01-12");
+    EXPECT_EQ(body.at("context_management").at("edits").at(0).at("type"), "compact_20260112");
+    EXPECT_NE(json::serialize(body.at("messages").at(0)).find("MARK-000"), std::string::npos);
+
+    const auto entry = last_compaction(file());
+    EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nNative note."));
+    const auto& ours = entry.at("details").at("agentctx").as_object();
+    EXPECT_EQ(ours.at("native"), json::parse(R"({"provider":"anthropic","model":"claude-loop","block":)" + block + "}"));
+    EXPECT_EQ(ours.at("evidence").at("method"), "native");
+    EXPECT_TRUE(ours.at("evidence").at("nativeSelection").as_string().starts_with("native: ")) << ours.at("evidence");
+    EXPECT_EQ(ours.at("evidence").at("usage").at("input"), 61000);  // the compaction pass
+    ASSERT_EQ(finished_.size(), 1u);
+    EXPECT_EQ(finished_[0].method, "native");
+
+    // The host's next request: the block first, then the kept messages.
+    const auto snap = s->current();
+    ASSERT_TRUE(snap->native);
+    EXPECT_EQ(snap->native->entry_id, entry.at("id").as_string());
+    const auto ctx = s->context();
+    const auto msgs = providers::to_wire_messages(wire_format::anthropic, ctx, snap->native.get());
+    // The cut kept the end of turn 38 (its assistant answer), which joins the block's assistant turn.
+    EXPECT_EQ(msgs[0].at("role"), "assistant");
+    EXPECT_EQ(msgs[0].at("content").at(0), json::parse(block));
+    EXPECT_NE(json::serialize(msgs[0].at("content").at(1)).find("answer 38"), std::string::npos);
+    EXPECT_NE(json::serialize(msgs[1]).find("MARK-039"), std::string::npos);
+    EXPECT_EQ(json::serialize(msgs).find("compacted into the following summary"), std::string::npos)
+        << "the portable summary is not sent";
+    EXPECT_NE(json::serialize(providers::to_wire_messages(wire_format::anthropic, ctx)).find("compacted into the following summary"),
+              std::string::npos);
+
+    // Resume: the state is revalidated from the file and replays the same way.
+    close(s);
+    auto again = open(config(provider(wire_format::anthropic)));
+    ASSERT_TRUE(again->current()->native);
+    EXPECT_EQ(providers::to_wire_messages(wire_format::anthropic, again->context(), again->current()->native.get()), msgs);
+
+    // The next native compaction sends the previous block back first.
+    for (int i = 0; i < 30; ++i)
+        append_turn(*again, "MORE-" + std::to_string(i) + " " + std::string(8000, 'm'));
+    server_.route("/v1/messages", fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nSecond.", "ENC-2")})));
+    auto [ec2, out2] = compact(*again);
+    ASSERT_FALSE(ec2) << out2.message;
+    const auto second = requests_to("/v1/messages");
+    ASSERT_EQ(second.size(), 2u);
+    const auto next = json::parse(second[1].body);
+    const auto& first_msg = next.at("messages").at(0);
+    EXPECT_EQ(first_msg.at("role"), "assistant");
+    EXPECT_EQ(first_msg.at("content").at(0), json::parse(block));
+    EXPECT_EQ(json::serialize(next).find("compacted into the following summary"), std::string::npos);
+}
+
+TEST_F(native_session_test, openai_native_keeps_the_output_and_commits_a_portable_note)
+{
+    const auto item = test::openai_compaction_item("ENC-OAI");
+    const auto compact_body = test::openai_compact_body({"MARK-000 user text"}, {item});
+    server_.route("/v1/responses/compact", fixed(compact_body));
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto s = open(config(provider(wire_format::openai)));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    ASSERT_EQ(requests_to("/responses/compact").size(), 1u);
+    // The cut splits turn 38: the note is a history summary and a turn-prefix summary.
+    ASSERT_EQ(requests_to("/chat/completions").size(), 2u);
+    const auto input = json::parse(requests_to("/responses/compact")[0].body).at("input").as_array();
+    EXPECT_NE(json::serialize(input.at(0)).find("MARK-000"), std::string::npos);
+
+    const auto entry = last_compaction(file());
+    EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nPortable note."));
+    const auto& ours = entry.at("details").at("agentctx").as_object();
+    EXPECT_EQ(ours.at("native").at("output"), json::parse(compact_body).at("output"));  // unchanged
+    EXPECT_EQ(ours.at("evidence").at("method"), "native");
+    EXPECT_EQ(ours.at("evidence").at("calls"), 3);
+    // Usage: the compact call's (64000 in, 1000 of it cached) and each note request's (100 in, 40 cached).
+    EXPECT_EQ(ours.at("evidence").at("usage").at("input"), 63000 + 2 * 60);
+    EXPECT_EQ(ours.at("evidence").at("usage").at("cacheRead"), 1000 + 2 * 40);
+    EXPECT_EQ(entry.at("usage").at("input"), 63000 + 2 * 60);  // the entry's own usage includes the compact call
+
+    const auto snap = s->current();
+    ASSERT_TRUE(snap->native);
+    const auto replay = providers::to_responses_input(s->context(), snap->native.get());
+    const auto parsed = json::parse(compact_body);
+    const auto& output = parsed.at("output").as_array();
+    for (std::size_t i = 0; i < output.size(); ++i)
+        EXPECT_EQ(replay.at(i), output[i]);
+    EXPECT_EQ(replay.size() > output.size(), true);
+    // Chat Completions cannot take the item: the portable note goes there.
+    EXPECT_NE(json::serialize(providers::to_wire_messages(wire_format::openai, s->context(), snap->native.get()))
+                  .find("Portable note"),
+              std::string::npos);
+
+    // The next compaction sends the stored output back first.
+    for (int i = 0; i < 30; ++i)
+        append_turn(*s, "MORE-" + std::to_string(i) + " " + std::string(8000, 'm'));
+    auto [ec2, out2] = compact(*s);
+    ASSERT_FALSE(ec2) << out2.message;
+    const auto again = requests_to("/responses/compact");
+    ASSERT_EQ(again.size(), 2u);
+    const auto next_input = json::parse(again[1].body).at("input").as_array();
+    for (std::size_t i = 0; i < output.size(); ++i)
+        EXPECT_EQ(next_input.at(i), output[i]);
+}
+
+TEST_F(native_session_test, an_invalid_or_failed_native_reply_falls_back_to_portable_and_says_why)
+{
+    struct bad_case
+    {
+        wire_format format;
+        std::string body;
+        int status;
+        std::string why;
+    };
+    const std::vector<bad_case> cases{
+        {wire_format::anthropic, test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}), 200,
+         "content is null"},
+        {wire_format::anthropic, test::anthropic_compaction_body({R"({"type":"text","text":"hi"})"}), 200,
+         "0 compaction blocks"},
+        {wire_format::anthropic,
+         test::anthropic_compaction_body({test::anthropic_compaction_block("a", "E"), test::anthropic_compaction_block("b", "F")}),
+         200, "2 compaction blocks"},
+        {wire_format::openai, test::openai_compact_body({"u"}, {}), 200, "0 compaction items"},
+        {wire_format::openai, R"({"error":{"type":"invalid_request_error","code":"unsupported"}})", 400, "rejected"},
+    };
+    for (const auto& c : cases)
+    {
+        SCOPED_TRACE(c.why);
+        write_session(40, 3000);
+        test::fake_provider_server server;
+        const bool anthropic = c.format == wire_format::anthropic;
+        const std::string native_path = anthropic ? "/v1/messages" : "/v1/responses/compact";
+        std::size_t native_calls = 0;
+        server.route(native_path, [&](const test::recorded_request& r) {
+            test::scripted_response rsp;
+            // The native request carries the edit; the portable summary request does not.
+            if (!anthropic || r.body.find("compact_20260112") != std::string::npos)
+            {
+                ++native_calls;
+                rsp.status = c.status;
+                rsp.body = c.body;
+            }
+            else
+                rsp.body = test::anthropic_body("## Goal\nPortable fallback.");
+            return rsp;
+        });
+        server.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable fallback.")));
+        auto p = provider(c.format);
+        p.base_url = server.base_url() + (anthropic ? "" : "/v1");
+        finished_.clear();
+        auto s = open(config(p));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        EXPECT_EQ(native_calls, 1u);
+        const auto entry = last_compaction(file());
+        EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nPortable fallback."));
+        const auto& ours = entry.at("details").at("agentctx").as_object();
+        EXPECT_FALSE(ours.contains("native"));
+        EXPECT_EQ(ours.at("evidence").at("method"), "single");
+        const std::string selection(ours.at("evidence").at("nativeSelection").as_string());
+        EXPECT_TRUE(selection.starts_with("portable: native compaction failed")) << selection;
+        EXPECT_NE(selection.find(c.why), std::string::npos) << selection;
+        EXPECT_FALSE(s->current()->native);
+        close(s);
+    }
+}
+
+TEST_F(native_session_test, an_oversized_window_never_sends_a_native_request)
+{
+    std::size_t native_calls = 0;
+    server_.route("/v1/responses/compact", [&](const test::recorded_request&) {
+        ++native_calls;
+        test::scripted_response r;
+        r.body = test::openai_compact_body({}, {test::openai_compaction_item("E")});
+        return r;
+    });
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nRecovered piecewise.")));
+    // A 60k window: one request may carry 60000 - 16384 tokens; the window is ~70k.
+    auto s = open(config(provider(wire_format::openai), 60000));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    EXPECT_EQ(native_calls, 0u);
+    const auto entry = last_compaction(file());
+    const auto& ev = entry.at("details").at("agentctx").at("evidence").as_object();
+    EXPECT_EQ(ev.at("method"), "piecewise");
+    const std::string selection(ev.at("nativeSelection").as_string());
+    EXPECT_NE(selection.find("native compaction is never split"), std::string::npos) << selection;
+    EXPECT_GT(requests_to("/chat/completions").size(), 1u);
+}
+
+TEST_F(native_session_test, small_windows_and_windows_with_secrets_stay_portable)
+{
+    server_.route("/v1/messages", [](const test::recorded_request& r) {
+        EXPECT_EQ(r.body.find("compact_20260112"), std::string::npos) << "no native request expected";
+        test::scripted_response rsp;
+        rsp.body = test::anthropic_body("## Goal\nPortable.");
+        return rsp;
+    });
+    write_session(30, 300);  // ~8k tokens: under Anthropic's 50000 minimum
+    {
+        auto s = open(config(provider(wire_format::anthropic)));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        const std::string selection(last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
+        EXPECT_NE(selection.find("under the provider's minimum for native compaction (50000 tokens)"), std::string::npos)
+            << selection;
+        close(s);
+    }
+    write_session(40, 3000, "AKIAABCDEFGHIJKLMNOP");
+    {
+        auto s = open(config(provider(wire_format::anthropic)));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        const auto entry = last_compaction(file());
+        const std::string selection(entry.at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
+        EXPECT_NE(selection.find("1 secret(s) that native compaction would send unredacted"), std::string::npos)
+            << selection;
+        close(s);
+    }
+    auto off = provider(wire_format::anthropic, providers::native_mode::off);
+    write_session(40, 3000);
+    auto s = open(config(off));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    const std::string selection(last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
+    EXPECT_EQ(selection, "portable: anthropic:summary-model offers no native compaction");
+}
+
+TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
+{
+    // ~60 KB of history in a 20k window: over the conservative bound (60% at 3 bytes per token,
+    // 36 KB), so the estimate alone goes piecewise.
+    write_session(30, 800);
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nCounted note.")));
+    std::int64_t answer = 9000;  // fits: 9000 + 4096..32000 headroom <= 20000 only with a small output cap
+    server_.route("/v1/responses/input_tokens", [&](const test::recorded_request&) {
+        test::scripted_response r;
+        r.body = test::openai_count_body(answer);
+        return r;
+    });
+    auto cfg = [&](bool counting) {
+        auto c = config(provider(wire_format::openai, providers::native_mode::off, counting), 20000);
+        c.model.max_output_tokens = 4096;
+        c.settings.keep_recent_tokens = 1000;
+        return c;
+    };
+    {
+        auto s = open(cfg(false));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        EXPECT_EQ(finished_.back().method, "piecewise");
+        EXPECT_EQ(finished_.back().preflight->method, "estimate");
+        close(s);
+    }
+    write_session(30, 800);
+    const auto before = history_requests();
+    {
+        auto s = open(cfg(true));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        EXPECT_EQ(requests_to("/responses/input_tokens").size(), 1u);
+        EXPECT_EQ(history_requests() - before, 1u);  // the count says it fits: one history request
+        const auto& ev = finished_.back();
+        EXPECT_EQ(ev.method, "single");
+        ASSERT_TRUE(ev.preflight);
+        EXPECT_EQ(ev.preflight->method, "count");
+        EXPECT_EQ(ev.preflight->input_tokens, 9000);
+        EXPECT_EQ(ev.preflight->fits, true);
+        EXPECT_EQ(ev.counting_calls, 1);
+        const auto entry = last_compaction(file());
+        const auto& json_ev = entry.at("details").at("agentctx").at("evidence");
+        EXPECT_EQ(json_ev.at("preflight"), json::parse(R"({"method":"count","inputTokens":9000,"fits":true})"));
+        close(s);
+    }
+    // A count over the window: pieces measured by the count's bytes per token.
+    write_session(30, 800);
+    answer = 40000;
+    const auto before2 = history_requests();
+    {
+        auto s = open(cfg(true));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        const auto& ev = finished_.back();
+        EXPECT_EQ(ev.method, "piecewise");
+        EXPECT_EQ(ev.preflight->fits, false);
+        EXPECT_EQ(history_requests() - before2, ev.pieces_total);
+        EXPECT_GT(ev.pieces_total, 2u);
+        close(s);
+    }
+    // A failing count: the estimate decides, and says so.
+    write_session(30, 800);
+    test::fake_provider_server broken;
+    broken.route("/v1/responses/input_tokens", fixed(R"({"error":{"type":"server_error"}})", 500));
+    broken.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nEstimated.")));
+    auto p = provider(wire_format::openai, providers::native_mode::off, true);
+    p.base_url = broken.base_url() + "/v1";
+    auto c = config(p, 20000);
+    c.model.max_output_tokens = 4096;
+    c.settings.keep_recent_tokens = 1000;
+    auto s = open(std::move(c));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    const auto& ev = finished_.back();
+    EXPECT_EQ(ev.preflight->method, "estimate");
+    EXPECT_NE(ev.preflight->note.find("the count failed"), std::string::npos) << ev.preflight->note;
+    EXPECT_EQ(ev.method, "piecewise");
+}
