@@ -37,6 +37,8 @@ boost::json::object to_json(const compaction_evidence& e)
     }
     if (e.counting_calls > 0)
         out["countingCalls"] = e.counting_calls;
+    if (e.turn_prefix_folded)
+        out["turnPrefixFolded"] = true;
     return out;
 }
 

@@ -169,6 +169,26 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     co_return bound;
 }
 
+void transaction::fold_oversized_turn_prefix(session& s, session::job& j, plan& p)
+{
+    auto& prep = p.prep;
+    if (!prep.is_split_turn || prep.turn_prefix_messages.empty())
+        return;
+    const std::size_t limit =
+        portable_source_limit(s.config_.settings.summary_max_source_chars, s.config_.model.context_window);
+    const std::size_t chars = source_chars(prep.turn_prefix_messages);
+    if (limit == 0 || chars <= limit)
+        return;
+    prep.messages_to_summarize.insert(prep.messages_to_summarize.end(), prep.turn_prefix_messages.begin(),
+                                      prep.turn_prefix_messages.end());
+    prep.turn_prefix_messages.clear();
+    prep.is_split_turn = false;
+    j.evidence.turn_prefix_folded = true;
+    s.logger_->info("compaction: the split turn's prefix ({} bytes) is over the portable bound ({}); it is "
+                    "summarized with the history",
+                    chars, limit);
+}
+
 transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session& s, session::job& j,
                                                                                      const plan& p,
                                                                                      const portable_bound& bound)

@@ -89,6 +89,7 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     auto p = plan_compaction(s, j);
     if (!p)
         co_return p.error();
+    fold_oversized_turn_prefix(s, j, *p);
     // 1b. A shared store: hold the session's lease before anything is summarized or written.
     auto lease = co_await take_lease(s, j);
     if (!lease)

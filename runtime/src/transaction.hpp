@@ -136,6 +136,9 @@ private:
     // piecewise (and from which progress), the pieces in order with the running note, and each
     // accepted piece's persistence.
     static boost::asio::awaitable<step<portable_bound>> preflight(session& s, session::job& j, const plan& p);
+    /// A split turn whose prefix alone is over the portable bound: the prefix joins the history
+    /// (summarized in pieces like it), so no request carries more than the bound.
+    static void fold_oversized_turn_prefix(session& s, session::job& j, plan& p);
     static step<std::optional<piece_run>> choose_pieces(session& s, session::job& j, const plan& p,
                                                         const portable_bound& bound);
     static boost::asio::awaitable<step<compaction::summary_output>> summarize_pieces(

@@ -369,3 +369,55 @@ TEST_F(piecewise_test, persist_callback_errors_throws_and_cancellation)
     EXPECT_EQ(run_with(complete(asio::error::operation_aborted, false)), make_error_code(errc::cancelled));
     EXPECT_EQ(summarizer_->calls(), 4u);  // one piece per attempt, never a second
 }
+
+TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_the_history_in_pieces)
+{
+    // One human turn of 40 tool rounds: the cut falls inside it, and its prefix alone is ~10x the bound.
+    test::session_text t;
+    t.user("u0", test::turn_marker(0) + " run the whole migration");
+    for (int i = 0; i < 40; ++i)
+    {
+        const std::string n = std::to_string(i);
+        t.tool_call("c" + n, "call" + n, "bash", {{"command", "step " + n}})
+            .tool_result("r" + n, "call" + n, "bash", "ROUND-" + n + " " + std::string(400, 'x'));
+    }
+    t.assistant("fin", "migration done", 9000);
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << t.text;
+    auto c = config();
+    c.settings.keep_recent_tokens = 300;
+    auto s = open(std::move(c));
+    const auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    ASSERT_EQ(finished_.size(), 1u);
+    EXPECT_TRUE(finished_[0].turn_prefix_folded);
+    EXPECT_EQ(finished_[0].method, "piecewise");
+    const auto prompts = summarizer_->prompts();
+    ASSERT_GT(prompts.size(), 5u);
+    for (const auto& p : prompts)
+    {
+        const auto a = p.prompt.find("<conversation>\n"), b = p.prompt.find("\n</conversation>");
+        ASSERT_NE(a, std::string::npos) << "every request is a history piece (no separate turn-prefix request)";
+        EXPECT_LE(b - a - 15, 2000u);
+    }
+    // Each summarized round in exactly one request, with its call.
+    std::size_t summarized = 0;
+    for (int i = 0; i < 40; ++i)
+    {
+        std::size_t in = 0;
+        for (const auto& p : prompts)
+        {
+            const bool result = p.prompt.find("ROUND-" + std::to_string(i) + " ") != std::string::npos;
+            in += result;
+            if (result)
+            {
+                EXPECT_NE(p.prompt.find("step " + std::to_string(i) + "\""), std::string::npos) << "round " << i << " split";
+            }
+        }
+        EXPECT_LE(in, 1u);
+        summarized += in;
+    }
+    EXPECT_GT(summarized, 30u);
+    const auto entry = lines_of(file()).back();
+    EXPECT_EQ(entry.at("type"), "compaction");
+    EXPECT_EQ(entry.at("details").at("agentctx").at("evidence").at("turnPrefixFolded"), true);
+}

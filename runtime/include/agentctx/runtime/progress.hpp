@@ -49,12 +49,13 @@ struct compaction_evidence
     std::string native_selection = "portable: no native compaction is configured";
     std::optional<preflight_evidence> preflight;  ///< when a portable history request was planned
     int counting_calls = 0;                       ///< exact-count requests (not model calls)
+    bool turn_prefix_folded = false;  ///< a split turn's prefix over the bound was summarized with the history
     std::optional<std::string> progress_rejected;  ///< the reason an earlier record was refused
 };
 
 /// `{"method", "failure"?, "elapsedMs", "calls", "usage": {input, output, cacheRead, cacheWrite,
 /// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?,
-/// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?}`.
+/// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?, "turnPrefixFolded"?}`.
 boost::json::object to_json(const compaction_evidence& e);
 
 /// Every compaction that was attempted ends with this event, committed or not.
