@@ -199,12 +199,26 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
     const std::size_t limit = bound.limit;
     const auto base = previous_compaction_id(p.path);
 
+    // The newest progress in the file; else the copy the host kept (persist_checkpoint) and
+    // handed back after a restart.
+    progress_reason why{};
+    diagnostics diag;
+    std::optional<compaction::result<progress_record>> found;
+    std::string from;
     if (const entry* e = latest_progress(p.path))
     {
-        progress_reason why{};
-        diagnostics diag;
         const auto* data = e->raw.if_contains("data");
-        auto r = parse_progress(data ? *data : boost::json::value(nullptr), why, diag);
+        found.emplace(parse_progress(data ? *data : boost::json::value(nullptr), why, diag));
+        from = "progress entry " + e->id;
+    }
+    else if (s.config_.saved_progress)
+    {
+        found.emplace(*s.config_.saved_progress);
+        from = "the host's saved progress";
+    }
+    if (found)
+    {
+        auto& r = *found;
         if (r)
         {
             const progress_context now{prefix, base, checkpoint_identity_of(s.config_), config_digest_of(s.config_)};
@@ -219,12 +233,11 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
             j.evidence.pieces_resumed = done;
             j.evidence.pieces_completed = done;
             j.evidence.pieces_total = done + run.pieces.size();
-            s.logger_->info("compaction resumes progress entry {}: {} of {} pieces done", e->id, done,
-                            j.evidence.pieces_total);
+            s.logger_->info("compaction resumes {}: {} of {} pieces done", from, done, j.evidence.pieces_total);
             return std::optional<piece_run>(std::move(run));
         }
         j.evidence.progress_rejected = std::string(to_string(why));
-        s.logger_->warn("compaction progress entry {} rejected ({}): {}", e->id, to_string(why), diag.message);
+        s.logger_->warn("compaction {} rejected ({}): {}", from, to_string(why), diag.message);
     }
 
     if (limit == 0 || source_chars(prefix) <= limit)

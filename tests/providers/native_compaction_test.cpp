@@ -522,3 +522,35 @@ TEST_F(native_fake_test, anthropic_auto_asks_the_models_api_once_per_model)
     EXPECT_FALSE(none.capabilities().native_compaction);
     EXPECT_EQ(compact(none).first, make_error_code(errc::not_supported));
 }
+
+TEST_F(native_fake_test, truncated_streams_resets_and_bad_counts_are_reported_as_such)
+{
+    // A compaction stream that stops before message_stop: transient, retried, then reported.
+    auto chunks = test::anthropic_compaction_stream("## Goal\nCut.", "E");
+    chunks.pop_back();
+    server_.route("/v1/messages", [chunks](const test::recorded_request&) {
+        test::scripted_response r;
+        r.chunks = chunks;
+        return r;
+    });
+    auto s = make(wire_format::anthropic, true);
+    auto [ec, r] = compact(*s);
+    EXPECT_EQ(ec, make_error_code(errc::transient));
+    EXPECT_NE(r.failure_detail.find("ended before the compaction was complete"), std::string::npos) << r.failure_detail;
+    EXPECT_EQ(requests_to("/v1/messages"), 3u);  // max_retries 2
+
+    // A connection reset in the middle of the body, and a count reply of the wrong shape.
+    test::fake_provider_server other;
+    other.route("/v1/responses/compact", [](const test::recorded_request&) {
+        test::scripted_response r;
+        r.body = test::openai_compact_body({"u"}, {test::openai_compaction_item("E")});
+        r.reset_after = 20;
+        return r;
+    });
+    other.route("/v1/responses/input_tokens", fixed(R"({"object":"response","input_tokens":5})"));
+    auto c = config(wire_format::openai, other.base_url());
+    c.max_retries = 0;
+    http_summarizer o(ioc_.get_executor(), c);
+    EXPECT_EQ(compact(o).first, make_error_code(errc::transient));
+    EXPECT_EQ(count(o).first, make_error_code(errc::malformed_response));
+}

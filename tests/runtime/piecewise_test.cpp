@@ -421,3 +421,56 @@ TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_th
     EXPECT_EQ(entry.at("type"), "compaction");
     EXPECT_EQ(entry.at("details").at("agentctx").at("evidence").at("turnPrefixFolded"), true);
 }
+
+TEST_F(piecewise_test, progress_the_host_kept_resumes_after_a_restart_without_the_file_holding_it)
+{
+    std::vector<compaction::progress_record> kept;
+    auto host_config = [&](std::int64_t max_calls) {
+        auto c = config(max_calls);
+        c.progress_in_session = false;
+        c.persist_checkpoint = [this, &kept](const compaction::progress_record& r, progress_position,
+                                             asio::any_completion_handler<persist_checkpoint_signature> h) {
+            kept.push_back(r);
+            asio::post(ioc_.get_executor(), asio::append(std::move(h), error_code{}, true));
+        };
+        return c;
+    };
+    const auto before = file();
+    {
+        auto s = open(host_config(4));
+        EXPECT_EQ(compact(*s).first, make_error_code(errc::summary_call_limit));
+        s->close();
+        s.reset();
+        drain();
+    }
+    EXPECT_EQ(file(), before);  // nothing in the file: the host holds the pieces
+    ASSERT_EQ(kept.size(), 4u);
+    EXPECT_EQ(kept.back().completed, 4u);
+
+    // A restart: the host hands its newest piece back; 7 pieces remain, none repeated.
+    auto c = host_config(0);
+    c.saved_progress = kept.back();
+    auto s = open(std::move(c));
+    const auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    EXPECT_EQ(summarizer_->calls(), 11u);
+    ASSERT_EQ(finished_.size(), 2u);
+    EXPECT_EQ(finished_[1].pieces_resumed, 4u);
+    EXPECT_EQ(finished_[1].calls, 7);
+    EXPECT_NE(summarizer_->prompts()[4].prompt.find("<previous-summary>\n## Goal\nnote-4 "), std::string::npos);
+    s->close();
+    s.reset();
+    drain();
+
+    // Saved progress of another history is refused with its reason and the pass starts over.
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << before;
+    auto stale = kept.back();
+    stale.covered.sha256 = std::string(64, '0');
+    auto c2 = host_config(0);
+    c2.saved_progress = stale;
+    auto s2 = open(std::move(c2));
+    ASSERT_FALSE(compact(*s2).first);
+    ASSERT_EQ(finished_.size(), 3u);
+    EXPECT_EQ(finished_[2].progress_rejected, "replaced");
+    EXPECT_EQ(finished_[2].pieces_resumed, 0u);
+}

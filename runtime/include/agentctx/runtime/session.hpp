@@ -70,6 +70,10 @@ struct session_config
     /// Also keep each completed piece in the session file, as a `custom` entry of customType
     /// `agentctx.compaction_progress` (Pi ignores it in context); a later pass resumes from it.
     bool progress_in_session = true;
+    /// A piece the host kept through persist_checkpoint in an earlier process, handed back: the
+    /// next compaction resumes from it like from a progress entry (checked the same way; a
+    /// refusal is named in `progressRejected`) when the file holds no newer progress entry.
+    std::optional<compaction::progress_record> saved_progress;
 };
 
 /// What a trigger or a compaction did.
