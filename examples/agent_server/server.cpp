@@ -9,6 +9,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
+#include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
@@ -135,6 +136,7 @@ json::object error_body(std::string_view code, std::string_view message)
 // "/v1/sessions/x/events" -> {"v1", "sessions", "x", "events"}.
 std::vector<std::string> split_target(std::string_view target)
 {
+    target = target.substr(0, target.find('?'));  // the query is read by the route that takes one
     std::vector<std::string> parts;
     for (std::size_t p = 1; p <= target.size();)
     {
@@ -145,6 +147,25 @@ std::vector<std::string> split_target(std::string_view target)
         p = slash + 1;
     }
     return parts;
+}
+
+// The value of `name` in the target's query string ("" when absent; no percent-decoding: the
+// values taken are plain words).
+std::string query_param(std::string_view target, std::string_view name)
+{
+    const auto q = target.find('?');
+    if (q == std::string_view::npos)
+        return {};
+    for (std::string_view rest = target.substr(q + 1); !rest.empty();)
+    {
+        const auto amp = rest.find('&');
+        const auto pair = rest.substr(0, amp);
+        const auto eq = pair.find('=');
+        if (pair.substr(0, eq) == name)
+            return std::string(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    }
+    return {};
 }
 
 // What a client may learn about a failure to open or create a session: store diagnostics name
@@ -797,17 +818,33 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         }
         if (action == "context" && req.method() == http::verb::get)
         {
+            const auto wire = query_param(req.target(), "wire");
+            if (!wire.empty() && wire != "anthropic" && wire != "openai" && wire != "responses")
+                co_return reply(req, http::status::bad_request,
+                                error_body("invalid_request", "wire must be anthropic, openai or responses"));
             const auto snap = session.current();
             json::array msgs;
             // What the next request carries: unresolved tool calls answered (unresolved_calls.hpp).
-            for (const auto& m : compaction::with_unknown_outcomes(snap->messages.to_vector()))
+            const auto ctx = compaction::with_unknown_outcomes(snap->messages.to_vector());
+            for (const auto& m : ctx)
                 msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
                                             {"entryId", m.entry_id},
                                             {"tokens", compaction::estimate_tokens(*m.msg)}});
-            co_return reply(req, http::status::ok,
-                            json::object{{"leafId", snap->leaf_id ? json::value(*snap->leaf_id) : json::value(nullptr)},
-                                         {"estimatedTokens", snap->context_tokens()},
-                                         {"messages", std::move(msgs)}});
+            json::object out{{"leafId", snap->leaf_id ? json::value(*snap->leaf_id) : json::value(nullptr)},
+                             {"estimatedTokens", snap->context_tokens()},
+                             {"messages", std::move(msgs)}};
+            const auto* native = snap->native.get();
+            if (native)
+                out["native"] = json::object{
+                    {"provider", native->state.format == providers::wire_format::anthropic ? "anthropic" : "openai"},
+                    {"entryId", native->entry_id}};
+            // The request body's messages / input, the native state sent back where it applies.
+            if (wire == "responses")
+                out["wire"] = providers::to_responses_input(ctx, native);
+            else if (!wire.empty())
+                out["wire"] = providers::to_wire_messages(
+                    wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native);
+            co_return reply(req, http::status::ok, std::move(out));
         }
         co_return reply(req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
     }

@@ -7,6 +7,7 @@
 #include "summarizers.hpp"
 
 #include <agentctx/providers/http_client.hpp>
+#include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -22,6 +23,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -47,6 +49,7 @@
 #include <unistd.h>
 
 using namespace agentctx;
+namespace json = boost::json;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using boost::system::error_code;
@@ -312,6 +315,52 @@ TEST_F(agent_server_test, the_context_answers_an_unresolved_tool_call)
     EXPECT_EQ(msgs[2].at("role"), "toolResult");
     EXPECT_EQ(msgs[2].at("entryId"), call_id);
     EXPECT_EQ(msgs[3].at("role"), "user");
+}
+
+TEST_F(agent_server_test, the_context_renders_request_bodies_with_the_native_state_sent_back)
+{
+    test::fake_provider_server provider;
+    const auto block = test::anthropic_compaction_block("## Goal\nServer native note.", "ENC-S");
+    provider.route("/v1/messages", [block](const test::recorded_request&) {
+        test::scripted_response r;
+        r.body = test::anthropic_compaction_body({block});
+        return r;
+    });
+    start([&provider](asio::any_io_executor ex) {
+        providers::provider_config c;
+        c.format = providers::wire_format::anthropic;
+        c.name = "anthropic";
+        c.base_url = provider.base_url();
+        c.model = "summary-model";
+        c.api_key = "k";
+        c.stream = false;
+        c.native = providers::native_mode::on;
+        return std::make_shared<providers::http_summarizer>(ex, c);
+    });
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    for (int i = 0; i < 14; ++i)  // ~70k tokens: over Anthropic's minimum trigger
+    {
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("turn " + std::to_string(i) + " " + std::string(10000, 'u')))->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(10000, 'a'), 100, 1768467600000.0 + i))->res.status, 201);
+    }
+    const auto plain = sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json();
+    EXPECT_FALSE(plain.as_object().contains("native"));
+    EXPECT_EQ(plain.at("wire").as_array().size(), 28u);
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=gemini")->res.status, 400);
+
+    const auto compacted = sync("POST", "/v1/sessions/" + id + "/compact", "{}");
+    ASSERT_EQ(compacted->res.status, 200) << compacted->res.body;
+    const auto entry = std::string(compacted->json().at("entryId").as_string());
+    const auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json();
+    EXPECT_EQ(ctx.at("native"), json::parse(R"({"provider":"anthropic","entryId":")" + entry + R"("})"));
+    const auto& wire = ctx.at("wire").as_array();
+    EXPECT_EQ(wire.at(0).at("role"), "assistant");
+    EXPECT_EQ(wire.at(0).at("content").at(0), json::parse(block));
+    // Chat Completions and Responses (an Anthropic state): the portable summary.
+    const auto openai = sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json();
+    EXPECT_NE(json::serialize(openai.at("wire").at(0)).find("Server native note."), std::string::npos);
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json().at("wire").at(0).at("role"), "user");
+    EXPECT_NE(file(id).find("\"native\":{\"provider\":\"anthropic\""), std::string::npos);
 }
 
 TEST_F(agent_server_test, automatic_threshold_check_after_an_assistant_message)
