@@ -141,6 +141,23 @@ bool is_event_stream(const http_response& resp)
     return resp.header("content-type").find("text/event-stream") != std::string_view::npos;
 }
 
+// A finished event stream: its error event, an early end (transient: retried), or success.
+template <class Accumulator>
+error_code stream_outcome(const Accumulator& acc, diagnostics& diag, std::string_view what)
+{
+    if (acc.failed())
+    {
+        diag = acc.error_detail();
+        return acc.error();
+    }
+    if (!acc.complete())
+    {
+        diag.message = "the event stream ended before the " + std::string(what) + " was complete";
+        return make_error_code(errc::transient);
+    }
+    return {};
+}
+
 using run_result = std::pair<error_code, compaction::summary_output>;
 
 asio::awaitable<run_result> run(
@@ -171,16 +188,8 @@ asio::awaitable<run_result> run(
     const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
         if (is_event_stream(resp))
         {
-            if (acc->failed())
-            {
-                diag = acc->error_detail();
-                return acc->error();
-            }
-            if (!acc->complete())
-            {
-                diag.message = "the event stream ended before the reply was complete";
-                return make_error_code(errc::transient);
-            }
+            if (auto ec = stream_outcome(*acc, diag, "reply"))
+                return ec;
             reply = acc->reply();
             return {};
         }
@@ -305,16 +314,8 @@ asio::awaitable<native_result> native(
         std::string streamed;
         if (is_event_stream(resp))
         {
-            if (acc->failed())
-            {
-                diag = acc->error_detail();
-                return acc->error();
-            }
-            if (!acc->complete())
-            {
-                diag.message = "the event stream ended before the compaction was complete";
-                return make_error_code(errc::transient);
-            }
+            if (auto ec = stream_outcome(*acc, diag, "compaction"))
+                return ec;
             streamed = acc->body();
         }
         auto r = parse_native_response(cfg.format, streamed.empty() ? std::string_view(resp.body) : streamed, model, diag);

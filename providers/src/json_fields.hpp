@@ -2,13 +2,16 @@
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
+#include <agentctx/providers/wire_format.hpp>
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -80,6 +83,28 @@ inline void anthropic_usage(const json::object& u, compaction::usage& out)
     if (u.contains("output_tokens"))
         out.output = int_of(u, "output_tokens");
     out.total_tokens = sat_add(sat_add(out.input, out.output), sat_add(out.cache_read, out.cache_write));
+}
+
+/// One event of a stream as a JSON object. An event that is not JSON (`malformed_response`) or
+/// an error event (classified like an HTTP error) sets `error` and `diag` and gives nullopt.
+inline std::optional<json::object> event_object(const sse_parser::event& e,
+                                                std::optional<boost::system::error_code>& error,
+                                                diagnostics& diag)
+{
+    boost::system::error_code ec;
+    auto v = json::parse(e.data, ec);
+    if (ec || !v.is_object())
+    {
+        error = make_error_code(errc::malformed_response);
+        diag.message = "an event of the stream is not JSON";
+        return std::nullopt;
+    }
+    if (v.get_object().contains("error") || e.name == "error")
+    {
+        error = classify_error(0, e.data, diag);
+        return std::nullopt;
+    }
+    return std::move(v.get_object());
 }
 
 }  // namespace agentctx::providers::detail

@@ -287,20 +287,10 @@ void native_stream_accumulator::feed(std::string_view chunk)
 
 void native_stream_accumulator::on_event(const sse_parser::event& e)
 {
-    boost::system::error_code ec;
-    auto v = json::parse(e.data, ec);
-    if (ec || !v.is_object())
-    {
-        error_ = make_error_code(errc::malformed_response);
-        error_diag_.message = "an event of the stream is not JSON";
+    auto event = event_object(e, error_, error_diag_);
+    if (!event)
         return;
-    }
-    auto& o = v.get_object();
-    if (o.contains("error") || e.name == "error")
-    {
-        error_ = classify_error(0, e.data, error_diag_);
-        return;
-    }
+    auto& o = *event;
     const std::string type = str_of(o, "type");
     auto block_at = [&]() -> json::object* {
         const auto i = int_of(o, "index");

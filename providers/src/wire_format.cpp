@@ -269,20 +269,10 @@ void stream_accumulator::on_event(const sse_parser::event& e)
         complete_ = true;
         return;
     }
-    boost::system::error_code ec;
-    auto v = json::parse(e.data, ec);
-    if (ec || !v.is_object())
-    {
-        error_ = make_error_code(errc::malformed_response);
-        error_diag_.message = "an event of the stream is not JSON";
+    const auto event = event_object(e, error_, error_diag_);
+    if (!event)
         return;
-    }
-    const auto& o = v.get_object();
-    if (o.contains("error") || e.name == "error")
-    {
-        error_ = classify_error(0, e.data, error_diag_);
-        return;
-    }
+    const auto& o = *event;
     if (format_ == wire_format::openai)
     {
         if (const auto m = str_of(o, "model"); !m.empty())

@@ -3,6 +3,9 @@
 
 #include "session_text.hpp"
 
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +13,7 @@
 #include <sstream>
 
 #include <string>
+#include <vector>
 
 namespace agentctx::test {
 
@@ -48,6 +52,17 @@ inline std::filesystem::path scratch_long_session(const std::string& suite, cons
     std::filesystem::create_directories(dir);
     std::ofstream(dir / name, std::ios::binary) << long_session(turns);
     return dir / name;
+}
+
+/// The JSON objects of a JSONL text, one per non-empty line.
+inline std::vector<boost::json::object> json_lines(const std::string& text)
+{
+    std::vector<boost::json::object> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty())
+            out.push_back(boost::json::parse(l).as_object());
+    return out;
 }
 
 /// A file's bytes.

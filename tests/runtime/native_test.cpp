@@ -31,12 +31,7 @@ namespace {
 
 std::vector<json::object> lines_of(const std::string& text)
 {
-    std::vector<json::object> out;
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (!l.empty())
-            out.push_back(json::parse(l).as_object());
-    return out;
+    return test::json_lines(text);
 }
 
 json::object last_compaction(const std::string& text)

@@ -43,12 +43,7 @@ std::size_t count_of(const std::string& hay, const std::string& needle)
 
 std::vector<json::object> lines_of(const std::string& text)
 {
-    std::vector<json::object> out;
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (!l.empty())
-            out.push_back(json::parse(l).as_object());
-    return out;
+    return test::json_lines(text);
 }
 
 std::vector<json::object> progress_entries(const std::string& text)

@@ -5,6 +5,7 @@
 #include <agentctx/runtime/session.hpp>
 
 #include "scripted_summarizer.hpp"
+#include "long_session.hpp"
 #include "session_text.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -832,12 +833,7 @@ namespace {
 
 std::vector<json::object> lines_of(const std::string& text)
 {
-    std::vector<json::object> out;
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (!l.empty())
-            out.push_back(json::parse(l).as_object());
-    return out;
+    return test::json_lines(text);
 }
 
 }  // namespace
