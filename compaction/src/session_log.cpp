@@ -7,8 +7,13 @@
 #include "line_indexer.hpp"
 
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace agentctx::compaction {
 
@@ -283,12 +288,171 @@ std::string session_log::new_id() const
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// Scanning a line (strict validation plus field capture) is most of a load's CPU and depends on
+// the line alone. For a large feed, a second thread scans the later half of its whole lines
+// while the caller scans the first half; the caller then goes through every line in order as
+// before, taking the scan of a later line from here. Everything else (line numbers, which error
+// comes first, tolerant skips) stays sequential, so the result is the same as scanning inline.
+class prescanner
+{
+public:
+    struct line_scan
+    {
+        const char* at = nullptr;
+        std::size_t size = 0;
+        errc code{};
+        std::string message;
+        detail::line_fields fields;
+    };
+
+    explicit prescanner(std::size_t max_depth) : max_depth_(max_depth), thread_([this] { run(); }) {}
+
+    ~prescanner()
+    {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+    prescanner(const prescanner&) = delete;
+    prescanner& operator=(const prescanner&) = delete;
+
+    // Starts scanning `region`: whole lines, each ending in '\n'. The bytes must stay alive and
+    // unchanged until wait() returns.
+    void start(std::string_view region)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            region_ = region;
+            count_ = 0;
+            cursor_ = 0;
+            busy_ = true;
+        }
+        cancel_.store(false, std::memory_order_relaxed);
+        wake_.notify_all();
+    }
+
+    // Asks the scan to stop early (its results will not be used).
+    void cancel() { cancel_.store(true, std::memory_order_relaxed); }
+
+    void wait()
+    {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [this] { return !busy_; });
+    }
+
+    // The scan of exactly `line`, if the region had it. Only after wait(); lines are asked for
+    // in file order, so a cursor finds them.
+    const line_scan* find(std::string_view line)
+    {
+        while (cursor_ < count_ && results_[cursor_].at < line.data())
+            ++cursor_;
+        if (cursor_ < count_ && results_[cursor_].at == line.data() && results_[cursor_].size == line.size())
+            return &results_[cursor_];
+        return nullptr;
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock lock(mutex_);
+        for (;;)
+        {
+            wake_.wait(lock, [this] { return stop_ || busy_; });
+            if (stop_)
+                return;
+            const std::string_view region = region_;
+            lock.unlock();
+            std::size_t n = 0;
+            try
+            {
+                n = scan(region);
+            }
+            catch (...)
+            {
+                n = 0;  // out of memory: the caller scans these lines itself
+            }
+            lock.lock();
+            count_ = n;
+            busy_ = false;
+            done_.notify_all();
+        }
+    }
+
+    std::size_t scan(std::string_view region)
+    {
+        std::size_t n = 0;
+        std::size_t i = 0;
+        while (i < region.size() && !cancel_.load(std::memory_order_relaxed))
+        {
+            const void* nl = std::memchr(region.data() + i, '\n', region.size() - i);
+            if (!nl)
+                break;
+            const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - region.data());
+            if (n == results_.size())
+                results_.emplace_back();
+            line_scan& r = results_[n];
+            r.at = region.data() + i;
+            r.size = end - i;
+            r.message.clear();
+            r.code = detail::line_indexer::scan(std::string_view(r.at, r.size), max_depth_, r.fields, r.message);
+            ++n;
+            i = end + 1;
+        }
+        return n;
+    }
+
+    std::size_t max_depth_;
+    std::vector<line_scan> results_;  // kept across feeds: their strings keep their capacity
+    std::size_t count_ = 0;
+    std::size_t cursor_ = 0;
+    std::atomic<bool> cancel_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    std::string_view region_;
+    bool busy_ = false;
+    bool stop_ = false;
+    std::thread thread_;  // last: starts once the members above exist
+};
+
+// Feeds at least this large are scanned on two threads.
+constexpr std::size_t parallel_feed_bytes = 128 * 1024;
+// A larger feed is handled in windows of about this size (ending at a newline), which bounds
+// what the second thread holds.
+constexpr std::size_t parallel_window_bytes = 2 * 1024 * 1024;
+
+}  // namespace
+
 struct session_log_builder::impl
 {
     explicit impl(load_options o) : opts(o), indexer(o.max_depth) {}
 
     load_options opts;
     detail::line_indexer indexer;
+    std::unique_ptr<prescanner> pre;  // created by the first large feed on a multi-core machine
+    bool pre_active = false;          // pre holds scans of the current feed's later lines
+    detail::line_fields pre_fields;
+
+    // index() of the line, or the second thread's scan of it.
+    result<const detail::line_fields*> index_line(std::string_view text, diagnostics& d)
+    {
+        if (pre_active)
+            if (const auto* r = pre->find(text))
+            {
+                if (r->code != errc{})
+                {
+                    d.message = r->message;
+                    return r->code;
+                }
+                return &r->fields;
+            }
+        return indexer.index(text, d);
+    }
 
     std::string carry;
     std::uint64_t carry_offset = 0;
@@ -338,7 +502,7 @@ struct session_log_builder::impl
     void header_line(std::string_view text, std::size_t line)
     {
         diagnostics d;
-        auto idx = indexer.index(text, d);  // same validation and error codes as entries
+        auto idx = index_line(text, d);  // same validation and error codes as entries
         if (!idx)
             return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
         boost::system::error_code ec;
@@ -416,7 +580,7 @@ struct session_log_builder::impl
             return header_line(text, n);
 
         diagnostics d;
-        auto idx = indexer.index(text, d);
+        auto idx = index_line(text, d);
         if (!idx)
         {
             if (!terminated)
@@ -505,9 +669,89 @@ struct session_log_builder::impl
 
     void feed(std::string_view bytes)
     {
+        if (bytes.size() < parallel_feed_bytes || !two_cores())
+            return feed_lines(bytes, bytes.size());
+        while (!bytes.empty() && !failed())
+        {
+            // Windows end at a newline, so no line is carried from one to the next.
+            std::size_t n = bytes.size();
+            if (n > parallel_window_bytes + parallel_window_bytes / 2)
+                if (const void* nl = std::memchr(bytes.data() + parallel_window_bytes, '\n', n - parallel_window_bytes))
+                    n = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+            feed_window(bytes.substr(0, n));
+            bytes.remove_prefix(n);
+        }
+    }
+
+    static bool two_cores()
+    {
+        static const bool yes = std::thread::hardware_concurrency() > 1;
+        return yes;
+    }
+
+    // Hands the later half of the window's whole lines to the second thread, then goes through
+    // the window in order.
+    void feed_window(std::string_view bytes)
+    {
+        // Whole lines start after the line carried in from the previous feed, if any.
+        std::size_t first = 0;
+        if (!carry.empty() || carry_too_long)
+        {
+            const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+            first = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
+        }
+        const void* last_nl = first < bytes.size() ? ::memrchr(bytes.data() + first, '\n', bytes.size() - first) : nullptr;
+        const std::size_t end = last_nl ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - bytes.data()) + 1 : first;
+        std::size_t split = end;
+        if (end - first >= parallel_feed_bytes / 2)
+        {
+            // The caller also does the per-line bookkeeping for every line: give it a bit less.
+            const std::size_t mid = first + (end - first) * 9 / 20;
+            if (const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid))
+                split = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+        }
+        if (split >= end)
+            return feed_lines(bytes, bytes.size());
+        if (!pre)
+        {
+            try
+            {
+                pre = std::make_unique<prescanner>(opts.max_depth);
+            }
+            catch (const std::system_error&)
+            {
+                return feed_lines(bytes, bytes.size());  // no thread to be had: scan inline
+            }
+        }
+        pre->start(bytes.substr(split, end - split));
+        struct join
+        {
+            impl& s;
+            ~join()
+            {
+                // The bytes belong to the caller: the second thread must be done with them.
+                if (!s.pre_active)
+                {
+                    s.pre->cancel();
+                    s.pre->wait();
+                }
+                s.pre_active = false;
+            }
+        } joined{*this};
+        feed_lines(bytes, split);
+    }
+
+    // Feeds `bytes`; before the line at `handoff` (a line start), waits for the second thread.
+    void feed_lines(std::string_view bytes, std::size_t handoff)
+    {
         std::size_t i = 0;
         while (i < bytes.size() && !failed())
         {
+            if (i >= handoff && !pre_active)
+            {
+                pre->wait();
+                pre_active = true;
+            }
             const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
             const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data())
                                        : bytes.size();
