@@ -311,6 +311,7 @@ public:
 
     ~prescanner()
     {
+        cancel();
         {
             std::lock_guard lock(mutex_);
             stop_ = true;
@@ -323,7 +324,7 @@ public:
     prescanner& operator=(const prescanner&) = delete;
 
     // Starts scanning `region`: whole lines, each ending in '\n'. The bytes must stay alive and
-    // unchanged until wait() returns.
+    // unchanged until wait() returns (or the prescanner is destroyed).
     void start(std::string_view region)
     {
         {
@@ -331,9 +332,9 @@ public:
             region_ = region;
             count_ = 0;
             cursor_ = 0;
+            cancel_.store(false, std::memory_order_relaxed);
             busy_ = true;
         }
-        cancel_.store(false, std::memory_order_relaxed);
         wake_.notify_all();
     }
 
@@ -434,9 +435,13 @@ struct session_log_builder::impl
 
     load_options opts;
     detail::line_indexer indexer;
+    // Whole lines copied from the last large feed, being scanned by `pre`; declared before it,
+    // so that the thread is joined before they go.
+    std::string deferred;
+    std::uint64_t deferred_offset = 0;
+    bool deferred_pending = false;
     std::unique_ptr<prescanner> pre;  // created by the first large feed on a multi-core machine
-    bool pre_active = false;          // pre holds scans of the current feed's later lines
-    detail::line_fields pre_fields;
+    bool pre_active = false;          // drain() is going through the deferred lines
 
     // index() of the line, or the second thread's scan of it.
     result<const detail::line_fields*> index_line(std::string_view text, diagnostics& d)
@@ -669,8 +674,9 @@ struct session_log_builder::impl
 
     void feed(std::string_view bytes)
     {
+        drain();
         if (bytes.size() < parallel_feed_bytes || !two_cores())
-            return feed_lines(bytes, bytes.size());
+            return feed_lines(bytes);
         while (!bytes.empty() && !failed())
         {
             // Windows end at a newline, so no line is carried from one to the next.
@@ -678,7 +684,9 @@ struct session_log_builder::impl
             if (n > parallel_window_bytes + parallel_window_bytes / 2)
                 if (const void* nl = std::memchr(bytes.data() + parallel_window_bytes, '\n', n - parallel_window_bytes))
                     n = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
-            feed_window(bytes.substr(0, n));
+            drain();
+            if (!failed())
+                feed_window(bytes.substr(0, n));
             bytes.remove_prefix(n);
         }
     }
@@ -689,8 +697,9 @@ struct session_log_builder::impl
         return yes;
     }
 
-    // Hands the later half of the window's whole lines to the second thread, then goes through
-    // the window in order.
+    // Copies the later part of the window's whole lines for the second thread to scan, goes
+    // through the lines before it, and returns: the caller reads its next chunk while the
+    // second thread scans. The next feed (or finish) goes through the copied lines first.
     void feed_window(std::string_view bytes)
     {
         // Whole lines start after the line carried in from the previous feed, if any.
@@ -705,53 +714,69 @@ struct session_log_builder::impl
         std::size_t split = end;
         if (end - first >= parallel_feed_bytes / 2)
         {
-            // The caller also does the per-line bookkeeping for every line: give it a bit less.
-            const std::size_t mid = first + (end - first) * 9 / 20;
+            // This thread also copies the later part, reads the next chunk and does the
+            // bookkeeping of every line: it scans the smaller share.
+            const std::size_t mid = first + (end - first) / 4;
             if (const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid))
                 split = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
         }
-        if (split >= end)
-            return feed_lines(bytes, bytes.size());
-        if (!pre)
-        {
-            try
-            {
-                pre = std::make_unique<prescanner>(opts.max_depth);
-            }
-            catch (const std::system_error&)
-            {
-                return feed_lines(bytes, bytes.size());  // no thread to be had: scan inline
-            }
-        }
-        pre->start(bytes.substr(split, end - split));
-        struct join
-        {
-            impl& s;
-            ~join()
-            {
-                // The bytes belong to the caller: the second thread must be done with them.
-                if (!s.pre_active)
-                {
-                    s.pre->cancel();
-                    s.pre->wait();
-                }
-                s.pre_active = false;
-            }
-        } joined{*this};
-        feed_lines(bytes, split);
+        if (split >= end || !start_prescan(bytes.substr(split, end - split), pos + split))
+            return feed_lines(bytes);
+        feed_lines(bytes.substr(0, split));
+        pos += end - split;  // the deferred lines, gone through by drain()
+        feed_lines(bytes.substr(end));  // the start of a line that continues in the next feed
     }
 
-    // Feeds `bytes`; before the line at `handoff` (a line start), waits for the second thread.
-    void feed_lines(std::string_view bytes, std::size_t handoff)
+    // Starts the second thread on a copy of `region` (whole lines at file offset `offset`).
+    bool start_prescan(std::string_view region, std::uint64_t offset)
+    {
+        try
+        {
+            if (!pre)
+                pre = std::make_unique<prescanner>(opts.max_depth);
+            deferred.assign(region);
+        }
+        catch (const std::exception&)
+        {
+            return false;  // no thread (or no memory) to be had: scan inline
+        }
+        deferred_offset = offset;
+        deferred_pending = true;
+        pre->start(deferred);
+        return true;
+    }
+
+    // Goes through the lines handed to the second thread, in order, with its scans.
+    void drain()
+    {
+        if (!deferred_pending)
+            return;
+        if (failed())
+            pre->cancel();  // an earlier line was fatal: these lines are never looked at
+        pre->wait();
+        deferred_pending = false;
+        pre_active = true;
+        struct inactive
+        {
+            bool& active;
+            ~inactive() { active = false; }
+        } reset{pre_active};
+        const std::string_view bytes = deferred;
+        std::size_t i = 0;
+        while (i < bytes.size() && !failed())
+        {
+            const auto* nl = static_cast<const char*>(std::memchr(bytes.data() + i, '\n', bytes.size() - i));
+            const std::size_t end = static_cast<std::size_t>(nl - bytes.data());  // every line ends in '\n'
+            line(bytes.substr(i, end - i), deferred_offset + i, true);
+            i = end + 1;
+        }
+    }
+
+    void feed_lines(std::string_view bytes)
     {
         std::size_t i = 0;
         while (i < bytes.size() && !failed())
         {
-            if (i >= handoff && !pre_active)
-            {
-                pre->wait();
-                pre_active = true;
-            }
             const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
             const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data())
                                        : bytes.size();
@@ -926,6 +951,7 @@ result<session_log> session_log_builder::finish(
 )
 {
     impl& s = *impl_;
+    s.drain();
     if (!s.failed() && (!s.carry.empty() || s.carry_too_long))
         s.end_carried_line(false);
     if (!s.failed() && !s.have_header)
