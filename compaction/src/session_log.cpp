@@ -80,12 +80,93 @@ std::shared_ptr<entry> make_stand_in(const entry_meta& m)
 
 session_log::session_log(session_header header) : header_(std::move(header)) {}
 
+namespace detail {
+
+namespace {
+
+std::uint64_t id_hash(std::string_view id) noexcept
+{
+    return std::hash<std::string_view>{}(id);
+}
+
+}  // namespace
+
+void id_index::reserve(std::size_t n)
+{
+    while (slots_.size() < 2 * n)
+        grow();
+}
+
+void id_index::grow()
+{
+    std::vector<std::uint64_t> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, 0);
+    const std::size_t mask = slots_.size() - 1;
+    for (const std::uint64_t s : old)
+    {
+        if (!s)
+            continue;
+        // The slot keeps only the hash's upper half: rebuild the position from it (positions
+        // use the upper half too, so that nothing has to be rehashed).
+        std::size_t at = static_cast<std::size_t>(s >> 32) & mask;
+        while (slots_[at])
+            at = (at + 1) & mask;
+        slots_[at] = s;
+    }
+}
+
+std::uint32_t id_index::find(std::string_view id, const chunked_vector<entry_meta>& metas) const
+{
+    if (slots_.empty())
+        return npos;
+    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = static_cast<std::size_t>(tag) & mask;; at = (at + 1) & mask)
+    {
+        const std::uint64_t s = slots_[at];
+        if (!s)
+            return npos;
+        if ((s >> 32) == tag)
+        {
+            const auto i = static_cast<std::uint32_t>(s) - 1;
+            if (metas[i].id == id)
+                return i;
+        }
+    }
+}
+
+std::uint32_t id_index::insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas)
+{
+    if (2 * (size_ + 1) > slots_.size())
+        grow();
+    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = static_cast<std::size_t>(tag) & mask;
+    for (;; at = (at + 1) & mask)
+    {
+        const std::uint64_t s = slots_[at];
+        if (!s)
+            break;
+        if ((s >> 32) == tag)
+        {
+            const auto i = static_cast<std::uint32_t>(s) - 1;
+            if (metas[i].id == id)
+                return i;
+        }
+    }
+    slots_[at] = tag << 32 | (static_cast<std::uint64_t>(index) + 1);
+    ++size_;
+    return npos;
+}
+
+}  // namespace detail
+
 std::optional<std::size_t> session_log::find(std::string_view id) const
 {
-    const auto it = by_id_.find(std::string(id));
-    if (it == by_id_.end())
+    const auto i = by_id_.find(id, metas_);
+    if (i == detail::id_index::npos)
         return std::nullopt;
-    return it->second;
+    return i;
 }
 
 std::optional<std::string> session_log::label_of(std::string_view id) const
@@ -275,8 +356,8 @@ result<void> session_log::append(entry_ptr e, diagnostics& diag)
     entry_meta m = make_meta(e);
     m.parent = parent;
     apply_label(labels_, m);
-    by_id_.emplace(m.id, static_cast<std::uint32_t>(metas_.size()));
     metas_.push_back(std::move(m));
+    by_id_.insert(metas_[metas_.size() - 1].id, static_cast<std::uint32_t>(metas_.size() - 1), metas_);
     leaf_ = metas_.size() - 1;
     return {};
 }
@@ -835,11 +916,11 @@ struct session_log_builder::impl
         for (std::size_t i = 0; i < metas.size(); ++i)
         {
             const std::size_t k = kept_src.size();
-            auto [it, inserted] = log.by_id_.emplace(metas[i].id, static_cast<std::uint32_t>(k));
-            if (!inserted)
+            const std::uint32_t first = log.by_id_.insert(metas[i].id, static_cast<std::uint32_t>(k), metas);
+            if (first != detail::id_index::npos)
             {
                 const std::string what = "duplicate id '" + metas[i].id + "' (first used on line " +
-                                         std::to_string(metas[it->second].line) + ")";
+                                         std::to_string(metas[first].line) + ")";
                 bad_line(errc::duplicate_id, metas[i].line, "id", what);
                 if (failed())
                     return;
@@ -862,8 +943,8 @@ struct session_log_builder::impl
                 kept[k].parent = static_cast<std::int32_t>(k - 1);
                 continue;
             }
-            const auto it = log.by_id_.find(parent_ids[src]);
-            if (it == log.by_id_.end())
+            const std::uint32_t parent = log.by_id_.find(parent_ids[src], kept);
+            if (parent == detail::id_index::npos)
             {
                 bad_line(
                     errc::dangling_parent,
@@ -875,7 +956,7 @@ struct session_log_builder::impl
                     return;
                 continue;  // tolerant: becomes a root, like Pi's walk that stops at a missing parent
             }
-            kept[k].parent = static_cast<std::int32_t>(it->second);
+            kept[k].parent = static_cast<std::int32_t>(parent);
         }
         // Cycle check: iterative colouring, O(n) overall.
         std::vector<std::uint8_t> state(kept.size(), 0);  // 0 new, 1 on the current walk, 2 done
