@@ -537,14 +537,21 @@ private:
 
 result<const line_fields*> line_indexer::index(std::string_view line, diagnostics& diag)
 {
-    fields_.clear();
-    scanner s(line, max_depth_, fields_);
+    if (const errc code = scan(line, max_depth_, fields_, diag.message); code != errc{})
+        return code;
+    return &fields_;
+}
+
+errc line_indexer::scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message)
+{
+    out.clear();
+    scanner s(line, max_depth, out);
     if (!s.document())
     {
-        diag.message = std::move(s.message);
+        message = std::move(s.message);
         return s.code;
     }
-    return &fields_;
+    return errc{};
 }
 
 }  // namespace agentctx::compaction::detail

@@ -53,6 +53,10 @@ public:
     /// (byte position, no line number) in `diag`.
     result<const line_fields*> index(std::string_view line, diagnostics& diag);
 
+    /// What index() does, into `out`: errc{} on success, else the code with `message` set. A
+    /// pure function of the line, so lines may be scanned on any thread.
+    static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message);
+
 private:
     std::size_t max_depth_;
     line_fields fields_;

@@ -7,8 +7,13 @@
 #include "line_indexer.hpp"
 
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace agentctx::compaction {
 
@@ -75,12 +80,93 @@ std::shared_ptr<entry> make_stand_in(const entry_meta& m)
 
 session_log::session_log(session_header header) : header_(std::move(header)) {}
 
+namespace detail {
+
+namespace {
+
+std::uint64_t id_hash(std::string_view id) noexcept
+{
+    return std::hash<std::string_view>{}(id);
+}
+
+}  // namespace
+
+void id_index::reserve(std::size_t n)
+{
+    while (slots_.size() < 2 * n)
+        grow();
+}
+
+void id_index::grow()
+{
+    std::vector<std::uint64_t> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, 0);
+    const std::size_t mask = slots_.size() - 1;
+    for (const std::uint64_t s : old)
+    {
+        if (!s)
+            continue;
+        // The slot keeps only the hash's upper half: rebuild the position from it (positions
+        // use the upper half too, so that nothing has to be rehashed).
+        std::size_t at = static_cast<std::size_t>(s >> 32) & mask;
+        while (slots_[at])
+            at = (at + 1) & mask;
+        slots_[at] = s;
+    }
+}
+
+std::uint32_t id_index::find(std::string_view id, const chunked_vector<entry_meta>& metas) const
+{
+    if (slots_.empty())
+        return npos;
+    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = static_cast<std::size_t>(tag) & mask;; at = (at + 1) & mask)
+    {
+        const std::uint64_t s = slots_[at];
+        if (!s)
+            return npos;
+        if ((s >> 32) == tag)
+        {
+            const auto i = static_cast<std::uint32_t>(s) - 1;
+            if (metas[i].id == id)
+                return i;
+        }
+    }
+}
+
+std::uint32_t id_index::insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas)
+{
+    if (2 * (size_ + 1) > slots_.size())
+        grow();
+    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = static_cast<std::size_t>(tag) & mask;
+    for (;; at = (at + 1) & mask)
+    {
+        const std::uint64_t s = slots_[at];
+        if (!s)
+            break;
+        if ((s >> 32) == tag)
+        {
+            const auto i = static_cast<std::uint32_t>(s) - 1;
+            if (metas[i].id == id)
+                return i;
+        }
+    }
+    slots_[at] = tag << 32 | (static_cast<std::uint64_t>(index) + 1);
+    ++size_;
+    return npos;
+}
+
+}  // namespace detail
+
 std::optional<std::size_t> session_log::find(std::string_view id) const
 {
-    const auto it = by_id_.find(std::string(id));
-    if (it == by_id_.end())
+    const auto i = by_id_.find(id, metas_);
+    if (i == detail::id_index::npos)
         return std::nullopt;
-    return it->second;
+    return i;
 }
 
 std::optional<std::string> session_log::label_of(std::string_view id) const
@@ -270,8 +356,8 @@ result<void> session_log::append(entry_ptr e, diagnostics& diag)
     entry_meta m = make_meta(e);
     m.parent = parent;
     apply_label(labels_, m);
-    by_id_.emplace(m.id, static_cast<std::uint32_t>(metas_.size()));
     metas_.push_back(std::move(m));
+    by_id_.insert(metas_[metas_.size() - 1].id, static_cast<std::uint32_t>(metas_.size() - 1), metas_);
     leaf_ = metas_.size() - 1;
     return {};
 }
@@ -283,12 +369,176 @@ std::string session_log::new_id() const
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// Scanning a line (strict validation plus field capture) is most of a load's CPU and depends on
+// the line alone. For a large feed, a second thread scans the later half of its whole lines
+// while the caller scans the first half; the caller then goes through every line in order as
+// before, taking the scan of a later line from here. Everything else (line numbers, which error
+// comes first, tolerant skips) stays sequential, so the result is the same as scanning inline.
+class prescanner
+{
+public:
+    struct line_scan
+    {
+        const char* at = nullptr;
+        std::size_t size = 0;
+        errc code{};
+        std::string message;
+        detail::line_fields fields;
+    };
+
+    explicit prescanner(std::size_t max_depth) : max_depth_(max_depth), thread_([this] { run(); }) {}
+
+    ~prescanner()
+    {
+        cancel();
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+    prescanner(const prescanner&) = delete;
+    prescanner& operator=(const prescanner&) = delete;
+
+    // Starts scanning `region`: whole lines, each ending in '\n'. The bytes must stay alive and
+    // unchanged until wait() returns (or the prescanner is destroyed).
+    void start(std::string_view region)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            region_ = region;
+            count_ = 0;
+            cursor_ = 0;
+            cancel_.store(false, std::memory_order_relaxed);
+            busy_ = true;
+        }
+        wake_.notify_all();
+    }
+
+    // Asks the scan to stop early (its results will not be used).
+    void cancel() { cancel_.store(true, std::memory_order_relaxed); }
+
+    void wait()
+    {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [this] { return !busy_; });
+    }
+
+    // The scan of exactly `line`, if the region had it. Only after wait(); lines are asked for
+    // in file order, so a cursor finds them.
+    const line_scan* find(std::string_view line)
+    {
+        while (cursor_ < count_ && results_[cursor_].at < line.data())
+            ++cursor_;
+        if (cursor_ < count_ && results_[cursor_].at == line.data() && results_[cursor_].size == line.size())
+            return &results_[cursor_];
+        return nullptr;
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock lock(mutex_);
+        for (;;)
+        {
+            wake_.wait(lock, [this] { return stop_ || busy_; });
+            if (stop_)
+                return;
+            const std::string_view region = region_;
+            lock.unlock();
+            std::size_t n = 0;
+            try
+            {
+                n = scan(region);
+            }
+            catch (...)
+            {
+                n = 0;  // out of memory: the caller scans these lines itself
+            }
+            lock.lock();
+            count_ = n;
+            busy_ = false;
+            done_.notify_all();
+        }
+    }
+
+    std::size_t scan(std::string_view region)
+    {
+        std::size_t n = 0;
+        std::size_t i = 0;
+        while (i < region.size() && !cancel_.load(std::memory_order_relaxed))
+        {
+            const void* nl = std::memchr(region.data() + i, '\n', region.size() - i);
+            if (!nl)
+                break;
+            const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - region.data());
+            if (n == results_.size())
+                results_.emplace_back();
+            line_scan& r = results_[n];
+            r.at = region.data() + i;
+            r.size = end - i;
+            r.message.clear();
+            r.code = detail::line_indexer::scan(std::string_view(r.at, r.size), max_depth_, r.fields, r.message);
+            ++n;
+            i = end + 1;
+        }
+        return n;
+    }
+
+    std::size_t max_depth_;
+    std::vector<line_scan> results_;  // kept across feeds: their strings keep their capacity
+    std::size_t count_ = 0;
+    std::size_t cursor_ = 0;
+    std::atomic<bool> cancel_{false};
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    std::string_view region_;
+    bool busy_ = false;
+    bool stop_ = false;
+    std::thread thread_;  // last: starts once the members above exist
+};
+
+// Feeds at least this large are scanned on two threads.
+constexpr std::size_t parallel_feed_bytes = 128 * 1024;
+// A larger feed is handled in windows of about this size (ending at a newline), which bounds
+// what the second thread holds.
+constexpr std::size_t parallel_window_bytes = 2 * 1024 * 1024;
+
+}  // namespace
+
 struct session_log_builder::impl
 {
     explicit impl(load_options o) : opts(o), indexer(o.max_depth) {}
 
     load_options opts;
     detail::line_indexer indexer;
+    // Whole lines copied from the last large feed, being scanned by `pre`; declared before it,
+    // so that the thread is joined before they go.
+    std::string deferred;
+    std::uint64_t deferred_offset = 0;
+    bool deferred_pending = false;
+    std::unique_ptr<prescanner> pre;  // created by the first large feed on a multi-core machine
+    bool pre_active = false;          // drain() is going through the deferred lines
+
+    // index() of the line, or the second thread's scan of it.
+    result<const detail::line_fields*> index_line(std::string_view text, diagnostics& d)
+    {
+        if (pre_active)
+            if (const auto* r = pre->find(text))
+            {
+                if (r->code != errc{})
+                {
+                    d.message = r->message;
+                    return r->code;
+                }
+                return &r->fields;
+            }
+        return indexer.index(text, d);
+    }
 
     std::string carry;
     std::uint64_t carry_offset = 0;
@@ -338,7 +588,7 @@ struct session_log_builder::impl
     void header_line(std::string_view text, std::size_t line)
     {
         diagnostics d;
-        auto idx = indexer.index(text, d);  // same validation and error codes as entries
+        auto idx = index_line(text, d);  // same validation and error codes as entries
         if (!idx)
             return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
         boost::system::error_code ec;
@@ -416,7 +666,7 @@ struct session_log_builder::impl
             return header_line(text, n);
 
         diagnostics d;
-        auto idx = indexer.index(text, d);
+        auto idx = index_line(text, d);
         if (!idx)
         {
             if (!terminated)
@@ -505,6 +755,106 @@ struct session_log_builder::impl
 
     void feed(std::string_view bytes)
     {
+        drain();
+        if (bytes.size() < parallel_feed_bytes || !two_cores())
+            return feed_lines(bytes);
+        while (!bytes.empty() && !failed())
+        {
+            // Windows end at a newline, so no line is carried from one to the next.
+            std::size_t n = bytes.size();
+            if (n > parallel_window_bytes + parallel_window_bytes / 2)
+                if (const void* nl = std::memchr(bytes.data() + parallel_window_bytes, '\n', n - parallel_window_bytes))
+                    n = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+            drain();
+            if (!failed())
+                feed_window(bytes.substr(0, n));
+            bytes.remove_prefix(n);
+        }
+    }
+
+    static bool two_cores()
+    {
+        static const bool yes = std::thread::hardware_concurrency() > 1;
+        return yes;
+    }
+
+    // Copies the later part of the window's whole lines for the second thread to scan, goes
+    // through the lines before it, and returns: the caller reads its next chunk while the
+    // second thread scans. The next feed (or finish) goes through the copied lines first.
+    void feed_window(std::string_view bytes)
+    {
+        // Whole lines start after the line carried in from the previous feed, if any.
+        std::size_t first = 0;
+        if (!carry.empty() || carry_too_long)
+        {
+            const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+            first = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
+        }
+        const void* last_nl = first < bytes.size() ? ::memrchr(bytes.data() + first, '\n', bytes.size() - first) : nullptr;
+        const std::size_t end = last_nl ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - bytes.data()) + 1 : first;
+        std::size_t split = end;
+        if (end - first >= parallel_feed_bytes / 2)
+        {
+            // This thread also copies the later part, reads the next chunk and does the
+            // bookkeeping of every line: it scans the smaller share.
+            const std::size_t mid = first + (end - first) / 4;
+            if (const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid))
+                split = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+        }
+        if (split >= end || !start_prescan(bytes.substr(split, end - split), pos + split))
+            return feed_lines(bytes);
+        feed_lines(bytes.substr(0, split));
+        pos += end - split;  // the deferred lines, gone through by drain()
+        feed_lines(bytes.substr(end));  // the start of a line that continues in the next feed
+    }
+
+    // Starts the second thread on a copy of `region` (whole lines at file offset `offset`).
+    bool start_prescan(std::string_view region, std::uint64_t offset)
+    {
+        try
+        {
+            if (!pre)
+                pre = std::make_unique<prescanner>(opts.max_depth);
+            deferred.assign(region);
+        }
+        catch (const std::exception&)
+        {
+            return false;  // no thread (or no memory) to be had: scan inline
+        }
+        deferred_offset = offset;
+        deferred_pending = true;
+        pre->start(deferred);
+        return true;
+    }
+
+    // Goes through the lines handed to the second thread, in order, with its scans.
+    void drain()
+    {
+        if (!deferred_pending)
+            return;
+        if (failed())
+            pre->cancel();  // an earlier line was fatal: these lines are never looked at
+        pre->wait();
+        deferred_pending = false;
+        pre_active = true;
+        struct inactive
+        {
+            bool& active;
+            ~inactive() { active = false; }
+        } reset{pre_active};
+        const std::string_view bytes = deferred;
+        std::size_t i = 0;
+        while (i < bytes.size() && !failed())
+        {
+            const auto* nl = static_cast<const char*>(std::memchr(bytes.data() + i, '\n', bytes.size() - i));
+            const std::size_t end = static_cast<std::size_t>(nl - bytes.data());  // every line ends in '\n'
+            line(bytes.substr(i, end - i), deferred_offset + i, true);
+            i = end + 1;
+        }
+    }
+
+    void feed_lines(std::string_view bytes)
+    {
         std::size_t i = 0;
         while (i < bytes.size() && !failed())
         {
@@ -566,11 +916,11 @@ struct session_log_builder::impl
         for (std::size_t i = 0; i < metas.size(); ++i)
         {
             const std::size_t k = kept_src.size();
-            auto [it, inserted] = log.by_id_.emplace(metas[i].id, static_cast<std::uint32_t>(k));
-            if (!inserted)
+            const std::uint32_t first = log.by_id_.insert(metas[i].id, static_cast<std::uint32_t>(k), metas);
+            if (first != detail::id_index::npos)
             {
                 const std::string what = "duplicate id '" + metas[i].id + "' (first used on line " +
-                                         std::to_string(metas[it->second].line) + ")";
+                                         std::to_string(metas[first].line) + ")";
                 bad_line(errc::duplicate_id, metas[i].line, "id", what);
                 if (failed())
                     return;
@@ -593,8 +943,8 @@ struct session_log_builder::impl
                 kept[k].parent = static_cast<std::int32_t>(k - 1);
                 continue;
             }
-            const auto it = log.by_id_.find(parent_ids[src]);
-            if (it == log.by_id_.end())
+            const std::uint32_t parent = log.by_id_.find(parent_ids[src], kept);
+            if (parent == detail::id_index::npos)
             {
                 bad_line(
                     errc::dangling_parent,
@@ -606,7 +956,7 @@ struct session_log_builder::impl
                     return;
                 continue;  // tolerant: becomes a root, like Pi's walk that stops at a missing parent
             }
-            kept[k].parent = static_cast<std::int32_t>(it->second);
+            kept[k].parent = static_cast<std::int32_t>(parent);
         }
         // Cycle check: iterative colouring, O(n) overall.
         std::vector<std::uint8_t> state(kept.size(), 0);  // 0 new, 1 on the current walk, 2 done
@@ -682,6 +1032,7 @@ result<session_log> session_log_builder::finish(
 )
 {
     impl& s = *impl_;
+    s.drain();
     if (!s.failed() && (!s.carry.empty() || s.carry_too_long))
         s.end_carried_line(false);
     if (!s.failed() && !s.have_header)

@@ -469,9 +469,11 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         if (t->req.method == "POST")
         {
+            // Not copied: the transfer owns the request (and so the body) until it is removed.
+            const std::string& body = t->req.shared_body ? *t->req.shared_body : t->req.body;
             curl_easy_setopt(e, CURLOPT_POST, 1L);
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req.body.data());
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->req.body.size()));
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
         }
         else if (t->req.method != "GET")
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->req.method.c_str());

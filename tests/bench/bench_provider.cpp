@@ -152,14 +152,14 @@ BENCHMARK(BM_provider_requests)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Uni
 
 namespace {
 
-// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B]`: POSTs a B-byte
+// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1]`: POSTs a B-byte
 // JSON body N times through one http_client, C in flight, on one thread, and prints requests/s,
 // wall time and this process's CPU per request (the server's CPU is not counted), so the same
 // figures can be taken for another client against the same server (node_fetch_bench.mjs).
 int run_external(int argc, char** argv)
 {
     std::string url;
-    long requests = 1000, concurrency = 100, body_bytes = 40000;
+    long requests = 1000, concurrency = 100, body_bytes = 40000, copy_body = 0;
     for (int i = 1; i + 1 < argc; i += 2)
     {
         const std::string_view k = argv[i];
@@ -171,15 +171,20 @@ int run_external(int argc, char** argv)
             concurrency = std::max(1L, std::atol(argv[i + 1]));
         else if (k == "--body-bytes")
             body_bytes = std::max(0L, std::atol(argv[i + 1]));
+        else if (k == "--copy-body")
+            copy_body = std::atol(argv[i + 1]);
         else
         {
-            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B]\n");
+            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1]\n");
             return 2;
         }
     }
     std::string body = "{\"model\":\"bench\",\"prompt\":\"";
     body += std::string(static_cast<std::size_t>(std::max<long>(body_bytes - 30, 0)), 'x');
     body += "\"}";
+    // Every request sends all of these bytes; by default they are shared (http_request::shared_body),
+    // as a caller holding a prompt would. --copy-body 1 copies them into each request instead.
+    const auto shared = std::make_shared<const std::string>(body);
     boost::asio::io_context ioc(1);
     providers::http_client client(ioc.get_executor());
     long started = 0, finished = 0, failed = 0;
@@ -187,7 +192,10 @@ int run_external(int argc, char** argv)
     std::function<void()> start_one = [&] {
         providers::http_request req;
         req.url = url;
-        req.body = body;
+        if (copy_body)
+            req.body = body;
+        else
+            req.shared_body = shared;
         req.headers = {{"content-type", "application/json"}, {"authorization", "Bearer bench"}};
         ++started;
         client.async_request(std::move(req), [&](boost::system::error_code ec, providers::http_response r) {
@@ -206,7 +214,8 @@ int run_external(int argc, char** argv)
     ioc.run();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
-    std::printf("client=agentctx requests=%ld concurrency=%ld body_bytes=%zu failed=%ld\n", finished, concurrency, body.size(), failed);
+    std::printf("client=agentctx requests=%ld concurrency=%ld body_bytes=%zu copy_body=%ld failed=%ld\n", finished, concurrency,
+                body.size(), copy_body, failed);
     std::printf("requests_per_s=%.0f wall_s=%.3f cpu_us_per_request=%.1f\n", static_cast<double>(finished) / wall, wall,
                 cpu * 1e6 / static_cast<double>(std::max(finished, 1L)));
     return failed ? 1 : 0;

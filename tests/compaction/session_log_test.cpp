@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
 
@@ -329,4 +331,91 @@ TEST(session_log, a_repeated_key_indexes_as_the_last_one_as_the_entry_reads)
     EXPECT_EQ(log->meta(2).provider, "anthropic");
     EXPECT_EQ(log->meta(2).model, "claude");
     EXPECT_EQ(log->meta(3).thinking_level, "");
+}
+
+namespace {
+
+// Everything a load produces that a caller can see, as text, to compare two loads.
+std::string load_outcome(const std::string& text, const load_options& opts, std::size_t chunk)
+{
+    session_log_builder b(opts);
+    for (std::size_t i = 0; i < text.size(); i += chunk)
+        if (!b.feed(std::string_view(text).substr(i, chunk)))
+            break;
+    load_report report;
+    diagnostics diag;
+    auto log = b.finish(std::make_shared<string_line_reader>(text), report, diag);
+    std::string out = "lines " + std::to_string(report.lines) + " torn " +
+                      (report.torn ? std::to_string(report.torn->line) + "@" + std::to_string(report.torn->offset) : "-") +
+                      " nl " + std::to_string(report.missing_final_newline) + "\n";
+    for (const auto& n : report.skipped_lines)
+        out += "skip " + std::to_string(static_cast<int>(n.code)) + " " + std::to_string(n.line) + " " + n.message + "\n";
+    for (const auto& n : report.notes)
+        out += "note " + std::to_string(n.line) + " " + n.message + "\n";
+    if (!log)
+        return out + "error " + log.error().message() + " line " + std::to_string(diag.line) + " field " + diag.field +
+               " " + diag.message + "\n";
+    for (std::size_t i = 0; i < log->size(); ++i)
+    {
+        const auto& m = log->meta(i);
+        out += m.id + " " + std::to_string(m.line) + " " + std::to_string(m.offset) + " " + std::to_string(m.length) +
+               " " + std::to_string(m.parent) + " " + std::to_string(static_cast<int>(m.type)) + " " + m.provider + " " +
+               m.model + " " + m.first_kept_entry_id + " " + m.target_id + " " + m.label + "\n";
+    }
+    return out + "leaf " + log->leaf_id().value_or("-") + "\n";
+}
+
+// Replaces line `n` (1-based) of `text`.
+void set_line(std::string& text, std::size_t n, const std::string& line)
+{
+    std::size_t start = 0;
+    for (std::size_t k = 1; k < n; ++k)
+        start = text.find('\n', start) + 1;
+    const std::size_t end = text.find('\n', start);
+    text.replace(start, end - start, line);
+}
+
+}  // namespace
+
+// Feeds of 128 KiB and more are scanned on two threads (the later half of each window on the
+// second one); small feeds are scanned inline. Both must give the same log, report and errors,
+// wherever bad lines fall.
+TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
+{
+    const std::string base = agentctx::tools::generate_session({.seed = 11, .entries = 3000, .compaction_every = 20});
+    ASSERT_GT(base.size(), 3u * 1024 * 1024);  // more than one window
+    const std::size_t lines = static_cast<std::size_t>(std::count(base.begin(), base.end(), '\n'));
+    struct variant
+    {
+        std::vector<std::pair<double, std::string>> edits;  // (where in the file, 0..1; new line)
+    };
+    const std::vector<variant> variants = {
+        {},
+        {{{0.9, "{\"type\":\"message\",\"id\":\"x\" oops}"}}},
+        {{{0.2, "not json"}, {0.8, "{\"type\":\"message\",\"id\":\"y\",\"parentId\":null,\"m\":\"\xC3\x28\"}"}}},
+        {{{0.3, "  "}, {0.55, "\xC2\xA0"}, {0.7, "[1,2]"}, {0.75, "{\"type\":7,\"id\":\"z\"}"}}},
+        {{{0.45, "{\"type\":\"message\",\"id\":\"q\",\"parentId\":\"nowhere\",\"message\":{\"role\":\"user\"}}"},
+          {0.95, "{\"type\":\"message\",\"id\":\"q\",\"parentId\":null,\"message\":{\"role\":\"user\"}}"}}},
+        {{{0.6, std::string(70, '[') + std::string(70, ']')}, {0.61, "{\"a\":1e999999999}"}}},
+        {{{0.99, "{\"type\":\"message\",\"id\":\"r\",\"message\":5}"}, {0.05, "{\"type\":\"session\",\"id\":\"s\"}"}}},
+    };
+    for (std::size_t v = 0; v < variants.size(); ++v)
+    {
+        std::string text = base;
+        for (const auto& [where, line] : variants[v].edits)
+            set_line(text, 2 + static_cast<std::size_t>(where * static_cast<double>(lines - 2)), line);
+        for (const bool tolerant : {false, true})
+        {
+            const load_options opts{.tolerant = tolerant};
+            const std::string inline_scan = load_outcome(text, opts, 4096);
+            for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{200'000}, text.size()})
+                EXPECT_EQ(load_outcome(text, opts, chunk), inline_scan)
+                    << "variant " << v << " tolerant " << tolerant << " chunk " << chunk;
+        }
+    }
+    // A torn final line and one without its newline.
+    std::string torn = base.substr(0, base.size() - 40);
+    EXPECT_EQ(load_outcome(torn, {}, torn.size()), load_outcome(torn, {}, 4096));
+    std::string unterminated = base.substr(0, base.size() - 1);
+    EXPECT_EQ(load_outcome(unterminated, {}, unterminated.size()), load_outcome(unterminated, {}, 4096));
 }

@@ -910,6 +910,12 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
     slow.body = test::openai_body("## Goal\nshared transport");
     slow.delay = std::chrono::milliseconds(1500);  // every model call is in flight at once
     model.set_default(slow);
+    // Session 0's call, the first to arrive (the others start after it), is answered only after
+    // an hour: it is still in flight when its client leaves however slowly the calls arrive
+    // (with 1.5 s for it too, a loaded machine could answer it before all seven were in).
+    test::scripted_response held = slow;
+    held.delay = std::chrono::hours(1);
+    model.push(held);
     providers::provider_config cfg;
     cfg.name = "openai-compatible";
     cfg.base_url = model.base_url();
@@ -938,11 +944,17 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
         // Session 0's client leaves while its model call (and the six others) are in flight.
         raw_conn leaving(port_);
         ASSERT_TRUE(leaving.send("POST /v1/sessions/" + ids[0] + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        auto wait_for_calls = [&](std::size_t n) {
+            ioc_.restart();  // run_one_for without work stops the context: the requests below need it
+            while (model.requests().size() < n && std::chrono::steady_clock::now() < until)
+                ioc_.run_one_for(std::chrono::milliseconds(5));
+        };
+        wait_for_calls(1);
+        ASSERT_EQ(model.requests().size(), 1u) << "session 0's model call";
         for (int s = 1; s < sessions; ++s)
             compactions.push_back(request("POST", "/v1/sessions/" + ids[s] + "/compact"));
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (model.requests().size() < static_cast<std::size_t>(sessions) && std::chrono::steady_clock::now() < until)
-            ioc_.run_one_for(std::chrono::milliseconds(5));
+        wait_for_calls(static_cast<std::size_t>(sessions));
         ASSERT_EQ(model.requests().size(), static_cast<std::size_t>(sessions));
     }
     run_until([&] { return std::all_of(compactions.begin(), compactions.end(), [](const auto& r) { return r->done; }); });

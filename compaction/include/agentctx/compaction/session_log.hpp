@@ -97,6 +97,30 @@ std::shared_ptr<entry> make_stand_in(const entry_meta& m);
 
 /// The session: header, every entry's index data, the parent links and the leaf.
 /// Not thread-safe; the runtime owns one per session on its strand.
+namespace detail {
+
+/// Entry ids to entry indices, by open addressing over the ids the entries hold (no key copies:
+/// a slot is the id's hash and the index; the id is compared in `metas`).
+class id_index
+{
+public:
+    static constexpr std::uint32_t npos = 0xFFFFFFFFu;
+
+    void reserve(std::size_t n);
+    /// The index of the entry with this id, or npos.
+    std::uint32_t find(std::string_view id, const chunked_vector<entry_meta>& metas) const;
+    /// Records `index` for `id` unless an entry already has that id: then returns that entry's
+    /// index (and records nothing), else npos. Compares only with entries already recorded.
+    std::uint32_t insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas);
+
+private:
+    void grow();
+    std::vector<std::uint64_t> slots_;  ///< hash's upper half << 32 | index + 1; 0 = empty
+    std::size_t size_ = 0;
+};
+
+}  // namespace detail
+
 class session_log
 {
 public:
@@ -156,7 +180,7 @@ private:
     load_options opts_;
     chunked_vector<entry_meta> metas_;
     std::vector<std::int64_t> legacy_first_kept_index_;  ///< v1 only: firstKeptEntryIndex per entry
-    std::unordered_map<std::string, std::uint32_t> by_id_;
+    detail::id_index by_id_;
     std::unordered_map<std::string, std::string> labels_;  ///< targetId -> label, file order applied
     std::optional<std::size_t> leaf_;
     std::shared_ptr<const line_reader> reader_;

@@ -25,6 +25,10 @@ struct http_request
     std::string url;
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
+    /// The body, shared instead of owned: when set it is sent and `body` is ignored. The
+    /// transfer keeps it alive; nothing copies it, so the same bytes can go out many times
+    /// (retries, fan-out, benchmarks) without a copy per request.
+    std::shared_ptr<const std::string> shared_body;
     /// Connect timeout. There is no total deadline: a healthy generation may take minutes.
     std::chrono::milliseconds connect_timeout{10'000};
     /// Low-speed (idle) timeout: fail when fewer than `low_speed_bytes` arrive in this long.
