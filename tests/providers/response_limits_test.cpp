@@ -248,3 +248,28 @@ TEST(provider_settings, retry_wait_and_response_cap_from_the_settings_section)
     EXPECT_EQ(defaults.max_retry_wait, std::chrono::seconds(60));
     EXPECT_EQ(defaults.max_response_bytes, std::size_t{16} << 20);
 }
+
+TEST_F(response_limits_test, a_shared_body_is_sent_whole_each_time_and_replaces_body)
+{
+    http_client client(ioc_.get_executor());
+    auto shared = std::make_shared<const std::string>("{\"payload\":\"" + std::string(100000, 'p') + "\"}");
+    for (int i = 0; i < 3; ++i)
+    {
+        http_request r;
+        r.url = server_.base_url() + "/v1/chat/completions";
+        r.body = "{\"ignored\":true}";
+        r.shared_body = shared;
+        bool done = false;
+        client.async_request(std::move(r), [&](error_code ec, http_response res) {
+            EXPECT_FALSE(ec) << ec.message();
+            EXPECT_EQ(res.status, 200);
+            done = true;
+        });
+        run_until([&] { return done; });
+    }
+    const auto got = server_.requests();
+    ASSERT_EQ(got.size(), 3u);
+    for (const auto& r : got)
+        EXPECT_EQ(r.body, *shared);
+    EXPECT_EQ(shared.use_count(), 1);  // the transfers released it
+}
