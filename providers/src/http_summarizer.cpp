@@ -318,15 +318,23 @@ asio::awaitable<native_result> native(
                 return ec;
             streamed = acc->body();
         }
-        auto r = parse_native_response(cfg.format, streamed.empty() ? std::string_view(resp.body) : streamed, model, diag);
+        const std::string_view body = streamed.empty() ? std::string_view(resp.body) : std::string_view(streamed);
+        auto r = parse_native_response(cfg.format, body, model, diag);
         if (!r)
+        {
+            reply.usage = native_response_usage(cfg.format, body);  // billed though rejected
             return r.error();
+        }
         reply = std::move(*r);
         return {};
     };
     auto r = co_await exchange(self, std::move(alive), seed, "native compaction", build, accept, log, last_failure);
     if (r.ec)
-        co_return native_failure(r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag));
+    {
+        auto failed = native_failure(r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag));
+        failed.second.usage = reply.usage;
+        co_return failed;
+    }
     co_return native_result{error_code{}, std::move(reply)};
 }
 

@@ -278,6 +278,16 @@ compaction::result<native_reply> parse_native_response(wire_format f, std::strin
     return r;
 }
 
+compaction::usage native_response_usage(wire_format f, std::string_view body)
+{
+    boost::system::error_code ec;
+    const auto v = json::parse(body, ec);
+    const auto* u = !ec && v.is_object() ? v.get_object().if_contains("usage") : nullptr;
+    if (!u || !u->is_object())
+        return {};
+    return f == wire_format::anthropic ? anthropic_native_usage(u->get_object()) : responses_usage(u->get_object());
+}
+
 void native_stream_accumulator::feed(std::string_view chunk)
 {
     for (const auto& e : parser_.feed(chunk))

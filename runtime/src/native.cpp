@@ -105,6 +105,7 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     ++j.model_calls;
     auto [ec, reply] = co_await summarizer.async_compact_native(std::move(req), asio::as_tuple(asio::use_awaitable));
+    j.evidence.usage = combine_usage(j.evidence.usage, reply.usage);  // billed whether or not it is used
     if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec)
@@ -113,7 +114,6 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
         s.logger_->warn("compaction: {}", why);
         co_return chosen{};
     }
-    j.evidence.usage = combine_usage(j.evidence.usage, reply.usage);  // billed whether or not it is used
     if (reply.readable && !s.redactor_->redact(*reply.readable).counts.empty())
     {
         why = "portable: the native summary holds a secret, and the block is kept verbatim";

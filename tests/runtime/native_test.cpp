@@ -365,6 +365,11 @@ TEST_F(native_session_test, an_invalid_or_failed_native_reply_falls_back_to_port
         EXPECT_TRUE(selection.starts_with("portable: native compaction failed")) << selection;
         EXPECT_NE(selection.find(c.why), std::string::npos) << selection;
         EXPECT_FALSE(s->current()->native);
+        if (c.why == "content is null")  // the rejected reply's compaction pass is billed too
+        {
+            const auto calls = ours.at("evidence").at("calls").as_int64();  // the native call and the portable ones
+            EXPECT_EQ(ours.at("evidence").at("usage").at("input").as_int64(), 61000 + 50 * (calls - 1));
+        }
         close(s);
     }
 }

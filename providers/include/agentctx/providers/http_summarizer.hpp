@@ -36,6 +36,12 @@ namespace agentctx::providers {
  * `terminal`: the HTTP transfer, or a backoff sleep, stops at once; completes with
  * `boost::asio::error::operation_aborted` (as the summarizer interface promises).
  *
+ * Optional capabilities (summarizer_capabilities), from the configuration: exact counting
+ * (`countTokens`: async_count_tokens through `count_tokens` / `responses/input_tokens`) and
+ * native compaction (`nativeCompaction`: async_compact_native through Anthropic's
+ * `compact_20260112` edit or OpenAI's `responses/compact`; `auto` asks Anthropic's models API
+ * once per model). Both use the same retry policy and error classification as summaries.
+ *
  * The API key goes only into the request header. Logs (debug) show header names with the
  * `authorization` / `x-api-key` values redacted, never bodies.
  */

@@ -73,7 +73,8 @@ struct native_reply
 {
     native_state state;
     std::optional<std::string> readable;  ///< Anthropic: the block's `content`; OpenAI: none (opaque)
-    compaction::usage usage;              ///< the compaction pass included (Anthropic `iterations`)
+    compaction::usage usage;              ///< the compaction pass included (Anthropic `iterations`);
+                                          ///< also with `native_invalid`: a rejected reply is billed
     std::string failure_detail;           ///< with an error: the safe account of it
 };
 
@@ -92,6 +93,10 @@ http_request build_native_request(const provider_config& cfg, const native_reque
  */
 compaction::result<native_reply> parse_native_response(wire_format f, std::string_view body, const std::string& model,
                                                        diagnostics& diag);
+
+/// The usage a native compaction response reports, valid or not (billed either way); zero when
+/// the body is not JSON or has none.
+compaction::usage native_response_usage(wire_format f, std::string_view body);
 
 /// Anthropic's streamed compaction: `content_block_start` (type `compaction`), one
 /// `content_block_delta` of type `compaction_delta`, `content_block_stop`, `message_delta`.
