@@ -114,9 +114,9 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     const auto& model = s.config_.model;
     portable_bound bound{portable_source_limit(settings.summary_max_source_chars, model.context_window), std::nullopt};
     auto& ev = j.evidence.preflight.emplace();
-    const std::size_t chars = source_chars(prefix);
     if (!s.config_.summarizer->capabilities().exact_counting)
         co_return bound;
+    const std::size_t chars = source_chars(prefix);
     if (model.context_window <= 0)
     {
         ev.note = "the model's window is unknown";
@@ -176,8 +176,10 @@ void transaction::fold_oversized_turn_prefix(session& s, session::job& j, plan& 
         return;
     const std::size_t limit =
         portable_source_limit(s.config_.settings.summary_max_source_chars, s.config_.model.context_window);
+    if (limit == 0)
+        return;
     const std::size_t chars = source_chars(prep.turn_prefix_messages);
-    if (limit == 0 || chars <= limit)
+    if (chars <= limit)
         return;
     prep.messages_to_summarize.insert(prep.messages_to_summarize.end(), prep.turn_prefix_messages.begin(),
                                       prep.turn_prefix_messages.end());
