@@ -2,11 +2,16 @@
 #include "cli_session.hpp"
 
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/error.hpp>
+#include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/memory_store.hpp>
 
 #include <spdlog/logger.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace agentctx::cli {
 
@@ -70,6 +75,46 @@ std::optional<cli_session_setup> cli_session_config(const args& a, bool json, bo
         config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
     }
     return out;
+}
+
+std::shared_ptr<runtime::session> open_writable_session(boost::asio::io_context& ioc, const std::string& path,
+                                                        const runtime::session_config& config, bool json,
+                                                        bool dry_run, int& code)
+{
+    compaction::diagnostics diag;
+    std::unique_ptr<runtime::store> store;
+    if (dry_run)
+    {
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+        {
+            print_error(json, "not_found", "no session file at '" + path + "'");
+            code = exit_io;
+            return nullptr;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        store = std::make_unique<runtime::memory_store>(ss.str());
+    }
+    else
+    {
+        auto s = runtime::jsonl_store::open(path, {}, diag);
+        if (!s)
+        {
+            print_error(json, s.error().message(), diag.message);
+            code = s.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
+            return nullptr;
+        }
+        store = std::move(*s);
+    }
+    auto session = runtime::session::open(ioc.get_executor(), std::move(store), config, diag);
+    if (!session)
+    {
+        print_error(json, session.error().message(), path + ": " + diag.message);
+        code = exit_bad_session;
+        return nullptr;
+    }
+    return *session;
 }
 
 }  // namespace agentctx::cli

@@ -6,7 +6,6 @@
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/runtime/error.hpp>
-#include <agentctx/runtime/jsonl_store.hpp>
 
 #include <boost/json/parse.hpp>
 
@@ -187,22 +186,12 @@ int checkpoint_restore(const args& a)
         return exit_failed;
     }
     const std::string& path = a.positional[0];
-    compaction::diagnostics diag;
-    auto store = runtime::jsonl_store::open(path, {}, diag);
-    if (!store)
-    {
-        print_error(json, store.error().message(), diag.message);
-        return store.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
-    }
-    auto session = runtime::session::open(ioc.get_executor(), std::move(*store), setup->config, diag);
+    const auto session = open_writable_session(ioc, path, setup->config, json, false, code);
     if (!session)
-    {
-        print_error(json, session.error().message(), path + ": " + diag.message);
-        return exit_bad_session;
-    }
+        return code;
     boost::system::error_code ec;
     runtime::checkpoint_outcome out;
-    (*session)->async_restore_checkpoint(std::move(record), [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
+    session->async_restore_checkpoint(std::move(record), [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
         ec = e;
         out = std::move(o);
     });
@@ -220,7 +209,7 @@ int checkpoint_restore(const args& a)
                                        {"entryId", out.entry_id},
                                        {"covered", out.record->revision.count},
                                        {"recordDigest", out.record->digest},
-                                       {"contextMessages", (*session)->current()->messages.size()},
+                                       {"contextMessages", session->current()->messages.size()},
                                        {"error", nullptr}});
         return exit_ok;
     }

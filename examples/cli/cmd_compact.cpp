@@ -8,8 +8,6 @@
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
-#include <agentctx/runtime/jsonl_store.hpp>
-#include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -71,38 +69,10 @@ int cmd_compact(int argc, char** argv)
     auto& http = setup->http;
 
     const std::string& path = a->positional[0];
-    compaction::diagnostics diag;
-    std::unique_ptr<runtime::store> store;
-    if (a->has("dry-run"))
-    {
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
-        {
-            print_error(json, "not_found", "no session file at '" + path + "'");
-            return exit_io;
-        }
-        std::stringstream ss;
-        ss << in.rdbuf();
-        store = std::make_unique<runtime::memory_store>(ss.str());
-    }
-    else
-    {
-        auto s = runtime::jsonl_store::open(path, {}, diag);
-        if (!s)
-        {
-            print_error(json, s.error().message(), diag.message);
-            return s.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
-        }
-        store = std::move(*s);
-    }
-
-    auto session = runtime::session::open(ioc.get_executor(), std::move(store), config, diag);
+    const auto session = open_writable_session(ioc, path, config, json, a->has("dry-run"), code);
     if (!session)
-    {
-        print_error(json, session.error().message(), path + ": " + diag.message);
-        return exit_bad_session;
-    }
-    const auto before = (*session)->current();
+        return code;
+    const auto before = session->current();
     if (!json)
         std::fprintf(stderr, "compacting %s with the %s summarizer%s...\n", path.c_str(), config.summarizer->name().c_str(),
                      a->has("dry-run") ? " (dry run)" : "");
@@ -113,7 +83,7 @@ int cmd_compact(int argc, char** argv)
         if (ec)
             return;
         interrupted = true;
-        (*session)->abort_compaction();
+        session->abort_compaction();
     });
     // Progress: a spinner with elapsed time and streamed characters on a terminal.
     const bool tty = !json && ::isatty(STDERR_FILENO);
@@ -138,7 +108,7 @@ int cmd_compact(int argc, char** argv)
     tick(0);
     boost::system::error_code result_ec;
     runtime::compaction_outcome outcome;
-    (*session)->async_compact(a->get("instructions"), [&](boost::system::error_code ec, runtime::compaction_outcome o) {
+    session->async_compact(a->get("instructions"), [&](boost::system::error_code ec, runtime::compaction_outcome o) {
         result_ec = ec;
         outcome = std::move(o);
         signals.cancel();
@@ -170,7 +140,7 @@ int cmd_compact(int argc, char** argv)
             {"tokensBefore", r.tokens_before},
             {"tokensAfter", r.tokens_after},
             {"contextMessagesBefore", before->messages.size()},
-            {"contextMessagesAfter", (*session)->current()->messages.size()},
+            {"contextMessagesAfter", session->current()->messages.size()},
             {"summary", r.summary},
             {"error", nullptr},
         });
@@ -179,7 +149,7 @@ int cmd_compact(int argc, char** argv)
     std::printf("compacted%s: entry %s, kept from %s\n", a->has("dry-run") ? " (dry run, file untouched)" : "",
                 outcome.entry_id.c_str(), r.first_kept_entry_id.c_str());
     std::printf("tokens    %lld -> %lld; messages %zu -> %zu\n\n", static_cast<long long>(r.tokens_before),
-                static_cast<long long>(r.tokens_after), before->messages.size(), (*session)->current()->messages.size());
+                static_cast<long long>(r.tokens_after), before->messages.size(), session->current()->messages.size());
     std::printf("%s\n", r.summary.c_str());
     return exit_ok;
 }

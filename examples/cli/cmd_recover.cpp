@@ -5,7 +5,6 @@
 #include "commands.hpp"
 
 #include <agentctx/runtime/error.hpp>
-#include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -56,20 +55,10 @@ int cmd_recover(int argc, char** argv)
     if (!setup)
         return code;
     const std::string& path = a->positional[0];
-    compaction::diagnostics diag;
-    auto store = runtime::jsonl_store::open(path, {}, diag);  // the write lock, for the whole run
-    if (!store)
-    {
-        print_error(json, store.error().message(), diag.message);
-        return store.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
-    }
-    auto opened = runtime::session::open(ioc.get_executor(), std::move(*store), setup->config, diag);
-    if (!opened)
-    {
-        print_error(json, opened.error().message(), path + ": " + diag.message);
-        return exit_bad_session;
-    }
-    auto session = *opened;
+    // The write lock, for the whole run.
+    const auto session = open_writable_session(ioc, path, setup->config, json, false, code);
+    if (!session)
+        return code;
 
     const bool tty = !json && ::isatty(STDERR_FILENO);
     const auto started = std::chrono::steady_clock::now();

@@ -155,7 +155,7 @@ std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compa
     return std::nullopt;
 }
 
-// convert_to_llm over `context[from, to)`, sendable messages only.
+// convert_to_llm over `context`, sendable messages only.
 std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context)
 {
     std::vector<std::shared_ptr<const message>> agent;

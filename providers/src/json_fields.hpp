@@ -72,6 +72,26 @@ inline std::string str_of(const json::object& o, std::string_view key)
     return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
+/// OpenAI's usage object, Chat Completions (`prompt_tokens`, `prompt_tokens_details`,
+/// `completion_tokens`) or Responses (`input_tokens`, `input_tokens_details`, `output_tokens`)
+/// spelling: input excludes the cached tokens, which are cache reads; a missing total is summed.
+inline compaction::usage openai_style_usage(const json::object& u, std::string_view input_key,
+                                            std::string_view details_key, std::string_view output_key)
+{
+    compaction::usage out;
+    const std::int64_t in = int_of(u, input_key);
+    std::int64_t cached = 0;
+    if (const auto* d = u.if_contains(details_key); d && d->is_object())
+        cached = int_of(d->get_object(), "cached_tokens");
+    out.input = sat_sub(in, cached);
+    out.cache_read = cached;
+    out.output = int_of(u, output_key);
+    out.total_tokens = int_of(u, "total_tokens");
+    if (!out.total_tokens)
+        out.total_tokens = sat_add(in, out.output);
+    return out;
+}
+
 inline void anthropic_usage(const json::object& u, compaction::usage& out)
 {
     if (u.contains("input_tokens"))

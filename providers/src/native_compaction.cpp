@@ -138,18 +138,7 @@ compaction::usage anthropic_native_usage(const json::object& u)
 
 compaction::usage responses_usage(const json::object& u)
 {
-    compaction::usage out;
-    const std::int64_t in = int_of(u, "input_tokens");
-    std::int64_t cached = 0;
-    if (const auto* d = u.if_contains("input_tokens_details"); d && d->is_object())
-        cached = int_of(d->get_object(), "cached_tokens");
-    out.input = sat_sub(in, cached);
-    out.cache_read = cached;
-    out.output = int_of(u, "output_tokens");
-    out.total_tokens = int_of(u, "total_tokens");
-    if (!out.total_tokens)
-        out.total_tokens = sat_add(in, out.output);
-    return out;
+    return openai_style_usage(u, "input_tokens", "input_tokens_details", "output_tokens");
 }
 
 compaction::result<native_reply> invalid(diagnostics& diag, std::string why)

@@ -50,17 +50,12 @@ stop_reason anthropic_stop(std::string_view reason)
 
 void openai_usage(const json::object& u, compaction::usage& out)
 {
-    const std::int64_t prompt = int_of(u, "prompt_tokens");
-    std::int64_t cached = 0;
-    if (const auto* d = u.if_contains("prompt_tokens_details"); d && d->is_object())
-        cached = int_of(d->get_object(), "cached_tokens");
-    out.input = sat_sub(prompt, cached);
-    out.cache_read = cached;
+    const auto read = openai_style_usage(u, "prompt_tokens", "prompt_tokens_details", "completion_tokens");
+    out.input = read.input;
+    out.cache_read = read.cache_read;
     out.cache_write = 0;
-    out.output = int_of(u, "completion_tokens");
-    out.total_tokens = int_of(u, "total_tokens");
-    if (!out.total_tokens)
-        out.total_tokens = sat_add(prompt, out.output);
+    out.output = read.output;
+    out.total_tokens = read.total_tokens;
 }
 
 // OpenAI `tool_calls` entries (streamed deltas repeat an index): the number of calls seen.

@@ -40,12 +40,8 @@ std::vector<context_message> eligible_window(const compaction_preparation& prep,
 
 std::size_t secrets_in(const redactor& r, const std::vector<context_message>& window)
 {
-    std::vector<std::shared_ptr<const message>> msgs;
-    msgs.reserve(window.size());
-    for (const auto& m : window)
-        msgs.push_back(m.msg);
     std::size_t n = 0;
-    for (const auto& [rule, count] : r.redact(serialize_conversation(convert_to_llm(msgs))).counts)
+    for (const auto& [rule, count] : r.redact(serialize_conversation(convert_to_llm(messages_of(window)))).counts)
         n += count;
     return n;
 }

@@ -46,15 +46,6 @@ const entry* latest_progress(const std::vector<entry_ptr>& path)
     return nullptr;
 }
 
-std::vector<std::shared_ptr<const message>> messages_in(std::span<const context_message> v)
-{
-    std::vector<std::shared_ptr<const message>> out;
-    out.reserve(v.size());
-    for (const auto& m : v)
-        out.push_back(m.msg);
-    return out;
-}
-
 // Hands the host a handler it may complete once. A host that throws completes it (posted, never
 // inline) with checkpoint_persist_failed, so the transaction never waits on a handler nobody holds.
 template <class Handler>
@@ -98,6 +89,15 @@ std::int64_t output_headroom(std::int64_t model_max_tokens)
 
 }  // namespace
 
+std::vector<std::shared_ptr<const message>> messages_of(std::span<const context_message> v)
+{
+    std::vector<std::shared_ptr<const message>> out;
+    out.reserve(v.size());
+    for (const auto& m : v)
+        out.push_back(m.msg);
+    return out;
+}
+
 std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& path)
 {
     for (std::size_t i = path.size(); i-- > 0;)
@@ -128,7 +128,7 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
         ev.note = "~" + std::to_string(chars / 4) + " tokens is over 4x the window; not counted";
         co_return bound;
     }
-    auto prompt = history_summary_prompt(messages_in(prefix), p.prep.previous_summary, j.request.instructions,
+    auto prompt = history_summary_prompt(messages_of(prefix), p.prep.previous_summary, j.request.instructions,
                                          model.context_window, model.max_output_tokens);
     prompt.prompt += pinned_prompt_note(p.prep.pinned);
     prompt.prompt = s.redactor_->redact(prompt.prompt).text;  // what the request itself would send
@@ -278,7 +278,7 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
                               "summaryMaxCalls (" + std::to_string(max_calls) + ") reached with " +
                                   std::to_string(run.pieces.size() - k) +
                                   " pieces left; completed pieces are kept and the next pass continues"};
-        auto prompt = history_summary_prompt(messages_in(prefix.subspan(piece.begin, piece.end - piece.begin)), run.note,
+        auto prompt = history_summary_prompt(messages_of(prefix.subspan(piece.begin, piece.end - piece.begin)), run.note,
                                              j.request.instructions, model.context_window, model.max_output_tokens);
         prompt.reasoning_effort = effort;
         prompt.prompt += pinned_prompt_note(p.prep.pinned);

@@ -32,15 +32,6 @@ long long elapsed_ms(std::chrono::steady_clock::time_point since)
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
 }
 
-std::vector<std::shared_ptr<const message>> messages_of(const std::vector<context_message>& v)
-{
-    std::vector<std::shared_ptr<const message>> out;
-    out.reserve(v.size());
-    for (const auto& m : v)
-        out.push_back(m.msg);
-    return out;
-}
-
 // An operation of the session or its store, as an awaitable with the given token.
 template <class Signature, class Initiation, class Token>
 auto awaited(Initiation init, Token token)

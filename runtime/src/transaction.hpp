@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -32,6 +33,9 @@ struct session::job
     bool from_hook = false;  ///< a before_compact hook supplied (or vetoed) the result
     compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
 };
+
+/// The messages of a projected range, without their entry ids.
+std::vector<std::shared_ptr<const compaction::message>> messages_of(std::span<const compaction::context_message> v);
 
 /// The id of the latest compaction on `path`, if any.
 std::optional<std::string> previous_compaction_id(const std::vector<compaction::entry_ptr>& path);
