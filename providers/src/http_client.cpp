@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <unistd.h>
 
@@ -72,11 +73,42 @@ struct sock_watch
     bool closed = false;
 };
 
+// A request's headers as the curl list it sends. Consecutive requests usually carry the same
+// headers (one provider, one key), so the client keeps the last list and shares it.
+struct header_list
+{
+    explicit header_list(const std::vector<std::pair<std::string, std::string>>& h) : source(h)
+    {
+        std::string line;
+        for (const auto& [k, v] : h)
+        {
+            line.assign(k).append(": ").append(v);
+            append(line.c_str());
+        }
+        append("Expect:");  // no 1 s wait for 100-continue on big bodies
+    }
+    ~header_list() { curl_slist_free_all(list); }
+    header_list(const header_list&) = delete;
+    header_list& operator=(const header_list&) = delete;
+
+    std::vector<std::pair<std::string, std::string>> source;
+    curl_slist* list = nullptr;
+
+private:
+    void append(const char* line)
+    {
+        curl_slist* next = curl_slist_append(list, line);
+        if (!next)
+            throw std::bad_alloc();
+        list = next;
+    }
+};
+
 struct transfer
 {
     std::uint64_t id = 0;
     CURL* easy = nullptr;
-    curl_slist* headers = nullptr;
+    std::shared_ptr<const header_list> headers;  // must outlive the handle's use of it
     http_request req;
     http_response resp;
     std::optional<asio::any_completion_handler<http_signature>> handler;  // emplace only (Asio 1.26)
@@ -135,6 +167,11 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     bool timer_armed = false;     // `timer` has a wait pending (see on_timer)
     std::optional<std::chrono::steady_clock::time_point> wanted;  // curl's latest deadline
     bool timeout_posted = false;  // a 0 ms timeout action is posted
+    // Finished easy handles, reset and kept for the next request: creating and destroying one
+    // per request allocates and frees its state and buffers each time.
+    std::vector<CURL*> idle_easy;
+    static constexpr std::size_t max_idle_easy = 64;
+    std::shared_ptr<const header_list> last_headers;
 
     // --- libcurl callbacks: never throw, never call libcurl ------------------------------------
 
@@ -295,6 +332,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
                 value.remove_prefix(1);
             while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
                 value.remove_suffix(1);
+            if (t->resp.headers.empty())
+                t->resp.headers.reserve(8);
             t->resp.headers.emplace_back(std::move(name), std::string(value));
         }
         else if (line.rfind("HTTP/", 0) == 0)
@@ -382,11 +421,31 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         std::unique_ptr<transfer> t = std::move(it->second);
         transfers.erase(it);
         curl_multi_remove_handle(multi, t->easy);
-        curl_easy_cleanup(t->easy);
-        curl_slist_free_all(t->headers);
+        recycle_easy(t->easy);  // resets CURLOPT_HTTPHEADER before the list may go
         auto h = std::move(*t->handler);
         t->handler.reset();
         complete(std::move(h), ec, std::move(t->resp));
+    }
+
+    // Keeps a finished handle for the next request (reset: no option of this one carries over).
+    void recycle_easy(CURL* e)
+    {
+        if (shut_down || idle_easy.size() >= max_idle_easy)
+        {
+            curl_easy_cleanup(e);
+            return;
+        }
+        curl_easy_reset(e);
+        idle_easy.push_back(e);
+    }
+
+    CURL* take_easy()
+    {
+        if (idle_easy.empty())
+            return curl_easy_init();
+        CURL* e = idle_easy.back();
+        idle_easy.pop_back();
+        return e;
     }
 
     // Completes on the caller's executor, never inline. The cancellation slot is the caller's
@@ -445,7 +504,7 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         t->req = std::move(req);
         t->aborting = std::move(aborting);
         t->handler.emplace(std::move(h));
-        CURL* e = curl_easy_init();
+        CURL* e = take_easy();
         t->easy = e;
         curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
         curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(static_cast<std::uintptr_t>(t->id)));
@@ -477,10 +536,10 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         }
         else if (t->req.method != "GET")
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->req.method.c_str());
-        for (const auto& [k, v] : t->req.headers)
-            t->headers = curl_slist_append(t->headers, (k + ": " + v).c_str());
-        t->headers = curl_slist_append(t->headers, "Expect:");  // no 1 s wait for 100-continue on big bodies
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+        if (!last_headers || last_headers->source != t->req.headers)
+            last_headers = std::make_shared<const header_list>(t->req.headers);
+        t->headers = last_headers;
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers->list);
 
         transfers.emplace(id, std::move(t));
         if (curl_multi_add_handle(multi, e) != CURLM_OK)
@@ -496,6 +555,9 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         for (auto id : ids)
             finish(id, asio::error::operation_aborted);
         timer.cancel();
+        for (CURL* e : idle_easy)
+            curl_easy_cleanup(e);
+        idle_easy.clear();
         curl_multi_cleanup(multi);  // closes pooled connections through on_close
         multi = nullptr;
         --multi_handles;

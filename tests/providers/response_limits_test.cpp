@@ -273,3 +273,48 @@ TEST_F(response_limits_test, a_shared_body_is_sent_whole_each_time_and_replaces_
         EXPECT_EQ(r.body, *shared);
     EXPECT_EQ(shared.use_count(), 1);  // the transfers released it
 }
+
+// The client reuses finished curl handles and the last request's header list: nothing of one
+// request (method, body, headers, response cap) may carry over into the next.
+TEST_F(response_limits_test, a_reused_handle_carries_nothing_into_the_next_request)
+{
+    http_client client(ioc_.get_executor());
+    auto send = [&](http_request r) {
+        std::optional<std::pair<error_code, http_response>> got;
+        client.async_request(std::move(r), [&](error_code ec, http_response res) { got.emplace(ec, std::move(res)); });
+        run_until([&] { return got.has_value(); });
+        return *got;
+    };
+    http_request post;
+    post.url = server_.base_url() + "/v1/chat/completions";
+    post.headers = {{"x-first", "1"}, {"authorization", "Bearer k1"}};
+    post.body = "{\"n\":1}";
+    post.max_response_bytes = 10;  // the default reply is larger: refused
+    EXPECT_EQ(send(post).first, make_error_code(errc::response_too_large));
+
+    http_request same = post;  // same headers: the shared list
+    same.max_response_bytes = std::size_t{1} << 20;
+    same.body = "{\"n\":2}";
+    EXPECT_FALSE(send(same).first);
+
+    http_request get;
+    get.method = "GET";
+    get.url = server_.base_url() + "/v1/models/m";
+    get.headers = {{"x-second", "2"}};
+    const auto [ec, res] = send(get);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(res.status, 200);
+
+    const auto reqs = server_.requests();
+    ASSERT_EQ(reqs.size(), 3u);
+    EXPECT_EQ(reqs[0].method, "POST");
+    EXPECT_EQ(reqs[1].body, "{\"n\":2}");
+    EXPECT_EQ(reqs[1].header("x-first"), "1");
+    EXPECT_EQ(reqs[1].header("authorization"), "Bearer k1");
+    EXPECT_EQ(reqs[2].method, "GET");
+    EXPECT_EQ(reqs[2].body, "");
+    EXPECT_EQ(reqs[2].header("x-second"), "2");
+    EXPECT_EQ(reqs[2].header("x-first"), "");
+    EXPECT_EQ(reqs[2].header("authorization"), "");
+    EXPECT_EQ(reqs[2].header("content-length"), "");
+}
