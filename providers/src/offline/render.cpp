@@ -16,9 +16,9 @@ std::string render(const std::vector<section>& sections)
             out += "\n\n";
         out += s.title;
         if (s.items.empty())
-            out += "\n" + s.empty;
+            out.append(1, '\n').append(s.empty);
         for (const auto& i : s.items)
-            out += "\n" + mask_secrets(i);
+            out.append(1, '\n').append(mask_secrets(i));
     }
     return out;
 }

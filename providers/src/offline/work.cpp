@@ -46,7 +46,9 @@ std::string first_sentence(const part* p)
 
 std::string code(std::string_view s)
 {
-    return "`" + clip_words(s, 160) + "`";
+    std::string out(1, '`');
+    out.append(clip_words(s, 160)).append(1, '`');
+    return out;
 }
 
 // The state of one command key: its latest outcome.
