@@ -930,9 +930,10 @@ struct session_log_builder::impl
     }
 
     // Hands the later part of the window's whole lines to the second thread, goes through the
-    // lines before it, and returns: the caller reads its next chunk while the second thread
-    // scans. The next feed (or finish) goes through the handed-over lines first. `owner`, if
-    // any, holds the window's bytes; otherwise they are copied.
+    // lines before it, and returns while the second thread scans (the caller, or the second
+    // thread itself in feed_from(), gets the next chunk meanwhile). The next feed (or finish)
+    // goes through the handed-over lines first. `owner`, if any, holds the window's bytes;
+    // otherwise they are copied.
     void feed_window(std::string_view bytes, std::unique_ptr<prescanner::job> owner)
     {
         // Whole lines start after the line carried in from the previous feed, if any.
