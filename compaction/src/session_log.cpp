@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -372,10 +373,13 @@ std::string session_log::new_id() const
 namespace {
 
 // Scanning a line (strict validation plus field capture) is most of a load's CPU and depends on
-// the line alone. For a large feed, a second thread scans the later half of its whole lines
-// while the caller scans the first half; the caller then goes through every line in order as
-// before, taking the scan of a later line from here. Everything else (line numbers, which error
-// comes first, tolerant skips) stays sequential, so the result is the same as scanning inline.
+// the line alone. For a large feed, a second thread scans the later part of its whole lines
+// while the caller scans the rest; the caller then goes through every line in order as before,
+// taking the scan of a later line from here. Everything else (line numbers, which error comes
+// first, tolerant skips) stays sequential, so the result is the same as scanning inline.
+//
+// Regions are queued: the caller starts the next region before it goes through the lines of the
+// previous one, so the second thread is not idle while the caller does the bookkeeping.
 class prescanner
 {
 public:
@@ -386,6 +390,48 @@ public:
         errc code{};
         std::string message;
         detail::line_fields fields;
+    };
+
+    // Whole lines (each ending in '\n') to scan, and their scans once done. Jobs are recycled:
+    // their scans keep the capacity of their strings.
+    struct job
+    {
+        std::string buffer;  // owns the bytes `region` points into
+        std::string_view region;
+        std::uint64_t offset = 0;  // file offset of region[0]
+        std::vector<line_scan> results;
+        std::size_t count = 0;
+        std::size_t cursor = 0;
+        std::atomic<bool> done{false};
+        // A read job fills `buffer` from `source` instead (up to `read_size` bytes at file
+        // offset `offset`) and reports what the read did.
+        const byte_source* source = nullptr;
+        std::size_t read_size = 0;
+        boost::system::error_code read_error;
+
+        // The length of the line at `at` (which ends in '\n' within `left` bytes): from its scan,
+        // or by looking. Lines are asked for in file order.
+        std::size_t next_line_size(const char* at, std::size_t left)
+        {
+            if (const line_scan* r = scan_at(at))
+                return r->size;
+            return static_cast<std::size_t>(static_cast<const char*>(std::memchr(at, '\n', left)) - at);
+        }
+
+        // The scan of exactly `line`, if the region had it. Only after wait(); lines are asked
+        // for in file order, so a cursor finds them.
+        const line_scan* find(std::string_view line)
+        {
+            const line_scan* r = scan_at(line.data());
+            return r && r->size == line.size() ? r : nullptr;
+        }
+
+        const line_scan* scan_at(const char* at)
+        {
+            while (cursor < count && results[cursor].at < at)
+                ++cursor;
+            return cursor < count && results[cursor].at == at ? &results[cursor] : nullptr;
+        }
     };
 
     explicit prescanner(std::size_t max_depth) : max_depth_(max_depth), thread_([this] { run(); }) {}
@@ -404,39 +450,30 @@ public:
     prescanner(const prescanner&) = delete;
     prescanner& operator=(const prescanner&) = delete;
 
-    // Starts scanning `region`: whole lines, each ending in '\n'. The bytes must stay alive and
-    // unchanged until wait() returns (or the prescanner is destroyed).
-    void start(std::string_view region)
+    // Queues `j`. Its bytes must stay alive and unchanged until wait(j) returns (or the
+    // prescanner is destroyed).
+    void start(job& j)
     {
+        j.count = 0;
+        j.cursor = 0;
+        j.done.store(false, std::memory_order_relaxed);
         {
             std::lock_guard lock(mutex_);
-            region_ = region;
-            count_ = 0;
-            cursor_ = 0;
-            cancel_.store(false, std::memory_order_relaxed);
-            busy_ = true;
+            queue_.push_back(&j);
         }
-        wake_.notify_all();
+        wake_.notify_one();
     }
 
-    // Asks the scan to stop early (its results will not be used).
+    // Asks the scans to stop early (their results will not be used). It stays cancelled: the
+    // load has failed and starts nothing more.
     void cancel() { cancel_.store(true, std::memory_order_relaxed); }
 
-    void wait()
+    void wait(job& j)
     {
+        if (j.done.load(std::memory_order_acquire))
+            return;
         std::unique_lock lock(mutex_);
-        done_.wait(lock, [this] { return !busy_; });
-    }
-
-    // The scan of exactly `line`, if the region had it. Only after wait(); lines are asked for
-    // in file order, so a cursor finds them.
-    const line_scan* find(std::string_view line)
-    {
-        while (cursor_ < count_ && results_[cursor_].at < line.data())
-            ++cursor_;
-        if (cursor_ < count_ && results_[cursor_].at == line.data() && results_[cursor_].size == line.size())
-            return &results_[cursor_];
-        return nullptr;
+        done_.wait(lock, [&j] { return j.done.load(std::memory_order_relaxed); });
     }
 
 private:
@@ -445,29 +482,44 @@ private:
         std::unique_lock lock(mutex_);
         for (;;)
         {
-            wake_.wait(lock, [this] { return stop_ || busy_; });
+            wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
             if (stop_)
                 return;
-            const std::string_view region = region_;
+            job& j = *queue_.front();
+            queue_.pop_front();
             lock.unlock();
             std::size_t n = 0;
             try
             {
-                n = scan(region);
+                n = j.source ? read(j) : scan(j);
             }
             catch (...)
             {
                 n = 0;  // out of memory: the caller scans these lines itself
+                if (j.source)
+                    j.read_error = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
             }
             lock.lock();
-            count_ = n;
-            busy_ = false;
+            j.count = n;
+            j.done.store(true, std::memory_order_release);
             done_.notify_all();
         }
     }
 
-    std::size_t scan(std::string_view region)
+    static std::size_t read(job& j)
     {
+        j.read_error.clear();
+        j.buffer.resize(j.read_size);
+        const auto n = j.source->read(j.offset, j.buffer.data(), j.buffer.size());
+        if (!n)
+            j.read_error = n.error();
+        j.buffer.resize(n ? std::min(*n, j.read_size) : 0);
+        return 0;
+    }
+
+    std::size_t scan(job& j)
+    {
+        const std::string_view region = j.region;
         std::size_t n = 0;
         std::size_t i = 0;
         while (i < region.size() && !cancel_.load(std::memory_order_relaxed))
@@ -476,9 +528,9 @@ private:
             if (!nl)
                 break;
             const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - region.data());
-            if (n == results_.size())
-                results_.emplace_back();
-            line_scan& r = results_[n];
+            if (n == j.results.size())
+                j.results.emplace_back();
+            line_scan& r = j.results[n];
             r.at = region.data() + i;
             r.size = end - i;
             r.message.clear();
@@ -490,14 +542,10 @@ private:
     }
 
     std::size_t max_depth_;
-    std::vector<line_scan> results_;  // kept across feeds: their strings keep their capacity
-    std::size_t count_ = 0;
-    std::size_t cursor_ = 0;
     std::atomic<bool> cancel_{false};
     std::mutex mutex_;
     std::condition_variable wake_, done_;
-    std::string_view region_;
-    bool busy_ = false;
+    std::deque<job*> queue_;
     bool stop_ = false;
     std::thread thread_;  // last: starts once the members above exist
 };
@@ -507,6 +555,10 @@ constexpr std::size_t parallel_feed_bytes = 128 * 1024;
 // A larger feed is handled in windows of about this size (ending at a newline), which bounds
 // what the second thread holds.
 constexpr std::size_t parallel_window_bytes = 2 * 1024 * 1024;
+// The most of a window's whole lines the caller scans, in sixteenths (see adapt_share()).
+constexpr std::size_t max_caller_share = 12;
+// Buffers kept for reuse (the caller's next chunks, or the next copies).
+constexpr std::size_t max_spare_buffers = 3;
 
 }  // namespace
 
@@ -516,19 +568,20 @@ struct session_log_builder::impl
 
     load_options opts;
     detail::line_indexer indexer;
-    // Whole lines copied from the last large feed, being scanned by `pre`; declared before it,
-    // so that the thread is joined before they go.
-    std::string deferred;
-    std::uint64_t deferred_offset = 0;
-    bool deferred_pending = false;
+    // Regions handed to `pre`, in file order, and recycled jobs and buffers; declared before
+    // it, so that the thread is joined before they go.
+    std::deque<std::unique_ptr<prescanner::job>> pending;
+    std::vector<std::unique_ptr<prescanner::job>> spare_jobs;
+    std::vector<std::string> spare_buffers;
     std::unique_ptr<prescanner> pre;  // created by the first large feed on a multi-core machine
-    bool pre_active = false;          // drain() is going through the deferred lines
+    prescanner::job* draining = nullptr;  // drain() is going through this job's lines
+    std::size_t caller_share = 4;  // sixteenths of a window's whole lines this thread scans (adapt_share())
 
     // index() of the line, or the second thread's scan of it.
     result<const detail::line_fields*> index_line(std::string_view text, diagnostics& d)
     {
-        if (pre_active)
-            if (const auto* r = pre->find(text))
+        if (draining)
+            if (const auto* r = draining->find(text))
             {
                 if (r->code != errc{})
                 {
@@ -755,9 +808,11 @@ struct session_log_builder::impl
 
     void feed(std::string_view bytes)
     {
-        drain();
         if (bytes.size() < parallel_feed_bytes || !two_cores())
+        {
+            drain();
             return feed_lines(bytes);
+        }
         while (!bytes.empty() && !failed())
         {
             // Windows end at a newline, so no line is carried from one to the next.
@@ -765,10 +820,106 @@ struct session_log_builder::impl
             if (n > parallel_window_bytes + parallel_window_bytes / 2)
                 if (const void* nl = std::memchr(bytes.data() + parallel_window_bytes, '\n', n - parallel_window_bytes))
                     n = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
-            drain();
-            if (!failed())
-                feed_window(bytes.substr(0, n));
+            feed_window(bytes.substr(0, n), nullptr);
             bytes.remove_prefix(n);
+        }
+    }
+
+    // As feed(), but the second thread scans the chunk's bytes where they are: the chunk
+    // becomes the buffer of its region instead of a copy.
+    void feed_owned(std::string&& chunk)
+    {
+        if (chunk.size() < parallel_feed_bytes || !two_cores())
+        {
+            drain();
+            feed_lines(chunk);
+            keep_spare(std::move(chunk));
+            return;
+        }
+        auto j = take_job();
+        j->buffer = std::move(chunk);
+        const std::string_view bytes = j->buffer;  // taken after the move: the job owns the bytes now
+        feed_window(bytes, std::move(j));
+    }
+
+    result<void> feed_from(const byte_source& source, std::size_t chunk_bytes)
+    {
+        chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
+        if (!two_cores() || !have_prescanner())
+            return read_inline(source, chunk_bytes);
+        std::unique_ptr<prescanner::job> next = start_read(source, 0, chunk_bytes);
+        std::uint64_t offset = 0;
+        // Whatever happens, a queued read must end before its job goes.
+        struct wait_for
+        {
+            prescanner& pre;
+            std::unique_ptr<prescanner::job>& job;
+            ~wait_for()
+            {
+                if (job)
+                    pre.wait(*job);
+            }
+        } guard{*pre, next};
+        while (!failed())
+        {
+            pre->wait(*next);
+            if (next->read_error)
+                return next->read_error;
+            if (next->buffer.empty())
+                break;
+            offset += next->buffer.size();
+            // The second thread reads the chunk after this one before it scans this one: this
+            // thread needs it first.
+            auto current = std::exchange(next, start_read(source, offset, chunk_bytes));
+            feed_owned(std::move(current->buffer));
+            recycle(std::move(current));
+        }
+        return {};
+    }
+
+    // feed_from() without a second thread.
+    result<void> read_inline(const byte_source& source, std::size_t chunk_bytes)
+    {
+        std::uint64_t offset = 0;
+        while (!failed())
+        {
+            std::string chunk = take_spare();
+            chunk.resize(chunk_bytes);
+            const auto n = source.read(offset, chunk.data(), chunk.size());
+            if (!n)
+                return n.error();
+            if (*n == 0)
+                break;
+            chunk.resize(std::min(*n, chunk_bytes));
+            offset += chunk.size();
+            feed_owned(std::move(chunk));
+        }
+        return {};
+    }
+
+    // Queues a read of up to `size` bytes at `offset` into a spare buffer.
+    std::unique_ptr<prescanner::job> start_read(const byte_source& source, std::uint64_t offset, std::size_t size)
+    {
+        auto j = take_job();
+        j->buffer = take_spare();
+        j->source = &source;
+        j->offset = offset;
+        j->read_size = size;
+        pre->start(*j);
+        return j;
+    }
+
+    bool have_prescanner()
+    {
+        try
+        {
+            if (!pre)
+                pre = std::make_unique<prescanner>(opts.max_depth);
+            return true;
+        }
+        catch (const std::exception&)
+        {
+            return false;  // no thread to be had
         }
     }
 
@@ -778,10 +929,12 @@ struct session_log_builder::impl
         return yes;
     }
 
-    // Copies the later part of the window's whole lines for the second thread to scan, goes
-    // through the lines before it, and returns: the caller reads its next chunk while the
-    // second thread scans. The next feed (or finish) goes through the copied lines first.
-    void feed_window(std::string_view bytes)
+    // Hands the later part of the window's whole lines to the second thread, goes through the
+    // lines before it, and returns while the second thread scans (the caller, or the second
+    // thread itself in feed_from(), gets the next chunk meanwhile). The next feed (or finish)
+    // goes through the handed-over lines first. `owner`, if any, holds the window's bytes;
+    // otherwise they are copied.
+    void feed_window(std::string_view bytes, std::unique_ptr<prescanner::job> owner)
     {
         // Whole lines start after the line carried in from the previous feed, if any.
         std::size_t first = 0;
@@ -792,65 +945,142 @@ struct session_log_builder::impl
         }
         const void* last_nl = first < bytes.size() ? ::memrchr(bytes.data() + first, '\n', bytes.size() - first) : nullptr;
         const std::size_t end = last_nl ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - bytes.data()) + 1 : first;
-        std::size_t split = end;
-        if (end - first >= parallel_feed_bytes / 2)
+        const std::size_t split = caller_share_end(bytes, first, end, caller_share);
+        if (split >= end || !start_prescan(bytes.substr(split, end - split), pos + split, owner))
         {
-            // This thread also copies the later part, reads the next chunk and does the
-            // bookkeeping of every line: it scans the smaller share.
-            const std::size_t mid = first + (end - first) / 4;
-            if (const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid))
-                split = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+            drain();
+            feed_lines(bytes);
+            if (owner)
+                recycle(std::move(owner));
+            return;
         }
-        if (split >= end || !start_prescan(bytes.substr(split, end - split), pos + split))
-            return feed_lines(bytes);
+        // The earlier regions are gone through while the second thread already scans this one.
+        drain(1);
         feed_lines(bytes.substr(0, split));
-        pos += end - split;  // the deferred lines, gone through by drain()
+        pos += end - split;  // the handed-over lines, gone through by drain()
         feed_lines(bytes.substr(end));  // the start of a line that continues in the next feed
     }
 
-    // Starts the second thread on a copy of `region` (whole lines at file offset `offset`).
-    bool start_prescan(std::string_view region, std::uint64_t offset)
+    // Where this thread's share (in sixteenths) of the whole lines [first, end) ends; the second
+    // thread scans the rest.
+    static std::size_t caller_share_end(std::string_view bytes, std::size_t first, std::size_t end, std::size_t share)
+    {
+        if (end - first < parallel_feed_bytes / 2)
+            return end;  // too little to be worth a handoff
+        const std::size_t mid = first + (end - first) * share / 16;
+        if (mid == first)
+            return first;
+        const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid);
+        return nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : end;
+    }
+
+    // Queues `region` (whole lines at file offset `offset`) for the second thread: in `owner`'s
+    // buffer, or in a copy if there is no owner.
+    bool start_prescan(std::string_view region, std::uint64_t offset, std::unique_ptr<prescanner::job>& owner)
     {
         try
         {
-            if (!pre)
-                pre = std::make_unique<prescanner>(opts.max_depth);
-            deferred.assign(region);
+            if (!have_prescanner())
+                return false;
+            if (!owner)
+            {
+                owner = take_job();
+                owner->buffer = take_spare();
+                owner->buffer.assign(region);
+                region = owner->buffer;
+            }
+            pending.push_back(nullptr);
         }
         catch (const std::exception&)
         {
             return false;  // no thread (or no memory) to be had: scan inline
         }
-        deferred_offset = offset;
-        deferred_pending = true;
-        pre->start(deferred);
+        owner->region = region;
+        owner->offset = offset;
+        pre->start(*owner);
+        pending.back() = std::move(owner);
         return true;
     }
 
-    // Goes through the lines handed to the second thread, in order, with its scans.
-    void drain()
+    // Goes through the lines handed to the second thread, oldest first, with its scans, until
+    // `keep` regions are left.
+    void drain(std::size_t keep = 0)
     {
-        if (!deferred_pending)
-            return;
+        while (pending.size() > keep)
+        {
+            std::unique_ptr<prescanner::job> j = std::move(pending.front());
+            pending.pop_front();
+            drain_job(*j);
+            recycle(std::move(j));
+        }
+    }
+
+    void drain_job(prescanner::job& j)
+    {
         if (failed())
             pre->cancel();  // an earlier line was fatal: these lines are never looked at
-        pre->wait();
-        deferred_pending = false;
-        pre_active = true;
+        adapt_share(j.done.load(std::memory_order_acquire));
+        pre->wait(j);
+        draining = &j;
         struct inactive
         {
-            bool& active;
-            ~inactive() { active = false; }
-        } reset{pre_active};
-        const std::string_view bytes = deferred;
+            prescanner::job*& active;
+            ~inactive() { active = nullptr; }
+        } reset{draining};
+        const std::string_view bytes = j.region;
         std::size_t i = 0;
         while (i < bytes.size() && !failed())
         {
-            const auto* nl = static_cast<const char*>(std::memchr(bytes.data() + i, '\n', bytes.size() - i));
-            const std::size_t end = static_cast<std::size_t>(nl - bytes.data());  // every line ends in '\n'
-            line(bytes.substr(i, end - i), deferred_offset + i, true);
+            // The scans know where their lines end; past them (a cancelled or failed scan), look.
+            const std::size_t end = i + j.next_line_size(bytes.data() + i, bytes.size() - i);
+            line(bytes.substr(i, end - i), j.offset + i, true);
             i = end + 1;
         }
+    }
+
+    // Which thread scans a line does not change the result, only how long the load takes. If the
+    // second thread was done before this thread got to its lines, give it more of the next
+    // window; if this thread had to wait, take more itself.
+    void adapt_share(bool scanned_already)
+    {
+        if (scanned_already && caller_share > 0)
+            --caller_share;
+        else if (!scanned_already && caller_share < max_caller_share)
+            ++caller_share;
+    }
+
+    std::unique_ptr<prescanner::job> take_job()
+    {
+        if (spare_jobs.empty())
+            return std::make_unique<prescanner::job>();
+        auto j = std::move(spare_jobs.back());
+        spare_jobs.pop_back();
+        return j;
+    }
+
+    // A buffer for the next chunk: one the second thread is done with, or an empty string.
+    std::string take_spare()
+    {
+        if (spare_buffers.empty())
+            return {};
+        std::string b = std::move(spare_buffers.back());
+        spare_buffers.pop_back();
+        return b;
+    }
+
+    void keep_spare(std::string buffer)
+    {
+        if (buffer.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
+            spare_buffers.push_back(std::move(buffer));
+    }
+
+    void recycle(std::unique_ptr<prescanner::job> j)
+    {
+        keep_spare(std::move(j->buffer));
+        j->buffer = std::string();
+        j->region = {};
+        j->source = nullptr;
+        spare_jobs.push_back(std::move(j));
     }
 
     void feed_lines(std::string_view bytes)
@@ -1023,6 +1253,25 @@ bool session_log_builder::feed(std::string_view bytes)
     if (!impl_->failed())
         impl_->feed(bytes);
     return !impl_->failed();
+}
+
+bool session_log_builder::feed_owned(std::string&& chunk)
+{
+    if (!impl_->failed())
+        impl_->feed_owned(std::move(chunk));
+    return !impl_->failed();
+}
+
+result<void> session_log_builder::feed_from(const byte_source& source, std::size_t chunk_bytes)
+{
+    if (impl_->failed())
+        return {};
+    return impl_->feed_from(source, chunk_bytes);
+}
+
+std::string session_log_builder::spare_buffer()
+{
+    return impl_->take_spare();
 }
 
 result<session_log> session_log_builder::finish(

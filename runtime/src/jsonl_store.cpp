@@ -50,6 +50,31 @@ bool write_all(int fd, const char* data, std::size_t size)
     return true;
 }
 
+// What load() reads at a time.
+constexpr std::size_t load_chunk_bytes = std::size_t{2} << 20;
+
+// The store's file as the loader reads it, from its second thread.
+class fd_byte_source final : public compaction::byte_source
+{
+public:
+    explicit fd_byte_source(int fd) : fd_(fd) {}
+
+    result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const override
+    {
+        for (;;)
+        {
+            const ssize_t n = ::pread(fd_, into, size, static_cast<off_t>(offset));
+            if (n >= 0)
+                return static_cast<std::size_t>(n);
+            if (errno != EINTR)
+                return boost::system::error_code(errno, boost::system::system_category());
+        }
+    }
+
+private:
+    int fd_;
+};
+
 // Reads lines back for lazy materialization. It owns a descriptor of its own: the store's
 // descriptor carries the flock, which must end when the store closes, not when the last log does.
 class file_line_reader final : public compaction::line_reader
@@ -253,21 +278,11 @@ result<compaction::session_log> jsonl_store::load(
         return io_failure(diag, "cannot reopen", path_, errno).error();
     auto reader = std::make_shared<file_line_reader>(reader_fd);
     compaction::session_log_builder builder(opts);
-    std::string chunk(1u << 20, '\0');
-    std::uint64_t offset = 0;
-    for (;;)
-    {
-        const ssize_t n = ::pread(fd_->fd, chunk.data(), chunk.size(), static_cast<off_t>(offset));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return io_failure(diag, "cannot read", path_, errno).error();
-        if (n == 0)
-            break;
-        offset += static_cast<std::uint64_t>(n);
-        if (!builder.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n))))
-            break;
-    }
+    // The builder's second thread reads the next chunk while this thread goes through the
+    // last one, and scans it in place (no copy).
+    const fd_byte_source source(fd_->fd);
+    if (const auto fed = builder.feed_from(source, load_chunk_bytes); !fed)
+        return io_failure(diag, "cannot read", path_, fed.error().value()).error();
     auto log = builder.finish(std::move(reader), report, diag);
     if (log)
     {

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 using namespace agentctx::compaction;
 using agentctx::test::session_text;
@@ -335,13 +338,68 @@ TEST(session_log, a_repeated_key_indexes_as_the_last_one_as_the_entry_reads)
 
 namespace {
 
-// Everything a load produces that a caller can see, as text, to compare two loads.
-std::string load_outcome(const std::string& text, const load_options& opts, std::size_t chunk)
+// How a test feeds the builder.
+enum class feed_mode
 {
-    session_log_builder b(opts);
+    view,    // feed(std::string_view): the builder copies what its second thread scans
+    owned,   // feed_owned(): the second thread scans the chunks in place
+    source,  // feed_from(): the second thread also reads
+};
+
+// A byte_source over memory that serves at most `max_read` bytes per call (short reads put the
+// chunk boundaries anywhere) and fails at `fail_at`, if set.
+class memory_source final : public agentctx::compaction::byte_source
+{
+public:
+    memory_source(const std::string& text, std::size_t max_read, std::uint64_t fail_at = UINT64_MAX)
+        : text_(text), max_read_(max_read), fail_at_(fail_at)
+    {
+    }
+
+    agentctx::compaction::result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const override
+    {
+        if (offset >= fail_at_)
+            return boost::system::error_code(EIO, boost::system::system_category());
+        const std::size_t n = std::min({size, max_read_, text_.size() - static_cast<std::size_t>(offset)});
+        std::memcpy(into, text_.data() + offset, n);
+        return n;
+    }
+
+private:
+    const std::string& text_;
+    std::size_t max_read_;
+    std::uint64_t fail_at_;
+};
+
+void feed_all(session_log_builder& b, const std::string& text, std::size_t chunk, feed_mode mode)
+{
+    if (mode == feed_mode::source)
+    {
+        // Reads of `chunk` bytes, each cut short to an odd size now and then.
+        const memory_source src(text, chunk % 3 == 0 ? chunk : chunk - chunk / 7);
+        ASSERT_TRUE(b.feed_from(src, chunk));
+        return;
+    }
     for (std::size_t i = 0; i < text.size(); i += chunk)
-        if (!b.feed(std::string_view(text).substr(i, chunk)))
+    {
+        const std::string_view piece = std::string_view(text).substr(i, chunk);
+        bool more = false;
+        if (mode == feed_mode::view)
+            more = b.feed(piece);
+        else
+        {
+            std::string buffer = b.spare_buffer();
+            buffer.assign(piece);
+            more = b.feed_owned(std::move(buffer));
+        }
+        if (!more)
             break;
+    }
+}
+
+// Everything a load produces that a caller can see, as text, to compare two loads.
+std::string outcome_of(session_log_builder& b, const std::string& text)
+{
     load_report report;
     diagnostics diag;
     auto log = b.finish(std::make_shared<string_line_reader>(text), report, diag);
@@ -363,6 +421,13 @@ std::string load_outcome(const std::string& text, const load_options& opts, std:
                m.model + " " + m.first_kept_entry_id + " " + m.target_id + " " + m.label + "\n";
     }
     return out + "leaf " + log->leaf_id().value_or("-") + "\n";
+}
+
+std::string load_outcome(const std::string& text, const load_options& opts, std::size_t chunk, feed_mode mode = feed_mode::view)
+{
+    session_log_builder b(opts);
+    feed_all(b, text, chunk, mode);
+    return outcome_of(b, text);
 }
 
 // Replaces line `n` (1-based) of `text`.
@@ -408,14 +473,57 @@ TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
         {
             const load_options opts{.tolerant = tolerant};
             const std::string inline_scan = load_outcome(text, opts, 4096);
-            for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{200'000}, text.size()})
-                EXPECT_EQ(load_outcome(text, opts, chunk), inline_scan)
-                    << "variant " << v << " tolerant " << tolerant << " chunk " << chunk;
+            for (const feed_mode mode : {feed_mode::view, feed_mode::owned, feed_mode::source})
+                for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{200'000}, std::size_t{2} << 20, text.size()})
+                    EXPECT_EQ(load_outcome(text, opts, chunk, mode), inline_scan)
+                        << "variant " << v << " tolerant " << tolerant << " chunk " << chunk << " mode "
+                        << static_cast<int>(mode);
         }
     }
     // A torn final line and one without its newline.
-    std::string torn = base.substr(0, base.size() - 40);
-    EXPECT_EQ(load_outcome(torn, {}, torn.size()), load_outcome(torn, {}, 4096));
-    std::string unterminated = base.substr(0, base.size() - 1);
-    EXPECT_EQ(load_outcome(unterminated, {}, unterminated.size()), load_outcome(unterminated, {}, 4096));
+    for (const feed_mode mode : {feed_mode::view, feed_mode::owned, feed_mode::source})
+    {
+        std::string torn = base.substr(0, base.size() - 40);
+        EXPECT_EQ(load_outcome(torn, {}, torn.size(), mode), load_outcome(torn, {}, 4096));
+        EXPECT_EQ(load_outcome(torn, {}, 300'000, mode), load_outcome(torn, {}, 4096));
+        std::string unterminated = base.substr(0, base.size() - 1);
+        EXPECT_EQ(load_outcome(unterminated, {}, unterminated.size(), mode), load_outcome(unterminated, {}, 4096));
+        EXPECT_EQ(load_outcome(unterminated, {}, 300'000, mode), load_outcome(unterminated, {}, 4096));
+    }
+}
+
+// Lines longer than a chunk (and over max_line_bytes) span several owned chunks or reads. A line
+// over the limit is reported with its length only if it arrived in one feed, so each mode is
+// compared with string_view feeds of the same size.
+TEST(session_log, long_lines_across_owned_chunks_and_reads_load_as_string_view_feeds_do)
+{
+    std::string text = agentctx::tools::generate_session({.seed = 5, .entries = 1500, .compaction_every = 20});
+    const std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+    set_line(text, lines / 3, std::string(700'000, 'x'));
+    set_line(text, lines / 2, "{\"type\":\"message\",\"id\":\"big\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"" +
+                                  std::string(400'000, 'y') + "\"}}");
+    for (const bool tolerant : {false, true})
+        for (const std::size_t max_line : {std::size_t{64} << 20, std::size_t{500'000}})
+        {
+            const load_options opts{.max_line_bytes = max_line, .tolerant = tolerant};
+            for (const std::size_t chunk : {std::size_t{150'000}, std::size_t{1'048'575}})  // multiples of 3: whole reads
+                for (const feed_mode mode : {feed_mode::owned, feed_mode::source})
+                    EXPECT_EQ(load_outcome(text, opts, chunk, mode), load_outcome(text, opts, chunk))
+                        << "tolerant " << tolerant << " max_line " << max_line << " chunk " << chunk << " mode "
+                        << static_cast<int>(mode);
+        }
+}
+
+// feed_from() returns the first read error and feeds nothing after it.
+TEST(session_log, feed_from_stops_at_a_read_error)
+{
+    const std::string text = agentctx::tools::generate_session({.seed = 3, .entries = 800});
+    ASSERT_GT(text.size(), 1u << 20);
+    const memory_source src(text, 256 * 1024, 512 * 1024);
+    session_log_builder b;
+    const auto fed = b.feed_from(src, 256 * 1024);
+    ASSERT_FALSE(fed);
+    EXPECT_EQ(fed.error().value(), EIO);
+    // What was read before the error loads as a file cut there would.
+    EXPECT_EQ(outcome_of(b, text), load_outcome(text.substr(0, 512 * 1024), {}, 4096));
 }

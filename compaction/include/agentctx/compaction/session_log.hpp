@@ -56,6 +56,16 @@ public:
     virtual result<std::string> read(std::uint64_t offset, std::size_t length) const = 0;
 };
 
+/// Reads the bytes to load, for session_log_builder::feed_from(). The builder's second thread
+/// may call it (one call at a time); the compaction module itself does no I/O.
+class byte_source
+{
+public:
+    virtual ~byte_source() = default;
+    /// Reads up to `size` bytes at `offset` into `into`: how many were read (0 at the end).
+    virtual result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const = 0;
+};
+
 /// A line_reader over text held in memory.
 class string_line_reader final : public line_reader
 {
@@ -198,6 +208,20 @@ public:
 
     /// Feeds the next bytes. Returns false once a fatal error is recorded (further feeds are ignored).
     bool feed(std::string_view bytes);
+
+    /// Feeds `chunk` as feed(std::string_view) does, but takes the buffer: a second thread can
+    /// then scan its lines in place instead of in a copy. Chunks of a few MiB suit it best.
+    bool feed_owned(std::string&& chunk);
+
+    /// Feeds everything `source` serves, from offset 0, in chunks of `chunk_bytes`. On a
+    /// multi-core machine the second thread reads the next chunk while this one goes through
+    /// the last. Returns the first read error, if any (nothing after it is fed); finish()
+    /// reports the load's own errors as usual.
+    result<void> feed_from(const byte_source& source, std::size_t chunk_bytes);
+
+    /// A buffer passed to feed_owned() earlier that is no longer needed (contents unspecified),
+    /// or an empty string: read the next chunk into it to save an allocation and page faults.
+    std::string spare_buffer();
 
     /// Ends the input. `reader` must serve the same bytes that were fed, for later materialization.
     result<session_log> finish(std::shared_ptr<const line_reader> reader, load_report& report, diagnostics& diag);
