@@ -109,6 +109,16 @@ native_state openai_state()
     return s;
 }
 
+// `body` is refused as native_invalid, with `why` in the message.
+void expect_native_invalid(wire_format f, const std::string& body, const std::string& why)
+{
+    diagnostics d;
+    auto r = parse_native_response(f, body, "m", d);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error(), make_error_code(errc::native_invalid));
+    EXPECT_NE(d.message.find(why), std::string::npos) << d.message;
+}
+
 }  // namespace
 
 TEST(native_request, anthropic_carries_the_edit_the_beta_header_the_loop_model_and_the_window)
@@ -169,11 +179,7 @@ TEST(native_response, anthropic_needs_exactly_one_compaction_block_with_content)
     EXPECT_EQ(ok->usage.cache_read, 300);
 
     const auto expect_invalid = [](const std::string& body, const std::string& why) {
-        diagnostics dd;
-        auto r = parse_native_response(wire_format::anthropic, body, "m", dd);
-        ASSERT_FALSE(r);
-        EXPECT_EQ(r.error(), make_error_code(errc::native_invalid));
-        EXPECT_NE(dd.message.find(why), std::string::npos) << dd.message;
+        expect_native_invalid(wire_format::anthropic, body, why);
     };
     expect_invalid(test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}),
                    "content is null");
@@ -202,11 +208,7 @@ TEST(native_response, openai_needs_user_messages_then_exactly_one_compaction_ite
     EXPECT_EQ(ok->usage.output, 700);
 
     const auto expect_invalid = [](const std::string& body, const std::string& why) {
-        diagnostics dd;
-        auto r = parse_native_response(wire_format::openai, body, "m", dd);
-        ASSERT_FALSE(r);
-        EXPECT_EQ(r.error(), make_error_code(errc::native_invalid));
-        EXPECT_NE(dd.message.find(why), std::string::npos) << dd.message;
+        expect_native_invalid(wire_format::openai, body, why);
     };
     expect_invalid(test::openai_compact_body({"a"}, {}), "0 compaction items");
     expect_invalid(test::openai_compact_body({"a"}, {item, item}), "2 compaction items");

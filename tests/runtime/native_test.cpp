@@ -8,6 +8,7 @@
 
 #include "fake_provider_server.hpp"
 #include "long_session.hpp"
+#include "open_session.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
@@ -104,16 +105,14 @@ protected:
 
     std::shared_ptr<session> open(session_config c)
     {
-        compaction::diagnostics diag;
-        auto store = jsonl_store::open(path_, {}, diag);
-        EXPECT_TRUE(store) << diag.message;
-        auto s = session::open(ioc_.get_executor(), std::move(*store), std::move(c), diag);
-        EXPECT_TRUE(s) << diag.message;
-        (*s)->on_event([this](const session_event& e) {
+        auto s = test::open_session(ioc_.get_executor(), path_, std::move(c));
+        if (!s)
+            return nullptr;
+        s->on_event([this](const session_event& e) {
             if (const auto* f = std::get_if<compaction_finished_event>(&e))
                 finished_.push_back(f->evidence);
         });
-        return *s;
+        return s;
     }
 
     template <class Pred>

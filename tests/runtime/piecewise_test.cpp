@@ -7,6 +7,7 @@
 #include <agentctx/runtime/session.hpp>
 
 #include "long_session.hpp"
+#include "open_session.hpp"
 #include "scripted_summarizer.hpp"
 
 #include <boost/asio/append.hpp>
@@ -81,18 +82,16 @@ protected:
 
     std::shared_ptr<session> open(session_config c)
     {
-        compaction::diagnostics diag;
-        auto store = jsonl_store::open(path_, {}, diag);
-        EXPECT_TRUE(store) << diag.message;
-        auto s = session::open(ioc_.get_executor(), std::move(*store), std::move(c), diag);
-        EXPECT_TRUE(s) << diag.message;
-        (*s)->on_event([this](const session_event& e) {
+        auto s = test::open_session(ioc_.get_executor(), path_, std::move(c));
+        if (!s)
+            return nullptr;
+        s->on_event([this](const session_event& e) {
             if (const auto* p = std::get_if<compaction_progress_event>(&e))
                 progress_.emplace_back(p->completed, p->remaining);
             if (const auto* f = std::get_if<compaction_finished_event>(&e))
                 finished_.push_back(f->evidence);
         });
-        return *s;
+        return s;
     }
 
     std::string file() const { return test::read_text(path_); }

@@ -6,6 +6,7 @@
 
 #include "scripted_summarizer.hpp"
 #include "long_session.hpp"
+#include "open_session.hpp"
 #include "session_text.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -114,13 +115,11 @@ protected:
     {
         path_ = dir_ / name;
         std::ofstream(path_, std::ios::binary) << text;
-        compaction::diagnostics diag;
-        auto store = jsonl_store::open(path_, {}, diag);
-        EXPECT_TRUE(store) << diag.message;
-        auto s = session::open(ioc_.get_executor(), std::move(*store), std::move(c), diag);
-        EXPECT_TRUE(s) << diag.message;
-        (*s)->on_event(std::ref(events_));
-        return *s;
+        auto s = test::open_session(ioc_.get_executor(), path_, std::move(c));
+        if (!s)
+            return nullptr;
+        s->on_event(std::ref(events_));
+        return s;
     }
 
     std::string file() const
