@@ -2,6 +2,7 @@
 #include "line_indexer.hpp"
 
 #include "exact_json.hpp"
+#include "string_skip.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -58,8 +59,9 @@ struct target
 class scanner
 {
 public:
-    scanner(std::string_view s, std::size_t max_depth, line_fields& f)
-        : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f)
+    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_scan strings)
+        : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f),
+          vector_strings_(strings == string_scan::vector)
     {
     }
 
@@ -339,11 +341,24 @@ private:
         return static_cast<std::size_t>(q - p_);
     }
 
+    // Skips what needs no attention of a string that is not captured (most bytes of a line:
+    // tool outputs); true when that reached its closing quote.
+    bool skipped_to_close(const std::string* out)
+    {
+        if (out || !vector_strings_)
+            return false;
+        const string_skip s = skip_string(p_, end_);
+        p_ = s.at;
+        return s.closed;
+    }
+
     bool string(std::string* out)
     {
         ++p_;  // opening quote
         for (;;)
         {
+            if (skipped_to_close(out))
+                return true;
             const std::size_t run = plain_run();
             if (out)
                 out->append(p_, run);
@@ -531,6 +546,7 @@ private:
     const char* end_;
     std::size_t max_depth_;
     line_fields& f_;
+    bool vector_strings_;
 };
 
 }  // namespace
@@ -542,10 +558,11 @@ result<const line_fields*> line_indexer::index(std::string_view line, diagnostic
     return &fields_;
 }
 
-errc line_indexer::scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message)
+errc line_indexer::scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
+                        string_scan strings)
 {
     out.clear();
-    scanner s(line, max_depth, out);
+    scanner s(line, max_depth, out, strings);
     if (!s.document())
     {
         message = std::move(s.message);

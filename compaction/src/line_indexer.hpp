@@ -35,6 +35,14 @@ struct line_fields
     void clear();
 };
 
+/// How the scanner skips the strings it does not capture: `vector` (skip_string, where the
+/// machine has AVX2) or `scalar` only; both give the same verdicts and messages (tests compare them).
+enum class string_scan : std::uint8_t
+{
+    vector,
+    scalar,
+};
+
 /// A strict JSON validator (RFC 8259, UTF-8, no comments or trailing commas) that accepts
 /// exactly what Boost.JSON's parser accepts, plus lone surrogate escapes (`"\ud83d"`, which
 /// JSON.stringify wrote for strings Pi's tools cut inside a pair): an indexed line always
@@ -42,8 +50,8 @@ struct line_fields
 /// cannot represent are rejected here (invalid_json), not at materialization. A lone surrogate
 /// reads as U+FFFD (one UTF-16 unit, like the lone unit in JavaScript). Of a repeated key, the
 /// last is captured, as the materialized value (and JSON.parse) keeps it. `fuzz_json_scanner`
-/// checks all of this against Boost.JSON. Plain runs inside strings
-/// are skipped 16 bytes at a time (SSE2): session lines are mostly long tool outputs.
+/// checks all of this against Boost.JSON. Strings it does not capture are skipped 64 bytes at a
+/// time (skip_string), other plain runs 16 at a time (SSE2): session lines are mostly long tool outputs.
 class line_indexer
 {
 public:
@@ -55,7 +63,8 @@ public:
 
     /// What index() does, into `out`: errc{} on success, else the code with `message` set. A
     /// pure function of the line, so lines may be scanned on any thread.
-    static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message);
+    static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
+                     string_scan strings = string_scan::vector);
 
 private:
     std::size_t max_depth_;

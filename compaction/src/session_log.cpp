@@ -232,9 +232,13 @@ std::vector<std::uint32_t> session_log::path_to(std::optional<std::size_t> leaf)
     if (!leaf)
         return path;
     // Cycles were rejected (or broken) at load and appends only link to existing entries.
-    for (std::int32_t i = static_cast<std::int32_t>(*leaf); i >= 0; i = metas_[static_cast<std::size_t>(i)].parent)
-        path.push_back(static_cast<std::uint32_t>(i));
-    return {path.rbegin(), path.rend()};
+    std::size_t length = 0;
+    for (std::int32_t i = static_cast<std::int32_t>(*leaf); i >= 0; i = parents_[static_cast<std::size_t>(i)])
+        ++length;
+    path.resize(length);
+    for (std::int32_t i = static_cast<std::int32_t>(*leaf); i >= 0; i = parents_[static_cast<std::size_t>(i)])
+        path[--length] = static_cast<std::uint32_t>(i);
+    return path;
 }
 
 void session_log::migrate_object(std::size_t i, boost::json::object& o) const
@@ -358,6 +362,7 @@ result<void> session_log::append(entry_ptr e, diagnostics& diag)
     m.parent = parent;
     apply_label(labels_, m);
     metas_.push_back(std::move(m));
+    parents_.push_back(parent);
     by_id_.insert(metas_[metas_.size() - 1].id, static_cast<std::uint32_t>(metas_.size() - 1), metas_);
     leaf_ = metas_.size() - 1;
     return {};
@@ -1188,6 +1193,9 @@ struct session_log_builder::impl
             }
             kept[k].parent = static_cast<std::int32_t>(parent);
         }
+        std::vector<std::int32_t> parents(kept.size());
+        for (std::size_t k = 0; k < kept.size(); ++k)
+            parents[k] = kept[k].parent;
         // Cycle check: iterative colouring, O(n) overall.
         std::vector<std::uint8_t> state(kept.size(), 0);  // 0 new, 1 on the current walk, 2 done
         std::vector<std::size_t> walk;
@@ -1201,7 +1209,7 @@ struct session_log_builder::impl
             {
                 state[static_cast<std::size_t>(i)] = 1;
                 walk.push_back(static_cast<std::size_t>(i));
-                i = kept[static_cast<std::size_t>(i)].parent;
+                i = parents[static_cast<std::size_t>(i)];
             }
             if (i >= 0 && state[static_cast<std::size_t>(i)] == 1)
             {
@@ -1209,7 +1217,7 @@ struct session_log_builder::impl
                 bad_line(errc::parent_cycle, m.line, "parentId", "parentId links of entry '" + m.id + "' form a cycle");
                 if (failed())
                     return;
-                m.parent = -1;  // tolerant: break the cycle here
+                m.parent = parents[static_cast<std::size_t>(i)] = -1;  // tolerant: break the cycle here
             }
             for (auto w : walk)
                 state[w] = 2;
@@ -1221,6 +1229,7 @@ struct session_log_builder::impl
                 log.legacy_first_kept_index_.push_back(legacy_fk[src]);
         }
         log.metas_ = std::move(metas);
+        log.parents_ = std::move(parents);
     }
 
     void check_compactions(const session_log& log)
@@ -1231,7 +1240,7 @@ struct session_log_builder::impl
             if (m.type != entry_type::compaction || header.version < 2)
                 continue;
             bool found = false;
-            for (std::int32_t p = m.parent; p >= 0 && !found; p = log.metas_[static_cast<std::size_t>(p)].parent)
+            for (std::int32_t p = m.parent; p >= 0 && !found; p = log.parents_[static_cast<std::size_t>(p)])
                 found = log.metas_[static_cast<std::size_t>(p)].id == m.first_kept_entry_id;
             if (!found)
                 report.notes.push_back(

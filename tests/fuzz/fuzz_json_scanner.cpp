@@ -7,6 +7,7 @@
 //     (same length, `\ufffd` in their place) and the scanner must treat both texts alike.
 // Everything else, numbers with huge exponents included, must agree exactly. Also checked:
 //   - the scanner's nesting_too_deep is Boost's too_deep (same limit, 64);
+//   - the scan without the vector string skipper gives the same verdict, message and fields;
 //   - the exact reader (parse_exact, which loads entries) accepts exactly what parse accepts and
 //     builds the same value (doubles: within Boost 1.81's inexact rounding);
 //   - the captured index fields (type, id, parentId, message.role ...) are what the value holds;
@@ -149,6 +150,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool ours_ok = ours.has_value();
     const errc ours_code = ours_ok ? errc{} : static_cast<errc>(ours.error().value());
     const detail::line_fields fields = ours_ok ? **ours : detail::line_fields{};
+
+    // The vector string skipper only decides faster: without it, the same verdict and message.
+    {
+        detail::line_fields scalar_fields;
+        std::string scalar_message;
+        const errc scalar_code =
+            detail::line_indexer::scan(text, max_depth, scalar_fields, scalar_message, detail::string_scan::scalar);
+        FUZZ_CHECK(scalar_code == ours_code && (ours_ok || scalar_message == diag.message),
+                   "string skipping changed the verdict (%s / %s)", diag.message.c_str(), scalar_message.c_str());
+        FUZZ_CHECK(!ours_ok || (scalar_fields.type == fields.type && scalar_fields.id == fields.id &&
+                                scalar_fields.parent_id == fields.parent_id && scalar_fields.role == fields.role),
+                   "string skipping changed the captured fields");
+    }
 
     // The documented exception: rewrite lone surrogate escapes first, then demand agreement.
     const auto fixed = detail::replace_lone_surrogates(text);

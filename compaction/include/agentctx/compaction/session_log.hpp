@@ -189,6 +189,9 @@ private:
     int source_version_ = current_session_version;
     load_options opts_;
     chunked_vector<entry_meta> metas_;
+    /// metas_[i].parent for every i, packed: walking a 100k-entry path touches 400 KB instead of
+    /// a 272-byte entry_meta per step (that walk was a fifth of `plan` after the load).
+    std::vector<std::int32_t> parents_;
     std::vector<std::int64_t> legacy_first_kept_index_;  ///< v1 only: firstKeptEntryIndex per entry
     detail::id_index by_id_;
     std::unordered_map<std::string, std::string> labels_;  ///< targetId -> label, file order applied

@@ -1,0 +1,172 @@
+// The vector string skipper: it may only decide faster, never differently. Each case scans a line
+// with and without it and wants the same verdict, message and captured fields.
+#include "line_indexer.hpp"
+#include "string_skip.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace detail = agentctx::compaction::detail;
+using agentctx::compaction::errc;
+
+namespace {
+
+struct verdict
+{
+    errc code;
+    std::string message;
+    std::string type, id;
+};
+
+verdict scan(const std::string& line, detail::string_scan mode)
+{
+    detail::line_fields f;
+    verdict v;
+    v.code = detail::line_indexer::scan(line, 64, f, v.message, mode);
+    v.type = f.type;
+    v.id = f.id;
+    return v;
+}
+
+// The line with `content` as the body of an uncaptured string value, `pad` plain bytes before it
+// (moving it across the 64-byte blocks), and fields after it.
+std::string line_with(const std::string& content, std::size_t pad = 0)
+{
+    return R"({"type":"message","x":")" + std::string(pad, 'p') + content + R"(","id":"a1","n":[1,"two"]})";
+}
+
+// Both scans must agree; returns the verdict for further checks.
+verdict same_both_ways(const std::string& line)
+{
+    const verdict v = scan(line, detail::string_scan::vector);
+    const verdict s = scan(line, detail::string_scan::scalar);
+    EXPECT_EQ(v.code, s.code) << "line: " << line;
+    EXPECT_EQ(v.message, s.message) << "line: " << line;
+    EXPECT_EQ(v.type, s.type) << "line: " << line;
+    EXPECT_EQ(v.id, s.id) << "line: " << line;
+    return v;
+}
+
+// Pieces that exercise every way out of the vector loop, valid and invalid.
+const std::vector<std::string> pieces = {
+    "a", "plain text ", "\\n", "\\\"", "\\\\", "\\/", "\\b\\f\\r\\t", "\\u0041", "\\u001b[31m", "\\ud83d\\ude80",
+    "\\ud83d", "\\ude80", "\\u12", "\\x", "\\", "\\\\\\", "\"", "\x01", "\n", "\t", "\x7f",
+    "\xc3\xa9", "\xe2\x94\x80", "\xf0\x9f\x9a\x80", "\xc3", "\xe2\x94", "\xf0\x9f\x9a", "\x80", "\xbf\xbf",
+    "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xef\xbb\xbf",
+};
+
+}  // namespace
+
+TEST(string_skip, plain_and_escaped_text_is_skipped_to_the_closing_quote)
+{
+    const std::string text = std::string(200, 'a') + "\\n" + std::string(100, 'b') + "\\\"" + std::string(70, 'c') + "\"";
+    const auto s = detail::skip_string(text.data(), text.data() + text.size() + 40);
+    if (!detail::string_skip_vectorized())
+        GTEST_SKIP() << "no AVX2";
+    ASSERT_TRUE(s.closed);
+    EXPECT_EQ(s.at, text.data() + text.size());
+}
+
+TEST(string_skip, valid_utf8_stays_in_the_vector_loop)
+{
+    std::string text;
+    for (int i = 0; i < 40; ++i)
+        text += "r\xc3\xa9sum\xc3\xa9 \xf0\x9f\x9a\x80 \xe2\x94\x80\xe2\x94\x80 ";
+    text += "\"";
+    const std::string padded = text + std::string(64, ' ');
+    const auto s = detail::skip_string(padded.data(), padded.data() + padded.size());
+    if (!detail::string_skip_vectorized())
+        GTEST_SKIP() << "no AVX2";
+    ASSERT_TRUE(s.closed);
+    EXPECT_EQ(s.at, padded.data() + text.size());
+}
+
+TEST(string_skip, hands_over_at_a_boundary_never_inside_an_escape_or_a_sequence)
+{
+    // A \u escape after a backslash that ends a block, and an emoji split across a block
+    // boundary followed by an invalid byte: where it stops, the scalar scanner must be able to
+    // start.
+    for (std::size_t pad = 0; pad < 70; ++pad)
+    {
+        const std::string a = std::string(pad, 'x') + "\\u0041" + std::string(100, 'y') + "\"";
+        const auto sa = detail::skip_string(a.data(), a.data() + a.size() + 0);
+        EXPECT_TRUE(sa.at == a.data() + a.size() || sa.at <= a.data() + pad) << pad;
+        const std::string b = std::string(pad, 'x') + "\xf0\x9f\x9a\x80\xff" + std::string(100, 'y') + "\"";
+        const auto sb = detail::skip_string(b.data(), b.data() + b.size());
+        EXPECT_FALSE(sb.closed) << pad;
+        EXPECT_TRUE(sb.at <= b.data() + pad + 4) << pad;
+        const auto lead = static_cast<unsigned char>(*sb.at);
+        EXPECT_FALSE(lead >= 0x80 && lead < 0xC0) << "stopped on a continuation byte at pad " << pad;
+    }
+}
+
+TEST(string_skip, every_piece_at_every_offset_across_two_block_boundaries)
+{
+    std::size_t failures = 0;
+    for (const auto& piece : pieces)
+        for (std::size_t pad = 0; pad < 140 && failures == 0; ++pad)
+        {
+            same_both_ways(line_with(piece + std::string(90, 'z'), pad));
+            same_both_ways(line_with(std::string(90, 'z') + piece, pad));
+            failures += ::testing::Test::HasFailure();
+        }
+}
+
+TEST(string_skip, backslash_runs_of_every_length_at_every_offset)
+{
+    for (std::size_t run = 1; run <= 6; ++run)
+        for (std::size_t pad = 0; pad < 132; ++pad)
+            for (const char* after : {"\"", "n", "u0041", "x", "\\", "\xc3\xa9"})
+            {
+                const std::string content = std::string(run, '\\') + after + std::string(80, 'q');
+                const verdict v = same_both_ways(line_with(content, pad));
+                // An even run escapes itself: then the quote ends the string early and the rest is not JSON.
+                if (run % 2 == 0 && std::string(after) == "\"")
+                {
+                    EXPECT_EQ(v.code, errc::invalid_json);
+                }
+                if (::testing::Test::HasFailure())
+                    return;
+            }
+}
+
+TEST(string_skip, random_strings_of_pieces_agree_with_the_scalar_scanner)
+{
+    std::mt19937_64 rng(20261202);
+    std::size_t accepted = 0, rejected = 0;
+    for (int i = 0; i < 30000; ++i)
+    {
+        std::string content;
+        const std::size_t n = rng() % 60;
+        // Mostly valid text (so strings get long), with a rare piece that may be invalid.
+        for (std::size_t k = 0; k < n; ++k)
+        {
+            const auto r = rng() % 100;
+            content += r < 60 ? std::string(rng() % 12, 'a' + static_cast<char>(rng() % 26))
+                       : r < 97 ? pieces[rng() % 10] + pieces[21 + rng() % 3]
+                                : pieces[rng() % pieces.size()];
+        }
+        const verdict v = same_both_ways(line_with(content, rng() % 64));
+        (v.code == errc{} ? accepted : rejected)++;
+        if (::testing::Test::HasFailure())
+            return;
+    }
+    // Both kinds occur, so both the skip and the hand-over are exercised.
+    EXPECT_GT(accepted, 5000u);
+    EXPECT_GT(rejected, 2000u);
+}
+
+TEST(string_skip, a_string_ending_at_the_end_of_the_line_or_unterminated)
+{
+    for (std::size_t len = 0; len < 200; ++len)
+    {
+        same_both_ways("\"" + std::string(len, 'w') + "\"");
+        same_both_ways("\"" + std::string(len, 'w'));
+        same_both_ways("[\"" + std::string(len, 'w') + "\\");
+        same_both_ways("[\"" + std::string(len, 'w') + "\xe2\x94");
+    }
+}
