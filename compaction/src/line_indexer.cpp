@@ -2,7 +2,6 @@
 #include "line_indexer.hpp"
 
 #include "exact_json.hpp"
-#include "string_skip.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -59,9 +58,9 @@ struct target
 class scanner
 {
 public:
-    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_scan strings)
+    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_skip_width strings)
         : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f),
-          vector_strings_(strings == string_scan::vector)
+          strings_(strings == string_skip_width::best ? best_string_skip_width() : strings)
     {
     }
 
@@ -345,9 +344,9 @@ private:
     // tool outputs); true when that reached its closing quote.
     bool skipped_to_close(const std::string* out)
     {
-        if (out || !vector_strings_)
+        if (out || strings_ == string_skip_width::scalar)
             return false;
-        const string_skip s = skip_string(p_, end_);
+        const string_skip s = skip_string(p_, end_, strings_);
         p_ = s.at;
         return s.closed;
     }
@@ -428,34 +427,33 @@ private:
         }
     }
 
-    target top_target(const std::string& key)
+    // Keys are told apart by length first: each comparison is then one of a known size, which
+    // the compiler inlines (comparing with a std::string called memcmp for every key).
+    target top_target(std::string_view key)
     {
-        if (key == "type")
-            return {&f_.type, &f_.type_kind};
-        if (key == "id")
-            return {&f_.id, &f_.id_kind};
-        if (key == "parentId")
-            return {&f_.parent_id, &f_.parent_kind};
-        if (key == "message")
-            return {nullptr, &f_.message_kind, false, true};
-        if (key == "thinkingLevel")
-            return {&f_.thinking_level};
-        if (key == "provider")
-            return {&f_.provider};
-        if (key == "modelId")
-            return {&f_.model_id};
-        if (key == "firstKeptEntryId")
-            return {&f_.first_kept_entry_id};
-        if (key == "firstKeptEntryIndex")
-            return {nullptr, nullptr, true};
-        if (key == "targetId")
-            return {&f_.target_id};
-        if (key == "label")
-            return {&f_.label, &f_.label_kind};
-        return {};
+        switch (key.size())
+        {
+        case 2: return key == "id" ? target{&f_.id, &f_.id_kind} : target{};
+        case 4: return key == "type" ? target{&f_.type, &f_.type_kind} : target{};
+        case 5: return key == "label" ? target{&f_.label, &f_.label_kind} : target{};
+        case 7:
+            if (key == "message")
+                return {nullptr, &f_.message_kind, false, true};
+            return key == "modelId" ? target{&f_.model_id} : target{};
+        case 8:
+            if (key == "parentId")
+                return {&f_.parent_id, &f_.parent_kind};
+            if (key == "provider")
+                return {&f_.provider};
+            return key == "targetId" ? target{&f_.target_id} : target{};
+        case 13: return key == "thinkingLevel" ? target{&f_.thinking_level} : target{};
+        case 16: return key == "firstKeptEntryId" ? target{&f_.first_kept_entry_id} : target{};
+        case 19: return key == "firstKeptEntryIndex" ? target{nullptr, nullptr, true} : target{};
+        default: return {};
+        }
     }
 
-    target message_target(const std::string& key)
+    target message_target(std::string_view key)
     {
         if (key == "role")
             return {&f_.role};
@@ -546,7 +544,7 @@ private:
     const char* end_;
     std::size_t max_depth_;
     line_fields& f_;
-    bool vector_strings_;
+    string_skip_width strings_;
 };
 
 }  // namespace
@@ -559,7 +557,7 @@ result<const line_fields*> line_indexer::index(std::string_view line, diagnostic
 }
 
 errc line_indexer::scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
-                        string_scan strings)
+                        string_skip_width strings)
 {
     out.clear();
     scanner s(line, max_depth, out, strings);

@@ -3,6 +3,8 @@
 
 #include <agentctx/compaction/error.hpp>
 
+#include "string_skip.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,14 +37,6 @@ struct line_fields
     void clear();
 };
 
-/// How the scanner skips the strings it does not capture: `vector` (skip_string, where the
-/// machine has AVX2) or `scalar` only; both give the same verdicts and messages (tests compare them).
-enum class string_scan : std::uint8_t
-{
-    vector,
-    scalar,
-};
-
 /// A strict JSON validator (RFC 8259, UTF-8, no comments or trailing commas) that accepts
 /// exactly what Boost.JSON's parser accepts, plus lone surrogate escapes (`"\ud83d"`, which
 /// JSON.stringify wrote for strings Pi's tools cut inside a pair): an indexed line always
@@ -51,7 +45,8 @@ enum class string_scan : std::uint8_t
 /// reads as U+FFFD (one UTF-16 unit, like the lone unit in JavaScript). Of a repeated key, the
 /// last is captured, as the materialized value (and JSON.parse) keeps it. `fuzz_json_scanner`
 /// checks all of this against Boost.JSON. Strings it does not capture are skipped 64 bytes at a
-/// time (skip_string), other plain runs 16 at a time (SSE2): session lines are mostly long tool outputs.
+/// time (skip_string; `strings` says with which vectors, for tests), other plain runs 16 at a time
+/// (SSE2): session lines are mostly long tool outputs.
 class line_indexer
 {
 public:
@@ -64,7 +59,7 @@ public:
     /// What index() does, into `out`: errc{} on success, else the code with `message` set. A
     /// pure function of the line, so lines may be scanned on any thread.
     static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
-                     string_scan strings = string_scan::vector);
+                     string_skip_width strings = string_skip_width::best);
 
 private:
     std::size_t max_depth_;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace agentctx::cli {
@@ -192,6 +193,13 @@ std::string bar(double fraction, int width)
     for (int i = 0; i < width; ++i)
         s += i < filled ? "#" : ".";
     return s + "]";
+}
+
+void exit_read_command(int code)
+{
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
 }
 
 std::optional<opened_session> open_session(const std::string& path, bool json, int& code)

@@ -50,6 +50,12 @@ struct opened_session
 /// `{"error": {...}}` on stdout with --json, and returns the exit code in `code`.
 std::optional<opened_session> open_session(const std::string& path, bool json, int& code);
 
+/// Ends a read-only command that has printed its output: flushes stdout and stderr and leaves
+/// without destroying what the command built. Freeing a 100k-entry session index entry by entry
+/// takes longer than the kernel takes to drop the whole address space. Only for commands that
+/// hold nothing but memory (no lock, no open store that writes, no database connection).
+[[noreturn]] void exit_read_command(int code);
+
 /// Prints `{"error": {"code", "message"}}` (json) or `agentctx: CODE: message` (stderr).
 void print_error(bool json, std::string_view code, std::string_view message);
 

@@ -97,7 +97,7 @@ int cmd_context(int argc, char** argv)
                                     : boost::json::value(nullptr);
         out["estimatedTokens"] = compaction::estimate_projected_context_tokens(*ctx).tokens;
         print_json(out);
-        return exit_ok;
+        exit_read_command(exit_ok);
     }
     std::size_t total = 0;
     std::printf("session %s (v%d)  entries %zu  leaf %s\n", s->log.header().id.c_str(), s->log.source_version(),
@@ -131,7 +131,7 @@ int cmd_context(int argc, char** argv)
         std::printf("note: %s\n", n.message.c_str());
     if (s->report.torn)
         std::printf("note: line %zu is a torn (incomplete) final line; the next append repairs it\n", s->report.torn->line);
-    return exit_ok;
+    exit_read_command(exit_ok);
 }
 
 }  // namespace agentctx::cli

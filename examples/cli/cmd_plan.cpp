@@ -129,7 +129,7 @@ int cmd_plan(int argc, char** argv)
             out["error"] = boost::json::object{{"code", prep.error().message()}, {"message", plan_diag.message}};
         }
         print_json(out);
-        return exit_ok;
+        exit_read_command(exit_ok);
     }
 
     const double frac = static_cast<double>(est.tokens) / static_cast<double>(*window);
@@ -144,7 +144,7 @@ int cmd_plan(int argc, char** argv)
     if (!prep)
     {
         std::printf("no plan: %s: %s\n", prep.error().message().c_str(), plan_diag.message.c_str());
-        return exit_ok;
+        exit_read_command(exit_ok);
     }
     std::size_t kept = 0;
     bool in_kept = false;
@@ -163,7 +163,7 @@ int cmd_plan(int argc, char** argv)
     std::printf("keep      %zu messages, from %s on\n", kept, prep->first_kept_entry_id.c_str());
     std::printf("files     %zu read, %zu modified\n", lists.read_files.size(), lists.modified_files.size());
     std::printf("tokens before %lld\n", static_cast<long long>(prep->tokens_before));
-    return exit_ok;
+    exit_read_command(exit_ok);
 }
 
 }  // namespace agentctx::cli
