@@ -284,6 +284,20 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
     return pp;
 }
 
+namespace {
+
+// The active path's length, once it is known to be plannable.
+result<std::size_t> plannable_active_path(const session_log& log, diagnostics& diag)
+{
+    const auto indices = log.active_path();
+    if (auto ok = check_path(indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag);
+        !ok)
+        return ok.error();
+    return indices.size();
+}
+
+}  // namespace
+
 result<compaction_preparation> prepare_compaction(
     const session_log& log,
     const compaction_settings& settings,
@@ -293,14 +307,27 @@ result<compaction_preparation> prepare_compaction(
 {
     // The index-backed projection materializes only the selected entries (the previous
     // compaction, its kept region and what follows), not a stand-in per path entry.
-    const auto indices = log.active_path();
-    if (auto ok = check_path(indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag);
-        !ok)
-        return ok.error();
+    const auto length = plannable_active_path(log, diag);
+    if (!length)
+        return length.error();
     auto ctx = build_session_context(log, diag);
     if (!ctx)
         return ctx.error();
-    return prepare_projected(*ctx, indices.size(), settings, opts, diag);
+    return prepare_projected(*ctx, *length, settings, opts, diag);
+}
+
+result<compaction_preparation> prepare_compaction(
+    const session_log& log,
+    const session_context& active_context,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+)
+{
+    const auto length = plannable_active_path(log, diag);
+    if (!length)
+        return length.error();
+    return prepare_projected(active_context, *length, settings, opts, diag);
 }
 
 }  // namespace agentctx::compaction

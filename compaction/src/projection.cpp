@@ -266,19 +266,27 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
         return ctx;
     ctx.leaf_id = path.back()->id;
     std::optional<std::size_t> compaction;
+    // The last of each wins: remember where, copy once (a 100k-entry path has 30k assistant
+    // messages, each naming its model).
+    const entry_meta* thinking = nullptr;
+    const entry_meta* model = nullptr;
     for (std::size_t i = 0; i < path.size(); ++i)
     {
         const entry_meta& m = *path[i];
         if (m.type == entry_type::thinking_level_change)
-            ctx.thinking_level = m.thinking_level;
+            thinking = &m;
         else if (m.type == entry_type::model_change ||
                  (m.type == entry_type::message && m.message_role == role::assistant))
-            ctx.model = model_ref{m.provider, m.model};
+            model = &m;
         if (m.type == entry_type::compaction)
             compaction = i;
         if (m.type == entry_type::compaction || m.type == entry_type::context_edit)
             ctx.last_edit_or_compaction = i;
     }
+    if (thinking)
+        ctx.thinking_level = thinking->thinking_level;
+    if (model)
+        ctx.model = model_ref{model->provider, model->model};
 
     // 1. The selected range: [C], the kept entries before it (no system messages), the rest.
     std::vector<std::size_t> selected;

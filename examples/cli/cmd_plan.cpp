@@ -98,7 +98,7 @@ int cmd_plan(int argc, char** argv)
     const bool should = compaction::should_compact(est.tokens, *window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, settings, {.mode = mode, .pins = &loaded->pins, .context_window = *window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded->pins, .context_window = *window}, plan_diag);
 
     if (json)
     {

@@ -90,6 +90,9 @@ TEST(lazy_plan, index_backed_plan_equals_materialized_plan)
         auto log = session_log::load(text, {}, report, diag);
         ASSERT_TRUE(log) << diag.message;
         const auto path = materialize(*log);
+        diagnostics context_diag;
+        const auto context = build_session_context(*log, context_diag);
+        ASSERT_TRUE(context) << context_diag.message;
         for (const auto mode : {compat_mode::agentctx, compat_mode::pi})
             for (const pin_policy* p : {static_cast<const pin_policy*>(nullptr), static_cast<const pin_policy*>(&pins)})
                 for (std::int64_t keep : {0, 300, 2000, 8000})
@@ -104,6 +107,11 @@ TEST(lazy_plan, index_backed_plan_equals_materialized_plan)
                     const auto full = prepare_compaction(path, st, opts, d2);
                     expect_same(lazy, full);
                     EXPECT_EQ(d1.message, d2.message);
+                    // Given the context the caller built already: the same plan.
+                    diagnostics d3;
+                    const auto given = prepare_compaction(*log, *context, st, opts, d3);
+                    expect_same(given, full);
+                    EXPECT_EQ(d3.message, d2.message);
                     plans += full.has_value();
                 }
     }

@@ -69,6 +69,16 @@ result<compaction_preparation> prepare_compaction(
     diagnostics& diag
 );
 
+/// The same, given the context of the log's active path that the caller already built with
+/// build_session_context(log) (a caller that shows the context and the plan projects once).
+result<compaction_preparation> prepare_compaction(
+    const session_log& log,
+    const session_context& active_context,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+);
+
 /// The materialized path of `log` from which prepare_compaction(log, ...) plans: entries
 /// before `needed_from` are index-only stand-ins (type, id, parent, firstKeptEntryId, and the
 /// model / thinking level data projection tracks; assistant stand-ins carry no content).
