@@ -549,7 +549,7 @@ private:
 
 }  // namespace
 
-result<const line_fields*> line_indexer::index(std::string_view line, diagnostics& diag)
+result<line_fields*> line_indexer::index(std::string_view line, diagnostics& diag)
 {
     if (const errc code = scan(line, max_depth_, fields_, diag.message); code != errc{})
         return code;

@@ -53,8 +53,9 @@ public:
     explicit line_indexer(std::size_t max_depth) : max_depth_(max_depth) {}
 
     /// On failure returns invalid_json, invalid_utf8 or nesting_too_deep, with a message
-    /// (byte position, no line number) in `diag`.
-    result<const line_fields*> index(std::string_view line, diagnostics& diag);
+    /// (byte position, no line number) in `diag`. The fields are the indexer's own, valid until
+    /// the next call; the caller may move them out.
+    result<line_fields*> index(std::string_view line, diagnostics& diag);
 
     /// What index() does, into `out`: errc{} on success, else the code with `message` set. A
     /// pure function of the line, so lines may be scanned on any thread.

@@ -5,6 +5,7 @@
 
 #include "exact_json.hpp"
 #include "line_indexer.hpp"
+#include "scan_pipeline.hpp"
 
 
 #include <atomic>
@@ -377,192 +378,9 @@ std::string session_log::new_id() const
 
 namespace {
 
-// Scanning a line (strict validation plus field capture) is most of a load's CPU and depends on
-// the line alone. For a large feed, a second thread scans the later part of its whole lines
-// while the caller scans the rest; the caller then goes through every line in order as before,
-// taking the scan of a later line from here. Everything else (line numbers, which error comes
-// first, tolerant skips) stays sequential, so the result is the same as scanning inline.
-//
-// Regions are queued: the caller starts the next region before it goes through the lines of the
-// previous one, so the second thread is not idle while the caller does the bookkeeping.
-class prescanner
-{
-public:
-    struct line_scan
-    {
-        const char* at = nullptr;
-        std::size_t size = 0;
-        errc code{};
-        std::string message;
-        detail::line_fields fields;
-    };
-
-    // Whole lines (each ending in '\n') to scan, and their scans once done. Jobs are recycled:
-    // their scans keep the capacity of their strings.
-    struct job
-    {
-        std::string buffer;  // owns the bytes `region` points into
-        std::string_view region;
-        std::uint64_t offset = 0;  // file offset of region[0]
-        std::vector<line_scan> results;
-        std::size_t count = 0;
-        std::size_t cursor = 0;
-        std::atomic<bool> done{false};
-        // A read job fills `buffer` from `source` instead (up to `read_size` bytes at file
-        // offset `offset`) and reports what the read did.
-        const byte_source* source = nullptr;
-        std::size_t read_size = 0;
-        boost::system::error_code read_error;
-
-        // The length of the line at `at` (which ends in '\n' within `left` bytes): from its scan,
-        // or by looking. Lines are asked for in file order.
-        std::size_t next_line_size(const char* at, std::size_t left)
-        {
-            if (const line_scan* r = scan_at(at))
-                return r->size;
-            return static_cast<std::size_t>(static_cast<const char*>(std::memchr(at, '\n', left)) - at);
-        }
-
-        // The scan of exactly `line`, if the region had it. Only after wait(); lines are asked
-        // for in file order, so a cursor finds them.
-        const line_scan* find(std::string_view line)
-        {
-            const line_scan* r = scan_at(line.data());
-            return r && r->size == line.size() ? r : nullptr;
-        }
-
-        const line_scan* scan_at(const char* at)
-        {
-            while (cursor < count && results[cursor].at < at)
-                ++cursor;
-            return cursor < count && results[cursor].at == at ? &results[cursor] : nullptr;
-        }
-    };
-
-    explicit prescanner(std::size_t max_depth) : max_depth_(max_depth), thread_([this] { run(); }) {}
-
-    ~prescanner()
-    {
-        cancel();
-        {
-            std::lock_guard lock(mutex_);
-            stop_ = true;
-        }
-        wake_.notify_all();
-        thread_.join();
-    }
-
-    prescanner(const prescanner&) = delete;
-    prescanner& operator=(const prescanner&) = delete;
-
-    // Queues `j`. Its bytes must stay alive and unchanged until wait(j) returns (or the
-    // prescanner is destroyed).
-    void start(job& j)
-    {
-        j.count = 0;
-        j.cursor = 0;
-        j.done.store(false, std::memory_order_relaxed);
-        {
-            std::lock_guard lock(mutex_);
-            queue_.push_back(&j);
-        }
-        wake_.notify_one();
-    }
-
-    // Asks the scans to stop early (their results will not be used). It stays cancelled: the
-    // load has failed and starts nothing more.
-    void cancel() { cancel_.store(true, std::memory_order_relaxed); }
-
-    void wait(job& j)
-    {
-        if (j.done.load(std::memory_order_acquire))
-            return;
-        std::unique_lock lock(mutex_);
-        done_.wait(lock, [&j] { return j.done.load(std::memory_order_relaxed); });
-    }
-
-private:
-    void run()
-    {
-        std::unique_lock lock(mutex_);
-        for (;;)
-        {
-            wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-            if (stop_)
-                return;
-            job& j = *queue_.front();
-            queue_.pop_front();
-            lock.unlock();
-            std::size_t n = 0;
-            try
-            {
-                n = j.source ? read(j) : scan(j);
-            }
-            catch (...)
-            {
-                n = 0;  // out of memory: the caller scans these lines itself
-                if (j.source)
-                    j.read_error = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
-            }
-            lock.lock();
-            j.count = n;
-            j.done.store(true, std::memory_order_release);
-            done_.notify_all();
-        }
-    }
-
-    static std::size_t read(job& j)
-    {
-        j.read_error.clear();
-        j.buffer.resize(j.read_size);
-        const auto n = j.source->read(j.offset, j.buffer.data(), j.buffer.size());
-        if (!n)
-            j.read_error = n.error();
-        j.buffer.resize(n ? std::min(*n, j.read_size) : 0);
-        return 0;
-    }
-
-    std::size_t scan(job& j)
-    {
-        const std::string_view region = j.region;
-        std::size_t n = 0;
-        std::size_t i = 0;
-        while (i < region.size() && !cancel_.load(std::memory_order_relaxed))
-        {
-            const void* nl = std::memchr(region.data() + i, '\n', region.size() - i);
-            if (!nl)
-                break;
-            const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - region.data());
-            if (n == j.results.size())
-                j.results.emplace_back();
-            line_scan& r = j.results[n];
-            r.at = region.data() + i;
-            r.size = end - i;
-            r.message.clear();
-            r.code = detail::line_indexer::scan(std::string_view(r.at, r.size), max_depth_, r.fields, r.message);
-            ++n;
-            i = end + 1;
-        }
-        return n;
-    }
-
-    std::size_t max_depth_;
-    std::atomic<bool> cancel_{false};
-    std::mutex mutex_;
-    std::condition_variable wake_, done_;
-    std::deque<job*> queue_;
-    bool stop_ = false;
-    std::thread thread_;  // last: starts once the members above exist
-};
-
-// Feeds at least this large are scanned on two threads.
+// Feeds at least this large are scanned on two threads (scan_pipeline).
 constexpr std::size_t parallel_feed_bytes = 128 * 1024;
-// A larger feed is handled in windows of about this size (ending at a newline), which bounds
-// what the second thread holds.
-constexpr std::size_t parallel_window_bytes = 2 * 1024 * 1024;
-// The most of a window's whole lines the caller scans, in sixteenths (see adapt_share()).
-constexpr std::size_t max_caller_share = 12;
-// Buffers kept for reuse (the caller's next chunks, or the next copies).
+// Buffers kept for reuse by feed_owned() callers (spare_buffer()) when there is no pipeline.
 constexpr std::size_t max_spare_buffers = 3;
 
 }  // namespace
@@ -573,28 +391,23 @@ struct session_log_builder::impl
 
     load_options opts;
     detail::line_indexer indexer;
-    // Regions handed to `pre`, in file order, and recycled jobs and buffers; declared before
-    // it, so that the thread is joined before they go.
-    std::deque<std::unique_ptr<prescanner::job>> pending;
-    std::vector<std::unique_ptr<prescanner::job>> spare_jobs;
-    std::vector<std::string> spare_buffers;
-    std::unique_ptr<prescanner> pre;  // created by the first large feed on a multi-core machine
-    prescanner::job* draining = nullptr;  // drain() is going through this job's lines
-    std::size_t caller_share = 4;  // sixteenths of a window's whole lines this thread scans (adapt_share())
+    std::vector<std::string> spare_buffers;  // feed_owned() chunks handed back by spare_buffer()
+    // Created by the first large feed on a multi-core machine; declared after what its worker
+    // may still reference (nothing of impl), destroyed (joined) before the rest.
+    std::unique_ptr<detail::scan_pipeline> pipe;
 
-    // index() of the line, or the second thread's scan of it.
-    result<const detail::line_fields*> index_line(std::string_view text, diagnostics& d)
+    // The line's scan: the one a pipeline did, or one done here.
+    result<detail::line_fields*> index_line(std::string_view text, detail::line_scan* scanned, diagnostics& d)
     {
-        if (draining)
-            if (const auto* r = draining->find(text))
+        if (scanned)
+        {
+            if (scanned->code != errc{})
             {
-                if (r->code != errc{})
-                {
-                    d.message = r->message;
-                    return r->code;
-                }
-                return &r->fields;
+                d.message = scanned->message;
+                return scanned->code;
             }
+            return &scanned->fields;
+        }
         return indexer.index(text, d);
     }
 
@@ -606,9 +419,26 @@ struct session_log_builder::impl
 
     bool have_header = false;
     session_header header;
-    chunked_vector<entry_meta> metas;
-    std::vector<std::string> parent_ids;  // unresolved, parallel to metas ("" with has_parent false)
-    std::vector<bool> has_parent;
+    // The index, built as lines come: ids go into `by_id` at once, and a parent that appeared
+    // before its child (always, in what Pi writes) is linked at once. What can only be judged
+    // with the whole file is kept for resolve(), which reports it in the order a pass over the
+    // finished index would: duplicates, then parents that name no entry, then cycles.
+    chunked_vector<entry_meta> metas;  // without duplicates
+    std::vector<std::int32_t> parents;  // metas[i].parent, packed
+    detail::id_index by_id;
+    struct duplicate
+    {
+        std::size_t line, first_line;
+        std::string id;
+    };
+    std::vector<duplicate> duplicates;
+    struct pending_parent
+    {
+        std::size_t index;
+        std::string id;
+    };
+    std::vector<pending_parent> pending_parents;  // not (yet) an earlier entry's id
+    std::vector<std::uint32_t> compactions, labels;  // indices into metas, in file order
     std::vector<std::int64_t> legacy_fk;
     load_report report;
 
@@ -643,10 +473,10 @@ struct session_log_builder::impl
         report.notes.push_back({errc{}, line, "line " + std::to_string(line) + ": " + what});
     }
 
-    void header_line(std::string_view text, std::size_t line)
+    void header_line(std::string_view text, std::size_t line, detail::line_scan* scanned)
     {
         diagnostics d;
-        auto idx = index_line(text, d);  // same validation and error codes as entries
+        auto idx = index_line(text, scanned, d);  // same validation and error codes as entries
         if (!idx)
             return fail(static_cast<errc>(idx.error().value()), line, "", d.message);
         boost::system::error_code ec;
@@ -677,20 +507,14 @@ struct session_log_builder::impl
             char buf[9];
             std::snprintf(buf, sizeof buf, "%08x", h);
             std::string id(buf);
-            bool taken = false;
-            for (std::size_t i = 0; i < metas.size(); ++i)  // v1 files are small and rare; linear check is fine
-                if (metas[i].id == id)
-                {
-                    taken = true;
-                    break;
-                }
-            if (!taken)
+            if (by_id.find(id, metas) == detail::id_index::npos)
                 return id;
             h = h * 16777619u + 1;
         }
     }
 
-    void line(std::string_view text, std::uint64_t offset, bool terminated)
+    // One line of the file. `scanned`: its scan, if a pipeline did it (of exactly `text`).
+    void line(std::string_view text, std::uint64_t offset, bool terminated, detail::line_scan* scanned = nullptr)
     {
         const std::size_t n = ++line_no;
         report.lines = n;
@@ -708,6 +532,7 @@ struct session_log_builder::impl
             note(n, "a byte order mark at the start of the file, skipped as Pi does");
             text.remove_prefix(3);
             offset += 3;
+            scanned = nullptr;  // that scan included the mark
         }
         if (const auto blank = detail::classify_blank(text); blank != detail::blank_kind::not_blank)
         {
@@ -721,10 +546,10 @@ struct session_log_builder::impl
             return;
         }
         if (!have_header)
-            return header_line(text, n);
+            return header_line(text, n, scanned);
 
         diagnostics d;
-        auto idx = index_line(text, d);
+        auto idx = index_line(text, scanned, d);
         if (!idx)
         {
             if (!terminated)
@@ -737,7 +562,7 @@ struct session_log_builder::impl
         }
         if (!terminated)
             report.missing_final_newline = true;
-        const detail::line_fields& f = **idx;
+        detail::line_fields& f = **idx;  // used up here: strings are moved out
         const bool v1 = header.version < 2;
         if (!f.is_object)
             return bad_line(errc::wrong_type, n, "", "expected a JSON object");
@@ -777,108 +602,108 @@ struct session_log_builder::impl
             m.message_role = role_from_string(f.role);
             if (m.message_role == role::assistant)
             {
-                m.provider = f.message_provider;
-                m.model = f.message_model;
+                m.provider = std::move(f.message_provider);
+                m.model = std::move(f.message_model);
             }
         }
         else if (m.type == entry_type::model_change)
         {
-            m.provider = f.provider;
-            m.model = f.model_id;
+            m.provider = std::move(f.provider);
+            m.model = std::move(f.model_id);
         }
-        m.thinking_level = f.thinking_level;
-        m.first_kept_entry_id = f.first_kept_entry_id;
+        m.thinking_level = std::move(f.thinking_level);
+        m.first_kept_entry_id = std::move(f.first_kept_entry_id);
         if (m.type == entry_type::label)
         {
-            m.target_id = f.target_id;
-            m.label = f.label_kind == seen::string ? f.label : std::string();
+            m.target_id = std::move(f.target_id);
+            m.label = f.label_kind == seen::string ? std::move(f.label) : std::string();
         }
         else if (m.type == entry_type::context_edit)
-            m.target_id = f.target_id;
-        if (v1)
-        {
-            m.id = synthetic_id(n);
-            parent_ids.push_back(metas.empty() ? std::string() : metas.back().id);
-            has_parent.push_back(!metas.empty());
+            m.target_id = std::move(f.target_id);
+        m.id = v1 ? synthetic_id(n) : std::move(f.id);
+        add_entry(std::move(m), v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
+                  f.parent_id);
+        if (v1 && metas.size() > legacy_fk.size())
             legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
-        }
-        else
+    }
+
+    enum class parent_kind
+    {
+        none,      // a root
+        previous,  // v1: the entry before it
+        named,     // parentId
+    };
+
+    // Adds an entry to the index unless its id is taken (then it is reported by resolve()).
+    void add_entry(entry_meta m, parent_kind parent, std::string& parent_id)
+    {
+        const auto k = static_cast<std::uint32_t>(metas.size());
+        std::int32_t p = -1;
+        if (parent == parent_kind::previous && k > 0)
+            p = static_cast<std::int32_t>(k - 1);
+        else if (parent == parent_kind::named)
         {
-            m.id = f.id;
-            parent_ids.push_back(f.parent_kind == seen::string ? f.parent_id : std::string());
-            has_parent.push_back(f.parent_kind == seen::string);
+            // Almost every parent is the entry before: check it before hashing.
+            if (k > 0 && metas[k - 1].id == parent_id)
+                p = static_cast<std::int32_t>(k - 1);
+            else if (const auto found = by_id.find(parent_id, metas); found != detail::id_index::npos)
+                p = static_cast<std::int32_t>(found);
         }
+        m.parent = p;
+        const entry_type type = m.type;
         metas.push_back(std::move(m));
+        if (const std::uint32_t first = by_id.insert(metas[k].id, k, metas); first != detail::id_index::npos)
+        {
+            duplicates.push_back({metas[k].line, metas[first].line, std::move(metas[k].id)});
+            metas.truncate(k);
+            return;
+        }
+        parents.push_back(p);
+        if (parent == parent_kind::named && p < 0)
+            pending_parents.push_back({k, std::move(parent_id)});
+        if (type == entry_type::compaction)
+            compactions.push_back(k);
+        else if (type == entry_type::label)
+            labels.push_back(k);
     }
 
     void feed(std::string_view bytes)
     {
-        if (bytes.size() < parallel_feed_bytes || !two_cores())
-        {
-            drain();
+        if (bytes.size() < parallel_feed_bytes || !have_pipeline())
             return feed_lines(bytes);
-        }
-        while (!bytes.empty() && !failed())
-        {
-            // Windows end at a newline, so no line is carried from one to the next.
-            std::size_t n = bytes.size();
-            if (n > parallel_window_bytes + parallel_window_bytes / 2)
-                if (const void* nl = std::memchr(bytes.data() + parallel_window_bytes, '\n', n - parallel_window_bytes))
-                    n = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
-            feed_window(bytes.substr(0, n), nullptr);
-            bytes.remove_prefix(n);
-        }
+        // The caller's bytes, scanned in place by both threads before this returns.
+        go_through(*pipe->add_borrowed(bytes, pos, starts_line()));
     }
 
-    // As feed(), but the second thread scans the chunk's bytes where they are: the chunk
-    // becomes the buffer of its region instead of a copy.
+    // As feed(), with the chunk's buffer kept for spare_buffer() afterwards.
     void feed_owned(std::string&& chunk)
     {
-        if (chunk.size() < parallel_feed_bytes || !two_cores())
+        if (chunk.size() < parallel_feed_bytes || !have_pipeline())
         {
-            drain();
             feed_lines(chunk);
-            keep_spare(std::move(chunk));
+            if (chunk.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
+                spare_buffers.push_back(std::move(chunk));
             return;
         }
-        auto j = take_job();
-        j->buffer = std::move(chunk);
-        const std::string_view bytes = j->buffer;  // taken after the move: the job owns the bytes now
-        feed_window(bytes, std::move(j));
+        go_through(*pipe->add_owned(std::move(chunk), pos, starts_line()));
     }
 
     result<void> feed_from(const byte_source& source, std::size_t chunk_bytes)
     {
         chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
-        if (!two_cores() || !have_prescanner())
+        if (!have_pipeline())
             return read_inline(source, chunk_bytes);
-        std::unique_ptr<prescanner::job> next = start_read(source, 0, chunk_bytes);
-        std::uint64_t offset = 0;
-        // Whatever happens, a queued read must end before its job goes.
-        struct wait_for
-        {
-            prescanner& pre;
-            std::unique_ptr<prescanner::job>& job;
-            ~wait_for()
-            {
-                if (job)
-                    pre.wait(*job);
-            }
-        } guard{*pre, next};
+        // The pipeline's worker reads ahead; this thread goes through each chunk's lines in
+        // order, scanning what the worker has not taken.
+        pipe->read_from(source, chunk_bytes, pos, starts_line());
         while (!failed())
         {
-            pre->wait(*next);
-            if (next->read_error)
-                return next->read_error;
-            if (next->buffer.empty())
-                break;
-            offset += next->buffer.size();
-            // The second thread reads the chunk after this one before it scans this one: this
-            // thread needs it first.
-            auto current = std::exchange(next, start_read(source, offset, chunk_bytes));
-            feed_owned(std::move(current->buffer));
-            recycle(std::move(current));
+            detail::scan_region* r = pipe->next();
+            if (!r)
+                return pipe->read_error() ? result<void>(pipe->read_error()) : result<void>();
+            go_through(*r);
         }
+        pipe->cancel();  // a fatal line: the worker stops reading and scanning
         return {};
     }
 
@@ -902,190 +727,54 @@ struct session_log_builder::impl
         return {};
     }
 
-    // Queues a read of up to `size` bytes at `offset` into a spare buffer.
-    std::unique_ptr<prescanner::job> start_read(const byte_source& source, std::uint64_t offset, std::size_t size)
+    // The region's lines in order: the end of the carried line, the whole lines with their
+    // scans, the start of the next carried line. Then the region is released.
+    void go_through(detail::scan_region& r)
     {
-        auto j = take_job();
-        j->buffer = take_spare();
-        j->source = &source;
-        j->offset = offset;
-        j->read_size = size;
-        pre->start(*j);
-        return j;
-    }
-
-    bool have_prescanner()
-    {
-        try
+        feed_lines(r.bytes.substr(0, r.whole_begin));
+        if (!failed())
         {
-            if (!pre)
-                pre = std::make_unique<prescanner>(opts.max_depth);
-            return true;
+            pipe->for_each_line(r, [&](std::string_view text, detail::line_scan& scanned) {
+                line(text, r.offset + static_cast<std::uint64_t>(text.data() - r.bytes.data()), true, &scanned);
+                return !failed();
+            });
+            pos += r.whole_end - r.whole_begin;
         }
-        catch (const std::exception&)
-        {
-            return false;  // no thread to be had
-        }
-    }
-
-    static bool two_cores()
-    {
-        static const bool yes = std::thread::hardware_concurrency() > 1;
-        return yes;
-    }
-
-    // Hands the later part of the window's whole lines to the second thread, goes through the
-    // lines before it, and returns while the second thread scans (the caller, or the second
-    // thread itself in feed_from(), gets the next chunk meanwhile). The next feed (or finish)
-    // goes through the handed-over lines first. `owner`, if any, holds the window's bytes;
-    // otherwise they are copied.
-    void feed_window(std::string_view bytes, std::unique_ptr<prescanner::job> owner)
-    {
-        // Whole lines start after the line carried in from the previous feed, if any.
-        std::size_t first = 0;
-        if (!carry.empty() || carry_too_long)
-        {
-            const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
-            first = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
-        }
-        const void* last_nl = first < bytes.size() ? ::memrchr(bytes.data() + first, '\n', bytes.size() - first) : nullptr;
-        const std::size_t end = last_nl ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - bytes.data()) + 1 : first;
-        const std::size_t split = caller_share_end(bytes, first, end, caller_share);
-        if (split >= end || !start_prescan(bytes.substr(split, end - split), pos + split, owner))
-        {
-            drain();
-            feed_lines(bytes);
-            if (owner)
-                recycle(std::move(owner));
-            return;
-        }
-        // The earlier regions are gone through while the second thread already scans this one.
-        drain(1);
-        feed_lines(bytes.substr(0, split));
-        pos += end - split;  // the handed-over lines, gone through by drain()
-        feed_lines(bytes.substr(end));  // the start of a line that continues in the next feed
-    }
-
-    // Where this thread's share (in sixteenths) of the whole lines [first, end) ends; the second
-    // thread scans the rest.
-    static std::size_t caller_share_end(std::string_view bytes, std::size_t first, std::size_t end, std::size_t share)
-    {
-        if (end - first < parallel_feed_bytes / 2)
-            return end;  // too little to be worth a handoff
-        const std::size_t mid = first + (end - first) * share / 16;
-        if (mid == first)
-            return first;
-        const void* nl = std::memchr(bytes.data() + mid, '\n', end - mid);
-        return nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : end;
-    }
-
-    // Queues `region` (whole lines at file offset `offset`) for the second thread: in `owner`'s
-    // buffer, or in a copy if there is no owner.
-    bool start_prescan(std::string_view region, std::uint64_t offset, std::unique_ptr<prescanner::job>& owner)
-    {
-        try
-        {
-            if (!have_prescanner())
-                return false;
-            if (!owner)
-            {
-                owner = take_job();
-                owner->buffer = take_spare();
-                owner->buffer.assign(region);
-                region = owner->buffer;
-            }
-            pending.push_back(nullptr);
-        }
-        catch (const std::exception&)
-        {
-            return false;  // no thread (or no memory) to be had: scan inline
-        }
-        owner->region = region;
-        owner->offset = offset;
-        pre->start(*owner);
-        pending.back() = std::move(owner);
-        return true;
-    }
-
-    // Goes through the lines handed to the second thread, oldest first, with its scans, until
-    // `keep` regions are left.
-    void drain(std::size_t keep = 0)
-    {
-        while (pending.size() > keep)
-        {
-            std::unique_ptr<prescanner::job> j = std::move(pending.front());
-            pending.pop_front();
-            drain_job(*j);
-            recycle(std::move(j));
-        }
-    }
-
-    void drain_job(prescanner::job& j)
-    {
+        if (!failed())
+            feed_lines(r.bytes.substr(r.whole_end));
         if (failed())
-            pre->cancel();  // an earlier line was fatal: these lines are never looked at
-        adapt_share(j.done.load(std::memory_order_acquire));
-        pre->wait(j);
-        draining = &j;
-        struct inactive
+            pipe->cancel();
+        pipe->release(&r);
+    }
+
+    // Whether the next byte fed starts a line (nothing is carried).
+    bool starts_line() const { return carry.empty() && !carry_too_long; }
+
+    bool have_pipeline()
+    {
+        static const bool two_cores = std::thread::hardware_concurrency() > 1;
+        if (pipe || !two_cores)
+            return pipe != nullptr;
+        try
         {
-            prescanner::job*& active;
-            ~inactive() { active = nullptr; }
-        } reset{draining};
-        const std::string_view bytes = j.region;
-        std::size_t i = 0;
-        while (i < bytes.size() && !failed())
-        {
-            // The scans know where their lines end; past them (a cancelled or failed scan), look.
-            const std::size_t end = i + j.next_line_size(bytes.data() + i, bytes.size() - i);
-            line(bytes.substr(i, end - i), j.offset + i, true);
-            i = end + 1;
+            pipe = std::make_unique<detail::scan_pipeline>(opts.max_depth);
         }
+        catch (const std::exception&)
+        {
+            // No thread (or no memory) to be had: scan on this thread alone.
+        }
+        return pipe != nullptr;
     }
 
-    // Which thread scans a line does not change the result, only how long the load takes. If the
-    // second thread was done before this thread got to its lines, give it more of the next
-    // window; if this thread had to wait, take more itself.
-    void adapt_share(bool scanned_already)
-    {
-        if (scanned_already && caller_share > 0)
-            --caller_share;
-        else if (!scanned_already && caller_share < max_caller_share)
-            ++caller_share;
-    }
-
-    std::unique_ptr<prescanner::job> take_job()
-    {
-        if (spare_jobs.empty())
-            return std::make_unique<prescanner::job>();
-        auto j = std::move(spare_jobs.back());
-        spare_jobs.pop_back();
-        return j;
-    }
-
-    // A buffer for the next chunk: one the second thread is done with, or an empty string.
     std::string take_spare()
     {
-        if (spare_buffers.empty())
-            return {};
-        std::string b = std::move(spare_buffers.back());
-        spare_buffers.pop_back();
-        return b;
-    }
-
-    void keep_spare(std::string buffer)
-    {
-        if (buffer.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
-            spare_buffers.push_back(std::move(buffer));
-    }
-
-    void recycle(std::unique_ptr<prescanner::job> j)
-    {
-        keep_spare(std::move(j->buffer));
-        j->buffer = std::string();
-        j->region = {};
-        j->source = nullptr;
-        spare_jobs.push_back(std::move(j));
+        if (!spare_buffers.empty())
+        {
+            std::string b = std::move(spare_buffers.back());
+            spare_buffers.pop_back();
+            return b;
+        }
+        return pipe ? pipe->spare_buffer() : std::string();
     }
 
     void feed_lines(std::string_view bytes)
@@ -1141,65 +830,46 @@ struct session_log_builder::impl
         carry_too_long = false;
     }
 
-    // Resolves ids and parents, rejects duplicates, dangling parents and cycles.
+    // Reports duplicates, links parents named before they appeared, rejects those that name no
+    // entry and cycles (only a parent linked forward can close one), and hands the index over.
     void resolve(session_log& log)
     {
-        log.by_id_.reserve(metas.size());
-        // Duplicates are dropped in place: the index is never copied.
-        std::vector<std::size_t> kept_src;  // index into parent_ids for each kept meta
-        kept_src.reserve(metas.size());
-        for (std::size_t i = 0; i < metas.size(); ++i)
+        for (const duplicate& d : duplicates)
         {
-            const std::size_t k = kept_src.size();
-            const std::uint32_t first = log.by_id_.insert(metas[i].id, static_cast<std::uint32_t>(k), metas);
-            if (first != detail::id_index::npos)
-            {
-                const std::string what = "duplicate id '" + metas[i].id + "' (first used on line " +
-                                         std::to_string(metas[first].line) + ")";
-                bad_line(errc::duplicate_id, metas[i].line, "id", what);
-                if (failed())
-                    return;
-                continue;
-            }
-            if (k != i)
-                metas[k] = std::move(metas[i]);
-            kept_src.push_back(i);
+            bad_line(errc::duplicate_id, d.line, "id",
+                     "duplicate id '" + d.id + "' (first used on line " + std::to_string(d.first_line) + ")");
+            if (failed())
+                return;
         }
-        metas.truncate(kept_src.size());
-        auto& kept = metas;
-        for (std::size_t k = 0; k < kept.size(); ++k)
+        bool linked_forward = false;
+        for (pending_parent& pp : pending_parents)
         {
-            const std::size_t src = kept_src[k];
-            if (!has_parent[src])
-                continue;
-            // Almost every parent is the line before: check it before hashing.
-            if (k > 0 && kept[k - 1].id == parent_ids[src])
-            {
-                kept[k].parent = static_cast<std::int32_t>(k - 1);
-                continue;
-            }
-            const std::uint32_t parent = log.by_id_.find(parent_ids[src], kept);
+            const std::uint32_t parent = by_id.find(pp.id, metas);
             if (parent == detail::id_index::npos)
             {
-                bad_line(
-                    errc::dangling_parent,
-                    kept[k].line,
-                    "parentId",
-                    "parentId '" + parent_ids[src] + "' names no entry"
-                );
+                bad_line(errc::dangling_parent, metas[pp.index].line, "parentId", "parentId '" + pp.id + "' names no entry");
                 if (failed())
                     return;
                 continue;  // tolerant: becomes a root, like Pi's walk that stops at a missing parent
             }
-            kept[k].parent = static_cast<std::int32_t>(parent);
+            metas[pp.index].parent = parents[pp.index] = static_cast<std::int32_t>(parent);
+            linked_forward = true;
         }
-        std::vector<std::int32_t> parents(kept.size());
-        for (std::size_t k = 0; k < kept.size(); ++k)
-            parents[k] = kept[k].parent;
-        // Cycle check: iterative colouring, O(n) overall.
-        std::vector<std::uint8_t> state(kept.size(), 0);  // 0 new, 1 on the current walk, 2 done
+        if (linked_forward && !break_cycles())
+            return;
+        log.metas_ = std::move(metas);
+        log.parents_ = std::move(parents);
+        log.by_id_ = std::move(by_id);
+        if (header.version < 2)
+            log.legacy_first_kept_index_ = std::move(legacy_fk);
+    }
+
+    // Iterative colouring, O(n) overall. False once a cycle was fatal.
+    bool break_cycles()
+    {
+        std::vector<std::uint8_t> state(metas.size(), 0);  // 0 new, 1 on the current walk, 2 done
         std::vector<std::size_t> walk;
-        for (std::size_t s = 0; s < kept.size(); ++s)
+        for (std::size_t s = 0; s < metas.size(); ++s)
         {
             if (state[s])
                 continue;
@@ -1213,32 +883,25 @@ struct session_log_builder::impl
             }
             if (i >= 0 && state[static_cast<std::size_t>(i)] == 1)
             {
-                auto& m = kept[static_cast<std::size_t>(i)];
+                auto& m = metas[static_cast<std::size_t>(i)];
                 bad_line(errc::parent_cycle, m.line, "parentId", "parentId links of entry '" + m.id + "' form a cycle");
                 if (failed())
-                    return;
+                    return false;
                 m.parent = parents[static_cast<std::size_t>(i)] = -1;  // tolerant: break the cycle here
             }
             for (auto w : walk)
                 state[w] = 2;
         }
-        if (header.version < 2)
-        {
-            log.legacy_first_kept_index_.reserve(kept.size());
-            for (auto src : kept_src)
-                log.legacy_first_kept_index_.push_back(legacy_fk[src]);
-        }
-        log.metas_ = std::move(metas);
-        log.parents_ = std::move(parents);
+        return true;
     }
 
     void check_compactions(const session_log& log)
     {
-        for (std::size_t i = 0; i < log.metas_.size(); ++i)
+        if (header.version < 2)
+            return;
+        for (const std::uint32_t i : compactions)
         {
             const auto& m = log.metas_[i];
-            if (m.type != entry_type::compaction || header.version < 2)
-                continue;
             bool found = false;
             for (std::int32_t p = m.parent; p >= 0 && !found; p = log.parents_[static_cast<std::size_t>(p)])
                 found = log.metas_[static_cast<std::size_t>(p)].id == m.first_kept_entry_id;
@@ -1290,7 +953,7 @@ result<session_log> session_log_builder::finish(
 )
 {
     impl& s = *impl_;
-    s.drain();
+    s.pipe.reset();  // the worker is done: join it and free its buffers before the index is built
     if (!s.failed() && (!s.carry.empty() || s.carry_too_long))
         s.end_carried_line(false);
     if (!s.failed() && !s.have_header)
@@ -1310,7 +973,7 @@ result<session_log> session_log_builder::finish(
         return s.error;
     }
     s.check_compactions(log);
-    for (std::size_t i = 0; i < log.metas_.size(); ++i)
+    for (const std::uint32_t i : s.labels)
         apply_label(log.labels_, log.metas_[i]);
     log.header_ = std::move(s.header);
     log.source_version_ = log.header_.version;
