@@ -58,9 +58,11 @@ struct target
 class scanner
 {
 public:
-    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_skip_width strings)
+    // `to_newline`: the document ends at the first '\n' (which is then no whitespace) or at the
+    // end of `s`, whichever comes first.
+    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_skip_width strings, bool to_newline = false)
         : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f),
-          strings_(strings == string_skip_width::best ? best_string_skip_width() : strings)
+          strings_(strings == string_skip_width::best ? best_string_skip_width() : strings), to_newline_(to_newline)
     {
     }
 
@@ -72,10 +74,13 @@ public:
         if (!value(0, {}, true))
             return false;
         ws();
-        if (p_ != end_)
+        if (p_ != end_ && !(to_newline_ && *p_ == '\n'))
             return fail(errc::invalid_json, "unexpected data after the JSON value");
         return true;
     }
+
+    // Where the scan stopped: after a document, its end (with the whitespace after it).
+    const char* position() const { return p_; }
 
     errc code = errc::invalid_json;
     std::string message;
@@ -91,7 +96,7 @@ private:
 
     void ws()
     {
-        while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r'))
+        while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || (*p_ == '\n' && !to_newline_)))
             ++p_;
     }
 
@@ -545,9 +550,28 @@ private:
     std::size_t max_depth_;
     line_fields& f_;
     string_skip_width strings_;
+    bool to_newline_;
 };
 
 }  // namespace
+
+errc line_indexer::scan_line(std::string_view text, std::size_t max_depth, line_fields& out, std::string& message,
+                             std::size_t& length)
+{
+    // Nothing but whitespace consumes a '\n' (in a string it is a control character, and no
+    // number, literal or escape holds one), and that stops at it here: a document that ends at
+    // the first '\n' is exactly a valid line, with the same fields captured.
+    out.clear();
+    scanner s(text, max_depth, out, string_skip_width::best, true);
+    if (s.document())
+    {
+        length = static_cast<std::size_t>(s.position() - text.data());
+        return errc{};
+    }
+    const void* nl = std::memchr(text.data(), '\n', text.size());
+    length = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) : text.size();
+    return scan(text.substr(0, length), max_depth, out, message);  // the message of the line alone
+}
 
 result<line_fields*> line_indexer::index(std::string_view line, diagnostics& diag)
 {

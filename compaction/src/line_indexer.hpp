@@ -62,6 +62,12 @@ public:
     static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
                      string_skip_width strings = string_skip_width::best);
 
+    /// scan() of the line at the start of `text` (up to its first '\n', or all of it), and that
+    /// line's length in `length`, found in the same pass: where the line's JSON ends. A line that
+    /// fails is looked at again on its own, so the verdict and message are scan()'s.
+    static errc scan_line(std::string_view text, std::size_t max_depth, line_fields& out, std::string& message,
+                          std::size_t& length);
+
 private:
     std::size_t max_depth_;
     line_fields fields_;

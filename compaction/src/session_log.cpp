@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -378,8 +379,10 @@ std::string session_log::new_id() const
 
 namespace {
 
-// Feeds at least this large are scanned on two threads (scan_pipeline).
+// Feeds at least this large are scanned on two threads (scan_pipeline), in units of about the
+// size of a core's cache share: each unit is scanned by the thread that read it, while it is hot.
 constexpr std::size_t parallel_feed_bytes = 128 * 1024;
+constexpr std::size_t parallel_unit_bytes = 256 * 1024;
 // Buffers kept for reuse by feed_owned() callers (spare_buffer()) when there is no pipeline.
 constexpr std::size_t max_spare_buffers = 3;
 
@@ -392,9 +395,6 @@ struct session_log_builder::impl
     load_options opts;
     detail::line_indexer indexer;
     std::vector<std::string> spare_buffers;  // feed_owned() chunks handed back by spare_buffer()
-    // Created by the first large feed on a multi-core machine; declared after what its worker
-    // may still reference (nothing of impl), destroyed (joined) before the rest.
-    std::unique_ptr<detail::scan_pipeline> pipe;
 
     // The line's scan: the one a pipeline did, or one done here.
     result<detail::line_fields*> index_line(std::string_view text, detail::line_scan* scanned, diagnostics& d)
@@ -669,42 +669,26 @@ struct session_log_builder::impl
 
     void feed(std::string_view bytes)
     {
-        if (bytes.size() < parallel_feed_bytes || !have_pipeline())
-            return feed_lines(bytes);
-        // The caller's bytes, scanned in place by both threads before this returns.
-        go_through(*pipe->add_borrowed(bytes, pos, starts_line()));
+        result<void> unused;
+        if (bytes.size() < parallel_feed_bytes || !through_pipeline(bytes, parallel_unit_bytes, unused))
+            feed_lines(bytes);
     }
 
     // As feed(), with the chunk's buffer kept for spare_buffer() afterwards.
     void feed_owned(std::string&& chunk)
     {
-        if (chunk.size() < parallel_feed_bytes || !have_pipeline())
-        {
-            feed_lines(chunk);
-            if (chunk.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
-                spare_buffers.push_back(std::move(chunk));
-            return;
-        }
-        go_through(*pipe->add_owned(std::move(chunk), pos, starts_line()));
+        feed(chunk);
+        if (chunk.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
+            spare_buffers.push_back(std::move(chunk));
     }
 
     result<void> feed_from(const byte_source& source, std::size_t chunk_bytes)
     {
         chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
-        if (!have_pipeline())
+        result<void> read = {};
+        if (!through_pipeline(source, chunk_bytes, read))
             return read_inline(source, chunk_bytes);
-        // The pipeline's worker reads ahead; this thread goes through each chunk's lines in
-        // order, scanning what the worker has not taken.
-        pipe->read_from(source, chunk_bytes, pos, starts_line());
-        while (!failed())
-        {
-            detail::scan_region* r = pipe->next();
-            if (!r)
-                return pipe->read_error() ? result<void>(pipe->read_error()) : result<void>();
-            go_through(*r);
-        }
-        pipe->cancel();  // a fatal line: the worker stops reading and scanning
-        return {};
+        return read;
     }
 
     // feed_from() without a second thread.
@@ -722,59 +706,75 @@ struct session_log_builder::impl
                 break;
             chunk.resize(std::min(*n, chunk_bytes));
             offset += chunk.size();
-            feed_owned(std::move(chunk));
+            feed_lines(chunk);
+            if (spare_buffers.size() < max_spare_buffers)
+                spare_buffers.push_back(std::move(chunk));
         }
         return {};
     }
 
-    // The region's lines in order: the end of the carried line, the whole lines with their
-    // scans, the start of the next carried line. Then the region is released.
-    void go_through(detail::scan_region& r)
+    // Goes through `input` (bytes or a byte_source) in units that two threads read and scan;
+    // false (nothing done) when there is one core or no second thread to be had. A read error
+    // ends the input there and is left in `read`.
+    template <class Input>
+    bool through_pipeline(const Input& input, std::size_t unit_bytes, result<void>& read)
     {
-        feed_lines(r.bytes.substr(0, r.whole_begin));
-        if (!failed())
+        static const bool two_cores = std::thread::hardware_concurrency() > 1;
+        if (!two_cores)
+            return false;
+        std::optional<detail::scan_pipeline> pipe;
+        try
         {
-            pipe->for_each_line(r, [&](std::string_view text, detail::line_scan& scanned) {
-                line(text, r.offset + static_cast<std::uint64_t>(text.data() - r.bytes.data()), true, &scanned);
-                return !failed();
-            });
-            pos += r.whole_end - r.whole_begin;
+            pipe.emplace(input, unit_bytes, pos, starts_line(), opts.max_depth);
         }
-        if (!failed())
-            feed_lines(r.bytes.substr(r.whole_end));
+        catch (const std::exception&)
+        {
+            return false;  // no thread (or no memory) to be had: this thread alone
+        }
+        while (!failed())
+        {
+            detail::scan_unit* u = pipe->next();
+            if (!u)
+            {
+                if (pipe->read_error())
+                    read = pipe->read_error();
+                break;
+            }
+            go_through(*u);
+            pipe->release();
+        }
         if (failed())
-            pipe->cancel();
-        pipe->release(&r);
+            pipe->cancel();  // a fatal line: the worker stops at once
+        return true;
+    }
+
+    // A unit's lines in order: the end of the carried line, the whole lines with their scans,
+    // the start of the next carried line.
+    void go_through(detail::scan_unit& u)
+    {
+        feed_lines(u.bytes.substr(0, u.whole_begin));
+        std::size_t at = u.whole_begin;
+        for (std::size_t i = 0; i < u.count && !failed(); ++i)
+        {
+            detail::line_scan& scanned = u.scans[i];
+            line(u.bytes.substr(at, scanned.size), u.offset + at, true, &scanned);
+            at += scanned.size + 1;
+        }
+        pos += u.whole_end - u.whole_begin;
+        if (!failed())
+            feed_lines(u.bytes.substr(u.whole_end));
     }
 
     // Whether the next byte fed starts a line (nothing is carried).
     bool starts_line() const { return carry.empty() && !carry_too_long; }
 
-    bool have_pipeline()
-    {
-        static const bool two_cores = std::thread::hardware_concurrency() > 1;
-        if (pipe || !two_cores)
-            return pipe != nullptr;
-        try
-        {
-            pipe = std::make_unique<detail::scan_pipeline>(opts.max_depth);
-        }
-        catch (const std::exception&)
-        {
-            // No thread (or no memory) to be had: scan on this thread alone.
-        }
-        return pipe != nullptr;
-    }
-
     std::string take_spare()
     {
-        if (!spare_buffers.empty())
-        {
-            std::string b = std::move(spare_buffers.back());
-            spare_buffers.pop_back();
-            return b;
-        }
-        return pipe ? pipe->spare_buffer() : std::string();
+        if (spare_buffers.empty())
+            return {};
+        std::string b = std::move(spare_buffers.back());
+        spare_buffers.pop_back();
+        return b;
     }
 
     void feed_lines(std::string_view bytes)
@@ -953,7 +953,6 @@ result<session_log> session_log_builder::finish(
 )
 {
     impl& s = *impl_;
-    s.pipe.reset();  // the worker is done: join it and free its buffers before the index is built
     if (!s.failed() && (!s.carry.empty() || s.carry_too_long))
         s.end_carried_line(false);
     if (!s.failed() && !s.have_header)

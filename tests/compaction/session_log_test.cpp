@@ -360,6 +360,8 @@ public:
     {
         if (offset >= fail_at_)
             return boost::system::error_code(EIO, boost::system::system_category());
+        if (offset >= text_.size())
+            return std::size_t{0};
         const std::size_t n = std::min({size, max_read_, text_.size() - static_cast<std::size_t>(offset)});
         std::memcpy(into, text_.data() + offset, n);
         return n;

@@ -56,13 +56,14 @@ public:
     virtual result<std::string> read(std::uint64_t offset, std::size_t length) const = 0;
 };
 
-/// Reads the bytes to load, for session_log_builder::feed_from(). The builder's second thread
-/// may call it (one call at a time); the compaction module itself does no I/O.
+/// Reads the bytes to load, for session_log_builder::feed_from(). The builder's two threads
+/// call it, at once and at any offset (as pread(2) can be); the compaction module itself does
+/// no I/O.
 class byte_source
 {
 public:
     virtual ~byte_source() = default;
-    /// Reads up to `size` bytes at `offset` into `into`: how many were read (0 at the end).
+    /// Reads up to `size` bytes at `offset` into `into`: how many were read (0 at or past the end).
     virtual result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const = 0;
 };
 
