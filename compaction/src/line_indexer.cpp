@@ -62,7 +62,7 @@ public:
     // end of `s`, whichever comes first.
     scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_skip_width strings, bool to_newline = false)
         : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f),
-          strings_(strings == string_skip_width::best ? best_string_skip_width() : strings), to_newline_(to_newline)
+          skip_(skipper_for(strings)), to_newline_(to_newline)
     {
     }
 
@@ -349,9 +349,14 @@ private:
     // tool outputs); true when that reached its closing quote.
     bool skipped_to_close(const std::string* out)
     {
-        if (out || strings_ == string_skip_width::scalar)
+        if (out || !skip_)
             return false;
-        const string_skip s = skip_string(p_, end_, strings_);
+        if (const char* closed = short_string_end(p_, end_))
+        {
+            p_ = closed;
+            return true;
+        }
+        const string_skip s = skip_(p_, end_);
         p_ = s.at;
         return s.closed;
     }
@@ -549,7 +554,7 @@ private:
     const char* end_;
     std::size_t max_depth_;
     line_fields& f_;
-    string_skip_width strings_;
+    string_skipper skip_;  // null: the scalar scanner does it all
     bool to_newline_;
 };
 

@@ -232,6 +232,7 @@ void scan_pipeline::scan_whole_lines(scan_unit& u, bool starts_line)
         line_scan& s = u.scans[n];
         s.message.clear();
         s.code = line_indexer::scan_line(u.bytes.substr(i, end - i), in_.max_depth, s.fields, s.message, s.size);
+        s.id_hash = id_index::hash(s.fields.id);
         i += s.size + 1;  // every whole line ends with a '\n'
     }
     u.count = n;

@@ -22,6 +22,7 @@ struct line_scan
     errc code{};
     std::string message;
     line_fields fields;
+    std::uint64_t id_hash = 0;  ///< id_index::hash(fields.id), done on the scanning thread
 };
 
 /// A unit of the input, cut where its lines are. The lines that lie wholly inside it, from

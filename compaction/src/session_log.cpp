@@ -85,14 +85,10 @@ session_log::session_log(session_header header) : header_(std::move(header)) {}
 
 namespace detail {
 
-namespace {
-
-std::uint64_t id_hash(std::string_view id) noexcept
+std::uint64_t id_index::hash(std::string_view id) noexcept
 {
     return std::hash<std::string_view>{}(id);
 }
-
-}  // namespace
 
 void id_index::reserve(std::size_t n)
 {
@@ -122,7 +118,7 @@ std::uint32_t id_index::find(std::string_view id, const chunked_vector<entry_met
 {
     if (slots_.empty())
         return npos;
-    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::uint64_t tag = hash(id) >> 32;
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t at = static_cast<std::size_t>(tag) & mask;; at = (at + 1) & mask)
     {
@@ -138,11 +134,12 @@ std::uint32_t id_index::find(std::string_view id, const chunked_vector<entry_met
     }
 }
 
-std::uint32_t id_index::insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas)
+std::uint32_t id_index::insert(std::string_view id, std::uint64_t id_hash, std::uint32_t index,
+                               const chunked_vector<entry_meta>& metas)
 {
     if (2 * (size_ + 1) > slots_.size())
         grow();
-    const std::uint64_t tag = id_hash(id) >> 32;
+    const std::uint64_t tag = id_hash >> 32;
     const std::size_t mask = slots_.size() - 1;
     std::size_t at = static_cast<std::size_t>(tag) & mask;
     for (;; at = (at + 1) & mask)
@@ -534,7 +531,9 @@ struct session_log_builder::impl
             offset += 3;
             scanned = nullptr;  // that scan included the mark
         }
-        if (const auto blank = detail::classify_blank(text); blank != detail::blank_kind::not_blank)
+        // (A line that scanned as JSON is not blank: its bytes need not be looked at again.)
+        if (const auto blank = scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
+            blank != detail::blank_kind::not_blank)
         {
             // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
             if (blank == detail::blank_kind::js_blank)
@@ -621,7 +620,9 @@ struct session_log_builder::impl
         else if (m.type == entry_type::context_edit)
             m.target_id = std::move(f.target_id);
         m.id = v1 ? synthetic_id(n) : std::move(f.id);
-        add_entry(std::move(m), v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
+        const std::uint64_t hash = scanned && !v1 ? scanned->id_hash : detail::id_index::hash(m.id);
+        add_entry(std::move(m), hash,
+                  v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
                   f.parent_id);
         if (v1 && metas.size() > legacy_fk.size())
             legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
@@ -635,7 +636,7 @@ struct session_log_builder::impl
     };
 
     // Adds an entry to the index unless its id is taken (then it is reported by resolve()).
-    void add_entry(entry_meta m, parent_kind parent, std::string& parent_id)
+    void add_entry(entry_meta m, std::uint64_t id_hash, parent_kind parent, std::string& parent_id)
     {
         const auto k = static_cast<std::uint32_t>(metas.size());
         std::int32_t p = -1;
@@ -652,7 +653,7 @@ struct session_log_builder::impl
         m.parent = p;
         const entry_type type = m.type;
         metas.push_back(std::move(m));
-        if (const std::uint32_t first = by_id.insert(metas[k].id, k, metas); first != detail::id_index::npos)
+        if (const std::uint32_t first = by_id.insert(metas[k].id, id_hash, k, metas); first != detail::id_index::npos)
         {
             duplicates.push_back({metas[k].line, metas[first].line, std::move(metas[k].id)});
             metas.truncate(k);
@@ -754,6 +755,10 @@ struct session_log_builder::impl
     {
         feed_lines(u.bytes.substr(0, u.whole_begin));
         std::size_t at = u.whole_begin;
+        // The id table's slots for this unit's lines (a unit has about a hundred), ahead of the
+        // inserts: the table is larger than this core's cache share.
+        for (std::size_t i = 0; i < u.count; ++i)
+            by_id.prefetch(u.scans[i].id_hash);
         for (std::size_t i = 0; i < u.count && !failed(); ++i)
         {
             detail::line_scan& scanned = u.scans[i];

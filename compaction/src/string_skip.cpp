@@ -159,22 +159,6 @@ inline const char* block_boundary(const char* start, const char* p, std::uint64_
 
 #if defined(AGENTCTX_STRING_SKIP_X86)
 
-// Most strings are keys and short values that end within 16 bytes: one SSE2 step decides them.
-inline bool short_string(const char* p, const char* end, string_skip& out)
-{
-    if (end - p < 16)
-        return false;
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i space = _mm_set1_epi8(0x20);  // signed: non-ASCII is below it too
-    const unsigned quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))));
-    const unsigned other =
-        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), _mm_cmpgt_epi8(space, x))));
-    if (quotes == 0 || (other & ((quotes & (0 - quotes)) - 1)) != 0)
-        return false;
-    out = {p + __builtin_ctz(quotes) + 1, true};
-    return true;
-}
-
 // ---- AVX2: a block is two 32-byte vectors ---------------------------------------------------
 
 #define AGENTCTX_AVX2 __attribute__((target("avx2,bmi,bmi2")))
@@ -245,8 +229,6 @@ AGENTCTX_AVX2 inline __m256i simple_escape_bytes(__m256i x)
 AGENTCTX_AVX2 string_skip skip_avx2(const char* p, const char* end) noexcept
 {
     string_skip out;
-    if (short_string(p, end, out))
-        return out;
     const char* const start = p;
     std::uint64_t carry = 0;                  // the previous block's last backslash escapes this block's first byte
     __m256i before = _mm256_setzero_si256();  // the previous 32 bytes, for UTF-8 sequences across blocks
@@ -321,8 +303,6 @@ AGENTCTX_AVX512 inline std::uint64_t utf8_errors512(__m512i input, __m512i befor
 AGENTCTX_AVX512 string_skip skip_avx512(const char* p, const char* end) noexcept
 {
     string_skip out;
-    if (short_string(p, end, out))
-        return out;
     const char* const start = p;
     std::uint64_t carry = 0;                  // the previous block's last backslash escapes this block's first byte
     __m512i before = _mm512_setzero_si512();  // the previous block, for UTF-8 sequences across blocks
@@ -385,23 +365,31 @@ bool has_string_skip_width(string_skip_width width) noexcept
     return false;
 }
 
-string_skip skip_string(const char* p, const char* end, string_skip_width width) noexcept
+string_skipper skipper_for(string_skip_width width) noexcept
 {
     if (width == string_skip_width::best)
         width = best_string_skip_width();
     if (!has_string_skip_width(width))
-        return {p, false};
+        return nullptr;
 #if defined(AGENTCTX_STRING_SKIP_X86)
     switch (width)
     {
-    case string_skip_width::avx512: return skip_avx512(p, end);
-    case string_skip_width::avx2: return skip_avx2(p, end);
+    case string_skip_width::avx512: return &skip_avx512;
+    case string_skip_width::avx2: return &skip_avx2;
     default: break;
     }
-#else
-    (void)end;
 #endif
-    return {p, false};
+    return nullptr;
+}
+
+string_skip skip_string(const char* p, const char* end, string_skip_width width) noexcept
+{
+    const string_skipper skip = skipper_for(width);
+    if (!skip)
+        return {p, false};
+    if (const char* closed = short_string_end(p, end))
+        return {closed, true};
+    return skip(p, end);
 }
 
 }  // namespace agentctx::compaction::detail

@@ -122,7 +122,28 @@ public:
     std::uint32_t find(std::string_view id, const chunked_vector<entry_meta>& metas) const;
     /// Records `index` for `id` unless an entry already has that id: then returns that entry's
     /// index (and records nothing), else npos. Compares only with entries already recorded.
-    std::uint32_t insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas);
+    std::uint32_t insert(std::string_view id, std::uint32_t index, const chunked_vector<entry_meta>& metas)
+    {
+        return insert(id, hash(id), index, metas);
+    }
+    /// The same with the id's hash() computed already (the loader's other thread does).
+    std::uint32_t insert(std::string_view id, std::uint64_t hash, std::uint32_t index, const chunked_vector<entry_meta>& metas);
+
+    static std::uint64_t hash(std::string_view id) noexcept;
+    /// Brings the slot where an id of this hash goes into the cache ahead of its insert: the
+    /// table is larger than a core's cache share, and a load inserts 100k ids in a row.
+    void prefetch(std::uint64_t hash) const noexcept
+    {
+        if (slots_.empty())
+            return;
+        const std::uint64_t* slot = &slots_[static_cast<std::size_t>(hash >> 32) & (slots_.size() - 1)];
+#if defined(__x86_64__) && defined(__GNUC__)
+        // Not __builtin_prefetch: GCC deletes a loop that does nothing else but prefetch.
+        asm volatile("prefetcht0 %0" : : "m"(*slot));
+#else
+        __builtin_prefetch(slot);
+#endif
+    }
 
 private:
     void grow();
