@@ -258,35 +258,58 @@ bool needs_materializing(entry_type t)
            t == entry_type::compaction || t == entry_type::context_edit;
 }
 
+// Where on a path the last of each thing that projection tracks is.
+struct path_facts
+{
+    std::optional<std::size_t> compaction, thinking, model, last_edit_or_compaction;
+
+    // Of one entry, at position `i`; later positions win.
+    void see(std::size_t i, entry_type type, bool assistant_message)
+    {
+        if (type == entry_type::thinking_level_change)
+            thinking = i;
+        else if (type == entry_type::model_change || assistant_message)
+            model = i;
+        if (type == entry_type::compaction)
+            compaction = i;
+        if (type == entry_type::compaction || type == entry_type::context_edit)
+            last_edit_or_compaction = i;
+    }
+};
+
+path_facts facts_of(const std::vector<const entry_meta*>& path)
+{
+    path_facts f;
+    for (std::size_t i = 0; i < path.size(); ++i)
+        f.see(i, path[i]->type, path[i]->type == entry_type::message && path[i]->message_role == role::assistant);
+    return f;
+}
+
+// The same from the log's packed kinds: a byte per entry instead of an entry_meta.
+path_facts facts_of(const session_log& log, const std::vector<std::uint32_t>& indices)
+{
+    path_facts f;
+    for (std::size_t i = 0; i < indices.size(); ++i)
+        f.see(i, log.type_of(indices[i]), log.is_assistant_message(indices[i]));
+    return f;
+}
+
 // Delta §2.1 + §2.3 over index data; entries are materialized only where content matters.
-result<session_context> project(const std::vector<const entry_meta*>& path, const materialize_fn& get)
+// `unique_ids`: no id is on the path twice (a log's path), so the compaction's first kept entry
+// is searched from the compaction back, not from the root (Pi's order; the same entry then).
+result<session_context> project(const std::vector<const entry_meta*>& path, const path_facts& facts, bool unique_ids,
+                                const materialize_fn& get)
 {
     session_context ctx;
     if (path.empty())
         return ctx;
     ctx.leaf_id = path.back()->id;
-    std::optional<std::size_t> compaction;
-    // The last of each wins: remember where, copy once (a 100k-entry path has 30k assistant
-    // messages, each naming its model).
-    const entry_meta* thinking = nullptr;
-    const entry_meta* model = nullptr;
-    for (std::size_t i = 0; i < path.size(); ++i)
-    {
-        const entry_meta& m = *path[i];
-        if (m.type == entry_type::thinking_level_change)
-            thinking = &m;
-        else if (m.type == entry_type::model_change ||
-                 (m.type == entry_type::message && m.message_role == role::assistant))
-            model = &m;
-        if (m.type == entry_type::compaction)
-            compaction = i;
-        if (m.type == entry_type::compaction || m.type == entry_type::context_edit)
-            ctx.last_edit_or_compaction = i;
-    }
-    if (thinking)
-        ctx.thinking_level = thinking->thinking_level;
-    if (model)
-        ctx.model = model_ref{model->provider, model->model};
+    const std::optional<std::size_t> compaction = facts.compaction;
+    ctx.last_edit_or_compaction = facts.last_edit_or_compaction;
+    if (facts.thinking)
+        ctx.thinking_level = path[*facts.thinking]->thinking_level;
+    if (facts.model)
+        ctx.model = model_ref{path[*facts.model]->provider, path[*facts.model]->model};
 
     // 1. The selected range: [C], the kept entries before it (no system messages), the rest.
     std::vector<std::size_t> selected;
@@ -301,12 +324,22 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
         latest = *c;
         selected.push_back(*compaction);
         std::size_t begin = *compaction;  // retain-none and dangling ids keep nothing
-        for (std::size_t i = 0; i < *compaction; ++i)
-            if (path[i]->id == latest->first_kept_entry_id)
-            {
-                begin = i;
-                break;
-            }
+        if (unique_ids)
+        {
+            for (std::size_t i = *compaction; i-- > 0;)
+                if (path[i]->id == latest->first_kept_entry_id)
+                {
+                    begin = i;
+                    break;
+                }
+        }
+        else
+            for (std::size_t i = 0; i < *compaction; ++i)
+                if (path[i]->id == latest->first_kept_entry_id)
+                {
+                    begin = i;
+                    break;
+                }
         for (std::size_t i = begin; i < *compaction; ++i)
             if (!(path[i]->type == entry_type::message && path[i]->message_role == role::system))
                 selected.push_back(i);
@@ -371,7 +404,7 @@ result<session_context> build_session_context(
     path.reserve(indices.size());
     for (auto i : indices)
         path.push_back(&log.meta(i));
-    return project(path, [&](std::size_t pos) { return log.get(indices[pos], diag); });
+    return project(path, facts_of(log, indices), true, [&](std::size_t pos) { return log.get(indices[pos], diag); });
 }
 
 session_context build_session_context(std::span<const entry_ptr> path)
@@ -385,7 +418,7 @@ session_context build_session_context(std::span<const entry_ptr> path)
     for (const auto& m : metas)
         ptrs.push_back(&m);
     // Materialized entries cannot fail to materialize.
-    auto ctx = project(ptrs, [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; }).value();
+    auto ctx = project(ptrs, facts_of(ptrs), false, [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; }).value();
     // Stand-ins are only needed for index-backed paths: use the real entries.
     for (auto& p : ctx.entries)
         p.source = path[p.path_index];

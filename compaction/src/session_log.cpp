@@ -56,6 +56,18 @@ entry_meta make_meta(const entry_ptr& e)
     return m;
 }
 
+namespace {
+
+static_assert(static_cast<int>(entry_type::unknown) < 0x80, "an entry_type fits in 7 bits of a packed kind");
+
+std::uint8_t packed_kind(const entry_meta& m)
+{
+    const bool assistant = m.type == entry_type::message && m.message_role == role::assistant;
+    return static_cast<std::uint8_t>(static_cast<std::uint8_t>(m.type) | (assistant ? 0x80 : 0));
+}
+
+}  // namespace
+
 std::shared_ptr<entry> make_stand_in(const entry_meta& m)
 {
     auto e = std::make_shared<entry>();
@@ -360,6 +372,7 @@ result<void> session_log::append(entry_ptr e, diagnostics& diag)
     entry_meta m = make_meta(e);
     m.parent = parent;
     apply_label(labels_, m);
+    kinds_.push_back(packed_kind(m));
     metas_.push_back(std::move(m));
     parents_.push_back(parent);
     by_id_.insert(metas_[metas_.size() - 1].id, static_cast<std::uint32_t>(metas_.size() - 1), metas_);
@@ -422,6 +435,7 @@ struct session_log_builder::impl
     // finished index would: duplicates, then parents that name no entry, then cycles.
     chunked_vector<entry_meta> metas;  // without duplicates
     std::vector<std::int32_t> parents;  // metas[i].parent, packed
+    std::vector<std::uint8_t> kinds;    // session_log::kinds_
     detail::id_index by_id;
     struct duplicate
     {
@@ -660,6 +674,7 @@ struct session_log_builder::impl
             return;
         }
         parents.push_back(p);
+        kinds.push_back(packed_kind(metas[k]));
         if (parent == parent_kind::named && p < 0)
             pending_parents.push_back({k, std::move(parent_id)});
         if (type == entry_type::compaction)
@@ -864,6 +879,7 @@ struct session_log_builder::impl
             return;
         log.metas_ = std::move(metas);
         log.parents_ = std::move(parents);
+        log.kinds_ = std::move(kinds);
         log.by_id_ = std::move(by_id);
         if (header.version < 2)
             log.legacy_first_kept_index_ = std::move(legacy_fk);

@@ -6,6 +6,7 @@
 #include "session_generator.hpp"
 #include "session_text.hpp"
 
+#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -528,4 +529,54 @@ TEST(session_log, feed_from_stops_at_a_read_error)
     EXPECT_EQ(fed.error().value(), EIO);
     // What was read before the error loads as a file cut there would.
     EXPECT_EQ(outcome_of(b, text), load_outcome(text.substr(0, 512 * 1024), {}, 4096));
+}
+
+// Entries appended to a loaded log project exactly as the same lines loaded from a file: the
+// packed path data (parents, kinds) that projection walks is kept up to date by append().
+TEST(session_log, appended_entries_project_as_loaded_ones_do)
+{
+    std::string text = agentctx::tools::generate_session({.seed = 21, .entries = 400, .compaction_every = 6, .pi16 = true});
+    // A thinking level change, a model change and an assistant message of another model at the end.
+    const std::size_t last_line = text.rfind('\n', text.size() - 2) + 1;
+    const std::string leaf(
+        boost::json::parse(std::string_view(text).substr(last_line, text.size() - 1 - last_line)).as_object().at("id").as_string());
+    text += R"({"type":"thinking_level_change","id":"tl-1","parentId":")" + leaf +
+            R"(","timestamp":"2026-01-15T10:00:00.000Z","thinkingLevel":"high"})" "\n";
+    text += R"({"type":"model_change","id":"mc-1","parentId":"tl-1","timestamp":"2026-01-15T10:00:01.000Z","provider":"openai","modelId":"gpt-5"})" "\n";
+    text += R"({"type":"message","id":"as-1","parentId":"mc-1","timestamp":"2026-01-15T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-x","api":"anthropic-messages","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1768471202000}})" "\n";
+    std::vector<std::size_t> starts;  // of each line
+    for (std::size_t i = 0; i < text.size(); i = text.find('\n', i) + 1)
+        starts.push_back(i);
+    // Load the first third, append the rest entry by entry.
+    const std::size_t split = starts[starts.size() / 3];
+    load_report report;
+    diagnostics diag;
+    auto log = session_log::load(text.substr(0, split), {}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    std::size_t appended = 0;
+    for (std::size_t i = split; i < text.size();)
+    {
+        const std::size_t nl = text.find('\n', i);
+        auto e = decode_entry(boost::json::parse(std::string_view(text).substr(i, nl - i)).as_object(), diag);
+        ASSERT_TRUE(e) << diag.message;
+        ASSERT_TRUE(log->append(std::make_shared<const entry>(std::move(*e)), diag)) << diag.message;
+        ++appended;
+        i = nl + 1;
+    }
+    auto full = session_log::load(text, {}, report, diag);
+    ASSERT_TRUE(full) << diag.message;
+    const auto a = build_session_context(*log, diag);
+    const auto b = build_session_context(*full, diag);
+    ASSERT_TRUE(a && b);
+    EXPECT_GT(appended, 200u);
+    EXPECT_EQ(a->leaf_id, b->leaf_id);
+    EXPECT_EQ(a->thinking_level, "high");
+    EXPECT_EQ(b->thinking_level, "high");
+    ASSERT_TRUE(a->model && b->model);
+    EXPECT_EQ(a->model->provider + "/" + a->model->model_id, "anthropic/claude-x");
+    EXPECT_EQ(b->model->provider + "/" + b->model->model_id, "anthropic/claude-x");
+    EXPECT_EQ(a->last_edit_or_compaction, b->last_edit_or_compaction);
+    ASSERT_EQ(a->messages.size(), b->messages.size());
+    for (std::size_t i = 0; i < a->messages.size(); ++i)
+        EXPECT_EQ(a->messages[i].entry_id, b->messages[i].entry_id) << i;
 }
