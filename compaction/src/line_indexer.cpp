@@ -102,6 +102,10 @@ private:
 
     bool value(std::size_t depth, target t, bool top = false)
     {
+        // Most of a line is values nothing is captured from (message content, usage): those go
+        // through a loop instead of the recursion, with the same checks in the same order.
+        if (skip_ && !top && !t.text && !t.kind && !t.first_kept_index && !t.message)
+            return uncaptured_value(depth);
         if (p_ >= end_)
             return fail(errc::invalid_json, "unexpected end");
         // A repeated key replaces what an earlier one captured: the last wins, as in the value
@@ -472,6 +476,101 @@ private:
         if (key == "model")
             return {&f_.message_model};
         return {};
+    }
+
+    // value(depth, {}) without recursion: open containers are a stack of bits (1 = object). The
+    // checks, their order, the positions and messages are object()'s, array()'s and value()'s.
+    bool uncaptured_value(std::size_t depth)
+    {
+        std::uint64_t open = 0;  // bit i: the container opened i levels deep here is an object
+        std::size_t level = 0;
+        for (;;)
+        {
+            // A value.
+            if (p_ >= end_)
+                return fail(errc::invalid_json, "unexpected end");
+            const char c = *p_;
+            if ((c == '{' || c == '[') && level == 64)
+            {
+                // Deeper than the bits reach (only with a max_depth over 64): the recursion.
+                if (!(c == '{' ? object(depth + level + 1, false, false) : array(depth + level + 1)))
+                    return false;
+            }
+            else if (c == '{' || c == '[')
+            {
+                if (depth + level + 1 > max_depth_)
+                    return fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
+                ++p_;
+                ws();
+                const bool is_object = c == '{';
+                open = (open & ~(std::uint64_t{1} << level)) | (std::uint64_t{is_object} << level);
+                ++level;
+                if (p_ < end_ && *p_ == (is_object ? '}' : ']'))
+                {
+                    ++p_;
+                    --level;
+                }
+                else
+                {
+                    if (is_object && !member_key())
+                        return false;
+                    continue;
+                }
+            }
+            else if (!scalar(c))
+                return false;
+            // After a value: the separator or the end of the containers it closes.
+            for (;;)
+            {
+                if (level == 0)
+                    return true;
+                const bool in_object = (open >> (level - 1)) & 1;
+                ws();
+                if (p_ < end_ && *p_ == ',')
+                {
+                    ++p_;
+                    ws();
+                    if (in_object && !member_key())
+                        return false;
+                    break;
+                }
+                if (p_ < end_ && *p_ == (in_object ? '}' : ']'))
+                {
+                    ++p_;
+                    --level;
+                    continue;
+                }
+                return fail(errc::invalid_json, in_object ? "expected ',' or '}'" : "expected ',' or ']'");
+            }
+        }
+    }
+
+    // A member's key and colon, up to its value (object()'s steps).
+    bool member_key()
+    {
+        if (p_ >= end_ || *p_ != '"')
+            return fail(errc::invalid_json, "expected a key");
+        if (!string(nullptr))
+            return false;
+        ws();
+        if (p_ >= end_ || *p_ != ':')
+            return fail(errc::invalid_json, "expected ':'");
+        ++p_;
+        ws();
+        return true;
+    }
+
+    // A string, literal or number (value()'s cases for them, capturing nothing).
+    bool scalar(char c)
+    {
+        switch (c)
+        {
+        case '"': return string(nullptr);
+        case 't': return literal("true");
+        case 'f': return literal("false");
+        case 'n': return literal("null");
+        default: return number(false);
+        }
     }
 
     bool object(std::size_t depth, bool top, bool message)

@@ -256,27 +256,22 @@ AGENTCTX_AVX2 string_skip skip_avx2(const char* p, const char* end) noexcept
 
 #define AGENTCTX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi,bmi2")))
 
-AGENTCTX_AVX512 inline __m512i lookup512(const nibble_table& t, __m512i nibbles)
+// Every constant vector of the loop, made once per string (GCC rebuilt them in every block).
+struct avx512_constants
+{
+    __m512i nibble_mask, quote, backslash, space, third_lead, fourth_lead, high_bit;
+    __m512i escape_low, escape_high, first_high, first_low, second_high;
+    __m512i back1, back2, back3;  // byte i takes index 64 - n + i of `before` then the block
+};
+
+AGENTCTX_AVX512 inline __m512i broadcast_table(const nibble_table& t)
 {
     // (maskz: the unmasked form reads an undefined vector, which GCC 12 reports as uninitialized)
-    const __m512i table = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
-    return _mm512_shuffle_epi8(table, nibbles);
+    return _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
 }
 
-AGENTCTX_AVX512 inline __m512i low_nibbles512(__m512i x)
-{
-    return _mm512_and_si512(x, _mm512_set1_epi8(0x0F));
-}
-
-AGENTCTX_AVX512 inline __m512i high_nibbles512(__m512i x)
-{
-    return _mm512_and_si512(_mm512_srli_epi16(x, 4), _mm512_set1_epi8(0x0F));
-}
-
-// The 64 bytes of `input`, each with the one `n` places before it (from `before` at the start):
-// byte i takes index 64 - n + i of the 128 bytes `before` then `input`.
 template <int n>
-AGENTCTX_AVX512 inline __m512i preceding512(__m512i input, __m512i before)
+AGENTCTX_AVX512 inline __m512i back_index()
 {
     alignas(64) static constexpr auto index = [] {
         std::array<std::uint8_t, 64> t{};
@@ -284,24 +279,46 @@ AGENTCTX_AVX512 inline __m512i preceding512(__m512i input, __m512i before)
             t[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(64 - n + i);
         return t;
     }();
-    return _mm512_permutex2var_epi8(before, _mm512_load_si512(index.data()), input);
+    return _mm512_load_si512(index.data());
 }
 
-AGENTCTX_AVX512 inline std::uint64_t utf8_errors512(__m512i input, __m512i before)
+AGENTCTX_AVX512 inline avx512_constants make_avx512_constants()
 {
-    const __m512i prev1 = preceding512<1>(input, before);
-    const __m512i special = _mm512_and_si512(
-        _mm512_and_si512(lookup512(utf8::first_high, high_nibbles512(prev1)), lookup512(utf8::first_low, low_nibbles512(prev1))),
-        lookup512(utf8::second_high, high_nibbles512(input)));
-    const __m512i third = _mm512_subs_epu8(preceding512<2>(input, before), _mm512_set1_epi8(static_cast<char>(utf8::third_byte_lead)));
-    const __m512i fourth = _mm512_subs_epu8(preceding512<3>(input, before), _mm512_set1_epi8(static_cast<char>(utf8::fourth_byte_lead)));
-    const __m512i must_continue = _mm512_and_si512(_mm512_or_si512(third, fourth), _mm512_set1_epi8(static_cast<char>(0x80)));
+    return {_mm512_set1_epi8(0x0F),
+            _mm512_set1_epi8('"'),
+            _mm512_set1_epi8('\\'),
+            _mm512_set1_epi8(0x20),
+            _mm512_set1_epi8(static_cast<char>(utf8::third_byte_lead)),
+            _mm512_set1_epi8(static_cast<char>(utf8::fourth_byte_lead)),
+            _mm512_set1_epi8(static_cast<char>(0x80)),
+            broadcast_table(escape_low),
+            broadcast_table(escape_high),
+            broadcast_table(utf8::first_high),
+            broadcast_table(utf8::first_low),
+            broadcast_table(utf8::second_high),
+            back_index<1>(),
+            back_index<2>(),
+            back_index<3>()};
+}
+
+// `x_high`: the block's high nibbles (also used for the escapes).
+AGENTCTX_AVX512 inline std::uint64_t utf8_errors512(const avx512_constants& k, __m512i x, __m512i x_high, __m512i before)
+{
+    const __m512i prev1 = _mm512_permutex2var_epi8(before, k.back1, x);
+    const __m512i prev1_high = _mm512_and_si512(_mm512_srli_epi16(prev1, 4), k.nibble_mask);
+    const __m512i special = _mm512_and_si512(_mm512_and_si512(_mm512_shuffle_epi8(k.first_high, prev1_high),
+                                                              _mm512_shuffle_epi8(k.first_low, _mm512_and_si512(prev1, k.nibble_mask))),
+                                             _mm512_shuffle_epi8(k.second_high, x_high));
+    const __m512i third = _mm512_subs_epu8(_mm512_permutex2var_epi8(before, k.back2, x), k.third_lead);
+    const __m512i fourth = _mm512_subs_epu8(_mm512_permutex2var_epi8(before, k.back3, x), k.fourth_lead);
+    const __m512i must_continue = _mm512_and_si512(_mm512_or_si512(third, fourth), k.high_bit);
     const __m512i errors = _mm512_xor_si512(must_continue, special);
     return _mm512_test_epi8_mask(errors, errors);
 }
 
 AGENTCTX_AVX512 string_skip skip_avx512(const char* p, const char* end) noexcept
 {
+    const avx512_constants k = make_avx512_constants();
     string_skip out;
     const char* const start = p;
     std::uint64_t carry = 0;                  // the previous block's last backslash escapes this block's first byte
@@ -310,11 +327,13 @@ AGENTCTX_AVX512 string_skip skip_avx512(const char* p, const char* end) noexcept
     for (; end - p >= 64; p += 64)
     {
         const __m512i x = _mm512_loadu_si512(p);
+        const __m512i x_high = _mm512_and_si512(_mm512_srli_epi16(x, 4), k.nibble_mask);
         const bool check_utf8 = open_sequence || _mm512_movepi8_mask(x) != 0;
-        const __m512i simple = _mm512_and_si512(lookup512(escape_low, low_nibbles512(x)), lookup512(escape_high, high_nibbles512(x)));
-        const block_bits b{_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('"')), _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\')),
-                           _mm512_cmplt_epu8_mask(x, _mm512_set1_epi8(0x20)), _mm512_test_epi8_mask(simple, simple),
-                           check_utf8 ? utf8_errors512(x, before) : 0};
+        const __m512i simple = _mm512_and_si512(_mm512_shuffle_epi8(k.escape_low, _mm512_and_si512(x, k.nibble_mask)),
+                                                _mm512_shuffle_epi8(k.escape_high, x_high));
+        const block_bits b{_mm512_cmpeq_epi8_mask(x, k.quote), _mm512_cmpeq_epi8_mask(x, k.backslash),
+                           _mm512_cmplt_epu8_mask(x, k.space), _mm512_test_epi8_mask(simple, simple),
+                           check_utf8 ? utf8_errors512(k, x, x_high, before) : 0};
         const std::uint64_t carry_in = carry;
         if (decide(p, b, escaped_positions(b.backslashes, carry), out))
             return out.at ? out : string_skip{block_boundary(start, p, carry_in), false};

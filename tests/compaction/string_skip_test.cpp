@@ -1,11 +1,13 @@
-// The vector string skipper: it may only decide faster, never differently. Each case scans a line
-// with and without it and wants the same verdict, message and captured fields.
+// The vector string skipper and the loop for uncaptured values: they may only decide faster, never
+// differently. Each case scans a line with and without them and wants the same verdict, message
+// and captured fields.
 #include "line_indexer.hpp"
 #include "string_skip.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -191,4 +193,82 @@ TEST_P(string_skip, a_string_ending_at_the_end_of_the_line_or_unterminated)
         same_both_ways("[\"" + std::string(len, 'w') + "\\");
         same_both_ways("[\"" + std::string(len, 'w') + "\xe2\x94");
     }
+}
+
+// Values nothing is captured from go through a loop instead of the recursion (with vectors on):
+// random documents, cut and spliced at random, must get the recursion's verdict and message.
+TEST_P(string_skip, uncaptured_values_are_checked_as_the_recursion_checks_them)
+{
+    std::mt19937_64 rng(7);
+    const std::vector<std::string> atoms = {"{", "}", "[", "]", ",", ":", "\"k\"", "\"v\"", "1", "-2.5e3", "true", "false",
+                                            "null", " ", "\t", "\r", "\n", "tru", "nul", "01", "1.", "-", "\"\\u00e9\"", "x"};
+    std::size_t accepted = 0, rejected = 0;
+    for (int i = 0; i < 40000; ++i)
+    {
+        // A valid document of random shape, then (most of the time) a few random edits.
+        std::string value;
+        std::function<void(int)> gen = [&](int depth) {
+            const auto r = rng() % 10;
+            if (depth > 5 || r < 4)
+                value += atoms[6 + rng() % 7];
+            else if (r < 7)
+            {
+                value += '{';
+                for (std::size_t n = rng() % 4, k = 0; k < n; ++k)
+                {
+                    value += (k ? ",\"k" : "\"k") + std::to_string(k) + "\":";
+                    gen(depth + 1);
+                }
+                value += '}';
+            }
+            else
+            {
+                value += '[';
+                for (std::size_t n = rng() % 4, k = 0; k < n; ++k)
+                {
+                    if (k)
+                        value += ',';
+                    gen(depth + 1);
+                }
+                value += ']';
+            }
+        };
+        gen(0);
+        for (std::size_t edits = rng() % 4; edits > 0 && !value.empty(); --edits)
+        {
+            const std::size_t at = rng() % value.size();
+            if (rng() % 2)
+                value.insert(at, atoms[rng() % atoms.size()]);
+            else
+                value.erase(at, 1 + rng() % 3);
+        }
+        const verdict v = same_both_ways(R"({"type":"message","id":"a","message":{"role":"user","content":)" + value + "}}");
+        (v.code == errc{} ? accepted : rejected)++;
+        if (::testing::Test::HasFailure())
+            return;
+    }
+    EXPECT_GT(accepted, 5000u);
+    EXPECT_GT(rejected, 5000u);
+}
+
+TEST_P(string_skip, nesting_at_and_past_the_limit_in_uncaptured_values)
+{
+    for (const std::size_t max_depth : {std::size_t{3}, std::size_t{64}, std::size_t{100}, std::size_t{200}})
+        for (std::size_t n = 60; n < 140; n += 7)
+            for (const char* open : {"[", "{\"a\":"})
+            {
+                std::string value;
+                for (std::size_t k = 0; k < n; ++k)
+                    value += open;
+                value += "1";
+                for (std::size_t k = 0; k < n; ++k)
+                    value += open[0] == '[' ? "]" : "}";
+                const std::string line = R"({"type":"message","id":"a","x":)" + value + "}";
+                detail::line_fields f;
+                std::string m1, m2;
+                EXPECT_EQ(detail::line_indexer::scan(line, max_depth, f, m1, GetParam()),
+                          detail::line_indexer::scan(line, max_depth, f, m2, detail::string_skip_width::scalar))
+                    << max_depth << " " << n;
+                EXPECT_EQ(m1, m2);
+            }
 }
