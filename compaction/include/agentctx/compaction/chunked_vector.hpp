@@ -20,12 +20,16 @@ public:
     const T& operator[](std::size_t i) const { return parts_[i / Chunk][i % Chunk]; }
     const T& back() const { return parts_.back().back(); }
 
-    void push_back(T v)
+    void push_back(T v) { emplace_back() = std::move(v); }
+
+    /// A new value-initialized element at the end, to fill in place.
+    T& emplace_back()
     {
         if (parts_.empty() || parts_.back().size() == Chunk)
             parts_.emplace_back().reserve(Chunk);
-        parts_.back().push_back(std::move(v));
+        T& v = parts_.back().emplace_back();
         ++size_;
+        return v;
     }
 
     /// Keeps the first `n` elements (n <= size()).
