@@ -152,7 +152,7 @@ BENCHMARK(BM_provider_requests)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Uni
 
 namespace {
 
-// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1]`: POSTs a B-byte
+// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1|2]`: POSTs a B-byte
 // JSON body N times through one http_client, C in flight, on one thread, and prints requests/s,
 // wall time and this process's CPU per request (the server's CPU is not counted), so the same
 // figures can be taken for another client against the same server (node_fetch_bench.mjs).
@@ -175,7 +175,7 @@ int run_external(int argc, char** argv)
             copy_body = std::atol(argv[i + 1]);
         else
         {
-            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1]\n");
+            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1|2]\n");
             return 2;
         }
     }
@@ -184,6 +184,8 @@ int run_external(int argc, char** argv)
     body += "\"}";
     // Every request sends all of these bytes; by default they are shared (http_request::shared_body),
     // as a caller holding a prompt would. --copy-body 1 copies them into each request instead.
+    // --copy-body 2 builds that copy too, keeps it as long as the request, but sends the shared
+    // bytes: what building a new body costs the caller, with the transport's part unchanged.
     const auto shared = std::make_shared<const std::string>(body);
     boost::asio::io_context ioc(1);
     providers::http_client client(ioc.get_executor());
@@ -192,13 +194,16 @@ int run_external(int argc, char** argv)
     std::function<void()> start_one = [&] {
         providers::http_request req;
         req.url = url;
-        if (copy_body)
+        std::shared_ptr<const std::string> built;
+        if (copy_body == 2)
+            built = std::make_shared<const std::string>(body);
+        if (copy_body == 1)
             req.body = body;
         else
             req.shared_body = shared;
         req.headers = {{"content-type", "application/json"}, {"authorization", "Bearer bench"}};
         ++started;
-        client.async_request(std::move(req), [&](boost::system::error_code ec, providers::http_response r) {
+        client.async_request(std::move(req), [&, built](boost::system::error_code ec, providers::http_response r) {
             ++finished;
             if (ec || r.status != 200)
                 ++failed;
