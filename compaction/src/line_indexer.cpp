@@ -545,12 +545,12 @@ private:
         }
     }
 
-    // A member's key and colon, up to its value (object()'s steps).
-    bool member_key()
+    // A member's key (into `key`, when it is captured) and colon, up to its value.
+    bool member_key(std::string* key = nullptr)
     {
         if (p_ >= end_ || *p_ != '"')
             return fail(errc::invalid_json, "expected a key");
-        if (!string(nullptr))
+        if (!string(key))
             return false;
         ws();
         if (p_ >= end_ || *p_ != ':')
@@ -588,16 +588,9 @@ private:
         std::string key;
         for (;;)
         {
-            if (p_ >= end_ || *p_ != '"')
-                return fail(errc::invalid_json, "expected a key");
             key.clear();
-            if (!string(keys_matter ? &key : nullptr))
+            if (!member_key(keys_matter ? &key : nullptr))
                 return false;
-            ws();
-            if (p_ >= end_ || *p_ != ':')
-                return fail(errc::invalid_json, "expected ':'");
-            ++p_;
-            ws();
             const target t = top ? top_target(key) : message ? message_target(key) : target{};
             if (!value(depth, t))
                 return false;
