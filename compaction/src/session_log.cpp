@@ -702,11 +702,47 @@ struct session_log_builder::impl
     result<void> feed_from(const byte_source& source, std::size_t chunk_bytes)
     {
         chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
+        // The first chunk is read and gone through here: most sessions end within it, and a
+        // second thread would cost more than it scans.
+        std::string first = take_spare();
+        first.resize(chunk_bytes);
+        std::size_t got = 0;
+        while (got < chunk_bytes)
+        {
+            const auto n = source.read(got, first.data() + got, chunk_bytes - got);
+            if (!n)
+                return n.error();
+            if (*n == 0)
+                break;
+            got += std::min(*n, chunk_bytes - got);
+        }
+        first.resize(got);
+        feed_lines(first);
+        if (spare_buffers.size() < max_spare_buffers)
+            spare_buffers.push_back(std::move(first));
+        if (got < chunk_bytes || failed())
+            return {};
+        const offset_source rest(source, got);
         result<void> read = {};
-        if (!through_pipeline(source, chunk_bytes, read))
-            return read_inline(source, chunk_bytes);
+        if (!through_pipeline(rest, chunk_bytes, read))
+            return read_inline(rest, chunk_bytes);
         return read;
     }
+
+    // A source's bytes from `base` on.
+    class offset_source final : public byte_source
+    {
+    public:
+        offset_source(const byte_source& source, std::uint64_t base) : source_(source), base_(base) {}
+        result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const override
+        {
+            return source_.read(base_ + offset, into, size);
+        }
+
+    private:
+        const byte_source& source_;
+        std::uint64_t base_;
+    };
 
     // feed_from() without a second thread.
     result<void> read_inline(const byte_source& source, std::size_t chunk_bytes)
