@@ -308,12 +308,13 @@ result<compaction_preparation> prepare_compaction(
     // The index-backed projection materializes only the selected entries (the previous
     // compaction, its kept region and what follows), not a stand-in per path entry. A path that
     // cannot be planned fails before anything is materialized.
-    if (const auto length = plannable_active_path(log, diag); !length)
+    const auto length = plannable_active_path(log, diag);
+    if (!length)
         return length.error();
     auto ctx = build_session_context(log, diag);
     if (!ctx)
         return ctx.error();
-    return prepare_compaction(log, *ctx, settings, opts, diag);
+    return prepare_projected(*ctx, *length, settings, opts, diag);
 }
 
 result<compaction_preparation> prepare_compaction(

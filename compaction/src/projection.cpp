@@ -324,22 +324,15 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
         latest = *c;
         selected.push_back(*compaction);
         std::size_t begin = *compaction;  // retain-none and dangling ids keep nothing
-        if (unique_ids)
+        for (std::size_t k = 0; k < *compaction; ++k)
         {
-            for (std::size_t i = *compaction; i-- > 0;)
-                if (path[i]->id == latest->first_kept_entry_id)
-                {
-                    begin = i;
-                    break;
-                }
+            const std::size_t i = unique_ids ? *compaction - 1 - k : k;
+            if (path[i]->id == latest->first_kept_entry_id)
+            {
+                begin = i;
+                break;
+            }
         }
-        else
-            for (std::size_t i = 0; i < *compaction; ++i)
-                if (path[i]->id == latest->first_kept_entry_id)
-                {
-                    begin = i;
-                    break;
-                }
         for (std::size_t i = begin; i < *compaction; ++i)
             if (!(path[i]->type == entry_type::message && path[i]->message_role == role::system))
                 selected.push_back(i);

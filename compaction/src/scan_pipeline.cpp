@@ -15,6 +15,21 @@ constexpr std::uint64_t ahead = 4;
 
 }  // namespace
 
+result<std::size_t> read_up_to(const byte_source& source, std::uint64_t offset, char* into, std::size_t size)
+{
+    std::size_t got = 0;
+    while (got < size)
+    {
+        const auto n = source.read(offset + got, into + got, size - got);
+        if (!n)
+            return n.error();
+        if (*n == 0)
+            break;
+        got += std::min(*n, size - got);
+    }
+    return got;
+}
+
 scan_pipeline::scan_pipeline(const byte_source& source, std::size_t unit_bytes, std::uint64_t offset, bool starts_line,
                              std::size_t max_depth)
     : scan_pipeline(input{&source, {}, std::max<std::size_t>(unit_bytes, 1), offset, starts_line, max_depth})
@@ -168,19 +183,13 @@ bool scan_pipeline::fill(scan_unit& u, std::uint64_t index, bool& starts_line)
     const std::size_t before = index > 0 ? 1 : 0;
     const std::size_t want = in_.unit_bytes + before;
     u.buffer.resize(want);  // a reused slot has this size already: no fill
-    std::size_t got = 0;
-    while (got < want)
+    const auto n = read_up_to(*in_.source, at - before, u.buffer.data(), want);
+    if (!n)
     {
-        const auto n = in_.source->read(at - before + got, u.buffer.data() + got, want - got);
-        if (!n)
-        {
-            u.read_error = n.error();
-            return true;  // handed out as an error, in its place
-        }
-        if (*n == 0)
-            break;
-        got += std::min(*n, want - got);
+        u.read_error = n.error();
+        return true;  // handed out as an error, in its place
     }
+    const std::size_t got = *n;
     u.buffer.resize(got);
     if (got <= before)
         return false;

@@ -15,6 +15,10 @@
 
 namespace agentctx::compaction::detail {
 
+/// Reads `size` bytes at `offset` into `into`, or fewer only where the source ends (a short read
+/// is followed by another): how many.
+result<std::size_t> read_up_to(const byte_source& source, std::uint64_t offset, char* into, std::size_t size);
+
 /// One line's scan (line_indexer::scan). The consumer may move the captured fields out.
 struct line_scan
 {

@@ -8,12 +8,8 @@
 #include "scan_pipeline.hpp"
 
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -393,7 +389,7 @@ namespace {
 // size of a core's cache share: each unit is scanned by the thread that read it, while it is hot.
 constexpr std::size_t parallel_feed_bytes = 128 * 1024;
 constexpr std::size_t parallel_unit_bytes = 256 * 1024;
-// Buffers kept for reuse by feed_owned() callers (spare_buffer()) when there is no pipeline.
+// Buffers kept for reuse: the chunks fed through feed_owned() (spare_buffer()) or read here.
 constexpr std::size_t max_spare_buffers = 3;
 
 }  // namespace
@@ -695,8 +691,7 @@ struct session_log_builder::impl
     void feed_owned(std::string&& chunk)
     {
         feed(chunk);
-        if (chunk.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
-            spare_buffers.push_back(std::move(chunk));
+        keep_spare(std::move(chunk));
     }
 
     result<void> feed_from(const byte_source& source, std::size_t chunk_bytes)
@@ -704,29 +699,40 @@ struct session_log_builder::impl
         chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
         // The first chunk is read and gone through here: most sessions end within it, and a
         // second thread would cost more than it scans.
-        std::string first = take_spare();
-        first.resize(chunk_bytes);
-        std::size_t got = 0;
-        while (got < chunk_bytes)
+        const auto first = feed_chunk(source, 0, chunk_bytes);
+        if (!first)
+            return first.error();
+        if (*first < chunk_bytes || failed())
+            return {};
+        const offset_source rest(source, *first);
+        result<void> read = {};
+        if (through_pipeline(rest, chunk_bytes, read))
+            return read;
+        // One core, or no second thread to be had: the rest chunk by chunk here too.
+        for (std::uint64_t offset = *first;;)
         {
-            const auto n = source.read(got, first.data() + got, chunk_bytes - got);
+            const auto n = feed_chunk(source, offset, chunk_bytes);
             if (!n)
                 return n.error();
-            if (*n == 0)
-                break;
-            got += std::min(*n, chunk_bytes - got);
+            if (*n < chunk_bytes || failed())
+                return {};
+            offset += *n;
         }
-        first.resize(got);
-        feed_lines(first);
-        if (spare_buffers.size() < max_spare_buffers)
-            spare_buffers.push_back(std::move(first));
-        if (got < chunk_bytes || failed())
-            return {};
-        const offset_source rest(source, got);
-        result<void> read = {};
-        if (!through_pipeline(rest, chunk_bytes, read))
-            return read_inline(rest, chunk_bytes);
-        return read;
+    }
+
+    // Reads `chunk_bytes` at `offset` (fewer only where the source ends) and goes through them:
+    // how many.
+    result<std::size_t> feed_chunk(const byte_source& source, std::uint64_t offset, std::size_t chunk_bytes)
+    {
+        std::string chunk = take_spare();
+        chunk.resize(chunk_bytes);
+        const auto n = detail::read_up_to(source, offset, chunk.data(), chunk_bytes);
+        if (!n)
+            return n.error();
+        chunk.resize(*n);
+        feed_lines(chunk);
+        keep_spare(std::move(chunk));
+        return *n;
     }
 
     // A source's bytes from `base` on.
@@ -743,28 +749,6 @@ struct session_log_builder::impl
         const byte_source& source_;
         std::uint64_t base_;
     };
-
-    // feed_from() without a second thread.
-    result<void> read_inline(const byte_source& source, std::size_t chunk_bytes)
-    {
-        std::uint64_t offset = 0;
-        while (!failed())
-        {
-            std::string chunk = take_spare();
-            chunk.resize(chunk_bytes);
-            const auto n = source.read(offset, chunk.data(), chunk.size());
-            if (!n)
-                return n.error();
-            if (*n == 0)
-                break;
-            chunk.resize(std::min(*n, chunk_bytes));
-            offset += chunk.size();
-            feed_lines(chunk);
-            if (spare_buffers.size() < max_spare_buffers)
-                spare_buffers.push_back(std::move(chunk));
-        }
-        return {};
-    }
 
     // Goes through `input` (bytes or a byte_source) in units that two threads read and scan;
     // false (nothing done) when there is one core or no second thread to be had. A read error
@@ -824,6 +808,12 @@ struct session_log_builder::impl
 
     // Whether the next byte fed starts a line (nothing is carried).
     bool starts_line() const { return carry.empty() && !carry_too_long; }
+
+    void keep_spare(std::string buffer)
+    {
+        if (buffer.capacity() >= parallel_feed_bytes && spare_buffers.size() < max_spare_buffers)
+            spare_buffers.push_back(std::move(buffer));
+    }
 
     std::string take_spare()
     {
