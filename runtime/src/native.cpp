@@ -1,4 +1,4 @@
-// Provider-native compaction (issue 12 item 5): select it or say why not, send the whole window once, check what returns.
+// Provider-native compaction: select it or say why not, send the whole window once, check what returns.
 #include "transaction.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>

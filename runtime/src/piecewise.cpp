@@ -1,4 +1,4 @@
-// Piecewise portable summaries (issue 12): choose single or pieces (resuming compatible progress),
+// Piecewise portable summaries: choose single or pieces (resuming compatible progress),
 // summarize the pieces in order with the running note, and persist each accepted piece.
 #include "transaction.hpp"
 

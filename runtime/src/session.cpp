@@ -239,7 +239,7 @@ result<void> session::adopt_entry(const entry_ptr& e, diagnostics& diag)
     }
     else
         publish(extend_snapshot(*current(), *e, counter()));
-    // Spec §10.1: a user message or a non-error assistant response resets the overflow attempt.
+    // Pi's format: a user message or a non-error assistant response resets the overflow attempt.
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;
     auto_failed_at_.reset();  // new entries: automatic compaction may try again
@@ -470,7 +470,7 @@ void session::evaluate(
     if (coordinator_->running())
         return none("a compaction is already running");
 
-    // Delta §10.3 step 5: where the message is and what happened to it since.
+    // Pi 1.6: where the message is and what happened to it since.
     const auto where = locate_assistant(m);
     const bool explicit_error = m.stop_reason == stop_reason::error && is_context_overflow(m, window);  // patterns
     const bool overflow = same_model && ((explicit_error && where.retained) ||
@@ -632,7 +632,7 @@ void session::between_turns_impl(asio::any_completion_handler<outcome_signature>
             return none("no context window is configured");
         if (s.coordinator_->running())
             return none("a compaction is already running");
-        // Delta §10.1: the projected estimate, so a large new tool result is measured before it is sent.
+        // Pi 1.6: the projected estimate, so a large new tool result is measured before it is sent.
         if (!should_compact(s.current()->context_tokens(), s.config_.model.context_window, s.config_.settings))
             return none("under the threshold");
         s.start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);

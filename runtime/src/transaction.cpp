@@ -226,7 +226,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
         co_return out;
     }
 
-    // Native compaction first, where the provider offers it (issue 12 item 5).
+    // Native compaction first, where the provider offers it.
     auto native = co_await try_native(s, j, p);
     if (!native)
         co_return native.error();
@@ -284,7 +284,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     pp.reasoning_effort = effort;
     hp.prompt += pinned_prompt_note(prep.pinned);
     pp.prompt += pinned_prompt_note(prep.pinned);
-    // Secrets never reach the summarizer (seed 001): the history is reference data.
+    // Secrets never reach the summarizer: the history is reference data.
     scrub(hp.prompt);
     scrub(pp.prompt);
 

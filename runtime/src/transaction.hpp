@@ -59,7 +59,7 @@ private:
         boost::system::error_code ec;
         std::string message;
         bool from_hook = false;
-        /// An automatic compaction with nothing to prepare: no events, no hooks (delta §10.5 step 2).
+        /// An automatic compaction with nothing to prepare: no events, no hooks (Pi 1.6).
         bool silent = false;
     };
     template <class T>

@@ -132,7 +132,7 @@ public:
         );
     }
 
-    /// A Pi 1.6 system message (delta §1.6); `sections` values are strings or null.
+    /// A Pi 1.6 system message; `sections` values are strings or null.
     session_text& system(std::string_view id, json::object sections, json::array tools_added = {},
                          json::array tools_removed = {}, std::string_view content = "")
     {

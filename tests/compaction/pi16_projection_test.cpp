@@ -1,4 +1,4 @@
-// Pi 1.6 delta §2 and §4.2 with the delta's vectors: edits, system replay, checkpoints, estimates.
+// Pi 1.6 with the delta's vectors: edits, system replay, checkpoints, estimates.
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
@@ -196,7 +196,7 @@ TEST(pi16_projection, retain_none_compaction_keeps_nothing_before_it)
     EXPECT_EQ(roles(ctx), (std::vector<std::string>{"compactionSummary", "user"}));
 }
 
-// Delta §4.2 vectors: T's JSON is 78 characters, [T] 80.
+// Pi 1.6 vectors: T's JSON is 78 characters, [T] 80.
 class projected_estimate : public ::testing::Test
 {
 protected:

@@ -120,7 +120,7 @@ TEST(round_trip, doubles_survive_exactly)
 
 TEST(round_trip, pi16_entries_and_fields_are_byte_identical)
 {
-    // Delta §1.4–§1.6: usage, context_edit, system messages, compaction usage/systemMessage,
+    // Pi 1.6: usage, context_edit, system messages, compaction usage/systemMessage,
     // branch summary usage, thinkingLevel, durationMs, nestedCalls, retain-none compactions.
     const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
     ASSERT_FALSE(text.empty());

@@ -407,7 +407,7 @@ TEST(cli_plan, global_and_trusted_project_settings_files)
 
 TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_prompt)
 {
-    // Issue 9 item 8: a system message used to show as role "other".
+    // A system message used to show as role "other".
     const auto r = run_process(cli + " context " + std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/pi16-task.jsonl --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto v = boost::json::parse(r.out).as_object();
@@ -423,7 +423,7 @@ TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_pr
     EXPECT_GT(v.at("estimatedTokens").as_int64(), 0);
 }
 
-// ---- portable checkpoints (issue 11 item 1) ---------------------------------------------------
+// ---- portable checkpoints ---------------------------------------------------
 
 namespace {
 

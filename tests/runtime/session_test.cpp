@@ -826,7 +826,7 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
     EXPECT_TRUE(first->outcome.compacted) << first->outcome.message;
 }
 
-// ---- Pi 1.6 lifecycle (delta §10) -----------------------------------------------------------
+// ---- Pi 1.6 lifecycle -----------------------------------------------------------
 
 namespace {
 

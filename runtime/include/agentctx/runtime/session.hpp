@@ -162,7 +162,7 @@ public:
     }
 
     /**
-     * @brief The post-run check with the run's final assistant message (delta §10.3): overflow or
+     * @brief The post-run check with the run's final assistant message (Pi 1.6): overflow or
      * early-`length` recovery (once: the failed attempt is omitted with persisted `context_edit`
      * entries, then the session compacts with `will_retry`, and the host retries its request from
      * the new snapshot; if the compaction fails the omissions stay), a silent overflow
@@ -178,7 +178,7 @@ public:
     }
 
     /**
-     * @brief The mid-run check (Pi 1.6 delta §10.1): call after a tool batch's results are
+     * @brief The mid-run check (Pi 1.6): call after a tool batch's results are
      * appended and before the next assistant request of the same run; skip it when the batch
      * ends the run. Compacts (reason `threshold`) when the projected estimate — last usage plus
      * the new results — is over `contextWindow - reserveTokens`; the next request is then built
@@ -332,7 +332,7 @@ private:
     void reload(boost::asio::any_completion_handler<void_signature> h);
     /// Appends several entries in order through the write turn (the overflow path's omissions).
     void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
-    /// On the strand: Pi 1.6's omission of a failed attempt (delta §10.4 step 3): context_edit
+    /// On the strand: Pi 1.6's omission of a failed attempt: context_edit
     /// null for the attempt's assistant entry and each of its tool results.
     compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
     /// The context_edit entries that omit the attempt at `index` and its tool results.
