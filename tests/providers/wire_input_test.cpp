@@ -1,4 +1,5 @@
 // Provider-format input: round trips through Pi messages back to each wire format, usage, and exact failure paths.
+#include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/message.hpp>
 #include <agentctx/providers/chat_messages.hpp>
@@ -26,17 +27,22 @@ std::vector<json::object> convert(input_format f, std::string_view items, const 
     return r ? *r : std::vector<json::object>{};
 }
 
-// The Pi messages decoded as the session's context would hold them.
+// The Pi messages as `message` entries of a session, then as its context holds them.
 std::vector<compaction::context_message> context_of(const std::vector<json::object>& pi)
 {
     std::vector<compaction::context_message> out;
+    std::optional<std::string> parent;
     for (std::size_t i = 0; i < pi.size(); ++i)
     {
         compaction::diagnostics diag;
-        auto m = compaction::decode_message(pi[i], "message", diag);
-        EXPECT_TRUE(m.has_value()) << diag.message << " in " << compaction::stringify(pi[i]);
-        if (m)
-            out.push_back({std::make_shared<const compaction::message>(std::move(*m)), "e" + std::to_string(i)});
+        const std::string id = "e" + std::to_string(i);
+        auto e = compaction::make_message_entry(id, parent, "2026-01-15T09:00:00.000Z", pi[i], diag);
+        EXPECT_TRUE(e.has_value()) << diag.message << " in " << compaction::stringify(pi[i]);
+        if (!e)
+            continue;
+        EXPECT_EQ(compaction::stringify(e->raw.at("message")), compaction::stringify(pi[i]));  // stored as given
+        out.push_back({e->message, id});
+        parent = id;
     }
     return out;
 }
@@ -357,6 +363,21 @@ TEST(WireInputAnthropic, StringContentAndAnthropicUsage)
     ASSERT_EQ(cut.size(), 1u);
     EXPECT_EQ(json::value(cut[0].at("content")), parse(R"([{"type":"text","text":"partial"}])"));
     EXPECT_EQ(str(cut[0].at("stopReason")), "length");
+}
+
+TEST(WireInputAnthropic, StringAndMissingToolResultContent)
+{
+    const auto pi = convert(input_format::anthropic, R"([
+        {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}},{"type":"tool_use","id":"t2","name":"rm","input":{}}]},
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a b"},
+                                  {"type":"tool_result","tool_use_id":"t2","is_error":true}]}])");
+    ASSERT_EQ(pi.size(), 3u);
+    EXPECT_EQ(json::value(pi[1]), parse(R"({"role":"toolResult","toolCallId":"t1","toolName":"ls",
+        "content":[{"type":"text","text":"a b"}],"isError":false})"));
+    EXPECT_EQ(json::value(pi[2]), parse(R"({"role":"toolResult","toolCallId":"t2","toolName":"rm","content":[],"isError":true})"));
+    EXPECT_EQ(json::value(to_wire_messages(wire_format::anthropic, context_of(pi))[1]),
+              parse(R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a b"}]},
+                        {"type":"tool_result","tool_use_id":"t2","content":[],"is_error":true}]})"));
 }
 
 TEST(WireInputAnthropic, MalformedItemsFailTheBatchWithTheFieldPath)
