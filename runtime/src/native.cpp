@@ -48,8 +48,8 @@ std::size_t secrets_in(const redactor& r, const std::vector<context_message>& wi
 
 }  // namespace
 
-asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session& s,
-                                                                                                   session::job& j,
+asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session_core& s,
+                                                                                                   session_core::job& j,
                                                                                                    const plan& p)
 {
     using chosen = std::optional<providers::native_reply>;

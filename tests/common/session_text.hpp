@@ -39,6 +39,13 @@ public:
         line(h);
     }
 
+    /// Moves the clock: the next entry is written `seconds` (+1) after the previous one.
+    session_text& wait(std::int64_t seconds)
+    {
+        ms_ += seconds * 1000;
+        return *this;
+    }
+
     /// Appends a raw line (no newline added by the caller).
     session_text& raw(std::string_view l)
     {
