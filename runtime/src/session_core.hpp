@@ -80,16 +80,17 @@ public:
     // Every write goes through the store's asynchronous interface, one at a time, in arrival
     // order, so no append interleaves between a validation and its snapshot swap. On the strand.
     /// Runs `next` now when no write is in flight (without type-erasing it), else queues it.
+    /// `next` is taken by value: a handler is moved from once it is run.
     template <class Next>
-    void enter_writes(Next&& next)
+    void enter_writes(Next next)
     {
         if (writing_)
         {
-            write_queue_.emplace_back(std::forward<Next>(next));
+            write_queue_.emplace_back(std::move(next));
             return;
         }
         writing_ = true;
-        std::forward<Next>(next)();
+        std::move(next)();
     }
     void leave_writes();
     /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.

@@ -276,11 +276,19 @@ asio::awaitable<transaction::step<void>> transaction::summarize_portable(
     if (!pieced)
         co_return pieced.error();
     const bool need_history = !*pieced && (!prep.messages_to_summarize.empty() || !need_prefix);
-    auto [hp, pp] = request_prompts(s, j, prep, need_history, scrub);
-    if (need_history && need_prefix && s.config_.concurrent_summaries)
-        co_return co_await request_together(s, j, std::move(hp), std::move(pp), out);
-    co_return co_await request_in_turn(s, j, need_history ? std::optional(std::move(hp)) : std::nullopt,
-                                       need_prefix ? std::optional(std::move(pp)) : std::nullopt, out);
+    auto prompts = request_prompts(s, j, prep, need_history, scrub);
+    // Named, not temporaries: the prompts outlive each suspension in this frame.
+    std::optional<summary_prompt> hp, pp;
+    if (need_history)
+        hp = std::move(prompts.first);
+    if (need_prefix)
+        pp = std::move(prompts.second);
+    step<void> done;
+    if (hp && pp && s.config_.concurrent_summaries)
+        done = co_await request_together(s, j, std::move(*hp), std::move(*pp), out);
+    else
+        done = co_await request_in_turn(s, j, std::move(hp), std::move(pp), out);
+    co_return done;
 }
 
 asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_pieces(
