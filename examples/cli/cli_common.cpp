@@ -140,10 +140,21 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
     return n;
 }
 
-std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code)
+namespace {
+
+// `--model PROVIDER/ID` as a model reference (the id may itself contain '/').
+compaction::model_ref model_ref_of(const std::string& key)
 {
-    // Layers: the global file (--settings, else $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json),
-    // a project's .pi/settings.json when --trust-project, then the budget flags.
+    const auto slash = key.find('/');
+    if (slash == std::string::npos)
+        return {"", key};
+    return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// Layers: the global file (--settings, else $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json),
+// a project's .pi/settings.json when --trust-project, then the budget flags.
+std::optional<runtime::settings_sources> cli_sources(const args& a, bool json, int& code)
+{
     bool ok = true;
     boost::json::object compaction_overrides;
     for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"},
@@ -166,24 +177,57 @@ std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, i
         code = exit_io;
         return std::nullopt;
     }
-    const std::filesystem::path global = explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
-    std::optional<std::filesystem::path> project;
+    runtime::settings_sources sources;
+    sources.global = explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
     if (const auto dir = a.get("project-dir"))
-        project = *dir;
-    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the active model applies.
-    std::optional<std::string> model_key;
-    if (const auto m = a.get("model"))
-        model_key = a.get("provider") ? *a.get("provider") + "/" + *m : *m;
-    compaction::diagnostics diag;
-    auto settings = runtime::load_settings_files(
-        {global, project, a.has("trust-project"), boost::json::object{{"compaction", compaction_overrides}}, model_key}, diag);
-    if (!settings)
+        sources.project_dir = *dir;
+    sources.project_trusted = a.has("trust-project");
+    sources.overrides = boost::json::object{{"compaction", compaction_overrides}};
+    return sources;
+}
+
+}  // namespace
+
+std::optional<runtime::host_config> cli_host_config(const args& a, bool json, int& code, bool model_is_key)
+{
+    auto sources = cli_sources(a, json, code);
+    if (!sources)
+        return std::nullopt;
+    runtime::host_inputs in;
+    in.sources = std::move(*sources);
+    if (a.has("context-window"))
     {
-        print_error(json, settings.error().message(), diag.message);
+        bool ok = true;
+        const auto window = count_option(a, "context-window", 0, ok);
+        if (!ok)
+        {
+            code = exit_usage;
+            return std::nullopt;
+        }
+        in.context_window = *window;
+    }
+    if (model_is_key && a.get("model"))
+        in.model = model_ref_of(*a.get("model"));
+    for (const auto& [flag, key] : {std::pair{"provider", "name"}, std::pair{"model", "model"}, std::pair{"base-url", "baseUrl"}})
+        if (const auto v = a.get(flag))
+            in.provider_flags[key] = *v;
+    compaction::diagnostics diag;
+    auto host = runtime::load_host_config(in, diag);
+    if (!host)
+    {
+        print_error(json, host.error().message(), diag.message);
         code = exit_usage;
         return std::nullopt;
     }
-    return std::move(*settings);
+    return std::move(*host);
+}
+
+std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code)
+{
+    auto host = cli_host_config(a, json, code);
+    if (!host)
+        return std::nullopt;
+    return std::move(host->settings);
 }
 
 std::string bar(double fraction, int width)

@@ -4,6 +4,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/session_log.hpp>
+#include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/json/array.hpp>
@@ -74,10 +75,16 @@ std::optional<args> command_args(int argc, char** argv, const char* name, const 
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
 std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
 
-/// Settings, read once (runtime::load_settings_files): `--settings FILE` (else the global file),
-/// `--project-dir DIR` with `--trust-project`, then the flag overrides `--keep-recent` and
-/// `--reserve`; the compaction settings are resolved for `--provider`/`--model`. Prints the error
-/// and sets `code` on failure.
+/// The host configuration, as the agent server reads it (runtime::load_host_config): settings
+/// from `--settings FILE` (else the global file) and `--project-dir DIR` with `--trust-project`,
+/// the flag overrides `--keep-recent`, `--reserve`, `--max-source-chars`, `--max-calls`; the
+/// provider from the settings' `provider` section under `--provider`/`--model`/`--base-url`, else
+/// the environment; `--context-window` over the provider's window. With `model_is_key`, `--model
+/// PROVIDER/ID` names the model alone and no provider is read (plan). The compaction settings are
+/// resolved for the model's `modelOverrides` key. Prints the error and sets `code` on failure.
+std::optional<runtime::host_config> cli_host_config(const args& a, bool json, int& code, bool model_is_key = false);
+
+/// cli_host_config's settings.
 std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code);
 
 /// A text bar of `fraction` (0..1) of `width` cells.

@@ -21,51 +21,17 @@ const std::vector<std::string_view> session_valued_options = {"provider", "model
 
 std::optional<cli_session_setup> cli_session_config(const args& a, bool json, boost::asio::io_context& ioc, int& code)
 {
-    bool ok = true;
-    const auto window = count_option(a, "context-window", 200000, ok);
-    if (!ok)
-    {
-        code = exit_usage;
-        return std::nullopt;
-    }
-    auto settings = cli_settings(a, json, code);
-    if (!settings)
+    auto host = cli_host_config(a, json, code);
+    if (!host)
         return std::nullopt;
     cli_session_setup out;
+    out.config = runtime::session_config_of(*host);
     auto& config = out.config;
-    config.settings = settings->compaction;
-    config.model.context_window = *window;
     config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
-
-    config.redaction = settings->redaction;  // {"redaction": {"enabled", "allowlist"}}
-    config.pins = settings->pins;            // {"pinned": {"customTypes", "ids"}}
-    // The summarizer: --provider, else the settings' "provider" section or the environment.
-    boost::json::object section = settings->provider;
-    if (const auto name = a.get("provider"))
-        section["name"] = *name;
-    if (const auto m = a.get("model"))
-        section["model"] = *m;
-    if (const auto u = a.get("base-url"))
-        section["baseUrl"] = *u;
-    providers::diagnostics pdiag;
-    auto provider = providers::provider_from_environment(section.empty() ? nullptr : &section,
-                                                         [](const char* n) { return std::getenv(n); }, pdiag);
-    if (!provider)
+    if (host->provider)
     {
-        print_error(json, provider.error().message(), pdiag.message);
-        code = exit_usage;
-        return std::nullopt;
-    }
-    if (*provider)
-    {
-        const auto& p = **provider;
-        out.http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), p, config.logger);
+        out.http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), *host->provider, config.logger);
         config.summarizer = out.http;
-        config.model.provider = p.name;
-        config.model.model_id = p.model;
-        config.model.max_output_tokens = p.max_output_tokens;
-        if (p.context_window > 0 && !a.has("context-window"))
-            config.model.context_window = p.context_window;
     }
     else
     {

@@ -24,9 +24,10 @@ const char* const plan_usage =
     "\n"
     "  --keep-recent N      tokens of recent work kept verbatim (default 20000)\n"
     "  --reserve N          tokens reserved for the reply (default 16384)\n"
-    "  --context-window N   the model's window (default 200000)\n"
+    "  --context-window N   the model's window (default: the provider's, else 200000)\n"
     "  --compat pi          Pi 1.6.0's exact decisions, quirks included\n"
-    "  --model PROVIDER/ID  the active model: its compaction.modelOverrides entry applies\n"
+    "  --model PROVIDER/ID  the active model: its compaction.modelOverrides entry applies (default:\n"
+    "                       the settings' or the environment's provider and model, as for compact)\n"
     "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: $PI_CODING_AGENT_DIR/settings.json\n"
     "                       or ~/.pi/agent/settings.json\n"
     "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: ignored)\n"
@@ -73,14 +74,12 @@ int cmd_plan(int argc, char** argv)
     }
     const compaction::compat_mode mode = compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
 
-    bool ok = true;
-    const auto window = count_option(*a, "context-window", 200000, ok);
-    if (!ok)
-        return exit_usage;
-    const auto loaded = cli_settings(*a, json, code);
-    if (!loaded)
+    const auto host = cli_host_config(*a, json, code, true);
+    if (!host)
         return code;
-    const compaction::compaction_settings& settings = loaded->compaction;
+    const auto& loaded = host->settings;
+    const compaction::compaction_settings& settings = loaded.compaction;
+    const auto window = host->model.context_window;
     compaction::diagnostics diag;
     auto s = open_session(a->positional[0], json, code);
     if (!s)
@@ -94,11 +93,11 @@ int cmd_plan(int argc, char** argv)
     const bool pi = mode == compaction::compat_mode::pi;
     // Pi 1.6: usage older than the latest context edit or compaction is not trusted.
     const auto est = compaction::estimate_projected_context_tokens(*ctx);
-    const std::int64_t threshold = *window - settings.reserve_tokens;
-    const bool should = compaction::should_compact(est.tokens, *window, settings);
+    const std::int64_t threshold = window - settings.reserve_tokens;
+    const bool should = compaction::should_compact(est.tokens, window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded->pins, .context_window = *window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded.pins, .context_window = window}, plan_diag);
 
     if (json)
     {
@@ -132,9 +131,9 @@ int cmd_plan(int argc, char** argv)
         exit_read_command(exit_ok);
     }
 
-    const double frac = static_cast<double>(est.tokens) / static_cast<double>(*window);
+    const double frac = static_cast<double>(est.tokens) / static_cast<double>(window);
     std::printf("context  %s %lld / %lld tokens (%.1f%%)%s\n", bar(frac).c_str(), static_cast<long long>(est.tokens),
-                static_cast<long long>(*window), frac * 100,
+                static_cast<long long>(window), frac * 100,
                 est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
     std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
                 static_cast<long long>(settings.reserve_tokens),

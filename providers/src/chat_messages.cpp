@@ -2,7 +2,7 @@
 #include <agentctx/providers/chat_messages.hpp>
 
 #include <agentctx/compaction/llm_convert.hpp>
-#include <agentctx/providers/native_compaction.hpp>
+#include "native_compaction.hpp"
 
 #include <boost/json/serialize.hpp>
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>

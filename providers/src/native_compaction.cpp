@@ -1,5 +1,5 @@
 // Native compaction and exact counting: request bodies, strict response checks, stored-state revalidation.
-#include <agentctx/providers/native_compaction.hpp>
+#include "native_compaction.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/providers/chat_messages.hpp>

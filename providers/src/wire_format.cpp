@@ -1,5 +1,5 @@
 // Wire formats: request bodies, response and event-stream parsing, error classification, backoff.
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/overflow.hpp>

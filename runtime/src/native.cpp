@@ -46,6 +46,27 @@ std::size_t secrets_in(const redactor& r, const std::vector<context_message>& wi
     return n;
 }
 
+// Why the window goes portable without asking the provider; nullopt when native may be tried.
+std::optional<std::string> portable_because(const session_config& config, const redactor& r,
+                                            const providers::summarizer_capabilities& caps,
+                                            const std::vector<context_message>& window, std::int64_t tokens,
+                                            const std::string& approx)
+{
+    // Never split: a window that one request cannot carry goes to portable recovery directly.
+    const auto budget = config.model.context_window - config.settings.reserve_tokens;
+    if (config.model.context_window > 0 && tokens > budget)
+        return "portable: the eligible window (" + approx + ") is over what one request may carry (" +
+               std::to_string(budget) + " = contextWindow - reserveTokens); native compaction is never split";
+    if (tokens < caps.native_min_tokens)
+        return "portable: the eligible window (" + approx + ") is under the provider's minimum for native compaction (" +
+               std::to_string(caps.native_min_tokens) + " tokens)";
+    // Portable requests are redacted; a native one sends the window as it is.
+    if (const auto n = secrets_in(r, window); n > 0)
+        return "portable: the eligible window holds " + std::to_string(n) +
+               " secret(s) that native compaction would send unredacted";
+    return std::nullopt;
+}
+
 }  // namespace
 
 asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session_core& s,
@@ -68,25 +89,9 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     for (const auto& m : req.window)
         tokens += static_cast<std::int64_t>(s.counter().count(*m.msg));
     const std::string approx = "~" + std::to_string(tokens) + " tokens";
-    // Never split: a window that one request cannot carry goes to portable recovery directly.
-    const auto budget = s.config_.model.context_window - s.config_.settings.reserve_tokens;
-    if (s.config_.model.context_window > 0 && tokens > budget)
+    if (auto portable = portable_because(s.config_, *s.redactor_, caps, req.window, tokens, approx))
     {
-        why = "portable: the eligible window (" + approx + ") is over what one request may carry (" +
-              std::to_string(budget) + " = contextWindow - reserveTokens); native compaction is never split";
-        co_return chosen{};
-    }
-    if (tokens < caps.native_min_tokens)
-    {
-        why = "portable: the eligible window (" + approx + ") is under the provider's minimum for native compaction (" +
-              std::to_string(caps.native_min_tokens) + " tokens)";
-        co_return chosen{};
-    }
-    // Portable requests are redacted; a native one sends the window as it is.
-    if (const auto n = secrets_in(*s.redactor_, req.window); n > 0)
-    {
-        why = "portable: the eligible window holds " + std::to_string(n) +
-              " secret(s) that native compaction would send unredacted";
+        why = std::move(*portable);
         co_return chosen{};
     }
     const auto snap = s.current();

@@ -345,10 +345,12 @@ asio::awaitable<transaction::step<bool>> transaction::persist_piece(
     }
     if (s.config_.progress_in_session)
     {
-        diagnostics diag;
-        auto id = s.append_entry({{"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}}, diag);
-        if (!id)
-            co_return failure{id.error(), "could not append the progress entry: " + diag.message};
+        boost::json::object fields{{"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}};
+        auto [ec, id] = co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, append_signature>(
+            [&s, &fields](auto handler) { s.append_in_turn(std::move(fields), std::move(handler)); },
+            asio::as_tuple(asio::use_awaitable));
+        if (ec)
+            co_return failure{ec, "could not append the progress entry: " + ec.message()};
     }
     co_return true;
 }

@@ -110,8 +110,8 @@ result<void> session_core::start_up(diagnostics& diag)
     if (!snap)
         return snap.error();
     publish(std::move(*snap));
-    if (store_->asynchronous())
-        store_->on_remote_change([weak = weak_from_this()](std::size_t stored) {
+    // Stores with a single writer never call it.
+    store_->on_remote_change([weak = weak_from_this()](std::size_t stored) {
             // From the store's listener thread: catch up on the strand, in the write turn.
             auto self = weak.lock();
             if (!self)
@@ -148,31 +148,17 @@ void session_core::emit(const session_event& e)
 void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h)
 {
     asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
-        session_core& s = *self;
-        diagnostics diag;
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), std::string());
-        if (s.store_->asynchronous())
-            return s.enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
-                self->append_async(std::move(fields), std::move(h));
-            });
-        auto id = s.append_entry(std::move(fields), diag);
-        if (!id)
-            return complete(std::move(h), s.strand_, id.error(), std::string());
-        complete(std::move(h), s.strand_, error_code{}, std::move(*id));
+        if (self->closed_)
+            return complete(std::move(h), self->strand_, make_error_code(errc::session_closed), std::string());
+        self->append_in_turn(std::move(fields), std::move(h));
     });
 }
 
-result<std::string> session_core::append_entry(boost::json::object fields, diagnostics& diag)
+void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h)
 {
-    auto e = prepare_entry(std::move(fields), diag);
-    if (!e)
-        return e.error();
-    if (auto r = store_->append(**e, diag); !r)
-        return r.error();
-    if (auto r = adopt_entry(*e, diag); !r)
-        return r.error();
-    return (*e)->id;
+    enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
+        self->append_async(std::move(fields), std::move(h));
+    });
 }
 
 result<entry_ptr> session_core::prepare_entry(boost::json::object fields, diagnostics& diag)
@@ -221,14 +207,6 @@ result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
         overflow_attempted_ = false;
     auto_failed_at_.reset();  // new entries: automatic compaction may try again
     return {};
-}
-
-void session_core::enter_writes(asio::any_completion_handler<void()> next)
-{
-    if (writing_)
-        return write_queue_.push_back(std::move(next));
-    writing_ = true;
-    std::move(next)();
 }
 
 void session_core::leave_writes()
@@ -287,6 +265,8 @@ void session_core::reload(asio::any_completion_handler<void_signature> h)
             s.logger_->warn("reloading the session failed: {}", text);
             return std::move(h)(ec);
         }
+        if (text.empty())
+            return std::move(h)(error_code{});  // a single writer: nothing can be new
         diagnostics diag;
         load_report report;
         auto log = session_log::load(std::move(text), s.config_.load, report, diag);
@@ -317,8 +297,6 @@ void session_core::refresh_impl(asio::any_completion_handler<void_signature> h)
         session_core& s = *self;
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed));
-        if (!s.store_->asynchronous())
-            return complete(std::move(h), s.strand_, error_code{});
         s.enter_writes([self, h = std::move(h)]() mutable {
             self->reload([self, h = std::move(h)](error_code ec) mutable {
                 self->leave_writes();
@@ -456,37 +434,7 @@ void session_core::evaluate(
                         config_.model.max_output_tokens > 0 && m.usage &&
                         m.usage->output < config_.model.max_output_tokens;
     if (overflow || length)
-    {
-        if (m.stop_reason == stop_reason::stop)
-            // A successful response that overflowed silently: compact, keep it, no retry (#5720).
-            return start(compaction_reason::overflow, std::nullopt, false, std::move(h), c);
-        if (overflow_attempted_)
-        {
-            const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
-            emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
-            return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
-                            compaction_outcome{.reason = compaction_reason::overflow, .message = why});
-        }
-        overflow_attempted_ = true;
-        // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the
-        // compaction fails.
-        diagnostics diag;
-        if (where.entry && store_->asynchronous())
-        {
-            auto edits = omissions(*where.entry, diag);
-            if (!edits)
-                return complete(std::move(h), strand_, edits.error(), compaction_outcome{.message = diag.message});
-            return append_all(std::move(*edits), [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
-                if (ec)
-                    return complete(std::move(h), self->strand_, ec, compaction_outcome{.message = "omitting the failed attempt failed"});
-                self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
-            });
-        }
-        if (where.entry)
-            if (auto r = omit_attempt(*where.entry, diag); !r)
-                return complete(std::move(h), strand_, r.error(), compaction_outcome{.message = diag.message});
-        return start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
-    }
+        return recover(m, where, overflow, std::move(h), c);
 
     std::int64_t tokens = 0;
     const std::int64_t direct = m.usage ? calculate_context_tokens(*m.usage) : 0;
@@ -503,6 +451,40 @@ void session_core::evaluate(
                                            .message = "the last automatic compaction failed on this path; waiting for new entries"});
     }
     start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
+}
+
+void session_core::recover(
+    const message& m,
+    const assistant_location& where,
+    bool overflow,
+    asio::any_completion_handler<outcome_signature> h,
+    const std::shared_ptr<caller>& c
+)
+{
+    if (m.stop_reason == stop_reason::stop)
+        // A successful response that overflowed silently: compact, keep it, no retry (#5720).
+        return start(compaction_reason::overflow, std::nullopt, false, std::move(h), c);
+    if (overflow_attempted_)
+    {
+        const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
+        emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
+        return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
+                        compaction_outcome{.reason = compaction_reason::overflow, .message = why});
+    }
+    overflow_attempted_ = true;
+    // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the
+    // compaction fails.
+    if (!where.entry)
+        return start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
+    diagnostics diag;
+    auto edits = omissions(*where.entry, diag);
+    if (!edits)
+        return complete(std::move(h), strand_, edits.error(), compaction_outcome{.message = diag.message});
+    return append_all(std::move(*edits), [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
+        if (ec)
+            return complete(std::move(h), self->strand_, ec, compaction_outcome{.message = "omitting the failed attempt failed"});
+        self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
+    });
 }
 
 session_core::assistant_location session_core::locate_assistant(const message& m) const
@@ -551,17 +533,6 @@ session_core::assistant_location session_core::locate_assistant(const message& m
     where.usage_matches = where.projected && !edit_after;
     where.retained = !compaction_after && last_edit_keeps.value_or(true);
     return where;
-}
-
-result<void> session_core::omit_attempt(std::size_t index, diagnostics& diag)
-{
-    auto edits = omissions(index, diag);
-    if (!edits)
-        return edits.error();
-    for (auto& f : *edits)
-        if (auto r = append_entry(std::move(f), diag); !r)
-            return r.error();
-    return {};
 }
 
 result<std::vector<boost::json::object>> session_core::omissions(std::size_t index, diagnostics& diag) const

@@ -69,16 +69,29 @@ public:
     void abort_compaction();
     void close();
 
-    /// On the strand: validates, writes, appends to the log and publishes the new snapshot.
-    compaction::result<std::string> append_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// On the strand: waits for the write turn, then validates, writes, appends to the log and
+    /// publishes the new snapshot (append_async).
+    void append_in_turn(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
     /// The entry `fields` become as the leaf's child, validated completely (nothing written).
     compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
     /// After the store has the entry: the log, the snapshot, the trigger flags.
     compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
 
-    // Asynchronous stores (store::asynchronous()): one write at a time, in arrival order, so no
-    // append interleaves between a validation and its snapshot swap. On the strand.
-    void enter_writes(boost::asio::any_completion_handler<void()> next);
+    // Every write goes through the store's asynchronous interface, one at a time, in arrival
+    // order, so no append interleaves between a validation and its snapshot swap. On the strand.
+    /// Runs `next` now when no write is in flight (without type-erasing it), else queues it.
+    /// `next` is taken by value: a handler is moved from once it is run.
+    template <class Next>
+    void enter_writes(Next next)
+    {
+        if (writing_)
+        {
+            write_queue_.emplace_back(std::move(next));
+            return;
+        }
+        writing_ = true;
+        std::move(next)();
+    }
     void leave_writes();
     /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
     void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
@@ -86,9 +99,6 @@ public:
     void reload(boost::asio::any_completion_handler<void_signature> h);
     /// Appends several entries in order through the write turn (the overflow path's omissions).
     void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
-    /// On the strand: Pi 1.6's omission of a failed attempt: context_edit null for the
-    /// attempt's assistant entry and each of its tool results.
-    compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
     /// The context_edit entries that omit the attempt at `index` and its tool results.
     compaction::result<std::vector<boost::json::object>> omissions(std::size_t index, compaction::diagnostics& diag) const;
     struct assistant_location
@@ -107,6 +117,9 @@ public:
     // On the strand.
     void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
                   const std::shared_ptr<caller>& c);
+    /// Overflow or early-`length` recovery, once per attempt: omits the failed attempt, then compacts.
+    void recover(const compaction::message& m, const assistant_location& where, bool overflow,
+                 boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
     void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
                boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
     /// Carries out what the coordinator decided.
@@ -135,7 +148,7 @@ public:
 
     bool overflow_attempted_ = false;
     bool closed_ = false;
-    bool writing_ = false;  ///< an asynchronous write or reload is in flight
+    bool writing_ = false;  ///< a write or reload is in flight
     /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
     std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
     std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed

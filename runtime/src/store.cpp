@@ -26,8 +26,8 @@ void store::async_lease(asio::any_io_executor ex, asio::any_completion_handler<s
 
 void store::async_reload(asio::any_io_executor ex, asio::any_completion_handler<store_reload_signature> h)
 {
-    asio::post(ex, asio::append(std::move(h), make_error_code(errc::not_found),
-                            std::string("this store has a single writer and never needs a reload")));
+    // A single writer: nothing can have changed behind the session's back.
+    asio::post(ex, asio::append(std::move(h), boost::system::error_code{}, std::string()));
 }
 
 }  // namespace agentctx::runtime

@@ -105,15 +105,11 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
 
-    // 5. Still valid against the current leaf? From here to the swap there is no suspension point,
-    // except the write of an asynchronous store, during which the write turn keeps every other
-    // append (and branch) of this session waiting.
-    std::optional<write_turn> turn;
-    if (s.store_->asynchronous())
-    {
-        co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-        turn.emplace(s);
-    }
+    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
+    // except the store's write, during which the write turn keeps every other append (and
+    // branch) of this session waiting.
+    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+    const write_turn turn(s);
     const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
     auto now = revalidate(s, *p, hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id);
     if (!now)
@@ -131,8 +127,7 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
 
 asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session_core& s, const session_core::job& j)
 {
-    if (!s.store_->asynchronous())
-        co_return std::shared_ptr<store_lease>();
+    // A single-writer store's lease excludes nothing beyond the session's own lifecycle.
     auto [ec, lease, message] = co_await awaited<store_lease_signature>(
         [&s](auto h) { s.store_->async_lease(s.strand_, std::move(h)); }, asio::as_tuple(asio::use_awaitable));
     if (ec == asio::error::operation_aborted)
@@ -205,9 +200,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
 )
 {
     summaries out;
-    const auto& model = s.config_.model;
-    const auto& prep = p.prep;
-    const scrub_fn scrub = [&](std::string& text) {
+    const scrub_fn scrub = [&s, &out](std::string& text) {
         auto r = s.redactor_->redact(text);
         for (const auto& [rule, n] : r.counts)
             out.redactions[rule] += n;
@@ -215,17 +208,10 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     };
     if (custom)
     {
-        j.from_hook = true;
-        // Pi 1.6: the model's output limit, clamped so input and output fit the window.
-        const auto cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
-        diagnostics d;
-        if (auto r = check_summary_output({custom->summary, stop_reason::stop, std::nullopt}, cap, d); !r)
-            co_return failure{r.error(), "hook result rejected: " + d.message, true};
-        scrub(custom->summary);
-        out.custom = std::move(custom);
+        if (auto r = accept_hook_summary(s, j, std::move(*custom), scrub, out); !r)
+            co_return r.error();
         co_return out;
     }
-
     // Native compaction first, where the provider offers it.
     auto native = co_await try_native(s, j, p);
     if (!native)
@@ -233,26 +219,90 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     std::optional<usage> native_usage;
     if (*native)
     {
-        out.native = providers::to_json((*native)->state);
         native_usage = (*native)->usage;
-        j.evidence.method = "native";
-        if ((*native)->readable)
-        {
-            // Anthropic: the block's content is the summary; it covers the turn prefix too.
-            out.history = std::move(*(*native)->readable);
-            out.history_usage = native_usage;
-            out.native_covers_window = true;
+        if (adopt_native_reply(j, std::move(**native), out))
             co_return out;
-        }
-        // OpenAI: the item is opaque; the entry's summary is a portable note, written below.
     }
+    if (auto r = co_await summarize_portable(s, j, p, scrub, out); !r)
+        co_return r.error();
+    finish_portable(j, p.prep, native_usage, scrub, out);
+    co_return out;
+}
 
+transaction::step<void> transaction::accept_hook_summary(
+    session_core& s,
+    session_core::job& j,
+    compaction_result custom,
+    const scrub_fn& scrub,
+    summaries& out
+)
+{
+    j.from_hook = true;
+    // Pi 1.6: the model's output limit, clamped so input and output fit the window.
+    const auto& model = s.config_.model;
+    const auto cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
+    diagnostics d;
+    if (auto r = check_summary_output({custom.summary, stop_reason::stop, std::nullopt}, cap, d); !r)
+        return failure{r.error(), "hook result rejected: " + d.message, true};
+    scrub(custom.summary);
+    out.custom = std::move(custom);
+    return {};
+}
+
+bool transaction::adopt_native_reply(session_core::job& j, providers::native_reply reply, summaries& out)
+{
+    out.native = providers::to_json(reply.state);
+    j.evidence.method = "native";
+    if (!reply.readable)
+        return false;  // OpenAI: the item is opaque; the entry's summary is a portable note
+    // Anthropic: the block's content is the summary; it covers the turn prefix too.
+    out.history = std::move(*reply.readable);
+    out.history_usage = reply.usage;
+    out.native_covers_window = true;
+    return true;
+}
+
+asio::awaitable<transaction::step<void>> transaction::summarize_portable(
+    session_core& s,
+    session_core::job& j,
+    const plan& p,
+    const scrub_fn& scrub,
+    summaries& out
+)
+{
+    const auto& prep = p.prep;
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
-    bool need_history = !prep.messages_to_summarize.empty() || !need_prefix;
+    auto pieced = co_await summarize_history_in_pieces(s, j, p, scrub, out);
+    if (!pieced)
+        co_return pieced.error();
+    const bool need_history = !*pieced && (!prep.messages_to_summarize.empty() || !need_prefix);
+    auto prompts = request_prompts(s, j, prep, need_history, scrub);
+    // Named, not temporaries: the prompts outlive each suspension in this frame.
+    std::optional<summary_prompt> hp, pp;
+    if (need_history)
+        hp = std::move(prompts.first);
+    if (need_prefix)
+        pp = std::move(prompts.second);
+    step<void> done;
+    if (hp && pp && s.config_.concurrent_summaries)
+        done = co_await request_together(s, j, std::move(*hp), std::move(*pp), out);
+    else
+        done = co_await request_in_turn(s, j, std::move(hp), std::move(pp), out);
+    co_return done;
+}
+
+asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_pieces(
+    session_core& s,
+    session_core::job& j,
+    const plan& p,
+    const scrub_fn& scrub,
+    summaries& out
+)
+{
     // The prefix is measured first (an exact count when offered); one over the bound (or with
     // progress to resume) goes out piece by piece.
     portable_bound bound;
-    if (!prep.messages_to_summarize.empty())
+    if (!p.prep.messages_to_summarize.empty())
     {
         auto b = co_await preflight(s, j, p);
         if (!b)
@@ -262,15 +312,25 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     auto pieces = choose_pieces(s, j, p, bound);
     if (!pieces)
         co_return pieces.error();
-    if (*pieces)
-    {
-        auto h = co_await summarize_pieces(s, j, p, std::move(**pieces), scrub);
-        if (!h)
-            co_return h.error();
-        out.history = std::move(h->text);
-        out.history_usage = h->usage;
-        need_history = false;
-    }
+    if (!*pieces)
+        co_return false;
+    auto h = co_await summarize_pieces(s, j, p, std::move(**pieces), scrub);
+    if (!h)
+        co_return h.error();
+    out.history = std::move(h->text);
+    out.history_usage = h->usage;
+    co_return true;
+}
+
+std::pair<summary_prompt, summary_prompt> transaction::request_prompts(
+    const session_core& s,
+    const session_core::job& j,
+    const compaction_preparation& prep,
+    bool need_history,
+    const scrub_fn& scrub
+)
+{
+    const auto& model = s.config_.model;
     std::optional<std::string> effort;
     if (const auto snap = s.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
@@ -287,54 +347,79 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     // Secrets never reach the summarizer: the history is reference data.
     scrub(hp.prompt);
     scrub(pp.prompt);
+    return {std::move(hp), std::move(pp)};
+}
 
-    if (need_history && need_prefix && s.config_.concurrent_summaries)
+asio::awaitable<transaction::step<void>> transaction::request_together(
+    session_core& s,
+    session_core::job& j,
+    summary_prompt hp,
+    summary_prompt pp,
+    summaries& out
+)
+{
+    // Both at once (opt-in); the first failure cancels the other and is the one reported.
+    using namespace asio::experimental::awaitable_operators;
+    std::optional<failure> first;
+    std::optional<std::tuple<summary_output, summary_output>> both;
+    try
     {
-        // Both at once (opt-in); the first failure cancels the other and is the one reported.
-        using namespace asio::experimental::awaitable_operators;
-        std::optional<failure> first;
-        std::optional<std::tuple<summary_output, summary_output>> both;
-        try
-        {
-            both.emplace(co_await (request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
-                                   request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)));
-        }
-        catch (const request_failed&)
-        {
-        }
-        catch (const asio::multiple_exceptions&)
-        {
-        }
-        if (!both)
-            co_return first.value_or(failure{make_error_code(errc::io_error), "the summary requests failed"});
-        auto& [h, pr] = *both;
-        out.history = std::move(h.text);
-        out.history_usage = h.usage;
-        out.prefix = std::move(pr.text);
-        out.prefix_usage = pr.usage;
+        both.emplace(co_await (request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
+                               request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)));
     }
-    else
+    catch (const request_failed&)
     {
-        // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
-        // single-slot local servers answer 429 to parallel requests.
-        if (need_history)
-        {
-            auto h = co_await request(s, j, std::move(hp), summary_kind::history);
-            if (!h)
-                co_return h.error();
-            out.history = std::move(h->text);
-            out.history_usage = h->usage;
-        }
-        if (need_prefix)
-        {
-            auto pr = co_await request(s, j, std::move(pp), summary_kind::turn_prefix);
-            if (!pr)
-                co_return pr.error();
-            out.prefix = std::move(pr->text);
-            out.prefix_usage = pr->usage;
-        }
     }
+    catch (const asio::multiple_exceptions&)
+    {
+    }
+    if (!both)
+        co_return first.value_or(failure{make_error_code(errc::io_error), "the summary requests failed"});
+    auto& [h, pr] = *both;
+    out.history = std::move(h.text);
+    out.history_usage = h.usage;
+    out.prefix = std::move(pr.text);
+    out.prefix_usage = pr.usage;
+    co_return step<void>{};
+}
 
+asio::awaitable<transaction::step<void>> transaction::request_in_turn(
+    session_core& s,
+    session_core::job& j,
+    std::optional<summary_prompt> hp,
+    std::optional<summary_prompt> pp,
+    summaries& out
+)
+{
+    // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
+    // single-slot local servers answer 429 to parallel requests.
+    if (hp)
+    {
+        auto h = co_await request(s, j, std::move(*hp), summary_kind::history);
+        if (!h)
+            co_return h.error();
+        out.history = std::move(h->text);
+        out.history_usage = h->usage;
+    }
+    if (pp)
+    {
+        auto pr = co_await request(s, j, std::move(*pp), summary_kind::turn_prefix);
+        if (!pr)
+            co_return pr.error();
+        out.prefix = std::move(pr->text);
+        out.prefix_usage = pr->usage;
+    }
+    co_return step<void>{};
+}
+
+void transaction::finish_portable(
+    session_core::job& j,
+    const compaction_preparation& prep,
+    const std::optional<usage>& native_usage,
+    const scrub_fn& scrub,
+    summaries& out
+)
+{
     // A model may still echo a secret: the summary is scrubbed before it is validated.
     if (out.history)
         scrub(*out.history);
@@ -348,7 +433,6 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
         j.evidence.method = "native";  // the portable note accompanies the opaque item
         out.history_usage = out.history_usage ? combine_usage(*out.history_usage, *native_usage) : native_usage;
     }
-    co_return out;
 }
 
 asio::awaitable<transaction::step<summary_output>> transaction::request(
@@ -505,22 +589,17 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     std::vector<entry_ptr> next_path(v.path.begin(), v.path.end());
     next_path.push_back(e);
     auto next = snapshot_from_context(build_session_context(next_path), s.log_.size() + 1, s.counter());
+    // Compare-and-set against the stored leaf in the write's own transaction (a shared store).
+    // Not cancellable: once sent, only the store's answer says whether it committed.
+    auto [ec, message] = co_await awaited<store_write_signature>(
+        [&s, &e](auto h) { s.store_->async_write(s.strand_, e, s.log_.size(), std::move(h)); },
+        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+    if (ec == make_error_code(errc::stale_leaf))
+        (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
+                                               asio::as_tuple(asio::use_awaitable));
+    if (ec)
+        co_return failure{ec, message};
     diagnostics diag;
-    if (s.store_->asynchronous())
-    {
-        // Compare-and-set against the stored leaf in the write's own transaction. Not
-        // cancellable: once sent, only the store's answer says whether it committed.
-        auto [ec, message] = co_await awaited<store_write_signature>(
-            [&s, &e](auto h) { s.store_->async_write(s.strand_, e, s.log_.size(), std::move(h)); },
-            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
-        if (ec == make_error_code(errc::stale_leaf))
-            (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
-                                                   asio::as_tuple(asio::use_awaitable));
-        if (ec)
-            co_return failure{ec, message};
-    }
-    else if (auto r = s.store_->append(*e, diag); !r)
-        co_return failure{r.error(), diag.message};
     if (auto r = s.log_.append(e, diag); !r)
         co_return failure{r.error(), diag.message};  // unreachable: id and parent were checked
     s.publish(std::move(next));

@@ -112,6 +112,35 @@ private:
         session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep);
     static boost::asio::awaitable<step<summaries>> summarize(
         session_core& s, session_core::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
+
+    // summarize's strategies, in the order it tries them: a before_compact hook's result, the
+    // provider's native compaction, then portable summaries (the history in pieces, or in one
+    // request; a split turn's prefix in its own request, after or beside the history's).
+    static step<void> accept_hook_summary(session_core& s, session_core::job& j, compaction::compaction_result custom,
+                                          const scrub_fn& scrub, summaries& out);
+    /// Keeps the native state; true when the reply's readable block is the whole summary (Anthropic).
+    static bool adopt_native_reply(session_core::job& j, providers::native_reply reply, summaries& out);
+    static boost::asio::awaitable<step<void>> summarize_portable(session_core& s, session_core::job& j, const plan& p,
+                                                                 const scrub_fn& scrub, summaries& out);
+    /// True when the history went out piece by piece (then it needs no single request).
+    static boost::asio::awaitable<step<bool>> summarize_history_in_pieces(session_core& s, session_core::job& j,
+                                                                          const plan& p, const scrub_fn& scrub,
+                                                                          summaries& out);
+    /// The history and turn-prefix prompts, scrubbed (the history one empty when not needed).
+    static std::pair<compaction::summary_prompt, compaction::summary_prompt> request_prompts(
+        const session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep,
+        bool need_history, const scrub_fn& scrub);
+    static boost::asio::awaitable<step<void>> request_together(session_core& s, session_core::job& j,
+                                                               compaction::summary_prompt hp,
+                                                               compaction::summary_prompt pp, summaries& out);
+    static boost::asio::awaitable<step<void>> request_in_turn(session_core& s, session_core::job& j,
+                                                              std::optional<compaction::summary_prompt> hp,
+                                                              std::optional<compaction::summary_prompt> pp,
+                                                              summaries& out);
+    /// The summaries scrubbed again, a lone turn prefix on the previous summary, native usage added.
+    static void finish_portable(session_core::job& j, const compaction::compaction_preparation& prep,
+                                const std::optional<compaction::usage>& native_usage, const scrub_fn& scrub,
+                                summaries& out);
     static step<revalidated> revalidate(session_core& s, const plan& p, std::string first_kept);
     static step<compaction::compaction_result> build(
         session_core& s, const plan& p, const revalidated& v, const summaries& sum);
@@ -121,7 +150,7 @@ private:
     /// A shared store's compaction lease (nullptr for a single-writer store).
     static boost::asio::awaitable<step<std::shared_ptr<store_lease>>> take_lease(session_core& s, const session_core::job& j);
 
-    /// The session's write turn, held from revalidation to the swap (asynchronous stores).
+    /// The session's write turn, held from revalidation to the swap.
     struct write_turn
     {
         explicit write_turn(session_core& s) : s(&s) {}

@@ -4,7 +4,7 @@
 #include "fuzz_check.hpp"
 
 #include <agentctx/providers/retry_after.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <cstdint>
 #include <string_view>

@@ -3,7 +3,7 @@
 // the accumulated reply does not either; nothing throws.
 #include "fuzz_check.hpp"
 
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
 

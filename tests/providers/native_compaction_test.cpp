@@ -2,7 +2,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
-#include <agentctx/providers/native_compaction.hpp>
+#include "native_compaction.hpp"
 
 #include "fake_provider_server.hpp"
 

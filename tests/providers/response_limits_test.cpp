@@ -2,6 +2,7 @@
 #include <agentctx/providers/http_summarizer.hpp>
 
 #include "fake_provider_server.hpp"
+#include "wire_format.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

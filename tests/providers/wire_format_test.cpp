@@ -1,6 +1,6 @@
 // Wire formats without a network: request shapes, SSE parsing, error classification, backoff.
 #include <agentctx/providers/http_summarizer.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include <agentctx/providers/provider_types.hpp>
 
 #include <optional>
 

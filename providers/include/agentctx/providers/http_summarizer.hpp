@@ -4,7 +4,7 @@
 #include <agentctx/providers/error.hpp>
 #include <agentctx/providers/http_client.hpp>
 #include <agentctx/providers/summarizer.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include <agentctx/providers/provider_config.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/strand.hpp>
@@ -88,17 +88,5 @@ private:
     std::map<std::string, bool> native_probed_;  ///< models API answers, by model (strand only)
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
-
-/// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
-/// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes",
-/// "countTokens", "nativeCompaction", "compactionParameter"}`) and the environment
-/// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
-/// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
-/// (use the offline summarizer). A hosted provider without a key is `not_configured`.
-compaction::result<std::optional<provider_config>> provider_from_environment(
-    const boost::json::object* section,
-    const std::function<const char*(const char*)>& getenv,
-    diagnostics& diag
-);
 
 }  // namespace agentctx::providers

@@ -4,7 +4,7 @@
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/providers/async_call.hpp>
-#include <agentctx/providers/native_compaction.hpp>
+#include <agentctx/providers/provider_types.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>

@@ -4,7 +4,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
-#include <agentctx/providers/native_compaction.hpp>
+#include <agentctx/providers/provider_types.hpp>
 #include <agentctx/runtime/append_list.hpp>
 
 #include <cstdint>

@@ -60,13 +60,12 @@ public:
         diagnostics& diag
     ) = 0;
 
-    // The asynchronous path (a database store). The session uses it only when asynchronous()
-    // is true; then it also keeps every other write of the session waiting while one is in
-    // flight, so validation and snapshot swap still see no interleaved append. Each call runs
-    // on `ex` and completes through post to `ex` (the session's strand). The defaults run the
-    // synchronous calls.
+    // The asynchronous path: the session writes through it for every store, and keeps every
+    // other write of the session waiting while one is in flight, so validation and snapshot swap
+    // see no interleaved append. Each call runs on `ex` and completes through post to `ex` (the
+    // session's strand). The defaults run the synchronous calls.
 
-    /// True when writes go through async_write (never blocking an io thread).
+    /// True when the store writes only through async_write (never blocking an io thread).
     virtual bool asynchronous() const noexcept { return false; }
 
     /// Appends `e` if the store holds exactly `known_entries` entries (compare-and-set on the
@@ -79,7 +78,8 @@ public:
     /// it. The default is a lease that excludes nothing beyond what the store already does.
     virtual void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h);
 
-    /// The whole session as stored now, for a session that fell behind another writer.
+    /// The whole session as stored now, for a session that fell behind another writer. The
+    /// default (a single writer, which cannot fall behind) completes with an empty text: nothing new.
     virtual void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h);
 
     /// Called (from any thread) with the stored entry count whenever another writer changed the

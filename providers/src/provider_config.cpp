@@ -1,0 +1,133 @@
+// The provider configuration read from a settings section and the environment.
+#include <agentctx/providers/provider_config.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace agentctx::providers {
+
+namespace {
+
+// The section's limits and switches (`contextWindow`, `maxOutputTokens`, `maxRetries`,
+// `maxRetryWaitMs`, `maxResponseBytes`, `stream`, `countTokens`, `compactionParameter`, `nativeCompaction`) over `c`.
+compaction::result<void> read_limits(const boost::json::object& section, provider_config& c, diagnostics& diag)
+{
+    auto num = [&](const char* key, std::int64_t& out) {
+        if (const auto* v = section.if_contains(key); v && v->is_number())
+            out = v->to_number<std::int64_t>();
+    };
+    num("contextWindow", c.context_window);
+    std::int64_t wait_ms = c.max_retry_wait.count();
+    num("maxRetryWaitMs", wait_ms);
+    c.max_retry_wait = std::chrono::milliseconds(std::max<std::int64_t>(wait_ms, 0));
+    auto cap = static_cast<std::int64_t>(c.max_response_bytes);
+    num("maxResponseBytes", cap);
+    if (cap > 0)
+        c.max_response_bytes = static_cast<std::size_t>(cap);
+    num("maxOutputTokens", c.max_output_tokens);
+    std::int64_t retries = c.max_retries;
+    num("maxRetries", retries);
+    c.max_retries = static_cast<int>(retries);
+    if (const auto* v = section.if_contains("stream"); v && v->is_bool())
+        c.stream = v->get_bool();
+    if (const auto* v = section.if_contains("countTokens"); v && v->is_bool())
+        c.exact_counting = v->get_bool();
+    if (const auto* v = section.if_contains("compactionParameter"); v && v->is_bool())
+        c.compaction_parameter = v->get_bool();
+    if (const auto* v = section.if_contains("nativeCompaction"))
+    {
+        if (v->is_bool())
+            c.native = v->get_bool() ? native_mode::on : native_mode::off;
+        else if (v->is_string() && v->get_string() == "auto")
+            c.native = native_mode::probe;
+        else
+        {
+            diag.message = "provider.nativeCompaction must be true, false or \"auto\"";
+            return make_error_code(errc::not_configured);
+        }
+    }
+    return {};
+}
+
+// Where each provider listens unless told otherwise.
+std::string default_base_url(const std::string& name)
+{
+    if (name == "anthropic")
+        return "https://api.anthropic.com";
+    if (name == "openai")
+        return "https://api.openai.com/v1";
+    if (name == "ollama")
+        return "http://localhost:11434/v1";
+    if (name == "llamacpp")
+        return "http://localhost:8080/v1";
+    return "http://localhost:8000/v1";
+}
+
+}  // namespace
+
+compaction::result<std::optional<provider_config>> provider_from_environment(
+    const boost::json::object* section,
+    const std::function<const char*(const char*)>& getenv,
+    diagnostics& diag
+)
+{
+    auto env = [&](const char* n) -> std::string {
+        const char* v = getenv(n);
+        return v ? std::string(v) : std::string();
+    };
+    auto setting = [&](const char* key) -> std::string {
+        if (!section)
+            return {};
+        const auto* v = section->if_contains(key);
+        return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    };
+    std::string name = setting("name");
+    if (name.empty())
+        name = env("AGENTCTX_PROVIDER");
+    if (name.empty())
+    {
+        if (!env("ANTHROPIC_API_KEY").empty())
+            name = "anthropic";
+        else if (!env("OPENAI_API_KEY").empty() || !env("OPENAI_BASE_URL").empty())
+            name = "openai";
+        else
+            return std::optional<provider_config>{};
+    }
+    if (name == "offline")
+        return std::optional<provider_config>{};
+    provider_config c;
+    c.name = name;
+    const bool anthropic = name == "anthropic";
+    const bool compatible = !anthropic && name != "openai";  // vllm, ollama, llamacpp, openai-compatible
+    if (!anthropic && name != "openai" && name != "openai-compatible" && name != "vllm" && name != "ollama" && name != "llamacpp")
+    {
+        diag.message = "unknown provider '" + name + "' (offline, openai, anthropic, openai-compatible, vllm, ollama, llamacpp)";
+        return make_error_code(errc::not_configured);
+    }
+    c.format = anthropic ? wire_format::anthropic : wire_format::openai;
+    c.base_url = setting("baseUrl");
+    if (c.base_url.empty())
+        c.base_url = env(anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL");
+    if (c.base_url.empty())
+        c.base_url = default_base_url(name);
+    const std::string key_env = setting("apiKeyEnv").empty() ? (anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY") : setting("apiKeyEnv");
+    c.api_key = env(key_env.c_str());
+    c.model = setting("model");
+    if (c.model.empty())
+        c.model = env("AGENTCTX_MODEL");
+    if (c.model.empty())
+        c.model = env(anthropic ? "ANTHROPIC_MODEL" : "OPENAI_MODEL");
+    if (c.model.empty())
+        c.model = anthropic ? "claude-sonnet-4-5" : (name == "openai" ? "gpt-4.1-mini" : "default");
+    if (section)
+        if (auto r = read_limits(*section, c, diag); !r)
+            return r.error();
+    if (c.api_key.empty() && !compatible)
+    {
+        diag.message = "provider '" + name + "' needs an API key in $" + key_env;
+        return make_error_code(errc::not_configured);
+    }
+    return std::optional<provider_config>(std::move(c));
+}
+
+}  // namespace agentctx::providers

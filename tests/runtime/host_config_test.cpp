@@ -1,0 +1,101 @@
+// load_host_config: the provider from settings, flags and environment, and modelOverrides by that model's key.
+#include <agentctx/runtime/host_config.hpp>
+
+#include <agentctx/providers/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace agentctx;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path settings_file(const std::string& name, const std::string& text)
+{
+    const auto p = fs::temp_directory_path() / ("agentctx-host-config-" + name + ".json");
+    std::ofstream(p) << text;
+    return p;
+}
+
+runtime::host_inputs inputs(const fs::path& file)
+{
+    runtime::host_inputs in;
+    in.sources.global = file;
+    in.getenv = [](const char*) -> const char* { return nullptr; };
+    return in;
+}
+
+const std::string with_provider = R"({
+  "provider": {"name": "vllm", "model": "m1", "baseUrl": "http://127.0.0.1:9/v1", "contextWindow": 64000},
+  "compaction": {"keepRecentTokens": 20000, "reserveTokens": 4000,
+                 "modelOverrides": {"vllm/m1": {"keepRecentTokens": 1234}, "m1": {"keepRecentTokens": 999}}}
+})";
+
+}  // namespace
+
+TEST(host_config, the_settings_files_provider_selects_its_model_override)
+{
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(inputs(settings_file("provider", with_provider)), diag);
+    ASSERT_TRUE(h) << diag.message;
+    ASSERT_TRUE(h->provider);
+    EXPECT_EQ(h->model.provider, "vllm");
+    EXPECT_EQ(h->model.model_id, "m1");
+    EXPECT_EQ(h->model.context_window, 64000);
+    EXPECT_EQ(h->settings.compaction.keep_recent_tokens, 1234);  // "vllm/m1", never the bare "m1"
+    EXPECT_EQ(h->settings.compaction.reserve_tokens, 4000);
+    const auto c = runtime::session_config_of(*h);
+    EXPECT_EQ(c.settings.keep_recent_tokens, 1234);
+    EXPECT_EQ(c.model.model_id, "m1");
+    EXPECT_EQ(c.model.context_window, 64000);
+}
+
+TEST(host_config, flags_override_the_provider_section_and_the_window)
+{
+    auto in = inputs(settings_file("flags", with_provider));
+    in.provider_flags["model"] = "m2";
+    in.context_window = 32000;
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(in, diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_EQ(h->model.model_id, "m2");
+    EXPECT_EQ(h->model.context_window, 32000);
+    EXPECT_EQ(h->settings.compaction.keep_recent_tokens, 20000);  // no entry for "vllm/m2"
+}
+
+TEST(host_config, without_a_provider_the_offline_model_is_the_key)
+{
+    const auto file = settings_file("offline", R"({"compaction": {"keepRecentTokens": 20000,
+        "modelOverrides": {"offline/offline": {"keepRecentTokens": 777}}}})");
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(inputs(file), diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_FALSE(h->provider);
+    EXPECT_EQ(h->model.provider, "offline");
+    EXPECT_EQ(h->model.model_id, "offline");
+    EXPECT_EQ(h->model.context_window, runtime::default_context_window);
+    EXPECT_EQ(h->settings.compaction.keep_recent_tokens, 777);
+}
+
+TEST(host_config, an_unknown_provider_is_not_configured)
+{
+    auto in = inputs(settings_file("unknown", R"({"provider": {"name": "nonesuch"}})"));
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(in, diag);
+    ASSERT_FALSE(h);
+    EXPECT_EQ(h.error(), providers::make_error_code(providers::errc::not_configured));
+    EXPECT_NE(diag.message.find("unknown provider 'nonesuch'"), std::string::npos);
+}
+
+TEST(host_config, an_invalid_override_of_the_model_is_invalid_settings)
+{
+    auto in = inputs(settings_file("invalid", R"({"provider": {"name": "vllm", "model": "m1"},
+        "compaction": {"modelOverrides": {"vllm/m1": {"keepRecentTokens": -1}}}})"));
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(in, diag);
+    ASSERT_FALSE(h);
+    EXPECT_EQ(h.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+}
