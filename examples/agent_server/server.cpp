@@ -5,6 +5,7 @@
 #include "auth.hpp"
 #include "metrics.hpp"
 #include "request_json.hpp"
+#include "server_error.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
@@ -30,6 +31,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <map>
@@ -54,9 +56,8 @@ using event_channel = asio::experimental::concurrent_channel<void(error_code, st
 /// Closed (never sent on) once a closing session has released its descriptors.
 using release_channel = asio::experimental::concurrent_channel<void(error_code)>;
 
-// The error of a request that needs a session opened while every open one is busy (stores
-// report their own failures in the runtime category, so this one cannot be confused with them).
-const error_code too_many_open_sessions = make_error_code(boost::system::errc::too_many_files_open);
+const error_code too_many_open_sessions = make_error_code(errc::too_many_open_sessions);
+const error_code out_of_descriptors = make_error_code(errc::out_of_descriptors);
 
 // The session's store, which tells when it is gone: a session is destroyed only once nothing
 // references it, and its store is its last member to go, so this runs when the session's
@@ -149,13 +150,13 @@ std::vector<std::string> split_target(std::string_view target)
     return parts;
 }
 
-// The value of `name` in the target's query string ("" when absent; no percent-decoding: the
-// values taken are plain words).
-std::string query_param(std::string_view target, std::string_view name)
+// The value of `name` in the target's query string (nullopt when absent, "" when empty; no
+// percent-decoding: the values taken are plain words).
+std::optional<std::string> query_param(std::string_view target, std::string_view name)
 {
     const auto q = target.find('?');
     if (q == std::string_view::npos)
-        return {};
+        return std::nullopt;
     for (std::string_view rest = target.substr(q + 1); !rest.empty();)
     {
         const auto amp = rest.find('&');
@@ -165,7 +166,7 @@ std::string query_param(std::string_view target, std::string_view name)
             return std::string(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
         rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
     }
-    return {};
+    return std::nullopt;
 }
 
 // What a client may learn about a failure to open or create a session: store diagnostics name
@@ -183,6 +184,8 @@ std::string public_message(const error_code& ec, const compaction::diagnostics& 
         return "the session exists already";
     if (ec == rt::make_error_code(rt::errc::database_error))
         return "the session database could not be read or written";
+    if (ec == out_of_descriptors)
+        return "the server is out of file descriptors; retry later";
     return "the session file could not be read or written";
 }
 
@@ -279,6 +282,14 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         bool opening = false;         ///< its file is being opened on the loader pool
     };
 
+    // What the accept loop may touch of a connection: closing it to make room while it is idle.
+    struct connection_state
+    {
+        asio::any_io_executor strand;         ///< the connection's strand
+        beast::tcp_stream* stream = nullptr;  ///< used on the strand only; null once the connection ended
+        std::uint64_t idle_key = 0;           ///< its key in idle_connections while idle (guarded by conn_mu)
+    };
+
     // A session in use: while any lease on it lives it is not closed to make room.
     struct lease_state
     {
@@ -312,6 +323,10 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     std::atomic<bool> stopped{false};
     std::atomic<std::uint64_t> accept_failures{0};
     std::atomic<std::size_t> connections{0};
+    // Connections waiting for their next request, longest idle first (keyed by when they began).
+    std::mutex conn_mu;
+    std::map<std::uint64_t, std::shared_ptr<connection_state>> idle_connections;
+    std::uint64_t idle_sequence = 0;  ///< guarded by conn_mu
     server_metrics metrics;
 
     // One request answered: its counter, and one structured line at debug (route labels never
@@ -424,7 +439,10 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             auto store = make_store(r.diag);
             if (!store)
             {
-                r.session = store.error();
+                const int err = errno;  // what the failed open or create left, read before anything else runs
+                const bool exhausted = store.error() == runtime::make_error_code(runtime::errc::io_error) &&
+                                       (err == EMFILE || err == ENFILE);
+                r.session = exhausted ? out_of_descriptors : store.error();
                 co_return r;
             }
             auto wrapped = std::make_unique<released_store>(std::move(*store));
@@ -524,10 +542,46 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             doomed->close();
     }
 
+    // How often an open that ran out of descriptors is tried again, after freeing some.
+    static constexpr int descriptor_retries = 3;
+
+    // Frees descriptors (idle sessions, an idle connection) and waits a moment for their release.
+    asio::awaitable<void> after_freeing_descriptors()
+    {
+        free_descriptors();
+        asio::steady_timer pause(ioc, accept_back_off);
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+
+    // A lease on session `id`; an open that finds the process out of descriptors frees some and
+    // tries again, a few times.
+    asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag)
+    {
+        for (int attempt = 0;; ++attempt)
+        {
+            auto held = co_await find_once(id, diag);
+            if (held || held.error() != out_of_descriptors || attempt == descriptor_retries)
+                co_return held;
+            co_await after_freeing_descriptors();
+        }
+    }
+
+    // Creates a session and leases it, freeing descriptors and trying again like find().
+    asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(const std::string& cwd, compaction::diagnostics& diag)
+    {
+        for (int attempt = 0;; ++attempt)
+        {
+            auto created = co_await create_once(cwd, diag);
+            if (created || created.error() != out_of_descriptors || attempt == descriptor_retries)
+                co_return created;
+            co_await after_freeing_descriptors();
+        }
+    }
+
     // A lease on session `id`, opening its file on the loader pool if it is not open. Requests
     // for a session that is being opened wait for that one open and share its session (or its
     // error). A session being closed is waited for and reopened.
-    asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag)
+    asio::awaitable<compaction::result<lease>> find_once(const std::string& id, compaction::diagnostics& diag)
     {
         for (;;)
         {
@@ -602,7 +656,8 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     }
 
     // Creates a session and leases it; its id is the lease's key in `sessions`.
-    asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(const std::string& cwd, compaction::diagnostics& diag)
+    asio::awaitable<compaction::result<std::pair<std::string, lease>>> create_once(const std::string& cwd,
+                                                                                   compaction::diagnostics& diag)
     {
         const std::string id = new_session_id();
         auto header = compaction::make_header(id, compaction::iso_timestamp_now(), cwd);
@@ -645,7 +700,9 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
     }
 
     // Accepts until the acceptor closes: a failed accept is retried (after a pause when out of
-    // descriptors), never the end of the loop.
+    // descriptors, once idle sessions and an idle connection were closed to free some), never
+    // the end of the loop. Beyond the connection cap the longest-idle connection makes room, or
+    // the new one gets 503.
     asio::awaitable<void> accept_loop()
     {
         asio::steady_timer pause(ioc);
@@ -658,8 +715,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                 if (streak)
                     spdlog::info("accepting again after {} failed accepts", streak);
                 streak = 0;
-                auto ex = sock.get_executor();
-                asio::co_spawn(ex, serve(shared_from_this(), std::move(sock)), asio::detached);
+                admit(std::move(sock));
                 continue;
             }
             const auto action = classify_accept_error(ec, !stopped && acceptor.is_open());
@@ -668,12 +724,116 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             ++accept_failures;
             if (streak++ == 0)
                 spdlog::warn("accept failed: {}; retrying", ec.message());
+            if (action == accept_action::back_off)
+                free_descriptors();
             if (action == accept_action::back_off || streak % 64 == 0)  // a persistent error must not spin
             {
                 pause.expires_after(accept_back_off);
                 co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
             }
         }
+    }
+
+    // Serves an accepted connection, or refuses it when the cap is reached and none is idle.
+    void admit(tcp::socket sock)
+    {
+        auto ex = sock.get_executor();
+        switch (admit_connection(connections.load(), opts.max_connections, idle_connection_count()))
+        {
+        case admission::refuse:
+            asio::co_spawn(ex, refuse_connection(std::move(sock), opts.max_connections), asio::detached);
+            return;
+        case admission::accept_after_idle: close_longest_idle(); break;
+        case admission::accept: break;
+        }
+        ++connections;
+        asio::co_spawn(ex, serve(shared_from_this(), std::move(sock)), asio::detached);
+    }
+
+    // A connection over the cap: one fixed 503 (within a second) and the close; nothing is read.
+    static asio::awaitable<void> refuse_connection(tcp::socket sock, std::size_t limit)
+    {
+        const std::string body = compaction::stringify(
+            error_body("too_many_connections", "all " + std::to_string(limit) + " connections are in use; retry later"));
+        const std::string text = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                                 "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        beast::tcp_stream stream(std::move(sock));
+        stream.expires_after(std::chrono::seconds(1));
+        co_await asio::async_write(stream, asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+        error_code ignore;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignore);
+    }
+
+    // Out of descriptors: closes the least recently used idle sessions and the longest-idle
+    // connection, so that waiting a moment frees some (instead of failing forever).
+    void free_descriptors()
+    {
+        constexpr std::size_t sessions_per_attempt = 4;
+        const auto closed = shed_idle_sessions(sessions_per_attempt);
+        const bool connection = close_longest_idle();
+        spdlog::warn("out of descriptors: closed {} idle sessions{}", closed, connection ? " and an idle connection" : "");
+    }
+
+    // Closes up to `n` idle sessions, least recently used first; returns how many.
+    std::size_t shed_idle_sessions(std::size_t n)
+    {
+        std::vector<std::shared_ptr<runtime::session>> doomed;
+        {
+            std::lock_guard lock(mu);
+            std::vector<std::shared_ptr<session_slot>> idle;
+            for (const auto& [id, slot] : sessions)
+                if (slot->session && !slot->closing && !slot->opening && slot->busy == 0)
+                    idle.push_back(slot);
+            std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+            for (std::size_t i = 0; i < idle.size() && i < n; ++i)
+            {
+                idle[i]->closing = true;
+                doomed.push_back(std::move(idle[i]->session));
+            }
+        }
+        for (auto& d : doomed)
+            retire(std::move(d));
+        return doomed.size();
+    }
+
+    std::size_t idle_connection_count()
+    {
+        std::lock_guard lock(conn_mu);
+        return idle_connections.size();
+    }
+
+    // A connection waits for its next request: it may be closed to make room from now on.
+    void enter_idle(const std::shared_ptr<connection_state>& state)
+    {
+        std::lock_guard lock(conn_mu);
+        state->idle_key = ++idle_sequence;
+        idle_connections.emplace(state->idle_key, state);
+    }
+
+    // The wait ended; false when the connection was chosen to make room (it closes then).
+    bool leave_idle(const std::shared_ptr<connection_state>& state)
+    {
+        std::lock_guard lock(conn_mu);
+        return idle_connections.erase(state->idle_key) == 1;
+    }
+
+    // Closes the connection idle for longest; false when none is idle. Its wait is cancelled on
+    // its own strand; a request that arrived meanwhile finds itself chosen and closes anyway.
+    bool close_longest_idle()
+    {
+        std::shared_ptr<connection_state> victim;
+        {
+            std::lock_guard lock(conn_mu);
+            if (idle_connections.empty())
+                return false;
+            victim = std::move(idle_connections.begin()->second);
+            idle_connections.erase(idle_connections.begin());
+        }
+        asio::post(victim->strand, [victim] {
+            if (victim->stream)
+                victim->stream->cancel();
+        });
+        return true;
     }
 
     using response = http::response<http::string_body>;
@@ -693,14 +853,18 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         namespace rt = agentctx::runtime;
         if (ec == rt::make_error_code(rt::errc::not_found))
             return http::status::not_found;
-        if (ec == rt::make_error_code(rt::errc::session_locked))
+        if (ec == rt::make_error_code(rt::errc::session_locked) || ec == rt::make_error_code(rt::errc::already_exists))
             return http::status::conflict;
         if (ec.category() == compaction::error_category())
         {
-            const auto e = static_cast<compaction::errc>(ec.value());
-            if (e == compaction::errc::wrong_type || e == compaction::errc::missing_field || e == compaction::errc::invalid_json ||
-                e == compaction::errc::duplicate_id || e == compaction::errc::dangling_parent)
+            // Bad input by the code's name, the name the client sees: this also covers the codes
+            // of refused client input (a reserved entry type, a repeated key) wherever they arise.
+            static constexpr std::string_view bad_input[] = {"wrong_type",      "missing_field", "invalid_json",
+                                                             "duplicate_id",    "dangling_parent", "reserved_type",
+                                                             "duplicate_key"};
+            if (std::find(std::begin(bad_input), std::end(bad_input), ec.message()) != std::end(bad_input))
                 return http::status::bad_request;
+            const auto e = static_cast<compaction::errc>(ec.value());
             if (e == compaction::errc::already_compacted || e == compaction::errc::nothing_to_compact ||
                 e == compaction::errc::boundary_unavailable)
                 return http::status::conflict;
@@ -709,8 +873,10 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         if (ec == rt::make_error_code(rt::errc::cancelled) || ec == rt::make_error_code(rt::errc::stale_plan) ||
             ec == rt::make_error_code(rt::errc::stale_leaf) || ec == rt::make_error_code(rt::errc::compaction_in_progress))
             return http::status::conflict;  // stale_leaf: the session reloaded, retry the append
-        if (ec == rt::make_error_code(rt::errc::database_error))
+        if (ec == rt::make_error_code(rt::errc::database_error) || ec == too_many_open_sessions || ec == out_of_descriptors)
             return http::status::service_unavailable;
+        if (ec == rt::make_error_code(rt::errc::io_error))
+            return http::status::internal_server_error;  // the session file could not be written
         return http::status::bad_gateway;  // the model provider failed
     }
 
@@ -763,7 +929,7 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             if (!created)
             {
                 spdlog::error("cannot create a session: {}", diag.message);
-                co_return reply(req, http::status::internal_server_error,
+                co_return reply(req, status_for(created.error()),
                                 error_body(created.error().message(), public_message(created.error(), diag)));
             }
             co_return reply(req, http::status::created, json::object{{"id", created->first}});
@@ -788,8 +954,9 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
                                    body.at("message").as_object().at("role") == "assistant";
             json::object message = assistant ? body.at("message").as_object() : json::object{};
             auto [ec, id] = co_await session.async_append(std::move(body), asio::as_tuple(asio::use_awaitable));
-            if (ec)
-                co_return reply(req, status_for(ec), error_body(ec.message(), "the entry was rejected"));
+            if (ec)  // on failure the string is the diagnostics message: the field path and the reason
+                co_return reply(req, status_for(ec),
+                                error_body(ec.message(), id.empty() ? "the entry was rejected" : without_data_dir(id, self->data_dir_prefix)));
             self->metrics.append();
             if (assistant)
             {
@@ -818,8 +985,8 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         }
         if (action == "context" && req.method() == http::verb::get)
         {
-            const auto wire = query_param(req.target(), "wire");
-            if (!wire.empty() && wire != "anthropic" && wire != "openai" && wire != "responses")
+            const auto wire = query_param(req.target(), "wire");  // absent: no wire view; empty: refused
+            if (wire && *wire != "anthropic" && *wire != "openai" && *wire != "responses")
                 co_return reply(req, http::status::bad_request,
                                 error_body("invalid_request", "wire must be anthropic, openai or responses"));
             const auto snap = session.current();
@@ -841,9 +1008,9 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
             // The request body's messages / input, the native state sent back where it applies.
             if (wire == "responses")
                 out["wire"] = providers::to_responses_input(ctx, native);
-            else if (!wire.empty())
+            else if (wire)
                 out["wire"] = providers::to_wire_messages(
-                    wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native);
+                    *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native);
             co_return reply(req, http::status::ok, std::move(out));
         }
         co_return reply(req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
@@ -928,16 +1095,12 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         co_await (pump_events(self, stream, channel) || watch_peer(stream));  // the first to end cancels the other
     }
 
-    // Answers a request that cannot be read (too large) and closes the connection gracefully:
-    // shut down sending, then drain what the peer is still sending so the close is not a reset
-    // that could destroy the answer in flight.
-    static asio::awaitable<void> refuse_and_close(std::shared_ptr<impl> self, beast::tcp_stream& stream, http::status st,
-                                                  std::string_view code, std::string_view message)
+    // Answers a request that is not read further (too large, unauthenticated) and closes the
+    // connection gracefully: shut down sending, then drain (and discard) what the peer is still
+    // sending so the close is not a reset that could destroy the answer in flight.
+    static asio::awaitable<void> answer_and_close(std::shared_ptr<impl> self, beast::tcp_stream& stream, response res)
     {
-        response res{st, 11};
-        res.set(http::field::content_type, "application/json");
         res.keep_alive(false);
-        res.body() = compaction::stringify(error_body(code, message));
         res.prepare_payload();
         stream.expires_after(self->opts.idle_timeout);
         auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
@@ -956,124 +1119,181 @@ struct agent_server::impl : std::enable_shared_from_this<impl>
         }
     }
 
-    // Reads one request: the idle wait for its first byte, then its header and body, each
-    // bounded by a timeout. Returns false when the connection is to be closed.
-    static asio::awaitable<bool> read_request(std::shared_ptr<impl> self, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                              http::request_parser<http::string_body>& parser)
+    static asio::awaitable<void> refuse_and_close(std::shared_ptr<impl> self, beast::tcp_stream& stream, http::status st,
+                                                  std::string_view code, std::string_view message)
+    {
+        response res{st, 11};
+        res.set(http::field::content_type, "application/json");
+        res.body() = compaction::stringify(error_body(code, message));
+        co_await answer_and_close(std::move(self), stream, std::move(res));
+    }
+
+    // Answers a read that failed on the request itself (413, 431, 400); false for the others
+    // (a timeout, the peer gone), which are closed without an answer.
+    static asio::awaitable<void> refuse_unreadable(std::shared_ptr<impl> self, beast::tcp_stream& stream, error_code ec)
     {
         const auto& o = self->opts;
-        parser.header_limit(static_cast<std::uint32_t>(o.header_limit));
-        parser.body_limit(o.body_limit);
-        if (buffer.size() == 0)
-        {
-            stream.expires_after(o.idle_timeout);
-            auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
-            if (ec)
-                co_return false;  // idle timeout or the peer went away
-            buffer.commit(n);
-        }
-        stream.expires_after(o.header_timeout);
-        auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-        if (!ec && !parser.is_done())
-        {
-            stream.expires_after(o.idle_timeout);
-            std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-        }
-        stream.expires_never();
         if (ec == http::error::body_limit)
-        {
             co_await refuse_and_close(self, stream, http::status::payload_too_large, "body_too_large",
                                       "the request body is over " + std::to_string(o.body_limit) + " bytes");
-            co_return false;
-        }
-        if (ec == http::error::header_limit)
-        {
+        else if (ec == http::error::header_limit)
             co_await refuse_and_close(self, stream, http::status::request_header_fields_too_large, "header_too_large",
                                       "the request header is over " + std::to_string(o.header_limit) + " bytes");
-            co_return false;
-        }
-        if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream &&
-            ec != http::error::partial_message)
-        {
+        else if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream &&
+                 ec != http::error::partial_message)
             co_await refuse_and_close(self, stream, http::status::bad_request, "bad_request", "the request is not valid HTTP/1.1");
-            co_return false;
-        }
+    }
+
+    // Waits (up to the idle timeout) for the first byte of the next request. Meanwhile the
+    // connection is idle: the accept loop may close it to make room for a new one.
+    static asio::awaitable<bool> await_request(std::shared_ptr<impl> self, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                               const std::shared_ptr<connection_state>& state)
+    {
+        if (buffer.size() != 0)
+            co_return true;  // a pipelined request is here already
+        self->enter_idle(state);
+        stream.expires_after(self->opts.idle_timeout);
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
+        const bool evicted = !self->leave_idle(state);
+        if (ec || evicted)
+            co_return false;  // idle timeout, the peer went away, or closed to make room
+        buffer.commit(n);
+        co_return true;
+    }
+
+    // Reads one request's header (bounded by the header timeout). Returns false when the
+    // connection is to be closed; nothing of the body is read.
+    static asio::awaitable<bool> read_header(std::shared_ptr<impl> self, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                             http::request_parser<http::string_body>& parser)
+    {
+        parser.header_limit(static_cast<std::uint32_t>(self->opts.header_limit));
+        parser.body_limit(self->opts.body_limit);
+        stream.expires_after(self->opts.header_timeout);
+        auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        stream.expires_never();
+        if (ec)
+            co_await refuse_unreadable(self, stream, ec);
         co_return !ec;
     }
 
+    // Reads the body of a request whose header was read and accepted (bounded by the idle timeout).
+    static asio::awaitable<bool> read_body(std::shared_ptr<impl> self, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                           http::request_parser<http::string_body>& parser)
+    {
+        if (parser.is_done())
+            co_return true;
+        stream.expires_after(self->opts.idle_timeout);
+        auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        stream.expires_never();
+        if (ec)
+            co_await refuse_unreadable(self, stream, ec);
+        co_return !ec;
+    }
+
+    // The 401 of a request without the bearer token, answered from its header alone: its body is
+    // never read into memory, and the connection is closed.
+    static asio::awaitable<void> refuse_unauthorized(std::shared_ptr<impl> self, beast::tcp_stream& stream,
+                                                     const http::request<http::string_body>& req,
+                                                     std::chrono::steady_clock::time_point started)
+    {
+        auto res = reply(req, http::status::unauthorized,
+                         error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
+        res.set(http::field::www_authenticate, "Bearer");
+        self->record(req, res.result_int(), started);
+        co_await answer_and_close(self, stream, std::move(res));
+    }
+
+    bool authorized(const http::request<http::string_body>& req) const
+    {
+        return !opts.token || bearer_matches(req[http::field::authorization], *opts.token);
+    }
+
+    // Answers one read request. Returns false when the connection is to be closed.
+    static asio::awaitable<bool> answer(std::shared_ptr<impl> self, beast::tcp_stream& stream,
+                                        http::request<http::string_body>& req, std::chrono::steady_clock::time_point started)
+    {
+        const auto parts = split_target(req.target());
+        if (req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
+            parts[3] == "events")
+        {
+            compaction::diagnostics diag;
+            compaction::result<lease> held = make_error_code(runtime::errc::not_found);
+            if (valid_id(parts[2]))
+                held = co_await self->find(parts[2], diag);
+            if (!held)
+            {
+                auto res = held.error() == too_many_open_sessions
+                               ? busy_reply(req, self->opts.max_open_sessions)
+                               : reply(req, status_for(held.error()),
+                                       error_body(held.error().message(), public_message(held.error(), diag)));
+                co_return co_await send(self, stream, req, std::move(res), started);
+            }
+            self->record(req, 200, started);
+            self->metrics.stream_opened();
+            co_await stream_events(self, stream, req, std::move(*held));
+            self->metrics.stream_closed();
+            co_return false;
+        }
+        response res;
+        if (req.method() == http::verb::post && parts.size() == 4 && parts[3] == "compact")
+        {
+            // A client that leaves stops its compaction: the route is cancelled (nothing is
+            // written after a cancellation) and the connection closed.
+            using namespace asio::experimental::awaitable_operators;
+            auto done = co_await (self->route(self, req) || until_disconnected(stream));
+            if (done.index() == 1)
+                co_return false;
+            res = std::move(std::get<0>(done));
+        }
+        else
+            res = co_await self->route(self, req);
+        co_return co_await send(self, stream, req, std::move(res), started);
+    }
+
+    // Writes an answer (a peer that does not read it is closed). Returns false to close.
+    static asio::awaitable<bool> send(std::shared_ptr<impl> self, beast::tcp_stream& stream,
+                                      const http::request<http::string_body>& req, response res,
+                                      std::chrono::steady_clock::time_point started)
+    {
+        self->record(req, res.result_int(), started);
+        stream.expires_after(self->opts.idle_timeout);
+        auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        co_return !wec && res.keep_alive();
+    }
+
     // One connection: requests in order until the peer closes, a timeout, or an SSE stream ends.
+    // The bearer token is checked on the header, before any byte of the body is read.
     static asio::awaitable<void> serve(std::shared_ptr<impl> self, tcp::socket sock)
     {
-        ++self->connections;
+        beast::tcp_stream stream(std::move(sock));
+        auto state = std::make_shared<connection_state>();
+        state->strand = stream.get_executor();
+        state->stream = &stream;
         struct leave
         {
             impl& s;
-            ~leave() { --s.connections; }
-        } guard{*self};
-        beast::tcp_stream stream(std::move(sock));
+            connection_state& state;
+            ~leave()
+            {
+                state.stream = nullptr;  // on the connection's strand, like every use of it
+                --s.connections;
+            }
+        } guard{*self, *state};
         beast::flat_buffer buffer;
         for (;;)
         {
+            if (!co_await await_request(self, stream, buffer, state))
+                co_return;
             http::request_parser<http::string_body> parser;
-            if (!co_await read_request(self, stream, buffer, parser))
+            if (!co_await read_header(self, stream, buffer, parser))
+                co_return;
+            const auto started = std::chrono::steady_clock::now();
+            if (!self->authorized(parser.get()))
+                co_return co_await refuse_unauthorized(self, stream, parser.get(), started);
+            if (!co_await read_body(self, stream, buffer, parser))
                 co_return;
             auto req = parser.release();
-            const auto started = std::chrono::steady_clock::now();
-            if (self->opts.token && !bearer_matches(req[http::field::authorization], *self->opts.token))
-            {
-                auto res = reply(req, http::status::unauthorized,
-                                 error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
-                res.set(http::field::www_authenticate, "Bearer");
-                stream.expires_after(self->opts.idle_timeout);
-                self->record(req, res.result_int(), started);
-                auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-                if (wec || !res.keep_alive())
-                    co_return;
-                continue;
-            }
-            const auto parts = split_target(req.target());
-            if (req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
-                parts[3] == "events")
-            {
-                compaction::diagnostics diag;
-                compaction::result<lease> held = make_error_code(runtime::errc::not_found);
-                if (valid_id(parts[2]))
-                    held = co_await self->find(parts[2], diag);
-                if (!held)
-                {
-                    auto res = held.error() == too_many_open_sessions
-                                   ? busy_reply(req, self->opts.max_open_sessions)
-                                   : reply(req, status_for(held.error()), error_body(held.error().message(), "no such session"));
-                    self->record(req, res.result_int(), started);
-                    stream.expires_after(self->opts.idle_timeout);
-                    auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-                    if (wec || !res.keep_alive())
-                        co_return;
-                    continue;
-                }
-                self->record(req, 200, started);
-                self->metrics.stream_opened();
-                co_await stream_events(self, stream, req, std::move(*held));
-                self->metrics.stream_closed();
-                co_return;
-            }
-            response res;
-            if (req.method() == http::verb::post && parts.size() == 4 && parts[3] == "compact")
-            {
-                // A client that leaves stops its compaction: the route is cancelled (nothing is
-                // written after a cancellation) and the connection closed.
-                using namespace asio::experimental::awaitable_operators;
-                auto done = co_await (self->route(self, req) || until_disconnected(stream));
-                if (done.index() == 1)
-                    co_return;
-                res = std::move(std::get<0>(done));
-            }
-            else
-                res = co_await self->route(self, req);
-            self->record(req, res.result_int(), started);
-            stream.expires_after(self->opts.idle_timeout);  // a peer that does not read its answer is closed
-            auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-            if (wec || !res.keep_alive())
+            if (!co_await answer(self, stream, req, started))
                 co_return;
         }
     }

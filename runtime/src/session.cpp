@@ -181,7 +181,7 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
             });
         auto id = s.append_entry(std::move(fields), diag);
         if (!id)
-            return complete(std::move(h), s.strand_, id.error(), std::string());
+            return complete(std::move(h), s.strand_, id.error(), std::move(diag.message));
         complete(std::move(h), s.strand_, error_code{}, std::move(*id));
     });
 }
@@ -274,7 +274,7 @@ void session::append_async(boost::json::object fields, asio::any_completion_hand
     if (!e)
     {
         leave_writes();
-        return complete(std::move(h), strand_, e.error(), std::string());
+        return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
     store_->async_write(strand_, *e, log_.size(),
                         [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {

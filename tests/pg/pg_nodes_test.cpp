@@ -1,6 +1,7 @@
 // Two agent_server processes on one database: concurrent appends across nodes, competing compactions, a node killed mid-compaction.
 #include "loopback_http.hpp"
 #include "pg_test_support.hpp"
+#include "server_binary.hpp"
 
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/runtime/pg_store.hpp>
@@ -34,23 +35,9 @@ int env_int(const char* name, int fallback)
 // A running node; killed (SIGKILL) when the test ends, whatever happened.
 struct node
 {
+    explicit node(const test::server_launch& launch) : p(AGENTCTX_SERVER_BIN, launch) {}
     test::server_process p;
-    ~node()
-    {
-        if (p.pid > 0)
-        {
-            ::kill(p.pid, SIGKILL);
-            ::waitpid(p.pid, nullptr, 0);
-        }
-        if (p.fd >= 0)
-            ::close(p.fd);
-    }
-    void kill_now()
-    {
-        ::kill(p.pid, SIGKILL);
-        ::waitpid(p.pid, nullptr, 0);
-        p.pid = -1;
-    }
+    void kill_now() { p.kill_now(); }
 };
 
 std::string status_of(const std::string& response) { return response.substr(0, 12); }
@@ -69,9 +56,9 @@ protected:
 
     std::unique_ptr<node> start(int delay_ms)
     {
-        auto n = std::make_unique<node>();
-        n->p = test::spawn_server(AGENTCTX_SERVER_BIN, {"--no-auth", "--port", "0", "--threads", "2", "--store", url_},
-                                  {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}});
+        auto n = std::make_unique<node>(test::server_launch{
+            .args = {"--no-auth", "--port", "0", "--threads", "2", "--store", url_},
+            .env = {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}}});
         EXPECT_NE(n->p.port, 0) << n->p.log;
         return n;
     }
