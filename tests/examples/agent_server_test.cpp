@@ -1188,9 +1188,14 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         acknowledged.emplace_back(raw_body(res).at("id").as_string());
     }
+    // The signal comes once the compaction has started (its event), while its model call runs.
+    raw_conn events(port);
+    ASSERT_TRUE(events.send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string seen;
+    ASSERT_TRUE(events.read_until(seen, ": subscribed")) << seen;
     raw_conn compacting(port);
     ASSERT_TRUE(compacting.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(events.read_until(seen, "event: compaction_start")) << seen;
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     const auto signalled = std::chrono::steady_clock::now();
     const int status = child.wait(std::chrono::seconds(10));

@@ -89,6 +89,16 @@ protected:
         return n;
     }
 
+    // Subscribes to a session's events on node `n` (the returned connection streams them).
+    static std::unique_ptr<test::raw_conn> subscribe(const node& n, const std::string& id)
+    {
+        auto c = std::make_unique<test::raw_conn>(n.p.port);
+        std::string seen;
+        EXPECT_TRUE(c->send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+        EXPECT_TRUE(c->read_until(seen, ": subscribed")) << seen;
+        return c;
+    }
+
     static std::string user_body(const std::string& text)
     {
         return R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
@@ -201,10 +211,13 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     };
     const std::string id = create(*a);
     fill(id);
+    const auto events = subscribe(*a, id);
     test::raw_conn first(a->p.port);
     ASSERT_TRUE(first.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"));
-    // The second request comes while the first holds the lease (it is in its 1.5 s model call).
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // The second request comes while the first holds the lease: a compaction starts (its event)
+    // only once it holds it, and then it is in its 1.5 s model call.
+    std::string seen;
+    ASSERT_TRUE(events->read_until(seen, "event: compaction_start")) << seen;
     const auto second = test::ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(status_of(second), "HTTP/1.1 409") << second;
     EXPECT_NE(second.find("compaction_in_progress"), std::string::npos) << second;
@@ -218,9 +231,11 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     fill(other);
     auto doomed = start(10000);
     ASSERT_NE(doomed->p.port, 0);
+    const auto doomed_events = subscribe(*doomed, other);
     test::raw_conn killed(doomed->p.port);
     ASSERT_TRUE(killed.send("POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    seen.clear();
+    ASSERT_TRUE(doomed_events->read_until(seen, "event: compaction_start")) << seen;  // it holds the lease
     const auto blocked = test::ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
     EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos) << "the doomed node holds the lease: " << blocked;
     doomed->kill_now();
