@@ -661,6 +661,19 @@ TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refu
     EXPECT_NE(why.find("deeper"), std::string::npos) << why;
 }
 
+TEST(agent_server_request_json, the_one_pass_parse_builds_what_boost_json_builds)
+{
+    const std::string body = R"({"type":"message","message":{"role":"user","content":[{"type":"text",)"
+                              R"("text":"esc \"q\" \\ \n \u00e9 \ud83d\ude00 caf\u00e9 long )" + std::string(5000, 'x') + R"("}],)"
+                              R"("timestamp":1,"n":-12,"u":18446744073709551615,"d":1.5e300,"z":0.0,"t":true,"f":false,)"
+                              R"("nil":null,"empty":{},"list":[[],[1,[2,{}]]]},"\u006bey":"v"})";
+    std::string why;
+    const auto parsed = server::parse_request_object(body, 64, why);
+    ASSERT_TRUE(parsed) << why;
+    EXPECT_EQ(json::value(*parsed), json::parse(body));
+    EXPECT_EQ(parsed->at("key"), "v");  // keys are decoded as values are
+}
+
 TEST_F(agent_server_test, malformed_http_gets_400_with_a_json_error)
 {
     start();

@@ -54,10 +54,14 @@ protected:
         url_ = *url;
     }
 
-    std::unique_ptr<node> start(int delay_ms)
+    // A node; with `debug` it logs each compaction's plan, which it makes once it holds the lease.
+    std::unique_ptr<node> start(int delay_ms, bool debug = false)
     {
+        std::vector<std::string> args{"--no-auth", "--port", "0", "--threads", "2", "--store", url_};
+        if (debug)
+            args.insert(args.end(), {"--log-level", "debug"});
         auto n = std::make_unique<node>(test::server_launch{
-            .args = {"--no-auth", "--port", "0", "--threads", "2", "--store", url_},
+            .args = std::move(args),
             .env = {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}}});
         EXPECT_NE(n->p.port, 0) << n->p.log;
         return n;
@@ -89,15 +93,9 @@ protected:
         return n;
     }
 
-    // Subscribes to a session's events on node `n` (the returned connection streams them).
-    static std::unique_ptr<test::raw_conn> subscribe(const node& n, const std::string& id)
-    {
-        auto c = std::make_unique<test::raw_conn>(n.p.port);
-        std::string seen;
-        EXPECT_TRUE(c->send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
-        EXPECT_TRUE(c->read_until(seen, ": subscribed")) << seen;
-        return c;
-    }
+    // Waits until node `n` holds a compaction's lease: its plan is logged (at debug) right after
+    // the lease is taken, before the model call.
+    static bool holds_the_lease(node& n) { return n.p.wait_for_output("compaction plan:", std::chrono::seconds(30)); }
 
     static std::string user_body(const std::string& text)
     {
@@ -195,7 +193,7 @@ TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_e
 
 TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_nothing_behind)
 {
-    auto a = start(1500);  // the offline summarizer takes 1.5 s: both requests overlap
+    auto a = start(1500, true);  // the offline summarizer takes 1.5 s: both requests overlap
     auto b = start(1500);
     ASSERT_NE(a->p.port, 0);
     ASSERT_NE(b->p.port, 0);
@@ -211,13 +209,10 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     };
     const std::string id = create(*a);
     fill(id);
-    const auto events = subscribe(*a, id);
     test::raw_conn first(a->p.port);
     ASSERT_TRUE(first.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"));
-    // The second request comes while the first holds the lease: a compaction starts (its event)
-    // only once it holds it, and then it is in its 1.5 s model call.
-    std::string seen;
-    ASSERT_TRUE(events->read_until(seen, "event: compaction_start")) << seen;
+    // The second request comes while the first holds the lease (then it is in its 1.5 s model call).
+    ASSERT_TRUE(holds_the_lease(*a)) << a->p.log;
     const auto second = test::ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(status_of(second), "HTTP/1.1 409") << second;
     EXPECT_NE(second.find("compaction_in_progress"), std::string::npos) << second;
@@ -229,13 +224,11 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     // A node killed in the middle of its compaction: nothing partial, and the lease is free.
     const std::string other = create(*a);
     fill(other);
-    auto doomed = start(10000);
+    auto doomed = start(10000, true);
     ASSERT_NE(doomed->p.port, 0);
-    const auto doomed_events = subscribe(*doomed, other);
     test::raw_conn killed(doomed->p.port);
     ASSERT_TRUE(killed.send("POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    seen.clear();
-    ASSERT_TRUE(doomed_events->read_until(seen, "event: compaction_start")) << seen;  // it holds the lease
+    ASSERT_TRUE(holds_the_lease(*doomed)) << doomed->p.log;
     const auto blocked = test::ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
     EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos) << "the doomed node holds the lease: " << blocked;
     doomed->kill_now();
