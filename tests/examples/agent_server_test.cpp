@@ -624,6 +624,46 @@ TEST_F(agent_server_test, accept_keeps_working_after_running_out_of_descriptors)
     EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
 }
 
+TEST_F(agent_server_test, an_open_out_of_descriptors_closes_idle_sessions_and_tries_again)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "descriptor exhaustion is not observable under sanitizers";  // as above
+#endif
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 0; };  // only the descriptors limit them
+    start();
+    for (int i = 0; i < 6; ++i)
+        ASSERT_FALSE(new_session().empty());  // open and idle
+    test::session_text t(3, "extra");
+    t.user("u0", "hello").assistant("a0", "hi");
+    std::ofstream(dir_ / "extra.jsonl", std::ios::binary) << t.text;
+    raw_conn c(port_);  // connected before the table fills
+    ASSERT_TRUE(c.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string out;
+    ASSERT_TRUE(c.read_until(out, "no such session")) << out;
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int highest = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd"))
+        highest = std::max(highest, std::stoi(e.path().filename().string()));
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(highest) + 8;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    std::vector<int> filler;
+    for (int fd; filler.size() < 4096 && (fd = ::dup(0)) >= 0;)
+        filler.push_back(fd);
+    const bool exhausted = errno == EMFILE;
+    out.clear();
+    const bool sent = c.send("GET /v1/sessions/extra/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    const bool answered = c.read_to_close(out);
+    for (int fd : filler)
+        ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    ASSERT_TRUE(exhausted);
+    ASSERT_TRUE(sent && answered) << out;
+    EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;  // idle sessions were closed to open it
+    EXPECT_EQ(raw_body(out).at("leafId"), "a0") << out;
+}
+
 TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_next_append)
 {
     start();
