@@ -36,7 +36,7 @@ role role_from_string(std::string_view s) noexcept
         return role::tool_result;
     if (s == "bashExecution")
         return role::bash_execution;
-    // hookMessage is the v2 name; migration renames it to custom (§1.8). In a v3 file Pi keeps
+    // hookMessage is the v2 name; migration renames it to custom. In a v3 file Pi keeps
     // it as an unknown role: no tokens, never a cut point, not sent.
     if (s == "custom")
         return role::custom;
@@ -293,7 +293,7 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
 
     const std::string content_path = f.path_of("content");
     // Pi 1.6 normalizes null or missing content of user/assistant/toolResult to [] and of
-    // system to "" at projection time (delta §1.6); legacy custom messages stay strict.
+    // system to "" at projection time (Pi 1.6); legacy custom messages stay strict.
     auto read_content = [&](bool required, bool array_only, bool null_ok = true) -> bool {
         const auto* v = f.opt_value("content");
         if (null_ok && (!v || v->is_null()))

@@ -1,4 +1,4 @@
-// prepare_compaction (Pi 1.6 delta §6): projected range, cut, summarized/prefix/kept split, file ops.
+// prepare_compaction (Pi 1.6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
 #include <algorithm>
@@ -8,7 +8,7 @@ namespace agentctx::compaction {
 
 namespace {
 
-// Delta §6 step 9: projected messages without system messages; compactions contribute nothing,
+// Pi 1.6: projected messages without system messages; compactions contribute nothing,
 // nor do pinned entries (they are kept verbatim).
 void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, const std::set<std::string>& pinned,
              std::vector<context_message>& out)
