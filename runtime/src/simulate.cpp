@@ -14,8 +14,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <spdlog/logger.h>
+
 #include <functional>
 #include <map>
+#include <unordered_map>
 
 namespace agentctx::runtime {
 
@@ -70,11 +73,13 @@ protected:
         summary_call call;
         call.parts = {{digest_of(prompt.system_prompt), text_tokens(prompt.system_prompt)},
                       {digest_of(prompt.prompt), text_tokens(prompt.prompt)}};
-        inner_.async_summarize(std::move(prompt), [this, call = std::move(call), h = std::move(handler)](
-                                                      boost::system::error_code ec, compaction::summary_output out) mutable {
+        // Shared, so that the completion handler stays copyable as the inner initiation needs.
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        inner_.async_summarize(std::move(prompt), [this, call = std::move(call), h](boost::system::error_code ec,
+                                                                                    compaction::summary_output out) mutable {
             call.output = text_tokens(out.text);
             calls_.push_back(std::move(call));
-            std::move(h)(ec, std::move(out));
+            std::move (*h)(ec, std::move(out));
         });
     }
 
@@ -112,9 +117,10 @@ public:
         session_config config;
         config.settings = policy_.settings;
         config.compat = policy_.mode;
+        config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
         config.model = {"simulated", "simulated", options_.context_window, options_.max_output_tokens};
         config.summarizer = std::make_shared<recording_summarizer>(ioc_.get_executor(), calls_);
-        auto header = compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd);
+        auto header = compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
         auto s = session::create(ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag);
         if (!s)
             return s.error();
@@ -195,16 +201,25 @@ private:
         if (options_.system_tokens > 0)
             parts.push_back({digest_of("system"), options_.system_tokens});
         for (const auto& m : session_->context())
-        {
-            const auto wire = providers::to_wire_messages(format, std::span(&m, 1));
-            parts.push_back({digest_of(compaction::stringify(wire)), static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))});
-        }
+            parts.push_back(part_of(m, format));
         const auto billing = cache_.request(now_, parts, true);
         last_input_ = billing.total();
         const auto& msg = *e.message;
         last_output_ = msg.usage && msg.usage->output > 0 ? msg.usage->output
                                                           : static_cast<std::int64_t>(compaction::estimate_tokens(msg));
         cost_.bill(options_.prices, billing, last_output_, false);
+    }
+
+    // A message's rendering and size, computed once: snapshots share unchanged messages.
+    request_part part_of(const compaction::context_message& m, providers::wire_format format)
+    {
+        auto [it, added] = parts_.try_emplace(m.msg.get(), m.msg, request_part{});
+        if (added)
+        {
+            const auto wire = providers::to_wire_messages(format, std::span(&m, 1));
+            it->second.second = {digest_of(compaction::stringify(wire)), static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
+        }
+        return it->second.second;
     }
 
     // The entry as recorded, re-parented by the session; its usage is the simulated request's.
@@ -277,6 +292,9 @@ private:
     compaction::policy_cost cost_;
     std::vector<summary_call> calls_;
     std::map<std::string, std::string> ids_;
+    // Keyed by the message's address; the pointer kept beside it so no address is reused.
+    std::unordered_map<const compaction::message*,
+                       std::pair<std::shared_ptr<const compaction::message>, request_part>> parts_;
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;
     std::int64_t last_input_ = 0, last_output_ = 0;

@@ -157,7 +157,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     auto path = load_planning_path(s.log_, diag);
     if (!path)
         return failure{path.error(), diag.message};
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
+    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
                                    diag);
     if (!prep)
     {

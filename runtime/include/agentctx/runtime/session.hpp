@@ -1,6 +1,7 @@
 // The session actor: one conversation's log, store and snapshot, owned by one strand.
 #pragma once
 
+#include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
@@ -68,6 +69,9 @@ struct session_config
     /// next compaction resumes from it like from a progress entry (checked the same way; a
     /// refusal is named in `progressRejected`) when the file holds no newer progress entry.
     std::optional<compaction::progress_record> saved_progress;
+    /// `pi`: plan every compaction as Pi 1.6.0 does (its cut points, without agentctx's fixes);
+    /// what `agentctx simulate --policy pi` replays. Default: agentctx.
+    compaction::compat_mode compat = compaction::compat_mode::agentctx;
 };
 
 /// What a trigger or a compaction did.
