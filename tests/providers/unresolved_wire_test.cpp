@@ -2,6 +2,7 @@
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/request_view.hpp>
+#include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/memory_store.hpp>
