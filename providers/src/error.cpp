@@ -21,6 +21,7 @@ const char* to_string(errc e) noexcept
     case errc::response_too_large: return "response_too_large";
     case errc::native_invalid: return "native_invalid";
     case errc::not_supported: return "not_supported";
+    case errc::invalid_wire_message: return "invalid_wire_message";
     }
     return "unknown";
 }

@@ -508,6 +508,8 @@ compaction::result<std::optional<provider_config>> provider_from_environment(
             c.stream = v->get_bool();
         if (const auto* v = section->if_contains("countTokens"); v && v->is_bool())
             c.exact_counting = v->get_bool();
+        if (const auto* v = section->if_contains("compactionParameter"); v && v->is_bool())
+            c.compaction_parameter = v->get_bool();
         if (const auto* v = section->if_contains("nativeCompaction"))
         {
             if (v->is_bool())

@@ -84,6 +84,47 @@ inline compaction::usage openai_style_usage(const json::object& u, std::string_v
     return out;
 }
 
+/// Chat Completions usage (`prompt_tokens`, `prompt_tokens_details.cached_tokens`, `completion_tokens`).
+inline compaction::usage chat_completions_usage(const json::object& u)
+{
+    return openai_style_usage(u, "prompt_tokens", "prompt_tokens_details", "completion_tokens");
+}
+
+/// Responses usage (`input_tokens`, `input_tokens_details.cached_tokens`, `output_tokens`).
+inline compaction::usage responses_usage(const json::object& u)
+{
+    return openai_style_usage(u, "input_tokens", "input_tokens_details", "output_tokens");
+}
+
+/// Chat Completions `finish_reason` as Pi's stop reason (unknown values: `stop`).
+inline compaction::stop_reason openai_stop(std::string_view finish)
+{
+    using compaction::stop_reason;
+    if (finish == "stop")
+        return stop_reason::stop;
+    if (finish == "length")
+        return stop_reason::length;
+    if (finish == "tool_calls" || finish == "function_call")
+        return stop_reason::tool_use;
+    if (finish == "content_filter")
+        return stop_reason::error;
+    return stop_reason::stop;
+}
+
+/// Anthropic `stop_reason` as Pi's stop reason (end_turn, stop_sequence, pause_turn and unknown
+/// values: `stop`).
+inline compaction::stop_reason anthropic_stop(std::string_view reason)
+{
+    using compaction::stop_reason;
+    if (reason == "max_tokens" || reason == "model_context_window_exceeded")
+        return stop_reason::length;
+    if (reason == "tool_use")
+        return stop_reason::tool_use;
+    if (reason == "refusal")
+        return stop_reason::error;
+    return stop_reason::stop;
+}
+
 inline void anthropic_usage(const json::object& u, compaction::usage& out)
 {
     if (u.contains("input_tokens"))

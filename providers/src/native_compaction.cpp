@@ -136,9 +136,44 @@ compaction::usage anthropic_native_usage(const json::object& u)
     return out;
 }
 
-compaction::usage responses_usage(const json::object& u)
+bool blank(std::string_view s)
 {
-    return openai_style_usage(u, "input_tokens", "input_tokens_details", "output_tokens");
+    return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// The compaction request: the edit form (`context_management.edits[compact_20260112]`, paused
+// after the compaction) or, with `compaction_parameter`, the on-demand `compaction` parameter,
+// which takes no trigger and no pause flag and treats blank instructions as absent.
+void anthropic_native_body(const provider_config& cfg, const native_request& req, const native_replay* previous,
+                           json::object& body)
+{
+    body["max_tokens"] = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
+    if (!req.system.empty())
+        body["system"] = req.system;
+    auto messages = to_wire_messages(wire_format::anthropic, req.window, previous);
+    // The request has to end with a user turn (the edit runs before the model answers).
+    const json::object ask{{"type", "text"}, {"text", "Compact the conversation so far."}};
+    if (messages.empty() || messages.back().as_object().at("role").as_string() != "user")
+        messages.push_back(json::object{{"role", "user"}, {"content", json::array{ask}}});
+    body["messages"] = std::move(messages);
+    if (cfg.compaction_parameter)
+    {
+        json::object compaction{{"type", "summarize"}};
+        if (req.instructions && !blank(*req.instructions))
+            compaction["instructions"] = *req.instructions;
+        body["compaction"] = std::move(compaction);
+    }
+    else
+    {
+        json::object edit{{"type", "compact_20260112"},
+                          {"trigger", json::object{{"type", "input_tokens"}, {"value", req.trigger_tokens}}},
+                          {"pause_after_compaction", true}};
+        edit["instructions"] = req.instructions ? json::value(*req.instructions) : json::value(nullptr);
+        body["context_management"] = json::object{{"edits", json::array{std::move(edit)}}};
+    }
+    body["metadata"] = json::object{{"user_id", new_routing_id()}};
+    if (cfg.stream)
+        body["stream"] = true;
 }
 
 compaction::result<native_reply> invalid(diagnostics& diag, std::string why)
@@ -194,23 +229,7 @@ http_request build_native_request(const provider_config& cfg, const native_reque
     {
         r.url = anthropic_url(cfg, "/messages");
         r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
-        body["max_tokens"] = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
-        if (!req.system.empty())
-            body["system"] = req.system;
-        auto messages = to_wire_messages(wire_format::anthropic, req.window, previous);
-        // The edit runs before the model answers; the request still has to end with a user turn.
-        const json::object ask{{"type", "text"}, {"text", "Compact the conversation so far."}};
-        if (messages.empty() || messages.back().as_object().at("role").as_string() != "user")
-            messages.push_back(json::object{{"role", "user"}, {"content", json::array{ask}}});
-        body["messages"] = std::move(messages);
-        json::object edit{{"type", "compact_20260112"},
-                          {"trigger", json::object{{"type", "input_tokens"}, {"value", req.trigger_tokens}}},
-                          {"pause_after_compaction", true}};
-        edit["instructions"] = req.instructions ? json::value(*req.instructions) : json::value(nullptr);
-        body["context_management"] = json::object{{"edits", json::array{std::move(edit)}}};
-        body["metadata"] = json::object{{"user_id", new_routing_id()}};
-        if (cfg.stream)
-            body["stream"] = true;
+        anthropic_native_body(cfg, req, previous, body);
     }
     else
     {

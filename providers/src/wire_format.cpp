@@ -25,33 +25,9 @@ using namespace detail;
 
 namespace {
 
-stop_reason openai_stop(std::string_view finish)
-{
-    if (finish == "stop")
-        return stop_reason::stop;
-    if (finish == "length")
-        return stop_reason::length;
-    if (finish == "tool_calls" || finish == "function_call")
-        return stop_reason::tool_use;
-    if (finish == "content_filter")
-        return stop_reason::error;
-    return stop_reason::stop;
-}
-
-stop_reason anthropic_stop(std::string_view reason)
-{
-    if (reason == "max_tokens" || reason == "model_context_window_exceeded")
-        return stop_reason::length;
-    if (reason == "tool_use")
-        return stop_reason::tool_use;
-    if (reason == "refusal")
-        return stop_reason::error;
-    return stop_reason::stop;  // end_turn, stop_sequence, pause_turn
-}
-
 void openai_usage(const json::object& u, compaction::usage& out)
 {
-    const auto read = openai_style_usage(u, "prompt_tokens", "prompt_tokens_details", "completion_tokens");
+    const auto read = chat_completions_usage(u);
     out.input = read.input;
     out.cache_read = read.cache_read;
     out.cache_write = 0;

@@ -556,3 +556,132 @@ TEST_F(native_fake_test, truncated_streams_resets_and_bad_counts_are_reported_as
     EXPECT_EQ(compact(o).first, make_error_code(errc::transient));
     EXPECT_EQ(count(o).first, make_error_code(errc::malformed_response));
 }
+
+namespace {
+
+// The window of window() as an Anthropic request sends it, with the closing ask.
+constexpr std::string_view anthropic_window_messages = R"([
+  {"role":"user","content":[{"type":"text","text":"fix the build"}]},
+  {"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"bash","input":{"command":"ls"}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"Makefile src"}]}]},
+  {"role":"assistant","content":[{"type":"text","text":"Found it."}]},
+  {"role":"user","content":[{"type":"text","text":"Compact the conversation so far."}]}])";
+
+// A signed block with tool changes, as the newer API returns it (field order as sent).
+constexpr std::string_view signed_block =
+    R"({"type":"compaction","content":"## Goal\nSigned.","encrypted_content":"ENC-s","signature":"SIG-4f2a==",)"
+    R"("tool_changes":[{"type":"tool_addition","name":"grep"},{"type":"tool_removal","name":"write"}]})";
+
+// The parameter form's reply: the block alone, the usage without `iterations`.
+std::string parameter_reply()
+{
+    return R"({"id":"msg_2","type":"message","role":"assistant","model":"claude-test","content":[)" +
+           std::string(signed_block) + R"(],"stop_reason":"compaction","usage":{"input_tokens":61000,"output_tokens":900}})";
+}
+
+// The request body without its per-request routing id (checked to be present).
+json::object without_routing_id(const std::string& text)
+{
+    auto body = json::parse(text).as_object();
+    const auto& id = body.at("metadata").at("user_id").as_string();
+    EXPECT_EQ(id.size(), 36u);
+    body.erase("metadata");
+    return body;
+}
+
+}  // namespace
+
+TEST(native_request, anthropic_parameter_form_replaces_the_edit_with_the_summarize_parameter)
+{
+    auto cfg = config(wire_format::anthropic);
+    cfg.compaction_parameter = true;
+    native_request req;
+    req.window = window();
+    req.system = "You are the coding agent.";
+    req.model = "claude-loop";
+    req.instructions = "Keep file paths.";
+    const auto r = build_native_request(cfg, req);
+    EXPECT_EQ(r.url, "http://127.0.0.1:9/v1/messages");
+    EXPECT_EQ(header(r, "anthropic-beta"), "compact-2026-01-12");
+    const auto expected = json::parse(R"({"model":"claude-loop","max_tokens":4096,"system":"You are the coding agent.",)"
+                                      R"("messages":)" + std::string(anthropic_window_messages) +
+                                      R"(,"compaction":{"type":"summarize","instructions":"Keep file paths."}})");
+    EXPECT_EQ(json::value(without_routing_id(r.body)), expected);
+
+    // No trigger, no pause flag; blank or absent instructions are left out (the server's prompt).
+    for (const std::optional<std::string>& none : {std::optional<std::string>(), std::optional<std::string>(" \n\t")})
+    {
+        req.instructions = none;
+        EXPECT_EQ(json::value(without_routing_id(build_native_request(cfg, req).body).at("compaction")),
+                  json::parse(R"({"type":"summarize"})"));
+    }
+    // The default stays the edit form, without the parameter.
+    const auto edit = without_routing_id(build_native_request(config(wire_format::anthropic), req).body);
+    EXPECT_FALSE(edit.contains("compaction"));
+    EXPECT_EQ(edit.at("context_management").at("edits").at(0).at("type"), "compact_20260112");
+    EXPECT_EQ(edit.at("messages"), json::parse(anthropic_window_messages));
+}
+
+TEST(native_response, anthropic_signature_and_tool_changes_are_kept_verbatim)
+{
+    for (const std::string& body : {test::anthropic_compaction_body({std::string(signed_block)}), parameter_reply()})
+    {
+        diagnostics d;
+        auto r = parse_native_response(wire_format::anthropic, body, "claude-loop", d);
+        ASSERT_TRUE(r) << d.message;
+        EXPECT_EQ(compaction::stringify(r->state.item), signed_block);
+        EXPECT_EQ(r->usage.input, 61000);
+        EXPECT_EQ(r->usage.output, 900);
+        // Stored and reloaded, then sent back: the same bytes.
+        auto stored = parse_native_state(json::parse(compaction::stringify(to_json(r->state))), d);
+        ASSERT_TRUE(stored) << d.message;
+        EXPECT_EQ(compaction::stringify(stored->item), signed_block);
+        const native_replay replay{*stored, "c1"};
+        const std::vector<context_message> ctx{summary_message("## Goal\nSigned.", "c1"),
+                                               text_message(role::user, "next", "u9")};
+        const auto msgs = to_wire_messages(wire_format::anthropic, ctx, &replay);
+        ASSERT_EQ(msgs.size(), 2u);
+        EXPECT_EQ(compaction::stringify(msgs[0]), R"({"role":"assistant","content":[)" + std::string(signed_block) + "]}");
+    }
+}
+
+TEST_F(native_fake_test, anthropic_both_request_forms_return_the_signed_block_verbatim)
+{
+    // Each form gets its own reply shape.
+    server_.route("/v1/messages", [](const test::recorded_request& rec) {
+        test::scripted_response r;
+        r.body = json::parse(rec.body).as_object().contains("compaction")
+                     ? parameter_reply()
+                     : test::anthropic_compaction_body({std::string(signed_block)});
+        return r;
+    });
+    for (const bool parameter : {false, true})
+    {
+        auto c = config(wire_format::anthropic, server_.base_url());
+        c.compaction_parameter = parameter;
+        http_summarizer s(ioc_.get_executor(), c);
+        auto [ec, r] = compact(s);
+        ASSERT_FALSE(ec) << r.failure_detail;
+        EXPECT_EQ(compaction::stringify(r.state.item), signed_block) << parameter;
+        EXPECT_EQ(r.readable, "## Goal\nSigned.");
+        EXPECT_EQ(r.usage.input, 61000);
+        const auto sent = without_routing_id(server_.requests().back().body);
+        EXPECT_EQ(sent.contains("compaction"), parameter);
+        EXPECT_EQ(sent.contains("context_management"), !parameter);
+        if (parameter)
+        {
+            EXPECT_EQ(sent.at("compaction"), json::parse(R"({"type":"summarize"})"));
+        }
+        EXPECT_EQ(sent.at("messages"), json::parse(anthropic_window_messages));
+    }
+}
+
+TEST(provider_config, compaction_parameter_is_a_setting_off_by_default)
+{
+    const auto get = [](const char* n) -> const char* { return std::string_view(n) == "ANTHROPIC_API_KEY" ? "k" : nullptr; };
+    diagnostics d;
+    auto section = json::parse(R"({"name":"anthropic","nativeCompaction":true})").as_object();
+    EXPECT_FALSE(provider_from_environment(&section, get, d).value()->compaction_parameter);
+    section["compactionParameter"] = true;
+    EXPECT_TRUE(provider_from_environment(&section, get, d).value()->compaction_parameter);
+}

@@ -23,6 +23,7 @@ enum class errc
     response_too_large,    ///< the response (headers + decoded body) exceeded its size cap
     native_invalid,        ///< a native compaction response without exactly one valid compaction item
     not_supported,         ///< the provider or model does not offer this capability
+    invalid_wire_message,  ///< provider-format input (messages, items, usage) that cannot become Pi messages
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -91,7 +91,7 @@ private:
 
 /// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
 /// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes",
-/// "countTokens", "nativeCompaction"}`) and the environment
+/// "countTokens", "nativeCompaction", "compactionParameter"}`) and the environment
 /// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
 /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
 /// (use the offline summarizer). A hosted provider without a key is `not_configured`.

@@ -79,7 +79,10 @@ struct native_reply
 };
 
 /// `POST {base}/v1/messages` with `anthropic-beta: compact-2026-01-12` and the
-/// `compact_20260112` edit (`pause_after_compaction: true`), or `POST {base}/responses/compact`.
+/// `compact_20260112` edit (`pause_after_compaction: true`), or, when the configuration says the
+/// model takes it (`provider_config::compaction_parameter`), the on-demand
+/// `compaction: {"type": "summarize", "instructions"?}` parameter instead of the edit;
+/// or `POST {base}/responses/compact`.
 http_request build_native_request(const provider_config& cfg, const native_request& req);
 
 /**

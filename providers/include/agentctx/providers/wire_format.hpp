@@ -47,6 +47,11 @@ struct provider_config
     /// whole prefix with `count_tokens` / `responses/input_tokens` instead of the estimate.
     bool exact_counting = false;
     native_mode native = native_mode::off;
+    /// Anthropic: the model takes the on-demand `compaction: {"type": "summarize"}` request
+    /// parameter (setting `compactionParameter`), which compacts the whole request and returns the
+    /// signed compaction block alone; native compaction then asks with it instead of the
+    /// `compact_20260112` context-management edit (the default).
+    bool compaction_parameter = false;
     int max_retries = 3;
     std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
     std::chrono::milliseconds max_delay{60000};

@@ -1,0 +1,68 @@
+// Provider-format conversation input: Chat Completions messages, Responses items and Anthropic Messages as Pi messages.
+#pragma once
+
+#include <agentctx/compaction/error.hpp>
+#include <agentctx/providers/error.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agentctx::providers {
+
+/// The provider formats an agent may hold its conversation in.
+enum class input_format
+{
+    openai,     ///< Chat Completions `messages`
+    responses,  ///< Responses `input` items
+    anthropic,  ///< Anthropic Messages `messages`
+};
+
+/// `openai`, `responses`, `anthropic`; nullopt for any other name.
+std::optional<input_format> input_format_from_string(std::string_view name) noexcept;
+std::string_view to_string(input_format f) noexcept;
+
+/// What the provider said about the call that produced the batch's last assistant message.
+struct wire_input_options
+{
+    /// The provider's `usage` object as returned, attached (in Pi's shape) to the batch's last
+    /// assistant message; other assistant messages get zero usage, which token accounting skips.
+    std::optional<boost::json::value> usage;
+    /// The provider's stop reason in its own spelling, for the last assistant message: Chat
+    /// Completions `finish_reason`, Anthropic `stop_reason`, Responses `status` or
+    /// `incomplete_details.reason`. Absent: `toolUse` when the message calls tools, else `stop`.
+    std::optional<std::string> stop_reason;
+    std::optional<std::string> provider, model;  ///< on every assistant message when set
+    std::optional<double> timestamp;             ///< Unix ms, on every message when set
+    /// The tool name of a result whose call is not in the batch (an earlier turn's call);
+    /// unset or empty answer: the result's `toolName` is "".
+    std::function<std::string(std::string_view call_id)> tool_name;
+};
+
+/**
+ * @brief Converts the messages (or items) an agent holds, in format `f`, to Pi messages.
+ *
+ * The inverse of to_wire_messages / to_responses_input for what those render:
+ * - text (string or parts), images (base64 `data:` URLs or Anthropic base64 sources only: nothing
+ *   is fetched), tool calls with their ids, names and arguments (a JSON object; Chat Completions
+ *   and Responses send it as a JSON string), tool results with their call ids and `is_error`;
+ * - Anthropic `thinking` (signature in `thinkingSignature`) and `redacted_thinking` (`redacted`);
+ *   Responses `reasoning` items (summary text in `thinking`, the whole item serialized in
+ *   `thinkingSignature`, as Pi's own Responses client stores it);
+ * - `system` / `developer` messages become Pi `system` messages (the session's prompt state).
+ *
+ * Returns `{"role": …}` message objects in Pi's key order, ready for `{"type":"message",
+ * "message": …}` entries. Any unknown or malformed item fails the whole batch with
+ * `invalid_wire_message` and the field path in `diag.message`
+ * (`messages[3].tool_calls[0].function.arguments: not valid JSON`); nothing is returned then.
+ */
+compaction::result<std::vector<boost::json::object>> from_wire_messages(input_format f, const boost::json::value& items,
+                                                                        const wire_input_options& options,
+                                                                        diagnostics& diag);
+
+}  // namespace agentctx::providers

@@ -1,0 +1,96 @@
+// Path-aware reading of provider-format input and the Pi blocks and messages it becomes.
+#pragma once
+
+#include <agentctx/providers/error.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agentctx::providers::detail {
+
+namespace json = boost::json;
+
+inline std::string index_path(const std::string& path, std::size_t i)
+{
+    return path + "[" + std::to_string(i) + "]";
+}
+
+inline std::string field_path(const std::string& path, std::string_view key)
+{
+    return path + "." + std::string(key);
+}
+
+/// Reads provider JSON; the first failure is kept in `diag.message` as `<path>: <why>` and every
+/// later call fails too, so a converter can stop at its next check.
+class wire_reader
+{
+public:
+    explicit wire_reader(diagnostics& diag) : diag_(diag) {}
+
+    bool failed() const noexcept { return failed_; }
+    /// Records the failure (the first one wins); always false, to `return rd.fail(…)`.
+    bool fail(const std::string& path, std::string_view why);
+
+    const json::object* object(const json::value& v, const std::string& path);
+    /// A required string field.
+    std::optional<std::string> string(const json::object& o, std::string_view key, const std::string& path);
+    /// A string field that may be absent or null (nullopt then, without failing).
+    std::optional<std::string> opt_string(const json::object& o, std::string_view key, const std::string& path);
+    /// A boolean field that may be absent or null (false then).
+    bool opt_bool(const json::object& o, std::string_view key, const std::string& path, bool& out);
+    /// A required array field.
+    const json::array* array(const json::object& o, std::string_view key, const std::string& path);
+    /// A required object field.
+    const json::object* object_field(const json::object& o, std::string_view key, const std::string& path);
+
+    /// Tool-call arguments sent as a JSON string: a JSON object ("" counts as `{}`).
+    std::optional<json::object> arguments_text(const json::object& o, std::string_view key, const std::string& path);
+    /// `data:<mime>;base64,<data>` as a Pi image block.
+    std::optional<json::object> data_url_image(const json::object& o, std::string_view key, const std::string& path);
+
+private:
+    diagnostics& diag_;
+    bool failed_ = false;
+};
+
+json::object pi_text(std::string text);
+json::object pi_image(std::string data, std::string mime_type);
+json::object pi_tool_call(std::string id, std::string name, json::object arguments);
+
+/// The Pi messages of one batch as they are read; wire_input.cpp completes them.
+struct pi_batch
+{
+    std::vector<json::object> messages;
+
+    void user(json::value content) { messages.push_back(json::object{{"role", "user"}, {"content", std::move(content)}}); }
+    void system(json::value content)
+    {
+        messages.push_back(json::object{{"role", "system"}, {"content", std::move(content)}});
+    }
+    /// A new assistant message with `content`; its other fields are added at the end.
+    void assistant(json::array content)
+    {
+        messages.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+    }
+    void tool_result(std::string call_id, json::array content, bool is_error)
+    {
+        messages.push_back(json::object{{"role", "toolResult"},
+                                        {"toolCallId", std::move(call_id)},
+                                        {"toolName", ""},
+                                        {"content", std::move(content)},
+                                        {"isError", is_error}});
+    }
+};
+
+/// One converter per format: false (the failure in `rd`) at the first bad item.
+bool read_chat_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
+bool read_responses_items(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
+bool read_anthropic_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
+
+}  // namespace agentctx::providers::detail
