@@ -1,4 +1,4 @@
-// What the accept loop does after a failed accept: the decision, without any I/O (testable).
+// What the accept loop decides: after a failed accept, and whether a new connection is admitted (no I/O).
 #pragma once
 
 #include <boost/asio/error.hpp>
@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 
 namespace agentctx::server {
 
@@ -38,5 +39,22 @@ inline accept_action classify_accept_error(const boost::system::error_code& ec, 
 
 /// How long the loop waits after a back_off (descriptors are freed as connections time out).
 inline constexpr std::chrono::milliseconds accept_back_off{100};
+
+enum class admission
+{
+    accept,             ///< under the connection cap
+    accept_after_idle,  ///< at the cap: close the longest-idle keep-alive connection, then accept
+    refuse,             ///< at the cap and every connection is busy: 503 and close
+};
+
+/// Whether a new connection is admitted with `open` connections open (`idle` of them waiting for
+/// their next request) under a cap of `limit` (0 = none). An idle connection costs nothing to
+/// close (its client reconnects), so it makes room before a new client is refused.
+inline admission admit_connection(std::size_t open, std::size_t limit, std::size_t idle)
+{
+    if (limit == 0 || open < limit)
+        return admission::accept;
+    return idle > 0 ? admission::accept_after_idle : admission::refuse;
+}
 
 }  // namespace agentctx::server

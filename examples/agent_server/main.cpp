@@ -1,9 +1,11 @@
 // agent_server: an HTTP server that keeps agent sessions compacted (see server.hpp for endpoints).
+#include "descriptor_budget.hpp"
 #include "server.hpp"
 #include "summarizers.hpp"
 
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/providers/provider_url.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/asio/signal_set.hpp>
@@ -14,16 +16,134 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <optional>
-#include <string>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 namespace {
+
+using namespace agentctx;
+
+constexpr const char* usage =
+    "usage: agent_server [--address A] [--port N] [--data-dir DIR | --store postgresql://...]\n"
+    "                    [--threads N]\n"
+    "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
+    "                    [--max-open-sessions N] [--max-connections N] (0 = no limit; default: from ulimit -n)\n"
+    "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
+    "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
+    "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
+    "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
+    "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
+    "The server binds to 127.0.0.1 unless --address says otherwise.\n"
+    "Idle sessions beyond --max-open-sessions are closed, least recently used first, and\n"
+    "reopened from disk on their next request; when every open session is busy, a request\n"
+    "that needs another one gets 503 too_many_open_sessions. Beyond --max-connections the\n"
+    "longest-idle connection is closed, or the new one gets 503 too_many_connections. Each\n"
+    "open session and each connection holds one descriptor: by default half of what\n"
+    "`ulimit -n` leaves (after the process's own) goes to each.\n"
+    "Settings: --settings FILE (default: $PI_CODING_AGENT_DIR/settings.json or\n"
+    "~/.pi/agent/settings.json), then DIR/.pi/settings.json with --trust-project.\n"
+    "--store (or AGENTCTX_STORE) keeps sessions in PostgreSQL instead of files, shared by\n"
+    "every node on that database (the schema is created or migrated at start).\n"
+    "The model provider comes from the settings' \"provider\" section or the environment\n"
+    "(see the README); offline otherwise.\n";
+
+// What the command line says, before anything is read or opened.
+struct command_line
+{
+    server::server_options opts;
+    int threads = 1;
+    const char* token_file = nullptr;
+    bool no_auth = false;
+    const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
+    // Settings as the CLI reads them: --settings FILE (else the global file), then the project's
+    // .pi/settings.json only with --trust-project (the project is --project-dir, else the
+    // server's working directory; never a session's client-supplied cwd).
+    runtime::settings_sources sources;
+    const char* settings_file = nullptr;
+    const char* store_url = std::getenv("AGENTCTX_STORE");
+    std::optional<std::size_t> max_open_sessions, max_connections;  ///< nullopt: from RLIMIT_NOFILE
+};
+
+std::size_t size_arg(const char* v)
+{
+    return static_cast<std::size_t>(std::max(0LL, std::atoll(v)));
+}
+
+// The flags that take a value, each with what it sets.
+std::vector<std::pair<std::string_view, std::function<void(command_line&, const char*)>>> valued_flags()
+{
+    using std::chrono::seconds;
+    return {
+        {"--port", [](command_line& c, const char* v) { c.opts.port = static_cast<std::uint16_t>(std::atoi(v)); }},
+        {"--store", [](command_line& c, const char* v) { c.store_url = v; }},
+        {"--data-dir", [](command_line& c, const char* v) { c.opts.data_dir = v; }},
+        {"--address", [](command_line& c, const char* v) { c.opts.address = v; }},
+        {"--threads", [](command_line& c, const char* v) { c.threads = std::max(1, std::atoi(v)); }},
+        {"--header-timeout", [](command_line& c, const char* v) { c.opts.header_timeout = seconds(std::max(1, std::atoi(v))); }},
+        {"--idle-timeout", [](command_line& c, const char* v) { c.opts.idle_timeout = seconds(std::max(1, std::atoi(v))); }},
+        {"--max-body-bytes", [](command_line& c, const char* v) { c.opts.body_limit = std::max<std::size_t>(1, size_arg(v)); }},
+        {"--max-header-bytes", [](command_line& c, const char* v) { c.opts.header_limit = std::max<std::size_t>(1, size_arg(v)); }},
+        {"--token-file", [](command_line& c, const char* v) { c.token_file = v; }},
+        {"--log-level", [](command_line& c, const char* v) { c.log_level = v; }},
+        {"--settings", [](command_line& c, const char* v) { c.settings_file = v; }},
+        {"--project-dir", [](command_line& c, const char* v) { c.sources.project_dir = v; }},
+        {"--max-open-sessions", [](command_line& c, const char* v) { c.max_open_sessions = size_arg(v); }},
+        {"--max-connections", [](command_line& c, const char* v) { c.max_connections = size_arg(v); }},
+    };
+}
+
+// The command line, or nullopt after printing the usage.
+std::optional<command_line> parse_arguments(int argc, char** argv)
+{
+    command_line c;
+    c.opts.data_dir = "agent-data";
+    c.opts.port = 8080;
+    c.sources.global = runtime::default_global_settings_path();
+    c.sources.project_dir = std::filesystem::current_path();
+    const auto flags = valued_flags();
+    for (int i = 1; i < argc; ++i)
+    {
+        const std::string_view arg = argv[i];
+        const auto flag = std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == arg; });
+        if (flag != flags.end() && i + 1 < argc)
+            flag->second(c, argv[++i]);
+        else if (arg == "--no-auth")
+            c.no_auth = true;
+        else if (arg == "--trust-project")
+            c.sources.project_trusted = true;
+        else
+        {
+            std::fputs(usage, stderr);
+            return std::nullopt;
+        }
+    }
+    return c;
+}
+
+// trace, debug (one line per request), info (one per compaction), warn, err, critical, off.
+bool apply_log_level(const char* name)
+{
+    if (!name)
+        return true;
+    const auto level = spdlog::level::from_str(name);
+    if (level == spdlog::level::off && std::strcmp(name, "off") != 0)
+    {
+        std::fprintf(stderr, "agent_server: unknown log level %s\n", name);
+        return false;
+    }
+    spdlog::set_level(level);
+    return true;
+}
 
 // The bearer token: --token-file (first line, trailing whitespace trimmed), else
 // AGENTCTX_SERVER_TOKEN; --no-auth for none. The outer nullopt means "refuse to start".
@@ -54,192 +174,149 @@ std::optional<std::optional<std::string>> read_token(const char* file, bool no_a
     return std::nullopt;
 }
 
-}  // namespace
-
-int main(int argc, char** argv)
+// The summarizer factory for the configured provider, or the offline summarizer without one.
+server::summarizer_factory summarizers_for(const std::optional<providers::provider_config>& provider,
+                                           boost::asio::io_context& ioc, int threads)
 {
-    using namespace agentctx;
-    server::server_options opts;
-    opts.data_dir = "agent-data";
-    opts.port = 8080;
-    int threads = 1;
-    const char* token_file = nullptr;
-    bool no_auth = false;
-    const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
-    // Settings as the CLI reads them: --settings FILE (else the global file), then the project's
-    // .pi/settings.json only with --trust-project (the project is --project-dir, else the
-    // server's working directory; never a session's client-supplied cwd).
-    runtime::settings_sources sources;
-    sources.global = runtime::default_global_settings_path();
-    sources.project_dir = std::filesystem::current_path();
-    const char* settings_file = nullptr;
-    const char* store_url = std::getenv("AGENTCTX_STORE");
-    for (int i = 1; i < argc; ++i)
+    if (provider)
     {
-        const bool has_value = i + 1 < argc;
-        if (!std::strcmp(argv[i], "--port") && has_value)
-            opts.port = static_cast<std::uint16_t>(std::atoi(argv[++i]));
-        else if (!std::strcmp(argv[i], "--store") && has_value)
-            store_url = argv[++i];
-        else if (!std::strcmp(argv[i], "--data-dir") && has_value)
-            opts.data_dir = argv[++i];
-        else if (!std::strcmp(argv[i], "--address") && has_value)
-            opts.address = argv[++i];
-        else if (!std::strcmp(argv[i], "--threads") && has_value)
-            threads = std::max(1, std::atoi(argv[++i]));
-        else if (!std::strcmp(argv[i], "--header-timeout") && has_value)
-            opts.header_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
-        else if (!std::strcmp(argv[i], "--idle-timeout") && has_value)
-            opts.idle_timeout = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
-        else if (!std::strcmp(argv[i], "--max-body-bytes") && has_value)
-            opts.body_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
-        else if (!std::strcmp(argv[i], "--max-header-bytes") && has_value)
-            opts.header_limit = static_cast<std::size_t>(std::max(1LL, std::atoll(argv[++i])));
-        else if (!std::strcmp(argv[i], "--token-file") && has_value)
-            token_file = argv[++i];
-        else if (!std::strcmp(argv[i], "--log-level") && has_value)
-            log_level = argv[++i];
-        else if (!std::strcmp(argv[i], "--no-auth"))
-            no_auth = true;
-        else if (!std::strcmp(argv[i], "--settings") && has_value)
-            settings_file = argv[++i];
-        else if (!std::strcmp(argv[i], "--project-dir") && has_value)
-            sources.project_dir = argv[++i];
-        else if (!std::strcmp(argv[i], "--trust-project"))
-            sources.project_trusted = true;
-        else if (!std::strcmp(argv[i], "--max-open-sessions") && has_value)
-            opts.max_open_sessions = static_cast<std::size_t>(std::max(0, std::atoi(argv[++i])));
-        else
-        {
-            std::fprintf(stderr, "usage: agent_server [--address A] [--port N] [--data-dir DIR | --store postgresql://...]\n"
-                                 "                    [--threads N]\n"
-                                 "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
-                                 "                    [--max-open-sessions N (256; 0 = no limit)]\n"
-                                 "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
-                                 "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
-                                 "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
-                                 "Every request needs `Authorization: Bearer <token>`: the token is read from\n"
-                                 "--token-file or AGENTCTX_SERVER_TOKEN; --no-auth serves without one (a warning).\n"
-                                 "The server binds to 127.0.0.1 unless --address says otherwise.\n"
-                                 "Idle sessions beyond --max-open-sessions are closed, least recently used first, and\n"
-                                 "reopened from disk on their next request; when every open session is busy, a request\n"
-                                 "that needs another one gets 503 too_many_open_sessions. Each open session holds two\n"
-                                 "descriptors: keep 2 * N well under `ulimit -n`.\n"
-                                 "Settings: --settings FILE (default: $PI_CODING_AGENT_DIR/settings.json or\n"
-                                 "~/.pi/agent/settings.json), then DIR/.pi/settings.json with --trust-project.\n"
-                                 "--store (or AGENTCTX_STORE) keeps sessions in PostgreSQL instead of files, shared by\n"
-                                 "every node on that database (the schema is created or migrated at start).\n"
-                                 "The model provider comes from the settings' \"provider\" section or the environment\n"
-                                 "(see the README); offline otherwise.\n");
-            return 2;
-        }
+        // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
+        spdlog::info("summaries from {}:{} at {}", provider->name, provider->model, providers::mask_url(provider->base_url));
+        return server::shared_http_summarizers(ioc.get_executor(), *provider, static_cast<std::size_t>(threads));
     }
-    if (log_level)
+    // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (as in the CLI).
+    const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
+    const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
+    spdlog::info("summaries from the offline summarizer (no provider configured)");
+    return [delay](boost::asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex, delay); };
+}
+
+// Settings files + environment → provider → what every session is configured with (the
+// model, its summarizer, the compaction settings, redaction and pins). False after saying why.
+bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
+{
+    if (c.settings_file && !std::filesystem::exists(c.settings_file))  // a named file must exist; the default need not
     {
-        // trace, debug (one line per request), info (one per compaction), warn, err, critical, off.
-        const auto level = spdlog::level::from_str(log_level);
-        if (level == spdlog::level::off && std::strcmp(log_level, "off") != 0)
-        {
-            std::fprintf(stderr, "agent_server: unknown log level %s\n", log_level);
-            return 2;
-        }
-        spdlog::set_level(level);
+        std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", c.settings_file);
+        return false;
     }
-    if (auto token = read_token(token_file, no_auth); !token)
-        return 2;
-    else
-        opts.token = std::move(*token);
-    if (settings_file && !std::filesystem::exists(settings_file))  // a named file must exist; the default need not
-    {
-        std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", settings_file);
-        return 2;
-    }
-    if (settings_file)
-        sources.global = settings_file;
+    if (c.settings_file)
+        c.sources.global = c.settings_file;
     compaction::diagnostics sdiag;
-    auto settings = runtime::load_settings_files(sources, sdiag);
+    auto settings = runtime::load_settings_files(c.sources, sdiag);
     if (!settings)
     {
         std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
-        return 2;
+        return false;
     }
-    boost::asio::io_context ioc(threads);
     providers::diagnostics pdiag;
     const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
     auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
     if (!provider)
     {
         std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
-        return 2;
+        return false;
     }
-    if (*provider)
-    {
-        const auto cfg = **provider;
-        opts.model = {cfg.name, cfg.model, cfg.context_window > 0 ? cfg.context_window : 200000, cfg.max_output_tokens};
-        // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
-        opts.make_summarizer = server::shared_http_summarizers(ioc.get_executor(), cfg, static_cast<std::size_t>(threads));
-        spdlog::info("summaries from {}:{} at {}", cfg.name, cfg.model, cfg.base_url);
-    }
-    else
-    {
-        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (as in the CLI).
-        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
-        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
-        opts.make_summarizer = [delay](boost::asio::any_io_executor ex) {
-            return std::make_shared<providers::offline_summarizer>(ex, delay);
-        };
-        spdlog::info("summaries from the offline summarizer (no provider configured)");
-    }
+    auto& o = c.opts;
+    if (const auto& cfg = *provider)
+        o.model = {cfg->name, cfg->model, cfg->context_window > 0 ? cfg->context_window : 200000, cfg->max_output_tokens};
+    o.make_summarizer = summarizers_for(*provider, ioc, c.threads);
     // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
-    auto resolved = compaction::resolve_settings(settings->layers, sdiag, opts.model.provider + "/" + opts.model.model_id);
+    auto resolved = compaction::resolve_settings(settings->layers, sdiag, o.model.provider + "/" + o.model.model_id);
     if (!resolved)
     {
         std::fprintf(stderr, "agent_server: %s: %s\n", resolved.error().message().c_str(), sdiag.message.c_str());
-        return 2;
+        return false;
     }
-    opts.settings = *resolved;
-    opts.redaction = settings->redaction;
-    opts.pins = settings->pins;
-    spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
-                 opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
-    std::string where = opts.data_dir.string();
-    if (store_url && *store_url)
+    o.settings = *resolved;
+    o.redaction = settings->redaction;
+    o.pins = settings->pins;
+    spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", o.settings.keep_recent_tokens,
+                 o.settings.reserve_tokens, c.sources.project_dir->string(), c.sources.project_trusted ? ", trusted" : ", not read");
+    return true;
+}
+
+// Opens and migrates the PostgreSQL store when one is named; where the sessions are kept, or
+// nullopt after saying why not.
+std::optional<std::string> connect_store(command_line& c, boost::asio::io_context& ioc)
+{
+    if (!c.store_url || !*c.store_url)
+        return c.opts.data_dir.string();
+    c.opts.pg = std::make_shared<runtime::pg_pool>(ioc.get_executor(), c.store_url);
+    std::optional<std::pair<boost::system::error_code, std::string>> migrated;
+    c.opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) { migrated.emplace(ec, std::move(m)); });
+    while (!migrated)
+        ioc.run_one();
+    ioc.restart();  // in case it ran out of work with the migration (it stops then)
+    if (migrated->first)
     {
-        opts.pg = std::make_shared<runtime::pg_pool>(ioc.get_executor(), store_url);
-        std::optional<std::pair<boost::system::error_code, std::string>> migrated;
-        opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) { migrated.emplace(ec, std::move(m)); });
-        while (!migrated)
-            ioc.run_one();
-        ioc.restart();  // in case it ran out of work with the migration (it stops then)
-        if (migrated->first)
-        {
-            std::fprintf(stderr, "agent_server: %s\n", migrated->second.c_str());
-            return 1;
-        }
-        where = "PostgreSQL " + runtime::redact_conninfo(store_url) + " (" + migrated->second + ")";
+        std::fprintf(stderr, "agent_server: %s\n", migrated->second.c_str());
+        return std::nullopt;
     }
-    server::agent_server srv(ioc, opts);
-    const auto port = srv.start();
-    spdlog::info("listening on http://{}:{} with data in {}", opts.address, port, where);
+    return "PostgreSQL " + runtime::redact_conninfo(c.store_url) + " (" + migrated->second + ")";
+}
+
+// The session and connection caps: as given, else shared out of the descriptor limit.
+void apply_descriptor_budget(command_line& c)
+{
+    rlimit lim{};
+    const std::uint64_t nofile = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? lim.rlim_cur : 1u << 20;
+    const runtime::pg_pool_options pg_defaults;
+    const std::size_t database = c.opts.pg ? pg_defaults.max_connections + 2 : 0;  // + LISTEN and a lease
+    const auto b = server::budget_for(nofile, static_cast<std::size_t>(c.threads), c.opts.open_threads, database);
+    c.opts.max_open_sessions = c.max_open_sessions.value_or(b.max_open_sessions);
+    c.opts.max_connections = c.max_connections.value_or(b.max_connections);
+    spdlog::info("limits: {} open sessions, {} connections (descriptor limit {})", c.opts.max_open_sessions,
+                 c.opts.max_connections, nofile);
+}
+
+// Runs the server until SIGINT or SIGTERM. Graceful shutdown: stop accepting and close every
+// session (an in-flight compaction is cancelled and writes nothing; appends are whole lines
+// already synced), give the sessions' strands a moment to unwind, then stop.
+void run_until_signalled(boost::asio::io_context& ioc, server::agent_server& srv, const command_line& c)
+{
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    // Graceful shutdown: stop accepting and close every session (an in-flight compaction is
-    // cancelled and writes nothing; appends are whole lines already synced), give the sessions'
-    // strands a moment to unwind, then stop. Exit status 0.
     boost::asio::steady_timer drain(ioc);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
         if (ec)
             return;
         spdlog::info("signal {}: shutting down", sig);
         srv.stop();
-        if (opts.pg)
-            opts.pg->close();
+        if (c.opts.pg)
+            c.opts.pg->close();
         drain.expires_after(std::chrono::milliseconds(200));
         drain.async_wait([&](boost::system::error_code) { ioc.stop(); });
     });
     std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i)
+    for (int i = 1; i < c.threads; ++i)
         pool.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : pool)
         t.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    auto c = parse_arguments(argc, argv);
+    if (!c)
+        return 2;
+    if (!apply_log_level(c->log_level))
+        return 2;
+    auto token = read_token(c->token_file, c->no_auth);
+    if (!token)
+        return 2;
+    c->opts.token = std::move(*token);
+    boost::asio::io_context ioc(c->threads);
+    if (!configure_sessions(*c, ioc))
+        return 2;
+    const auto where = connect_store(*c, ioc);
+    if (!where)
+        return 1;
+    apply_descriptor_budget(*c);
+    agentctx::server::agent_server srv(ioc, c->opts);
+    const auto port = srv.start();
+    spdlog::info("listening on http://{}:{} with data in {}", c->opts.address, port, *where);
+    run_until_signalled(ioc, srv, *c);
 }

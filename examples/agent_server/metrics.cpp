@@ -98,6 +98,11 @@ std::string server_metrics::render(std::size_t active_sessions) const
 
 std::string route_label(std::string_view method, std::string_view target)
 {
+    // Any token is a valid HTTP method: only the standard ones become labels, so that distinct
+    // method names (sent before authentication) cannot grow the metrics.
+    static constexpr std::string_view known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    if (std::find(std::begin(known), std::end(known), method) == std::end(known))
+        return "other";
     target = target.substr(0, target.find('?'));
     std::vector<std::string_view> parts;
     for (std::size_t i = 0; i < target.size();)

@@ -44,7 +44,8 @@ private:
     std::int64_t open_streams_ = 0;
 };
 
-/// The route label of a request path: ids become `{id}` (`/v1/sessions/{id}/entries`).
+/// The route label of a request path: ids become `{id}` (`/v1/sessions/{id}/entries`); unknown
+/// paths are `<METHOD> other`, and a method outside the standard ones makes the label `other`.
 std::string route_label(std::string_view method, std::string_view target);
 
 }  // namespace agentctx::server

@@ -35,10 +35,15 @@ struct server_options
     std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
     std::size_t header_limit = 8 * 1024;           ///< larger request headers get 431
     std::size_t body_limit = 16 * 1024 * 1024;     ///< larger request bodies get 413
-    /// Sessions kept open at once (each holds its file's descriptors); 0 = no limit. When the
+    /// Sessions kept open at once (each holds one descriptor, its file); 0 = no limit. When the
     /// limit is reached the least recently used idle session is closed; when none is idle the
-    /// request gets 503 `too_many_open_sessions`.
+    /// request gets 503 `too_many_open_sessions`. The binary derives it from RLIMIT_NOFILE
+    /// (descriptor_budget.hpp).
     std::size_t max_open_sessions = 256;
+    /// Connections open at once; 0 = no limit. Beyond it the connection idle for longest (waiting
+    /// for its next request) is closed to make room; when none is idle the new one gets 503
+    /// `too_many_connections` and is closed. The binary derives it from RLIMIT_NOFILE.
+    std::size_t max_connections = 0;
     /// The bearer token every request must carry (`Authorization: Bearer <token>`, compared in
     /// constant time; otherwise 401 `unauthorized`). nullopt = no authentication (the binary
     /// allows that only with an explicit `--no-auth`).
@@ -71,7 +76,9 @@ struct server_options
  * Each session is a runtime::session on its own strand, each connection a coroutine on its own
  * strand; the server runs on the given io_context (any number of threads). Connections are
  * closed after the timeouts of server_options; oversized requests get 413/431 and a close; a
- * failed accept (out of descriptors) backs off and accepts again.
+ * request without the bearer token gets 401 from its header alone (its body is never read) and
+ * a close. A failed accept (out of descriptors) closes idle sessions and an idle connection,
+ * backs off and accepts again; an open that runs out of descriptors does the same and retries.
  *
  * At most `max_open_sessions` sessions are open (their files held) at once. A session is idle
  * when no request, automatic check or event stream uses it; to make room the least recently

@@ -5,6 +5,7 @@
 #include "wire_format.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
+#include <agentctx/providers/provider_url.hpp>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -80,7 +81,7 @@ asio::awaitable<exchange_result> exchange(
         diag.attempts = attempt;
         http_request req = build();
         log->debug("model request ({}) provider={} model={} url={} headers=[{}] attempt={}", what, cfg.name, cfg.model,
-                   req.url, redacted_headers(req), attempt);
+                   mask_url(req.url), redacted_headers(req), attempt);
         auto [ec, resp] = co_await self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;

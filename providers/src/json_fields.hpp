@@ -58,14 +58,6 @@ inline std::int64_t sat_sub(std::int64_t a, std::int64_t b)
     return r;
 }
 
-/// A base URL without trailing slashes.
-inline std::string trim_slash(std::string s)
-{
-    while (!s.empty() && s.back() == '/')
-        s.pop_back();
-    return s;
-}
-
 inline std::string str_of(const json::object& o, std::string_view key)
 {
     const auto* v = o.if_contains(key);

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/providers/provider_url.hpp>
 
 #include "json_fields.hpp"
 
@@ -22,8 +23,7 @@ std::string_view provider_name(wire_format f)
 
 std::string anthropic_url(const provider_config& cfg, std::string_view path)
 {
-    const std::string base = trim_slash(cfg.base_url);
-    return base + (base.ends_with("/v1") ? "" : "/v1") + std::string(path);
+    return join_url(cfg.base_url, (url_path_ends_with(cfg.base_url, "/v1") ? "" : "/v1") + std::string(path));
 }
 
 http_request base_request(const provider_config& cfg)
@@ -233,7 +233,7 @@ http_request build_native_request(const provider_config& cfg, const native_reque
     }
     else
     {
-        r.url = trim_slash(cfg.base_url) + "/responses/compact";
+        r.url = join_url(cfg.base_url, "/responses/compact");
         body["input"] = to_responses_input(req.window, previous);
         if (!req.system.empty())
             body["instructions"] = req.system;
@@ -391,7 +391,7 @@ http_request build_count_request(const provider_config& cfg, const compaction::s
     }
     else
     {
-        r.url = trim_slash(cfg.base_url) + "/responses/input_tokens";
+        r.url = join_url(cfg.base_url, "/responses/input_tokens");
         body["instructions"] = prompt.system_prompt;
         body["input"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
     }

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/overflow.hpp>
+#include <agentctx/providers/provider_url.hpp>
 
 #include "json_fields.hpp"
 
@@ -88,7 +89,7 @@ http_request build_request(const provider_config& cfg, const compaction::summary
     const auto cap = static_cast<std::int64_t>(prompt.max_output_tokens);
     if (cfg.format == wire_format::openai)
     {
-        r.url = trim_slash(cfg.base_url) + "/chat/completions";
+        r.url = join_url(cfg.base_url, "/chat/completions");
         if (!cfg.api_key.empty())
             r.headers.emplace_back("authorization", "Bearer " + cfg.api_key);
         body["messages"] = json::array{json::object{{"role", "system"}, {"content", prompt.system_prompt}},
@@ -105,8 +106,7 @@ http_request build_request(const provider_config& cfg, const compaction::summary
     }
     else
     {
-        std::string base = trim_slash(cfg.base_url);
-        r.url = base + (base.ends_with("/v1") ? "/messages" : "/v1/messages");
+        r.url = join_url(cfg.base_url, url_path_ends_with(cfg.base_url, "/v1") ? "/messages" : "/v1/messages");
         if (!cfg.api_key.empty())
             r.headers.emplace_back("x-api-key", cfg.api_key);
         r.headers.emplace_back("anthropic-version", cfg.anthropic_version);

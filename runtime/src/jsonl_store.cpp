@@ -76,15 +76,13 @@ private:
     int fd_;
 };
 
-// Reads lines back for lazy materialization. It owns a descriptor of its own: the store's
-// descriptor carries the flock, which must end when the store closes, not when the last log does.
+// Reads lines back for lazy materialization through the store's own descriptor, which it keeps
+// open (`keep`) as long as a log needs it: one descriptor per session. The store releases its
+// flock when it closes, so the lock still ends with the store, not with the last log.
 class file_line_reader final : public compaction::line_reader
 {
 public:
-    explicit file_line_reader(int fd) : fd_(fd) {}
-    ~file_line_reader() override { ::close(fd_); }
-    file_line_reader(const file_line_reader&) = delete;
-    file_line_reader& operator=(const file_line_reader&) = delete;
+    file_line_reader(int fd, std::shared_ptr<const void> keep) : fd_(fd), keep_(std::move(keep)) {}
 
     result<std::string> read(std::uint64_t offset, std::size_t length) const override
     {
@@ -104,6 +102,7 @@ public:
 
 private:
     int fd_;
+    std::shared_ptr<const void> keep_;
 };
 
 }  // namespace
@@ -113,7 +112,12 @@ jsonl_store::jsonl_store(fs::path path, std::shared_ptr<fd_holder> fd, jsonl_sto
 {
 }
 
-jsonl_store::~jsonl_store() = default;  // closing the descriptor releases the flock
+jsonl_store::~jsonl_store()
+{
+    // Logs may still read through the descriptor: the lock ends here, the descriptor with the last of them.
+    if (!opts_.read_only)
+        ::flock(fd_->fd, LOCK_UN);
+}
 
 result<std::unique_ptr<jsonl_store>> jsonl_store::open(const fs::path& path, jsonl_store_options opts, diagnostics& diag)
 {
@@ -272,12 +276,9 @@ result<compaction::session_log> jsonl_store::load(
     diagnostics& diag
 )
 {
-    // Same inode as the store's descriptor (appends keep offsets valid; a migrate renames a new
-    // file over the path, which leaves this one readable).
-    const int reader_fd = ::open(("/proc/self/fd/" + std::to_string(fd_->fd)).c_str(), O_RDONLY | O_CLOEXEC);
-    if (reader_fd < 0)
-        return io_failure(diag, "cannot reopen", path_, errno).error();
-    auto reader = std::make_shared<file_line_reader>(reader_fd);
+    // The store's descriptor (appends keep offsets valid; a migrate renames a new file over the
+    // path, which leaves this one readable; reads use pread, so no shared offset moves).
+    auto reader = std::make_shared<file_line_reader>(fd_->fd, fd_);
     compaction::session_log_builder builder(opts);
     // The builder's two threads each read a chunk and scan it; this one goes through the lines
     // in order.

@@ -229,7 +229,8 @@ void session_core::append_async(boost::json::object fields, asio::any_completion
     if (!e)
     {
         leave_writes();
-        return complete(std::move(h), strand_, e.error(), std::string());
+        // The refusal's reason (field path and why) is the string a failed append completes with.
+        return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
     store_->async_write(strand_, *e, log_.size(),
                         [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {

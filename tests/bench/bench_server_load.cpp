@@ -5,7 +5,7 @@
 //                     [--compactors N=4] [--server BIN]     (BIN default: AGENTCTX_SERVER_BIN)
 #include "bench_rss.hpp"
 #include "fake_provider_server.hpp"
-#include "listening_port.hpp"
+#include "server_binary.hpp"
 #include "session_generator.hpp"
 
 #include <arpa/inet.h>
@@ -285,38 +285,35 @@ int main(int argc, char** argv)
     provider.set_default({.body = agentctx::test::openai_body("## Goal\nserver load summary\n\n## Progress\n- done")});
     const std::string base = provider.base_url() + "/v1";
 
-    int out[2];
-    if (::pipe(out) != 0)
-        return 1;
-    const pid_t pid = ::fork();
-    if (pid == 0)
-    {
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        ::setenv("OPENAI_BASE_URL", base.c_str(), 1);
-        ::setenv("OPENAI_API_KEY", "k", 1);
-        ::setenv("AGENTCTX_MODEL", "bench", 1);
-        const std::string t = std::to_string(threads), open = std::to_string(sessions + 64);
-        ::execl(bin.c_str(), bin.c_str(), "--no-auth", "--port", "0", "--data-dir", dir.c_str(), "--threads", t.c_str(),
-                "--max-open-sessions", open.c_str(), nullptr);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string log;
-    const std::uint16_t port = agentctx::test::read_listening_port(out[0], log);
+    const std::string t = std::to_string(threads), open = std::to_string(sessions + 64);
+    agentctx::test::server_process child(bin, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string(), "--threads", t,
+                                                        "--max-open-sessions", open},
+                                               .env = {{"OPENAI_BASE_URL", base}, {"OPENAI_API_KEY", "k"}, {"AGENTCTX_MODEL", "bench"}}});
+    const std::uint16_t port = child.port;
+    const pid_t pid = child.pid;
     if (!port)
     {
-        std::fprintf(stderr, "the server did not start (%s): %s\n", bin.c_str(), log.c_str());
+        std::fprintf(stderr, "the server did not start (%s): %s\n", bin.c_str(), child.log.c_str());
         fs::remove_all(dir);
         return 1;
     }
-    // Drain the server's output so it never blocks on a full pipe.
-    std::thread drain([fd = out[0]] {
+    // Drain the server's output so it never blocks on a full pipe (it ends when the server exits).
+    std::thread drain([fd = child.fd] {
         char buf[4096];
         while (::read(fd, buf, sizeof buf) > 0)
         {
         }
     });
+    struct join_drain
+    {
+        agentctx::test::server_process& child;
+        std::thread& drain;
+        ~join_drain()
+        {
+            child.kill_now();
+            drain.join();
+        }
+    } joined{child, drain};
 
     {
         // Open every session once (first touch reads the file), so both phases see warm sessions.
@@ -340,10 +337,7 @@ int main(int argc, char** argv)
                 agentctx::bench::peak_rss_mib(std::to_string(pid)), provider.requests().size());
 
     ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    drain.join();
-    ::close(out[0]);
+    child.wait(std::chrono::seconds(30));
     fs::remove_all(dir);
     return 0;
 }

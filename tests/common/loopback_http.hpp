@@ -1,4 +1,4 @@
-// Test helpers for the agent server over loopback HTTP: a blocking connection, one-shot requests, a server process.
+// Test helpers for the agent server over loopback HTTP: a blocking connection, one-shot requests.
 #pragma once
 
 #include <boost/json/parse.hpp>
@@ -6,11 +6,8 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
-#include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -99,7 +96,7 @@ private:
 };
 
 // The JSON body of a raw HTTP/1.1 response.
-boost::json::value raw_body(const std::string& response)
+inline boost::json::value raw_body(const std::string& response)
 {
     const auto p = response.find("\r\n\r\n");
     return p == std::string::npos ? boost::json::value() : boost::json::parse(response.substr(p + 4));
@@ -114,56 +111,6 @@ inline std::string ask(std::uint16_t port, const std::string& method, const std:
     std::string res;
     c.read_to_close(res);
     return res;
-}
-
-/// A server program started with fork/exec; its stdout and stderr go to `fd`.
-struct server_process
-{
-    pid_t pid = -1;
-    std::uint16_t port = 0;  ///< from its "listening on http://127.0.0.1:PORT" line; 0 if it never said
-    int fd = -1;
-    std::string log;
-};
-
-/// Starts `bin args...` with extra environment and waits (up to 30 s) for its port.
-inline server_process spawn_server(const std::string& bin, const std::vector<std::string>& args,
-                                   const std::map<std::string, std::string>& env = {})
-{
-    server_process sp;
-    int out[2];
-    if (::pipe(out) != 0)
-        return sp;
-    sp.pid = ::fork();
-    if (sp.pid == 0)
-    {
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        for (const auto& [k, v] : env)
-            ::setenv(k.c_str(), v.c_str(), 1);
-        std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-        for (const auto& a : args)
-            argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        ::execv(bin.c_str(), argv.data());
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    sp.fd = out[0];
-    for (int i = 0; i < 300 && !sp.port; ++i)
-    {
-        pollfd p{sp.fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0)
-        {
-            char buf[512];
-            const auto n = ::read(sp.fd, buf, sizeof buf);
-            if (n <= 0)
-                break;
-            sp.log.append(buf, static_cast<std::size_t>(n));
-        }
-        if (const auto at = sp.log.find("127.0.0.1:"); at != std::string::npos && sp.log.find(' ', at) != std::string::npos)
-            sp.port = static_cast<std::uint16_t>(std::atoi(sp.log.c_str() + at + 10));
-    }
-    return sp;
 }
 
 }  // namespace agentctx::test

@@ -1,5 +1,6 @@
 // The agent server over loopback: concurrent clients, events, automatic checks, errors.
 #include "accept_policy.hpp"
+#include "descriptor_budget.hpp"
 #include "auth.hpp"
 #include "metrics.hpp"
 #include "request_json.hpp"
@@ -11,10 +12,12 @@
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
+#include <agentctx/runtime/pg_store.hpp>
 
 #include "fake_provider_server.hpp"
 #include "loopback_http.hpp"
 #include "run_process.hpp"
+#include "server_binary.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
 
@@ -621,6 +624,46 @@ TEST_F(agent_server_test, accept_keeps_working_after_running_out_of_descriptors)
     EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
 }
 
+TEST_F(agent_server_test, an_open_out_of_descriptors_closes_idle_sessions_and_tries_again)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "descriptor exhaustion is not observable under sanitizers";  // as above
+#endif
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 0; };  // only the descriptors limit them
+    start();
+    for (int i = 0; i < 6; ++i)
+        ASSERT_FALSE(new_session().empty());  // open and idle
+    test::session_text t(3, "extra");
+    t.user("u0", "hello").assistant("a0", "hi");
+    std::ofstream(dir_ / "extra.jsonl", std::ios::binary) << t.text;
+    raw_conn c(port_);  // connected before the table fills
+    ASSERT_TRUE(c.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string out;
+    ASSERT_TRUE(c.read_until(out, "no such session")) << out;
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int highest = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd"))
+        highest = std::max(highest, std::stoi(e.path().filename().string()));
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(highest) + 8;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    std::vector<int> filler;
+    for (int fd; filler.size() < 4096 && (fd = ::dup(0)) >= 0;)
+        filler.push_back(fd);
+    const bool exhausted = errno == EMFILE;
+    out.clear();
+    const bool sent = c.send("GET /v1/sessions/extra/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    const bool answered = c.read_to_close(out);
+    for (int fd : filler)
+        ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    ASSERT_TRUE(exhausted);
+    ASSERT_TRUE(sent && answered) << out;
+    EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;  // idle sessions were closed to open it
+    EXPECT_EQ(raw_body(out).at("leafId"), "a0") << out;
+}
+
 TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_next_append)
 {
     start();
@@ -656,6 +699,19 @@ TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refu
     EXPECT_TRUE(server::parse_request_object(nest(64), 64, why)) << why;
     EXPECT_FALSE(server::parse_request_object(nest(65), 64, why));
     EXPECT_NE(why.find("deeper"), std::string::npos) << why;
+}
+
+TEST(agent_server_request_json, the_one_pass_parse_builds_what_boost_json_builds)
+{
+    const std::string body = R"({"type":"message","message":{"role":"user","content":[{"type":"text",)"
+                              R"("text":"esc \"q\" \\ \n \u00e9 \ud83d\ude00 caf\u00e9 long )" + std::string(5000, 'x') + R"("}],)"
+                              R"("timestamp":1,"n":-12,"u":18446744073709551615,"d":1.5e300,"z":0.0,"t":true,"f":false,)"
+                              R"("nil":null,"empty":{},"list":[[],[1,[2,{}]]]},"\u006bey":"v"})";
+    std::string why;
+    const auto parsed = server::parse_request_object(body, 64, why);
+    ASSERT_TRUE(parsed) << why;
+    EXPECT_EQ(json::value(*parsed), json::parse(body));
+    EXPECT_EQ(parsed->at("key"), "v");  // keys are decoded as values are
 }
 
 TEST_F(agent_server_test, malformed_http_gets_400_with_a_json_error)
@@ -1154,101 +1210,6 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
     EXPECT_EQ(server::route_label("GET", "/"), "GET other");
 }
 
-namespace {
-
-// One request on its own connection (Connection: close); the whole response.
-
-
-// The agent_server binary in a child process, its output on a pipe; killed if still running at
-// the end.
-struct server_child
-{
-    pid_t pid = -1;
-    int out = -1;
-    std::uint16_t port = 0;
-    std::string log;
-
-    // Starts it with `args` (in `cwd` when given, with `env` set and no provider in the
-    // environment) and reads the port from its "listening on http://127.0.0.1:PORT" line.
-    bool start(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {},
-               const std::optional<fs::path>& cwd = std::nullopt)
-    {
-        int fds[2];
-        if (::pipe(fds) != 0)
-            return false;
-        pid = ::fork();
-        if (pid < 0)
-            return false;
-        if (pid == 0)
-        {
-            ::dup2(fds[1], 1);
-            ::dup2(fds[1], 2);
-            for (const char* v : {"AGENTCTX_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"})
-                ::unsetenv(v);
-            for (const auto& [k, v] : env)
-                ::setenv(k.c_str(), v.c_str(), 1);
-            if (cwd && ::chdir(cwd->c_str()) != 0)
-                ::_exit(126);
-            const std::string bin = AGENTCTX_SERVER_BIN;
-            std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-            for (const auto& a : args)
-                argv.push_back(const_cast<char*>(a.c_str()));
-            argv.push_back(nullptr);
-            ::execv(bin.c_str(), argv.data());
-            ::_exit(127);
-        }
-        ::close(fds[1]);
-        out = fds[0];
-        for (int i = 0; i < 300 && !port; ++i)
-        {
-            pollfd p{out, POLLIN, 0};
-            if (::poll(&p, 1, 100) > 0)
-            {
-                char buf[512];
-                const auto n = ::read(out, buf, sizeof buf);
-                if (n <= 0)
-                    break;
-                log.append(buf, static_cast<std::size_t>(n));
-            }
-            if (const auto at = log.find("127.0.0.1:"); at != std::string::npos && log.find(' ', at) != std::string::npos)
-                port = static_cast<std::uint16_t>(std::atoi(log.c_str() + at + 10));
-        }
-        return port != 0;
-    }
-
-    // Waits up to `limit` for the child to exit (its waitpid status; -1 when it did not).
-    int wait(std::chrono::milliseconds limit)
-    {
-        int status = -1;
-        const auto end = std::chrono::steady_clock::now() + limit;
-        while (pid > 0)
-        {
-            if (::waitpid(pid, &status, WNOHANG) == pid)
-            {
-                pid = -1;
-                return status;
-            }
-            if (std::chrono::steady_clock::now() > end)
-                return -1;
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        return status;
-    }
-
-    ~server_child()
-    {
-        if (pid > 0)
-        {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-        if (out >= 0)
-            ::close(out);
-    }
-};
-
-}  // namespace
-
 TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_acknowledged_entry)
 {
     auto words = [](int n) {
@@ -1260,10 +1221,10 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     const auto dir = fs::temp_directory_path() / ("agentctx-sigterm-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    server_child child;
     // The compaction is still in the model call when the signal arrives.
-    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string()}, {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}))
-        << child.log;
+    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()},
+                                                     .env = {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}});
+    ASSERT_NE(child.port, 0) << child.log;
     const auto port = child.port;
     const pid_t pid = child.pid;
     const auto created = ask(port, "POST", "/v1/sessions");
@@ -1280,9 +1241,14 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         acknowledged.emplace_back(raw_body(res).at("id").as_string());
     }
+    // The signal comes once the compaction has started (its event), while its model call runs.
+    raw_conn events(port);
+    ASSERT_TRUE(events.send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::string seen;
+    ASSERT_TRUE(events.read_until(seen, ": subscribed")) << seen;
     raw_conn compacting(port);
     ASSERT_TRUE(compacting.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(events.read_until(seen, "event: compaction_start")) << seen;
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     const auto signalled = std::chrono::steady_clock::now();
     const int status = child.wait(std::chrono::seconds(10));
@@ -1327,8 +1293,8 @@ TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_serv
     auto run = [&](const std::string& name, std::vector<std::string> args, const std::optional<fs::path>& cwd) {
         const auto data = root / name;
         args.insert(args.end(), {"--no-auth", "--port", "0", "--data-dir", data.string()});
-        server_child child;
-        EXPECT_TRUE(child.start(args, {{"PI_CODING_AGENT_DIR", global.string()}}, cwd)) << child.log;
+        test::server_process child(AGENTCTX_SERVER_BIN, {.args = args, .env = {{"PI_CODING_AGENT_DIR", global.string()}}, .cwd = cwd});
+        EXPECT_NE(child.port, 0) << child.log;
         std::vector<std::string> ids;
         const auto created = ask(child.port, "POST", "/v1/sessions");
         const std::string id(raw_body(created).at("id").as_string());
@@ -1365,10 +1331,9 @@ TEST(server_process, the_binarys_request_limits_answer_413_and_431)
 {
     const auto dir = fs::temp_directory_path() / ("agentctx-limits-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    server_child child;
-    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", dir.string(), "--max-body-bytes", "2048",
-                             "--max-header-bytes", "1024"}))
-        << child.log;
+    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string(),
+                                                              "--max-body-bytes", "2048", "--max-header-bytes", "1024"}});
+    ASSERT_NE(child.port, 0) << child.log;
     const std::string cwd = R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
     EXPECT_EQ(ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
     const auto body = ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
@@ -1386,4 +1351,181 @@ TEST(server_process, a_named_settings_file_that_is_missing_stops_the_start)
     const auto r = agentctx::test::run_process(bin + " --no-auth --port 0 --data-dir /nonexistent-agentctx --settings /nonexistent-agentctx/s.json");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("cannot read the settings file"), std::string::npos) << r.err;
+}
+
+TEST_F(agent_server_test, an_unauthenticated_request_is_refused_from_its_header_before_its_body)
+{
+    tweak_ = [](server::server_options& o) { o.token = "s3cret-token"; };  // idle timeout: the default minute
+    start();
+    raw_conn c(port_);
+    // A 16 MiB body announced and not sent: the answer cannot wait for it.
+    ASSERT_TRUE(c.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: " +
+                       std::to_string(16 * 1024 * 1024) + "\r\n\r\n" + std::string(4096, ' ')));
+    std::string res;
+    ASSERT_TRUE(c.read_until(res, "\"unauthorized\"")) << res;
+    EXPECT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << res;
+    EXPECT_NE(res.find("Connection: close"), std::string::npos) << res;
+    EXPECT_TRUE(c.read_to_close(res));  // and the connection is closed, the body never read in
+    EXPECT_TRUE(fs::is_empty(dir_) || !fs::exists(dir_));
+}
+
+TEST_F(agent_server_test, unknown_method_names_share_one_metrics_label)
+{
+    start();
+    for (int i = 0; i < 20; ++i)
+    {
+        const auto res = ask(port_, "XMETHOD" + std::to_string(i), "/v1/sessions");
+        EXPECT_EQ(res.rfind("HTTP/1.1 405", 0), 0u) << res;
+    }
+    const auto body = sync("GET", "/metrics")->res.body;
+    EXPECT_NE(body.find("agentctx_http_requests_total{route=\"other\",status=\"405\"} 20\n"), std::string::npos) << body;
+    EXPECT_EQ(body.find("XMETHOD"), std::string::npos) << body;
+    EXPECT_EQ(server::route_label("BREW", "/v1/sessions"), "other");
+    EXPECT_EQ(server::route_label("PATCH", "/v1/sessions"), "PATCH /v1/sessions");
+}
+
+TEST_F(agent_server_test, beyond_the_connection_cap_the_longest_idle_makes_room_or_the_new_one_gets_503)
+{
+    tweak_ = [](server::server_options& o) { o.max_connections = 3; };
+    start();
+    std::vector<std::unique_ptr<raw_conn>> idle;
+    for (int i = 0; i < 3; ++i)
+        idle.push_back(std::make_unique<raw_conn>(port_));
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (server_->open_connections() < 3 && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(server_->open_connections(), 3u);
+    // A fourth client is served: the connection idle for longest was closed for it.
+    const auto served = ask(port_, "GET", "/v1/sessions/nosuchsession/context");
+    EXPECT_EQ(served.rfind("HTTP/1.1 404", 0), 0u) << served;
+    std::string out;
+    EXPECT_TRUE(idle[0]->read_to_close(out));
+    EXPECT_EQ(out, "");
+    // Three event streams are busy, not idle: a new client gets 503 and is closed.
+    const auto id = new_session();
+    client_.reset();  // its keep-alive connection is idle: out of the way
+    idle.clear();
+    std::vector<std::unique_ptr<raw_conn>> streams;
+    for (int i = 0; i < 3; ++i)
+    {
+        streams.push_back(std::make_unique<raw_conn>(port_));
+        ASSERT_TRUE(streams.back()->send("GET /v1/sessions/" + id + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
+        std::string events;
+        ASSERT_TRUE(streams.back()->read_until(events, ": subscribed")) << events;
+    }
+    const auto refused = ask(port_, "GET", "/v1/sessions/nosuchsession/context");
+    EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+    EXPECT_EQ(raw_body(refused).at("error").at("code"), "too_many_connections");
+}
+
+TEST_F(agent_server_test, an_open_session_holds_one_descriptor)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 50; };
+    start();
+    ASSERT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // the client's connection is open
+    const auto baseline = open_descriptors();
+    for (int i = 0; i < 10; ++i)
+    {
+        const auto id = new_session();
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("hello"))->res.status, 201);
+        ASSERT_EQ(sync("GET", "/v1/sessions/" + id + "/context")->res.status, 200);
+    }
+    EXPECT_EQ(open_descriptors(), baseline + 10);
+}
+
+TEST_F(agent_server_test, an_empty_wire_is_refused)
+{
+    start();
+    const auto id = new_session();
+    auto r = sync("GET", "/v1/sessions/" + id + "/context?wire=");
+    EXPECT_EQ(r->res.status, 400) << r->res.body;
+    EXPECT_EQ(r->json().at("error").at("code"), "invalid_request");
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?other=1")->res.status, 200);
+}
+
+TEST_F(agent_server_test, a_rejected_entry_says_which_field_and_why)
+{
+    start();
+    const auto id = new_session();
+    auto r = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"message","message":{"role":"user","content":5}})");
+    EXPECT_EQ(r->res.status, 400) << r->res.body;
+    EXPECT_EQ(r->json().at("error").at("code"), "wrong_type");
+    const std::string message(r->json().at("error").at("message").as_string());
+    EXPECT_NE(message.find("message.content"), std::string::npos) << message;
+}
+
+TEST_F(agent_server_test, the_database_being_down_is_503_on_every_route)
+{
+    // Nothing listens on port 1 of the loopback: every connection is refused at once.
+    tweak_ = [this](server::server_options& o) {
+        o.pg = std::make_shared<runtime::pg_pool>(server_ioc_.get_executor(), "postgresql://agentctx@127.0.0.1:1/none?connect_timeout=2");
+    };
+    start();
+    auto created = sync("POST", "/v1/sessions");
+    EXPECT_EQ(created->res.status, 503) << created->res.body;
+    EXPECT_EQ(created->json().at("error").at("code"), "database_error");
+    auto events = ask(port_, "GET", "/v1/sessions/nosuchsession/events");
+    EXPECT_EQ(events.rfind("HTTP/1.1 503", 0), 0u) << events;
+    EXPECT_EQ(raw_body(events).at("error").at("message"), "the session database could not be read or written") << events;
+    auto ctx = sync("GET", "/v1/sessions/nosuchsession/context");
+    EXPECT_EQ(ctx->res.status, 503) << ctx->res.body;
+}
+
+TEST(server_descriptors, the_budget_leaves_room_and_splits_the_rest)
+{
+    // 256 descriptors, one io thread, two loader threads, no database: 256 - 32 - 4 - 2 = 218 spare.
+    const auto small = server::budget_for(256, 1, 2, 0);
+    EXPECT_EQ(small.max_connections, 109u);
+    EXPECT_EQ(small.max_open_sessions, 109u);
+    const auto pg = server::budget_for(256, 2, 2, 10);  // 256 - 32 - 8 - 2 - 10 = 204
+    EXPECT_EQ(pg.max_connections, 102u);
+    EXPECT_EQ(pg.max_open_sessions, 102u);
+    const auto tiny = server::budget_for(16, 1, 2, 0);
+    EXPECT_EQ(tiny.max_connections, 1u);
+    EXPECT_EQ(tiny.max_open_sessions, 1u);
+    const auto huge = server::budget_for(1u << 30, 4, 2, 0);
+    EXPECT_EQ(huge.max_connections, server::max_default_connections);
+    EXPECT_EQ(huge.max_open_sessions, server::max_default_sessions);
+}
+
+TEST(server_descriptors, a_connection_over_the_cap_closes_an_idle_one_or_is_refused)
+{
+    using server::admission;
+    EXPECT_EQ(server::admit_connection(2, 3, 0), admission::accept);
+    EXPECT_EQ(server::admit_connection(3, 0, 0), admission::accept);  // no cap
+    EXPECT_EQ(server::admit_connection(3, 3, 1), admission::accept_after_idle);
+    EXPECT_EQ(server::admit_connection(3, 3, 0), admission::refuse);
+}
+
+TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
+{
+    const auto dir = fs::temp_directory_path() / ("agentctx-nofile-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()}, .nofile = 256});
+    ASSERT_NE(child.port, 0) << child.log;
+    // 300 sessions, each written to: more than its descriptors could hold open at once.
+    for (int i = 0; i < 300; ++i)
+    {
+        const auto created = ask(child.port, "POST", "/v1/sessions");
+        ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << created;
+        const std::string id(raw_body(created).at("id").as_string());
+        const auto appended = ask(child.port, "POST", "/v1/sessions/" + id + "/entries",
+                                  R"({"type":"message","message":{"role":"user","content":"hi","timestamp":1}})");
+        ASSERT_EQ(appended.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << appended;
+    }
+    // 400 idle connections: more than the table holds besides the sessions.
+    std::vector<std::unique_ptr<raw_conn>> idle;
+    for (int i = 0; i < 400; ++i)
+    {
+        idle.push_back(std::make_unique<raw_conn>());
+        ASSERT_TRUE(idle.back()->connect(child.port));
+    }
+    // Served while they are there: idle connections make room for it.
+    const auto during = ask(child.port, "POST", "/v1/sessions");
+    EXPECT_EQ(during.rfind("HTTP/1.1 201", 0), 0u) << during;
+    idle.clear();
+    const auto after = ask(child.port, "POST", "/v1/sessions");
+    EXPECT_EQ(after.rfind("HTTP/1.1 201", 0), 0u) << after;
+    child.kill_now();
+    fs::remove_all(dir);
 }

@@ -1,6 +1,7 @@
 // Two agent_server processes on one database: concurrent appends across nodes, competing compactions, a node killed mid-compaction.
 #include "loopback_http.hpp"
 #include "pg_test_support.hpp"
+#include "server_binary.hpp"
 
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/runtime/pg_store.hpp>
@@ -34,23 +35,9 @@ int env_int(const char* name, int fallback)
 // A running node; killed (SIGKILL) when the test ends, whatever happened.
 struct node
 {
+    explicit node(const test::server_launch& launch) : p(AGENTCTX_SERVER_BIN, launch) {}
     test::server_process p;
-    ~node()
-    {
-        if (p.pid > 0)
-        {
-            ::kill(p.pid, SIGKILL);
-            ::waitpid(p.pid, nullptr, 0);
-        }
-        if (p.fd >= 0)
-            ::close(p.fd);
-    }
-    void kill_now()
-    {
-        ::kill(p.pid, SIGKILL);
-        ::waitpid(p.pid, nullptr, 0);
-        p.pid = -1;
-    }
+    void kill_now() { p.kill_now(); }
 };
 
 std::string status_of(const std::string& response) { return response.substr(0, 12); }
@@ -67,11 +54,15 @@ protected:
         url_ = *url;
     }
 
-    std::unique_ptr<node> start(int delay_ms)
+    // A node; with `debug` it logs each compaction's plan, which it makes once it holds the lease.
+    std::unique_ptr<node> start(int delay_ms, bool debug = false)
     {
-        auto n = std::make_unique<node>();
-        n->p = test::spawn_server(AGENTCTX_SERVER_BIN, {"--no-auth", "--port", "0", "--threads", "2", "--store", url_},
-                                  {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}});
+        std::vector<std::string> args{"--no-auth", "--port", "0", "--threads", "2", "--store", url_};
+        if (debug)
+            args.insert(args.end(), {"--log-level", "debug"});
+        auto n = std::make_unique<node>(test::server_launch{
+            .args = std::move(args),
+            .env = {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}}});
         EXPECT_NE(n->p.port, 0) << n->p.log;
         return n;
     }
@@ -101,6 +92,10 @@ protected:
             ++n;
         return n;
     }
+
+    // Waits until node `n` holds a compaction's lease: its plan is logged (at debug) right after
+    // the lease is taken, before the model call.
+    static bool holds_the_lease(node& n) { return n.p.wait_for_output("compaction plan:", std::chrono::seconds(30)); }
 
     static std::string user_body(const std::string& text)
     {
@@ -198,7 +193,7 @@ TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_e
 
 TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_nothing_behind)
 {
-    auto a = start(1500);  // the offline summarizer takes 1.5 s: both requests overlap
+    auto a = start(1500, true);  // the offline summarizer takes 1.5 s: both requests overlap
     auto b = start(1500);
     ASSERT_NE(a->p.port, 0);
     ASSERT_NE(b->p.port, 0);
@@ -216,8 +211,8 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     fill(id);
     test::raw_conn first(a->p.port);
     ASSERT_TRUE(first.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"));
-    // The second request comes while the first holds the lease (it is in its 1.5 s model call).
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // The second request comes while the first holds the lease (then it is in its 1.5 s model call).
+    ASSERT_TRUE(holds_the_lease(*a)) << a->p.log;
     const auto second = test::ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(status_of(second), "HTTP/1.1 409") << second;
     EXPECT_NE(second.find("compaction_in_progress"), std::string::npos) << second;
@@ -229,11 +224,11 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     // A node killed in the middle of its compaction: nothing partial, and the lease is free.
     const std::string other = create(*a);
     fill(other);
-    auto doomed = start(10000);
+    auto doomed = start(10000, true);
     ASSERT_NE(doomed->p.port, 0);
     test::raw_conn killed(doomed->p.port);
     ASSERT_TRUE(killed.send("POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE(holds_the_lease(*doomed)) << doomed->p.log;
     const auto blocked = test::ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
     EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos) << "the doomed node holds the lease: " << blocked;
     doomed->kill_now();

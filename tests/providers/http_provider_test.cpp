@@ -123,6 +123,28 @@ TEST_F(provider_test, openai_plain_success_with_cache_buckets)
     EXPECT_EQ(boost::json::parse(reqs[0].body).at("max_tokens"), 1000);
 }
 
+TEST_F(provider_test, a_base_url_with_credentials_and_a_query_is_joined_and_logged_masked)
+{
+    server_.push({.body = test::openai_body("## Goal\nplain")});
+    auto c = config();
+    c.base_url = "http://user:pa55word@" + server_.base_url().substr(std::string("http://").size()) + "/v1?api-key=QUERYKEY";
+    std::ostringstream captured;
+    auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+    logger->set_level(spdlog::level::debug);
+    http_summarizer s(ioc_.get_executor(), c, logger);
+    auto r = call(s);
+    run_until([&] { return r->done; });
+    ASSERT_FALSE(r->ec) << r->ec.message();
+    const auto reqs = server_.requests();
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0].target, "/v1/chat/completions?api-key=QUERYKEY");
+    const auto log = captured.str();
+    EXPECT_NE(log.find("url=http://***@127.0.0.1:"), std::string::npos) << log;
+    EXPECT_NE(log.find("/v1/chat/completions?api-key=*** "), std::string::npos) << log;
+    EXPECT_EQ(log.find("QUERYKEY"), std::string::npos) << log;
+    EXPECT_EQ(log.find("pa55word"), std::string::npos) << log;
+}
+
 TEST_F(provider_test, openai_streaming_and_progress)
 {
     server_.push({.chunks = test::openai_stream({"## Goal\n", "str", "eamed"}), .chunk_gap = std::chrono::milliseconds(5)});

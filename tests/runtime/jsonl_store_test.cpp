@@ -277,6 +277,36 @@ TEST_F(jsonl_store_test, lazily_read_entries_come_from_the_file)
         EXPECT_EQ(a->messages[i].entry_id, b->messages[i].entry_id);
 }
 
+TEST_F(jsonl_store_test, a_store_holds_one_descriptor_and_its_lock_ends_with_it_while_its_log_still_reads)
+{
+    const auto text = tools::generate_session({.seed = 12, .entries = 100, .compaction_every = 0});
+    const auto path = file("one.jsonl", text);
+    const auto descriptors = [] {
+        std::size_t n = 0;
+        for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd"))
+            ++n;
+        return n;
+    };
+    const auto before = descriptors();
+    diagnostics diag;
+    {
+        auto store = jsonl_store::open(path, {}, diag);
+        ASSERT_TRUE(store) << diag.message;
+        load_report report;
+        auto log = (*store)->load({}, report, diag);
+        ASSERT_TRUE(log) << diag.message;
+        EXPECT_EQ(descriptors(), before + 1);  // the file, with the lock; the log reads through it
+        store->reset();
+        auto second = jsonl_store::open(path, {}, diag);  // the lock went with the store
+        ASSERT_TRUE(second) << diag.message;
+        second->reset();
+        auto context = compaction::build_session_context(*log, diag);  // the log still reads its lines
+        ASSERT_TRUE(context) << diag.message;
+        EXPECT_FALSE(context->messages.empty());
+    }
+    EXPECT_EQ(descriptors(), before);
+}
+
 TEST_F(jsonl_store_test, migrate_rewrites_v1_atomically_and_only_once)
 {
     const auto text = tools::generate_session({.seed = 4, .entries = 60, .compaction_every = 5, .version = 1});

@@ -145,7 +145,8 @@ public:
     /**
      * @brief Appends an entry as a child of the leaf: `fields` holds `type` and the type's fields
      * (`{"type":"message","message":{...}}`); id, parentId and timestamp are assigned.
-     * Completes with the new id once the line is in the store.
+     * Completes with the new id once the line is in the store; when the entry is refused, with
+     * the error and the diagnostics message (the field path and the reason).
      * @par Per-operation cancellation
      * None: an append is short and is either done or not started.
      */

@@ -1,0 +1,18 @@
+// A session's events as the event stream sends them: the event's name and its JSON data.
+#pragma once
+
+#include <agentctx/runtime/session.hpp>
+
+#include <string>
+
+namespace agentctx::server {
+
+struct event_text
+{
+    std::string name;  ///< compaction_start, compaction_end, compaction_progress, compaction_finished, remote_change
+    std::string data;  ///< one JSON object (counts and ids only, never source or summary text)
+};
+
+event_text event_json(const runtime::session_event& e);
+
+}  // namespace agentctx::server

@@ -1,0 +1,34 @@
+// JSON answers of the agent server.
+#include "http_reply.hpp"
+
+#include "error_status.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+
+#include <boost/beast/http/field.hpp>
+
+#include <string>
+
+namespace agentctx::server {
+
+namespace http = boost::beast::http;
+
+http_response reply(const http_request& req, http::status st, const boost::json::value& body)
+{
+    http_response res{st, req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(req.keep_alive());
+    res.body() = compaction::stringify(body);
+    res.prepare_payload();
+    return res;
+}
+
+http_response busy_reply(const http_request& req, std::size_t limit)
+{
+    auto res = reply(req, http::status::service_unavailable,
+                     error_body("too_many_open_sessions", "all " + std::to_string(limit) + " open sessions are in use; retry later"));
+    res.set(http::field::retry_after, "1");
+    return res;
+}
+
+}  // namespace agentctx::server

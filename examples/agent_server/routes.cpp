@@ -1,0 +1,284 @@
+// The route table and its handlers: create, append, compact, context, metrics.
+#include "routes.hpp"
+
+#include "error_status.hpp"
+#include "request_json.hpp"
+#include "server_error.hpp"
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/token_estimate.hpp>
+#include <agentctx/compaction/unresolved_calls.hpp>
+#include <agentctx/providers/chat_messages.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/json/array.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <variant>
+
+namespace agentctx::server {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using boost::system::error_code;
+
+std::vector<std::string> split_target(std::string_view target)
+{
+    target = target.substr(0, target.find('?'));
+    std::vector<std::string> parts;
+    for (std::size_t p = 1; p <= target.size();)
+    {
+        const auto slash = target.find('/', p);
+        parts.emplace_back(target.substr(p, slash == std::string_view::npos ? std::string_view::npos : slash - p));
+        if (slash == std::string_view::npos)
+            break;
+        p = slash + 1;
+    }
+    return parts;
+}
+
+std::optional<std::string> query_param(std::string_view target, std::string_view name)
+{
+    const auto q = target.find('?');
+    if (q == std::string_view::npos)
+        return std::nullopt;
+    for (std::string_view rest = target.substr(q + 1); !rest.empty();)
+    {
+        const auto amp = rest.find('&');
+        const auto pair = rest.substr(0, amp);
+        const auto eq = pair.find('=');
+        if (pair.substr(0, eq) == name)
+            return std::string(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    }
+    return std::nullopt;
+}
+
+bool valid_id(std::string_view id)
+{
+    if (id.empty() || id.size() > 64)
+        return false;
+    return std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+}
+
+bool is_event_stream(const http_request& req)
+{
+    const auto parts = split_target(req.target());
+    return req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
+           parts[3] == "events";
+}
+
+namespace {
+
+// What every handler gets: the server, the request, and its body parsed once.
+struct request_context
+{
+    server_state& server;
+    const http_request& req;
+    json::object body;
+};
+
+using plain_handler = asio::awaitable<http_response> (*)(request_context&);
+using session_handler = asio::awaitable<http_response> (*)(request_context&, const lease&);
+
+asio::awaitable<http_response> get_metrics(request_context& c)
+{
+    http_response res{http::status::ok, c.req.version()};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.keep_alive(c.req.keep_alive());
+    res.body() = c.server.metrics.render(c.server.sessions->active());
+    res.prepare_payload();
+    co_return res;
+}
+
+asio::awaitable<http_response> create_session(request_context& c)
+{
+    const auto* cwd = c.body.if_contains("cwd");
+    std::string dir = "/";  // no temporaries around co_await: GCC 12 destroys them twice
+    if (cwd && cwd->is_string())
+        dir = std::string(cwd->get_string());
+    compaction::diagnostics diag;
+    auto created = co_await c.server.sessions->create(dir, diag);
+    if (!created && created.error() == errc::too_many_open_sessions)
+        co_return busy_reply(c.req, c.server.sessions->max_open_sessions());
+    if (!created)
+    {
+        spdlog::error("cannot create a session: {}", diag.message);
+        co_return reply(c.req, status_for(created.error()), error_body(created.error().message(), public_message(created.error(), diag)));
+    }
+    co_return reply(c.req, http::status::created, json::object{{"id", created->first}});
+}
+
+asio::awaitable<http_response> use_post(request_context& c)
+{
+    co_return reply(c.req, http::status::method_not_allowed, error_body("method_not_allowed", "use POST"));
+}
+
+// The assistant message of an append, decoded for the automatic check that follows it.
+std::optional<compaction::message> assistant_message(const json::object& body)
+{
+    const auto* m = body.if_contains("message");
+    if (!m || !m->is_object() || !m->get_object().contains("role") || m->get_object().at("role") != "assistant")
+        return std::nullopt;
+    compaction::diagnostics d;
+    auto decoded = compaction::decode_message(m->get_object(), "message", d);
+    return decoded ? std::optional(std::move(*decoded)) : std::nullopt;
+}
+
+asio::awaitable<http_response> append_entry(request_context& c, const lease& held)
+{
+    // Only entries that may follow a header can be appended through the API.
+    const auto* t = c.body.if_contains("type");
+    if (t && t->is_string() && (t->get_string() == "session" || t->get_string() == "compaction"))
+        co_return reply(c.req, http::status::unprocessable_entity,
+                        error_body("entry_not_appendable", "session and compaction entries cannot be appended"));
+    auto turn_end = assistant_message(c.body);
+    auto [ec, id] = co_await held->session().async_append(std::move(c.body), asio::as_tuple(asio::use_awaitable));
+    if (ec)  // on failure the string is the diagnostics message: the field path and the reason
+        co_return reply(c.req, status_for(ec),
+                        error_body(ec.message(), id.empty() ? "the entry was rejected" : without_data_dir(id, c.server.data_dir_prefix)));
+    c.server.metrics.append();
+    // The automatic check after each assistant message; its result shows on the event stream.
+    if (turn_end)
+        held->session().async_on_turn_end(std::move(*turn_end), [hold = held](error_code, runtime::compaction_outcome) {});
+    co_return reply(c.req, http::status::created, json::object{{"id", id}});
+}
+
+asio::awaitable<http_response> compact(request_context& c, const lease& held)
+{
+    std::optional<std::string> instructions;
+    if (const auto* i = c.body.if_contains("instructions"); i && i->is_string())
+        instructions = std::string(i->get_string());
+    auto [ec, outcome] = co_await held->session().async_compact(std::move(instructions), asio::as_tuple(asio::use_awaitable));
+    if (ec || !outcome.compacted)
+        co_return reply(c.req, status_for(ec),
+                        error_body(ec ? ec.message() : "not_compacted", without_data_dir(outcome.message, c.server.data_dir_prefix)));
+    const auto& r = *outcome.result;
+    co_return reply(c.req, http::status::ok,
+                    json::object{{"entryId", outcome.entry_id},
+                                 {"firstKeptEntryId", r.first_kept_entry_id},
+                                 {"tokensBefore", r.tokens_before},
+                                 {"tokensAfter", r.tokens_after},
+                                 {"summary", r.summary}});
+}
+
+// The context a session's next request carries: messages (unresolved tool calls answered, see
+// unresolved_calls.hpp), the native state, and with `wire` the request body's messages / input.
+json::object context_json(const runtime::snapshot& snap, const std::optional<std::string>& wire)
+{
+    json::array msgs;
+    const auto ctx = compaction::with_unknown_outcomes(snap.messages.to_vector());
+    for (const auto& m : ctx)
+        msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
+                                    {"entryId", m.entry_id},
+                                    {"tokens", compaction::estimate_tokens(*m.msg)}});
+    json::object out{{"leafId", snap.leaf_id ? json::value(*snap.leaf_id) : json::value(nullptr)},
+                     {"estimatedTokens", snap.context_tokens()},
+                     {"messages", std::move(msgs)}};
+    const auto* native = snap.native.get();
+    if (native)
+        out["native"] = json::object{{"provider", native->state.format == providers::wire_format::anthropic ? "anthropic" : "openai"},
+                                     {"entryId", native->entry_id}};
+    if (wire == "responses")
+        out["wire"] = providers::to_responses_input(ctx, native);
+    else if (wire)
+        out["wire"] = providers::to_wire_messages(
+            *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native);
+    return out;
+}
+
+asio::awaitable<http_response> context(request_context& c, const lease& held)
+{
+    const auto wire = query_param(c.req.target(), "wire");  // absent: no wire view; empty: refused
+    if (wire && *wire != "anthropic" && *wire != "openai" && *wire != "responses")
+        co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "wire must be anthropic, openai or responses"));
+    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire));
+}
+
+asio::awaitable<http_response> no_such_action(request_context& c, const lease&)
+{
+    co_return reply(c.req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
+}
+
+struct route_entry
+{
+    std::optional<http::verb> method;  ///< nullopt: any method (a path's answer when no other entry takes it)
+    std::string_view pattern;          ///< segments; "{id}" is a valid session id, "{action}" any segment
+    std::variant<plain_handler, session_handler> handler;
+};
+
+// First match wins; a session handler gets the session leased (404 when it does not exist).
+const route_entry route_table[] = {
+    {http::verb::get, "/metrics", &get_metrics},
+    {http::verb::post, "/v1/sessions", &create_session},
+    {std::nullopt, "/v1/sessions", &use_post},
+    {http::verb::post, "/v1/sessions/{id}/entries", &append_entry},
+    {http::verb::post, "/v1/sessions/{id}/compact", &compact},
+    {http::verb::get, "/v1/sessions/{id}/context", &context},
+    {std::nullopt, "/v1/sessions/{id}/{action}", &no_such_action},
+};
+
+// Whether `parts` match `pattern`; the id segment, if any, in `id`.
+bool matches(std::string_view pattern, const std::vector<std::string>& parts, std::string& id)
+{
+    const auto segments = split_target(pattern);
+    if (segments.size() != parts.size())
+        return false;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+    {
+        if (segments[i] == "{id}")
+        {
+            if (!valid_id(parts[i]))
+                return false;
+            id = parts[i];
+        }
+        else if (segments[i] != "{action}" && segments[i] != parts[i])
+            return false;
+    }
+    return true;
+}
+
+asio::awaitable<http_response> with_session(request_context& c, const std::string& id, session_handler handler)
+{
+    compaction::diagnostics diag;
+    auto held = co_await c.server.sessions->find(id, diag);
+    if (!held && held.error() == errc::too_many_open_sessions)
+        co_return busy_reply(c.req, c.server.sessions->max_open_sessions());
+    if (!held)
+        co_return reply(c.req, status_for(held.error()),
+                        error_body(held.error().message(), "session '" + id + "': " + public_message(held.error(), diag)));
+    co_return co_await handler(c, *held);
+}
+
+}  // namespace
+
+asio::awaitable<http_response> route(std::shared_ptr<server_state> server, const http_request& req)
+{
+    request_context c{*server, req, {}};
+    if (req.method() == http::verb::post && !req.body().empty())
+    {
+        std::string why;
+        auto parsed = parse_request_object(req.body(), compaction::load_options{}.max_depth, why);
+        if (!parsed)
+            co_return reply(req, http::status::bad_request, error_body("invalid_json", why));
+        c.body = std::move(*parsed);
+    }
+    const auto parts = split_target(req.target());
+    for (const auto& r : route_table)
+    {
+        std::string id;
+        if ((r.method && *r.method != req.method()) || !matches(r.pattern, parts, id))
+            continue;
+        if (const auto* plain = std::get_if<plain_handler>(&r.handler))
+            co_return co_await (*plain)(c);
+        co_return co_await with_session(c, id, std::get<session_handler>(r.handler));
+    }
+    co_return reply(req, http::status::not_found, error_body("not_found", "no such endpoint"));
+}
+
+}  // namespace agentctx::server

@@ -1,0 +1,105 @@
+// The server's shared state: building the registry, the request record, authorization, session observers.
+#include "server_state.hpp"
+
+#include "auth.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+namespace agentctx::server {
+
+namespace http = boost::beast::http;
+
+std::shared_ptr<server_state> server_state::make(boost::asio::io_context& ioc, server_options opts)
+{
+    auto s = std::make_shared<server_state>(ioc, std::move(opts));
+    std::weak_ptr<server_state> weak = s;
+    registry_options r;
+    r.data_dir = s->opts.data_dir;
+    r.pg = s->opts.pg;
+    r.max_open_sessions = s->opts.max_open_sessions;
+    r.open_threads = s->opts.open_threads;
+    r.before_load = s->opts.before_load;
+    r.session_config = [weak] { auto self = weak.lock(); return self ? self->session_config() : runtime::session_config{}; };
+    r.on_open = [weak](const std::shared_ptr<session_slot>& slot) {
+        if (auto self = weak.lock())
+            self->observe(slot);
+    };
+    r.free_descriptors = [weak] {
+        if (auto self = weak.lock())
+            self->free_descriptors();
+    };
+    s->sessions = std::make_shared<session_registry>(ioc, std::move(r));
+    return s;
+}
+
+server_state::server_state(boost::asio::io_context& c, server_options o)
+    : ioc(c), opts(std::move(o)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
+      acceptor(c)
+{
+}
+
+void server_state::record(const http_request& req, unsigned status, std::chrono::steady_clock::time_point started)
+{
+    const auto route = route_label(req.method_string(), req.target());
+    metrics.request(route, status);
+    spdlog::debug("request route=\"{}\" status={} body_bytes={} duration_ms={:.3f}", route, status, req.body().size(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+}
+
+bool server_state::authorized(const http_request& req) const
+{
+    return !opts.token || bearer_matches(req[http::field::authorization], *opts.token);
+}
+
+void server_state::free_descriptors()
+{
+    constexpr std::size_t sessions_per_attempt = 4;
+    const auto closed = sessions->shed_idle(sessions_per_attempt);
+    const bool connection = idle.close_longest();
+    spdlog::warn("out of descriptors: closed {} idle sessions{}", closed, connection ? " and an idle connection" : "");
+}
+
+runtime::session_config server_state::session_config() const
+{
+    runtime::session_config c;
+    c.settings = opts.settings;
+    c.redaction = opts.redaction;
+    c.pins = opts.pins;
+    c.model = opts.model;
+    if (opts.make_summarizer)
+        c.summarizer = opts.make_summarizer(ioc.get_executor());
+    return c;
+}
+
+void server_state::observe(const std::shared_ptr<session_slot>& slot)
+{
+    slot->session->on_compacted([weak = weak_from_this()](const runtime::compacted_event& e) {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        std::int64_t calls = 0;
+        if (const auto* d = e.entry.details.if_object())
+            if (const auto* ours = d->if_contains("agentctx"); ours && ours->is_object())
+                if (const auto* c = ours->get_object().if_contains("modelCalls"); c && c->is_int64())
+                    calls = c->get_int64();
+        const auto u = e.entry.usage.value_or(compaction::usage{});
+        self->metrics.model_usage(calls, u.input, u.output, u.cache_read, u.cache_write);
+    });
+    slot->session->on_event([weak = std::weak_ptr(slot), owner = weak_from_this(), dir = data_dir_prefix](const runtime::session_event& e) {
+        auto s = weak.lock();
+        if (!s)
+            return;
+        if (std::holds_alternative<runtime::compaction_start_event>(e))
+            s->compaction_started = std::chrono::steady_clock::now();
+        else if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
+            if (auto self = owner.lock())
+                self->metrics.compaction(
+                    runtime::to_string(end->reason), end->result ? "committed" : end->aborted ? "cancelled" : "failed",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - s->compaction_started).count());
+        s->subscribers.publish(sse_frame(e, dir));
+    });
+}
+
+}  // namespace agentctx::server
