@@ -4,6 +4,7 @@
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/reserved.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/triggers.hpp>
@@ -22,6 +23,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -153,6 +155,18 @@ result<std::shared_ptr<session>> session::create(
     return open(std::move(ex), std::move(st), std::move(config), diag);
 }
 
+void session::publish(std::shared_ptr<const snapshot> next)
+{
+    const auto prev = snapshot_.exchange(next, std::memory_order_acq_rel);
+    for (const auto& note : next->dropped_derived)
+    {
+        if (prev && std::find(prev->dropped_derived.begin(), prev->dropped_derived.end(), note) != prev->dropped_derived.end())
+            continue;
+        logger_->warn("compaction {}: its {} state is not used: {}", note.compaction_id, note.part, note.reason);
+        emit(derived_state_dropped_event{note});
+    }
+}
+
 void session::emit(const session_event& e)
 {
     for (const auto& l : listeners_)
@@ -175,13 +189,19 @@ void session::append_impl(boost::json::object fields, asio::any_completion_handl
         diagnostics diag;
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), std::string());
+        // Entries the runtime writes for itself (progress records) never come from a client.
+        if (auto ok = check_client_entry(fields, diag); !ok)
+        {
+            s.logger_->debug("append refused: {}", diag.message);
+            return complete(std::move(h), s.strand_, ok.error(), std::move(diag.message));
+        }
         if (s.store_->asynchronous())
             return s.enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
                 self->append_async(std::move(fields), std::move(h));
             });
         auto id = s.append_entry(std::move(fields), diag);
         if (!id)
-            return complete(std::move(h), s.strand_, id.error(), std::string());
+            return complete(std::move(h), s.strand_, id.error(), std::move(diag.message));
         complete(std::move(h), s.strand_, error_code{}, std::move(*id));
     });
 }
@@ -274,7 +294,7 @@ void session::append_async(boost::json::object fields, asio::any_completion_hand
     if (!e)
     {
         leave_writes();
-        return complete(std::move(h), strand_, e.error(), std::string());
+        return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
     store_->async_write(strand_, *e, log_.size(),
                         [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {

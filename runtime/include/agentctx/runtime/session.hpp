@@ -150,7 +150,9 @@ public:
     /**
      * @brief Appends an entry as a child of the leaf: `fields` holds `type` and the type's fields
      * (`{"type":"message","message":{...}}`); id, parentId and timestamp are assigned.
-     * Completes with the new id once the line is in the store.
+     * Completes with the new id once the line is in the store. A refused entry completes with
+     * the error and, in the string, the reason naming the field (`customType`, `id`, ...).
+     * Entries of the runtime's own `agentctx.*` custom types are refused (`reserved_type`).
      * @par Per-operation cancellation
      * None: an append is short and is either done or not started.
      */
@@ -371,7 +373,8 @@ private:
     void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
     void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
     void emit(const session_event& e);
-    void publish(std::shared_ptr<const snapshot> s) { snapshot_.store(std::move(s), std::memory_order_release); }
+    /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
+    void publish(std::shared_ptr<const snapshot> s);
     const compaction::token_counter& counter() const;
 
     boost::asio::strand<executor_type> strand_;
