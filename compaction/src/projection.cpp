@@ -319,7 +319,7 @@ std::string carried_problem(const entry& c, const std::vector<const entry_meta*>
                             const materialize_fn& covered_get)
 {
     const auto* pinned = pinned_of(c);
-    if (!pinned)
+    if (!pinned || !covered_get)
         return {};
     return check_carried(*pinned, covered_prefix{covered_end, [&](std::size_t k) -> std::string_view { return path[k]->id; },
                                                  covered_get});
@@ -451,16 +451,21 @@ session_context build_session_context(std::span<const entry_ptr> path, const ses
         ptrs.push_back(&m);
     // Materialized entries cannot fail to materialize.
     const materialize_fn get = [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; };
-    // Covered entries for the carried-entry check: a stand-in has no JSON to compare; read it.
-    const materialize_fn covered_get = [&](std::size_t pos) -> result<entry_ptr> {
-        if (!path[pos]->raw.empty())
-            return path[pos];
-        diagnostics diag;
-        const auto i = log ? log->find(path[pos]->id) : std::nullopt;
-        if (!i)
-            return errc::entry_not_found;
-        return log->get(*i, diag);
-    };
+    // Covered entries for the carried-entry check: a stand-in has no JSON to compare; read it
+    // from the log. Without a log, a path with stand-ins (the planner's) is not checked here:
+    // the projections a session shows and replays are.
+    const bool stand_ins = std::any_of(path.begin(), path.end(), [](const entry_ptr& e) { return e->raw.empty(); });
+    materialize_fn covered_get;
+    if (log || !stand_ins)
+        covered_get = [&](std::size_t pos) -> result<entry_ptr> {
+            if (!path[pos]->raw.empty())
+                return path[pos];
+            diagnostics diag;
+            const auto i = log ? log->find(path[pos]->id) : std::nullopt;
+            if (!i)
+                return errc::entry_not_found;
+            return log->get(*i, diag);
+        };
     auto ctx = project(ptrs, facts_of(ptrs), false, get, covered_get).value();
     // Stand-ins are only needed for index-backed paths: use the real entries.
     for (auto& p : ctx.entries)

@@ -16,6 +16,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
+#include <map>
+
 namespace agentctx::runtime {
 
 namespace asio = boost::asio;
@@ -163,9 +166,10 @@ checkpoint_outcome checkpoint_ops::restore(session& s, const json::value& record
     auto r = parse_checkpoint(record, out.reason, diag);
     if (!r)
         return refuse(r.error(), diag.message);
-    // The summary is judged as the model's would be: not empty, within the output cap.
-    const auto cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
-    if (auto ok = check_carried_summary(r->summary, cap, diag); !ok)
+    // The summary is judged as the model's would be: not empty, within the output cap (twice
+    // it: a split turn joins the history's summary and the turn prefix's).
+    const std::uint32_t cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
+    if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
     {
         out.reason = checkpoint_reason::corrupt;
         return refuse(make_error_code(compaction::errc::checkpoint_invalid), diag.message);

@@ -105,7 +105,7 @@ result<session_context> build_session_context(
 
 /// Projection of a materialized path (root first, leaf last). The carried entries of its
 /// compaction are checked against the covered entries; an index-only stand-in among those is
-/// read from `log` (by id) when given, else the check fails and the carried entries are dropped.
+/// read from `log` (by id) when given; without a log, a path holding stand-ins is not checked.
 session_context build_session_context(std::span<const entry_ptr> path, const session_log* log = nullptr);
 
 }  // namespace agentctx::compaction
