@@ -170,7 +170,7 @@ TEST(hostile_record, redaction_covers_file_lists_details_and_the_pinned_block)
     EXPECT_EQ(stringify(details.at("readFiles")), R"(["keys/[REDACTED:aws_access_key_id].txt"])");
     EXPECT_EQ(details.at("agentctx").at("pinned").at(0).at("content"), "use [REDACTED:stripe_key]");
     // Opaque provider ciphertext is left alone: altered, it would be useless.
-    EXPECT_EQ(details.at("agentctx").at("native").at("encrypted_content"), "opaque-" + aws_key);
+    EXPECT_EQ(details.at("agentctx").at("native").at("encrypted_content"), json::value("opaque-" + aws_key));
     EXPECT_EQ(counts.at("aws_access_key_id"), 2u);
     EXPECT_EQ(counts.at("stripe_key"), 2u);
 
