@@ -653,7 +653,7 @@ TEST(cli_hostile, forged_records_are_refused_with_their_reason_and_the_field)
         const auto e = boost::json::parse(r.out).at("error");
         EXPECT_EQ(e.at("code"), "checkpoint_invalid") << record;
         EXPECT_EQ(e.at("reason"), "corrupt") << record;
-        EXPECT_EQ(e.at("message"), message) << record;
+        EXPECT_EQ(e.at("message"), boost::json::value(message)) << record;
         EXPECT_EQ(slurp(copy), uncompacted) << record;
         fs::remove(copy);
     }
@@ -673,11 +673,14 @@ TEST(cli_verify, forged_derived_state_is_invalid_and_exits_1)
         const auto human = run_process(cli + " verify " + hostile("session-forged-pins.jsonl"));
         EXPECT_EQ(human.exit_code, 1);
         EXPECT_NE(human.out.find("not used: the portable summary stands in"), std::string::npos) << human.out;
-        // The forged pin never reaches the context.
+        // The forged pin never reaches the context: the summary and the kept entries only.
         const auto ctx = run_process(cli + " context " + hostile("session-forged-pins.jsonl") + " --json");
         ASSERT_EQ(ctx.exit_code, 0) << ctx.err;
-        EXPECT_EQ(ctx.out.find("FORGED-PIN"), std::string::npos);
-        EXPECT_NE(ctx.out.find("Always run the linter."), std::string::npos);
+        std::vector<std::string> roles;
+        const auto shown = boost::json::parse(ctx.out);
+        for (const auto& m : shown.at("messages").as_array())
+            roles.emplace_back(m.at("role").as_string());
+        EXPECT_EQ(roles, (std::vector<std::string>{"compactionSummary", "user", "assistant"}));
     }
     {
         const auto r = run_process(cli + " verify " + hostile("session-forged-native.jsonl") + " --json");
