@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: installs missing Debian packages, configures, builds, runs.
-#   ./build.sh demo    build and run the demo on the bundled sessions
+#   ./build.sh demo    build the agentctx CLI and run the demo on the bundled sessions
 #   ./build.sh test    build and run the whole test suite (ctest); non-zero exit on any failure
 #   ./build.sh build   configure and build only        ./build.sh bench   run the benchmarks
 #   PRESET=asan ./build.sh test   use another CMake preset (default, asan, tsan, release)
@@ -11,7 +11,8 @@ cd "$(dirname "$0")"
 PRESET=${PRESET:-default}
 PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
           libgtest-dev libgmock-dev libbenchmark-dev libre2-dev libssl-dev pkg-config zlib1g-dev ccache
-          libpq-dev postgresql-15)  # the PostgreSQL store; its tests start a throwaway cluster
+          libpq-dev postgresql-15  # the PostgreSQL store; its tests start a throwaway cluster
+          dpkg-dev)                # cpack -G DEB (the package test)
 # Only `./build.sh fuzz` needs these: a normal build stays on g++.
 FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev)
 
@@ -34,10 +35,13 @@ ensure_packages() {
     $cmd
 }
 
+# build [TARGET...]: configure, then build the named targets (all when none are named).
 build() {
     ensure_packages
     cmake --preset "$PRESET" >/dev/null
-    cmake --build --preset "$PRESET" -j "$(nproc)"
+    local targets=()
+    [ $# -gt 0 ] && targets=(--target "$@")
+    cmake --build --preset "$PRESET" -j "$(nproc)" "${targets[@]}"
 }
 
 case "${1:-}" in
@@ -47,7 +51,7 @@ case "${1:-}" in
         ctest --preset "$PRESET" -j "$(nproc)"
         ;;
     demo)
-        build
+        build agentctx  # only what the demo runs: a fresh machine shows it in minutes
         exec bash examples/demo.sh "build/$PRESET"
         ;;
     fuzz)

@@ -1,4 +1,5 @@
-// The README's embedding example, compiled: an agent loop that keeps its context compacted.
+// The README's embedding example, run by the test suite: an agent loop that keeps its context compacted.
+#include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -9,49 +10,54 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 namespace asio = boost::asio;
 using namespace agentctx;
 
-// One turn of an agent loop: persist the prompt, call the model, persist its answer, then let
-// agentctx decide whether to compact before the next request.
 // The messages of one turn (plain functions: g++ 12 miscompiles braced lists inside coroutines).
 boost::json::object user_entry(const std::string& text)
 {
     return {{"type", "message"}, {"message", {{"role", "user"}, {"content", text}, {"timestamp", 1}}}};
 }
 
-boost::json::object model_answer()  // stands in for the model's reply
+// Stands in for the model's reply; `input` is the prompt size the provider reported.
+boost::json::object model_answer(std::int64_t input)
 {
-    return {{"role", "assistant"}, {"content", boost::json::array{{{"type", "text"}, {"text", "Done."}}}},
+    return {{"role", "assistant"}, {"content", boost::json::array{{{"type", "text"}, {"text", std::string(4000, 'x')}}}},
             {"provider", "openai"}, {"model", "gpt-4.1"}, {"stopReason", "stop"}, {"timestamp", 2},
-            {"usage", {{"input", 190000}, {"output", 50}, {"totalTokens", 190050}}}};
+            {"usage", {{"input", input}, {"output", 1000}, {"totalTokens", input + 1000}}}};
 }
 
 // One turn of an agent loop: persist the prompt, call the model, persist its answer, then let
 // agentctx decide whether to compact before the next request.
-asio::awaitable<void> turn(std::shared_ptr<runtime::session> s, std::string prompt)
+asio::awaitable<void> turn(std::shared_ptr<runtime::session> s, std::string prompt, std::int64_t input)
 {
-    co_await s->async_append(user_entry(prompt), asio::use_awaitable);
-    auto context = s->context();  // what the request carries: summary + recent suffix
-    auto answer = model_answer();  // ... send `context` to the model
+    co_await s->async_append(user_entry(prompt), asio::use_awaitable);  // durable when it returns
+    auto context = s->context();            // what the request carries: summary + recent suffix
+    auto answer = model_answer(input);      // ... send `context` to the model
     boost::json::object entry;
     entry["type"] = "message";
     entry["message"] = answer;
     co_await s->async_append(std::move(entry), asio::use_awaitable);
     compaction::diagnostics diag;
     auto last = compaction::decode_message(answer, "", diag).value();
+    // Threshold check (fresh usage only) or one overflow compact-and-retry; may compact now.
     auto outcome = co_await s->async_on_turn_end(std::move(last), asio::use_awaitable);
-    std::printf("context %zu messages, compacted: %s\n", context.size(), outcome.compacted ? "yes" : "no");
+    std::printf("turn with %zu messages in context, compacted: %s\n", context.size(), outcome.compacted ? "yes" : "no");
+}
+
+asio::awaitable<void> agent_loop(std::shared_ptr<runtime::session> s)
+{
+    for (int i = 1; i <= 6; ++i)  // the provider reports a growing prompt: 40k, 80k, ... tokens
+        co_await turn(s, "Step " + std::to_string(i) + " of the task", 40000 * i);
+    s->close();
 }
 
 int main(int argc, char** argv)
 {
     if (argc < 2)
-    {
-        std::fprintf(stderr, "usage: embed_session NEW.jsonl\n");
-        return 2;
-    }
+        return std::fprintf(stderr, "usage: embed_session NEW.jsonl\n"), 2;
     asio::io_context ioc;
     compaction::diagnostics diag;
     auto header = compaction::make_header("demo", compaction::iso_timestamp_now(), "/tmp");
@@ -59,9 +65,10 @@ int main(int argc, char** argv)
     if (!store)
         return std::fprintf(stderr, "%s\n", diag.message.c_str()), 1;
     runtime::session_config config;
-    config.model = {"openai", "gpt-4.1", 200000, 32768};
-    // config.summarizer = a providers::summarizer (HTTP provider or the offline one)
+    config.model = {"openai", "gpt-4.1", 200000, 32768};  // provider, model, window, max output
+    config.settings.keep_recent_tokens = 2000;
+    config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());  // or an HTTP one
     auto s = runtime::session::open(ioc.get_executor(), std::move(*store), config, diag).value();
-    asio::co_spawn(ioc, turn(s, "Fix the failing test"), asio::detached);
+    asio::co_spawn(ioc, agent_loop(s), asio::detached);
     ioc.run();
 }

@@ -22,7 +22,7 @@ bool is_compaction(const projected_entry& p) noexcept
     return p.source->type == entry_type::compaction;
 }
 
-// Delta §5.1 / §5.2 over the messages an entry contributes (never for a compaction).
+// Pi 1.6's valid cut points over the messages an entry contributes (never for a compaction).
 bool cut_roles(const messages_t& messages)
 {
     return any_role(messages, [](role r) {
@@ -47,7 +47,7 @@ std::int64_t entry_tokens(const projected_entry& p, const token_counter& counter
     return t;
 }
 
-// Delta §5.4 definitions.
+// Pi 1.6's definitions of the recovery suffix.
 bool intrinsically_visible(const projected_entry& p)
 {
     return p.source->type != entry_type::context_edit && !entry_messages(*p.source).empty();

@@ -32,7 +32,7 @@ void extract_file_ops(const message& m, file_operations& ops)
 {
     if (m.role == role::tool_result)
     {
-        // Pi 1.6 (delta §8): calls a tool made to other tools count like tool calls; records
+        // Pi 1.6: calls a tool made to other tools count like tool calls; records
         // without arguments (over Pi's size limits) contribute nothing; status is ignored.
         for (const auto& c : m.nested_calls)
             if (c.arguments)

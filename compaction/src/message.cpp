@@ -36,7 +36,7 @@ role role_from_string(std::string_view s) noexcept
         return role::tool_result;
     if (s == "bashExecution")
         return role::bash_execution;
-    // hookMessage is the v2 name; migration renames it to custom (§1.8). In a v3 file Pi keeps
+    // hookMessage is the v2 name; migration renames it to custom. In a v3 file Pi keeps
     // it as an unknown role: no tokens, never a cut point, not sent.
     if (s == "custom")
         return role::custom;
@@ -281,6 +281,113 @@ std::string content_text(const content& c)
     return out;
 }
 
+namespace {
+
+// Pi 1.6 normalizes null or missing content of user/assistant/toolResult to [] and of system to
+// "" at projection time; legacy custom messages stay strict (`null_ok` false).
+bool read_content(field_reader& f, message& m, diagnostics& diag, bool required, bool array_only, bool null_ok = true)
+{
+    const auto* v = f.opt_value("content");
+    if (null_ok && (!v || v->is_null()))
+    {
+        m.content = {};
+        m.content.is_string = m.role == role::system;
+        return true;
+    }
+    if (!v)
+    {
+        if (required)
+            f.fail(errc::missing_field, "content", "required field is missing");
+        return !required;
+    }
+    if (array_only && !v->is_array())
+    {
+        f.fail(errc::wrong_type, "content", std::string("expected array, got ") + detail::kind_name(v->kind()));
+        return false;
+    }
+    auto c = decode_content(*v, f.path_of("content"), diag);
+    if (!c)
+        return false;
+    m.content = std::move(*c);
+    return true;
+}
+
+boost::system::error_code decode_assistant(field_reader& f, message& m, diagnostics& diag)
+{
+    if (!read_content(f, m, diag, true, true))
+        return f.failed() ? f.code() : errc::wrong_type;
+    m.api = f.opt_string("api").value_or("");
+    m.provider = f.opt_string("provider").value_or("");
+    m.model = f.opt_string("model").value_or("");
+    const auto* usage_value = f.opt_value("usage");
+    if (const auto* u = usage_value && !usage_value->is_null() ? f.opt_object("usage") : nullptr)  // null: none
+    {
+        auto us = decode_usage(*u, f.path_of("usage"), diag);
+        if (!us)
+            return us.error();
+        m.usage = *us;
+    }
+    if (auto sr = f.opt_string("stopReason"))
+        m.stop_reason = stop_reason_from_string(*sr);
+    m.error_message = f.opt_string("errorMessage");
+    m.thinking_level = f.opt_string("thinkingLevel");
+    return {};
+}
+
+boost::system::error_code decode_tool_result(field_reader& f, message& m, diagnostics& diag)
+{
+    if (!read_content(f, m, diag, true, false))
+        return f.failed() ? f.code() : errc::wrong_type;
+    m.tool_call_id = f.req_string("toolCallId");
+    m.tool_name = f.opt_string("toolName").value_or("");
+    m.is_error = f.opt_bool("isError");
+    return decode_nested_calls(f, m);
+}
+
+void decode_bash_execution(field_reader& f, message& m)
+{
+    m.command = f.req_string("command");
+    m.output = f.opt_string("output").value_or("");
+    m.exit_code = f.opt_number("exitCode");
+    m.cancelled = f.opt_bool("cancelled");
+    m.truncated = f.opt_bool("truncated");
+    m.full_output_path = f.opt_string("fullOutputPath");
+    m.exclude_from_context = f.opt_bool("excludeFromContext");
+}
+
+// The fields of one role; no error when they decoded (the reader may still hold a failure).
+boost::system::error_code decode_role_fields(field_reader& f, message& m, diagnostics& diag)
+{
+    const auto content_failed = [&]() -> boost::system::error_code { return f.failed() ? f.code() : errc::wrong_type; };
+    switch (m.role)
+    {
+    case role::user: return read_content(f, m, diag, true, false) ? boost::system::error_code{} : content_failed();
+    case role::assistant: return decode_assistant(f, m, diag);
+    case role::tool_result: return decode_tool_result(f, m, diag);
+    case role::bash_execution: decode_bash_execution(f, m); return {};
+    case role::system:
+        return read_content(f, m, diag, false, false) && decode_sections(f, m) && decode_tools(f, m) ? boost::system::error_code{} : content_failed();
+    case role::custom:
+        if (!read_content(f, m, diag, true, false, false))
+            return content_failed();
+        m.custom_type = f.opt_string("customType").value_or("");
+        m.display = f.opt_bool("display");
+        return {};
+    case role::branch_summary:
+        m.summary = f.req_string("summary");
+        m.from_id = f.opt_string("fromId").value_or("");
+        return {};
+    case role::compaction_summary:
+        m.summary = f.req_string("summary");
+        m.tokens_before = f.opt_number("tokensBefore").value_or(0);
+        return {};
+    case role::other: return {};
+    }
+    return {};
+}
+
+}  // namespace
+
 result<message> decode_message(const boost::json::object& o, std::string_view path, diagnostics& diag)
 {
     field_reader f(o, path, diag);
@@ -290,101 +397,8 @@ result<message> decode_message(const boost::json::object& o, std::string_view pa
     m.timestamp = f.opt_number("timestamp").value_or(0);
     if (f.failed())
         return f.code();
-
-    const std::string content_path = f.path_of("content");
-    // Pi 1.6 normalizes null or missing content of user/assistant/toolResult to [] and of
-    // system to "" at projection time (delta §1.6); legacy custom messages stay strict.
-    auto read_content = [&](bool required, bool array_only, bool null_ok = true) -> bool {
-        const auto* v = f.opt_value("content");
-        if (null_ok && (!v || v->is_null()))
-        {
-            m.content = {};
-            m.content.is_string = m.role == role::system;
-            return true;
-        }
-        if (!v)
-        {
-            if (required)
-                f.fail(errc::missing_field, "content", "required field is missing");
-            return !required;
-        }
-        if (array_only && !v->is_array())
-        {
-            f.fail(errc::wrong_type, "content", std::string("expected array, got ") + detail::kind_name(v->kind()));
-            return false;
-        }
-        auto c = decode_content(*v, content_path, diag);
-        if (!c)
-            return false;
-        m.content = std::move(*c);
-        return true;
-    };
-
-    switch (m.role)
-    {
-    case role::user:
-        if (!read_content(true, false))
-            return f.failed() ? f.code() : errc::wrong_type;
-        break;
-    case role::assistant:
-    {
-        if (!read_content(true, true))
-            return f.failed() ? f.code() : errc::wrong_type;
-        m.api = f.opt_string("api").value_or("");
-        m.provider = f.opt_string("provider").value_or("");
-        m.model = f.opt_string("model").value_or("");
-        const auto* usage_value = f.opt_value("usage");
-        if (const auto* u = usage_value && !usage_value->is_null() ? f.opt_object("usage") : nullptr)  // null: none
-        {
-            auto us = decode_usage(*u, f.path_of("usage"), diag);
-            if (!us)
-                return us.error();
-            m.usage = *us;
-        }
-        if (auto sr = f.opt_string("stopReason"))
-            m.stop_reason = stop_reason_from_string(*sr);
-        m.error_message = f.opt_string("errorMessage");
-        m.thinking_level = f.opt_string("thinkingLevel");
-        break;
-    }
-    case role::tool_result:
-        if (!read_content(true, false))
-            return f.failed() ? f.code() : errc::wrong_type;
-        m.tool_call_id = f.req_string("toolCallId");
-        m.tool_name = f.opt_string("toolName").value_or("");
-        m.is_error = f.opt_bool("isError");
-        if (const errc e = decode_nested_calls(f, m); e != errc{})
-            return e;
-        break;
-    case role::bash_execution:
-        m.command = f.req_string("command");
-        m.output = f.opt_string("output").value_or("");
-        m.exit_code = f.opt_number("exitCode");
-        m.cancelled = f.opt_bool("cancelled");
-        m.truncated = f.opt_bool("truncated");
-        m.full_output_path = f.opt_string("fullOutputPath");
-        m.exclude_from_context = f.opt_bool("excludeFromContext");
-        break;
-    case role::system:
-        if (!read_content(false, false) || !decode_sections(f, m) || !decode_tools(f, m))
-            return f.failed() ? f.code() : errc::wrong_type;
-        break;
-    case role::custom:
-        if (!read_content(true, false, false))
-            return f.failed() ? f.code() : errc::wrong_type;
-        m.custom_type = f.opt_string("customType").value_or("");
-        m.display = f.opt_bool("display");
-        break;
-    case role::branch_summary:
-        m.summary = f.req_string("summary");
-        m.from_id = f.opt_string("fromId").value_or("");
-        break;
-    case role::compaction_summary:
-        m.summary = f.req_string("summary");
-        m.tokens_before = f.opt_number("tokensBefore").value_or(0);
-        break;
-    case role::other: break;
-    }
+    if (const auto e = decode_role_fields(f, m, diag))
+        return e;
     if (f.failed())
         return f.code();
     return m;

@@ -1,4 +1,4 @@
-// prepare_compaction (Pi 1.6 delta §6): projected range, cut, summarized/prefix/kept split, file ops.
+// prepare_compaction (Pi 1.6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
 #include <algorithm>
@@ -8,7 +8,7 @@ namespace agentctx::compaction {
 
 namespace {
 
-// Delta §6 step 9: projected messages without system messages; compactions contribute nothing,
+// Pi 1.6: projected messages without system messages; compactions contribute nothing,
 // nor do pinned entries (they are kept verbatim).
 void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, const std::set<std::string>& pinned,
              std::vector<context_message>& out)
@@ -127,19 +127,10 @@ result<void> check_path(std::size_t path_size, entry_type last, diagnostics& dia
 
 // The plan over the projection of a path of `path_size` entries (the same whichever way the
 // projection was built: only projected entries and their messages are read).
-result<compaction_preparation> prepare_projected(
-    const session_context& ctx,
-    std::size_t path_size,
-    const compaction_settings& settings,
-    const plan_options& opts,
-    diagnostics& diag
-)
+// The range after the previous compaction; returns that compaction's index when it contributes.
+std::optional<std::size_t> place_range(const session_context& ctx, std::size_t path_size, compaction_preparation& p)
 {
-    const token_counter& counter = opts.counter ? *opts.counter : default_token_counter();
-    const bool pi = opts.mode == compat_mode::pi;
     const auto& e = ctx.entries;
-    compaction_preparation p;
-
     // The previous compaction is the first projected entry when it contributes messages.
     std::optional<std::size_t> prev;
     for (std::size_t i = 0; i < e.size() && !prev; ++i)
@@ -148,28 +139,22 @@ result<compaction_preparation> prepare_projected(
     p.boundary_projected = prev ? *prev + 1 : 0;
     if (prev)
         p.previous_summary = strip_pinned_block(e[*prev].source->summary);
+    p.boundary_start = p.boundary_projected < e.size() ? e[p.boundary_projected].path_index : path_size;
+    return prev;
+}
+
+// The cut: Pi 1.6's, then (agentctx) the recent exchanges of the current turn kept.
+result<void> place_cut(const std::vector<projected_entry>& e, const compaction_settings& settings, const plan_options& opts,
+                       const token_counter& counter, compaction_preparation& p, diagnostics& diag)
+{
     const std::size_t end = e.size();
-    p.boundary_start = p.boundary_projected < end ? e[p.boundary_projected].path_index : path_size;
-
-    if (!pi)
-    {
-        const auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, end);
-        if (!issues.empty())
-        {
-            diag.message = transcript_message(issues);
-            return errc::transcript_invalid;
-        }
-    }
-
-    p.tokens_before = estimate_projected_context_tokens(ctx, counter).tokens;
-
     auto cut = find_cut_point(e, p.boundary_projected, end, settings.keep_recent_tokens, opts.mode, counter);
     if (!cut)
     {
         diag.message = "no cut point in the range keeps tool calls with their results";
         return cut.error();
     }
-    if (!pi)
+    if (opts.mode != compat_mode::pi)
     {
         const std::int64_t bound =
             opts.context_window > 0 ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2) : 0;
@@ -187,10 +172,16 @@ result<compaction_preparation> prepare_projected(
     p.turn_start_index = cut->turn_start_index;
     p.crossing_index = cut->crossing_index;
     p.advanced_past_omitted_attempt = cut->advanced_past_omitted_attempt;
+    return {};
+}
 
+// What is summarized, what becomes the split turn's prefix, and what stays verbatim.
+void split_messages(const std::vector<projected_entry>& e, std::optional<std::size_t> prev, const compaction_settings& settings,
+                    const plan_options& opts, const token_counter& counter, compaction_preparation& p)
+{
     // agentctx keeps the current instruction verbatim, unless the recovery-suffix rule passed
     // the failed attempt that this very prompt produced.
-    const bool keep_instruction = !pi && !p.advanced_past_omitted_attempt;
+    const bool keep_instruction = opts.mode != compat_mode::pi && !p.advanced_past_omitted_attempt;
     auto verbatim = collect_verbatim(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, keep_instruction,
                                      settings.keep_recent_tokens, counter, p.pinned);
     const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
@@ -204,21 +195,52 @@ result<compaction_preparation> prepare_projected(
         p.is_split_turn = false;
         p.turn_start_index.reset();
     }
+}
 
-    if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
-    {
-        // Pi 1.6 returns undefined here (#4811): "Nothing to compact (session too small)".
-        diag.message = "nothing lies before the cut (keepRecentTokens " + std::to_string(settings.keep_recent_tokens) +
-                       " keeps the whole range)";
-        return errc::nothing_to_compact;
-    }
-
+// The file lists: carried from the previous compaction, then what the summarized part touched.
+void gather_file_ops(const std::vector<projected_entry>& e, std::optional<std::size_t> prev, compaction_preparation& p)
+{
     if (prev && !e[*prev].source->from_hook)
         seed_file_ops(e[*prev].source->details, p.file_ops);
     for (const auto& m : p.messages_to_summarize)
         extract_file_ops(*m.msg, p.file_ops);
     for (const auto& m : p.turn_prefix_messages)
         extract_file_ops(*m.msg, p.file_ops);
+}
+
+result<compaction_preparation> prepare_projected(
+    const session_context& ctx,
+    std::size_t path_size,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+)
+{
+    const token_counter& counter = opts.counter ? *opts.counter : default_token_counter();
+    const auto& e = ctx.entries;
+    compaction_preparation p;
+    const auto prev = place_range(ctx, path_size, p);
+    if (opts.mode != compat_mode::pi)
+    {
+        const auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
+        if (!issues.empty())
+        {
+            diag.message = transcript_message(issues);
+            return errc::transcript_invalid;
+        }
+    }
+    p.tokens_before = estimate_projected_context_tokens(ctx, counter).tokens;
+    if (auto placed = place_cut(e, settings, opts, counter, p, diag); !placed)
+        return placed.error();
+    split_messages(e, prev, settings, opts, counter, p);
+    if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
+    {
+        // Pi 1.6 returns undefined here: "Nothing to compact (session too small)".
+        diag.message = "nothing lies before the cut (keepRecentTokens " + std::to_string(settings.keep_recent_tokens) +
+                       " keeps the whole range)";
+        return errc::nothing_to_compact;
+    }
+    gather_file_ops(e, prev, p);
     return p;
 }
 

@@ -1,4 +1,4 @@
-// Pi 1.6 projection: selected entries, context edits, per-entry messages, system replay (delta §2).
+// Pi 1.6 projection: selected entries, context edits, per-entry messages, system replay.
 #include <agentctx/compaction/projection.hpp>
 
 #include <agentctx/compaction/carried_checks.hpp>
@@ -295,7 +295,7 @@ path_facts facts_of(const session_log& log, const std::vector<std::uint32_t>& in
     return f;
 }
 
-// Delta §2.1 + §2.3 over index data; entries are materialized only where content matters.
+// Pi 1.6 entry selection and edits over index data; entries are materialized only where content matters.
 // `unique_ids`: no id is on the path twice (a log's path), so the compaction's first kept entry
 // is searched from the compaction back, not from the root (Pi's order; the same entry then).
 // The messages of the projected compaction `c` whose carried entries failed their check: its

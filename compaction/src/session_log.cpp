@@ -262,7 +262,7 @@ void session_log::migrate_object(std::size_t i, boost::json::object& o) const
             o["parentId"] = nullptr;
         if (i < legacy_first_kept_index_.size() && legacy_first_kept_index_[i] >= 0 && o.contains("firstKeptEntryIndex"))
         {
-            // v1 indices count the header as 0 (spec §1.8).
+            // v1 indices count the header as 0.
             const auto fk = legacy_first_kept_index_[i];
             o.erase("firstKeptEntryIndex");
             o["firstKeptEntryId"] = fk >= 1 && static_cast<std::size_t>(fk - 1) < metas_.size()
@@ -959,7 +959,7 @@ struct session_log_builder::impl
                      m.line,
                      "line " + std::to_string(m.line) + ": compaction '" + m.id + "' keeps from '" +
                          m.first_kept_entry_id +
-                         "', which is not on its path; its context starts at the summary (spec §2.7)"}
+                         "', which is not on its path; its context starts at the summary"}
                 );
         }
     }

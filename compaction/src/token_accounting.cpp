@@ -106,7 +106,7 @@ std::optional<context_usage_report> context_usage(
         return std::nullopt;
     context_usage_report r;
     r.context_window = context_window;
-    // Delta §10.8: after a compaction the count is unknown until a projected assistant after it
+    // Pi 1.6: after a compaction the count is unknown until a projected assistant after it
     // reports valid usage.
     if (!ctx.entries.empty() && ctx.entries.front().source->type == entry_type::compaction)
     {

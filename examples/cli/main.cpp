@@ -26,6 +26,7 @@ const char* const usage_text =
     "Read commands (inspect, context, plan, checkpoint export|status, verify) also accept a\n"
     "PostgreSQL session reference, postgresql://...#SESSION_ID, in place of SESSION.jsonl.\n"
     "  recover SESSION.jsonl [--json]   compact a history far over the window piece by piece (resumable)\n"
+    "  simulate SESSION.jsonl... [--json]  what each compaction policy bills on recorded sessions\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -66,6 +67,8 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_recover(argc, argv);
     if (!std::strcmp(argv[1], "verify"))
         return agentctx::cli::cmd_verify(argc, argv);
+    if (!std::strcmp(argv[1], "simulate"))
+        return agentctx::cli::cmd_simulate(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }

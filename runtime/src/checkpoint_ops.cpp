@@ -82,7 +82,7 @@ result<checkpoint_status> checkpoint_status_of(const session_log& log, const che
     return out;
 }
 
-result<void> checkpoint_ops::add_fields(const session& s, json::object& agentctx, std::string_view first_kept,
+result<void> checkpoint_ops::add_fields(const session_core& s, json::object& agentctx, std::string_view first_kept,
                                         bool from_hook, diagnostics& diag)
 {
     const auto kept = s.log_.find(first_kept);
@@ -100,7 +100,7 @@ result<void> checkpoint_ops::add_fields(const session& s, json::object& agentctx
     return {};
 }
 
-checkpoint_outcome checkpoint_ops::export_latest(const session& s, error_code& ec)
+checkpoint_outcome checkpoint_ops::export_latest(const session_core& s, error_code& ec)
 {
     checkpoint_outcome out;
     const auto c = latest_compaction(s.log_);
@@ -150,7 +150,7 @@ result<std::vector<entry_ptr>> restore_path(const session_log& log, std::size_t 
 
 }  // namespace
 
-checkpoint_outcome checkpoint_ops::restore(session& s, const json::value& record, error_code& ec)
+checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& record, error_code& ec)
 {
     checkpoint_outcome out;
     auto refuse = [&](error_code code, std::string message) {
@@ -263,7 +263,7 @@ void complete(asio::any_completion_handler<checkpoint_signature> h, const asio::
 
 }  // namespace
 
-void session::export_checkpoint_impl(asio::any_completion_handler<checkpoint_signature> h)
+void session_core::export_checkpoint_impl(asio::any_completion_handler<checkpoint_signature> h)
 {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         error_code ec;
@@ -272,7 +272,7 @@ void session::export_checkpoint_impl(asio::any_completion_handler<checkpoint_sig
     });
 }
 
-void session::checkpoint_status_impl(asio::any_completion_handler<checkpoint_status_signature> h)
+void session_core::checkpoint_status_impl(asio::any_completion_handler<checkpoint_status_signature> h)
 {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         diagnostics diag;
@@ -282,7 +282,7 @@ void session::checkpoint_status_impl(asio::any_completion_handler<checkpoint_sta
     });
 }
 
-void session::restore_checkpoint_impl(json::value record, asio::any_completion_handler<checkpoint_signature> h)
+void session_core::restore_checkpoint_impl(json::value record, asio::any_completion_handler<checkpoint_signature> h)
 {
     asio::post(strand_, [self = shared_from_this(), record = std::move(record), h = std::move(h)]() mutable {
         error_code ec;

@@ -1,4 +1,4 @@
-// Pi 1.6's writer rules for a context_edit (delta §1.5), checked in Pi's order before anything is written.
+// Pi 1.6's writer rules for a context_edit, checked in Pi's order before anything is written.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>

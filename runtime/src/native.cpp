@@ -1,4 +1,4 @@
-// Provider-native compaction (issue 12 item 5): select it or say why not, send the whole window once, check what returns.
+// Provider-native compaction: select it or say why not, send the whole window once, check what returns.
 #include "transaction.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
@@ -48,8 +48,8 @@ std::size_t secrets_in(const redactor& r, const std::vector<context_message>& wi
 
 }  // namespace
 
-asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session& s,
-                                                                                                   session::job& j,
+asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session_core& s,
+                                                                                                   session_core::job& j,
                                                                                                    const plan& p)
 {
     using chosen = std::optional<providers::native_reply>;

@@ -1,4 +1,4 @@
-// Piecewise portable summaries (issue 12): choose single or pieces (resuming compatible progress),
+// Piecewise portable summaries: choose single or pieces (resuming compatible progress),
 // summarize the pieces in order with the running note, and persist each accepted piece.
 #include "transaction.hpp"
 
@@ -49,7 +49,7 @@ const entry* latest_progress(const std::vector<entry_ptr>& path)
 // Hands the host a handler it may complete once. A host that throws completes it (posted, never
 // inline) with checkpoint_persist_failed, so the transaction never waits on a handler nobody holds.
 template <class Handler>
-void call_host(session& s, const progress_record& r, progress_position pos, Handler handler)
+void call_host(session_core& s, const progress_record& r, progress_position pos, Handler handler)
 {
     const auto slot = asio::get_associated_cancellation_slot(handler);
     const auto ex = asio::get_associated_executor(handler);
@@ -63,7 +63,7 @@ void call_host(session& s, const progress_record& r, progress_position pos, Hand
     };
     try
     {
-        s.config().persist_checkpoint(r, pos, asio::any_completion_handler<persist_checkpoint_signature>(
+        s.config_.persist_checkpoint(r, pos, asio::any_completion_handler<persist_checkpoint_signature>(
                                                   asio::bind_cancellation_slot(slot, asio::bind_executor(ex, once))));
     }
     catch (const std::exception& e)
@@ -106,7 +106,7 @@ std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& 
     return std::nullopt;
 }
 
-asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(session& s, session::job& j,
+asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(session_core& s, session_core::job& j,
                                                                                        const plan& p)
 {
     const auto& prefix = p.prep.messages_to_summarize;
@@ -169,7 +169,7 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     co_return bound;
 }
 
-void transaction::fold_oversized_turn_prefix(session& s, session::job& j, plan& p)
+void transaction::fold_oversized_turn_prefix(session_core& s, session_core::job& j, plan& p)
 {
     auto& prep = p.prep;
     if (!prep.is_split_turn || prep.turn_prefix_messages.empty())
@@ -191,7 +191,7 @@ void transaction::fold_oversized_turn_prefix(session& s, session::job& j, plan& 
                     chars, limit);
 }
 
-transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session& s, session::job& j,
+transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session_core& s, session_core::job& j,
                                                                                      const plan& p,
                                                                                      const portable_bound& bound)
 {
@@ -253,8 +253,8 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
 }
 
 asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces(
-    session& s,
-    session::job& j,
+    session_core& s,
+    session_core::job& j,
     const plan& p,
     piece_run run,
     const scrub_fn& scrub
@@ -319,8 +319,8 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
 }
 
 asio::awaitable<transaction::step<bool>> transaction::persist_piece(
-    session& s,
-    session::job& j,
+    session_core& s,
+    session_core::job& j,
     const progress_record& r,
     progress_position pos
 )

@@ -1,151 +1,40 @@
-// The session actor: appends, triggers, and the compaction transaction on the strand.
+// The public session: opens the core and forwards each operation to it.
 #include <agentctx/runtime/session.hpp>
 
-#include <agentctx/compaction/cancelled.hpp>
-#include <agentctx/compaction/json_text.hpp>
-#include <agentctx/compaction/prepare.hpp>
-#include <agentctx/compaction/reserved.hpp>
-#include <agentctx/compaction/summary.hpp>
-#include <agentctx/runtime/error.hpp>
-#include <agentctx/runtime/triggers.hpp>
+#include <agentctx/compaction/unresolved_calls.hpp>
 
-#include "append_check.hpp"
-#include "compaction_coordinator.hpp"
-#include "context_edit_check.hpp"
-#include "transaction.hpp"
-
-#include <boost/asio/append.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
-
-#include <spdlog/spdlog.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <map>
+#include "session_core.hpp"
 
 namespace agentctx::runtime {
 
-namespace asio = boost::asio;
-using boost::system::error_code;
-using namespace compaction;
+using detail::session_core;
 
-const char* to_string(compaction_reason r) noexcept
-{
-    switch (r)
-    {
-    case compaction_reason::threshold: return "threshold";
-    case compaction_reason::overflow: return "overflow";
-    case compaction_reason::manual: return "manual";
-    }
-    return "manual";
-}
+session::session(std::shared_ptr<session_core> core) : core_(std::move(core)) {}
 
-namespace {
-
-constexpr std::string_view truncated_exhausted_message =
-    "Truncated response recovery failed after one compact-and-retry attempt.";
-constexpr std::string_view overflow_exhausted_message =
-    "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or "
-    "switching to a larger-context model.";
-
-// Completes a handler, never inline: post() runs it through its associated executor.
-template <class Signature, class... Args>
-void complete(asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args)
-{
-    asio::get_associated_cancellation_slot(h).clear();
-    asio::post(strand, asio::append(std::move(h), std::move(args)...));
-}
-
-bool is_user_or_ok_assistant(const entry& e)
-{
-    if (e.type != entry_type::message || !e.message)
-        return false;
-    // Pi 1.6: neither an error nor a length stop resets the once-per-attempt flag.
-    return e.message->role == role::user ||
-           (e.message->role == role::assistant && e.message->stop_reason != stop_reason::error &&
-            e.message->stop_reason != stop_reason::length);
-}
-
-}  // namespace
-
-// One caller of a compacting operation. `cancelled` is set by its slot from any thread: a
-// cancellation that arrives before the strand has seen the request ("cancel before link").
-struct session::caller
-{
-    std::uint64_t id = 0;
-    std::atomic<bool> cancelled{false};
-};
-
-// ---------------------------------------------------------------------------------------------
-
-session::session(executor_type ex, std::unique_ptr<store> st, session_config config, session_log log)
-    : strand_(asio::make_strand(ex)), store_(std::move(st)), config_(std::move(config)), log_(std::move(log)),
-      logger_(config_.logger ? config_.logger : spdlog::default_logger()),
-      coordinator_(std::make_unique<detail::compaction_coordinator>())
-{
-}
-
-session::~session()
-{
-    if (store_)
-        store_->on_remote_change({});
-}
-
-const token_counter& session::counter() const
-{
-    return config_.counter ? *config_.counter : default_token_counter();
-}
+session::~session() = default;
 
 result<std::shared_ptr<session>> session::open(
     executor_type ex,
     std::unique_ptr<store> st,
     session_config config,
     diagnostics& diag,
-    load_report* report
+    compaction::load_report* report
 )
 {
-    load_report local;
+    compaction::load_report local;
     auto log = st->load(config.load, report ? *report : local, diag);
     if (!log)
         return log.error();
-    auto redactor = redactor::create(config.redaction, diag);
-    if (!redactor)
-        return redactor.error();
-    std::shared_ptr<session> s(new session(std::move(ex), std::move(st), std::move(config), std::move(*log)));
-    s->redactor_ = std::move(*redactor);
-    auto snap = make_snapshot(s->log_, s->counter(), diag);
-    if (!snap)
-        return snap.error();
-    s->publish(std::move(*snap));
-    if (s->store_->asynchronous())
-        s->store_->on_remote_change([weak = std::weak_ptr(s)](std::size_t stored) {
-            // From the store's listener thread: catch up on the strand, in the write turn.
-            auto self = weak.lock();
-            if (!self)
-                return;
-            asio::post(self->strand_, [self, stored] {
-                auto behind = [self, stored] { return stored == std::string::npos || stored > self->log_.size(); };
-                if (self->closed_ || !behind())
-                    return;
-                self->enter_writes([self, behind] {
-                    if (self->closed_ || !behind())
-                        return self->leave_writes();
-                    self->reload([self](error_code) { self->leave_writes(); });
-                });
-            });
-        });
-    return s;
+    auto core = std::make_shared<session_core>(std::move(ex), std::move(st), std::move(config), std::move(*log));
+    if (auto r = core->start_up(diag); !r)
+        return r.error();
+    return std::shared_ptr<session>(new session(std::move(core)));
 }
 
 result<std::shared_ptr<session>> session::create(
     executor_type ex,
     std::unique_ptr<store> st,
-    const session_header& header,
+    const compaction::session_header& header,
     session_config config,
     diagnostics& diag
 )
@@ -155,600 +44,77 @@ result<std::shared_ptr<session>> session::create(
     return open(std::move(ex), std::move(st), std::move(config), diag);
 }
 
-void session::publish(std::shared_ptr<const snapshot> next)
+std::shared_ptr<const snapshot> session::current() const noexcept { return core_->current(); }
+
+std::vector<compaction::context_message> session::context() const
 {
-    const auto prev = snapshot_.exchange(next, std::memory_order_acq_rel);
-    for (const auto& note : next->dropped_derived)
-    {
-        if (prev && std::find(prev->dropped_derived.begin(), prev->dropped_derived.end(), note) != prev->dropped_derived.end())
-            continue;
-        logger_->warn("compaction {}: its {} state is not used: {}", note.compaction_id, note.part, note.reason);
-        emit(derived_state_dropped_event{note});
-    }
+    return compaction::with_unknown_outcomes(current()->messages.to_vector());
 }
 
-void session::emit(const session_event& e)
+session::executor_type session::get_executor() const noexcept { return core_->strand_; }
+
+boost::asio::cancellation_slot session::turn_abort_slot() { return core_->turn_abort_.slot(); }
+
+void session::on_event(event_listener l) { core_->listeners_.push_back(std::move(l)); }
+void session::on_before_compact(before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
+void session::on_compacted(compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
+void session::on_compact_failed(compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
+
+const session_config& session::config() const noexcept { return core_->config_; }
+
+void session::abort_compaction() { core_->abort_compaction(); }
+void session::close() { core_->close(); }
+
+void session::append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h)
 {
-    for (const auto& l : listeners_)
-    {
-        try
-        {
-            l(e);
-        }
-        catch (const std::exception& ex)
-        {
-            logger_->error("event listener threw: {}", ex.what());
-        }
-    }
+    core_->append_impl(std::move(fields), std::move(h));
 }
 
-void session::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h) { core_->refresh_impl(std::move(h)); }
+
+void session::between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
-        session& s = *self;
-        diagnostics diag;
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), std::string());
-        // Entries the runtime writes for itself (progress records) never come from a client.
-        if (auto ok = check_client_entry(fields, diag); !ok)
-        {
-            s.logger_->debug("append refused: {}", diag.message);
-            return complete(std::move(h), s.strand_, ok.error(), std::move(diag.message));
-        }
-        if (s.store_->asynchronous())
-            return s.enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
-                self->append_async(std::move(fields), std::move(h));
-            });
-        auto id = s.append_entry(std::move(fields), diag);
-        if (!id)
-            return complete(std::move(h), s.strand_, id.error(), std::move(diag.message));
-        complete(std::move(h), s.strand_, error_code{}, std::move(*id));
-    });
+    core_->between_turns_impl(std::move(h));
 }
 
-result<std::string> session::append_entry(boost::json::object fields, diagnostics& diag)
+void session::check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h)
 {
-    auto e = prepare_entry(std::move(fields), diag);
-    if (!e)
-        return e.error();
-    if (auto r = store_->append(**e, diag); !r)
-        return r.error();
-    if (auto r = adopt_entry(*e, diag); !r)
-        return r.error();
-    return (*e)->id;
+    core_->check_impl(std::move(m), skip_aborted, std::move(h));
 }
 
-result<entry_ptr> session::prepare_entry(boost::json::object fields, diagnostics& diag)
+void session::before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h)
 {
-    // Pi's field order: type, id, parentId, timestamp, then the type's fields.
-    boost::json::object raw;
-    const auto* type = fields.if_contains("type");
-    raw["type"] = type ? *type : boost::json::value(nullptr);
-    raw["id"] = log_.new_id();
-    if (const auto leaf = log_.leaf_id())
-        raw["parentId"] = *leaf;
-    else
-        raw["parentId"] = nullptr;
-    raw["timestamp"] = iso_timestamp_now();
-    for (auto& kv : fields)
-        if (kv.key() != "type" && kv.key() != "id" && kv.key() != "parentId" && kv.key() != "timestamp")
-            raw[kv.key()] = std::move(kv.value());
-    if (auto r = detail::check_context_edit(log_, raw, diag); !r)
-        return r.error();
-    auto decoded = decode_entry(std::move(raw), diag);
-    if (!decoded)
-        return decoded.error();
-    auto e = std::make_shared<const entry>(std::move(*decoded));
-    // Validate completely, then write: a rejected entry never reaches the store.
-    if (auto r = detail::check_appendable(log_, *e, diag); !r)
-        return r.error();
-    return entry_ptr(std::move(e));
+    core_->before_prompt_impl(std::move(h));
 }
 
-result<void> session::adopt_entry(const entry_ptr& e, diagnostics& diag)
+void session::recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h)
 {
-    if (auto r = log_.append(e, diag); !r)
-        return r.error();
-    if (e->type == entry_type::context_edit)
-    {
-        // An edit changes an earlier entry's contribution: project again.
-        auto snap = make_snapshot(log_, counter(), diag);
-        if (!snap)
-            return snap.error();
-        publish(std::move(*snap));
-    }
-    else
-        publish(extend_snapshot(*current(), *e, counter()));
-    // Spec §10.1: a user message or a non-error assistant response resets the overflow attempt.
-    if (is_user_or_ok_assistant(*e))
-        overflow_attempted_ = false;
-    auto_failed_at_.reset();  // new entries: automatic compaction may try again
-    return {};
+    core_->recover_overflow_impl(std::move(error), std::move(h));
 }
 
-void session::enter_writes(asio::any_completion_handler<void()> next)
+void session::compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h)
 {
-    if (writing_)
-        return write_queue_.push_back(std::move(next));
-    writing_ = true;
-    std::move(next)();
+    core_->compact_impl(std::move(instr), std::move(h));
 }
 
-void session::leave_writes()
+void session::branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h)
 {
-    if (write_queue_.empty())
-    {
-        writing_ = false;
-        return;
-    }
-    // The turn passes to the next writer (writing_ stays set), on a fresh strand handler.
-    auto next = std::move(write_queue_.front());
-    write_queue_.pop_front();
-    asio::post(strand_, std::move(next));
+    core_->branch_impl(std::move(id), std::move(h));
 }
 
-void session::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session::export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h)
 {
-    diagnostics diag;
-    auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed)) : prepare_entry(std::move(fields), diag);
-    if (!e)
-    {
-        leave_writes();
-        return complete(std::move(h), strand_, e.error(), std::move(diag.message));
-    }
-    store_->async_write(strand_, *e, log_.size(),
-                        [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {
-                            session& s = *self;
-                            diagnostics diag;
-                            if (!ec)
-                            {
-                                auto r = s.adopt_entry(e, diag);
-                                ec = r ? error_code{} : r.error();
-                                message = diag.message;
-                            }
-                            if (ec != make_error_code(errc::stale_leaf))
-                            {
-                                if (ec)
-                                    s.logger_->warn("append failed: {}", message);
-                                s.leave_writes();
-                                return complete(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
-                            }
-                            // Another node appended first: catch up, then let the caller retry.
-                            s.reload([self, h = std::move(h)](error_code) mutable {
-                                self->leave_writes();
-                                complete(std::move(h), self->strand_, make_error_code(errc::stale_leaf), std::string());
-                            });
-                        });
+    core_->export_checkpoint_impl(std::move(h));
 }
 
-void session::reload(asio::any_completion_handler<void_signature> h)
+void session::restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h)
 {
-    store_->async_reload(strand_, [self = shared_from_this(), h = std::move(h)](error_code ec, std::string text) mutable {
-        session& s = *self;
-        if (ec)
-        {
-            s.logger_->warn("reloading the session failed: {}", text);
-            return std::move(h)(ec);
-        }
-        diagnostics diag;
-        load_report report;
-        auto log = session_log::load(std::move(text), s.config_.load, report, diag);
-        auto snap = log ? make_snapshot(*log, s.counter(), diag) : result<std::shared_ptr<const snapshot>>(log.error());
-        if (!snap)
-        {
-            s.logger_->warn("the stored session does not load: {}", diag.message);
-            return std::move(h)(snap.error());
-        }
-        const std::size_t before = s.log_.size();
-        if (log->size() <= before)
-            return std::move(h)(error_code{});
-        remote_change_event changed{log->size(), {}};
-        for (std::size_t i = before; i < log->size(); ++i)
-            if (log->meta(i).type == entry_type::compaction)
-                changed.compactions.push_back(log->meta(i).id);
-        s.log_ = std::move(*log);
-        s.publish(std::move(*snap));
-        s.auto_failed_at_.reset();
-        s.emit(changed);
-        std::move(h)(error_code{});
-    });
+    core_->restore_checkpoint_impl(std::move(record), std::move(h));
 }
 
-void session::refresh_impl(asio::any_completion_handler<void_signature> h)
+void session::checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h)
 {
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
-        session& s = *self;
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed));
-        if (!s.store_->asynchronous())
-            return complete(std::move(h), s.strand_, error_code{});
-        s.enter_writes([self, h = std::move(h)]() mutable {
-            self->reload([self, h = std::move(h)](error_code ec) mutable {
-                self->leave_writes();
-                complete(std::move(h), self->strand_, ec);
-            });
-        });
-    });
-}
-
-void session::append_all(std::vector<boost::json::object> fields, asio::any_completion_handler<void_signature> h)
-{
-    if (fields.empty())
-        return complete(std::move(h), strand_, error_code{});
-    auto first = std::move(fields.front());
-    fields.erase(fields.begin());
-    enter_writes([self = shared_from_this(), first = std::move(first), rest = std::move(fields), h = std::move(h)]() mutable {
-        self->append_async(std::move(first), [self, rest = std::move(rest), h = std::move(h)](error_code ec, std::string) mutable {
-            if (ec)
-                return complete(std::move(h), self->strand_, ec);
-            self->append_all(std::move(rest), std::move(h));
-        });
-    });
-}
-
-void session::branch_impl(std::string id, asio::any_completion_handler<void_signature> h)
-{
-    asio::post(strand_, [self = shared_from_this(), id = std::move(id), h = std::move(h)]() mutable {
-        session& s = *self;
-        diagnostics diag;
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed));
-        const auto before = s.log_.leaf();
-        if (auto r = s.log_.branch(id, diag); !r)
-            return complete(std::move(h), s.strand_, r.error());
-        auto snap = make_snapshot(s.log_, s.counter(), diag);
-        if (!snap)
-        {
-            if (before)
-                (void)s.log_.branch(s.log_.meta(*before).id, diag);
-            return complete(std::move(h), s.strand_, snap.error());
-        }
-        s.publish(std::move(*snap));
-        complete(std::move(h), s.strand_, error_code{});
-    });
-}
-
-std::shared_ptr<session::caller> session::hook_cancellation(asio::any_completion_handler<outcome_signature>& h)
-{
-    auto c = std::make_shared<caller>();
-    c->id = next_caller_++;
-    auto slot = asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected())
-        slot.assign([c, weak = weak_from_this(), strand = strand_](asio::cancellation_type t) {
-            if (!detail::honours(t))
-                return;
-            c->cancelled = true;
-            asio::post(strand, [id = c->id, weak, t] {
-                if (auto self = weak.lock())
-                    self->apply(self->coordinator_->cancel(id, t));
-            });
-        });
-    return c;
-}
-
-void session::check_impl(message m, bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
-{
-    auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h), c]() mutable {
-        self->evaluate(m, skip_aborted, std::move(h), c);
-    });
-}
-
-void session::before_prompt_impl(asio::any_completion_handler<outcome_signature> h)
-{
-    auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h), c]() mutable {
-        const auto last = self->current()->last_assistant();
-        if (!last)
-            return complete(std::move(h), self->strand_, error_code{}, compaction_outcome{.message = "no assistant message yet"});
-        self->evaluate(*last, false, std::move(h), c);
-    });
-}
-
-void session::recover_overflow_impl(std::string error, asio::any_completion_handler<outcome_signature> h)
-{
-    auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), error = std::move(error), h = std::move(h), c]() mutable {
-        if (!is_overflow_error_message(error))
-            return complete(std::move(h), self->strand_, make_error_code(errc::not_overflow),
-                            compaction_outcome{.message = "the error is not a context overflow"});
-        message m;
-        m.role = role::assistant;
-        m.role_name = "assistant";
-        m.stop_reason = stop_reason::error;
-        m.error_message = error;
-        m.provider = self->config_.model.provider;
-        m.model = self->config_.model.model_id;
-        m.timestamp = static_cast<double>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()
-        );
-        self->evaluate(m, true, std::move(h), c);
-    });
-}
-
-void session::evaluate(
-    const message& m,
-    bool skip_aborted,
-    asio::any_completion_handler<outcome_signature> h,
-    const std::shared_ptr<caller>& c
-)
-{
-    auto none = [&](std::string why) {
-        complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = std::move(why)});
-    };
-    if (closed_)
-        return complete(std::move(h), strand_, make_error_code(errc::session_closed), compaction_outcome{});
-    if (!config_.settings.enabled)
-        return none("automatic compaction is disabled");
-    if (skip_aborted && m.stop_reason == stop_reason::aborted)
-        return none("the response was aborted");
-    const auto window = config_.model.context_window;
-    const bool same_model = m.provider == config_.model.provider && m.model == config_.model.model_id;
-    const auto snap = current();
-    if (snap->compacted_at && m.timestamp <= *snap->compacted_at)
-        return none("the message predates the latest compaction");
-    if (coordinator_->running())
-        return none("a compaction is already running");
-
-    // Delta §10.3 step 5: where the message is and what happened to it since.
-    const auto where = locate_assistant(m);
-    const bool explicit_error = m.stop_reason == stop_reason::error && is_context_overflow(m, window);  // patterns
-    const bool overflow = same_model && ((explicit_error && where.retained) ||
-                                         (where.usage_matches && is_context_overflow(m, window)));
-    const bool length = same_model && where.projected && m.stop_reason == stop_reason::length &&
-                        config_.model.max_output_tokens > 0 && m.usage &&
-                        m.usage->output < config_.model.max_output_tokens;
-    if (overflow || length)
-    {
-        if (m.stop_reason == stop_reason::stop)
-            // A successful response that overflowed silently: compact, keep it, no retry (#5720).
-            return start(compaction_reason::overflow, std::nullopt, false, std::move(h), c);
-        if (overflow_attempted_)
-        {
-            const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
-            emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
-            return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
-                            compaction_outcome{.reason = compaction_reason::overflow, .message = why});
-        }
-        overflow_attempted_ = true;
-        // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the
-        // compaction fails.
-        diagnostics diag;
-        if (where.entry && store_->asynchronous())
-        {
-            auto edits = omissions(*where.entry, diag);
-            if (!edits)
-                return complete(std::move(h), strand_, edits.error(), compaction_outcome{.message = diag.message});
-            return append_all(std::move(*edits), [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
-                if (ec)
-                    return complete(std::move(h), self->strand_, ec, compaction_outcome{.message = "omitting the failed attempt failed"});
-                self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
-            });
-        }
-        if (where.entry)
-            if (auto r = omit_attempt(*where.entry, diag); !r)
-                return complete(std::move(h), strand_, r.error(), compaction_outcome{.message = diag.message});
-        return start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
-    }
-
-    std::int64_t tokens = 0;
-    const std::int64_t direct = m.usage ? calculate_context_tokens(*m.usage) : 0;
-    if (snap->has_edits || m.stop_reason == stop_reason::error || direct == 0)
-        tokens = snap->context_tokens();  // the projected estimate (pure without fresh usage, #8328)
-    else
-        tokens = direct;
-    if (!should_compact(tokens, window, config_.settings))
-        return none("under the threshold");
-    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
-    {
-        return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
-                        compaction_outcome{.reason = compaction_reason::threshold,
-                                           .message = "the last automatic compaction failed on this path; waiting for new entries"});
-    }
-    start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
-}
-
-session::assistant_location session::locate_assistant(const message& m) const
-{
-    // The entry of `m`: the newest assistant entry on the active path with its timestamp and
-    // stop reason (hosts pass a copy of what they appended). Unknown for an unpersisted error.
-    assistant_location where;
-    const auto path = log_.active_path();
-    diagnostics diag;
-    std::size_t looked = 0;
-    std::size_t k = path.size();
-    while (k-- > 0 && looked < 256)
-    {
-        const auto& meta = log_.meta(path[k]);
-        if (meta.type != entry_type::message || meta.message_role != role::assistant)
-            continue;
-        ++looked;
-        auto e = log_.get(path[k], diag);
-        if (e && (*e)->message && (*e)->message->timestamp == m.timestamp && (*e)->message->stop_reason == m.stop_reason)
-        {
-            where.entry = path[k];
-            break;
-        }
-    }
-    if (!where.entry)
-        return where;  // unknown: projected and retained, usage matches
-    const std::string& id = log_.meta(*where.entry).id;
-    bool edit_after = false, compaction_after = false;
-    std::optional<bool> last_edit_keeps;  // the last edit of this entry after it: non-null?
-    for (std::size_t j = k + 1; j < path.size(); ++j)
-    {
-        const auto& meta = log_.meta(path[j]);
-        if (meta.type == entry_type::compaction)
-            compaction_after = true;
-        if (meta.type != entry_type::context_edit)
-            continue;
-        edit_after = true;
-        if (meta.target_id == id)
-            if (auto e = log_.get(path[j], diag); e)
-                last_edit_keeps = (*e)->replacement.has_value();
-    }
-    const auto snap = current();
-    where.projected = false;
-    for (std::size_t i = 0; i < snap->messages.size() && !where.projected; ++i)
-        where.projected = snap->messages[i].entry_id == id;
-    where.usage_matches = where.projected && !edit_after;
-    where.retained = !compaction_after && last_edit_keeps.value_or(true);
-    return where;
-}
-
-result<void> session::omit_attempt(std::size_t index, diagnostics& diag)
-{
-    auto edits = omissions(index, diag);
-    if (!edits)
-        return edits.error();
-    for (auto& f : *edits)
-        if (auto r = append_entry(std::move(f), diag); !r)
-            return r.error();
-    return {};
-}
-
-result<std::vector<boost::json::object>> session::omissions(std::size_t index, diagnostics& diag) const
-{
-    // The attempt's assistant entry, then its results: the tool results after it, up to the
-    // next assistant, that answer its calls.
-    std::vector<boost::json::object> out;
-    auto e = log_.get(index, diag);
-    if (!e)
-        return e.error();
-    std::vector<std::string> calls;
-    for (const auto& b : (*e)->message->content.blocks)
-        if (const auto* c = std::get_if<tool_call_block>(&b))
-            calls.push_back(c->id);
-    out.push_back({{"type", "context_edit"}, {"targetId", (*e)->id}, {"replacement", nullptr}});
-    const auto path = log_.active_path();
-    const auto at = std::find(path.begin(), path.end(), static_cast<std::uint32_t>(index));
-    for (auto it = at == path.end() ? at : at + 1; it != path.end(); ++it)
-    {
-        const auto& meta = log_.meta(*it);
-        if (meta.type == entry_type::message && meta.message_role == role::assistant)
-            break;
-        if (meta.type != entry_type::message || meta.message_role != role::tool_result)
-            continue;
-        auto r = log_.get(*it, diag);
-        if (r && std::find(calls.begin(), calls.end(), (*r)->message->tool_call_id) != calls.end())
-            out.push_back({{"type", "context_edit"}, {"targetId", (*r)->id}, {"replacement", nullptr}});
-    }
-    return out;
-}
-
-void session::between_turns_impl(asio::any_completion_handler<outcome_signature> h)
-{
-    auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h), c]() mutable {
-        session& s = *self;
-        auto none = [&](std::string why) {
-            complete(std::move(h), s.strand_, error_code{}, compaction_outcome{.message = std::move(why)});
-        };
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
-        if (!s.config_.settings.enabled)
-            return none("automatic compaction is disabled");
-        if (s.config_.model.context_window <= 0)
-            return none("no context window is configured");
-        if (s.coordinator_->running())
-            return none("a compaction is already running");
-        // Delta §10.1: the projected estimate, so a large new tool result is measured before it is sent.
-        if (!should_compact(s.current()->context_tokens(), s.config_.model.context_window, s.config_.settings))
-            return none("under the threshold");
-        s.start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
-    });
-}
-
-void session::compact_impl(std::optional<std::string> instr, asio::any_completion_handler<outcome_signature> h)
-{
-    auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), instr = std::move(instr), h = std::move(h), c]() mutable {
-        session& s = *self;
-        if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
-        s.turn_abort_.emit(asio::cancellation_type::terminal);  // interrupt the running turn
-        // Joins a running or pending manual compaction, or aborts a running automatic one and
-        // runs after it (lifecycles never overlap), or starts one.
-        s.waiting_.emplace(c->id, std::move(h));
-        s.apply(s.coordinator_->compact(c->id, std::move(instr), c->cancelled));
-    });
-}
-
-void session::start(
-    compaction_reason reason,
-    std::optional<std::string> instr,
-    bool will_retry,
-    asio::any_completion_handler<outcome_signature> h,
-    const std::shared_ptr<caller>& c
-)
-{
-    waiting_.emplace(c->id, std::move(h));
-    apply(coordinator_->start(c->id, {reason, std::move(instr), will_retry}, c->cancelled));
-}
-
-void session::apply(const detail::coordinator_effects& fx)
-{
-    for (const auto id : fx.cancelled)
-        complete_caller(id, make_error_code(errc::cancelled), compaction_outcome{});
-    if (fx.interrupt && job_ && job_->id == *fx.interrupt)
-        job_->signal.emit(asio::cancellation_type::terminal);
-    if (fx.launch)
-        launch(*fx.launch);
-}
-
-void session::launch(std::uint64_t operation)
-{
-    auto j = std::make_shared<job>();
-    j->id = operation;
-    j->request = *coordinator_->request(operation);
-    job_ = j;
-    // An operation aborted before it started (cancel before link, or a pending manual one that
-    // was aborted) still runs: its transaction unwinds at once and reports `cancelled`.
-    asio::co_spawn(
-        strand_,
-        transaction::run(shared_from_this(), j),
-        asio::bind_cancellation_slot(
-            j->signal.slot(),
-            [self = shared_from_this(), j](std::exception_ptr ep, transaction::result_type r) {
-                if (ep)
-                    r = {make_error_code(errc::io_error), compaction_outcome{.attempted = true, .message = "internal error"}};
-                self->finish(j->id, r.first, r.second);
-            }
-        )
-    );
-}
-
-void session::finish(std::uint64_t operation, error_code ec, const compaction_outcome& out)
-{
-    if (job_ && job_->id == operation)
-        job_.reset();
-    const auto done = coordinator_->finish(operation);
-    for (const auto id : done.waiters)
-        complete_caller(id, ec, out);
-    if (done.launch)
-        launch(*done.launch);
-}
-
-void session::complete_caller(std::uint64_t id, error_code ec, compaction_outcome out)
-{
-    auto node = waiting_.extract(id);
-    if (node.empty())
-        return;
-    complete(std::move(node.mapped()), strand_, ec, std::move(out));
-}
-
-void session::abort_compaction()
-{
-    asio::post(strand_, [self = shared_from_this()] { self->apply(self->coordinator_->abort_all()); });
-}
-
-void session::close()
-{
-    asio::post(strand_, [self = shared_from_this()] {
-        self->closed_ = true;
-        self->apply(self->coordinator_->abort_all());
-        self->turn_abort_.emit(asio::cancellation_type::terminal);
-    });
+    core_->checkpoint_status_impl(std::move(h));
 }
 
 }  // namespace agentctx::runtime

@@ -47,10 +47,10 @@ struct request_failed
 
 }  // namespace
 
-asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<session> self, std::shared_ptr<session::job> job)
+asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<session_core> self, std::shared_ptr<session_core::job> job)
 {
-    session& s = *self;
-    session::job& j = *job;
+    session_core& s = *self;
+    session_core::job& j = *job;
     // Cancellation is checked explicitly between steps: it completes as `cancelled`, and must
     // never surface as an exception from the next co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
@@ -75,7 +75,7 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     co_return fail(s, j, r->error());
 }
 
-asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session& s, session::job& j)
+asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session_core& s, session_core::job& j)
 {
     // 1. Plan against the current leaf.
     auto p = plan_compaction(s, j);
@@ -130,7 +130,7 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     co_return committed{std::move(*e), std::move(*result)};
 }
 
-asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session& s, const session::job& j)
+asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session_core& s, const session_core::job& j)
 {
     if (!s.store_->asynchronous())
         co_return std::shared_ptr<store_lease>();
@@ -146,7 +146,7 @@ asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::ta
     co_return std::move(lease);
 }
 
-transaction::step<transaction::plan> transaction::plan_compaction(session& s, const session::job& j)
+transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j)
 {
     if (s.coordinator_->aborted(j.id))
         return failure{make_error_code(errc::cancelled), "cancelled before it started"};
@@ -158,7 +158,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session& s, co
     auto path = load_planning_path(s.log_, diag);
     if (!path)
         return failure{path.error(), diag.message};
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
+    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
                                    diag);
     if (!prep)
     {
@@ -172,8 +172,8 @@ transaction::step<transaction::plan> transaction::plan_compaction(session& s, co
 }
 
 transaction::step<std::optional<compaction_result>> transaction::before_hooks(
-    session& s,
-    const session::job& j,
+    session_core& s,
+    const session_core::job& j,
     const compaction_preparation& prep
 )
 {
@@ -199,8 +199,8 @@ transaction::step<std::optional<compaction_result>> transaction::before_hooks(
 }
 
 asio::awaitable<transaction::step<transaction::summaries>> transaction::summarize(
-    session& s,
-    session::job& j,
+    session_core& s,
+    session_core::job& j,
     const plan& p,
     std::optional<compaction_result> custom
 )
@@ -227,7 +227,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
         co_return out;
     }
 
-    // Native compaction first, where the provider offers it (issue 12 item 5).
+    // Native compaction first, where the provider offers it.
     auto native = co_await try_native(s, j, p);
     if (!native)
         co_return native.error();
@@ -285,7 +285,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     pp.reasoning_effort = effort;
     hp.prompt += pinned_prompt_note(prep.pinned);
     pp.prompt += pinned_prompt_note(prep.pinned);
-    // Secrets never reach the summarizer (seed 001): the history is reference data.
+    // Secrets never reach the summarizer: the history is reference data.
     scrub(hp.prompt);
     scrub(pp.prompt);
 
@@ -353,8 +353,8 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
 }
 
 asio::awaitable<transaction::step<summary_output>> transaction::request(
-    session& s,
-    session::job& j,
+    session_core& s,
+    session_core::job& j,
     summary_prompt prompt,
     summary_kind kind
 )
@@ -384,8 +384,8 @@ asio::awaitable<transaction::step<summary_output>> transaction::request(
 }
 
 asio::awaitable<summary_output> transaction::request_or_throw(
-    session& s,
-    session::job& j,
+    session_core& s,
+    session_core::job& j,
     summary_prompt prompt,
     summary_kind kind,
     std::optional<failure>& first
@@ -400,7 +400,7 @@ asio::awaitable<summary_output> transaction::request_or_throw(
     throw request_failed{};
 }
 
-transaction::step<transaction::revalidated> transaction::revalidate(session& s, const plan& p, std::string first_kept)
+transaction::step<transaction::revalidated> transaction::revalidate(session_core& s, const plan& p, std::string first_kept)
 {
     // Appends are fine; a branch switch or another compaction is not.
     diagnostics diag;
@@ -419,7 +419,7 @@ transaction::step<transaction::revalidated> transaction::revalidate(session& s, 
 }
 
 transaction::step<compaction_result> transaction::build(
-    session& s,
+    session_core& s,
     const plan& p,
     const revalidated& v,
     const summaries& sum
@@ -460,8 +460,8 @@ transaction::step<compaction_result> transaction::build(
 }
 
 asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
-    session& s,
-    const session::job& j,
+    session_core& s,
+    const session_core::job& j,
     const compaction_result& result,
     const revalidated& v,
     const summaries& sum
@@ -535,7 +535,7 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     co_return e;
 }
 
-compaction_evidence transaction::finished_evidence(const session::job& j, std::optional<error_code> failed)
+compaction_evidence transaction::finished_evidence(const session_core::job& j, std::optional<error_code> failed)
 {
     compaction_evidence e = j.evidence;
     e.elapsed_ms = elapsed_ms(j.started);
@@ -545,12 +545,12 @@ compaction_evidence transaction::finished_evidence(const session::job& j, std::o
     return e;
 }
 
-bool transaction::still_wanted(const session& s, const session::job& j, asio::cancellation_type cancelled)
+bool transaction::still_wanted(const session_core& s, const session_core::job& j, asio::cancellation_type cancelled)
 {
     return cancelled == asio::cancellation_type::none && !s.coordinator_->aborted(j.id);
 }
 
-void transaction::emit_start(session& s, session::job& j)
+void transaction::emit_start(session_core& s, session_core::job& j)
 {
     if (j.start_emitted)
         return;
@@ -558,7 +558,7 @@ void transaction::emit_start(session& s, session::job& j)
     s.emit(compaction_start_event{j.request.reason});
 }
 
-transaction::result_type transaction::succeed(session& s, const session::job& j, const committed& c)
+transaction::result_type transaction::succeed(session_core& s, const session_core::job& j, const committed& c)
 {
     const auto reason = j.request.reason;
     compaction_outcome out{.attempted = true, .compacted = true, .reason = reason, .will_retry = j.request.will_retry,
@@ -584,7 +584,7 @@ transaction::result_type transaction::succeed(session& s, const session::job& j,
     return {error_code{}, std::move(out)};
 }
 
-transaction::result_type transaction::fail(session& s, const session::job& j, const failure& f)
+transaction::result_type transaction::fail(session_core& s, const session_core::job& j, const failure& f)
 {
     const auto reason = j.request.reason;
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);

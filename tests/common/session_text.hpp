@@ -39,6 +39,13 @@ public:
         line(h);
     }
 
+    /// Moves the clock: the next entry is written `seconds` (+1) after the previous one.
+    session_text& wait(std::int64_t seconds)
+    {
+        ms_ += seconds * 1000;
+        return *this;
+    }
+
     /// Appends a raw line (no newline added by the caller).
     session_text& raw(std::string_view l)
     {
@@ -132,7 +139,7 @@ public:
         );
     }
 
-    /// A Pi 1.6 system message (delta §1.6); `sections` values are strings or null.
+    /// A Pi 1.6 system message; `sections` values are strings or null.
     session_text& system(std::string_view id, json::object sections, json::array tools_added = {},
                          json::array tools_removed = {}, std::string_view content = "")
     {

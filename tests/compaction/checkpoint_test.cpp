@@ -1,4 +1,4 @@
-// Portable checkpoints (issue 11 item 1): SHA-256, sourceRevision, the record's digest and strict
+// Portable checkpoints: SHA-256, sourceRevision, the record's digest and strict
 // parse, each restore rejection reason, and verify.
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/json_text.hpp>

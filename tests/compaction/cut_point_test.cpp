@@ -1,4 +1,4 @@
-// Cut points (spec §5): Pi's rules, and the three deliberate fixes, each against Pi's behaviour.
+// Cut points: Pi's rules, and the three deliberate fixes, each against Pi's behaviour.
 #include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/prepare.hpp>
 
@@ -65,7 +65,7 @@ TEST(cut_point, whole_turn_cut_at_a_user_message)
 
 TEST(cut_point, split_turn_when_the_cut_lands_on_an_assistant)
 {
-    // The oversized-turn figure of seed 001: user, then assistant/tool rounds; kept from 7.
+    // The oversized-turn example: user, then assistant/tool rounds; kept from 7.
     session_text s;
     s.user("u0", "earlier").assistant("a0", "done");
     s.user("u1", tokens(10));

@@ -1,4 +1,4 @@
-// Pi 1.6 delta §5 and §6 with the delta's vectors: projected cut points, recovery suffix, preparation.
+// Pi 1.6 with the delta's vectors: projected cut points, recovery suffix, preparation.
 #include <agentctx/compaction/prepare.hpp>
 
 #include "session_text.hpp"
@@ -39,7 +39,7 @@ json::object usage_of(std::int64_t total)
     return session_text::usage(total);
 }
 
-// Delta §5.4 base B = [U 4000, A 4000 (usage 3000), U 8000, A_len ("partial", length, usage 100)].
+// Pi 1.6 base B = [U 4000, A 4000 (usage 3000), U 8000, A_len ("partial", length, usage 100)].
 session_text recovery_base()
 {
     session_text s;
@@ -69,7 +69,7 @@ void expect_plan(const session_text& s, std::int64_t k, const expectation& e, co
 
 }  // namespace
 
-// Delta §5.5, the 1.6 column (keep 1000).
+// Pi 1.6, the 1.6 column (keep 1000).
 TEST(pi16_cut, trailing_oversized_results_keep_their_assistant)
 {
     session_text s;
@@ -146,7 +146,7 @@ TEST(pi16_cut, interleaved_rounds_pi_orphans_a_result_agentctx_does_not)
     expect_plan(s, 2205, {"u1", false, {"u0", "a1", "a2", "rx", "ry"}, {}}, compat_mode::agentctx);
 }
 
-// Delta §5.4 table.
+// Pi 1.6 table.
 TEST(pi16_recovery_suffix, an_omitted_failed_attempt_is_passed)
 {
     auto s = recovery_base();
@@ -202,7 +202,7 @@ TEST(pi16_recovery_suffix, under_budget_nothing_to_compact)
     EXPECT_EQ(p.error(), make_error_code(errc::nothing_to_compact));
 }
 
-// Delta §6 repeated compactions and §13 items 28, 29, 31.
+// Pi 1.6 repeated compactions and the checklist cases for them.
 TEST(pi16_prepare, retain_none_previous_compaction)
 {
     session_text s;

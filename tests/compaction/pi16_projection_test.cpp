@@ -1,4 +1,4 @@
-// Pi 1.6 delta §2 and §4.2 with the delta's vectors: edits, system replay, checkpoints, estimates.
+// Pi 1.6 with the delta's vectors: edits, system replay, checkpoints, estimates.
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
@@ -126,7 +126,7 @@ TEST(pi16_projection, legacy_compaction_without_checkpoint_drops_kept_system_mes
     EXPECT_FALSE(ctx.system);
 }
 
-TEST(pi16_projection, edits_latest_wins_and_are_branch_relative_delta_13_17)
+TEST(pi16_projection, edits_latest_wins_and_are_branch_relative)
 {
     session_text s;
     s.user("u1", "U1");
@@ -160,7 +160,7 @@ TEST(pi16_projection, edits_latest_wins_and_are_branch_relative_delta_13_17)
     EXPECT_EQ(message_of(at_e3, "bs").summary, "BS");
 }
 
-TEST(pi16_projection, null_content_is_normalized_delta_13_18)
+TEST(pi16_projection, null_content_is_normalized)
 {
     session_text s;
     s.message("u", {{"role", "user"}, {"content", nullptr}});
@@ -196,7 +196,7 @@ TEST(pi16_projection, retain_none_compaction_keeps_nothing_before_it)
     EXPECT_EQ(roles(ctx), (std::vector<std::string>{"compactionSummary", "user"}));
 }
 
-// Delta §4.2 vectors: T's JSON is 78 characters, [T] 80.
+// Pi 1.6 vectors: T's JSON is 78 characters, [T] 80.
 class projected_estimate : public ::testing::Test
 {
 protected:
@@ -264,7 +264,7 @@ TEST_F(projected_estimate, all_zero_usage_is_not_usage)
     EXPECT_FALSE(has_usage(message_of(ctx, "A1")));
 }
 
-TEST(pi16_accounting, last_assistant_usage_skips_all_zero_usage_delta_13_22)
+TEST(pi16_accounting, last_assistant_usage_skips_all_zero_usage)
 {
     session_text s;
     s.user("u1", "a").assistant("a1", "b", 3000);

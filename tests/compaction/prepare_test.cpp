@@ -1,4 +1,4 @@
-// prepare_compaction (spec §6): ranges, repeated compaction, file lists, fail-closed errors.
+// prepare_compaction: ranges, repeated compaction, file lists, fail-closed errors.
 #include <agentctx/compaction/prepare.hpp>
 
 #include "session_text.hpp"

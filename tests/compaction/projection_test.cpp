@@ -1,4 +1,4 @@
-// build_session_context (spec §2) and convert_to_llm (spec §3).
+// build_session_context and convert_to_llm.
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/projection.hpp>
 

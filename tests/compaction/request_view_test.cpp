@@ -1,4 +1,4 @@
-// fit_request (seed 003): 31 tokens keep groups 2 and 3; a single group over budget is kept whole.
+// fit_request: 31 tokens keep groups 2 and 3; a single group over budget is kept whole.
 #include <agentctx/compaction/request_view.hpp>
 
 #include "session_text.hpp"

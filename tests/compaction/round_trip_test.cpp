@@ -2,6 +2,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
+#include "file_text.hpp"
 #include "session_generator.hpp"
 
 #include <boost/json/parse.hpp>
@@ -14,14 +15,6 @@
 using namespace agentctx::compaction;
 
 namespace {
-
-std::string read_file(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text)
 {
@@ -56,14 +49,14 @@ std::vector<std::string> reserialize(const std::string& text)
 
 TEST(round_trip, pi_written_fixture_is_byte_identical)
 {
-    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl");
+    const auto text = agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl");
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(reserialize(text), lines_of(text));
 }
 
 TEST(round_trip, unknown_fields_and_entry_types_survive)
 {
-    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl");
+    const auto text = agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl");
     load_report report;
     diagnostics diag;
     auto log = session_log::load(text, {}, report, diag);
@@ -81,8 +74,8 @@ TEST(round_trip, unknown_fields_and_entry_types_survive)
 
 TEST(round_trip, reformatted_file_gives_equal_json_values)
 {
-    const auto original = lines_of(read_file(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl"));
-    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi_reformatted.jsonl");
+    const auto original = lines_of(agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi_every_type.jsonl"));
+    const auto text = agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi_reformatted.jsonl");
     const auto out = reserialize(text);
     const auto in = lines_of(text);
     ASSERT_EQ(out.size(), in.size());
@@ -120,16 +113,16 @@ TEST(round_trip, doubles_survive_exactly)
 
 TEST(round_trip, pi16_entries_and_fields_are_byte_identical)
 {
-    // Delta §1.4–§1.6: usage, context_edit, system messages, compaction usage/systemMessage,
+    // Pi 1.6: usage, context_edit, system messages, compaction usage/systemMessage,
     // branch summary usage, thinkingLevel, durationMs, nestedCalls, retain-none compactions.
-    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
+    const auto text = agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(reserialize(text), lines_of(text));
 }
 
 TEST(round_trip, pi16_entries_decode_to_their_typed_views)
 {
-    const auto text = read_file(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
+    const auto text = agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_every_type.jsonl");
     load_report report;
     diagnostics diag;
     auto log = session_log::load(text, {}, report, diag);

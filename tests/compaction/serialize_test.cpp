@@ -1,4 +1,4 @@
-// serialize_conversation (spec §7.1) and the summary prompts (§7.2–§7.3).
+// serialize_conversation and the summary prompts.
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/serialize.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
@@ -59,7 +59,7 @@ TEST(serialize, truncation_counts_utf16_units_and_never_splits_a_pair)
 
 TEST(serialize, surrogate_safe_cut_verified_vector)
 {
-    // delta §7.1: 1999×x + 🚀 + 99×y (2100 units); the marker still says length − 2000.
+    // Pi 1.6: 1999×x + 🚀 + 99×y (2100 units); the marker still says length − 2000.
     const std::string text = std::string(1999, 'x') + "🚀" + std::string(99, 'y');
     EXPECT_EQ(ser({msg(tool_result(text))}), "[Tool result]: " + std::string(1999, 'x') + "\n\n[... 100 more characters truncated]");
     // A pair ending exactly at unit 2000 is kept whole.
@@ -115,7 +115,7 @@ TEST(prompts, deprecated_0731_output_caps)
 
 TEST(prompts, output_budget_verified_vectors)
 {
-    // delta §7.3 with Pi's 310-unit system prompt: I = 89 + ceil(P / 3.5).
+    // Pi 1.6 with Pi's 310-unit system prompt: I = 89 + ceil(P / 3.5).
     EXPECT_EQ(summary_output_budget(200000, 64000, 310, 100000), 64000u);
     EXPECT_EQ(summary_output_budget(200000, 64000, 310, 560000), 32768u);
     EXPECT_EQ(summary_output_budget(200000, 64000, 310, 630000), 15815u);

@@ -62,7 +62,7 @@ TEST(settings, untrusted_project_is_ignored_even_when_invalid)
 TEST(settings, wrong_types_name_the_field)
 {
     // Pi 1.6 validates the token budgets on the merged settings with its own message (delta
-    // §4.3); 0.73.1-era agentctx named the layer instead.
+    // Pi 1.6); 0.73.1-era agentctx named the layer instead.
     settings_layers l;
     l.project = obj(R"({"compaction":{"reserveTokens":"lots"}})");
     l.project_trusted = true;
@@ -148,7 +148,7 @@ std::string error_of(std::string_view compaction, std::optional<std::string> m =
 
 TEST(settings, model_overrides_verified_vectors)
 {
-    // delta §4.3, model {provider:"prov", id:"org/big"}.
+    // Pi 1.6, model {provider:"prov", id:"org/big"}.
     diagnostics diag;
     auto s = for_big("{}", diag).value();
     EXPECT_EQ(s.reserve_tokens, 16384);
@@ -262,7 +262,7 @@ TEST(settings, js_string_matches_javascript)
 
 TEST(settings, threshold_vectors)
 {
-    // delta §13 item 24: strict `tokens > window - reserve`.
+    // Pi 1.6 item 24: strict `tokens > window - reserve`.
     diagnostics diag;
     const auto d = resolve_settings({}, diag).value();
     EXPECT_FALSE(should_compact(183616, 200000, d));

@@ -53,7 +53,7 @@ TEST(summary, rejections)
 
 TEST(summary, rejection_order_and_pi_messages)
 {
-    // delta §7.4 / §13 item 34: error, then length, then any tool call.
+    // Pi 1.6 item 34: error, then length, then any tool call.
     EXPECT_EQ(message_of({"x", stop_reason::error, "boom"}), "Summarization failed: boom");
     EXPECT_EQ(message_of({"x", stop_reason::error, std::nullopt}), "Summarization failed: Unknown error");
     EXPECT_EQ(message_of({"x", stop_reason::error, ""}), "Summarization failed: Unknown error");
@@ -189,7 +189,7 @@ TEST(summary, split_turn_needs_the_prefix_summary)
               make_error_code(errc::summary_empty));
     const auto r = assemble_compaction(path, prep, std::nullopt, std::string("P"), 0, {}, diag).value();
     EXPECT_EQ(r.summary, "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nP");
-    // delta §13 item 33: only a split turn since a previous summary PREV.
+    // Pi 1.6 item 33: only a split turn since a previous summary PREV.
     prep.previous_summary = "PREV";
     const auto p = assemble_compaction(path, prep, std::nullopt, std::string("P"), 0, {}, diag).value();
     EXPECT_EQ(p.summary.rfind("PREV\n\n---\n\n**Turn Context (split turn):**\n\n", 0), 0u) << p.summary;

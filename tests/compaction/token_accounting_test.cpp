@@ -1,4 +1,4 @@
-// Token accounting (spec §4.2) and the threshold, including the stale-usage rule.
+// Token accounting and the threshold, including the stale-usage rule.
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
 

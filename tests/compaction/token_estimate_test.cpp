@@ -1,4 +1,4 @@
-// estimate_tokens (spec §4.1): chars/4 rounded up, per-role rules, UTF-16 lengths.
+// estimate_tokens: chars/4 rounded up, per-role rules, UTF-16 lengths.
 #include <agentctx/compaction/message.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
@@ -29,7 +29,7 @@ TEST(token_estimate, user_string_rounds_up)
 
 TEST(token_estimate, user_and_tool_result_images_count_4800_as_pi_1_6)
 {
-    // Delta §4.1: user [text "abcd", image] -> 1201 (0.73.1: 1); user [image] -> 1200.
+    // Pi 1.6: user [text "abcd", image] -> 1201 (0.73.1: 1); user [image] -> 1200.
     const auto user = msg(R"({"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image","data":"AAAA","mimeType":"image/png"}]})");
     EXPECT_EQ(estimate_tokens(user), 1201u);
     const auto image_only = msg(R"({"role":"user","content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]})");
@@ -43,7 +43,7 @@ TEST(token_estimate, user_and_tool_result_images_count_4800_as_pi_1_6)
 
 TEST(token_estimate, assistant_counts_text_thinking_and_tool_calls_as_name_plus_json)
 {
-    // {"path":"a","offset":1} is 23 characters (spec §4.1); "read" adds 4.
+    // {"path":"a","offset":1} is 23 characters; "read" adds 4.
     const auto a = msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"c","name":"read","arguments":{"path":"a","offset":1}}]})");
     EXPECT_EQ(estimate_chars(a), 27u);
     EXPECT_EQ(estimate_tokens(a), 7u);
@@ -71,7 +71,7 @@ TEST(token_estimate, bash_and_summaries)
 
 TEST(token_estimate, system_messages_count_content_sections_and_tools_json)
 {
-    // Delta §4.1: ceil((4 + 5 + 51) / 4) = 15; {content:"", toolsAdded:[]} -> 1 ("[]").
+    // Pi 1.6: ceil((4 + 5 + 51) / 4) = 15; {content:"", toolsAdded:[]} -> 1 ("[]").
     const auto s = msg(R"({"role":"system","content":"abcd","sections":{"a":"12345","b":null,"c":""},"toolsAdded":[{"name":"read","description":"d","parameters":{}}],"timestamp":1})");
     EXPECT_EQ(estimate_tokens(s), 15u);
     const auto empty = msg(R"({"role":"system","content":"","toolsAdded":[],"timestamp":1})");

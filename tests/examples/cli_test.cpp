@@ -1,5 +1,6 @@
 // Runs the built agentctx binary: output and exit codes of each subcommand.
 #include "fake_provider_server.hpp"
+#include "file_text.hpp"
 #include "run_process.hpp"
 
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -207,14 +208,6 @@ TEST(cli_plan, usage_and_file_errors)
 
 namespace {
 
-std::string slurp(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 fs::path copy_of_bundled(const std::string& name)
 {
     std::ifstream in(std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/coding-task.jsonl", std::ios::binary);
@@ -247,14 +240,14 @@ TEST(cli_inspect, reports_counts_usage_and_trigger)
 TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
 {
     const auto path = copy_of_bundled("compact.jsonl");
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --instructions 'focus on tests' --json");
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto v = boost::json::parse(r.out).as_object();
     EXPECT_EQ(v.at("compacted"), true);
     EXPECT_LT(v.at("tokensAfter").as_int64(), v.at("tokensBefore").as_int64());
     EXPECT_NE(std::string(v.at("summary").as_string()).find("## Goal"), std::string::npos);
-    const auto after = slurp(path);
+    const auto after = agentctx::test::read_text(path);
     ASSERT_EQ(after.substr(0, before.size()), before);  // append-only
     EXPECT_NE(after.find("\"summarizer\":\"offline\""), std::string::npos);
     const auto ctx = boost::json::parse(run_process(cli + " context " + path.string() + " --json").out).as_object();
@@ -269,13 +262,13 @@ TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
 TEST(cli_compact, the_settings_files_redaction_section_is_honoured)
 {
     const auto path = copy_of_bundled("redact.jsonl");
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     const auto bad = scratch("redact-bad.json", R"({"redaction":{"allowlist":[5]}})");
     const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + bad.string() + " --json");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.out.find("invalid_settings"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("redaction.allowlist[0]"), std::string::npos) << r.out;
-    EXPECT_EQ(slurp(path), before);  // nothing written
+    EXPECT_EQ(agentctx::test::read_text(path), before);  // nothing written
     const auto off = scratch("redact-off.json", R"({"redaction":{"enabled":false}})");
     EXPECT_EQ(run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + off.string() + " --json").exit_code, 0);
     fs::remove(bad);
@@ -286,11 +279,11 @@ TEST(cli_compact, the_settings_files_redaction_section_is_honoured)
 TEST(cli_compact, dry_run_leaves_the_file_untouched)
 {
     const auto path = copy_of_bundled("dry.jsonl");
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --dry-run");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("dry run, file untouched"), std::string::npos);
-    EXPECT_EQ(slurp(path), before);
+    EXPECT_EQ(agentctx::test::read_text(path), before);
     fs::remove(path);
 }
 
@@ -298,10 +291,10 @@ TEST(cli_compact, bad_missing_and_locked_files)
 {
     const auto bad = scratch("bad-compact.jsonl", "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
     EXPECT_EQ(run_process(cli + " compact " + bad.string()).exit_code, 3);
-    EXPECT_EQ(slurp(bad), "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
+    EXPECT_EQ(agentctx::test::read_text(bad), "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
     EXPECT_EQ(run_process(cli + " compact /nonexistent.jsonl").exit_code, 4);
     const auto path = copy_of_bundled("locked.jsonl");
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     {
         agentctx::compaction::diagnostics diag;
         auto holder = agentctx::runtime::jsonl_store::open(path, {}, diag);
@@ -310,7 +303,7 @@ TEST(cli_compact, bad_missing_and_locked_files)
         EXPECT_EQ(r.exit_code, 5);
         EXPECT_NE(r.out.find("session_locked"), std::string::npos) << r.out;
     }
-    EXPECT_EQ(slurp(path), before);
+    EXPECT_EQ(agentctx::test::read_text(path), before);
     EXPECT_EQ(run_process(cli + " compact " + path.string() + " --provider magic").exit_code, 2);
     fs::remove(bad);
     fs::remove(path);
@@ -319,13 +312,13 @@ TEST(cli_compact, bad_missing_and_locked_files)
 TEST(cli_compact, an_interrupted_compaction_leaves_the_file_unchanged)
 {
     const auto path = copy_of_bundled("interrupt.jsonl");
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     // A slow (simulated) model; SIGINT after 300 ms, long before the 20 s answer.
     const auto r = run_process("sh -c 'AGENTCTX_OFFLINE_DELAY_MS=20000 " + cli + " compact " + path.string() +
                                " --keep-recent 3000 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid'");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("interrupted: the file is unchanged"), std::string::npos) << r.err;
-    EXPECT_EQ(slurp(path), before);
+    EXPECT_EQ(agentctx::test::read_text(path), before);
     fs::remove(path);
 }
 
@@ -337,13 +330,13 @@ TEST(cli_migrate, upgrades_v1_atomically_once)
     auto r = run_process(cli + " migrate " + path.string() + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(boost::json::parse(r.out).at("migrated"), true);
-    const auto migrated = slurp(path);
+    const auto migrated = agentctx::test::read_text(path);
     EXPECT_NE(migrated.find("\"version\":3"), std::string::npos);
     EXPECT_NE(migrated.find("\"parentId\":null"), std::string::npos);
     r = run_process(cli + " migrate " + path.string());
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("already v3"), std::string::npos);
-    EXPECT_EQ(slurp(path), migrated);
+    EXPECT_EQ(agentctx::test::read_text(path), migrated);
     EXPECT_EQ(run_process(cli + " migrate /nonexistent.jsonl").exit_code, 4);
     fs::remove(path);
 }
@@ -363,16 +356,16 @@ TEST(cli_compact, through_an_openai_compatible_server)
     ASSERT_EQ(server.requests().size(), 2u);
     EXPECT_EQ(server.requests()[0].target, "/v1/chat/completions");
     EXPECT_EQ(boost::json::parse(server.requests()[0].body).at("model"), "local");
-    EXPECT_NE(slurp(path).find("\"summarizer\":\"openai-compatible:local\""), std::string::npos);
+    EXPECT_NE(agentctx::test::read_text(path).find("\"summarizer\":\"openai-compatible:local\""), std::string::npos);
 
     server.set_default({.status = 401, .body = R"({"error":{"message":"bad key","code":"invalid_api_key"}})"});
     const auto fresh = copy_of_bundled("provider-auth.jsonl");
-    const auto before = slurp(fresh);
+    const auto before = agentctx::test::read_text(fresh);
     const auto fail = run_process("env -u OPENAI_API_KEY " + cli + " compact " + fresh.string() +
                                   " --provider openai-compatible --base-url " + server.base_url() + "/v1 --keep-recent 3000 --json");
     EXPECT_EQ(fail.exit_code, 1);
     EXPECT_NE(fail.out.find("\"code\":\"auth\""), std::string::npos) << fail.out;
-    EXPECT_EQ(slurp(fresh), before);
+    EXPECT_EQ(agentctx::test::read_text(fresh), before);
     fs::remove(fresh);
     // A hosted provider without its key is a usage error, before anything runs.
     const auto nokey = run_process("env -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() + " --provider anthropic --json");
@@ -407,7 +400,7 @@ TEST(cli_plan, global_and_trusted_project_settings_files)
 
 TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_prompt)
 {
-    // Issue 9 item 8: a system message used to show as role "other".
+    // A system message used to show as role "other".
     const auto r = run_process(cli + " context " + std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/pi16-task.jsonl --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto v = boost::json::parse(r.out).as_object();
@@ -423,7 +416,7 @@ TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_pr
     EXPECT_GT(v.at("estimatedTokens").as_int64(), 0);
 }
 
-// ---- portable checkpoints (issue 11 item 1) ---------------------------------------------------
+// ---- portable checkpoints ---------------------------------------------------
 
 namespace {
 
@@ -432,7 +425,7 @@ namespace {
 std::pair<fs::path, std::string> compacted_copy(const std::string& name)
 {
     const auto path = copy_of_bundled(name);
-    const auto before = slurp(path);
+    const auto before = agentctx::test::read_text(path);
     const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --json");
     EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
     return {path, before};
@@ -463,7 +456,7 @@ TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
     const auto v = boost::json::parse(r.out).as_object();
     EXPECT_EQ(v.at("restored"), true);
     EXPECT_EQ(v.at("recordDigest"), record.at("digest"));
-    const auto after = slurp(copy);
+    const auto after = agentctx::test::read_text(copy);
     EXPECT_EQ(after.substr(0, uncompacted.size()), uncompacted);
     EXPECT_EQ(lines_of(after), lines_of(uncompacted) + 1);
     // The projection is the original's: same roles and entry ids after the summary (entries the
@@ -522,7 +515,7 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         EXPECT_EQ(v.at("error").at("reason").as_string(), reason) << name << ": " << r.out;
         EXPECT_EQ(v.at("error").at("originalsAvailable"), true);
         EXPECT_FALSE(v.at("error").at("message").as_string().empty());
-        EXPECT_EQ(slurp(copy), text) << name << ": the file changed";
+        EXPECT_EQ(agentctx::test::read_text(copy), text) << name << ": the file changed";
         fs::remove(copy);
     };
     // Another keepRecentTokens is another summary configuration.
@@ -557,7 +550,7 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         const auto r = run_process(cli + " checkpoint restore " + copy.string() + " - --keep-recent 3000 --json < " + bad.string());
         EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
         EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "corrupt") << r.out;
-        EXPECT_EQ(slurp(copy), uncompacted);
+        EXPECT_EQ(agentctx::test::read_text(copy), uncompacted);
         fs::remove(copy);
         fs::remove(bad);
     }
@@ -602,7 +595,7 @@ TEST(cli_verify, flags_a_hand_edited_covered_entry_and_never_writes)
     EXPECT_EQ(v.at("compactions").at(1).at("sourceRevision"), v.at("compactions").at(1).at("actual"));
 
     // Hand-edit the first covered entry (line 2).
-    std::string text = slurp(path);
+    std::string text = agentctx::test::read_text(path);
     const auto second = text.find('\n') + 1;
     const auto at = text.find("\"text\":\"", second);
     ASSERT_NE(at, std::string::npos);
@@ -614,7 +607,7 @@ TEST(cli_verify, flags_a_hand_edited_covered_entry_and_never_writes)
     EXPECT_EQ(b.at("compactions").at(0).at("status"), "unrecorded");
     EXPECT_EQ(b.at("compactions").at(1).at("status"), "changed");
     EXPECT_EQ(b.at("changed"), true);
-    EXPECT_EQ(slurp(path), text);  // never written
+    EXPECT_EQ(agentctx::test::read_text(path), text);  // never written
     const auto human = run_process(cli + " verify " + path.string());
     EXPECT_EQ(human.exit_code, 1);
     EXPECT_NE(human.out.find("changed"), std::string::npos) << human.out;

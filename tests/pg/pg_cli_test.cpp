@@ -1,4 +1,5 @@
 // agentctx import / export / read commands on a PostgreSQL session reference.
+#include "file_text.hpp"
 #include "pg_test_support.hpp"
 #include "run_process.hpp"
 
@@ -12,14 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 TEST(pg_cli, import_export_and_read_commands_on_a_postgresql_reference)
 {
     std::string why;
@@ -28,7 +21,7 @@ TEST(pg_cli, import_export_and_read_commands_on_a_postgresql_reference)
         GTEST_SKIP() << why;
     // A copy with a fresh session id, so reruns on one database do not collide.
     const fs::path fixture = fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl";
-    std::string text = read_file(fixture);
+    std::string text = agentctx::test::read_text(fixture);
     const std::string old_id = "019c3d10-8e21-7f44-a0b5-7c6d5e4f3a21";
     const auto at = text.find(old_id);
     ASSERT_NE(at, std::string::npos);
@@ -50,7 +43,7 @@ TEST(pg_cli, import_export_and_read_commands_on_a_postgresql_reference)
 
     auto exported = agentctx::test::run_process(cli + " export " + ref + " " + out.string());
     ASSERT_EQ(exported.exit_code, 0) << exported.out;
-    EXPECT_EQ(read_file(out), text) << "byte for byte";
+    EXPECT_EQ(agentctx::test::read_text(out), text) << "byte for byte";
 
     // Read commands take the reference and say the same as on the file.
     for (const char* command : {"inspect", "context", "plan"})

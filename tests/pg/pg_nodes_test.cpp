@@ -112,7 +112,7 @@ protected:
 
 TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_entry_once_in_a_chain)
 {
-    // CI runs 5 s; AGENTCTX_PG_NODES_SECONDS=30 is the bench mode of issue 15.
+    // CI runs 5 s; AGENTCTX_PG_NODES_SECONDS=30 is the bench mode.
     const int seconds = env_int("AGENTCTX_PG_NODES_SECONDS", 5);
     const int sessions = env_int("AGENTCTX_PG_NODES_SESSIONS", 50);
     const int clients = env_int("AGENTCTX_PG_NODES_CLIENTS", 20);

@@ -1,4 +1,5 @@
 // pg_store against a real PostgreSQL: schema, exact export/import, append compare-and-set, the lease, NOTIFY.
+#include "file_text.hpp"
 #include "pg_test_support.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
@@ -22,14 +23,6 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using boost::system::error_code;
-
-std::string read_file(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 std::string tokens(std::size_t n) { return std::string(n * 4, 'x'); }
 
@@ -134,7 +127,7 @@ protected:
 
 TEST_F(pg_store_test, import_then_export_round_trips_the_pi16_fixture_byte_for_byte)
 {
-    const std::string text = read_file(fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl");
+    const std::string text = agentctx::test::read_text(fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl");
     ASSERT_FALSE(text.empty());
     auto [ec, id] = import(*node_a_, text);
     ASSERT_FALSE(ec) << id;
@@ -182,7 +175,7 @@ TEST_F(pg_store_test, export_equals_the_file_jsonl_store_writes_for_the_same_ses
     js->reset();
     auto [ec, out] = export_text(*node_b_, id);
     ASSERT_FALSE(ec) << out;
-    EXPECT_EQ(out, read_file(file));
+    EXPECT_EQ(out, agentctx::test::read_text(file));
     fs::remove(file);
 }
 

@@ -70,7 +70,7 @@ TEST(offline_summarizer, turn_prefix_sections)
     const auto prompt = compaction::turn_prefix_summary_prompt(transcript(), 8192);
     const auto t = providers::offline_summary(prompt).text;
     EXPECT_EQ(t.find("## Original Request\nFix the CRLF bug"), 0u) << t;
-    // Pi 1.6's turn-prefix headings (delta §7.2).
+    // Pi 1.6's turn-prefix headings.
     EXPECT_NE(t.find("## Progress So Far\n- [x] Inspected 1 file: src/parser.ts"), std::string::npos) << t;
     EXPECT_NE(t.find("## Context Needed to Continue"), std::string::npos);
 }

@@ -168,7 +168,7 @@ TEST(provider_config, from_settings_and_environment)
 
 TEST(wire_format, summary_requests_write_no_prompt_cache_entries)
 {
-    // Pi 1.6 §7.3 (cacheRetention "none"): nothing in a summary request asks for caching.
+    // Pi 1.6 (cacheRetention "none"): nothing in a summary request asks for caching.
     for (const auto f : {wire_format::openai, wire_format::anthropic})
     {
         provider_config c;

@@ -1,4 +1,4 @@
-// Portable checkpoints through the session (issue 11 item 1): every compaction records its
+// Portable checkpoints through the session: every compaction records its
 // checkpoint fields; export -> restore into a copy; each rejection on its own crafted history
 // leaves the file byte-identical; trigger settings do not invalidate a record.
 #include <agentctx/compaction/checkpoint.hpp>

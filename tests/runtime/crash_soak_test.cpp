@@ -6,6 +6,8 @@
 //
 // Environment: AGENTCTX_SOAK_KILLS=N (default 200, 100 under sanitizers; a bench run uses thousands),
 // AGENTCTX_SOAK_SEED=S (replays the same plan; the kill timing itself is not reproducible).
+#include "file_text.hpp"
+
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -39,14 +41,6 @@ namespace json = boost::json;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::string slurp(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 std::uint64_t env_number(const char* name, std::uint64_t fallback)
 {
@@ -333,7 +327,7 @@ round_acks apply_acks(const child_run& run, file_state& f, figures& fig)
 // Everything a kill may leave, checked strictly. Updates `f` for the next round.
 void verify(file_state& f, const round_acks& a, figures& fig)
 {
-    const std::string text = slurp(f.path);
+    const std::string text = agentctx::test::read_text(f.path);
     // Append-only: complete lines written before never change.
     ASSERT_GE(text.size(), f.clean.size());
     ASSERT_EQ(text.compare(0, f.clean.size(), f.clean), 0) << "bytes already written changed";
@@ -370,7 +364,7 @@ void verify(file_state& f, const round_acks& a, figures& fig)
         }
         if (!still)
         {
-            const std::string side = slurp(f.path.string() + ".torn");
+            const std::string side = agentctx::test::read_text(f.path.string() + ".torn");
             ASSERT_NE(side.find(p.fragment + "\n"), std::string::npos) << "the torn fragment was dropped, not kept aside";
             ++fig.torn_repaired;
         }
@@ -552,7 +546,7 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
             );
             ASSERT_TRUE(created) << diag.message;
             created->reset();
-            f.clean = slurp(f.path);
+            f.clean = agentctx::test::read_text(f.path);
         }
         kill_plan plan;
         const auto pick = rng() % 100;
@@ -590,7 +584,7 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
                                     std::to_string(child_seed), std::to_string(every)},
                                    err_path, plan);
         ASSERT_TRUE(run.killed && WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL)
-            << "the child ended on its own (status " << run.status << "): " << slurp(err_path);
+            << "the child ended on its own (status " << run.status << "): " << agentctx::test::read_text(err_path);
         const auto t1 = clock_type::now();
         fig.child_secs += std::chrono::duration<double>(t1 - t0).count();
         ++fig.kills;
@@ -598,7 +592,7 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         const auto acks = apply_acks(run, f, fig);
         if (plan.at != kill_at::early)
         {
-            ASSERT_TRUE(acks.ready) << "the child never opened the session: " << slurp(err_path);
+            ASSERT_TRUE(acks.ready) << "the child never opened the session: " << agentctx::test::read_text(err_path);
         }
         verify(f, acks, fig);
         fig.verify_secs += std::chrono::duration<double>(clock_type::now() - t1).count();
@@ -649,7 +643,7 @@ TEST(crash_soak, a_kill_during_create_leaves_a_complete_header_or_no_file)
         fs::create_directories(dir);
         const kill_plan plan{kill_at::after_ready, std::chrono::microseconds(20 + rng() % 3000)};
         const auto run = run_child({AGENTCTX_SOAK_CHILD, "--create", dir.string(), "3"}, dir.parent_path() / (dir.filename().string() + ".stderr"), plan);
-        ASSERT_TRUE(run.killed) << "the child ended on its own: " << slurp(dir.parent_path() / (dir.filename().string() + ".stderr"));
+        ASSERT_TRUE(run.killed) << "the child ended on its own: " << agentctx::test::read_text(dir.parent_path() / (dir.filename().string() + ".stderr"));
         std::set<std::string> acked;
         for (const auto& l : run.lines)
             if (l[0] == 'A')

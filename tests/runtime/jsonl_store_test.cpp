@@ -3,6 +3,7 @@
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "file_text.hpp"
 #include "session_generator.hpp"
 #include "session_text.hpp"
 
@@ -40,14 +41,6 @@ protected:
         return p;
     }
 
-    static std::string slurp(const fs::path& p)
-    {
-        std::ifstream f(p, std::ios::binary);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        return ss.str();
-    }
-
     static std::shared_ptr<const compaction::entry> user_entry(const std::string& id, std::optional<std::string> parent,
                                                                const std::string& text)
     {
@@ -73,7 +66,7 @@ TEST_F(jsonl_store_test, create_append_and_reopen_identically)
         ASSERT_TRUE((*store)->append(*user_entry("u1", std::nullopt, "hello"), diag));
         ASSERT_TRUE((*store)->append(*user_entry("u2", "u1", "again"), diag));
     }
-    EXPECT_EQ(slurp(path),
+    EXPECT_EQ(agentctx::test::read_text(path),
               R"({"type":"session","version":3,"id":"sess","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/p"})" "\n"
               R"({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"hello","timestamp":1}})" "\n"
               R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"again","timestamp":1}})" "\n");
@@ -103,7 +96,7 @@ TEST_F(jsonl_store_test, a_second_writer_gets_session_locked_readers_do_not)
     EXPECT_EQ((*reader)->append(*user_entry("u2", "u1", "x"), diag).error(), make_error_code(errc::read_only));
     first->reset();  // closing releases the lock
     EXPECT_TRUE(jsonl_store::open(path, {}, diag));
-    EXPECT_EQ(slurp(path), s.text);
+    EXPECT_EQ(agentctx::test::read_text(path), s.text);
 }
 
 TEST_F(jsonl_store_test, torn_final_line_is_reported_then_repaired_by_the_next_append)
@@ -120,13 +113,13 @@ TEST_F(jsonl_store_test, torn_final_line_is_reported_then_repaired_by_the_next_a
     ASSERT_TRUE(log) << diag.message;
     ASSERT_TRUE(report.torn);
     EXPECT_EQ(report.torn->line, 4u);
-    EXPECT_EQ(slurp(path), s.text + torn);  // loading changed nothing
+    EXPECT_EQ(agentctx::test::read_text(path), s.text + torn);  // loading changed nothing
 
     ASSERT_TRUE((*store)->append(*user_entry("u3", "a1", "after the crash"), diag)) << diag.message;
-    const std::string after = slurp(path);
+    const std::string after = agentctx::test::read_text(path);
     EXPECT_EQ(after.substr(0, s.text.size()), s.text);
     EXPECT_EQ(after.find(torn), std::string::npos);
-    EXPECT_EQ(slurp(path.string() + ".torn"), torn + "\n");  // the fragment is kept aside
+    EXPECT_EQ(agentctx::test::read_text(path.string() + ".torn"), torn + "\n");  // the fragment is kept aside
 
     load_report r2;
     auto again = jsonl_store::open(path, {.read_only = true}, diag);
@@ -153,7 +146,7 @@ TEST_F(jsonl_store_test, missing_final_newline_is_added_before_the_next_line)
     auto log = (*store)->load({}, r2, diag);
     ASSERT_TRUE(log) << diag.message;
     EXPECT_EQ(log->size(), 2u);
-    EXPECT_EQ(slurp(path).substr(0, s.text.size()), s.text);
+    EXPECT_EQ(agentctx::test::read_text(path).substr(0, s.text.size()), s.text);
 }
 
 TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
@@ -169,7 +162,7 @@ TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
     ASSERT_TRUE(log) << diag.message;
     ASSERT_TRUE(log->get(1, diag)) << diag.message;
     ASSERT_TRUE((*store)->append(*user_entry("u3", "u2", "after"), diag)) << diag.message;
-    const auto after = slurp(path);
+    const auto after = agentctx::test::read_text(path);
     EXPECT_EQ(after.substr(0, s.text.size()), s.text);  // byte for byte, escapes included
     load_report r2;
     auto again = (*store)->load({}, r2, diag);
@@ -190,7 +183,7 @@ TEST_F(jsonl_store_test, an_unterminated_whitespace_tail_gets_its_newline_before
     ASSERT_TRUE((*store)->load({}, report, diag)) << diag.message;
     EXPECT_TRUE(report.missing_final_newline);
     ASSERT_TRUE((*store)->append(*user_entry("u2", "u1", "two"), diag));
-    EXPECT_EQ(slurp(path).substr(0, text.size() + 1), text + "\n");
+    EXPECT_EQ(agentctx::test::read_text(path).substr(0, text.size() + 1), text + "\n");
     load_report r2;
     auto log = (*store)->load({}, r2, diag);
     ASSERT_TRUE(log) << diag.message;
@@ -251,7 +244,7 @@ TEST_F(jsonl_store_test, every_bad_input_fails_with_its_code_and_leaves_the_file
         EXPECT_EQ(log.error(), compaction::make_error_code(c.code)) << diag.message;
         EXPECT_FALSE(diag.message.empty());
         store->reset();
-        EXPECT_EQ(slurp(path), c.content);
+        EXPECT_EQ(agentctx::test::read_text(path), c.content);
         EXPECT_FALSE(fs::exists(path.string() + ".torn"));
     }
 }
@@ -314,22 +307,22 @@ TEST_F(jsonl_store_test, migrate_rewrites_v1_atomically_and_only_once)
     ASSERT_TRUE((*store)->append(*next, diag));
     store->reset();
 
-    const auto migrated = slurp(path);
+    const auto migrated = agentctx::test::read_text(path);
     auto again = migrate_file(path, diag);
     ASSERT_TRUE(again) << diag.message;
     EXPECT_EQ(*again, migrate_outcome::already_current);
-    EXPECT_EQ(slurp(path), migrated);
+    EXPECT_EQ(agentctx::test::read_text(path), migrated);
 }
 
 TEST_F(jsonl_store_test, migrate_refuses_a_locked_file)
 {
     const auto path = file("old.jsonl", tools::generate_session({.seed = 4, .entries = 10, .version = 2}));
-    const auto original = slurp(path);
+    const auto original = agentctx::test::read_text(path);
     diagnostics diag;
     auto holder = jsonl_store::open(path, {}, diag);
     ASSERT_TRUE(holder);
     auto r = migrate_file(path, diag);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(errc::session_locked));
-    EXPECT_EQ(slurp(path), original);
+    EXPECT_EQ(agentctx::test::read_text(path), original);
 }

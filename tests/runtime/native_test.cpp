@@ -30,15 +30,10 @@ using providers::wire_format;
 
 namespace {
 
-std::vector<json::object> lines_of(const std::string& text)
-{
-    return test::json_lines(text);
-}
-
 json::object last_compaction(const std::string& text)
 {
     json::object found;
-    for (auto& o : lines_of(text))
+    for (auto& o : test::json_lines(text))
         if (o.at("type") == "compaction")
             found = std::move(o);
     return found;

@@ -42,15 +42,10 @@ std::size_t count_of(const std::string& hay, const std::string& needle)
     return n;
 }
 
-std::vector<json::object> lines_of(const std::string& text)
-{
-    return test::json_lines(text);
-}
-
 std::vector<json::object> progress_entries(const std::string& text)
 {
     std::vector<json::object> out;
-    for (auto& o : lines_of(text))
+    for (auto& o : test::json_lines(text))
         if (o.at("type") == "custom" && o.at("customType") == "agentctx.compaction_progress")
             out.push_back(std::move(o));
     return out;
@@ -179,7 +174,7 @@ TEST_F(piecewise_test, a_prefix_ten_times_the_bound_compacts_piecewise_covering_
     // Ten progress entries, then the compaction with the last note.
     const auto now = file();
     ASSERT_EQ(now.compare(0, before.size(), before), 0);
-    const auto added = lines_of(now.substr(before.size()));
+    const auto added = test::json_lines(now.substr(before.size()));
     ASSERT_EQ(added.size(), 11u);
     EXPECT_EQ(progress_entries(now).size(), 10u);
     const auto& c = added.back();
@@ -279,7 +274,7 @@ TEST_F(piecewise_test, a_history_edit_between_runs_rejects_the_progress_with_its
     EXPECT_EQ(summarizer_->calls(), 3u + 11u);  // started over
     EXPECT_EQ(finished_.back().progress_rejected, "replaced");
     EXPECT_EQ(finished_.back().pieces_resumed, 0u);
-    const auto c = lines_of(file()).back();
+    const auto c = test::json_lines(file()).back();
     EXPECT_EQ(c.at("details").at("agentctx").at("evidence").at("progressRejected"), "replaced");
 }
 
@@ -304,7 +299,7 @@ TEST_F(piecewise_test, cancellation_mid_piece_keeps_accepted_progress_and_nothin
     EXPECT_EQ(ec, make_error_code(errc::cancelled));
     const auto now = file();
     ASSERT_EQ(now.compare(0, before.size(), before), 0);
-    const auto added = lines_of(now.substr(before.size()));
+    const auto added = test::json_lines(now.substr(before.size()));
     ASSERT_EQ(added.size(), 2u);
     EXPECT_EQ(progress_entries(now).size(), 2u);
     EXPECT_EQ(added[1].at("data").at("completed"), 2);
@@ -411,7 +406,7 @@ TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_th
         summarized += in;
     }
     EXPECT_GT(summarized, 30u);
-    const auto entry = lines_of(file()).back();
+    const auto entry = test::json_lines(file()).back();
     EXPECT_EQ(entry.at("type"), "compaction");
     EXPECT_EQ(entry.at("details").at("agentctx").at("evidence").at("turnPrefixFolded"), true);
 }

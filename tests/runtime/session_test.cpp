@@ -826,18 +826,13 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
     EXPECT_TRUE(first->outcome.compacted) << first->outcome.message;
 }
 
-// ---- Pi 1.6 lifecycle (delta §10) -----------------------------------------------------------
+// ---- Pi 1.6 lifecycle -----------------------------------------------------------
 
 namespace {
 
-std::vector<json::object> lines_of(const std::string& text)
-{
-    return test::json_lines(text);
-}
-
 }  // namespace
 
-TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts_delta_13_38)
+TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts)
 {
     auto s = open_file(base_text(), config());
     const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
@@ -846,7 +841,7 @@ TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts_de
     run_until([&] { return r->done; });
     ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
     EXPECT_TRUE(r->outcome.will_retry);
-    const auto lines = lines_of(file());
+    const auto lines = test::json_lines(file());
     ASSERT_GE(lines.size(), 3u);
     // The log reads: assistant(error), context_edit(null) for it, compaction.
     const auto& edit = lines[lines.size() - 2];
@@ -858,7 +853,7 @@ TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts_de
         EXPECT_NE(m.entry_id, failed);  // the retry's request is built without the failed attempt
 }
 
-TEST_F(session_test, failed_recovery_keeps_the_omission_and_writes_nothing_else_delta_13_41)
+TEST_F(session_test, failed_recovery_keeps_the_omission_and_writes_nothing_else)
 {
     summarizer_->push({script_step::stop_error});
     auto s = open_file(base_text(), config());
@@ -870,13 +865,13 @@ TEST_F(session_test, failed_recovery_keeps_the_omission_and_writes_nothing_else_
     EXPECT_FALSE(r->outcome.compacted);
     const auto after = file();
     ASSERT_EQ(after.compare(0, before.size(), before), 0);  // append-only
-    const auto added = lines_of(after.substr(before.size()));
+    const auto added = test::json_lines(after.substr(before.size()));
     ASSERT_EQ(added.size(), 1u);
     EXPECT_EQ(added[0].at("type"), "context_edit");
     EXPECT_EQ(added[0].at("targetId").as_string(), failed);
 }
 
-TEST_F(session_test, an_early_length_stop_is_recovered_a_full_one_is_not_delta_13_40)
+TEST_F(session_test, an_early_length_stop_is_recovered_a_full_one_is_not)
 {
     auto cfg = config();
     cfg.model.max_output_tokens = 64000;
@@ -894,11 +889,11 @@ TEST_F(session_test, an_early_length_stop_is_recovered_a_full_one_is_not_delta_1
     run_until([&] { return yes->done; });
     EXPECT_TRUE(yes->outcome.compacted) << yes->outcome.message;
     EXPECT_TRUE(yes->outcome.will_retry);
-    const auto lines = lines_of(file());
+    const auto lines = test::json_lines(file());
     EXPECT_EQ(lines[lines.size() - 2].at("targetId").as_string(), id);
 }
 
-TEST_F(session_test, the_mid_run_check_measures_new_tool_results_before_they_are_sent_delta_13_44)
+TEST_F(session_test, the_mid_run_check_measures_new_tool_results_before_they_are_sent)
 {
     test::session_text t;
     for (int i = 0; i < 10; ++i)
@@ -923,7 +918,7 @@ TEST_F(session_test, the_mid_run_check_measures_new_tool_results_before_they_are
     EXPECT_EQ(out->result->tokens_before, 14790 + 12823);
 }
 
-TEST_F(session_test, context_edit_writer_rules_in_pis_order_delta_13_10)
+TEST_F(session_test, context_edit_writer_rules_in_pis_order)
 {
     auto s = open_file(base_text(2), config());
     auto try_append = [&](json::object f) {
@@ -948,7 +943,7 @@ TEST_F(session_test, context_edit_writer_rules_in_pis_order_delta_13_10)
               make_error_code(compaction::errc::wrong_type));  // not editable
     append(*s, {{"type", "context_edit"}, {"targetId", "a1"}, {"replacement", json::object{{"content", "A"}}}});
     append(*s, {{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", json::object{{"content", "U"}}}});
-    const auto lines = lines_of(file());
+    const auto lines = test::json_lines(file());
     EXPECT_EQ(json::serialize(lines[lines.size() - 2].at("replacement")), R"({"content":[{"type":"text","text":"A"}]})");
     EXPECT_EQ(json::serialize(lines.back().at("replacement")), R"({"content":"U"})");
     // The snapshot applies the edits at once.
@@ -979,7 +974,7 @@ TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
     auto r = compact(*s);
     run_until([&] { return r->done; });
     ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
-    const auto c = lines_of(file()).back();
+    const auto c = test::json_lines(file()).back();
     ASSERT_TRUE(c.contains("systemMessage"));
     const auto& sm = c.at("systemMessage").as_object();
     EXPECT_EQ(json::serialize(sm.at("sections")), R"({"pre":"You are helpful."})");
@@ -996,7 +991,7 @@ TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
     EXPECT_EQ(ctx[1].msg->role, compaction::role::compaction_summary);
 }
 
-TEST_F(session_test, an_automatic_compaction_with_nothing_to_prepare_emits_nothing_delta_13_47)
+TEST_F(session_test, an_automatic_compaction_with_nothing_to_prepare_emits_nothing)
 {
     auto s = open_file(base_text(2), config(20000));  // keep 20000: everything stays verbatim
     auto r = turn_end(*s, assistant_json("ok", 190000, "stop", 4102444800000.0));
@@ -1029,7 +1024,7 @@ TEST_F(session_test, secrets_never_reach_the_summarizer_or_the_committed_summary
     const std::string sent = summarizer_->prompts()[0].prompt;  // prompts() returns a copy
     EXPECT_EQ(sent.find(github), std::string::npos);
     EXPECT_NE(sent.find("[REDACTED:github_token]"), std::string::npos);
-    const auto line = lines_of(file()).back();
+    const auto line = test::json_lines(file()).back();
     const std::string summary(line.at("summary").as_string());
     EXPECT_EQ(summary.find(aws), std::string::npos);
     EXPECT_NE(summary.find("[REDACTED:aws_access_key_id]"), std::string::npos);
@@ -1071,7 +1066,7 @@ TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions
     EXPECT_EQ(ctx[0].msg->role, compaction::role::compaction_summary);
     EXPECT_EQ(ctx[1].msg->custom_type, "reminder");
     EXPECT_EQ(customs(), std::vector<std::string>{"Never push to main."});
-    auto line = lines_of(file()).back();
+    auto line = test::json_lines(file()).back();
     EXPECT_NE(std::string(line.at("summary").as_string()).find("[reminder]\nNever push to main."), std::string::npos);
     EXPECT_EQ(line.at("details").at("agentctx").at("pinned").as_array().size(), 1u);
 
@@ -1091,7 +1086,7 @@ TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions
     ASSERT_TRUE(r2->outcome.compacted) << r2->outcome.message;
     EXPECT_EQ(summarizer_->prompts()[1].prompt.find("Never push to main."), std::string::npos);
     EXPECT_EQ(customs(), std::vector<std::string>{"Never push to main."});
-    line = lines_of(file()).back();
+    line = test::json_lines(file()).back();
     const std::string summary(line.at("summary").as_string());
     EXPECT_EQ(summary.find("Never push to main."), summary.rfind("Never push to main."));  // exactly once
     EXPECT_NE(summary.find("Never push to main."), std::string::npos);

@@ -1,4 +1,4 @@
-// Overflow classification (spec §10.2): patterns, the non-overflow veto, silent and length-stop cases.
+// Overflow classification: patterns, the non-overflow veto, silent and length-stop cases.
 #include <agentctx/runtime/triggers.hpp>
 
 #include <gtest/gtest.h>

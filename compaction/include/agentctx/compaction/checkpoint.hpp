@@ -1,4 +1,4 @@
-// Portable checkpoints (issue 11): a compaction's result as a self-verifying record, the
+// Portable checkpoints: a compaction's result as a self-verifying record, the
 // `sourceRevision` of a compaction's covered prefix, and the checks that decide whether a record
 // may be restored into a session. Pure: no I/O beyond the session_log's own line reads.
 #pragma once

@@ -1,4 +1,4 @@
-// Where to cut (spec §5, Pi 1.6 delta §5): over projected entries, with agentctx's fixes and a Pi-exact mode.
+// Where to cut (Pi 1.6): over projected entries, with agentctx's fixes and a Pi-exact mode.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
@@ -29,14 +29,14 @@ struct cut_point_result
     bool is_split_turn = false;
     /// Where the backward walk reached keepRecentTokens (nullopt: never reached).
     std::optional<std::size_t> crossing_index;
-    bool advanced_past_omitted_attempt = false;  ///< the recovery-suffix rule applied (delta §5.4)
+    bool advanced_past_omitted_attempt = false;  ///< the recovery-suffix rule applied (Pi 1.6)
 };
 
-/// Delta §5.1: not a compaction, and a projected message of role user, assistant, bashExecution,
+/// Pi 1.6: not a compaction, and a projected message of role user, assistant, bashExecution,
 /// custom, branchSummary or compactionSummary.
 bool is_valid_cut_point(const projected_entry& p) noexcept;
 
-/// Delta §5.2: not a compaction, and a projected user, bashExecution, custom, branchSummary or
+/// Pi 1.6: not a compaction, and a projected user, bashExecution, custom, branchSummary or
 /// compactionSummary message.
 bool starts_turn(const projected_entry& p) noexcept;
 

@@ -1,4 +1,4 @@
-// Session log entries (spec §1.3–§1.5, Pi 1.6 delta §1.5): the header, the eleven entry types, unknown ones.
+// Session log entries (Pi 1.6): the header, the eleven entry types, unknown ones.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
@@ -94,10 +94,10 @@ result<entry> decode_entry(boost::json::object raw, diagnostics& diag);
 /// Builds a header as Pi writes it: type, version, id, timestamp, cwd[, parentSession].
 session_header make_header(std::string id, std::string timestamp, std::string cwd);
 
-/// Builders for the entries agentctx writes, in Pi's field order (spec §1.4).
+/// Builders for the entries agentctx writes, in Pi's field order.
 result<entry> make_message_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
                                  boost::json::object message, diagnostics& diag);
-/// A compaction in Pi 1.6's field order (delta §1.4): ..., details?, usage?, fromHook, systemMessage?.
+/// A compaction in Pi 1.6's field order: ..., details?, usage?, fromHook, systemMessage?.
 /// `system_message` is the replayed prompt (its timestamp is replaced by the entry's time).
 entry make_compaction_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
                             std::string summary, std::string first_kept_entry_id, double tokens_before,
@@ -105,7 +105,7 @@ entry make_compaction_entry(std::string id, std::optional<std::string> parent_id
                             std::optional<boost::json::object> usage = std::nullopt,
                             std::optional<boost::json::object> system_message = std::nullopt);
 
-/// A `context_edit` entry (delta §1.5). `replacement` null omits the target.
+/// A `context_edit` entry (Pi 1.6). `replacement` null omits the target.
 entry make_context_edit_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
                               std::string target_id, boost::json::value replacement);
 

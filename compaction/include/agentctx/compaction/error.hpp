@@ -42,7 +42,7 @@ enum class errc
     summary_empty,           ///< empty or whitespace-only text
     summary_too_long,        ///< more tokens than the request's output cap
     insufficient_reduction,  ///< summary + retained suffix would still be over the threshold
-    summary_tool_call,       ///< the summarizer answered with a tool call (Pi 1.6 §7.4)
+    summary_tool_call,       ///< the summarizer answered with a tool call (Pi 1.6)
     // Portable checkpoints (checkpoint.hpp); the named reason travels beside the code.
     checkpoint_invalid,      ///< the record is not a valid agentctx-checkpoint-v1 (corrupt, other format)
     checkpoint_mismatch,     ///< the record does not fit this session (history, identity, settings)

@@ -1,4 +1,4 @@
-// File-operation tracking for summaries (spec §8): read/write/edit tool calls with a string path.
+// File-operation tracking for summaries: read/write/edit tool calls with a string path.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>

@@ -17,7 +17,7 @@ void stringify_to(std::string& out, const boost::json::value& v);
 std::string stringify(const boost::json::value& v);
 
 /// The keys of `o` in JavaScript enumeration order: integer-like keys (canonical array indices)
-/// ascending first, then the others in insertion order (delta §1.6 `sections`).
+/// ascending first, then the others in insertion order (Pi 1.6 `sections`).
 std::vector<std::string_view> js_key_order(const boost::json::object& o);
 
 /// `JSON.stringify(v)` of the value as JavaScript holds it after `JSON.parse`: objects enumerate

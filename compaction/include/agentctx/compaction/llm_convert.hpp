@@ -1,4 +1,4 @@
-// convert_to_llm (spec §3): agent messages -> the user/assistant/toolResult messages a model sees.
+// convert_to_llm: agent messages -> the user/assistant/toolResult messages a model sees.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>

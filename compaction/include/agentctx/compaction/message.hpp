@@ -1,4 +1,4 @@
-// The agent message model of Pi's session format (spec §1.6): roles, content blocks, usage.
+// The agent message model of Pi's session format: roles, content blocks, usage.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
@@ -24,7 +24,7 @@ enum class role
     custom,
     branch_summary,
     compaction_summary,
-    system,  ///< Pi 1.6: prompt and tool-set state (delta §1.6)
+    system,  ///< Pi 1.6: prompt and tool-set state
     other,  ///< a role this library does not know; kept, never sent, estimated as 0
 };
 
@@ -97,7 +97,7 @@ struct prompt_section
     std::optional<std::string> value;
 };
 
-/// A call a tool made to another tool (`nestedCalls.calls[]`, delta §1.6); feeds file lists.
+/// A call a tool made to another tool (`nestedCalls.calls[]`, Pi 1.6); feeds file lists.
 struct nested_call
 {
     std::string name;

@@ -1,4 +1,4 @@
-// Piecewise summaries (issue 12): complete exchange batches, bounded pieces, and the identity of a covered part.
+// Piecewise summaries: complete exchange batches, bounded pieces, and the identity of a covered part.
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>

@@ -1,4 +1,4 @@
-// Pinned entries (seed 002 `retain_contents`): which entries stay verbatim through every compaction.
+// Pinned entries (retained contents): which entries stay verbatim through every compaction.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>

@@ -1,4 +1,4 @@
-// prepare_compaction (spec §6): the range, the cut, what gets summarized and what is kept.
+// prepare_compaction: the range, the cut, what gets summarized and what is kept.
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
@@ -32,10 +32,10 @@ struct compaction_preparation
     std::string first_kept_entry_id;
     std::size_t first_kept_index = 0;  ///< index on the path of the first kept entry
     std::size_t boundary_start = 0;    ///< path index where the planned range starts
-    /// The same two positions among the projected entries (where the cut is computed, delta §5).
+    /// The same two positions among the projected entries (where the cut is computed, Pi 1.6).
     std::size_t first_kept_projected = 0;
     std::size_t boundary_projected = 0;
-    bool advanced_past_omitted_attempt = false;  ///< delta §5.4 applied
+    bool advanced_past_omitted_attempt = false;  ///< the recovery-suffix rule applied (Pi 1.6)
     std::vector<context_message> messages_to_summarize;
     std::vector<context_message> turn_prefix_messages;
     bool is_split_turn = false;

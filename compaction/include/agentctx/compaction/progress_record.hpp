@@ -1,4 +1,4 @@
-// The progress record of a piecewise summary (issue 12): what a completed piece leaves behind,
+// The progress record of a piecewise summary: what a completed piece leaves behind,
 // strictly parsed, and the rule that decides whether a later pass may resume from it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Context projection (spec §2, Pi 1.6 delta §2): the entries and messages the next request sees.
+// Context projection (Pi 1.6): the entries and messages the next request sees.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
@@ -30,7 +30,7 @@ struct context_message
 
 /// Pi 1.6's ProjectedEntry: a selected entry and the messages it contributes after context
 /// edits (none for metadata, omitted entries and older compactions). Cut points, budgets and
-/// split detection run on these (delta §5).
+/// split detection run on these (Pi 1.6).
 struct projected_entry
 {
     entry_ptr source;            ///< materialized, or an index-only stand-in for metadata
@@ -53,10 +53,10 @@ struct session_context
 {
     std::vector<context_message> messages;
     std::vector<projected_entry> entries;
-    /// Replay of the projected system messages (delta §2.4): the current prompt sections and
+    /// Replay of the projected system messages (Pi 1.6): the current prompt sections and
     /// tool set. Null when the context holds no system message.
     std::shared_ptr<const message> system;
-    /// Path index of the last `context_edit` or `compaction` on the whole path (delta §4.2).
+    /// Path index of the last `context_edit` or `compaction` on the whole path (Pi 1.6).
     std::optional<std::size_t> last_edit_or_compaction;
     std::string thinking_level = "off";
     std::optional<model_ref> model;
@@ -66,10 +66,10 @@ struct session_context
     std::vector<derived_note> dropped;
 };
 
-/// Pi's sessionEntryToContextMessages (delta §2.2): the messages of one entry, no edits applied.
+/// Pi's sessionEntryToContextMessages (Pi 1.6): the messages of one entry, no edits applied.
 std::vector<std::shared_ptr<const message>> entry_messages(const entry& e);
 
-/// Pi's projectContextEntry (delta §2.3 step 4): `edit` null = unedited.
+/// Pi's projectContextEntry (Pi 1.6): `edit` null = unedited.
 std::vector<std::shared_ptr<const message>> project_entry(const entry& e, const entry* edit);
 
 /// The message an entry contributes without edits (`message`, `custom_message`, non-empty
@@ -79,7 +79,7 @@ std::shared_ptr<const message> message_of_entry(const entry& e, bool keep_empty_
 /// The compactionSummary message built from a compaction entry.
 std::shared_ptr<const message> compaction_summary_message(const entry& compaction);
 
-/// Pi's getCurrentSystemMessage (delta §2.4) over messages in order; null without system messages.
+/// Pi's getCurrentSystemMessage (Pi 1.6) over messages in order; null without system messages.
 std::shared_ptr<const message> replay_system_messages(std::span<const context_message> messages);
 std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages);
 
@@ -87,7 +87,7 @@ std::shared_ptr<const message> replay_system_messages(std::span<const std::share
 /// (sections in JavaScript key order).
 boost::json::object system_message_json(const message& m);
 
-/// The `systemMessage` checkpoint of a compaction appended after this context (delta §1.5): the
+/// The `systemMessage` checkpoint of a compaction appended after this context (Pi 1.6): the
 /// replayed prompt with `timestamp = Date.parse(entry_timestamp)`; nullopt without system messages.
 std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp);
 /// The same from an already replayed system message (null: nullopt).

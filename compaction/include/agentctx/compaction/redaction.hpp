@@ -1,4 +1,4 @@
-// Secret redaction (issue 11 item 5): replaces credentials in text with `[REDACTED:<rule>]`.
+// Secret redaction: replaces credentials in text with `[REDACTED:<rule>]`.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>

@@ -1,4 +1,4 @@
-// A budgeted request view (seed 003): the newest whole interaction groups that fit.
+// A budgeted request view: the newest whole interaction groups that fit.
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>

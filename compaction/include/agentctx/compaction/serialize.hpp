@@ -1,4 +1,4 @@
-// serialize_conversation (spec §7.1): the labelled transcript text a summarizer reads.
+// serialize_conversation: the labelled transcript text a summarizer reads.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
@@ -17,7 +17,7 @@ inline constexpr std::size_t tool_result_char_limit = 2000;
 /// truncated]` with N = length - limit (not adjusted for a dropped unit).
 std::string truncate_for_summary(std::string_view t, std::size_t limit = tool_result_char_limit);
 
-/// Serializes convert_to_llm output (delta §7.1): `[User]: `, `[Assistant]: ` (iff the message
+/// Serializes convert_to_llm output (Pi 1.6): `[User]: `, `[Assistant]: ` (iff the message
 /// has a text block, even an empty one), `[Assistant tool calls]: name(k=JSON(v), …)`,
 /// `[Tool result]: ` parts joined by blank lines. Thinking blocks and system messages are omitted.
 std::string serialize_conversation(std::span<const std::shared_ptr<const message>> llm_messages);

@@ -1,4 +1,4 @@
-// The append-only session tree (spec §1.2, §1.7): an index of every line, entries on demand.
+// The append-only session tree: an index of every line, entries on demand.
 #pragma once
 
 #include <agentctx/compaction/chunked_vector.hpp>

@@ -1,4 +1,4 @@
-// Compaction settings (delta §4.3): defaults, global < trusted project < programmatic overrides,
+// Compaction settings (Pi 1.6): defaults, global < trusted project < programmatic overrides,
 // merged recursively; per-model overrides of the two token budgets.
 #pragma once
 

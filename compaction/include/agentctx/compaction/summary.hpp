@@ -41,7 +41,7 @@ enum class summary_kind
 /// Pi's label of a request kind (`Summarization`, `Turn prefix summarization`, ...).
 std::string_view summary_label(summary_kind kind) noexcept;
 
-/// Rejects a summary, checked in this order (delta §7.4; L = summary_label(kind)):
+/// Rejects a summary, checked in this order (Pi 1.6; L = summary_label(kind)):
 /// stop reason `error` → `summary_failed`, `L failed: <error message or "Unknown error">`;
 /// `length` → `summary_truncated`, `L failed: generation hit the token cap and the summary is
 /// incomplete`; any tool call → `summary_tool_call`, `L attempted to call a tool`; `aborted` →
@@ -57,7 +57,7 @@ result<void> check_summary_output(
 );
 
 /// `base + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix` where base is the history
-/// summary, else `previous_summary` verbatim (Pi 1.6 §7.5 step 1: nothing but the split turn
+/// summary, else `previous_summary` verbatim (Pi 1.6: nothing but the split turn
 /// since the last compaction), else "No prior history.".
 std::string merge_split_turn(
     const std::optional<std::string>& history,
@@ -65,11 +65,11 @@ std::string merge_split_turn(
     const std::optional<std::string>& previous_summary = std::nullopt
 );
 
-/// Pi's `combineUsage(a, b)` (delta §7.5): component-wise sums; `cache_write_1h` and `reasoning`
+/// Pi's `combineUsage(a, b)` (Pi 1.6): component-wise sums; `cache_write_1h` and `reasoning`
 /// present when either has them (missing = 0); `total_from_provider` = both true.
 usage combine_usage(const usage& a, const usage& b) noexcept;
 
-/// The usage a compaction stores (delta §7.5): both requests → combine_usage(history, prefix);
+/// The usage a compaction stores (Pi 1.6): both requests → combine_usage(history, prefix);
 /// otherwise the one that was made (nullopt when neither reported usage).
 std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix);
 
@@ -78,7 +78,7 @@ std::optional<usage> compaction_usage(const std::optional<usage>& history, const
 /// (for make_compaction_entry's `usage`; write it with stringify).
 boost::json::object usage_to_json(const usage& u);
 
-/// The entry-ready result of a compaction (spec §7.5).
+/// The entry-ready result of a compaction.
 struct compaction_result
 {
     std::string summary;  ///< with the file blocks appended

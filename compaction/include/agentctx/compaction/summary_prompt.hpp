@@ -21,7 +21,7 @@ struct summary_prompt
     std::uint32_t max_output_tokens = 0;
     std::optional<std::string> reasoning_effort;  ///< the session's thinking level unless "off"
     /// The caller's routing id for the provider (Pi's `sessionId`); nullopt = a fresh id per
-    /// request (Pi 1.6 §7.3: summary requests never share a prompt-cache route).
+    /// request (Pi 1.6: summary requests never share a prompt-cache route).
     std::optional<std::string> routing_id;
 };
 
@@ -33,7 +33,7 @@ extern const std::string_view turn_prefix_instructions;
 /// The model output limit assumed when the model's is unknown (0).
 inline constexpr std::int64_t default_summary_max_output_tokens = 32000;
 
-/// Pi 1.6's output clamp for a request (delta §7.3), with `model_max_tokens` M (0 = unknown:
+/// Pi 1.6's output clamp for a request, with `model_max_tokens` M (0 = unknown:
 /// default_summary_max_output_tokens):
 ///   window <= 0: max(1, M);
 ///   I = ceil(system_chars / 3.5) + ceil(prompt_chars / 3.5)   (UTF-16 units, per message)
@@ -62,7 +62,7 @@ summary_prompt history_summary_prompt(
     std::int64_t model_max_tokens
 );
 
-/// The split-turn prefix request (delta §7.2): `# Conversation\n` + serialized prefix +
+/// The split-turn prefix request (Pi 1.6): `# Conversation\n` + serialized prefix +
 /// `\n\n# Instructions\n` + turn_prefix_instructions [+ `\n\nAdditional focus: …`]; no previous
 /// summary. `max_output_tokens` as for history_summary_prompt.
 summary_prompt turn_prefix_summary_prompt(

@@ -1,4 +1,4 @@
-// Context token accounting (spec §4.2): provider usage first, estimates after it, stale usage rule.
+// Context token accounting: provider usage first, estimates after it, stale usage rule.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
@@ -54,7 +54,7 @@ context_estimate estimate_context_tokens(
     std::optional<double> stale_at_or_before_ms = std::nullopt
 );
 
-/// Pi 1.6's estimateProjectedContextTokens (delta §4.2): the usage-anchored estimate while the
+/// Pi 1.6's estimateProjectedContextTokens: the usage-anchored estimate while the
 /// anchoring usage is newer than every context_edit and compaction on the path; otherwise the
 /// pure estimate with the prompt counted once, as its replayed state.
 context_estimate estimate_projected_context_tokens(
@@ -72,7 +72,7 @@ struct compaction_settings;
 bool should_compact(std::int64_t context_tokens, std::int64_t context_window, const compaction_settings& s) noexcept;
 
 /// What a footer shows: tokens and percent, unknown (nullopt) right after a compaction until a
-/// fresh assistant usage exists (spec §10.6).
+/// fresh assistant usage exists.
 struct context_usage_report
 {
     std::optional<std::int64_t> tokens;

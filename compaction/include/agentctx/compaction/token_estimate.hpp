@@ -1,4 +1,4 @@
-// Pi's per-message token estimate (spec §4.1): UTF-16 characters / 4, rounded up.
+// Pi's per-message token estimate: UTF-16 characters / 4, rounded up.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
@@ -7,7 +7,7 @@
 
 namespace agentctx::compaction {
 
-/// Characters (UTF-16 units) that §4.1 counts for a message.
+/// Characters (UTF-16 units) that the estimate counts for a message.
 std::size_t estimate_chars(const message& m);
 
 /// `ceil(estimate_chars(m) / 4)`.

@@ -1,4 +1,4 @@
-// Tool calls that never got a result (seed 002, "Long autonomous runs"): found, and answered in a request view.
+// Tool calls that never got a result: found, and answered in a request view.
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>

@@ -31,7 +31,7 @@ boost::json::array to_wire_messages(wire_format f, std::span<const compaction::c
 struct native_replay;
 
 /**
- * @brief As above, with a native compaction sent back in place of its summary (issue 12).
+ * @brief As above, with a native compaction sent back in place of its summary.
  *
  * When `native` is an Anthropic state and `context` holds the summary message of its compaction
  * entry, that message becomes the provider's own block, unchanged: `[assistant: [compaction

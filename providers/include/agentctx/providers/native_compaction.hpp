@@ -1,4 +1,4 @@
-// Provider-native compaction and exact input counting (issue 12): requests, strict response checks, kept state.
+// Provider-native compaction and exact input counting: requests, strict response checks, kept state.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>

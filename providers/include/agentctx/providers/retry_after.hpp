@@ -1,4 +1,4 @@
-// A strict, sans-io parser for the HTTP `Retry-After` field (RFC 9110 §10.2.3).
+// A strict, sans-io parser for the HTTP `Retry-After` field: delay-seconds or an HTTP-date.
 #pragma once
 
 #include <chrono>

@@ -20,7 +20,7 @@ using summarize_signature = void(boost::system::error_code, compaction::summary_
 using count_signature = void(boost::system::error_code, std::int64_t);
 using native_signature = void(boost::system::error_code, native_reply);
 
-/// What a summarizer offers besides summaries (issue 12). Both are optional: the runtime uses
+/// What a summarizer offers besides summaries. Both are optional: the runtime uses
 /// the conservative estimate and portable summaries without them.
 struct summarizer_capabilities
 {

@@ -129,7 +129,7 @@ private:
 };
 
 /// Classifies a failed HTTP response (status >= 400 or an error body): context_overflow (spec
-/// §10.2 patterns and API codes such as `context_length_exceeded`), rate_limited, transient,
+/// overflow patterns and API codes such as `context_length_exceeded`), rate_limited, transient,
 /// auth, invalid_request. Fills `diag` with the status and the API's error type; the message
 /// holds no body text beyond the API's error type/code.
 boost::system::error_code classify_error(long status, std::string_view body, diagnostics& diag);

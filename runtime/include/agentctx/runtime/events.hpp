@@ -1,4 +1,4 @@
-// Lifecycle events and hooks of a compaction (spec §10.3–§10.5, seed 001).
+// Lifecycle events and hooks of a compaction.
 #pragma once
 
 #include <agentctx/compaction/prepare.hpp>

@@ -1,4 +1,4 @@
-// Piecewise compaction as the host sees it (issue 12): progress and finished events, the evidence
+// Piecewise compaction as the host sees it: progress and finished events, the evidence
 // every compaction ends with, and the host's persist_checkpoint callback.
 #pragma once
 
@@ -26,7 +26,7 @@ struct compaction_progress_event
     std::size_t remaining = 0;
 };
 
-/// How the portable history request was measured before it was sent (issue 12 item 1).
+/// How the portable history request was measured before it was sent.
 struct preflight_evidence
 {
     std::string method = "estimate";           ///< `count` (the provider's exact count) or `estimate`

@@ -1,11 +1,11 @@
 // The session actor: one conversation's log, store and snapshot, owned by one strand.
 #pragma once
 
+#include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
-#include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/providers/summarizer.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
@@ -16,13 +16,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
-#include <atomic>
-#include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,8 +31,7 @@ class logger;
 namespace agentctx::runtime {
 
 namespace detail {
-class compaction_coordinator;
-struct coordinator_effects;
+class session_core;
 }  // namespace detail
 
 /// The model the session talks to (for thresholds, the same-model guard and output caps).
@@ -74,6 +69,9 @@ struct session_config
     /// next compaction resumes from it like from a progress entry (checked the same way; a
     /// refusal is named in `progressRejected`) when the file holds no newer progress entry.
     std::optional<compaction::progress_record> saved_progress;
+    /// `pi`: plan every compaction as Pi 1.6.0 does (its cut points, without agentctx's fixes);
+    /// what `agentctx simulate --policy pi` replays. Default: agentctx.
+    compaction::compat_mode compat = compaction::compat_mode::agentctx;
 };
 
 /// What a trigger or a compaction did.
@@ -135,17 +133,14 @@ public:
     session& operator=(const session&) = delete;
 
     /// The current snapshot: lock-free, from any thread.
-    std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
+    std::shared_ptr<const snapshot> current() const noexcept;
 
     /// The context for the next request: the snapshot's messages, with an unknown-outcome
     /// observation answering each unresolved tool call (history is not edited; the running
     /// batch is left alone). `current()->messages` is the projection itself.
-    std::vector<compaction::context_message> context() const
-    {
-        return compaction::with_unknown_outcomes(current()->messages.to_vector());
-    }
+    std::vector<compaction::context_message> context() const;
 
-    executor_type get_executor() const noexcept { return strand_; }
+    executor_type get_executor() const noexcept;
 
     /**
      * @brief Appends an entry as a child of the leaf: `fields` holds `type` and the type's fields
@@ -164,7 +159,7 @@ public:
     }
 
     /**
-     * @brief The post-run check with the run's final assistant message (delta §10.3): overflow or
+     * @brief The post-run check with the run's final assistant message (Pi 1.6): overflow or
      * early-`length` recovery (once: the failed attempt is omitted with persisted `context_edit`
      * entries, then the session compacts with `will_retry`, and the host retries its request from
      * the new snapshot; if the compaction fails the omissions stay), a silent overflow
@@ -180,7 +175,7 @@ public:
     }
 
     /**
-     * @brief The mid-run check (Pi 1.6 delta §10.1): call after a tool batch's results are
+     * @brief The mid-run check (Pi 1.6): call after a tool batch's results are
      * appended and before the next assistant request of the same run; skip it when the batch
      * ends the run. Compacts (reason `threshold`) when the projected estimate — last usage plus
      * the new results — is over `contextWindow - reserveTokens`; the next request is then built
@@ -297,115 +292,34 @@ public:
 
     /// The turn-abort signal's slot: bind the host's in-flight model call to it. A manual
     /// compaction emits `terminal` on it first. Use on the session's strand.
-    boost::asio::cancellation_slot turn_abort_slot() { return turn_abort_.slot(); }
+    boost::asio::cancellation_slot turn_abort_slot();
 
     /// Registration; call before running operations (not synchronized with them).
-    void on_event(event_listener l) { listeners_.push_back(std::move(l)); }
-    void on_before_compact(before_compact_hook h) { before_hooks_.push_back(std::move(h)); }
-    void on_compacted(compacted_hook h) { compacted_hooks_.push_back(std::move(h)); }
-    void on_compact_failed(compact_failed_hook h) { failed_hooks_.push_back(std::move(h)); }
+    void on_event(event_listener l);
+    void on_before_compact(before_compact_hook h);
+    void on_compacted(compacted_hook h);
+    void on_compact_failed(compact_failed_hook h);
 
-    const session_config& config() const noexcept { return config_; }
+    const session_config& config() const noexcept;
 
 private:
-    struct job;     ///< the running compaction (transaction.hpp)
-    struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
-    friend struct transaction;
-    friend struct checkpoint_ops;
+    explicit session(std::shared_ptr<detail::session_core> core);
 
-    session(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
-
+    // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
-    /// On the strand: validates, writes, appends to the log and publishes the new snapshot.
-    compaction::result<std::string> append_entry(boost::json::object fields, compaction::diagnostics& diag);
-    /// The entry `fields` become as the leaf's child, validated completely (nothing written).
-    compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
-    /// After the store has the entry: the log, the snapshot, the trigger flags.
-    compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
-
-    // Asynchronous stores (store::asynchronous()): one write at a time, in arrival order, so no
-    // append interleaves between a validation and its snapshot swap. On the strand.
-    void enter_writes(boost::asio::any_completion_handler<void()> next);
-    void leave_writes();
-    /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
-    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
-    /// Inside the write turn: replaces the log with the store's current content.
-    void reload(boost::asio::any_completion_handler<void_signature> h);
-    /// Appends several entries in order through the write turn (the overflow path's omissions).
-    void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
-    /// On the strand: Pi 1.6's omission of a failed attempt (delta §10.4 step 3): context_edit
-    /// null for the attempt's assistant entry and each of its tool results.
-    compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
-    /// The context_edit entries that omit the attempt at `index` and its tool results.
-    compaction::result<std::vector<boost::json::object>> omissions(std::size_t index, compaction::diagnostics& diag) const;
-    struct assistant_location
-    {
-        std::optional<std::size_t> entry;  ///< log index; nullopt = unknown (not persisted)
-        bool projected = true;
-        bool usage_matches = true;
-        bool retained = true;
-    };
-    assistant_location locate_assistant(const compaction::message& m) const;
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
-    // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
     void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
 
-    /// In the initiating function: a caller id, and the caller's cancellation slot hooked at once
-    /// (so no emission is lost; one that comes before the strand sees the request sets the flag).
-    std::shared_ptr<caller> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
-
-    // On the strand.
-    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
-                  const std::shared_ptr<caller>& c);
-    void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
-               boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
-    /// Carries out what the coordinator decided.
-    void apply(const detail::coordinator_effects& fx);
-    void launch(std::uint64_t operation);
-    void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
-    void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
-    void emit(const session_event& e);
-    /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
-    void publish(std::shared_ptr<const snapshot> s);
-    const compaction::token_counter& counter() const;
-
-    boost::asio::strand<executor_type> strand_;
-    std::unique_ptr<store> store_;
-    session_config config_;
-    compaction::session_log log_;
-    std::atomic<std::shared_ptr<const snapshot>> snapshot_;
-    std::shared_ptr<spdlog::logger> logger_;
-    std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
-    /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
-    std::unique_ptr<compaction::source_revision_cache> revisions_ = std::make_unique<compaction::source_revision_cache>();
-
-    // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
-    std::unique_ptr<detail::compaction_coordinator> coordinator_;
-    std::shared_ptr<job> job_;
-    /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
-    std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
-    std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread
-
-    bool overflow_attempted_ = false;
-    bool closed_ = false;
-    bool writing_ = false;  ///< an asynchronous write or reload is in flight
-    /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
-    std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
-    std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
-    boost::asio::cancellation_signal turn_abort_;
-
-    std::vector<event_listener> listeners_;
-    std::vector<before_compact_hook> before_hooks_;
-    std::vector<compacted_hook> compacted_hooks_;
-    std::vector<compact_failed_hook> failed_hooks_;
+    /// The state and the operations (runtime/src/session_core.hpp).
+    std::shared_ptr<detail::session_core> core_;
 };
 
 }  // namespace agentctx::runtime

@@ -1,4 +1,4 @@
-// When to compact (spec §10.1–§10.2): overflow classification of a failed or suspicious response.
+// When to compact: overflow classification of a failed or suspicious response.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>

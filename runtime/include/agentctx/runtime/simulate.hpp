@@ -1,0 +1,55 @@
+// Replays a recorded session under a compaction policy and bills it with the cost model.
+#pragma once
+
+#include <agentctx/compaction/cost_model.hpp>
+#include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/error.hpp>
+#include <agentctx/compaction/session_log.hpp>
+#include <agentctx/compaction/settings.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace agentctx::runtime {
+
+/// A compaction policy under test.
+struct simulate_policy
+{
+    std::string name;                       ///< `none`, `pi`, `agentctx`, or a settings file's base name
+    compaction::compaction_settings settings;
+    compaction::compat_mode mode = compaction::compat_mode::agentctx;
+    bool never_compact = false;             ///< `none`: no hook runs (the upper bound)
+};
+
+/// The built-in policies: `none`, `pi` (Pi 1.6.0's decisions) and `agentctx` (the defaults).
+/// Anything else: nullopt.
+std::optional<simulate_policy> builtin_policy(std::string_view name);
+
+struct simulate_options
+{
+    compaction::price_table prices = *compaction::builtin_price_table("anthropic");
+    compaction::timing_model timing;
+    std::int64_t system_tokens = 0;      ///< S: the system prompt and tools, a fixed first part
+    std::int64_t context_window = 200000;
+    std::int64_t max_output_tokens = 32000;
+};
+
+/**
+ * @brief Replays the active path of `log` under `policy`, from an empty session.
+ *
+ * Compactions, branch summaries and agentctx's own entries of the recording are dropped; every
+ * other entry is appended in order (a context edit's or label's target follows its entry). Each
+ * assistant message is one model request made just before it: its input is the context the
+ * policy projects at that moment, billed through the prompt cache at the recorded time plus the
+ * stall so far; its output is the recorded `usage.output` (else the estimate of its content).
+ * The runtime's hooks run where a host calls them: after each assistant message, after a tool
+ * batch that the run continues from, before each user prompt. Summaries come from the offline
+ * summarizer; each summary request is billed without cache writes and stalls the agent for its
+ * duration under `options.timing`.
+ */
+compaction::result<compaction::policy_cost> simulate_session(const compaction::session_log& log,
+                                                             const simulate_policy& policy,
+                                                             const simulate_options& options,
+                                                             compaction::diagnostics& diag);
+
+}  // namespace agentctx::runtime

@@ -1,0 +1,151 @@
+// The session's state and operations behind the public facade: the log, the store, the snapshot, the strand.
+#pragma once
+
+#include <agentctx/runtime/session.hpp>
+
+#include <agentctx/compaction/redaction.hpp>
+#include <agentctx/compaction/session_log.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agentctx::runtime::detail {
+
+class compaction_coordinator;
+struct coordinator_effects;
+
+/**
+ * @brief What a `session` is: one conversation's state on one strand, and the operations on it.
+ *
+ * The public `session` forwards to it; the compaction transaction, the checkpoint operations and
+ * the piecewise and native steps work on it directly. Its members are open to those files (the
+ * runtime's own sources): every one of them is used on the strand only, except `snapshot_`
+ * (atomic), `next_caller_` (atomic) and the registration vectors (filled before operations run).
+ * Operations keep it alive through shared_from_this until they complete.
+ */
+class session_core : public std::enable_shared_from_this<session_core>
+{
+public:
+    using executor_type = session::executor_type;
+    struct job;     ///< the running compaction (transaction.hpp)
+    struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
+
+    session_core(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
+    ~session_core();
+    session_core(const session_core&) = delete;
+    session_core& operator=(const session_core&) = delete;
+
+    /// Builds the redactor and the first snapshot; listens to a shared store's remote changes.
+    compaction::result<void> start_up(compaction::diagnostics& diag);
+
+    std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
+    /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
+    void publish(std::shared_ptr<const snapshot> s);
+    const compaction::token_counter& counter() const;
+
+    // The public operations, from any thread (session.hpp documents them).
+    void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
+    void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
+    void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
+    void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
+    void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
+    void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+    // checkpoint_ops.cpp
+    void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
+    void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
+    void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
+    void abort_compaction();
+    void close();
+
+    /// On the strand: validates, writes, appends to the log and publishes the new snapshot.
+    compaction::result<std::string> append_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// The entry `fields` become as the leaf's child, validated completely (nothing written).
+    compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
+    /// After the store has the entry: the log, the snapshot, the trigger flags.
+    compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
+
+    // Asynchronous stores (store::asynchronous()): one write at a time, in arrival order, so no
+    // append interleaves between a validation and its snapshot swap. On the strand.
+    void enter_writes(boost::asio::any_completion_handler<void()> next);
+    void leave_writes();
+    /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
+    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    /// Inside the write turn: replaces the log with the store's current content.
+    void reload(boost::asio::any_completion_handler<void_signature> h);
+    /// Appends several entries in order through the write turn (the overflow path's omissions).
+    void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
+    /// On the strand: Pi 1.6's omission of a failed attempt: context_edit null for the
+    /// attempt's assistant entry and each of its tool results.
+    compaction::result<void> omit_attempt(std::size_t index, compaction::diagnostics& diag);
+    /// The context_edit entries that omit the attempt at `index` and its tool results.
+    compaction::result<std::vector<boost::json::object>> omissions(std::size_t index, compaction::diagnostics& diag) const;
+    struct assistant_location
+    {
+        std::optional<std::size_t> entry;  ///< log index; nullopt = unknown (not persisted)
+        bool projected = true;
+        bool usage_matches = true;
+        bool retained = true;
+    };
+    assistant_location locate_assistant(const compaction::message& m) const;
+
+    /// In the initiating function: a caller id, and the caller's cancellation slot hooked at once
+    /// (so no emission is lost; one that comes before the strand sees the request sets the flag).
+    std::shared_ptr<caller> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
+
+    // On the strand.
+    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
+                  const std::shared_ptr<caller>& c);
+    void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
+               boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
+    /// Carries out what the coordinator decided.
+    void apply(const coordinator_effects& fx);
+    void launch(std::uint64_t operation);
+    void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
+    void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
+    void emit(const session_event& e);
+
+    boost::asio::strand<executor_type> strand_;
+    std::unique_ptr<store> store_;
+    session_config config_;
+    compaction::session_log log_;
+    std::atomic<std::shared_ptr<const snapshot>> snapshot_;
+    std::shared_ptr<spdlog::logger> logger_;
+    std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
+    /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
+    std::unique_ptr<compaction::source_revision_cache> revisions_ = std::make_unique<compaction::source_revision_cache>();
+
+    // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
+    std::unique_ptr<compaction_coordinator> coordinator_;
+    std::shared_ptr<job> job_;
+    /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
+    std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
+    std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread
+
+    bool overflow_attempted_ = false;
+    bool closed_ = false;
+    bool writing_ = false;  ///< an asynchronous write or reload is in flight
+    /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
+    std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
+    std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
+    boost::asio::cancellation_signal turn_abort_;
+
+    std::vector<event_listener> listeners_;
+    std::vector<before_compact_hook> before_hooks_;
+    std::vector<compacted_hook> compacted_hooks_;
+    std::vector<compact_failed_hook> failed_hooks_;
+};
+
+}  // namespace agentctx::runtime::detail

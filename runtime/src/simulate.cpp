@@ -1,0 +1,315 @@
+// simulate_session: the replay of a recorded session through a real session, billed request by request.
+#include <agentctx/runtime/simulate.hpp>
+
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/token_estimate.hpp>
+#include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/memory_store.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/logger.h>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+namespace agentctx::runtime {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using compaction::request_part;
+
+std::optional<simulate_policy> builtin_policy(std::string_view name)
+{
+    if (name == "none")
+        return simulate_policy{"none", {}, compaction::compat_mode::agentctx, true};
+    if (name == "pi")
+        return simulate_policy{"pi", {}, compaction::compat_mode::pi, false};
+    if (name == "agentctx")
+        return simulate_policy{"agentctx", {}, compaction::compat_mode::agentctx, false};
+    return std::nullopt;
+}
+
+namespace {
+
+std::uint64_t digest_of(std::string_view text)
+{
+    return std::hash<std::string_view>{}(text);
+}
+
+std::int64_t text_tokens(std::string_view text)
+{
+    return static_cast<std::int64_t>((compaction::utf16_length(text) + 3) / 4);
+}
+
+// What the summarizer was asked and answered, in call order, for the replay to bill.
+struct summary_call
+{
+    std::vector<request_part> parts;
+    std::int64_t output = 0;
+};
+
+// The offline summarizer, with every call recorded.
+class recording_summarizer final : public providers::summarizer
+{
+public:
+    recording_summarizer(asio::any_io_executor ex, std::vector<summary_call>& calls)
+        : inner_(std::move(ex)), calls_(calls)
+    {
+    }
+    std::string name() const override { return inner_.name(); }
+
+protected:
+    void summarize_impl(compaction::summary_prompt prompt,
+                        asio::any_completion_handler<providers::summarize_signature> handler) override
+    {
+        summary_call call;
+        call.parts = {{digest_of(prompt.system_prompt), text_tokens(prompt.system_prompt)},
+                      {digest_of(prompt.prompt), text_tokens(prompt.prompt)}};
+        // Shared, so that the completion handler stays copyable as the inner initiation needs.
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        inner_.async_summarize(std::move(prompt), [this, call = std::move(call), h](boost::system::error_code ec,
+                                                                                    compaction::summary_output out) mutable {
+            call.output = text_tokens(out.text);
+            calls_.push_back(std::move(call));
+            std::move (*h)(ec, std::move(out));
+        });
+    }
+
+private:
+    providers::offline_summarizer inner_;
+    std::vector<summary_call>& calls_;
+};
+
+bool dropped(const compaction::entry& e)
+{
+    using compaction::entry_type;
+    return e.type == entry_type::compaction || e.type == entry_type::branch_summary ||
+           (e.type == entry_type::custom && e.custom_type.starts_with("agentctx."));
+}
+
+bool has_role(const compaction::entry& e, compaction::role r)
+{
+    return e.type == compaction::entry_type::message && e.message && e.message->role == r;
+}
+
+// The replay of one session under one policy: a session of its own on a private io_context.
+class replay
+{
+public:
+    replay(const simulate_policy& policy, const simulate_options& options)
+        : policy_(policy), options_(options), cache_(options.prices)
+    {
+    }
+
+    compaction::result<compaction::policy_cost> run(const compaction::session_log& log, compaction::diagnostics& diag)
+    {
+        auto entries = kept_entries(log, diag);
+        if (!entries)
+            return entries.error();
+        session_config config;
+        config.settings = policy_.settings;
+        config.compat = policy_.mode;
+        config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
+        config.model = {"simulated", "simulated", options_.context_window, options_.max_output_tokens};
+        config.summarizer = std::make_shared<recording_summarizer>(ioc_.get_executor(), calls_);
+        auto header = compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
+        auto s = session::create(ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag);
+        if (!s)
+            return s.error();
+        session_ = *s;
+        boost::system::error_code failed;
+        asio::co_spawn(ioc_, replay_all(std::move(*entries), failed), asio::detached);
+        ioc_.run();
+        if (failed)
+        {
+            diag.message = "the replay stopped: " + failed.message() + (error_.empty() ? "" : ": " + error_);
+            return failed;
+        }
+        return cost_;
+    }
+
+private:
+    static compaction::result<std::vector<compaction::entry_ptr>> kept_entries(const compaction::session_log& log,
+                                                                              compaction::diagnostics& diag)
+    {
+        std::vector<compaction::entry_ptr> out;
+        for (const auto i : log.active_path())
+        {
+            auto e = log.get(i, diag);
+            if (!e)
+                return e.error();
+            if (!dropped(**e))
+                out.push_back(std::move(*e));
+        }
+        return out;
+    }
+
+    asio::awaitable<void> replay_all(std::vector<compaction::entry_ptr> entries, boost::system::error_code& failed)
+    {
+        for (std::size_t i = 0; i < entries.size() && !failed; ++i)
+        {
+            const auto& e = *entries[i];
+            advance_clock(e);
+            if (has_role(e, compaction::role::user))
+                co_await hook([this] { return session_->async_before_prompt(asio::as_tuple(asio::use_awaitable)); });
+            if (has_role(e, compaction::role::assistant))
+                bill_request(e);
+            failed = co_await append(e);
+            if (failed)
+                break;
+            if (has_role(e, compaction::role::assistant))
+                co_await turn_end(e);
+            else if (has_role(e, compaction::role::tool_result) && run_continues(entries, i + 1))
+                co_await hook([this] { return session_->async_between_turns(asio::as_tuple(asio::use_awaitable)); });
+        }
+        session_->close();
+    }
+
+    // The run goes on after a tool batch when the next message is the assistant's next request.
+    static bool run_continues(const std::vector<compaction::entry_ptr>& entries, std::size_t next)
+    {
+        for (; next < entries.size(); ++next)
+            if (entries[next]->type == compaction::entry_type::message)
+                return has_role(*entries[next], compaction::role::assistant);
+        return false;
+    }
+
+    void advance_clock(const compaction::entry& e)
+    {
+        const auto ms = compaction::parse_iso_timestamp(e.timestamp);
+        if (!ms)
+            return;
+        if (!start_)
+            start_ = *ms;
+        now_ = std::max(now_, (*ms - *start_) / 1000.0 + stalled_);
+    }
+
+    // The request made just before an assistant message: the context as the policy projects it.
+    void bill_request(const compaction::entry& e)
+    {
+        const auto format = options_.prices.name.starts_with("openai") ? providers::wire_format::openai
+                                                                       : providers::wire_format::anthropic;
+        std::vector<request_part> parts;
+        if (options_.system_tokens > 0)
+            parts.push_back({digest_of("system"), options_.system_tokens});
+        for (const auto& m : session_->context())
+            parts.push_back(part_of(m, format));
+        const auto billing = cache_.request(now_, parts, true);
+        last_input_ = billing.total();
+        const auto& msg = *e.message;
+        last_output_ = msg.usage && msg.usage->output > 0 ? msg.usage->output
+                                                          : static_cast<std::int64_t>(compaction::estimate_tokens(msg));
+        cost_.bill(options_.prices, billing, last_output_, false);
+    }
+
+    // A message's rendering and size, computed once: snapshots share unchanged messages.
+    request_part part_of(const compaction::context_message& m, providers::wire_format format)
+    {
+        auto [it, added] = parts_.try_emplace(m.msg.get(), m.msg, request_part{});
+        if (added)
+        {
+            const auto wire = providers::to_wire_messages(format, std::span(&m, 1));
+            it->second.second = {digest_of(compaction::stringify(wire)), static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
+        }
+        return it->second.second;
+    }
+
+    // The entry as recorded, re-parented by the session; its usage is the simulated request's.
+    asio::awaitable<boost::system::error_code> append(const compaction::entry& e)
+    {
+        json::object fields = e.raw;
+        fields.erase("id");
+        fields.erase("parentId");
+        fields.erase("timestamp");
+        if (auto* t = fields.if_contains("targetId"); t && t->is_string())
+            if (auto it = ids_.find(std::string(t->get_string())); it != ids_.end())
+                *t = it->second;
+        if (has_role(e, compaction::role::assistant))
+            fields["message"].as_object()["usage"] = json::object{
+                {"input", last_input_}, {"output", last_output_}, {"cacheRead", 0}, {"cacheWrite", 0},
+                {"totalTokens", last_input_ + last_output_}};
+        auto [ec, id] = co_await session_->async_append(std::move(fields), asio::as_tuple(asio::use_awaitable));
+        if (ec)
+            error_ = "entry " + e.id;
+        else
+            ids_[e.id] = id;
+        co_return ec;
+    }
+
+    asio::awaitable<void> turn_end(const compaction::entry& e)
+    {
+        if (policy_.never_compact)
+            co_return;
+        compaction::message m = *e.message;
+        if (m.usage)
+            *m.usage = compaction::usage{last_input_, last_output_, 0, 0, last_input_ + last_output_};
+        auto [ec, outcome] = co_await session_->async_on_turn_end(std::move(m), asio::as_tuple(asio::use_awaitable));
+        account(outcome);
+    }
+
+    // A check the host runs before a prompt or between tool batches.
+    template <class Check>
+    asio::awaitable<void> hook(Check check)
+    {
+        if (policy_.never_compact)
+            co_return;
+        auto [ec, outcome] = co_await check();
+        account(outcome);
+    }
+
+    // Bills the summary requests a hook made and stalls the agent for their duration.
+    void account(const compaction_outcome& outcome)
+    {
+        double stall = 0;
+        for (const auto& call : calls_)
+        {
+            const auto billing = cache_.request(now_ + stall, call.parts, false);
+            cost_.bill(options_.prices, billing, call.output, true);
+            stall += options_.timing.duration(billing, call.output);
+        }
+        if (outcome.compacted)
+            ++cost_.compactions;
+        if (!calls_.empty())
+            cost_.stalls.push_back(stall);
+        calls_.clear();
+        stalled_ += stall;
+        now_ += stall;
+    }
+
+    const simulate_policy& policy_;
+    const simulate_options& options_;
+    asio::io_context ioc_;
+    std::shared_ptr<session> session_;
+    compaction::prompt_cache cache_;
+    compaction::policy_cost cost_;
+    std::vector<summary_call> calls_;
+    std::map<std::string, std::string> ids_;
+    // Keyed by the message's address; the pointer kept beside it so no address is reused.
+    std::unordered_map<const compaction::message*,
+                       std::pair<std::shared_ptr<const compaction::message>, request_part>> parts_;
+    std::optional<double> start_;
+    double now_ = 0, stalled_ = 0;
+    std::int64_t last_input_ = 0, last_output_ = 0;
+    std::string error_;
+};
+
+}  // namespace
+
+compaction::result<compaction::policy_cost> simulate_session(const compaction::session_log& log,
+                                                             const simulate_policy& policy,
+                                                             const simulate_options& options,
+                                                             compaction::diagnostics& diag)
+{
+    replay r(policy, options);
+    return r.run(log, diag);
+}
+
+}  // namespace agentctx::runtime
