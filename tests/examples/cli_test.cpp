@@ -647,7 +647,7 @@ TEST(cli_hostile, forged_records_are_refused_with_their_reason_and_the_field)
         EXPECT_EQ(e.at("code"), "checkpoint_invalid") << record;
         EXPECT_EQ(e.at("reason"), "corrupt") << record;
         EXPECT_EQ(e.at("message"), boost::json::value(message)) << record;
-        EXPECT_EQ(slurp(copy), uncompacted) << record;
+        EXPECT_EQ(agentctx::test::read_text(copy), uncompacted) << record;
         fs::remove(copy);
     }
     fs::remove(original);

@@ -471,7 +471,7 @@ TEST_F(piecewise_test, a_progress_record_with_nothing_remaining_is_rejected_and_
     const auto forged = test::read_text(fs::path(AGENTCTX_FIXTURES_DIR) / "hostile" / "session-progress-nothing-remaining.jsonl");
     ASSERT_TRUE(forged.starts_with(file()));  // the fixture is this history plus the forged entry
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << forged;
-    const auto recorded = lines_of(forged).back();
+    const auto recorded = test::json_lines(forged).back();
     ASSERT_EQ(recorded.at("customType"), "agentctx.compaction_progress");
     EXPECT_EQ(recorded.at("data").at("remaining"), json::array{});
     EXPECT_EQ(recorded.at("data").at("covered").at("count"), recorded.at("data").at("prefixMessages"));
@@ -483,5 +483,5 @@ TEST_F(piecewise_test, a_progress_record_with_nothing_remaining_is_rejected_and_
     EXPECT_EQ(summarizer_->calls(), 11u);  // every piece summarized: the forged note is not used
     EXPECT_EQ(finished_.back().progress_rejected, "nothing_remaining");
     EXPECT_EQ(finished_.back().pieces_resumed, 0u);
-    EXPECT_EQ(lines_of(file()).back().at("summary").as_string().find("FORGED-NOTE"), std::string::npos);
+    EXPECT_EQ(test::json_lines(file()).back().at("summary").as_string().find("FORGED-NOTE"), std::string::npos);
 }
