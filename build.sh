@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 
 PRESET=${PRESET:-default}
 PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl-dev libspdlog-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libre2-dev pkg-config zlib1g-dev ccache
+          libgtest-dev libgmock-dev libbenchmark-dev libre2-dev libssl-dev pkg-config zlib1g-dev ccache
           libpq-dev postgresql-15  # the PostgreSQL store; its tests start a throwaway cluster
           dpkg-dev)                # cpack -G DEB (the package test)
 # Only `./build.sh fuzz` needs these: a normal build stays on g++.

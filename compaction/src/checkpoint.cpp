@@ -1,10 +1,15 @@
 // Portable checkpoints: records, digests, the covered prefix's sourceRevision, restore checks, verify.
 #include <agentctx/compaction/checkpoint.hpp>
 
+#include <agentctx/compaction/carried_checks.hpp>
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/limits.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 
+#include <agentctx/compaction/record_checks.hpp>
+
+#include "exact_json.hpp"
 #include "sha256.hpp"
 
 #include <boost/json/parse.hpp>
@@ -12,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace agentctx::compaction {
 
@@ -48,6 +54,7 @@ const char* to_string(verify_status s) noexcept
     case verify_status::ok: return "ok";
     case verify_status::changed: return "changed";
     case verify_status::unrecorded: return "unrecorded";
+    case verify_status::invalid: return "invalid";
     }
     return "unrecorded";
 }
@@ -280,9 +287,16 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
     r.covered_ids = rd.strings(o, "coveredIds", "coveredIds");
     if (o.contains("keptVerbatim"))
         r.kept_verbatim_ids = rd.strings(o, "keptVerbatim", "keptVerbatim");
-    for (const auto& id : r.kept_verbatim_ids)
-        if (rd.ok && std::find(r.covered_ids.begin(), r.covered_ids.end(), id) == r.covered_ids.end())
-            rd.fail("keptVerbatim", "names '" + id + "', which is not a covered entry");
+    if (rd.ok && r.kept_verbatim_ids.size() > max_carried_entries)
+        rd.fail("keptVerbatim", std::to_string(r.kept_verbatim_ids.size()) + " ids, over the bound of " +
+                                    std::to_string(max_carried_entries));
+    if (rd.ok && !r.kept_verbatim_ids.empty())
+    {
+        const std::unordered_set<std::string_view> covered(r.covered_ids.begin(), r.covered_ids.end());
+        for (const auto& id : r.kept_verbatim_ids)
+            if (rd.ok && !covered.contains(id))
+                rd.fail("keptVerbatim", "names '" + id + "', which is not a covered entry");
+    }
     if (const auto* rev = rd.obj(o, "sourceRevision", "sourceRevision"))
     {
         rd.only(*rev, {"count", "sha256"}, "sourceRevision.");
@@ -304,6 +318,9 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
         rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
     if (!rd.ok)
         return errc::checkpoint_invalid;
+    // Bounded before anything is hashed or written: a record is checked like a compaction.
+    if (auto ok = check_record_bounds(r, diag); !ok)
+        return ok.error();
     if (const auto d = record_digest(r); d != r.digest)
     {
         diag.field = "digest";
@@ -314,19 +331,40 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
     return r;
 }
 
-result<checkpoint_record> parse_checkpoint_text(std::string_view text, checkpoint_reason& why, diagnostics& diag)
+result<json::value> parse_record_json(std::string_view text, checkpoint_reason& why, diagnostics& diag)
 {
+    if (text.size() > max_record_bytes)
+    {
+        why = checkpoint_reason::corrupt;
+        diag.message = "the checkpoint record is " + std::to_string(text.size()) + " bytes, over the bound of " +
+                       std::to_string(max_record_bytes);
+        return errc::checkpoint_invalid;
+    }
     boost::system::error_code ec;
-    json::parse_options opts;
-    opts.max_depth = 64;
-    auto v = json::parse(text, ec, {}, opts);
+    std::string repeated;
+    auto v = detail::parse_exact(text, 64, ec, nullptr, &repeated);
+    if (ec == make_error_code(errc::duplicate_key))
+    {
+        why = checkpoint_reason::corrupt;
+        diag.field = repeated;
+        diag.message = "the checkpoint record names the key '" + repeated + "' twice in one object";
+        return errc::checkpoint_invalid;
+    }
     if (ec)
     {
         why = checkpoint_reason::corrupt;
         diag.message = "the checkpoint record is not valid JSON: " + ec.message();
         return errc::checkpoint_invalid;
     }
-    return parse_checkpoint(v, why, diag);
+    return v;
+}
+
+result<checkpoint_record> parse_checkpoint_text(std::string_view text, checkpoint_reason& why, diagnostics& diag)
+{
+    auto v = parse_record_json(text, why, diag);
+    if (!v)
+        return v.error();
+    return parse_checkpoint(*v, why, diag);
 }
 
 // ---- covered prefixes -----------------------------------------------------------------------
@@ -590,7 +628,35 @@ result<compaction_verification> verify_compaction(const session_log& log, std::s
         v.recorded = *rec;
         v.status = *v.recorded == v.actual ? verify_status::ok : verify_status::changed;
     }
+    v.problems = compaction_problems(log, compaction_index, **e);
+    if (!v.problems.empty() && v.status != verify_status::changed)
+        v.status = verify_status::invalid;
     return v;
+}
+
+std::vector<std::string> compaction_problems(const session_log& log, std::size_t compaction_index, const entry& c)
+{
+    std::vector<std::string> out;
+    diagnostics diag;
+    if (auto ok = check_carried_summary(c.summary, 0, diag); !ok)
+        out.push_back(diag.message);
+    for (const char* field : {"readFiles", "modifiedFiles"})
+    {
+        const auto files = string_list(c.details, field);
+        if (files.size() > max_file_list_entries)
+            out.push_back(std::string(field) + ": " + std::to_string(files.size()) + " paths, over the bound of " +
+                          std::to_string(max_file_list_entries));
+    }
+    if (const auto* pinned = pinned_of(c))
+    {
+        const auto covered = covered_entries(log, compaction_index);
+        const covered_prefix prefix{
+            covered.size(), [&](std::size_t k) -> std::string_view { return log.meta(covered[k]).id; },
+            [&](std::size_t k) { return log.get(covered[k], diag); }};
+        if (auto problem = check_carried(*pinned, prefix); !problem.empty())
+            out.push_back("details.agentctx.pinned: " + problem);
+    }
+    return out;
 }
 
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag)

@@ -40,6 +40,9 @@ const char* to_string(errc e) noexcept
     case errc::checkpoint_unavailable: return "checkpoint_unavailable";
     case errc::progress_invalid: return "progress_invalid";
     case errc::progress_mismatch: return "progress_mismatch";
+    case errc::duplicate_key: return "duplicate_key";
+    case errc::reserved_type: return "reserved_type";
+    case errc::over_limit: return "over_limit";
     }
     return "unknown";
 }

@@ -1,6 +1,8 @@
 // A DOM builder over boost::json::basic_parser that converts doubles from their exact text.
 #include "exact_json.hpp"
 
+#include <agentctx/compaction/error.hpp>
+
 #include <boost/json/array.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/error.hpp>
@@ -24,6 +26,8 @@ public:
     static constexpr std::size_t max_string_size = std::size_t(-1);
 
     boost::json::value result;
+    bool unique_keys = false;   ///< refuse an object that names a key twice
+    std::string duplicate_key;  ///< the key that was repeated
 
     bool on_document_begin(boost::system::error_code&) { return true; }
     bool on_document_end(boost::system::error_code&) { return true; }
@@ -46,10 +50,17 @@ public:
         key_.append(s.data(), s.size());
         return true;
     }
-    bool on_key(boost::json::string_view s, std::size_t, boost::system::error_code&)
+    bool on_key(boost::json::string_view s, std::size_t, boost::system::error_code& ec)
     {
         key_.append(s.data(), s.size());
         has_key_ = true;
+        // The object's earlier members are already in it: a repeat is seen at its key.
+        if (unique_keys && !stack_.empty() && stack_.back().container.get_object().contains(key_))
+        {
+            duplicate_key = key_;
+            ec = make_error_code(errc::duplicate_key);
+            return false;
+        }
         return true;
     }
     bool on_string_part(boost::json::string_view s, std::size_t, boost::system::error_code&)
@@ -152,12 +163,15 @@ private:
 }  // namespace
 
 boost::json::value parse_exact(std::string_view text, std::size_t max_depth, boost::system::error_code& ec,
-                               std::size_t* consumed)
+                               std::size_t* consumed, std::string* duplicate_key)
 {
     boost::json::parse_options opts;
     opts.max_depth = max_depth;
     boost::json::basic_parser<dom_handler> p(opts);
+    p.handler().unique_keys = duplicate_key != nullptr;
     const std::size_t n = p.write_some(false, text.data(), text.size(), ec);
+    if (duplicate_key && ec == make_error_code(errc::duplicate_key))
+        *duplicate_key = std::move(p.handler().duplicate_key);
     if (consumed)
         *consumed = n;
     if (!ec && n != text.size())

@@ -20,6 +20,8 @@ const char* to_string(progress_reason r) noexcept
     case progress_reason::other_configuration: return "other_configuration";
     case progress_reason::shortened: return "shortened";
     case progress_reason::replaced: return "replaced";
+    case progress_reason::nothing_remaining: return "nothing_remaining";
+    case progress_reason::misaligned: return "misaligned";
     }
     return "unknown";
 }
@@ -191,6 +193,13 @@ result<void> check_progress(const progress_record& r, const progress_context& no
         return bad(progress_reason::replaced, "covered.sha256",
                    "the covered history changed since the progress was made (its " + std::to_string(r.covered.count) +
                        " messages no longer hash as recorded)");
+    if (r.covered.count == now.prefix.size())
+        return bad(progress_reason::nothing_remaining, "remaining",
+                   "the progress covers all " + std::to_string(r.covered.count) + " messages of the prefix: no piece remains");
+    if (!is_batch_boundary(now.prefix, r.covered.count))
+        return bad(progress_reason::misaligned, "covered.count",
+                   "the covered part ends inside a tool round (after message " + std::to_string(r.covered.count) +
+                       "): the next piece would start in it");
     why = progress_reason::none;
     return {};
 }

@@ -1,6 +1,7 @@
 // Pi 1.6 projection: selected entries, context edits, per-entry messages, system replay.
 #include <agentctx/compaction/projection.hpp>
 
+#include <agentctx/compaction/carried_checks.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/pinned.hpp>
 
@@ -297,8 +298,35 @@ path_facts facts_of(const session_log& log, const std::vector<std::uint32_t>& in
 // Pi 1.6 entry selection and edits over index data; entries are materialized only where content matters.
 // `unique_ids`: no id is on the path twice (a log's path), so the compaction's first kept entry
 // is searched from the compaction back, not from the root (Pi's order; the same entry then).
+// The messages of the projected compaction `c` whose carried entries failed their check: its
+// summary whole (the pinned block included, as Pi shows it), without the carried entries.
+std::vector<std::shared_ptr<const message>> portable_compaction_messages(const entry& c, const entry* edit)
+{
+    if (edit && !edit->replacement)
+        return {};
+    std::vector<std::shared_ptr<const message>> out;
+    if (c.system_message)
+        out.push_back(c.system_message);
+    auto m = std::make_shared<message>(*compaction_summary_message(c));
+    m->summary = c.summary;
+    out.push_back(std::move(m));
+    return out;
+}
+
+// Checks the carried entries of the compaction at path position `at`, whose covered prefix is
+// path[0, covered_end). Empty when there are none or they pass.
+std::string carried_problem(const entry& c, const std::vector<const entry_meta*>& path, std::size_t covered_end,
+                            const materialize_fn& covered_get)
+{
+    const auto* pinned = pinned_of(c);
+    if (!pinned || !covered_get)
+        return {};
+    return check_carried(*pinned, covered_prefix{covered_end, [&](std::size_t k) -> std::string_view { return path[k]->id; },
+                                                 covered_get});
+}
+
 result<session_context> project(const std::vector<const entry_meta*>& path, const path_facts& facts, bool unique_ids,
-                                const materialize_fn& get)
+                                const materialize_fn& get, const materialize_fn& covered_get)
 {
     session_context ctx;
     if (path.empty())
@@ -314,7 +342,7 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
     // 1. The selected range: [C], the kept entries before it (no system messages), the rest.
     std::vector<std::size_t> selected;
     selected.reserve(path.size());
-    std::size_t after = 0;
+    std::size_t after = 0, covered_end = 0;
     entry_ptr latest;
     if (compaction)
     {
@@ -333,6 +361,7 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
                 break;
             }
         }
+        covered_end = begin;
         for (std::size_t i = begin; i < *compaction; ++i)
             if (!(path[i]->type == entry_type::message && path[i]->message_role == role::system))
                 selected.push_back(i);
@@ -371,6 +400,15 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
             continue;
         if (const auto it = edits.find(p.source->id); it != edits.end())
             p.edit = it->second;
+        if (p.source->type == entry_type::compaction)
+            if (auto problem = carried_problem(*p.source, path, covered_end, covered_get); !problem.empty())
+            {
+                ctx.dropped.push_back({p.source->id, "pinned", std::move(problem)});
+                p.messages = portable_compaction_messages(*p.source, p.edit.get());
+                for (const auto& m : p.messages)
+                    ctx.messages.push_back({m, p.source->id});
+                continue;
+            }
         p.messages = project_entry(*p.source, p.edit.get());
         for (const auto& m : p.messages)
             ctx.messages.push_back({m, p.source->id});
@@ -397,10 +435,11 @@ result<session_context> build_session_context(
     path.reserve(indices.size());
     for (auto i : indices)
         path.push_back(&log.meta(i));
-    return project(path, facts_of(log, indices), true, [&](std::size_t pos) { return log.get(indices[pos], diag); });
+    const materialize_fn get = [&](std::size_t pos) { return log.get(indices[pos], diag); };
+    return project(path, facts_of(log, indices), true, get, get);
 }
 
-session_context build_session_context(std::span<const entry_ptr> path)
+session_context build_session_context(std::span<const entry_ptr> path, const session_log* log)
 {
     std::vector<entry_meta> metas;
     metas.reserve(path.size());
@@ -411,7 +450,23 @@ session_context build_session_context(std::span<const entry_ptr> path)
     for (const auto& m : metas)
         ptrs.push_back(&m);
     // Materialized entries cannot fail to materialize.
-    auto ctx = project(ptrs, facts_of(ptrs), false, [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; }).value();
+    const materialize_fn get = [&](std::size_t pos) -> result<entry_ptr> { return path[pos]; };
+    // Covered entries for the carried-entry check: a stand-in has no JSON to compare; read it
+    // from the log. Without a log, a path with stand-ins (the planner's) is not checked here:
+    // the projections a session shows and replays are.
+    const bool stand_ins = std::any_of(path.begin(), path.end(), [](const entry_ptr& e) { return e->raw.empty(); });
+    materialize_fn covered_get;
+    if (log || !stand_ins)
+        covered_get = [&](std::size_t pos) -> result<entry_ptr> {
+            if (!path[pos]->raw.empty())
+                return path[pos];
+            diagnostics diag;
+            const auto i = log ? log->find(path[pos]->id) : std::nullopt;
+            if (!i)
+                return errc::entry_not_found;
+            return log->get(*i, diag);
+        };
+    auto ctx = project(ptrs, facts_of(ptrs), false, get, covered_get).value();
     // Stand-ins are only needed for index-backed paths: use the real entries.
     for (auto& p : ctx.entries)
         p.source = path[p.path_index];

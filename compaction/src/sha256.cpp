@@ -1,112 +1,88 @@
-// SHA-256 (FIPS 180-4); checked against the NIST vectors in tests/compaction/checkpoint_test.cpp.
+// SHA-256 through OpenSSL's EVP interface; checked against the NIST vectors in
+// tests/compaction/checkpoint_test.cpp.
 #include "sha256.hpp"
 
-#include <cstring>
+#include <openssl/evp.h>
+
+#include <new>
+#include <utility>
 
 namespace agentctx::compaction::detail {
 
 namespace {
 
-constexpr std::uint32_t k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
+// Fetched once: an implicit fetch on every init costs a provider lookup per digest.
+const EVP_MD* algorithm()
+{
+    static const EVP_MD* const md = [] {
+        const EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+        return m ? m : EVP_sha256();
+    }();
+    return md;
+}
 
-constexpr std::uint32_t rotr(std::uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
+EVP_MD_CTX* new_context()
+{
+    EVP_MD_CTX* c = EVP_MD_CTX_new();
+    if (!c)
+        throw std::bad_alloc();
+    return c;
+}
 
 }  // namespace
 
-sha256::sha256() noexcept
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
+sha256::sha256() : ctx_(new_context())
 {
+    if (EVP_DigestInit_ex(ctx_, algorithm(), nullptr) != 1)
+    {
+        EVP_MD_CTX_free(ctx_);
+        throw std::bad_alloc();  // only an allocation inside the library can fail here
+    }
 }
 
-void sha256::block(const std::uint8_t* p) noexcept
+sha256::~sha256()
 {
-    std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-        w[i] = (std::uint32_t(p[4 * i]) << 24) | (std::uint32_t(p[4 * i + 1]) << 16) | (std::uint32_t(p[4 * i + 2]) << 8) |
-               std::uint32_t(p[4 * i + 3]);
-    for (int i = 16; i < 64; ++i)
+    EVP_MD_CTX_free(ctx_);
+}
+
+sha256::sha256(const sha256& other) : ctx_(new_context())
+{
+    if (EVP_MD_CTX_copy_ex(ctx_, other.ctx_) != 1)
     {
-        const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        EVP_MD_CTX_free(ctx_);
+        throw std::bad_alloc();
     }
-    std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i)
+}
+
+sha256& sha256::operator=(const sha256& other)
+{
+    if (this != &other)
     {
-        const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-        const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        h = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
+        sha256 copy(other);
+        std::swap(ctx_, copy.ctx_);
     }
-    h_[0] += a;
-    h_[1] += b;
-    h_[2] += c;
-    h_[3] += d;
-    h_[4] += e;
-    h_[5] += f;
-    h_[6] += g;
-    h_[7] += h;
+    return *this;
+}
+
+sha256::sha256(sha256&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+
+sha256& sha256::operator=(sha256&& other) noexcept
+{
+    std::swap(ctx_, other.ctx_);
+    return *this;
 }
 
 void sha256::update(std::string_view bytes) noexcept
 {
-    const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
-    std::size_t n = bytes.size();
-    total_ += n;
-    if (used_ > 0)
-    {
-        const std::size_t take = std::min(n, buf_.size() - used_);
-        std::memcpy(buf_.data() + used_, p, take);
-        used_ += take;
-        p += take;
-        n -= take;
-        if (used_ < buf_.size())
-            return;
-        block(buf_.data());
-        used_ = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64)
-        block(p);
-    if (n > 0)
-    {
-        std::memcpy(buf_.data(), p, n);
-        used_ = n;
-    }
+    if (!bytes.empty())
+        EVP_DigestUpdate(ctx_, bytes.data(), bytes.size());
 }
 
 std::array<std::uint8_t, 32> sha256::finish() noexcept
 {
-    const std::uint64_t bits = total_ * 8;
-    buf_[used_++] = 0x80;
-    if (used_ > 56)
-    {
-        std::memset(buf_.data() + used_, 0, 64 - used_);
-        block(buf_.data());
-        used_ = 0;
-    }
-    std::memset(buf_.data() + used_, 0, 56 - used_);
-    for (int i = 0; i < 8; ++i)
-        buf_[56 + i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-    block(buf_.data());
     std::array<std::uint8_t, 32> out{};
-    for (int i = 0; i < 8; ++i)
-        for (int j = 0; j < 4; ++j)
-            out[4 * i + j] = static_cast<std::uint8_t>(h_[i] >> (24 - 8 * j));
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, out.data(), &n);
     return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/record_checks.hpp>
+#include <agentctx/runtime/snapshot.hpp>
 #include <agentctx/runtime/error.hpp>
 
 #include <boost/json/parse.hpp>
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 namespace agentctx::cli {
@@ -93,6 +96,13 @@ int checkpoint_export(const args& a)
         print_rejection(json, r.error().message(), compaction::to_string(why), diag.message);
         return exit_failed;
     }
+    // Secrets a compaction carries from before its details were redacted stay out of the record.
+    auto redactor = compaction::redactor::create(compaction::redaction_settings{}, diag);
+    std::map<std::string, std::size_t> counts;
+    if (redactor)
+        compaction::redact_record(*r, *redactor, counts);
+    if (!counts.empty())
+        r->digest = compaction::record_digest(*r);
     print_json(compaction::to_json(*r));
     return exit_ok;
 }
@@ -178,11 +188,12 @@ int checkpoint_restore(const args& a)
         print_error(json, "not_found", "cannot read the checkpoint record '" + a.positional[1] + "'");
         return exit_io;
     }
-    boost::system::error_code pec;
-    auto record = boost::json::parse(*text, pec);
-    if (pec)
+    compaction::checkpoint_reason why{};
+    compaction::diagnostics pdiag;
+    auto record = compaction::parse_record_json(*text, why, pdiag);  // a key named twice is refused
+    if (!record)
     {
-        print_rejection(json, "checkpoint_invalid", "corrupt", "the checkpoint record is not valid JSON: " + pec.message());
+        print_rejection(json, "checkpoint_invalid", compaction::to_string(why), pdiag.message);
         return exit_failed;
     }
     const std::string& path = a.positional[0];
@@ -191,7 +202,7 @@ int checkpoint_restore(const args& a)
         return code;
     boost::system::error_code ec;
     runtime::checkpoint_outcome out;
-    session->async_restore_checkpoint(std::move(record), [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
+    session->async_restore_checkpoint(std::move(*record), [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
         ec = e;
         out = std::move(o);
     });
@@ -258,6 +269,35 @@ int cmd_checkpoint(int argc, char** argv)
     return sub == "export" ? checkpoint_export(*a) : checkpoint_status(*a);
 }
 
+namespace {
+
+// The native-state check (the provider's validation, size, ownership) of each row's compaction,
+// as a session applies it before it replays the state.
+void add_native_problems(const compaction::session_log& log, std::vector<compaction::compaction_verification>& rows)
+{
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < log.size() && row < rows.size(); ++i)
+    {
+        if (log.meta(i).type != compaction::entry_type::compaction)
+            continue;
+        auto& r = rows[row++];
+        compaction::diagnostics diag;
+        auto e = log.get(i, diag);
+        const auto* details = e ? (*e)->details.if_object() : nullptr;
+        const auto* ours = details && details->contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
+        if (!ours || !ours->contains("native"))
+            continue;
+        if (auto problem = runtime::native_problem(**e, ours->at("native")); !problem.empty())
+        {
+            r.problems.push_back("details.agentctx.native: " + problem);
+            if (r.status != compaction::verify_status::changed)
+                r.status = compaction::verify_status::invalid;
+        }
+    }
+}
+
+}  // namespace
+
 int cmd_verify(int argc, char** argv)
 {
     int code = exit_ok;
@@ -275,11 +315,16 @@ int cmd_verify(int argc, char** argv)
         print_error(json, rows.error().message(), diag.message);
         return exit_bad_session;
     }
-    bool changed = false;
+    add_native_problems(opened->log, *rows);
+    bool changed = false, invalid = false;
     boost::json::array list;
     for (const auto& r : *rows)
     {
         changed = changed || r.status == compaction::verify_status::changed;
+        invalid = invalid || !r.problems.empty();
+        boost::json::array problems;
+        for (const auto& p : r.problems)
+            problems.emplace_back(p);
         list.push_back(boost::json::object{
             {"id", r.id},
             {"line", r.line},
@@ -287,19 +332,24 @@ int cmd_verify(int argc, char** argv)
             {"sourceRevision", r.recorded ? boost::json::value(compaction::to_json(*r.recorded)) : boost::json::value(nullptr)},
             {"actual", compaction::to_json(r.actual)},
             {"status", compaction::to_string(r.status)},
+            {"problems", std::move(problems)},
         });
     }
     if (json)
-        print_json(boost::json::object{{"compactions", std::move(list)}, {"changed", changed}});
+        print_json(boost::json::object{{"compactions", std::move(list)}, {"changed", changed}, {"invalid", invalid}});
     else
     {
         if (rows->empty())
             std::printf("no compactions\n");
         for (const auto& r : *rows)
+        {
             std::printf("%-10s line %-6zu covers %-6zu %s%s\n", r.id.c_str(), r.line, r.covered, compaction::to_string(r.status),
                         r.status == compaction::verify_status::changed ? ": the covered history was edited" : "");
+            for (const auto& p : r.problems)
+                std::printf("           %s (not used: the portable summary stands in)\n", p.c_str());
+        }
     }
-    return changed ? exit_failed : exit_ok;
+    return changed || invalid ? exit_failed : exit_ok;
 }
 
 }  // namespace agentctx::cli

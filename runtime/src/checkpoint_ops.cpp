@@ -5,6 +5,8 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/record_checks.hpp>
+#include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/runtime/error.hpp>
 
 #include "compaction_coordinator.hpp"
@@ -13,6 +15,9 @@
 #include <boost/asio/post.hpp>
 
 #include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <map>
 
 namespace agentctx::runtime {
 
@@ -114,6 +119,11 @@ checkpoint_outcome checkpoint_ops::export_latest(const session_core& s, error_co
         out.message = diag.message;
         return out;
     }
+    // A compaction written before its details were redacted must not leak through its record.
+    std::map<std::string, std::size_t> counts;
+    redact_record(*r, *s.redactor_, counts);
+    if (!counts.empty())
+        r->digest = record_digest(*r);
     out.record = std::move(*r);
     return out;
 }
@@ -156,6 +166,14 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     auto r = parse_checkpoint(record, out.reason, diag);
     if (!r)
         return refuse(r.error(), diag.message);
+    // The summary is judged as the model's would be: not empty, within the output cap (twice
+    // it: a split turn joins the history's summary and the turn prefix's).
+    const std::uint32_t cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
+    if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
+    {
+        out.reason = checkpoint_reason::corrupt;
+        return refuse(make_error_code(compaction::errc::checkpoint_invalid), diag.message);
+    }
     out.record = *r;
     const auto path = s.log_.active_path();
     if (auto ok = check_checkpoint(*r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_),
@@ -200,16 +218,29 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
         {"modifiedFiles", std::move(modified_files)},
         {"agentctx", std::move(ours)},
     };
+    // Written like a compaction: secrets replaced in the summary, the file lists and the
+    // entries kept verbatim, under this session's redaction settings.
+    std::string summary = r->summary;
+    json::value written = std::move(details);
+    std::map<std::string, std::size_t> redactions;
+    redact_compaction(summary, written, *s.redactor_, redactions);
+    if (!redactions.empty())
+        written.as_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
     const std::string ts = iso_timestamp_now();
     auto e = std::make_shared<const entry>(make_compaction_entry(
-        id, s.log_.leaf_id(), ts, r->summary, first_kept, static_cast<double>(r->tokens_before), std::move(details), false,
+        id, s.log_.leaf_id(), ts, summary, first_kept, static_cast<double>(r->tokens_before), std::move(written), false,
         std::nullopt, system_checkpoint(s.current()->system, ts)
     ));
+    if (auto fits = check_line_fits(*e, s.log_.options().max_line_bytes, diag); !fits)
+    {
+        out.reason = checkpoint_reason::corrupt;
+        return refuse(fits.error(), diag.message);
+    }
     auto next_path = restore_path(s.log_, count, diag);
     if (!next_path)
         return refuse(next_path.error(), diag.message);
     next_path->push_back(e);
-    auto next = snapshot_from_context(build_session_context(*next_path), s.log_.size() + 1, s.counter());
+    auto next = snapshot_from_context(build_session_context(*next_path, &s.log_), s.log_.size() + 1, s.counter());
     if (auto w = s.store_->append(*e, diag); !w)
         return refuse(w.error(), diag.message);
     if (auto w = s.log_.append(e, diag); !w)

@@ -4,6 +4,7 @@
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/reserved.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/triggers.hpp>
@@ -22,6 +23,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -130,6 +132,18 @@ result<void> session_core::start_up(diagnostics& diag)
     return {};
 }
 
+void session_core::publish(std::shared_ptr<const snapshot> next)
+{
+    const auto prev = snapshot_.exchange(next, std::memory_order_acq_rel);
+    for (const auto& note : next->dropped_derived)
+    {
+        if (prev && std::find(prev->dropped_derived.begin(), prev->dropped_derived.end(), note) != prev->dropped_derived.end())
+            continue;
+        logger_->warn("compaction {}: its {} state is not used: {}", note.compaction_id, note.part, note.reason);
+        emit(derived_state_dropped_event{note});
+    }
+}
+
 void session_core::emit(const session_event& e)
 {
     for (const auto& l : listeners_)
@@ -150,6 +164,13 @@ void session_core::append_impl(boost::json::object fields, asio::any_completion_
     asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
         if (self->closed_)
             return complete(std::move(h), self->strand_, make_error_code(errc::session_closed), std::string());
+        // Entries the runtime writes for itself (progress records) never come from a client.
+        diagnostics diag;
+        if (auto ok = check_client_entry(fields, diag); !ok)
+        {
+            self->logger_->debug("append refused: {}", diag.message);
+            return complete(std::move(h), self->strand_, ok.error(), std::move(diag.message));
+        }
         self->append_in_turn(std::move(fields), std::move(h));
     });
 }

@@ -50,7 +50,8 @@ public:
     compaction::result<void> start_up(compaction::diagnostics& diag);
 
     std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
-    void publish(std::shared_ptr<const snapshot> s) { snapshot_.store(std::move(s), std::memory_order_release); }
+    /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
+    void publish(std::shared_ptr<const snapshot> s);
     const compaction::token_counter& counter() const;
 
     // The public operations, from any thread (session.hpp documents them).

@@ -1,6 +1,9 @@
 // Snapshot construction from the log, and O(1) extension on append.
 #include <agentctx/runtime/snapshot.hpp>
 
+#include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/limits.hpp>
+
 namespace agentctx::runtime {
 
 using namespace agentctx::compaction;
@@ -44,8 +47,9 @@ void set_system(snapshot& s, std::shared_ptr<const message> system, const token_
     s.system_tokens = s.system ? static_cast<std::int64_t>(counter.count(*s.system)) : 0;
 }
 
-// The native state of the latest compaction among the projected entries, if it is valid.
-std::shared_ptr<const providers::native_replay> native_of(const session_context& ctx)
+// The native state of the latest compaction among the projected entries, if it passes
+// native_problem; a failed one is noted in `dropped`.
+std::shared_ptr<const providers::native_replay> native_of(const session_context& ctx, std::vector<derived_note>& dropped)
 {
     for (std::size_t i = ctx.entries.size(); i-- > 0;)
     {
@@ -56,16 +60,51 @@ std::shared_ptr<const providers::native_replay> native_of(const session_context&
         const auto* native = ours && ours->is_object() ? ours->get_object().if_contains("native") : nullptr;
         if (!native)
             return nullptr;
+        if (auto problem = native_problem(e, *native); !problem.empty())
+        {
+            dropped.push_back({e.id, "native", std::move(problem)});
+            return nullptr;
+        }
         providers::diagnostics diag;
         auto state = providers::parse_native_state(*native, diag);
-        if (!state)
-            return nullptr;
         return std::make_shared<const providers::native_replay>(providers::native_replay{std::move(*state), e.id});
     }
     return nullptr;
 }
 
+// A string member of `o` at `key`, or "".
+std::string_view string_at(const boost::json::object* o, std::string_view key)
+{
+    const auto* v = o ? o->if_contains(key) : nullptr;
+    return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
 }  // namespace
+
+std::string native_problem(const entry& c, const boost::json::value& native)
+{
+    if (const auto bytes = stringify(native).size(); bytes > max_native_state_bytes)
+        return "the native state is " + std::to_string(bytes) + " bytes, over the bound of " +
+               std::to_string(max_native_state_bytes);
+    providers::diagnostics diag;
+    auto state = providers::parse_native_state(native, diag);
+    if (!state)
+        return diag.message;
+    const auto* details = c.details.if_object();
+    const auto* ours = details && details->if_contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
+    const auto* evidence = ours && ours->if_contains("evidence") ? ours->at("evidence").if_object() : nullptr;
+    const auto* identity = ours && ours->if_contains("identity") ? ours->at("identity").if_object() : nullptr;
+    if (string_at(evidence, "method") != "native")
+        return "the compaction records no native summary (evidence.method is not \"native\")";
+    const std::string_view provider = string_at(identity, "provider");
+    const std::string_view state_provider = state->format == providers::wire_format::anthropic ? "anthropic" : "openai";
+    if (provider.empty() || provider == "hook" || provider == "offline")
+        return "the compaction was not written by a provider's summarizer";
+    if ((provider == "anthropic" || provider == "openai") && provider != state_provider)
+        return "the native state is " + std::string(state_provider) + "'s, the compaction was written by " +
+               std::string(provider);
+    return {};
+}
 
 std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::size_t entry_count, const token_counter& counter)
 {
@@ -76,7 +115,8 @@ std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::
     s->model = ctx.model;
     s->compacted_at = latest_compaction_time(ctx);
     set_system(*s, ctx.system, counter);
-    s->native = native_of(ctx);
+    s->dropped_derived = std::move(ctx.dropped);
+    s->native = native_of(ctx, s->dropped_derived);
     std::size_t index = 0;
     for (const auto& p : ctx.entries)
     {

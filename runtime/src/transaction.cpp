@@ -7,6 +7,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/record_checks.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/error.hpp>
 
@@ -563,8 +564,6 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
                           {"modelCalls", j.model_calls},
                           {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
                       });
-        if (!sum.redactions.empty())
-            ours.get_object()["redactions"] = redactions_json(sum.redactions);
         ours.get_object()["evidence"] = to_json(finished_evidence(j, std::nullopt));
         if (!result.pinned.empty())
             ours.get_object()["pinned"] = result.pinned;
@@ -575,6 +574,13 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         if (auto r = checkpoint_ops::add_fields(s, ours.get_object(), v.first_kept, j.from_hook, cdiag); !r)
             co_return failure{r.error(), cdiag.message};
     }
+    // Everything the entry writes is redacted, not only the model's text: the file lists in the
+    // summary and in details, the carried entries and their block, a hook's details.
+    std::string summary = result.summary;
+    auto redactions = sum.redactions;
+    redact_compaction(summary, details, *s.redactor_, redactions);
+    if (details.is_object() && !redactions.empty())
+        details.get_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
     // boundary, so Pi projects our compaction with its checkpoint first.
     const auto total_usage = compaction_usage(sum.history_usage, sum.prefix_usage);
@@ -582,13 +588,16 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     // The snapshot holds the replay for this leaf (revalidated above): no second projection.
     auto checkpoint = system_checkpoint(s.current()->system, ts);
     auto e = std::make_shared<const entry>(make_compaction_entry(
-        s.log_.new_id(), s.log_.leaf_id(), ts, result.summary, v.first_kept, static_cast<double>(result.tokens_before),
+        s.log_.new_id(), s.log_.leaf_id(), ts, summary, v.first_kept, static_cast<double>(result.tokens_before),
         details, j.from_hook, total_usage ? std::optional(usage_to_json(*total_usage)) : std::nullopt,
         std::move(checkpoint)
     ));
     std::vector<entry_ptr> next_path(v.path.begin(), v.path.end());
     next_path.push_back(e);
-    auto next = snapshot_from_context(build_session_context(next_path), s.log_.size() + 1, s.counter());
+    auto next = snapshot_from_context(build_session_context(next_path, &s.log_), s.log_.size() + 1, s.counter());
+    diagnostics diag;
+    if (auto fits = check_line_fits(*e, s.log_.options().max_line_bytes, diag); !fits)
+        co_return failure{fits.error(), diag.message};
     // Compare-and-set against the stored leaf in the write's own transaction (a shared store).
     // Not cancellable: once sent, only the store's answer says whether it committed.
     auto [ec, message] = co_await awaited<store_write_signature>(
@@ -599,7 +608,6 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
                                                asio::as_tuple(asio::use_awaitable));
     if (ec)
         co_return failure{ec, message};
-    diagnostics diag;
     if (auto r = s.log_.append(e, diag); !r)
         co_return failure{r.error(), diag.message};  // unreachable: id and parent were checked
     s.publish(std::move(next));

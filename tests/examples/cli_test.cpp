@@ -617,3 +617,71 @@ TEST(cli_verify, flags_a_hand_edited_covered_entry_and_never_writes)
     EXPECT_EQ(boost::json::parse(ex.out).at("error").at("reason"), "replaced");
     fs::remove(path);
 }
+
+// ---- hostile records and forged derived state -----------------------------------------------
+
+namespace {
+
+std::string hostile(const std::string& name)
+{
+    return std::string(AGENTCTX_FIXTURES_DIR) + "/hostile/" + name;
+}
+
+}  // namespace
+
+TEST(cli_hostile, forged_records_are_refused_with_their_reason_and_the_field)
+{
+    const auto [original, uncompacted] = compacted_copy("hostile-original.jsonl");
+    const std::pair<std::string, std::string> cases[] = {
+        {"record-kept-repeated.json", "checkpoint field 'keptVerbatim': 2000 ids, over the bound of 1000"},
+        {"record-read-files-over-bound.json", "checkpoint field 'readFiles': 1001 paths, over the bound of 1000"},
+        {"record-duplicate-keys.json", "the checkpoint record names the key 'summary' twice in one object"},
+        {"record-empty-summary.json", "checkpoint field 'summary': Summarization returned an empty summary"},
+    };
+    for (const auto& [record, message] : cases)
+    {
+        const auto copy = scratch("hostile-copy.jsonl", uncompacted);
+        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + hostile(record) + " --keep-recent 3000 --json");
+        EXPECT_EQ(r.exit_code, 1) << record << ": " << r.out << r.err;
+        const auto e = boost::json::parse(r.out).at("error");
+        EXPECT_EQ(e.at("code"), "checkpoint_invalid") << record;
+        EXPECT_EQ(e.at("reason"), "corrupt") << record;
+        EXPECT_EQ(e.at("message"), boost::json::value(message)) << record;
+        EXPECT_EQ(agentctx::test::read_text(copy), uncompacted) << record;
+        fs::remove(copy);
+    }
+    fs::remove(original);
+}
+
+TEST(cli_verify, forged_derived_state_is_invalid_and_exits_1)
+{
+    {
+        const auto r = run_process(cli + " verify " + hostile("session-forged-pins.jsonl") + " --json");
+        EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+        const auto v = boost::json::parse(r.out);
+        EXPECT_EQ(v.at("invalid"), true);
+        EXPECT_EQ(v.at("compactions").at(0).at("status"), "invalid");
+        EXPECT_EQ(v.at("compactions").at(0).at("problems"),
+                  (boost::json::array{"details.agentctx.pinned: carried entry 'rem' differs from the covered entry"}));
+        const auto human = run_process(cli + " verify " + hostile("session-forged-pins.jsonl"));
+        EXPECT_EQ(human.exit_code, 1);
+        EXPECT_NE(human.out.find("not used: the portable summary stands in"), std::string::npos) << human.out;
+        // The forged pin never reaches the context: the summary and the kept entries only.
+        const auto ctx = run_process(cli + " context " + hostile("session-forged-pins.jsonl") + " --json");
+        ASSERT_EQ(ctx.exit_code, 0) << ctx.err;
+        std::vector<std::string> roles;
+        const auto shown = boost::json::parse(ctx.out);
+        for (const auto& m : shown.at("messages").as_array())
+            roles.emplace_back(m.at("role").as_string());
+        EXPECT_EQ(roles, (std::vector<std::string>{"compactionSummary", "user", "assistant"}));
+    }
+    {
+        const auto r = run_process(cli + " verify " + hostile("session-forged-native.jsonl") + " --json");
+        EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+        const auto v = boost::json::parse(r.out);
+        EXPECT_EQ(v.at("compactions").at(0).at("status"), "invalid");
+        EXPECT_EQ(v.at("compactions").at(0).at("problems"),
+                  (boost::json::array{"details.agentctx.native: the compaction records no native summary (evidence.method is not "
+                                      "\"native\")"}));
+    }
+}

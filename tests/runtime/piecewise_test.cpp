@@ -463,3 +463,25 @@ TEST_F(piecewise_test, progress_the_host_kept_resumes_after_a_restart_without_th
     EXPECT_EQ(finished_[2].progress_rejected, "replaced");
     EXPECT_EQ(finished_[2].pieces_resumed, 0u);
 }
+
+TEST_F(piecewise_test, a_progress_record_with_nothing_remaining_is_rejected_and_started_over)
+{
+    // The long session with a progress entry covering the whole prefix (hashes and all: what the
+    // writer of the file can compute) and no piece left. It used to end the pass with io_error.
+    const auto forged = test::read_text(fs::path(AGENTCTX_FIXTURES_DIR) / "hostile" / "session-progress-nothing-remaining.jsonl");
+    ASSERT_TRUE(forged.starts_with(file()));  // the fixture is this history plus the forged entry
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << forged;
+    const auto recorded = test::json_lines(forged).back();
+    ASSERT_EQ(recorded.at("customType"), "agentctx.compaction_progress");
+    EXPECT_EQ(recorded.at("data").at("remaining"), json::array{});
+    EXPECT_EQ(recorded.at("data").at("covered").at("count"), recorded.at("data").at("prefixMessages"));
+
+    auto s = open(config());
+    const auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << ec.message() << ": " << out.message;
+    EXPECT_TRUE(out.compacted);
+    EXPECT_EQ(summarizer_->calls(), 11u);  // every piece summarized: the forged note is not used
+    EXPECT_EQ(finished_.back().progress_rejected, "nothing_remaining");
+    EXPECT_EQ(finished_.back().pieces_resumed, 0u);
+    EXPECT_EQ(test::json_lines(file()).back().at("summary").as_string().find("FORGED-NOTE"), std::string::npos);
+}

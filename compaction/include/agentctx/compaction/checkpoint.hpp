@@ -24,7 +24,7 @@ inline constexpr std::string_view checkpoint_format = "agentctx-checkpoint-v1";
 /// The format name inside the summary-configuration digest's input.
 inline constexpr std::string_view summary_config_format = "agentctx-summary-config-v1";
 
-/// The lowercase hex SHA-256 of `bytes` (FIPS 180-4, self-contained).
+/// The lowercase hex SHA-256 of `bytes` (FIPS 180-4, from OpenSSL's libcrypto).
 std::string sha256_hex(std::string_view bytes);
 
 /// The exact covered prefix of a compaction: how many entries, and the SHA-256 over their lines
@@ -120,8 +120,13 @@ std::string record_digest(const checkpoint_record& r);
 /// checkpoint_format; the digest must match. Errors are `checkpoint_invalid` with `why` set to
 /// `corrupt` or `unsupported_format` and the field named in `diag`.
 result<checkpoint_record> parse_checkpoint(const boost::json::value& v, checkpoint_reason& why, diagnostics& diag);
-/// As above from text (JSON; invalid JSON is `corrupt`).
+/// Also refused as `corrupt`: a list or string over its bound (check_record_bounds, limits.hpp)
+/// and a `keptVerbatim` id named twice.
+/// As above from text (JSON; invalid JSON and a key named twice in one object are `corrupt`).
 result<checkpoint_record> parse_checkpoint_text(std::string_view text, checkpoint_reason& why, diagnostics& diag);
+/// The JSON of a record's text, strictly: a key named twice in one object is refused
+/// (`checkpoint_invalid`, `corrupt`, the key in `diag.field`) instead of the later one winning.
+result<boost::json::value> parse_record_json(std::string_view text, checkpoint_reason& why, diagnostics& diag);
 
 /// The covered prefix of the compaction at log index `compaction_index`: the entries on its path
 /// before its firstKeptEntryId, or (firstKeptEntryId its own id or not on its path) every entry
@@ -194,6 +199,7 @@ enum class verify_status
     ok,          ///< the covered prefix hashes as recorded
     changed,     ///< it does not (or its count differs): the history was edited
     unrecorded,  ///< no sourceRevision recorded (Pi's or an older agentctx's compaction)
+    invalid,     ///< the history is unchanged, but the entry's own content fails its checks (problems)
 };
 const char* to_string(verify_status s) noexcept;
 struct compaction_verification
@@ -204,7 +210,15 @@ struct compaction_verification
     std::optional<source_revision> recorded;  ///< as written in details.agentctx
     source_revision actual;                   ///< as the file hashes now
     verify_status status = verify_status::unrecorded;
+    /// What fails in the entry itself, checked like a compaction the runtime writes: a summary
+    /// that is empty, file lists over their bounds, carried entries that are not the covered
+    /// ones byte for byte (check_carried). A row with problems whose history is unchanged (or
+    /// unrecorded) is `invalid`; its derived state is not used by a session.
+    std::vector<std::string> problems;
 };
+/// The problems of the compaction entry `c` at log index `compaction_index` (see
+/// compaction_verification::problems); empty when it passes.
+std::vector<std::string> compaction_problems(const session_log& log, std::size_t compaction_index, const entry& c);
 /// The row of the compaction entry at log index `compaction_index`.
 result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag,
                                                   source_revision_cache* cache = nullptr);

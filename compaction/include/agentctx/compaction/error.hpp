@@ -50,6 +50,10 @@ enum class errc
     // Piecewise summaries (progress_record.hpp); the named reason travels beside the code.
     progress_invalid,   ///< a progress record is not a valid agentctx-progress-v1 (corrupt, other format)
     progress_mismatch,  ///< a progress record does not fit this history (changed, shortened, other settings)
+    // Hostile input from clients and record files.
+    duplicate_key,  ///< a JSON object names one key twice (records are refused, never resolved by order)
+    reserved_type,  ///< a client appended an entry type the runtime writes only for itself (`agentctx.*`)
+    over_limit,     ///< a list or string is over its bound (limits.hpp), or a line over max_line_bytes
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -49,6 +49,8 @@ enum class progress_reason
     other_configuration,  ///< other summary-generation settings
     shortened,            ///< the prefix now has fewer messages than the record covers
     replaced,             ///< a covered message changed (other entry, other text)
+    nothing_remaining,    ///< the record covers the whole prefix: no piece is left to summarize
+    misaligned,           ///< the covered part ends inside a tool round (a piece would start in it)
 };
 const char* to_string(progress_reason r) noexcept;
 
@@ -72,7 +74,9 @@ struct progress_context
 
 /// Whether `r` may be resumed: the same base, identity and configuration, and the covered part
 /// still the first `count` messages with the same ids and text (messages after it may differ or
-/// be new). Checked in that order; fails with `progress_mismatch`, `why` naming the reason.
+/// be new), ending at an exchange boundary (never inside a tool round) with at least one message
+/// after it. Checked in that order; fails with `progress_mismatch`, `why` naming the reason: a
+/// refused record is started over, never an error of the summarizer.
 result<void> check_progress(const progress_record& r, const progress_context& now, progress_reason& why,
                             diagnostics& diag);
 

@@ -39,6 +39,16 @@ struct projected_entry
     std::vector<std::shared_ptr<const message>> messages;
 };
 
+/// Derived state of a compaction that failed its checks and is not used: the portable summary
+/// stands in for it. `part` is `pinned` (carried entries) or `native` (provider state).
+struct derived_note
+{
+    std::string compaction_id;
+    std::string part;
+    std::string reason;  ///< a sentence (safe text: ids and counts, never entry content)
+    bool operator==(const derived_note&) const = default;
+};
+
 struct session_context
 {
     std::vector<context_message> messages;
@@ -51,6 +61,9 @@ struct session_context
     std::string thinking_level = "off";
     std::optional<model_ref> model;
     std::optional<std::string> leaf_id;
+    /// The latest compaction's carried entries when they failed check_carried: not projected,
+    /// its summary shown whole (with the `<pinned-entries>` block Pi reads) instead.
+    std::vector<derived_note> dropped;
 };
 
 /// Pi's sessionEntryToContextMessages (Pi 1.6): the messages of one entry, no edits applied.
@@ -90,7 +103,9 @@ result<session_context> build_session_context(
     diagnostics& diag
 );
 
-/// Projection of a materialized path (root first, leaf last).
-session_context build_session_context(std::span<const entry_ptr> path);
+/// Projection of a materialized path (root first, leaf last). The carried entries of its
+/// compaction are checked against the covered entries; an index-only stand-in among those is
+/// read from `log` (by id) when given; without a log, a path holding stand-ins is not checked.
+session_context build_session_context(std::span<const entry_ptr> path, const session_log* log = nullptr);
 
 }  // namespace agentctx::compaction

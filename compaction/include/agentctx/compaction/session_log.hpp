@@ -167,6 +167,8 @@ public:
     const session_header& header() const noexcept { return header_; }
     /// The version of the file as read (1, 2 or 3); entries are migrated in memory to v3.
     int source_version() const noexcept { return source_version_; }
+    /// The limits it was loaded under: what it will accept again on the next load.
+    const load_options& options() const noexcept { return opts_; }
     std::size_t size() const noexcept { return metas_.size(); }
     const entry_meta& meta(std::size_t i) const { return metas_[i]; }
     /// meta(i).type, and whether it is an assistant message, from a packed array: a walk over a

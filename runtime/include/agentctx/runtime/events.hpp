@@ -44,8 +44,16 @@ struct remote_change_event
     std::vector<std::string> compactions;
 };
 
+/// The latest compaction's derived state (carried entries or native state) failed its checks
+/// when the session projected it: it is not used, the portable summary stands in. Reported once
+/// per new finding (the snapshot's `dropped_derived` lists the current ones, also at open).
+struct derived_state_dropped_event
+{
+    compaction::derived_note note;
+};
+
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
-                                   compaction_progress_event, compaction_finished_event>;
+                                   compaction_progress_event, compaction_finished_event, derived_state_dropped_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event

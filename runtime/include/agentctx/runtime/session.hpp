@@ -145,8 +145,9 @@ public:
     /**
      * @brief Appends an entry as a child of the leaf: `fields` holds `type` and the type's fields
      * (`{"type":"message","message":{...}}`); id, parentId and timestamp are assigned.
-     * Completes with the new id once the line is in the store; when the entry is refused, with
-     * the error and the diagnostics message (the field path and the reason).
+     * Completes with the new id once the line is in the store. A refused entry completes with
+     * the error and, in the string, the reason naming the field (`customType`, `id`, ...).
+     * Entries of the runtime's own `agentctx.*` custom types are refused (`reserved_type`).
      * @par Per-operation cancellation
      * None: an append is short and is either done or not started.
      */

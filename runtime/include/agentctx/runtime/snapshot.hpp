@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -33,6 +34,11 @@ struct snapshot
     /// and then request views send the portable summary. Pass it to to_wire_messages /
     /// to_responses_input.
     std::shared_ptr<const providers::native_replay> native;
+    /// Derived state of the latest compaction that failed its checks and is not used (carried
+    /// entries not matching the covered ones, native state invalid, oversized or not of the
+    /// compaction's provider): the portable summary stands in. The session reports each new
+    /// one as a derived_state_dropped_event.
+    std::vector<compaction::derived_note> dropped_derived;
     bool has_edits = false;  ///< a context_edit is among the projected entries  ///< estimate of `system`, counted once in the pure estimate
 
     std::int64_t total_estimate = 0;              ///< Σ estimates of all non-system messages
@@ -64,6 +70,14 @@ std::shared_ptr<const snapshot> snapshot_from_context(
     std::size_t entry_count,
     const compaction::token_counter& counter
 );
+
+/// Whether the native state `native` (`details.agentctx.native`) of `compaction` may be
+/// replayed: at most max_native_state_bytes as JSON, valid for its provider
+/// (providers::parse_native_state), and belonging to the compaction: written by a native
+/// summary (`evidence.method` `native`) of a summarizer that is not a hook or the offline one,
+/// whose recorded provider, when it names a wire format (`anthropic`, `openai`), is the state's.
+/// Empty when it may, else why not.
+std::string native_problem(const compaction::entry& compaction, const boost::json::value& native);
 
 /// The snapshot after appending `e` to the log (which must now have `e` as its leaf): O(1).
 /// A `context_edit` changes earlier messages: callers rebuild with make_snapshot instead.
