@@ -4,6 +4,7 @@
 
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/asio/signal_set.hpp>
@@ -156,29 +157,24 @@ int main(int argc, char** argv)
     }
     if (settings_file)
         sources.global = settings_file;
-    compaction::diagnostics sdiag;
-    auto settings = runtime::load_settings_files(sources, sdiag);
-    if (!settings)
-    {
-        std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
-        return 2;
-    }
     boost::asio::io_context ioc(threads);
-    providers::diagnostics pdiag;
-    const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
-    auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
-    if (!provider)
+    // Settings files + environment -> provider -> model -> settings for that model (as the CLI).
+    compaction::diagnostics sdiag;
+    auto host = runtime::load_host_config({.sources = sources}, sdiag);
+    if (!host)
     {
-        std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
+        if (host.error() == providers::make_error_code(providers::errc::not_configured))
+            std::fprintf(stderr, "agent_server: %s\n", sdiag.message.c_str());
+        else
+            std::fprintf(stderr, "agent_server: %s: %s\n", host.error().message().c_str(), sdiag.message.c_str());
         return 2;
     }
-    if (*provider)
+    opts.model = host->model;
+    if (const auto& cfg = host->provider)
     {
-        const auto cfg = **provider;
-        opts.model = {cfg.name, cfg.model, cfg.context_window > 0 ? cfg.context_window : 200000, cfg.max_output_tokens};
         // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
-        opts.make_summarizer = server::shared_http_summarizers(ioc.get_executor(), cfg, static_cast<std::size_t>(threads));
-        spdlog::info("summaries from {}:{} at {}", cfg.name, cfg.model, cfg.base_url);
+        opts.make_summarizer = server::shared_http_summarizers(ioc.get_executor(), *cfg, static_cast<std::size_t>(threads));
+        spdlog::info("summaries from {}:{} at {}", cfg->name, cfg->model, cfg->base_url);
     }
     else
     {
@@ -190,16 +186,9 @@ int main(int argc, char** argv)
         };
         spdlog::info("summaries from the offline summarizer (no provider configured)");
     }
-    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
-    auto resolved = compaction::resolve_settings(settings->layers, sdiag, opts.model.provider + "/" + opts.model.model_id);
-    if (!resolved)
-    {
-        std::fprintf(stderr, "agent_server: %s: %s\n", resolved.error().message().c_str(), sdiag.message.c_str());
-        return 2;
-    }
-    opts.settings = *resolved;
-    opts.redaction = settings->redaction;
-    opts.pins = settings->pins;
+    opts.settings = host->settings.compaction;
+    opts.redaction = host->settings.redaction;
+    opts.pins = host->settings.pins;
     spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", opts.settings.keep_recent_tokens,
                  opts.settings.reserve_tokens, sources.project_dir->string(), sources.project_trusted ? ", trusted" : ", not read");
     std::string where = opts.data_dir.string();
