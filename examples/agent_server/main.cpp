@@ -6,6 +6,7 @@
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/providers/provider_url.hpp>
+#include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
 #include <boost/asio/signal_set.hpp>
@@ -202,35 +203,23 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
     }
     if (c.settings_file)
         c.sources.global = c.settings_file;
+    // Settings files + environment -> provider -> model -> settings for that model (as the CLI).
     compaction::diagnostics sdiag;
-    auto settings = runtime::load_settings_files(c.sources, sdiag);
-    if (!settings)
+    auto host = runtime::load_host_config({.sources = c.sources}, sdiag);
+    if (!host)
     {
-        std::fprintf(stderr, "agent_server: %s: %s\n", settings.error().message().c_str(), sdiag.message.c_str());
-        return false;
-    }
-    providers::diagnostics pdiag;
-    const auto* section = settings->provider.empty() ? nullptr : &settings->provider;
-    auto provider = providers::provider_from_environment(section, [](const char* n) { return std::getenv(n); }, pdiag);
-    if (!provider)
-    {
-        std::fprintf(stderr, "agent_server: %s\n", pdiag.message.c_str());
+        if (host.error() == providers::make_error_code(providers::errc::not_configured))
+            std::fprintf(stderr, "agent_server: %s\n", sdiag.message.c_str());
+        else
+            std::fprintf(stderr, "agent_server: %s: %s\n", host.error().message().c_str(), sdiag.message.c_str());
         return false;
     }
     auto& o = c.opts;
-    if (const auto& cfg = *provider)
-        o.model = {cfg->name, cfg->model, cfg->context_window > 0 ? cfg->context_window : 200000, cfg->max_output_tokens};
-    o.make_summarizer = summarizers_for(*provider, ioc, c.threads);
-    // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
-    auto resolved = compaction::resolve_settings(settings->layers, sdiag, o.model.provider + "/" + o.model.model_id);
-    if (!resolved)
-    {
-        std::fprintf(stderr, "agent_server: %s: %s\n", resolved.error().message().c_str(), sdiag.message.c_str());
-        return false;
-    }
-    o.settings = *resolved;
-    o.redaction = settings->redaction;
-    o.pins = settings->pins;
+    o.model = host->model;
+    o.make_summarizer = summarizers_for(host->provider, ioc, c.threads);
+    o.settings = host->settings.compaction;
+    o.redaction = host->settings.redaction;
+    o.pins = host->settings.pins;
     spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", o.settings.keep_recent_tokens,
                  o.settings.reserve_tokens, c.sources.project_dir->string(), c.sources.project_trusted ? ", trusted" : ", not read");
     return true;

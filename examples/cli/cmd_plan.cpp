@@ -57,6 +57,60 @@ boost::json::array strings(const std::vector<std::string>& v)
     return a;
 }
 
+// The `--json` answer: the context, the threshold and the plan (or why there is none).
+boost::json::object plan_json(const compaction::session_context& ctx, std::int64_t estimated, std::int64_t threshold,
+                              bool should, const compaction::result<compaction::compaction_preparation>& prep,
+                              const compaction::diagnostics& plan_diag)
+{
+    boost::json::object out;
+    out["leafId"] = ctx.leaf_id ? boost::json::value(*ctx.leaf_id) : boost::json::value(nullptr);
+    out["context"] = boost::json::object{{"messages", messages_json(ctx.messages)}, {"estimatedTokens", estimated}};
+    out["threshold"] = threshold;
+    out["shouldCompact"] = should;
+    if (!prep)
+    {
+        out["plan"] = nullptr;
+        out["error"] = boost::json::object{{"code", prep.error().message()}, {"message", plan_diag.message}};
+        return out;
+    }
+    const auto lists = compaction::compute_file_lists(prep->file_ops);
+    out["plan"] = boost::json::object{
+        {"firstKeptEntryId", prep->first_kept_entry_id},
+        {"isSplitTurn", prep->is_split_turn},
+        {"tokensBefore", prep->tokens_before},
+        {"messagesToSummarize", ids(prep->messages_to_summarize)},
+        {"turnPrefixMessages", ids(prep->turn_prefix_messages)},
+        {"readFiles", strings(lists.read_files)},
+        {"modifiedFiles", strings(lists.modified_files)},
+        {"serializedHistory", serialized(prep->messages_to_summarize)},
+        {"serializedTurnPrefix", serialized(prep->turn_prefix_messages)},
+    };
+    out["error"] = nullptr;
+    return out;
+}
+
+// The text answer's cut: where, what is summarized, what is kept.
+void print_cut(const compaction::session_context& ctx, const compaction::compaction_preparation& prep)
+{
+    std::size_t kept = 0;
+    bool in_kept = false;
+    for (const auto& m : ctx.messages)
+    {
+        in_kept = in_kept || m.entry_id == prep.first_kept_entry_id;
+        kept += in_kept;
+    }
+    const auto lists = compaction::compute_file_lists(prep.file_ops);
+    std::printf("cut at    %s%s\n", prep.first_kept_entry_id.c_str(),
+                prep.is_split_turn ? "  (split turn: the turn's start is summarized separately)" : "");
+    std::printf("summarize %zu messages%s\n", prep.messages_to_summarize.size(),
+                prep.previous_summary ? " into the previous summary" : "");
+    if (prep.is_split_turn)
+        std::printf("prefix    %zu messages of the split turn\n", prep.turn_prefix_messages.size());
+    std::printf("keep      %zu messages, from %s on\n", kept, prep.first_kept_entry_id.c_str());
+    std::printf("files     %zu read, %zu modified\n", lists.read_files.size(), lists.modified_files.size());
+    std::printf("tokens before %lld\n", static_cast<long long>(prep.tokens_before));
+}
+
 }  // namespace
 
 int cmd_plan(int argc, char** argv)
@@ -101,33 +155,7 @@ int cmd_plan(int argc, char** argv)
 
     if (json)
     {
-        boost::json::object out;
-        out["leafId"] = ctx->leaf_id ? boost::json::value(*ctx->leaf_id) : boost::json::value(nullptr);
-        out["context"] = boost::json::object{{"messages", messages_json(ctx->messages)}, {"estimatedTokens", est.tokens}};
-        out["threshold"] = threshold;
-        out["shouldCompact"] = should;
-        if (prep)
-        {
-            const auto lists = compaction::compute_file_lists(prep->file_ops);
-            out["plan"] = boost::json::object{
-                {"firstKeptEntryId", prep->first_kept_entry_id},
-                {"isSplitTurn", prep->is_split_turn},
-                {"tokensBefore", prep->tokens_before},
-                {"messagesToSummarize", ids(prep->messages_to_summarize)},
-                {"turnPrefixMessages", ids(prep->turn_prefix_messages)},
-                {"readFiles", strings(lists.read_files)},
-                {"modifiedFiles", strings(lists.modified_files)},
-                {"serializedHistory", serialized(prep->messages_to_summarize)},
-                {"serializedTurnPrefix", serialized(prep->turn_prefix_messages)},
-            };
-            out["error"] = nullptr;
-        }
-        else
-        {
-            out["plan"] = nullptr;
-            out["error"] = boost::json::object{{"code", prep.error().message()}, {"message", plan_diag.message}};
-        }
-        print_json(out);
+        print_json(plan_json(*ctx, est.tokens, threshold, should, prep, plan_diag));
         exit_read_command(exit_ok);
     }
 
@@ -145,23 +173,7 @@ int cmd_plan(int argc, char** argv)
         std::printf("no plan: %s: %s\n", prep.error().message().c_str(), plan_diag.message.c_str());
         exit_read_command(exit_ok);
     }
-    std::size_t kept = 0;
-    bool in_kept = false;
-    for (const auto& m : ctx->messages)
-    {
-        in_kept = in_kept || m.entry_id == prep->first_kept_entry_id;
-        kept += in_kept;
-    }
-    const auto lists = compaction::compute_file_lists(prep->file_ops);
-    std::printf("cut at    %s%s\n", prep->first_kept_entry_id.c_str(),
-                prep->is_split_turn ? "  (split turn: the turn's start is summarized separately)" : "");
-    std::printf("summarize %zu messages%s\n", prep->messages_to_summarize.size(),
-                prep->previous_summary ? " into the previous summary" : "");
-    if (prep->is_split_turn)
-        std::printf("prefix    %zu messages of the split turn\n", prep->turn_prefix_messages.size());
-    std::printf("keep      %zu messages, from %s on\n", kept, prep->first_kept_entry_id.c_str());
-    std::printf("files     %zu read, %zu modified\n", lists.read_files.size(), lists.modified_files.size());
-    std::printf("tokens before %lld\n", static_cast<long long>(prep->tokens_before));
+    print_cut(*ctx, *prep);
     exit_read_command(exit_ok);
 }
 

@@ -19,6 +19,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include <spdlog/spdlog.h>
@@ -60,6 +61,16 @@ void complete(asio::any_completion_handler<Signature> h, const asio::strand<asio
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::post(strand, asio::append(std::move(h), std::move(args)...));
+}
+
+// Completes a handler from a later handler already on the strand (a store's completion): at once,
+// without a second trip through the queue; still never inside the initiating call.
+template <class Signature, class... Args>
+void complete_from_strand(asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand,
+                          Args... args)
+{
+    asio::get_associated_cancellation_slot(h).clear();
+    asio::dispatch(strand, asio::append(std::move(h), std::move(args)...));
 }
 
 bool is_user_or_ok_assistant(const entry& e)
@@ -268,7 +279,7 @@ void session_core::append_async(boost::json::object fields, asio::any_completion
                                 if (ec)
                                     s.logger_->warn("append failed: {}", message);
                                 s.leave_writes();
-                                return complete(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
+                                return complete_from_strand(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
                             }
                             // Another node appended first: catch up, then let the caller retry.
                             s.reload([self, h = std::move(h)](error_code) mutable {

@@ -1528,4 +1528,51 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
     EXPECT_EQ(after.rfind("HTTP/1.1 201", 0), 0u) << after;
     child.kill_now();
     fs::remove_all(dir);
+
+// One settings file, two front ends: the CLI's plan and the server's compaction resolve the same
+// modelOverrides entry (the serving model's key) and cut at the same entry.
+TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_settings_file)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-host-config-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "data");
+    fs::create_directories(root / "agent");
+    const auto settings = root / "settings.json";
+    // The default 20,000 keeps all 12,000 tokens; the serving model's override keeps 2,500.
+    std::ofstream(settings) << R"({"compaction":{"keepRecentTokens":20000,)"
+                               R"("modelOverrides":{"offline/offline":{"keepRecentTokens":2500}}}})";
+    server_child child;
+    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", (root / "data").string(), "--settings", settings.string()},
+                            {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}))
+        << child.log;
+    const std::string id(raw_body(ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
+    const std::string text(4000, 'a');  // ~1,000 tokens per entry
+    std::vector<std::string> ids;
+    for (int i = 0; i < 12; ++i)
+    {
+        const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
+                                      R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                                : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
+        const auto res = ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
+        ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+        ids.emplace_back(raw_body(res).at("id").as_string());
+    }
+    // The CLI plans over the server's file (no provider in its environment either), before the
+    // server compacts it.
+    const std::string cli = AGENTCTX_CLI;
+    const auto plan = agentctx::test::run_process(
+        "env -u AGENTCTX_PROVIDER -u AGENTCTX_MODEL -u OPENAI_API_KEY -u OPENAI_BASE_URL -u OPENAI_MODEL "
+        "-u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL -u ANTHROPIC_MODEL " +
+        cli + " plan " + (root / "data" / (id + ".jsonl")).string() + " --settings " + settings.string() + " --json");
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    const auto planned = boost::json::parse(plan.out).at("plan");
+    ASSERT_TRUE(planned.is_object()) << plan.out;
+    const std::string cut(planned.at("firstKeptEntryId").as_string());
+    const auto compacted = ask(child.port, "POST", "/v1/sessions/" + id + "/compact");
+    ASSERT_EQ(compacted.rfind("HTTP/1.1 200", 0), 0u) << compacted;
+    EXPECT_EQ(raw_body(compacted).at("firstKeptEntryId").as_string(), cut);
+    const auto at = std::find(ids.begin(), ids.end(), cut);
+    ASSERT_NE(at, ids.end()) << cut;
+    EXPECT_GE(at - ids.begin(), 8) << "keeps about 2,500 of 12,000 tokens";
+    fs::remove_all(root);
 }
