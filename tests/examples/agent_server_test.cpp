@@ -1541,10 +1541,10 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
     // The default 20,000 keeps all 12,000 tokens; the serving model's override keeps 2,500.
     std::ofstream(settings) << R"({"compaction":{"keepRecentTokens":20000,)"
                                R"("modelOverrides":{"offline/offline":{"keepRecentTokens":2500}}}})";
-    server_child child;
-    ASSERT_TRUE(child.start({"--no-auth", "--port", "0", "--data-dir", (root / "data").string(), "--settings", settings.string()},
-                            {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}))
-        << child.log;
+    test::server_process child(AGENTCTX_SERVER_BIN,
+                               {.args = {"--no-auth", "--port", "0", "--data-dir", (root / "data").string(), "--settings", settings.string()},
+                                .env = {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}});
+    ASSERT_NE(child.port, 0) << child.log;
     const std::string id(raw_body(ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
     const std::string text(4000, 'a');  // ~1,000 tokens per entry
     std::vector<std::string> ids;
