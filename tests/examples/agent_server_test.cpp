@@ -1528,6 +1528,7 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
     EXPECT_EQ(after.rfind("HTTP/1.1 201", 0), 0u) << after;
     child.kill_now();
     fs::remove_all(dir);
+}
 
 // One settings file, two front ends: the CLI's plan and the server's compaction resolve the same
 // modelOverrides entry (the serving model's key) and cut at the same entry.

@@ -1,6 +1,6 @@
 // Provider base URLs: endpoint paths go before the query; credentials never reach a log line.
 #include <agentctx/providers/provider_url.hpp>
-#include <agentctx/providers/wire_format.hpp>
+#include "wire_format.hpp"
 
 #include <gtest/gtest.h>
 
