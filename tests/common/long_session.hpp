@@ -1,6 +1,8 @@
 // Test helper: a long Pi-format session of numbered turns (some with a tool round), for piecewise compaction.
 #pragma once
 
+#include "file_text.hpp"
+
 #include "session_text.hpp"
 
 #include <boost/json/object.hpp>
@@ -63,15 +65,6 @@ inline std::vector<boost::json::object> json_lines(const std::string& text)
         if (!l.empty())
             out.push_back(boost::json::parse(l).as_object());
     return out;
-}
-
-/// A file's bytes.
-inline std::string read_text(const std::filesystem::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
 }
 
 }  // namespace agentctx::test
