@@ -237,8 +237,8 @@ private:
                 {"input", last_input_}, {"output", last_output_}, {"cacheRead", 0}, {"cacheWrite", 0},
                 {"totalTokens", last_input_ + last_output_}};
         auto [ec, id] = co_await session_->async_append(std::move(fields), asio::as_tuple(asio::use_awaitable));
-        if (ec)
-            error_ = "entry " + e.id;
+        if (ec)  // a refused append completes with its reason (the field and why)
+            error_ = "entry " + e.id + (id.empty() ? std::string() : ": " + id);
         else
             ids_[e.id] = id;
         co_return ec;
