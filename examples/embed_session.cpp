@@ -1,5 +1,6 @@
 // The README's embedding example, run by the test suite: an agent loop that keeps its context compacted.
 #include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/entries.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -11,39 +12,34 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace agentctx;
 
-// The messages of one turn (plain functions: g++ 12 miscompiles braced lists inside coroutines).
-boost::json::object user_entry(const std::string& text)
+// Stands in for the model: `input` is the prompt size the provider reported.
+runtime::entries::assistant_reply call_model(const std::vector<compaction::context_message>& context,
+                                             std::int64_t input)
 {
-    return {{"type", "message"}, {"message", {{"role", "user"}, {"content", text}, {"timestamp", 1}}}};
-}
-
-// Stands in for the model's reply; `input` is the prompt size the provider reported.
-boost::json::object model_answer(std::int64_t input)
-{
-    return {{"role", "assistant"}, {"content", boost::json::array{{{"type", "text"}, {"text", std::string(4000, 'x')}}}},
-            {"provider", "openai"}, {"model", "gpt-4.1"}, {"stopReason", "stop"}, {"timestamp", 2},
-            {"usage", {{"input", input}, {"output", 1000}, {"totalTokens", input + 1000}}}};
+    runtime::entries::assistant_reply reply;
+    reply.text = "Done with " + std::to_string(context.size()) + " messages of context. " + std::string(4000, 'x');
+    reply.provider = "openai";
+    reply.model = "gpt-4.1";
+    reply.input_tokens = input;
+    reply.output_tokens = 1000;
+    return reply;
 }
 
 // One turn of an agent loop: persist the prompt, call the model, persist its answer, then let
 // agentctx decide whether to compact before the next request.
 asio::awaitable<void> turn(std::shared_ptr<runtime::session> s, std::string prompt, std::int64_t input)
 {
-    co_await s->async_append(user_entry(prompt), asio::use_awaitable);  // durable when it returns
-    auto context = s->context();            // what the request carries: summary + recent suffix
-    auto answer = model_answer(input);      // ... send `context` to the model
-    boost::json::object entry;
-    entry["type"] = "message";
-    entry["message"] = answer;
-    co_await s->async_append(std::move(entry), asio::use_awaitable);
-    compaction::diagnostics diag;
-    auto last = compaction::decode_message(answer, "", diag).value();
+    co_await s->async_append(runtime::entries::user(prompt), asio::use_awaitable);  // durable when it returns
+    auto context = s->context();  // what the request carries: summary + recent suffix
+    auto reply = call_model(context, input);
+    co_await s->async_append(runtime::entries::assistant(reply), asio::use_awaitable);
     // Threshold check (fresh usage only) or one overflow compact-and-retry; may compact now.
-    auto outcome = co_await s->async_on_turn_end(std::move(last), asio::use_awaitable);
+    auto outcome = co_await s->async_on_turn_end(asio::use_awaitable);
     std::printf("turn with %zu messages in context, compacted: %s\n", context.size(), outcome.compacted ? "yes" : "no");
 }
 

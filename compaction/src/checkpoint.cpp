@@ -92,6 +92,10 @@ json::object summary_config_json(const summary_config& c)
                                      {"predicate", c.pinned_by_predicate}};
     if (!c.pinned_snapshot_types.empty())
         out["pinnedSnapshotTypes"] = strings(c.pinned_snapshot_types);
+    if (!c.required_custom_types.empty() || !c.required_ids.empty() || c.required_by_predicate)
+        out["required"] = json::object{{"customTypes", strings(c.required_custom_types)},
+                                       {"ids", strings(c.required_ids)},
+                                       {"predicate", c.required_by_predicate}};
     if (c.keep_recent_exchanges != 4)
         out["keepRecentExchanges"] = c.keep_recent_exchanges;
     return out;

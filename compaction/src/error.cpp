@@ -43,6 +43,7 @@ const char* to_string(errc e) noexcept
     case errc::duplicate_key: return "duplicate_key";
     case errc::reserved_type: return "reserved_type";
     case errc::over_limit: return "over_limit";
+    case errc::budget_exceeded: return "budget_exceeded";
     }
     return "unknown";
 }

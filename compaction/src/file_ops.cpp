@@ -24,6 +24,51 @@ void record_call(std::string_view name, const boost::json::object& arguments, fi
         ops.written.insert(path);
     else if (name == "edit")
         ops.edited.insert(path);
+    else
+        return;
+    ops.last_touched[path] = ++ops.clock;
+}
+
+// Newest first; paths touched at the same moment (never, but seeds of two lists) by UTF-16 order.
+void sort_newest_first(std::vector<std::string>& files, const file_operations& ops)
+{
+    auto when = [&](const std::string& f) {
+        const auto it = ops.last_touched.find(f);
+        return it == ops.last_touched.end() ? std::uint64_t{0} : it->second;
+    };
+    std::sort(files.begin(), files.end(), [&](const std::string& a, const std::string& b) {
+        const auto ta = when(a), tb = when(b);
+        return ta != tb ? ta > tb : utf16_less(a, b);
+    });
+}
+
+// Keeps the first `limit` paths and returns how many it dropped.
+std::size_t keep_first(std::vector<std::string>& files, std::size_t limit)
+{
+    if (files.size() <= limit)
+        return 0;
+    const std::size_t dropped = files.size() - limit;
+    files.resize(limit);
+    return dropped;
+}
+
+// One block; a bounded one stops at the path or character bound and says what it left out.
+std::string file_block(const char* tag, const std::vector<std::string>& files, std::size_t omitted,
+                       const std::optional<file_list_bounds>& bounds)
+{
+    std::string s = std::string("<") + tag + ">\n";
+    std::size_t shown = 0, chars = 0;
+    for (const auto& f : files)
+    {
+        if (bounds && (shown == bounds->summary_paths || (shown > 0 && chars + f.size() > bounds->summary_chars)))
+            break;
+        s += (shown ? "\n" : "") + f;
+        chars += f.size() + 1;
+        ++shown;
+    }
+    if (const std::size_t more = files.size() - shown + omitted; more > 0)
+        s += "\n\u2026and " + std::to_string(more) + " more";
+    return s + "\n</" + tag + ">";
 }
 
 }  // namespace
@@ -54,15 +99,20 @@ void seed_file_ops(const boost::json::value& details, file_operations& ops)
         const auto* v = details.get_object().if_contains(key);
         if (!v || !v->is_array())
             return;
-        for (const auto& s : v->get_array())
-            if (s.is_string())
-                into.insert(std::string(s.get_string()));
+        const auto& paths = v->get_array();
+        for (auto it = paths.rbegin(); it != paths.rend(); ++it)  // the first path is the newest
+            if (it->is_string())
+            {
+                std::string path(it->get_string());
+                ops.last_touched[path] = ++ops.clock;
+                into.insert(std::move(path));
+            }
     };
     take("readFiles", ops.read);
     take("modifiedFiles", ops.edited);
 }
 
-file_lists compute_file_lists(const file_operations& ops)
+file_lists compute_file_lists(const file_operations& ops, const std::optional<file_list_bounds>& bounds)
 {
     file_lists l;
     std::set<std::string> modified = ops.written;
@@ -71,31 +121,37 @@ file_lists compute_file_lists(const file_operations& ops)
         if (!modified.count(r))
             l.read_files.push_back(r);
     l.modified_files.assign(modified.begin(), modified.end());
-    auto by_utf16 = [](const std::string& a, const std::string& b) { return utf16_less(a, b); };
-    std::sort(l.read_files.begin(), l.read_files.end(), by_utf16);
-    std::sort(l.modified_files.begin(), l.modified_files.end(), by_utf16);
+    if (!bounds)
+    {
+        auto by_utf16 = [](const std::string& a, const std::string& b) { return utf16_less(a, b); };
+        std::sort(l.read_files.begin(), l.read_files.end(), by_utf16);
+        std::sort(l.modified_files.begin(), l.modified_files.end(), by_utf16);
+        return l;
+    }
+    l.bounded = true;
+    sort_newest_first(l.read_files, ops);
+    sort_newest_first(l.modified_files, ops);
+    l.read_omitted = keep_first(l.read_files, bounds->details_paths);
+    l.modified_omitted = keep_first(l.modified_files, bounds->details_paths);
     return l;
 }
 
-std::string format_file_operations(const file_lists& lists)
+std::string format_file_operations(const file_lists& lists, const file_list_bounds& bounds)
 {
+    const std::optional<file_list_bounds> limit = lists.bounded ? std::optional(bounds) : std::nullopt;
     std::vector<std::string> sections;
-    auto block = [&](const char* tag, const std::vector<std::string>& files) {
-        if (files.empty())
-            return;
-        std::string s = std::string("<") + tag + ">\n";
-        for (std::size_t i = 0; i < files.size(); ++i)
-            s += (i ? "\n" : "") + files[i];
-        s += std::string("\n</") + tag + ">";
-        sections.push_back(std::move(s));
+    auto block = [&](const char* tag, const std::vector<std::string>& files, std::size_t omitted) {
+        if (!files.empty())
+            sections.push_back(file_block(tag, files, omitted, limit));
     };
-    block("read-files", lists.read_files);
-    block("modified-files", lists.modified_files);
-    if (sections.empty())
-        return "";
-    std::string out = "\n\n" + sections[0];
-    for (std::size_t i = 1; i < sections.size(); ++i)
-        out += "\n\n" + sections[i];
+    if (lists.bounded)
+        block("modified-files", lists.modified_files, lists.modified_omitted);
+    block("read-files", lists.read_files, lists.read_omitted);
+    if (!lists.bounded)
+        block("modified-files", lists.modified_files, 0);
+    std::string out;
+    for (const auto& s : sections)
+        out += "\n\n" + s;
     return out;
 }
 

@@ -38,7 +38,18 @@ std::shared_ptr<const message> user_text(const message& from, std::string text)
 
 }  // namespace
 
-std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages)
+std::string framed_summary(std::string_view summary, bool branch, summary_framing framing)
+{
+    if (framing == summary_framing::pi)
+        return branch ? std::string(branch_summary_prefix) + std::string(summary) + std::string(branch_summary_suffix)
+                      : std::string(compaction_summary_prefix) + std::string(summary) +
+                            std::string(compaction_summary_suffix);
+    return std::string(branch ? reference_branch_prefix : reference_compaction_prefix) +
+           std::string(reference_history_notice) + std::string(summary) + std::string(reference_history_suffix);
+}
+
+std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages,
+                                                           summary_framing framing)
 {
     std::vector<std::shared_ptr<const message>> out;
     out.reserve(messages.size());
@@ -70,17 +81,9 @@ std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::
             out.push_back(std::move(u));
             break;
         }
-        case role::branch_summary:
-            out.push_back(user_text(
-                *m,
-                std::string(branch_summary_prefix) + m->summary + std::string(branch_summary_suffix)
-            ));
-            break;
+        case role::branch_summary: out.push_back(user_text(*m, framed_summary(m->summary, true, framing))); break;
         case role::compaction_summary:
-            out.push_back(user_text(
-                *m,
-                std::string(compaction_summary_prefix) + m->summary + std::string(compaction_summary_suffix)
-            ));
+            out.push_back(user_text(*m, framed_summary(m->summary, false, framing)));
             break;
         case role::other: break;
         }

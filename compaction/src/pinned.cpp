@@ -3,6 +3,8 @@
 
 #include <agentctx/compaction/projection.hpp>
 
+#include "settings_strings.hpp"
+
 #include <algorithm>
 
 namespace agentctx::compaction {
@@ -21,34 +23,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s)
     return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// A list of non-empty strings at `pinned.<key>`.
-result<void> read_strings(const boost::json::object& sec, const char* key, std::vector<std::string>& out,
-                          diagnostics& diag)
-{
-    const auto* v = sec.if_contains(key);
-    if (!v)
-        return {};
-    const std::string field = std::string("pinned.") + key;
-    if (!v->is_array())
-    {
-        diag.field = field;
-        diag.message = "settings: field '" + field + "': expected an array of strings";
-        return errc::invalid_settings;
-    }
-    for (std::size_t i = 0; i < v->get_array().size(); ++i)
-    {
-        const auto& item = v->get_array()[i];
-        if (!item.is_string() || item.get_string().empty())
-        {
-            diag.field = field + "[" + std::to_string(i) + "]";
-            diag.message = "settings: field '" + diag.field + "': expected a non-empty string";
-            return errc::invalid_settings;
-        }
-        out.emplace_back(item.get_string());
-    }
-    return {};
-}
-
 }  // namespace
 
 result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagnostics& diag)
@@ -63,11 +37,11 @@ result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagn
         diag.message = "settings: field 'pinned': expected an object";
         return errc::invalid_settings;
     }
-    if (auto r = read_strings(section->get_object(), "customTypes", out.custom_types, diag); !r)
+    if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "customTypes", out.custom_types, diag); !r)
         return r.error();
-    if (auto r = read_strings(section->get_object(), "ids", out.ids, diag); !r)
+    if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "ids", out.ids, diag); !r)
         return r.error();
-    if (auto r = read_strings(section->get_object(), "snapshotTypes", out.snapshot_types, diag); !r)
+    if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "snapshotTypes", out.snapshot_types, diag); !r)
         return r.error();
     return out;
 }

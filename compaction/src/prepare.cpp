@@ -160,6 +160,13 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
             opts.context_window > 0 ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2) : 0;
         *cut = keep_recent_exchanges(e, p.boundary_projected, end, *cut, settings.keep_recent_exchanges, bound, counter);
     }
+    if (opts.required)
+        if (auto held = hold_cut_before_required(e, p.boundary_projected, end, *opts.required, opts.mode, *cut, diag); !held)
+        {
+            if (opts.shortfall)
+                *opts.shortfall = measure_shortfall(e, p.boundary_projected, *opts.required, counter);
+            return held.error();
+        }
     p.first_kept_projected = cut->first_kept_index;
     if (p.first_kept_projected >= end)
     {
@@ -241,6 +248,8 @@ result<compaction_preparation> prepare_projected(
         return errc::nothing_to_compact;
     }
     gather_file_ops(e, prev, p);
+    if (opts.mode != compat_mode::pi)
+        p.file_bounds = file_list_bounds{};
     return p;
 }
 

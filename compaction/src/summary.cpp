@@ -180,8 +180,8 @@ result<compaction_result> assemble_compaction(
         }
         r.summary = *history_summary;
     }
-    const file_lists lists = compute_file_lists(prep.file_ops);
-    r.summary += format_file_operations(lists);
+    const file_lists lists = compute_file_lists(prep.file_ops, prep.file_bounds);
+    r.summary += format_file_operations(lists, prep.file_bounds.value_or(file_list_bounds{}));
     r.summary += render_pinned_block(prep.pinned);
     r.pinned = prep.pinned;
     r.details = file_lists_details(lists);

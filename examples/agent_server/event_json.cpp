@@ -48,6 +48,17 @@ event_text event_json(const runtime::session_event& e)
         o["completed"] = p->completed;
         o["remaining"] = p->remaining;
     }
+    else if (const auto* b = std::get_if<runtime::budget_exceeded_event>(&e))
+    {
+        // Required context does not fit: numbers and ids only.
+        name = "budget_exceeded";
+        o["reason"] = runtime::to_string(b->reason);
+        o["inputTokens"] = b->input_tokens;
+        o["allowance"] = b->allowance;
+        o["requiredTokens"] = b->required_tokens;
+        o["boundary"] = json::object{{"entryId", b->boundary_entry_id}, {"position", b->boundary_position}};
+        o["required"] = json::object{{"entryId", b->required_entry_id}, {"position", b->required_position}};
+    }
     else if (const auto* f = std::get_if<runtime::compaction_finished_event>(&e))
     {
         name = "compaction_finished";

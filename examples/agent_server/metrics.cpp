@@ -45,6 +45,12 @@ void server_metrics::append()
     ++appends_;
 }
 
+void server_metrics::budget_exceeded()
+{
+    std::lock_guard lock(mu_);
+    ++budget_exceeded_;
+}
+
 void server_metrics::stream_opened()
 {
     std::lock_guard lock(mu_);
@@ -89,6 +95,8 @@ std::string server_metrics::render(std::size_t active_sessions) const
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_write\"}} {}\n", tokens_cache_write_);
     header("agentctx_appends_total", "counter", "Entries appended through the API.");
     out += fmt::format("agentctx_appends_total {}\n", appends_);
+    header("agentctx_budget_exceeded_total", "counter", "Compactions that required entries kept from cutting far enough.");
+    out += fmt::format("agentctx_budget_exceeded_total {}\n", budget_exceeded_);
     header("agentctx_active_sessions", "gauge", "Sessions open now.");
     out += fmt::format("agentctx_active_sessions {}\n", active_sessions);
     header("agentctx_open_event_streams", "gauge", "Server-sent event streams open now.");

@@ -25,6 +25,8 @@ public:
     void model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
                      std::int64_t cache_write);
     void append();
+    /// Required context could not be fitted (a budget_exceeded event).
+    void budget_exceeded();
     void stream_opened();
     void stream_closed();
 
@@ -41,6 +43,7 @@ private:
     std::int64_t model_calls_ = 0;
     std::int64_t tokens_input_ = 0, tokens_output_ = 0, tokens_cache_read_ = 0, tokens_cache_write_ = 0;
     std::uint64_t appends_ = 0;
+    std::uint64_t budget_exceeded_ = 0;
     std::int64_t open_streams_ = 0;
 };
 

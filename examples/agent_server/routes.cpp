@@ -169,7 +169,8 @@ asio::awaitable<http_response> compact(request_context& c, const lease& held)
 
 // The context a session's next request carries: messages (unresolved tool calls answered, see
 // unresolved_calls.hpp), the native state, and with `wire` the request body's messages / input.
-json::object context_json(const runtime::snapshot& snap, const std::optional<std::string>& wire)
+json::object context_json(const runtime::snapshot& snap, const std::optional<std::string>& wire,
+                          compaction::summary_framing framing)
 {
     json::array msgs;
     const auto ctx = compaction::with_unknown_outcomes(snap.messages.to_vector());
@@ -185,10 +186,11 @@ json::object context_json(const runtime::snapshot& snap, const std::optional<std
         out["native"] = json::object{{"provider", native->state.format == providers::wire_format::anthropic ? "anthropic" : "openai"},
                                      {"entryId", native->entry_id}};
     if (wire == "responses")
-        out["wire"] = providers::to_responses_input(ctx, native);
+        out["wire"] = providers::to_responses_input(ctx, native, framing);
     else if (wire)
         out["wire"] = providers::to_wire_messages(
-            *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native);
+            *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native,
+            framing);
     return out;
 }
 
@@ -197,7 +199,8 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
     const auto wire = query_param(c.req.target(), "wire");  // absent: no wire view; empty: refused
     if (wire && *wire != "anthropic" && *wire != "openai" && *wire != "responses")
         co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "wire must be anthropic, openai or responses"));
-    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire));
+    const auto framing = providers::summary_framing_for(held->session().config().compat);
+    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire, framing));
 }
 
 asio::awaitable<http_response> no_such_action(request_context& c, const lease&)

@@ -28,6 +28,7 @@ struct server_options
     compaction::compaction_settings settings;
     compaction::redaction_settings redaction;  ///< the settings' "redaction" section
     compaction::pin_policy pins;               ///< the settings' "pinned" section
+    compaction::required_policy required;      ///< the settings' "required" section
     /// Time to receive a request's header once its first byte arrived (slow senders are closed).
     std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
     /// Time a keep-alive connection may wait for its next request, and the time allowed to

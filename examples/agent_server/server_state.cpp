@@ -67,6 +67,7 @@ runtime::session_config server_state::session_config() const
     c.settings = opts.settings;
     c.redaction = opts.redaction;
     c.pins = opts.pins;
+    c.required = opts.required;
     c.model = opts.model;
     if (opts.make_summarizer)
         c.summarizer = opts.make_summarizer(ioc.get_executor());
@@ -93,6 +94,11 @@ void server_state::observe(const std::shared_ptr<session_slot>& slot)
             return;
         if (std::holds_alternative<runtime::compaction_start_event>(e))
             s->compaction_started = std::chrono::steady_clock::now();
+        else if (std::holds_alternative<runtime::budget_exceeded_event>(e))
+        {
+            if (auto self = owner.lock())
+                self->metrics.budget_exceeded();
+        }
         else if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
             if (auto self = owner.lock())
                 self->metrics.compaction(

@@ -73,7 +73,7 @@ boost::json::object plan_json(const compaction::session_context& ctx, std::int64
         out["error"] = boost::json::object{{"code", prep.error().message()}, {"message", plan_diag.message}};
         return out;
     }
-    const auto lists = compaction::compute_file_lists(prep->file_ops);
+    const auto lists = compaction::compute_file_lists(prep->file_ops, prep->file_bounds);
     out["plan"] = boost::json::object{
         {"firstKeptEntryId", prep->first_kept_entry_id},
         {"isSplitTurn", prep->is_split_turn},
@@ -99,7 +99,7 @@ void print_cut(const compaction::session_context& ctx, const compaction::compact
         in_kept = in_kept || m.entry_id == prep.first_kept_entry_id;
         kept += in_kept;
     }
-    const auto lists = compaction::compute_file_lists(prep.file_ops);
+    const auto lists = compaction::compute_file_lists(prep.file_ops, prep.file_bounds);
     std::printf("cut at    %s%s\n", prep.first_kept_entry_id.c_str(),
                 prep.is_split_turn ? "  (split turn: the turn's start is summarized separately)" : "");
     std::printf("summarize %zu messages%s\n", prep.messages_to_summarize.size(),
@@ -151,7 +151,7 @@ int cmd_plan(int argc, char** argv)
     const bool should = compaction::should_compact(est.tokens, window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded.pins, .context_window = window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .context_window = window}, plan_diag);
 
     if (json)
     {

@@ -156,14 +156,15 @@ std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compa
 }
 
 // convert_to_llm over `context`, sendable messages only.
-std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context)
+std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context,
+                                                         compaction::summary_framing framing)
 {
     std::vector<std::shared_ptr<const message>> agent;
     agent.reserve(context.size());
     for (const auto& m : context)
         agent.push_back(m.msg);
     std::vector<std::shared_ptr<const message>> out;
-    for (auto& m : compaction::convert_to_llm(agent))
+    for (auto& m : compaction::convert_to_llm(agent, framing))
         if (sendable(*m))
             out.push_back(std::move(m));
     return out;
@@ -212,14 +213,14 @@ json::array to_wire_messages(wire_format f, std::span<const compaction::context_
 }
 
 json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
-                             const native_replay* native)
+                             const native_replay* native, compaction::summary_framing framing)
 {
     json::array out;
     // OpenAI's compact output belongs to the Responses API (to_responses_input): Chat Completions
     // gets the portable summary.
     const auto at = f == wire_format::anthropic ? replaced_summary(f, context, native) : std::nullopt;
     const auto push = [&](std::span<const compaction::context_message> part) {
-        for (const auto& m : llm_messages(part))
+        for (const auto& m : llm_messages(part, framing))
             f == wire_format::openai ? push_openai(*m, out) : push_anthropic(*m, out);
     };
     if (!at)
@@ -234,12 +235,13 @@ json::array to_wire_messages(wire_format f, std::span<const compaction::context_
     return out;
 }
 
-json::array to_responses_input(std::span<const compaction::context_message> context, const native_replay* native)
+json::array to_responses_input(std::span<const compaction::context_message> context, const native_replay* native,
+                               compaction::summary_framing framing)
 {
     json::array out;
     const auto at = replaced_summary(wire_format::openai, context, native);
     const auto push = [&](std::span<const compaction::context_message> part) {
-        for (const auto& m : llm_messages(part))
+        for (const auto& m : llm_messages(part, framing))
             push_responses(*m, out);
     };
     if (!at)

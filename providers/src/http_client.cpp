@@ -518,8 +518,11 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &impl::on_close);
         curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);  // multi lifetime: may run after the transfer
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(t->req.connect_timeout.count()));
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.idle_timeout.count()));
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.low_speed_bytes);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.idle_timeout.count()));  // 0: none
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.idle_timeout.count() > 0 ? t->req.low_speed_bytes : 0L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, static_cast<long>(t->req.keepalive_interval.count()));
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, static_cast<long>(t->req.keepalive_interval.count()));
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // decoded bytes count against the cap
         curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,

@@ -30,7 +30,7 @@ http_request base_request(const provider_config& cfg)
 {
     http_request r;
     r.connect_timeout = cfg.connect_timeout;
-    r.idle_timeout = cfg.idle_timeout;
+    set_read_deadline(cfg, false, r);  // the streamed native call sets its own
     r.max_response_bytes = cfg.max_response_bytes;
     r.headers.emplace_back("content-type", "application/json");
     if (cfg.format == wire_format::anthropic)
@@ -230,6 +230,7 @@ http_request build_native_request(const provider_config& cfg, const native_reque
         r.url = anthropic_url(cfg, "/messages");
         r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
         anthropic_native_body(cfg, req, previous, body);
+        set_read_deadline(cfg, cfg.stream, r);
     }
     else
     {
@@ -238,6 +239,7 @@ http_request build_native_request(const provider_config& cfg, const native_reque
         if (!req.system.empty())
             body["instructions"] = req.system;
     }
+    add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
     return r;
 }
@@ -395,6 +397,7 @@ http_request build_count_request(const provider_config& cfg, const compaction::s
         body["instructions"] = prompt.system_prompt;
         body["input"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
     }
+    add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
     return r;
 }

@@ -8,6 +8,45 @@ namespace agentctx::providers {
 
 namespace {
 
+// A positive whole number of `key`, or an error naming the field.
+compaction::result<std::optional<std::int64_t>> positive(const boost::json::object& section, const char* key, diagnostics& diag)
+{
+    const auto* v = section.if_contains(key);
+    if (!v)
+        return std::optional<std::int64_t>{};
+    if (v->is_int64() && v->get_int64() > 0)
+        return std::optional(v->get_int64());
+    if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX) && v->get_uint64() > 0)
+        return std::optional(static_cast<std::int64_t>(v->get_uint64()));
+    diag.message = std::string("provider.") + key + " must be a positive whole number";
+    return make_error_code(errc::not_configured);
+}
+
+// `autoContinue`, `idleTimeoutMs` (streams; rounded up to seconds), `keepAliveSeconds`.
+compaction::result<void> read_timing(const boost::json::object& section, provider_config& c, diagnostics& diag)
+{
+    if (const auto* v = section.if_contains("autoContinue"))
+    {
+        if (!v->is_bool())
+        {
+            diag.message = "provider.autoContinue must be true or false";
+            return make_error_code(errc::not_configured);
+        }
+        c.auto_continue = v->get_bool();
+    }
+    const auto idle_ms = positive(section, "idleTimeoutMs", diag);
+    if (!idle_ms)
+        return idle_ms.error();
+    if (*idle_ms)
+        c.idle_timeout = std::chrono::seconds((**idle_ms + 999) / 1000);
+    const auto keepalive = positive(section, "keepAliveSeconds", diag);
+    if (!keepalive)
+        return keepalive.error();
+    if (*keepalive)
+        c.keepalive_interval = std::chrono::seconds(**keepalive);
+    return {};
+}
+
 // The section's limits and switches (`contextWindow`, `maxOutputTokens`, `maxRetries`,
 // `maxRetryWaitMs`, `maxResponseBytes`, `stream`, `countTokens`, `compactionParameter`, `nativeCompaction`) over `c`.
 compaction::result<void> read_limits(const boost::json::object& section, provider_config& c, diagnostics& diag)
@@ -34,6 +73,8 @@ compaction::result<void> read_limits(const boost::json::object& section, provide
         c.exact_counting = v->get_bool();
     if (const auto* v = section.if_contains("compactionParameter"); v && v->is_bool())
         c.compaction_parameter = v->get_bool();
+    if (auto ok = read_timing(section, c, diag); !ok)
+        return ok;
     if (const auto* v = section.if_contains("nativeCompaction"))
     {
         if (v->is_bool())

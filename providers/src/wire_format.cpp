@@ -77,11 +77,23 @@ std::string new_routing_id()
     return out;
 }
 
+void add_auxiliary_call_fields(const provider_config& cfg, json::object& body)
+{
+    if (cfg.auto_continue)
+        body["auto_continue"] = false;
+}
+
+void set_read_deadline(const provider_config& cfg, bool streamed, http_request& r)
+{
+    r.idle_timeout = streamed ? cfg.idle_timeout : std::chrono::seconds(0);
+    r.keepalive_interval = cfg.keepalive_interval;
+}
+
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt)
 {
     http_request r;
     r.connect_timeout = cfg.connect_timeout;
-    r.idle_timeout = cfg.idle_timeout;
+    set_read_deadline(cfg, cfg.stream, r);
     r.max_response_bytes = cfg.max_response_bytes;
     r.headers.emplace_back("content-type", "application/json");
     json::object body;
@@ -117,6 +129,7 @@ http_request build_request(const provider_config& cfg, const compaction::summary
         if (cfg.stream)
             body["stream"] = true;
     }
+    add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
     return r;
 }

@@ -34,6 +34,15 @@ http_request build_request(const provider_config& cfg, const compaction::summary
 /// A fresh UUID v7 (RFC 9562: 48-bit Unix ms, version 7, random bits), lowercase.
 std::string new_routing_id();
 
+/// What every auxiliary call (summary, count, native compaction) adds to its body: with
+/// `cfg.auto_continue` (the provider advertises `completion:auto_continue:v1`),
+/// `auto_continue: false`, so the provider never continues a summary by itself.
+void add_auxiliary_call_fields(const provider_config& cfg, boost::json::object& body);
+
+/// A request without a read deadline (non-streamed: the answer arrives whole when it is done;
+/// TCP keep-alive finds a dead peer) or, for a stream, with the configured idle timeout.
+void set_read_deadline(const provider_config& cfg, bool streamed, http_request& r);
+
 /// Parses a complete (non-streaming) response body; `malformed_response` when it is not one.
 /// Tool calls (`tool_calls` / `tool_use` blocks) are counted in `output.tool_calls`.
 compaction::result<model_reply> parse_response(wire_format f, std::string_view body, diagnostics& diag);

@@ -30,6 +30,8 @@ compaction::checkpoint_identity checkpoint_identity_of(const session_config& c, 
 {
     if (from_hook)
         return {"hook", ""};
+    if (c.checkpoint_identity)
+        return c.checkpoint_identity();
     if (!c.summarizer)
         return {};
     const std::string name = c.summarizer->name();
@@ -51,6 +53,9 @@ compaction::summary_config summary_config_of(const session_config& c)
         .pinned_ids = c.pins.ids,
         .pinned_snapshot_types = c.pins.snapshot_types,
         .pinned_by_predicate = static_cast<bool>(c.pins.predicate),
+        .required_custom_types = c.required.custom_types,
+        .required_ids = c.required.ids,
+        .required_by_predicate = static_cast<bool>(c.required.predicate),
         .keep_recent_exchanges = c.settings.keep_recent_exchanges,
     };
 }

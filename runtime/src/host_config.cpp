@@ -70,6 +70,7 @@ session_config session_config_of(const host_config& h)
     c.model = h.model;
     c.redaction = h.settings.redaction;
     c.pins = h.settings.pins;
+    c.required = h.settings.required;
     return c;
 }
 

@@ -82,6 +82,11 @@ void session::check_impl(compaction::message m, bool skip_aborted, boost::asio::
     core_->check_impl(std::move(m), skip_aborted, std::move(h));
 }
 
+void session::turn_end_impl(boost::asio::any_completion_handler<outcome_signature> h)
+{
+    core_->last_assistant_check_impl(true, std::move(h));
+}
+
 void session::before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h)
 {
     core_->before_prompt_impl(std::move(h));

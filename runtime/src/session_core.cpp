@@ -404,12 +404,17 @@ void session_core::check_impl(message m, bool skip_aborted, asio::any_completion
 
 void session_core::before_prompt_impl(asio::any_completion_handler<outcome_signature> h)
 {
+    last_assistant_check_impl(false, std::move(h));
+}
+
+void session_core::last_assistant_check_impl(bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
+{
     auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h), c]() mutable {
+    asio::post(strand_, [self = shared_from_this(), skip_aborted, h = std::move(h), c]() mutable {
         const auto last = self->current()->last_assistant();
         if (!last)
             return complete(std::move(h), self->strand_, error_code{}, compaction_outcome{.message = "no assistant message yet"});
-        self->evaluate(*last, false, std::move(h), c);
+        self->evaluate(*last, skip_aborted, std::move(h), c);
     });
 }
 

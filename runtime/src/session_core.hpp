@@ -60,6 +60,8 @@ public:
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
+    /// The post-run (`skip_aborted`) or pre-prompt check of the snapshot's latest assistant message.
+    void last_assistant_check_impl(bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);

@@ -102,6 +102,10 @@ result<loaded_settings> load_settings_files(const settings_sources& sources, dia
     if (!pins)
         return pins.error();
     out.pins = std::move(*pins);
+    auto required = compaction::parse_required_settings(merged, diag);
+    if (!required)
+        return required.error();
+    out.required = std::move(*required);
     return out;
 }
 

@@ -40,6 +40,22 @@ auto awaited(Initiation init, Token token)
     return asio::async_initiate<Token, Signature>(std::move(init), token);
 }
 
+// Required entries hold the cut: the host hears the numbers (never content) before the failure.
+void report_shortfall(session_core& s, compaction_reason reason, const budget_shortfall& b)
+{
+    const auto window = s.config_.model.context_window;
+    s.emit(budget_exceeded_event{
+        .reason = reason,
+        .input_tokens = b.input_tokens,
+        .allowance = window > 0 ? window - s.config_.settings.reserve_tokens : 0,
+        .required_tokens = b.required_tokens,
+        .boundary_entry_id = b.boundary_entry_id,
+        .required_entry_id = b.required_entry_id,
+        .boundary_position = b.boundary_position,
+        .required_position = b.required_position,
+    });
+}
+
 // Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
 struct request_failed
 {
@@ -153,8 +169,11 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     auto path = load_planning_path(s.log_, diag);
     if (!path)
         return failure{path.error(), diag.message};
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
+    compaction::budget_shortfall shortfall;
+    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window},
                                    diag);
+    if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
+        report_shortfall(s, j.request.reason, shortfall);
     if (!prep)
     {
         const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||

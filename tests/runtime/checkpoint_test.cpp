@@ -424,3 +424,28 @@ TEST_F(checkpoint_session_test, status_reports_the_latest_compaction_against_thi
     EXPECT_EQ(st2.latest->status, compaction::verify_status::ok);
     EXPECT_FALSE(st2.restorable);
 }
+
+TEST_F(checkpoint_session_test, the_host_supplies_the_checkpoint_identity_of_its_loop)
+{
+    const auto good = compaction::to_json(original());  // written under the summarizer's own identity
+    auto c = config();
+    int asked = 0;
+    c.checkpoint_identity = [&asked] {
+        ++asked;
+        return compaction::checkpoint_identity{"anthropic", "claude-sonnet-4-5 (pinned)"};
+    };
+    auto p = write("s.jsonl", history().text);
+    auto s = open(p, c);
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    EXPECT_GE(asked, 1);
+    const auto line = last_line(read(p));
+    const auto& ours = line.at("details").at("agentctx").as_object();
+    EXPECT_EQ(ours.at("identity").as_object(),
+              (json::object{{"provider", "anthropic"}, {"model", "claude-sonnet-4-5 (pinned)"}}));
+    EXPECT_EQ(checkpoint_identity_of(c).model, "claude-sonnet-4-5 (pinned)");
+    EXPECT_EQ(checkpoint_identity_of(c, true).provider, "hook");  // a hook's summary stays the hook's
+    // The summarizer's own identity no longer fits: a record of it is refused by this session.
+    s.reset();
+    expect_refused("identity.jsonl", history().text, good, checkpoint_reason::other_identity, std::move(c));
+}

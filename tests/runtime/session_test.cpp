@@ -1,4 +1,5 @@
 // The session actor: triggers, the transaction, cancellation at every await point, hooks, events.
+#include <agentctx/runtime/entries.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/memory_store.hpp>
@@ -1090,4 +1091,92 @@ TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions
     const std::string summary(line.at("summary").as_string());
     EXPECT_EQ(summary.find("Never push to main."), summary.rfind("Never push to main."));  // exactly once
     EXPECT_NE(summary.find("Never push to main."), std::string::npos);
+}
+
+TEST_F(session_test, a_required_entry_holds_the_cut_and_is_never_summarized)
+{
+    auto c = config();  // without requirements the cut is at u8
+    c.required.ids = {"u5"};
+    auto s = open_file(base_text(), c);
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_FALSE(r->ec) << r->ec.message() << " " << r->outcome.message;
+    ASSERT_TRUE(r->outcome.result);
+    EXPECT_EQ(r->outcome.result->first_kept_entry_id, "u5");
+    ASSERT_EQ(summarizer_->calls(), 1u);
+    // u0..a4 are summarized: five user and five assistant messages, nothing of u5 on.
+    const std::string prompt = summarizer_->prompts()[0].prompt;
+    std::size_t users = 0;
+    for (auto at = prompt.find("[User]: "); at != std::string::npos; at = prompt.find("[User]: ", at + 1))
+        ++users;
+    EXPECT_EQ(users, 5u);
+    const auto snap = s->current();
+    ASSERT_GE(snap->messages.size(), 2u);
+    EXPECT_EQ(snap->messages[1].entry_id, "u5");
+}
+
+TEST_F(session_test, a_compaction_that_required_entries_leave_nothing_to_summarize_fails_with_budget_exceeded)
+{
+    auto c = config();
+    c.required.ids = {"u0"};
+    auto s = open_file(base_text(), c);
+    std::vector<budget_exceeded_event> shortfalls;
+    s->on_event([&](const session_event& e) {
+        if (const auto* b = std::get_if<budget_exceeded_event>(&e))
+            shortfalls.push_back(*b);
+    });
+    const auto before = file();
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    EXPECT_EQ(r->ec, make_error_code(compaction::errc::budget_exceeded)) << r->ec.message();
+    EXPECT_NE(r->outcome.message.find("required entry u0"), std::string::npos) << r->outcome.message;
+    EXPECT_EQ(summarizer_->calls(), 0u);
+    EXPECT_EQ(file(), before);
+    // The numbers reach the host: ten turns of 2 x 100 tokens, all of them required.
+    ASSERT_EQ(shortfalls.size(), 1u);
+    EXPECT_EQ(shortfalls[0].reason, compaction_reason::manual);
+    EXPECT_EQ(shortfalls[0].input_tokens, 2000);
+    EXPECT_EQ(shortfalls[0].required_tokens, 2000);
+    EXPECT_EQ(shortfalls[0].allowance, 200000 - 16384);
+    EXPECT_EQ(shortfalls[0].required_entry_id, "u0");
+    EXPECT_EQ(shortfalls[0].boundary_entry_id, "u0");
+    EXPECT_EQ(shortfalls[0].required_position, 0u);
+}
+
+TEST_F(session_test, the_five_name_loop_appends_built_entries_and_checks_the_stored_reply)
+{
+    auto s = open_file(base_text(), config());
+    append(*s, entries::user("run the tests"));
+    entries::assistant_reply calling;
+    calling.text = "Running them.";
+    calling.tool_calls.push_back({"call_1", "bash", json::object{{"command", "make test"}}});
+    calling.provider = "anthropic";
+    calling.model = "claude-sonnet-4-5";
+    calling.input_tokens = 1000;
+    append(*s, entries::assistant(calling));
+    append(*s, entries::tool_result("call_1", "bash", "2 failed", true));
+    entries::assistant_reply done;
+    done.text = "Two tests fail.";
+    done.provider = "anthropic";
+    done.model = "claude-sonnet-4-5";
+    done.input_tokens = 183000;
+    done.output_tokens = 617;  // 183,617: one token over contextWindow - reserveTokens
+    append(*s, entries::assistant(done));
+    const auto& msgs = s->current()->messages.to_vector();
+    ASSERT_GE(msgs.size(), 4u);
+    const auto n = msgs.size();
+    EXPECT_EQ(msgs[n - 3].msg->role, compaction::role::assistant);
+    EXPECT_EQ(msgs[n - 3].msg->stop_reason, compaction::stop_reason::tool_use);
+    EXPECT_EQ(msgs[n - 2].msg->role, compaction::role::tool_result);
+    EXPECT_TRUE(msgs[n - 2].msg->is_error);
+    // No message to pass: the session checks the reply it stored.
+    auto r = std::make_shared<outcome_result>();
+    s->async_on_turn_end([r](error_code ec, compaction_outcome o) {
+        r->done = true;
+        r->ec = ec;
+        r->outcome = std::move(o);
+    });
+    run_until([&] { return r->done; });
+    EXPECT_TRUE(r->outcome.compacted) << r->outcome.message;
+    EXPECT_EQ(r->outcome.reason, compaction_reason::threshold);
 }

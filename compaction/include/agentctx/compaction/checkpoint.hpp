@@ -62,6 +62,10 @@ struct summary_config
     std::vector<std::string> pinned_ids;
     std::vector<std::string> pinned_snapshot_types;
     bool pinned_by_predicate = false;
+    /// Required entries hold the cut: in the digest only when any is set.
+    std::vector<std::string> required_custom_types;
+    std::vector<std::string> required_ids;
+    bool required_by_predicate = false;
     /// agentctx's long-run rule (compaction.keepRecentExchanges): in the digest only when it is
     /// not the default 4, so records written before it existed keep their digest.
     std::int64_t keep_recent_exchanges = 4;

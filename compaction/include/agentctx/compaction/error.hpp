@@ -54,6 +54,8 @@ enum class errc
     duplicate_key,  ///< a JSON object names one key twice (records are refused, never resolved by order)
     reserved_type,  ///< a client appended an entry type the runtime writes only for itself (`agentctx.*`)
     over_limit,     ///< a list or string is over its bound (limits.hpp), or a line over max_line_bytes
+    // The host's requirements.
+    budget_exceeded,  ///< required context cannot be fitted: the cut cannot pass a required entry
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -5,6 +5,7 @@
 #include <agentctx/compaction/file_ops.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/compaction/transcript.hpp>
 
@@ -22,6 +23,11 @@ struct plan_options
     /// Entries that stay verbatim (agentctx mode): excluded from the summarized input and
     /// carried by the compaction. nullptr = none beyond those the previous compaction carries.
     const pin_policy* pins = nullptr;
+    /// Entries that are never summarized: the cut stays at or before the oldest of them
+    /// (`budget_exceeded` when that leaves nothing to summarize). nullptr = none.
+    const required_policy* required = nullptr;
+    /// Filled (when set) with the numbers of a `budget_exceeded` failure.
+    budget_shortfall* shortfall = nullptr;
     /// The model's window (0 = unknown). With it, keepRecentExchanges keeps at most half of
     /// `contextWindow - reserveTokens` (Pi's threshold): room for the summary and the next turns.
     std::int64_t context_window = 0;
@@ -43,6 +49,8 @@ struct compaction_preparation
     std::int64_t tokens_before = 0;
     std::optional<std::string> previous_summary;
     file_operations file_ops;
+    /// The bounds of the summary's file lists: set in agentctx mode, none in Pi mode.
+    std::optional<file_list_bounds> file_bounds;
     std::optional<std::size_t> crossing_index;  ///< where the keepRecentTokens walk stopped
     /// The pinned entries before the cut (the entries' own JSON, in path order): those the
     /// previous compaction carries, then the newly covered ones the policy pins.
@@ -51,8 +59,9 @@ struct compaction_preparation
 
 /// Plans a compaction of the path (root first, leaf last) as Pi 1.6's prepareCompaction does, on
 /// projected entries. Errors: already_compacted, nothing_to_compact (Pi's `undefined`: nothing
-/// lies before the cut) and, in agentctx mode only, transcript_invalid (issues listed in
-/// `diag.message`) and boundary_unavailable.
+/// lies before the cut), budget_exceeded (a required entry holds the cut at the range's start)
+/// and, in agentctx mode only, transcript_invalid (issues listed in `diag.message`) and
+/// boundary_unavailable.
 result<compaction_preparation> prepare_compaction(
     std::span<const entry_ptr> path,
     const compaction_settings& settings,

@@ -1,6 +1,8 @@
 // A context rendered as the `messages` of a Chat Completions or Messages request (what a host sends).
 #pragma once
 
+#include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/providers/provider_types.hpp>
 
@@ -36,10 +38,12 @@ struct native_replay;
  * When `native` is an Anthropic state and `context` holds the summary message of its compaction
  * entry, that message becomes the provider's own block, unchanged: `[assistant: [compaction
  * block]]` followed by the kept messages. Otherwise (no state, an OpenAI state, which only the
- * Responses API takes) the portable summary is sent, as without it.
+ * Responses API takes) the portable summary is sent, as without it. `framing`: how a portable
+ * summary is introduced (agentctx mode: `reference_history`, see summary_framing_for).
  */
 boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
-                                    const native_replay* native);
+                                    const native_replay* native,
+                                    compaction::summary_framing framing = compaction::summary_framing::pi);
 
 /**
  * @brief The `input` items of an OpenAI Responses request for `context`.
@@ -50,6 +54,14 @@ boost::json::array to_wire_messages(wire_format f, std::span<const compaction::c
  * items replace that summary message, unchanged.
  */
 boost::json::array to_responses_input(std::span<const compaction::context_message> context,
-                                      const native_replay* native = nullptr);
+                                      const native_replay* native = nullptr,
+                                      compaction::summary_framing framing = compaction::summary_framing::pi);
+
+/// The framing of a session in `mode`: Pi's plain preamble in Pi mode, reference history otherwise.
+constexpr compaction::summary_framing summary_framing_for(compaction::compat_mode mode)
+{
+    return mode == compaction::compat_mode::pi ? compaction::summary_framing::pi
+                                               : compaction::summary_framing::reference_history;
+}
 
 }  // namespace agentctx::providers

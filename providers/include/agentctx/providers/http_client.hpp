@@ -32,8 +32,12 @@ struct http_request
     /// Connect timeout. There is no total deadline: a healthy generation may take minutes.
     std::chrono::milliseconds connect_timeout{10'000};
     /// Low-speed (idle) timeout: fail when fewer than `low_speed_bytes` arrive in this long.
+    /// Zero: no read deadline (a non-streamed generation is silent until it is done).
     std::chrono::seconds idle_timeout{60};
     long low_speed_bytes = 1;
+    /// TCP keep-alive: idle time before the first probe and between probes. It finds a dead
+    /// peer on a silent connection without putting a deadline on a live one.
+    std::chrono::seconds keepalive_interval{30};
     /// Cap on the response: header bytes plus the body *after* decompression. Exceeding it
     /// aborts the transfer with `response_too_large` (also when Content-Length announces more).
     std::size_t max_response_bytes = std::size_t{16} << 20;

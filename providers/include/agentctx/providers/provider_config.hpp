@@ -45,11 +45,19 @@ struct provider_config
     /// signed compaction block alone; native compaction then asks with it instead of the
     /// `compact_20260112` context-management edit (the default).
     bool compaction_parameter = false;
+    /// The provider advertises `completion:auto_continue:v1` (setting `autoContinue`): every
+    /// summary, count and native-compaction call says `auto_continue: false`, so that the
+    /// provider never continues a summary on its own; a host's normal chat is not touched.
+    bool auto_continue = false;
     int max_retries = 3;
     std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
     std::chrono::milliseconds max_delay{60000};
     std::chrono::milliseconds connect_timeout{10000};
-    std::chrono::seconds idle_timeout{60};         ///< no bytes for this long = stalled
+    /// Streams only (setting `idleTimeoutMs`, rounded up to whole seconds): no bytes for this long
+    /// = stalled. A non-streamed call has no read deadline at all (a silent generation may take
+    /// minutes); TCP keep-alive probes every `keepalive_interval` find a dead peer instead.
+    std::chrono::seconds idle_timeout{60};
+    std::chrono::seconds keepalive_interval{30};  ///< setting `keepAliveSeconds`
     /// The longest `Retry-After` honoured; a longer one fails at once with `rate_limited`.
     std::chrono::milliseconds max_retry_wait{60000};
     /// Cap on one response (headers + decoded body, event streams included): a summary is at
@@ -60,7 +68,8 @@ struct provider_config
 
 /// Reads the provider from a settings section (`{"name", "model", "baseUrl", "apiKeyEnv",
 /// "contextWindow", "maxOutputTokens", "stream", "maxRetries", "maxRetryWaitMs", "maxResponseBytes",
-/// "countTokens", "nativeCompaction", "compactionParameter"}`) and the environment
+/// "countTokens", "nativeCompaction", "compactionParameter", "autoContinue", "idleTimeoutMs",
+/// "keepAliveSeconds"}`) and the environment
 /// (`AGENTCTX_PROVIDER`, `AGENTCTX_MODEL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL`,
 /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). nullopt = nothing configured
 /// (use the offline summarizer). A hosted provider without a key is `not_configured`.

@@ -52,8 +52,24 @@ struct derived_state_dropped_event
     compaction::derived_note note;
 };
 
+/// Required context cannot be fitted: a compaction could not cut far enough because required
+/// entries (session_config::required) hold the cut. Numbers and ids only, never content. The
+/// compaction itself fails with compaction `budget_exceeded` and writes nothing.
+struct budget_exceeded_event
+{
+    compaction_reason reason;
+    std::int64_t input_tokens = 0;     ///< the context's estimate
+    std::int64_t allowance = 0;        ///< contextWindow - reserveTokens (0: window unknown)
+    std::int64_t required_tokens = 0;  ///< what must stay, from the oldest required entry on
+    std::string boundary_entry_id;     ///< where the summarizable range starts
+    std::string required_entry_id;     ///< the oldest required entry
+    std::size_t boundary_position = 0;  ///< both as positions in the projected context
+    std::size_t required_position = 0;
+};
+
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
-                                   compaction_progress_event, compaction_finished_event, derived_state_dropped_event>;
+                                   compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
+                                   budget_exceeded_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/pinned.hpp>
+#include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
@@ -19,6 +20,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +62,14 @@ struct session_config
     /// Entries kept verbatim through every compaction (by id, `customType` or predicate): never
     /// summarized, carried by each compaction that covers them and shown right after its summary.
     compaction::pin_policy pins;
+    /// Entries that are never summarized (by id, `customType` or predicate): the cut stays at or
+    /// before the oldest one after the previous compaction. A compaction they leave nothing to
+    /// summarize fails with compaction `budget_exceeded` and writes nothing.
+    compaction::required_policy required;
+    /// The `{provider, model}` a checkpoint is bound to: the model the host's loop talks to
+    /// (a temporary pin included), asked at each compaction, export and restore on the strand;
+    /// it must not block. Empty = the summarizer's name (`provider:model`).
+    std::function<compaction::checkpoint_identity()> checkpoint_identity;
     /// Piecewise summaries: called with each completed piece before the next begins (progress.hpp).
     persist_checkpoint_fn persist_checkpoint;
     /// Also keep each completed piece in the session file, as a `custom` entry of customType
@@ -172,6 +182,19 @@ public:
     {
         return ::agentctx::detail::async_call<outcome_signature>(
             token, shared_from_this(), &session::check_impl, std::move(last_assistant), true);
+    }
+
+    /**
+     * @brief The post-run check for the latest assistant message the session holds (the reply
+     * the host just appended; nothing to pass). Otherwise as the overload above; with no
+     * assistant message yet it completes without compacting and says so.
+     * @par Per-operation cancellation
+     * `terminal`: cancels a compaction this check started (completes with `cancelled`).
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_on_turn_end(CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::turn_end_impl);
     }
 
     /**
@@ -310,6 +333,7 @@ private:
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void turn_end_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/pinned.hpp>
+#include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/settings.hpp>
 
@@ -43,6 +44,7 @@ struct loaded_settings
     boost::json::object provider;              ///< the merged `"provider"` section; empty = none
     compaction::redaction_settings redaction;  ///< the merged `"redaction"` section
     compaction::pin_policy pins;               ///< the merged `"pinned"` section
+    compaction::required_policy required;      ///< the merged `"required"` section
 };
 
 /// Reads the layers and resolves them: the compaction settings (compaction::resolve_settings),
