@@ -391,8 +391,9 @@ private:
         }
     }
 
-    // One multi-byte UTF-8 character of a string, validated.
-    bool utf8_sequence(std::string* out)
+    // One multi-byte UTF-8 character of a string, validated. This and escape() stay out of
+    // string()'s loop: they are rare, and inlined they cost the loop more than their calls do.
+    [[gnu::noinline]] bool utf8_sequence(std::string* out)
     {
         const char* s = p_;
         if (!utf8())
@@ -420,7 +421,7 @@ private:
     }
 
     // A backslash escape of a string, at its backslash.
-    bool escape(std::string* out)
+    [[gnu::noinline]] bool escape(std::string* out)
     {
         ++p_;
         if (p_ >= end_)

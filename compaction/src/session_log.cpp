@@ -566,8 +566,9 @@ struct session_log_builder::impl
             entry_line(f, text.size(), offset, n, v1, scanned);
     }
 
-    // A line Pi skips as blank: true when it was one (noted or not).
-    bool skipped_blank(std::string_view text, std::size_t n, bool terminated, const detail::line_scan* scanned)
+    // A line Pi skips as blank: true when it was one (noted or not). The steps of line() are
+    // inlined into it: it runs once per line of every load.
+    [[gnu::always_inline]] bool skipped_blank(std::string_view text, std::size_t n, bool terminated, const detail::line_scan* scanned)
     {
         // (A line that scanned as JSON is not blank: its bytes need not be looked at again.)
         const auto blank = scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
@@ -584,7 +585,7 @@ struct session_log_builder::impl
     }
 
     // The fields an entry line must have; false when the line was refused (bad_line).
-    bool usable_fields(const detail::line_fields& f, std::size_t n, bool v1)
+    [[gnu::always_inline]] bool usable_fields(const detail::line_fields& f, std::size_t n, bool v1)
     {
         const auto missing_or_wrong = [](seen kind) { return kind == seen::absent ? errc::missing_field : errc::wrong_type; };
         if (!f.is_object)
@@ -605,7 +606,7 @@ struct session_log_builder::impl
     }
 
     // Adds the entry of a line whose fields are usable.
-    void entry_line(detail::line_fields& f, std::size_t length, std::uint64_t offset, std::size_t n, bool v1,
+    [[gnu::always_inline]] void entry_line(detail::line_fields& f, std::size_t length, std::uint64_t offset, std::size_t n, bool v1,
                     const detail::line_scan* scanned)
     {
         // Built where it is kept (an entry_meta is 272 bytes; moving one was a tenth of a load's
@@ -626,7 +627,7 @@ struct session_log_builder::impl
     }
 
     // The index data of `m`'s type, moved out of its line's fields.
-    static void move_type_fields(detail::line_fields& f, entry_meta& m)
+    [[gnu::always_inline]] static void move_type_fields(detail::line_fields& f, entry_meta& m)
     {
         if (m.type == entry_type::message)
         {
