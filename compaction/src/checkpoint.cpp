@@ -18,6 +18,7 @@
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace agentctx::compaction {
 
@@ -212,6 +213,19 @@ struct reader
             if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
                 fail(std::string(prefix) + std::string(kv.key()), "unknown field");
     }
+    // A `sourceRevision` object; `prefix` goes before the field names in failures.
+    source_revision revision(const json::object& rev, std::string_view prefix)
+    {
+        source_revision out;
+        out.count = static_cast<std::size_t>(count(rev, "count", std::string(prefix) + "count"));
+        out.sha256 = hex(rev, "sha256", std::string(prefix) + "sha256");
+        return out;
+    }
+    // An `identity` object; `prefix` goes before the field names in failures.
+    checkpoint_identity identity(const json::object& id, std::string_view prefix)
+    {
+        return {str(id, "provider", std::string(prefix) + "provider"), str(id, "model", std::string(prefix) + "model")};
+    }
 };
 
 }  // namespace
@@ -253,6 +267,80 @@ std::string record_digest(const checkpoint_record& r)
     return sha256_hex(stringify(to_json(r, false)));
 }
 
+namespace {
+
+// parse_checkpoint's steps, in the order its failures are reported (the first one is kept).
+
+void read_source(reader& rd, const json::object& o, checkpoint_record& r)
+{
+    if (const auto* src = rd.obj(o, "source", "source"))
+    {
+        rd.only(*src, {"sessionId", "compactionId", "timestamp"}, "source.");
+        r.session_id = rd.str(*src, "sessionId", "source.sessionId");
+        r.compaction_id = rd.str(*src, "compactionId", "source.compactionId");
+        r.created_at = rd.str(*src, "timestamp", "source.timestamp");
+    }
+}
+
+// `keptVerbatim`: optional, bounded, and only ids of covered entries.
+void read_kept_verbatim(reader& rd, const json::object& o, checkpoint_record& r)
+{
+    if (o.contains("keptVerbatim"))
+        r.kept_verbatim_ids = rd.strings(o, "keptVerbatim", "keptVerbatim");
+    if (rd.ok && r.kept_verbatim_ids.size() > max_carried_entries)
+        rd.fail("keptVerbatim", std::to_string(r.kept_verbatim_ids.size()) + " ids, over the bound of " +
+                                    std::to_string(max_carried_entries));
+    if (rd.ok && !r.kept_verbatim_ids.empty())
+    {
+        const std::unordered_set<std::string_view> covered(r.covered_ids.begin(), r.covered_ids.end());
+        for (const auto& id : r.kept_verbatim_ids)
+            if (rd.ok && !covered.contains(id))
+                rd.fail("keptVerbatim", "names '" + id + "', which is not a covered entry");
+    }
+}
+
+void read_revision_and_identity(reader& rd, const json::object& o, checkpoint_record& r)
+{
+    if (const auto* rev = rd.obj(o, "sourceRevision", "sourceRevision"))
+    {
+        rd.only(*rev, {"count", "sha256"}, "sourceRevision.");
+        r.revision = rd.revision(*rev, "sourceRevision.");
+    }
+    if (const auto* id = rd.obj(o, "identity", "identity"))
+    {
+        rd.only(*id, {"provider", "model"}, "identity.");
+        r.identity = rd.identity(*id, "identity.");
+    }
+}
+
+// Every field of the record, strictly; the failures are in `rd`.
+checkpoint_record read_record(reader& rd, const json::object& o)
+{
+    rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
+                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim"},
+            "");
+    checkpoint_record r;
+    read_source(rd, o, r);
+    r.summary = rd.str(o, "summary", "summary");
+    r.read_files = rd.strings(o, "readFiles", "readFiles");
+    r.modified_files = rd.strings(o, "modifiedFiles", "modifiedFiles");
+    r.first_kept_entry_id = rd.str(o, "firstKeptEntryId", "firstKeptEntryId");
+    r.tokens_before = rd.count(o, "tokensBefore", "tokensBefore");
+    r.covered_ids = rd.strings(o, "coveredIds", "coveredIds");
+    read_kept_verbatim(rd, o, r);
+    read_revision_and_identity(rd, o, r);
+    r.config_digest = rd.hex(o, "configDigest", "configDigest");
+    r.digest = rd.hex(o, "digest", "digest");
+    if (rd.ok && r.revision.count != r.covered_ids.size())
+        rd.fail("sourceRevision.count", "is " + std::to_string(r.revision.count) + " but coveredIds lists " +
+                                            std::to_string(r.covered_ids.size()) + " entries");
+    if (rd.ok && r.revision.count == 0)
+        rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
+    return r;
+}
+
+}  // namespace
+
 result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reason& why, diagnostics& diag)
 {
     why = checkpoint_reason::corrupt;
@@ -272,54 +360,7 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
         diag.message = "unsupported checkpoint format '" + format + "' (expected " + std::string(checkpoint_format) + ")";
         return errc::checkpoint_invalid;
     }
-    rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
-                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim"},
-            "");
-    checkpoint_record r;
-    if (const auto* src = rd.obj(o, "source", "source"))
-    {
-        rd.only(*src, {"sessionId", "compactionId", "timestamp"}, "source.");
-        r.session_id = rd.str(*src, "sessionId", "source.sessionId");
-        r.compaction_id = rd.str(*src, "compactionId", "source.compactionId");
-        r.created_at = rd.str(*src, "timestamp", "source.timestamp");
-    }
-    r.summary = rd.str(o, "summary", "summary");
-    r.read_files = rd.strings(o, "readFiles", "readFiles");
-    r.modified_files = rd.strings(o, "modifiedFiles", "modifiedFiles");
-    r.first_kept_entry_id = rd.str(o, "firstKeptEntryId", "firstKeptEntryId");
-    r.tokens_before = rd.count(o, "tokensBefore", "tokensBefore");
-    r.covered_ids = rd.strings(o, "coveredIds", "coveredIds");
-    if (o.contains("keptVerbatim"))
-        r.kept_verbatim_ids = rd.strings(o, "keptVerbatim", "keptVerbatim");
-    if (rd.ok && r.kept_verbatim_ids.size() > max_carried_entries)
-        rd.fail("keptVerbatim", std::to_string(r.kept_verbatim_ids.size()) + " ids, over the bound of " +
-                                    std::to_string(max_carried_entries));
-    if (rd.ok && !r.kept_verbatim_ids.empty())
-    {
-        const std::unordered_set<std::string_view> covered(r.covered_ids.begin(), r.covered_ids.end());
-        for (const auto& id : r.kept_verbatim_ids)
-            if (rd.ok && !covered.contains(id))
-                rd.fail("keptVerbatim", "names '" + id + "', which is not a covered entry");
-    }
-    if (const auto* rev = rd.obj(o, "sourceRevision", "sourceRevision"))
-    {
-        rd.only(*rev, {"count", "sha256"}, "sourceRevision.");
-        r.revision.count = static_cast<std::size_t>(rd.count(*rev, "count", "sourceRevision.count"));
-        r.revision.sha256 = rd.hex(*rev, "sha256", "sourceRevision.sha256");
-    }
-    if (const auto* id = rd.obj(o, "identity", "identity"))
-    {
-        rd.only(*id, {"provider", "model"}, "identity.");
-        r.identity.provider = rd.str(*id, "provider", "identity.provider");
-        r.identity.model = rd.str(*id, "model", "identity.model");
-    }
-    r.config_digest = rd.hex(o, "configDigest", "configDigest");
-    r.digest = rd.hex(o, "digest", "digest");
-    if (rd.ok && r.revision.count != r.covered_ids.size())
-        rd.fail("sourceRevision.count", "is " + std::to_string(r.revision.count) + " but coveredIds lists " +
-                                            std::to_string(r.covered_ids.size()) + " entries");
-    if (rd.ok && r.revision.count == 0)
-        rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
+    auto r = read_record(rd, o);
     if (!rd.ok)
         return errc::checkpoint_invalid;
     // Bounded before anything is hashed or written: a record is checked like a compaction.
@@ -477,44 +518,49 @@ std::vector<std::string> string_list(const json::value& details, std::string_vie
 
 }  // namespace
 
-std::optional<source_revision> recorded_revision(const entry& compaction)
+namespace {
+
+// What `read` takes from a compaction's details.agentctx; nullopt when there is none, or when
+// `read` declines or finds a field malformed.
+template <class Read>
+auto read_recorded(const entry& compaction, Read read) -> decltype(read(std::declval<reader&>(), std::declval<const json::object&>()))
 {
     const auto* a = agentctx_details(compaction);
     if (!a)
         return std::nullopt;
     diagnostics ignored;
     reader rd{*a, ignored};
-    const auto* rev = rd.obj(*a, "sourceRevision", "sourceRevision");
-    if (!rev)
-        return std::nullopt;
-    source_revision out;
-    out.count = static_cast<std::size_t>(rd.count(*rev, "count", "count"));
-    out.sha256 = rd.hex(*rev, "sha256", "sha256");
+    auto out = read(rd, *a);
     if (!rd.ok)
         return std::nullopt;
     return out;
 }
 
+}  // namespace
+
+std::optional<source_revision> recorded_revision(const entry& compaction)
+{
+    return read_recorded(compaction, [](reader& rd, const json::object& a) -> std::optional<source_revision> {
+        const auto* rev = rd.obj(a, "sourceRevision", "sourceRevision");
+        if (!rev)
+            return std::nullopt;
+        return rd.revision(*rev, "");
+    });
+}
+
 std::optional<recorded_checkpoint> recorded_fields(const entry& compaction)
 {
-    const auto* a = agentctx_details(compaction);
-    if (!a)
-        return std::nullopt;
-    diagnostics ignored;
-    reader rd{*a, ignored};
-    recorded_checkpoint out;
-    const auto* rev = rd.obj(*a, "sourceRevision", "sourceRevision");
-    const auto* id = rd.obj(*a, "identity", "identity");
-    if (!rev || !id)
-        return std::nullopt;
-    out.revision.count = static_cast<std::size_t>(rd.count(*rev, "count", "count"));
-    out.revision.sha256 = rd.hex(*rev, "sha256", "sha256");
-    out.identity.provider = rd.str(*id, "provider", "provider");
-    out.identity.model = rd.str(*id, "model", "model");
-    out.config_digest = rd.hex(*a, "configDigest", "configDigest");
-    if (!rd.ok)
-        return std::nullopt;
-    return out;
+    return read_recorded(compaction, [](reader& rd, const json::object& a) -> std::optional<recorded_checkpoint> {
+        const auto* rev = rd.obj(a, "sourceRevision", "sourceRevision");
+        const auto* id = rd.obj(a, "identity", "identity");
+        if (!rev || !id)
+            return std::nullopt;
+        recorded_checkpoint out;
+        out.revision = rd.revision(*rev, "");
+        out.identity = rd.identity(*id, "");
+        out.config_digest = rd.hex(a, "configDigest", "configDigest");
+        return out;
+    });
 }
 
 std::optional<std::size_t> latest_compaction(const session_log& log)

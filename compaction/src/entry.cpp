@@ -102,6 +102,138 @@ bool decode_entry_usage(field_reader& f, entry& e, diagnostics& diag)
     return true;
 }
 
+// Each decode_<type> reads the fields of one entry type into `e`. A code it returns ends the
+// decoding at once; an empty one goes on (a field failure is then in `f`, checked at the end).
+using decode_step = boost::system::error_code;
+
+// The code of a failed decode_entry_usage.
+decode_step usage_failure(const field_reader& f)
+{
+    return f.failed() ? f.code() : errc::wrong_type;
+}
+
+// A message object (of the field `path`) into `out`.
+decode_step decode_message_into(const boost::json::object& m, std::string_view path, diagnostics& diag,
+                                std::shared_ptr<const message>& out)
+{
+    auto msg = decode_message(m, path, diag);
+    if (!msg)
+        return msg.error();
+    out = std::make_shared<const message>(std::move(*msg));
+    return {};
+}
+
+decode_step decode_message_entry(field_reader& f, entry& e, diagnostics& diag)
+{
+    const auto* m = f.req_object("message");
+    return m ? decode_message_into(*m, "message", diag, e.message) : decode_step{};
+}
+
+decode_step decode_compaction(field_reader& f, entry& e, diagnostics& diag)
+{
+    e.summary = f.req_string("summary");
+    e.first_kept_entry_id = f.req_string("firstKeptEntryId");
+    e.tokens_before = f.req_number("tokensBefore");
+    e.from_hook = f.opt_bool("fromHook");
+    if (!decode_entry_usage(f, e, diag))
+        return usage_failure(f);
+    const auto* sm = f.opt_object("systemMessage");
+    if (!sm)
+        return {};
+    std::shared_ptr<const message> system;
+    if (const auto ec = decode_message_into(*sm, "systemMessage", diag, system))
+        return ec;
+    if (system->role != role::system)
+    {
+        f.fail(errc::wrong_type, "systemMessage.role", "expected \"system\"");
+        return f.code();
+    }
+    e.system_message = std::move(system);
+    return {};
+}
+
+decode_step decode_branch_summary(field_reader& f, entry& e, diagnostics& diag)
+{
+    e.from_id = f.req_string("fromId");
+    e.summary = f.req_string("summary");
+    e.from_hook = f.opt_bool("fromHook");
+    return decode_entry_usage(f, e, diag) ? decode_step{} : usage_failure(f);
+}
+
+decode_step decode_usage_entry(field_reader& f, entry& e, diagnostics& diag)
+{
+    e.usage_kind = f.req_string("kind");
+    e.provider = f.opt_string("provider").value_or("");
+    e.model_id = f.opt_string("model").value_or("");
+    return decode_entry_usage(f, e, diag) ? decode_step{} : usage_failure(f);
+}
+
+decode_step decode_context_edit(field_reader& f, entry& e, diagnostics& diag)
+{
+    e.target_id = f.req_string("targetId");
+    const auto* r = f.opt_value("replacement");
+    if (!r)
+        f.fail(errc::missing_field, "replacement", "required field is missing");
+    else if (!r->is_null())
+    {
+        const auto* c = r->is_object() ? r->get_object().if_contains("content") : nullptr;
+        if (!c || !(c->is_string() || c->is_array()))
+        {
+            f.fail(errc::wrong_type, "replacement", "expected null or an object with string or array content");
+            return f.code();
+        }
+        auto content = decode_content(*c, "replacement.content", diag);
+        if (!content)
+            return content.error();
+        e.replacement = std::move(*content);
+    }
+    return {};
+}
+
+decode_step decode_custom_message(field_reader& f, entry& e, diagnostics& diag)
+{
+    e.custom_type = f.req_string("customType");
+    e.display = f.opt_bool("display");
+    if (const auto* c = f.opt_value("content"))
+    {
+        auto content = decode_content(*c, "content", diag);
+        if (!content)
+            return content.error();
+        e.content = std::move(*content);
+    }
+    else
+        f.fail(errc::missing_field, "content", "required field is missing");
+    return {};
+}
+
+// The fields of `e.type`.
+decode_step decode_type_fields(field_reader& f, entry& e, diagnostics& diag)
+{
+    switch (e.type)
+    {
+    case entry_type::message: return decode_message_entry(f, e, diag);
+    case entry_type::thinking_level_change: e.thinking_level = f.req_string("thinkingLevel"); break;
+    case entry_type::model_change:
+        e.provider = f.req_string("provider");
+        e.model_id = f.req_string("modelId");
+        break;
+    case entry_type::compaction: return decode_compaction(f, e, diag);
+    case entry_type::branch_summary: return decode_branch_summary(f, e, diag);
+    case entry_type::usage: return decode_usage_entry(f, e, diag);
+    case entry_type::context_edit: return decode_context_edit(f, e, diag);
+    case entry_type::custom: e.custom_type = f.req_string("customType"); break;
+    case entry_type::custom_message: return decode_custom_message(f, e, diag);
+    case entry_type::label:
+        // Pi reads labels without validation: a null target labels nothing.
+        e.target_id = f.nullable_string("targetId", true).value_or("");
+        e.label = f.nullable_string("label", false);
+        break;
+    case entry_type::session_info: e.name = f.opt_string("name"); break;
+    case entry_type::unknown: break;
+    }
+    return {};
+}
+
 }  // namespace
 
 result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
@@ -117,102 +249,8 @@ result<entry> decode_entry(boost::json::object raw, diagnostics& diag)
     e.timestamp = f.opt_string("timestamp").value_or("");
     if (f.failed())
         return f.code();
-
-    switch (e.type)
-    {
-    case entry_type::message:
-        if (const auto* m = f.req_object("message"))
-        {
-            auto msg = decode_message(*m, "message", diag);
-            if (!msg)
-                return msg.error();
-            e.message = std::make_shared<const message>(std::move(*msg));
-        }
-        break;
-    case entry_type::thinking_level_change: e.thinking_level = f.req_string("thinkingLevel"); break;
-    case entry_type::model_change:
-        e.provider = f.req_string("provider");
-        e.model_id = f.req_string("modelId");
-        break;
-    case entry_type::compaction:
-        e.summary = f.req_string("summary");
-        e.first_kept_entry_id = f.req_string("firstKeptEntryId");
-        e.tokens_before = f.req_number("tokensBefore");
-        e.from_hook = f.opt_bool("fromHook");
-        if (!decode_entry_usage(f, e, diag))
-            return f.failed() ? f.code() : errc::wrong_type;
-        if (const auto* sm = f.opt_object("systemMessage"))
-        {
-            auto msg = decode_message(*sm, "systemMessage", diag);
-            if (!msg)
-                return msg.error();
-            if (msg->role != role::system)
-            {
-                f.fail(errc::wrong_type, "systemMessage.role", "expected \"system\"");
-                return f.code();
-            }
-            e.system_message = std::make_shared<const message>(std::move(*msg));
-        }
-        break;
-    case entry_type::branch_summary:
-        e.from_id = f.req_string("fromId");
-        e.summary = f.req_string("summary");
-        e.from_hook = f.opt_bool("fromHook");
-        if (!decode_entry_usage(f, e, diag))
-            return f.failed() ? f.code() : errc::wrong_type;
-        break;
-    case entry_type::usage:
-        e.usage_kind = f.req_string("kind");
-        e.provider = f.opt_string("provider").value_or("");
-        e.model_id = f.opt_string("model").value_or("");
-        if (!decode_entry_usage(f, e, diag))
-            return f.failed() ? f.code() : errc::wrong_type;
-        break;
-    case entry_type::context_edit:
-    {
-        e.target_id = f.req_string("targetId");
-        const auto* r = f.opt_value("replacement");
-        if (!r)
-            f.fail(errc::missing_field, "replacement", "required field is missing");
-        else if (!r->is_null())
-        {
-            const auto* c = r->is_object() ? r->get_object().if_contains("content") : nullptr;
-            if (!c || !(c->is_string() || c->is_array()))
-            {
-                f.fail(errc::wrong_type, "replacement", "expected null or an object with string or array content");
-                return f.code();
-            }
-            auto content = decode_content(*c, "replacement.content", diag);
-            if (!content)
-                return content.error();
-            e.replacement = std::move(*content);
-        }
-        break;
-    }
-    case entry_type::custom: e.custom_type = f.req_string("customType"); break;
-    case entry_type::custom_message:
-    {
-        e.custom_type = f.req_string("customType");
-        e.display = f.opt_bool("display");
-        if (const auto* c = f.opt_value("content"))
-        {
-            auto content = decode_content(*c, "content", diag);
-            if (!content)
-                return content.error();
-            e.content = std::move(*content);
-        }
-        else
-            f.fail(errc::missing_field, "content", "required field is missing");
-        break;
-    }
-    case entry_type::label:
-        // Pi reads labels without validation: a null target labels nothing.
-        e.target_id = f.nullable_string("targetId", true).value_or("");
-        e.label = f.nullable_string("label", false);
-        break;
-    case entry_type::session_info: e.name = f.opt_string("name"); break;
-    case entry_type::unknown: break;
-    }
+    if (const auto ec = decode_type_fields(f, e, diag))
+        return ec;
     if (const auto* d = raw.if_contains("details"))
         e.details = *d;
     if (f.failed())

@@ -386,59 +386,80 @@ private:
             }
             if (c < 0x20)
                 return fail(errc::invalid_json, "control character in string");
-            if (c >= 0x80)
-            {
-                const char* s = p_;
-                if (!utf8())
-                    return false;
-                if (out)
-                    out->append(s, p_);
-                continue;
-            }
-            // Backslash escape.
-            ++p_;
-            if (p_ >= end_)
-                return fail(errc::invalid_json, "unterminated escape");
-            const char e = *p_++;
-            char plain = 0;
-            switch (e)
-            {
-            case '"': plain = '"'; break;
-            case '\\': plain = '\\'; break;
-            case '/': plain = '/'; break;
-            case 'b': plain = '\b'; break;
-            case 'f': plain = '\f'; break;
-            case 'n': plain = '\n'; break;
-            case 'r': plain = '\r'; break;
-            case 't': plain = '\t'; break;
-            case 'u':
-            {
-                unsigned u = 0;
-                if (!hex4(u))
-                    return false;
-                char32_t cp = u;
-                if (u >= 0xDC00 && u <= 0xDFFF)
-                    cp = 0xFFFD;  // a lone trailing surrogate (see replace_lone_surrogates)
-                else if (u >= 0xD800 && u <= 0xDBFF)
-                {
-                    const unsigned lo = escaped_unit(p_);
-                    if (lo >= 0xDC00 && lo <= 0xDFFF)
-                    {
-                        p_ += 6;
-                        cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-                    }
-                    else
-                        cp = 0xFFFD;  // a lone leading surrogate: the next escape is read on its own
-                }
-                if (out)
-                    append_utf8(*out, cp);
-                continue;
-            }
-            default: return fail(errc::invalid_json, "invalid escape");
-            }
-            if (out)
-                *out += plain;
+            if (!(c >= 0x80 ? utf8_sequence(out) : escape(out)))
+                return false;
         }
+    }
+
+    // One multi-byte UTF-8 character of a string, validated. This and escape() stay out of
+    // string()'s loop: they are rare, and inlined they cost the loop more than their calls do.
+    [[gnu::noinline]] bool utf8_sequence(std::string* out)
+    {
+        const char* s = p_;
+        if (!utf8())
+            return false;
+        if (out)
+            out->append(s, p_);
+        return true;
+    }
+
+    // The character a one-letter escape stands for; 0 for a letter that is not an escape.
+    static char unescaped(char e)
+    {
+        switch (e)
+        {
+        case '"': return '"';
+        case '\\': return '\\';
+        case '/': return '/';
+        case 'b': return '\b';
+        case 'f': return '\f';
+        case 'n': return '\n';
+        case 'r': return '\r';
+        case 't': return '\t';
+        default: return 0;
+        }
+    }
+
+    // A backslash escape of a string, at its backslash.
+    [[gnu::noinline]] bool escape(std::string* out)
+    {
+        ++p_;
+        if (p_ >= end_)
+            return fail(errc::invalid_json, "unterminated escape");
+        const char e = *p_++;
+        if (e == 'u')
+            return unicode_escape(out);
+        const char plain = unescaped(e);
+        if (!plain)
+            return fail(errc::invalid_json, "invalid escape");
+        if (out)
+            *out += plain;
+        return true;
+    }
+
+    // A \u escape after its `u`: a surrogate pair joins with the escape after it.
+    bool unicode_escape(std::string* out)
+    {
+        unsigned u = 0;
+        if (!hex4(u))
+            return false;
+        char32_t cp = u;
+        if (u >= 0xDC00 && u <= 0xDFFF)
+            cp = 0xFFFD;  // a lone trailing surrogate (see replace_lone_surrogates)
+        else if (u >= 0xD800 && u <= 0xDBFF)
+        {
+            const unsigned lo = escaped_unit(p_);
+            if (lo >= 0xDC00 && lo <= 0xDFFF)
+            {
+                p_ += 6;
+                cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            else
+                cp = 0xFFFD;  // a lone leading surrogate: the next escape is read on its own
+        }
+        if (out)
+            append_utf8(*out, cp);
+        return true;
     }
 
     // Keys are told apart by length first: each comparison is then one of a known size, which
@@ -525,22 +546,17 @@ private:
                 if (level == 0)
                     return true;
                 const bool in_object = (open >> (level - 1)) & 1;
-                ws();
-                if (p_ < end_ && *p_ == ',')
+                const next n = in_object ? after_item('}', "expected ',' or '}'") : after_item(']', "expected ',' or ']'");
+                if (n == next::failed)
+                    return false;
+                if (n == next::closed)
                 {
-                    ++p_;
-                    ws();
-                    if (in_object && !member_key())
-                        return false;
-                    break;
-                }
-                if (p_ < end_ && *p_ == (in_object ? '}' : ']'))
-                {
-                    ++p_;
                     --level;
                     continue;
                 }
-                return fail(errc::invalid_json, in_object ? "expected ',' or '}'" : "expected ',' or ']'");
+                if (in_object && !member_key())
+                    return false;
+                break;
             }
         }
     }
@@ -573,17 +589,55 @@ private:
         }
     }
 
-    bool object(std::size_t depth, bool top, bool message)
+    // What follows a container's opening or one of its items.
+    enum class next
+    {
+        item,    // an item to read
+        closed,  // the container ended
+        failed,
+    };
+
+    // A container's opening bracket at `depth`, and whether it closes at once.
+    next open_container(std::size_t depth, char close)
     {
         if (depth > max_depth_)
-            return fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
+        {
+            fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
+            return next::failed;
+        }
         ++p_;
         ws();
-        if (p_ < end_ && *p_ == '}')
+        if (p_ < end_ && *p_ == close)
         {
             ++p_;
-            return true;
+            return next::closed;
         }
+        return next::item;
+    }
+
+    // After an item: a comma (and the whitespace after it), or the closing bracket.
+    next after_item(char close, const char* expected)
+    {
+        ws();
+        if (p_ < end_ && *p_ == ',')
+        {
+            ++p_;
+            ws();
+            return next::item;
+        }
+        if (p_ < end_ && *p_ == close)
+        {
+            ++p_;
+            return next::closed;
+        }
+        fail(errc::invalid_json, expected);
+        return next::failed;
+    }
+
+    bool object(std::size_t depth, bool top, bool message)
+    {
+        if (const next n = open_container(depth, '}'); n != next::item)
+            return n == next::closed;
         const bool keys_matter = top || message;
         std::string key;
         for (;;)
@@ -594,50 +648,21 @@ private:
             const target t = top ? top_target(key) : message ? message_target(key) : target{};
             if (!value(depth, t))
                 return false;
-            ws();
-            if (p_ < end_ && *p_ == ',')
-            {
-                ++p_;
-                ws();
-                continue;
-            }
-            if (p_ < end_ && *p_ == '}')
-            {
-                ++p_;
-                return true;
-            }
-            return fail(errc::invalid_json, "expected ',' or '}'");
+            if (const next n = after_item('}', "expected ',' or '}'"); n != next::item)
+                return n == next::closed;
         }
     }
 
     bool array(std::size_t depth)
     {
-        if (depth > max_depth_)
-            return fail(errc::nesting_too_deep, "nesting deeper than the configured limit");
-        ++p_;
-        ws();
-        if (p_ < end_ && *p_ == ']')
-        {
-            ++p_;
-            return true;
-        }
+        if (const next n = open_container(depth, ']'); n != next::item)
+            return n == next::closed;
         for (;;)
         {
             if (!value(depth, {}))
                 return false;
-            ws();
-            if (p_ < end_ && *p_ == ',')
-            {
-                ++p_;
-                ws();
-                continue;
-            }
-            if (p_ < end_ && *p_ == ']')
-            {
-                ++p_;
-                return true;
-            }
-            return fail(errc::invalid_json, "expected ',' or ']'");
+            if (const next n = after_item(']', "expected ',' or ']'"); n != next::item)
+                return n == next::closed;
         }
     }
 

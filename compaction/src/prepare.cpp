@@ -317,14 +317,24 @@ result<planning_path> load_planning_path(const session_log& log, diagnostics& di
 
 namespace {
 
-// The active path's length, once it is known to be plannable.
-result<std::size_t> plannable_active_path(const session_log& log, diagnostics& diag)
+// prepare_compaction over a log: the active path is checked to be plannable before anything is
+// materialized; the context is `active_context`, else built from the log.
+result<compaction_preparation> prepare_over_log(const session_log& log, const session_context* active_context,
+                                                const compaction_settings& settings, const plan_options& opts,
+                                                diagnostics& diag)
 {
     const auto indices = log.active_path();
     if (auto ok = check_path(indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag);
         !ok)
         return ok.error();
-    return indices.size();
+    if (active_context)
+        return prepare_projected(*active_context, indices.size(), settings, opts, diag);
+    // The index-backed projection materializes only the selected entries (the previous
+    // compaction, its kept region and what follows), not a stand-in per path entry.
+    auto ctx = build_session_context(log, diag);
+    if (!ctx)
+        return ctx.error();
+    return prepare_projected(*ctx, indices.size(), settings, opts, diag);
 }
 
 }  // namespace
@@ -336,16 +346,7 @@ result<compaction_preparation> prepare_compaction(
     diagnostics& diag
 )
 {
-    // The index-backed projection materializes only the selected entries (the previous
-    // compaction, its kept region and what follows), not a stand-in per path entry. A path that
-    // cannot be planned fails before anything is materialized.
-    const auto length = plannable_active_path(log, diag);
-    if (!length)
-        return length.error();
-    auto ctx = build_session_context(log, diag);
-    if (!ctx)
-        return ctx.error();
-    return prepare_projected(*ctx, *length, settings, opts, diag);
+    return prepare_over_log(log, nullptr, settings, opts, diag);
 }
 
 result<compaction_preparation> prepare_compaction(
@@ -356,10 +357,7 @@ result<compaction_preparation> prepare_compaction(
     diagnostics& diag
 )
 {
-    const auto length = plannable_active_path(log, diag);
-    if (!length)
-        return length.error();
-    return prepare_projected(active_context, *length, settings, opts, diag);
+    return prepare_over_log(log, &active_context, settings, opts, diag);
 }
 
 }  // namespace agentctx::compaction

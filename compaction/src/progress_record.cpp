@@ -98,12 +98,81 @@ std::optional<std::size_t> count(const json::value* v)
 
 }  // namespace
 
+namespace {
+
+// A refusal of a corrupt record; errc{} stands for no refusal.
+struct corrupt_refusal
+{
+    refusal bad;
+    errc operator()(std::string field, std::string what) const
+    {
+        return bad(progress_reason::corrupt, field, "progress record: field '" + field + "' " + what);
+    }
+};
+
+// `covered`: {count, sha256, lastEntryId}.
+errc parse_covered(const json::value& cov, progress_record& r, const corrupt_refusal& corrupt)
+{
+    if (!cov.is_object() || !exactly(cov.get_object(), {"count", "sha256", "lastEntryId"}))
+        return corrupt("covered", "must be {count, sha256, lastEntryId}");
+    const auto n = count(cov.get_object().if_contains("count"));
+    if (!n || *n == 0)
+        return corrupt("covered.count", "must be a positive integer");
+    if (!is_hex64(cov.get_object().if_contains("sha256")))
+        return corrupt("covered.sha256", "must be 64 lowercase hex digits");
+    const auto* last = str(cov.get_object(), "lastEntryId");
+    if (!last || last->empty())
+        return corrupt("covered.lastEntryId", "must be a non-empty string");
+    r.covered = {*n, std::string(cov.get_object().at("sha256").get_string())};
+    r.covered_last_entry_id = std::string(*last);
+    return {};
+}
+
+// `remaining`, `prefixMessages` and `completed`: the pieces left, after what is covered.
+errc parse_pieces(const json::object& o, progress_record& r, const corrupt_refusal& corrupt)
+{
+    const auto& rem = o.at("remaining");
+    if (!rem.is_array())
+        return corrupt("remaining", "must be an array");
+    std::size_t prev = r.covered.count;
+    for (const auto& e : rem.get_array())
+    {
+        const auto end = count(&e);
+        if (!end || *end <= prev)
+            return corrupt("remaining", "must hold strictly ascending message counts above covered.count");
+        r.remaining.push_back(prev = *end);
+    }
+    const auto pm = count(o.if_contains("prefixMessages"));
+    if (!pm || *pm < prev || (r.remaining.empty() ? false : *pm != prev))
+        return corrupt("prefixMessages", "must be the end of the last remaining piece");
+    r.prefix_messages = *pm;
+    const auto done = count(o.if_contains("completed"));
+    if (!done || *done == 0 || *done > r.covered.count)
+        return corrupt("completed", "must be a positive integer, at most covered.count");
+    r.completed = *done;
+    return {};
+}
+
+// `identity` and `configDigest`.
+errc parse_identity(const json::object& o, progress_record& r, const corrupt_refusal& corrupt)
+{
+    const auto& id = o.at("identity");
+    if (!id.is_object() || !exactly(id.get_object(), {"provider", "model"}) || !str(id.get_object(), "provider") ||
+        !str(id.get_object(), "model"))
+        return corrupt("identity", "must be {provider, model} strings");
+    r.identity = {std::string(*str(id.get_object(), "provider")), std::string(*str(id.get_object(), "model"))};
+    if (!is_hex64(o.if_contains("configDigest")))
+        return corrupt("configDigest", "must be 64 lowercase hex digits");
+    r.config_digest = std::string(o.at("configDigest").get_string());
+    return {};
+}
+
+}  // namespace
+
 result<progress_record> parse_progress(const json::value& v, progress_reason& why, diagnostics& diag)
 {
     const refusal bad{why, diag, errc::progress_invalid};
-    const auto corrupt = [&](std::string field, std::string what) {
-        return bad(progress_reason::corrupt, field, "progress record: field '" + field + "' " + what);
-    };
+    const corrupt_refusal corrupt{bad};
     if (!v.is_object())
         return corrupt("", "must be an object");
     const auto& o = v.get_object();
@@ -125,46 +194,12 @@ result<progress_record> parse_progress(const json::value& v, progress_reason& wh
     if (!note || note->empty())
         return corrupt("note", "must be a non-empty string");
     r.note = std::string(*note);
-    const auto& cov = o.at("covered");
-    if (!cov.is_object() || !exactly(cov.get_object(), {"count", "sha256", "lastEntryId"}))
-        return corrupt("covered", "must be {count, sha256, lastEntryId}");
-    const auto n = count(cov.get_object().if_contains("count"));
-    if (!n || *n == 0)
-        return corrupt("covered.count", "must be a positive integer");
-    if (!is_hex64(cov.get_object().if_contains("sha256")))
-        return corrupt("covered.sha256", "must be 64 lowercase hex digits");
-    const auto* last = str(cov.get_object(), "lastEntryId");
-    if (!last || last->empty())
-        return corrupt("covered.lastEntryId", "must be a non-empty string");
-    r.covered = {*n, std::string(cov.get_object().at("sha256").get_string())};
-    r.covered_last_entry_id = std::string(*last);
-    const auto& rem = o.at("remaining");
-    if (!rem.is_array())
-        return corrupt("remaining", "must be an array");
-    std::size_t prev = r.covered.count;
-    for (const auto& e : rem.get_array())
-    {
-        const auto end = count(&e);
-        if (!end || *end <= prev)
-            return corrupt("remaining", "must hold strictly ascending message counts above covered.count");
-        r.remaining.push_back(prev = *end);
-    }
-    const auto pm = count(o.if_contains("prefixMessages"));
-    if (!pm || *pm < prev || (r.remaining.empty() ? false : *pm != prev))
-        return corrupt("prefixMessages", "must be the end of the last remaining piece");
-    r.prefix_messages = *pm;
-    const auto done = count(o.if_contains("completed"));
-    if (!done || *done == 0 || *done > r.covered.count)
-        return corrupt("completed", "must be a positive integer, at most covered.count");
-    r.completed = *done;
-    const auto& id = o.at("identity");
-    if (!id.is_object() || !exactly(id.get_object(), {"provider", "model"}) || !str(id.get_object(), "provider") ||
-        !str(id.get_object(), "model"))
-        return corrupt("identity", "must be {provider, model} strings");
-    r.identity = {std::string(*str(id.get_object(), "provider")), std::string(*str(id.get_object(), "model"))};
-    if (!is_hex64(o.if_contains("configDigest")))
-        return corrupt("configDigest", "must be 64 lowercase hex digits");
-    r.config_digest = std::string(o.at("configDigest").get_string());
+    if (const errc e = parse_covered(o.at("covered"), r, corrupt); e != errc{})
+        return e;
+    if (const errc e = parse_pieces(o, r, corrupt); e != errc{})
+        return e;
+    if (const errc e = parse_identity(o, r, corrupt); e != errc{})
+        return e;
     why = progress_reason::none;
     return r;
 }

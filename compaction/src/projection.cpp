@@ -325,59 +325,63 @@ std::string carried_problem(const entry& c, const std::vector<const entry_meta*>
                                                  covered_get});
 }
 
-result<session_context> project(const std::vector<const entry_meta*>& path, const path_facts& facts, bool unique_ids,
-                                const materialize_fn& get, const materialize_fn& covered_get)
+// The positions of the path a projection reads: [C], the kept entries before it (no system
+// messages), the rest. `latest` is C materialized; `covered_end` the end of its covered prefix.
+struct selected_range
 {
-    session_context ctx;
-    if (path.empty())
-        return ctx;
-    ctx.leaf_id = path.back()->id;
-    const std::optional<std::size_t> compaction = facts.compaction;
-    ctx.last_edit_or_compaction = facts.last_edit_or_compaction;
-    if (facts.thinking)
-        ctx.thinking_level = path[*facts.thinking]->thinking_level;
-    if (facts.model)
-        ctx.model = model_ref{path[*facts.model]->provider, path[*facts.model]->model};
-
-    // 1. The selected range: [C], the kept entries before it (no system messages), the rest.
-    std::vector<std::size_t> selected;
-    selected.reserve(path.size());
-    std::size_t after = 0, covered_end = 0;
+    std::vector<std::size_t> positions;
     entry_ptr latest;
+    std::size_t covered_end = 0;
+};
+
+result<selected_range> select_range(const std::vector<const entry_meta*>& path, std::optional<std::size_t> compaction,
+                                    bool unique_ids, const materialize_fn& get)
+{
+    selected_range r;
+    r.positions.reserve(path.size());
+    std::size_t after = 0;
     if (compaction)
     {
         auto c = get(*compaction);
         if (!c)
             return c.error();
-        latest = *c;
-        selected.push_back(*compaction);
+        r.latest = *c;
+        r.positions.push_back(*compaction);
         std::size_t begin = *compaction;  // retain-none and dangling ids keep nothing
         for (std::size_t k = 0; k < *compaction; ++k)
         {
             const std::size_t i = unique_ids ? *compaction - 1 - k : k;
-            if (path[i]->id == latest->first_kept_entry_id)
+            if (path[i]->id == r.latest->first_kept_entry_id)
             {
                 begin = i;
                 break;
             }
         }
-        covered_end = begin;
+        r.covered_end = begin;
         for (std::size_t i = begin; i < *compaction; ++i)
             if (!(path[i]->type == entry_type::message && path[i]->message_role == role::system))
-                selected.push_back(i);
+                r.positions.push_back(i);
         after = *compaction + 1;
     }
     for (std::size_t i = after; i < path.size(); ++i)
-        selected.push_back(i);
+        r.positions.push_back(i);
+    return r;
+}
 
-    // 2. Materialize; the latest edit per target inside the range wins.
-    ctx.entries.reserve(selected.size());
-    std::unordered_map<std::string_view, entry_ptr> edits;
-    for (const std::size_t i : selected)
+// The latest context edit per target id.
+using edit_map = std::unordered_map<std::string_view, entry_ptr>;
+
+// The selected entries into ctx.entries; the latest edit per target inside the range wins.
+result<edit_map> materialize(const std::vector<const entry_meta*>& path, const selected_range& range,
+                             std::optional<std::size_t> compaction, const materialize_fn& get, session_context& ctx)
+{
+    ctx.entries.reserve(range.positions.size());
+    edit_map edits;
+    for (const std::size_t i : range.positions)
     {
         entry_ptr e;
-        if (latest && i == *compaction)
-            e = latest;
+        if (range.latest && i == *compaction)
+            e = range.latest;
         else if (needs_materializing(path[i]->type))
         {
             auto r = get(i);
@@ -391,8 +395,13 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
             edits[e->target_id] = e;
         ctx.entries.push_back({std::move(e), i, nullptr, {}});
     }
+    return edits;
+}
 
-    // 3. Messages per entry; an older compaction inside the kept range contributes nothing.
+// The messages of each projected entry; an older compaction inside the kept range contributes nothing.
+void project_messages(const std::vector<const entry_meta*>& path, const edit_map& edits, std::size_t covered_end,
+                      const materialize_fn& covered_get, session_context& ctx)
+{
     for (std::size_t k = 0; k < ctx.entries.size(); ++k)
     {
         projected_entry& p = ctx.entries[k];
@@ -400,19 +409,40 @@ result<session_context> project(const std::vector<const entry_meta*>& path, cons
             continue;
         if (const auto it = edits.find(p.source->id); it != edits.end())
             p.edit = it->second;
+        std::string problem;
         if (p.source->type == entry_type::compaction)
-            if (auto problem = carried_problem(*p.source, path, covered_end, covered_get); !problem.empty())
-            {
-                ctx.dropped.push_back({p.source->id, "pinned", std::move(problem)});
-                p.messages = portable_compaction_messages(*p.source, p.edit.get());
-                for (const auto& m : p.messages)
-                    ctx.messages.push_back({m, p.source->id});
-                continue;
-            }
-        p.messages = project_entry(*p.source, p.edit.get());
+            problem = carried_problem(*p.source, path, covered_end, covered_get);
+        if (!problem.empty())
+        {
+            ctx.dropped.push_back({p.source->id, "pinned", std::move(problem)});
+            p.messages = portable_compaction_messages(*p.source, p.edit.get());
+        }
+        else
+            p.messages = project_entry(*p.source, p.edit.get());
         for (const auto& m : p.messages)
             ctx.messages.push_back({m, p.source->id});
     }
+}
+
+result<session_context> project(const std::vector<const entry_meta*>& path, const path_facts& facts, bool unique_ids,
+                                const materialize_fn& get, const materialize_fn& covered_get)
+{
+    session_context ctx;
+    if (path.empty())
+        return ctx;
+    ctx.leaf_id = path.back()->id;
+    ctx.last_edit_or_compaction = facts.last_edit_or_compaction;
+    if (facts.thinking)
+        ctx.thinking_level = path[*facts.thinking]->thinking_level;
+    if (facts.model)
+        ctx.model = model_ref{path[*facts.model]->provider, path[*facts.model]->model};
+    auto range = select_range(path, facts.compaction, unique_ids, get);
+    if (!range)
+        return range.error();
+    auto edits = materialize(path, *range, facts.compaction, get, ctx);
+    if (!edits)
+        return edits.error();
+    project_messages(path, *edits, range->covered_end, covered_get, ctx);
     ctx.system = replay_system_messages(ctx.messages);
     return ctx;
 }

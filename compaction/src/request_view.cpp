@@ -29,56 +29,66 @@ bool starts_group(role r)
 
 }  // namespace
 
-fit_result fit_request(const session_context& ctx, const request_budget& budget, const token_counter& counter)
+namespace {
+
+// The summary of the latest compaction and its pinned entries, which follow it: fixed costs,
+// never trimmed. Returns where the trimmable messages start.
+std::size_t take_fixed(const std::vector<context_message>& msgs, const token_counter& counter, fit_result& r)
 {
-    fit_result r;
-    // Unresolved calls get their unknown-outcome observation first: it is part of the request,
-    // costs tokens, and stays in its call's group.
-    const auto msgs = with_unknown_outcomes(ctx.messages);
-    std::size_t first = 0;
-    if (!msgs.empty() && msgs.front().msg->role == role::compaction_summary)
+    if (msgs.empty() || msgs.front().msg->role != role::compaction_summary)
+        return 0;
+    r.messages.push_back(msgs.front());
+    r.tokens.fixed = static_cast<std::int64_t>(counter.count(*msgs.front().msg));
+    std::size_t first = 1;
+    while (first < msgs.size() && msgs[first].entry_id == msgs.front().entry_id)
     {
-        r.messages.push_back(msgs.front());
-        r.tokens.fixed = static_cast<std::int64_t>(counter.count(*msgs.front().msg));
-        first = 1;
-        // The compaction's pinned entries follow its summary: fixed as well, never trimmed.
-        while (first < msgs.size() && msgs[first].entry_id == msgs.front().entry_id)
-        {
-            r.messages.push_back(msgs[first]);
-            r.tokens.fixed += static_cast<std::int64_t>(counter.count(*msgs[first].msg));
-            ++first;
-        }
+        r.messages.push_back(msgs[first]);
+        r.tokens.fixed += static_cast<std::int64_t>(counter.count(*msgs[first].msg));
+        ++first;
     }
-    // Group starts, then merge groups joined by a tool round (a result after its call's group).
-    std::vector<std::size_t> group_of(msgs.size(), 0);
+    return first;
+}
+
+// The interaction groups of msgs[first..]: each message's group and each group's first message.
+struct groups
+{
+    std::vector<std::size_t> group_of;
     std::vector<std::size_t> starts;
+};
+
+// Group starts, then merge groups joined by a tool round (a result after its call's group).
+groups interaction_groups(const std::vector<context_message>& msgs, std::size_t first)
+{
+    groups g{std::vector<std::size_t>(msgs.size(), 0), {}};
     std::unordered_map<std::string, std::size_t> call_group;
     for (std::size_t i = first; i < msgs.size(); ++i)
     {
         const message& m = *msgs[i].msg;
-        if (starts.empty() || starts_group(m.role))
-            starts.push_back(i);
-        group_of[i] = starts.size() - 1;
+        if (g.starts.empty() || starts_group(m.role))
+            g.starts.push_back(i);
+        g.group_of[i] = g.starts.size() - 1;
         if (m.role == role::assistant)
             for (const auto& b : m.content.blocks)
                 if (const auto* c = std::get_if<tool_call_block>(&b))
-                    call_group[c->id] = group_of[i];
+                    call_group[c->id] = g.group_of[i];
         if (m.role == role::tool_result)
-            if (const auto it = call_group.find(m.tool_call_id); it != call_group.end() && it->second < group_of[i])
+            if (const auto it = call_group.find(m.tool_call_id); it != call_group.end() && it->second < g.group_of[i])
             {
                 // Merge every group from the call's through this one.
                 const std::size_t into = it->second;
-                starts.resize(into + 1);
-                for (std::size_t k = starts[into]; k <= i; ++k)
-                    group_of[k] = into;
-                for (auto& [id, g] : call_group)
-                    g = std::min(g, g > into ? into : g);
+                g.starts.resize(into + 1);
+                for (std::size_t k = g.starts[into]; k <= i; ++k)
+                    g.group_of[k] = into;
+                for (auto& [id, group] : call_group)
+                    group = std::min(group, group > into ? into : group);
             }
     }
-    std::vector<std::int64_t> cost(starts.size(), 0);
-    for (std::size_t i = first; i < msgs.size(); ++i)
-        cost[group_of[i]] += static_cast<std::int64_t>(counter.count(*msgs[i].msg));
+    return g;
+}
 
+// The budget's figures, and the messages' room once the fixed costs are taken.
+void set_budget(const request_budget& budget, fit_result& r)
+{
     r.tokens.max_tokens = budget.max_tokens;
     r.tokens.system = budget.system_tokens;
     r.tokens.reserved_output = budget.reserved_output;
@@ -86,6 +96,23 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
     r.tokens.available_for_messages = std::max<std::int64_t>(
         0, budget.max_tokens - budget.system_tokens - r.tokens.fixed - budget.reserved_output - budget.safety_margin
     );
+}
+
+}  // namespace
+
+fit_result fit_request(const session_context& ctx, const request_budget& budget, const token_counter& counter)
+{
+    fit_result r;
+    // Unresolved calls get their unknown-outcome observation first: it is part of the request,
+    // costs tokens, and stays in its call's group.
+    const auto msgs = with_unknown_outcomes(ctx.messages);
+    const std::size_t first = take_fixed(msgs, counter, r);
+    const auto [group_of, starts] = interaction_groups(msgs, first);
+    std::vector<std::int64_t> cost(starts.size(), 0);
+    for (std::size_t i = first; i < msgs.size(); ++i)
+        cost[group_of[i]] += static_cast<std::int64_t>(counter.count(*msgs[i].msg));
+
+    set_budget(budget, r);
     std::size_t keep_from = starts.size();  // first kept group
     std::int64_t used = 0;
     while (keep_from > 0 && used + cost[keep_from - 1] <= r.tokens.available_for_messages)

@@ -541,19 +541,8 @@ struct session_log_builder::impl
             offset += 3;
             scanned = nullptr;  // that scan included the mark
         }
-        // (A line that scanned as JSON is not blank: its bytes need not be looked at again.)
-        if (const auto blank = scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
-            blank != detail::blank_kind::not_blank)
-        {
-            // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
-            if (blank == detail::blank_kind::js_blank)
-                note(n, "only whitespace (in JavaScript's sense), skipped as Pi does");
-            // An unterminated blank tail must get its newline before the next append, or the
-            // appended line would start with it (and non-JSON whitespace breaks JSON.parse).
-            if (!terminated && !text.empty())
-                report.missing_final_newline = true;
+        if (skipped_blank(text, n, terminated, scanned))
             return;
-        }
         if (!have_header)
             return header_line(text, n, scanned);
 
@@ -573,34 +562,53 @@ struct session_log_builder::impl
             report.missing_final_newline = true;
         detail::line_fields& f = **idx;  // used up here: strings are moved out
         const bool v1 = header.version < 2;
-        if (!f.is_object)
-            return bad_line(errc::wrong_type, n, "", "expected a JSON object");
-        if (f.type_kind != seen::string)
-            return bad_line(
-                f.type_kind == seen::absent ? errc::missing_field : errc::wrong_type,
-                n,
-                "type",
-                "field 'type': expected string"
-            );
-        if (f.type == "session")
-            return bad_line(errc::wrong_type, n, "type", "a second session header");
-        if (!v1 && (f.id_kind != seen::string || f.id.empty()))
-            return bad_line(
-                f.id_kind == seen::absent ? errc::missing_field : errc::wrong_type,
-                n,
-                "id",
-                "field 'id': expected a non-empty string"
-            );
-        if (!v1 && f.parent_kind != seen::string && f.parent_kind != seen::null && f.parent_kind != seen::absent)
-            return bad_line(errc::wrong_type, n, "parentId", "field 'parentId': expected string or null");
-        if (f.type == "message" && f.message_kind != seen::object)
-            return bad_line(
-                f.message_kind == seen::absent ? errc::missing_field : errc::wrong_type,
-                n,
-                "message",
-                "field 'message': expected object"
-            );
+        if (usable_fields(f, n, v1))
+            entry_line(f, text.size(), offset, n, v1, scanned);
+    }
 
+    // A line Pi skips as blank: true when it was one (noted or not). The steps of line() are
+    // inlined into it: it runs once per line of every load.
+    [[gnu::always_inline]] bool skipped_blank(std::string_view text, std::size_t n, bool terminated, const detail::line_scan* scanned)
+    {
+        // (A line that scanned as JSON is not blank: its bytes need not be looked at again.)
+        const auto blank = scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
+        if (blank == detail::blank_kind::not_blank)
+            return false;
+        // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
+        if (blank == detail::blank_kind::js_blank)
+            note(n, "only whitespace (in JavaScript's sense), skipped as Pi does");
+        // An unterminated blank tail must get its newline before the next append, or the
+        // appended line would start with it (and non-JSON whitespace breaks JSON.parse).
+        if (!terminated && !text.empty())
+            report.missing_final_newline = true;
+        return true;
+    }
+
+    // The fields an entry line must have; false when the line was refused (bad_line).
+    [[gnu::always_inline]] bool usable_fields(const detail::line_fields& f, std::size_t n, bool v1)
+    {
+        const auto missing_or_wrong = [](seen kind) { return kind == seen::absent ? errc::missing_field : errc::wrong_type; };
+        if (!f.is_object)
+            bad_line(errc::wrong_type, n, "", "expected a JSON object");
+        else if (f.type_kind != seen::string)
+            bad_line(missing_or_wrong(f.type_kind), n, "type", "field 'type': expected string");
+        else if (f.type == "session")
+            bad_line(errc::wrong_type, n, "type", "a second session header");
+        else if (!v1 && (f.id_kind != seen::string || f.id.empty()))
+            bad_line(missing_or_wrong(f.id_kind), n, "id", "field 'id': expected a non-empty string");
+        else if (!v1 && f.parent_kind != seen::string && f.parent_kind != seen::null && f.parent_kind != seen::absent)
+            bad_line(errc::wrong_type, n, "parentId", "field 'parentId': expected string or null");
+        else if (f.type == "message" && f.message_kind != seen::object)
+            bad_line(missing_or_wrong(f.message_kind), n, "message", "field 'message': expected object");
+        else
+            return true;
+        return false;
+    }
+
+    // Adds the entry of a line whose fields are usable.
+    [[gnu::always_inline]] void entry_line(detail::line_fields& f, std::size_t length, std::uint64_t offset, std::size_t n, bool v1,
+                    const detail::line_scan* scanned)
+    {
         // Built where it is kept (an entry_meta is 272 bytes; moving one was a tenth of a load's
         // bookkeeping), and dropped again if its id turns out to be taken.
         const auto k = static_cast<std::uint32_t>(metas.size());
@@ -608,7 +616,19 @@ struct session_log_builder::impl
         m.type = entry_type_from_string(f.type);
         m.line = static_cast<std::uint32_t>(n);
         m.offset = offset;
-        m.length = static_cast<std::uint32_t>(text.size());
+        m.length = static_cast<std::uint32_t>(length);
+        move_type_fields(f, m);
+        m.id = v1 ? synthetic_id(n) : std::move(f.id);
+        const std::uint64_t hash = scanned && !v1 ? scanned->id_hash : detail::id_index::hash(m.id);
+        add_entry(k, hash, v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
+                  f.parent_id);
+        if (v1 && metas.size() > legacy_fk.size())
+            legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
+    }
+
+    // The index data of `m`'s type, moved out of its line's fields.
+    [[gnu::always_inline]] static void move_type_fields(detail::line_fields& f, entry_meta& m)
+    {
         if (m.type == entry_type::message)
         {
             m.message_role = role_from_string(f.role);
@@ -632,12 +652,6 @@ struct session_log_builder::impl
         }
         else if (m.type == entry_type::context_edit)
             m.target_id = std::move(f.target_id);
-        m.id = v1 ? synthetic_id(n) : std::move(f.id);
-        const std::uint64_t hash = scanned && !v1 ? scanned->id_hash : detail::id_index::hash(m.id);
-        add_entry(k, hash, v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
-                  f.parent_id);
-        if (v1 && metas.size() > legacy_fk.size())
-            legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
     }
 
     enum class parent_kind

@@ -289,4 +289,20 @@ std::optional<opened_session> open_session(const std::string& path, bool json, i
     return s;
 }
 
+std::optional<opened_context> open_session_context(const std::string& path, bool json, int& code)
+{
+    auto s = open_session(path, json, code);
+    if (!s)
+        return std::nullopt;
+    compaction::diagnostics diag;
+    auto ctx = compaction::build_session_context(s->log, diag);
+    if (!ctx)
+    {
+        print_error(json, ctx.error().message(), diag.message);
+        code = exit_bad_session;
+        return std::nullopt;
+    }
+    return opened_context{std::move(*s), std::move(*ctx)};
+}
+
 }  // namespace agentctx::cli

@@ -51,6 +51,16 @@ struct opened_session
 /// `{"error": {...}}` on stdout with --json, and returns the exit code in `code`.
 std::optional<opened_session> open_session(const std::string& path, bool json, int& code);
 
+/// A session opened read-only, with the context of its active leaf.
+struct opened_context : opened_session
+{
+    compaction::session_context context;
+};
+
+/// open_session, then build_session_context of the active leaf; on failure prints the error as
+/// open_session does (`exit_bad_session` for a context that cannot be built).
+std::optional<opened_context> open_session_context(const std::string& path, bool json, int& code);
+
 /// Ends a read-only command that has printed its output: flushes stdout and stderr and leaves
 /// without destroying what the command built. Freeing a 100k-entry session index entry by entry
 /// takes longer than the kernel takes to drop the whole address space. Only for commands that

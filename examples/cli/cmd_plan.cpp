@@ -111,6 +111,21 @@ void print_cut(const compaction::session_context& ctx, const compaction::compact
     std::printf("tokens before %lld\n", static_cast<long long>(prep.tokens_before));
 }
 
+// The text answer's context and threshold lines.
+void print_budget(const compaction::context_estimate& est, std::int64_t window, std::int64_t threshold, bool should,
+                  const compaction::compaction_settings& settings, bool pi)
+{
+    const double frac = static_cast<double>(est.tokens) / static_cast<double>(window);
+    std::printf("context  %s %lld / %lld tokens (%.1f%%)%s\n", bar(frac).c_str(), static_cast<long long>(est.tokens),
+                static_cast<long long>(window), frac * 100,
+                est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
+    std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
+                static_cast<long long>(settings.reserve_tokens),
+                should ? "over - a compaction would trigger" : "under - no automatic compaction");
+    std::printf("mode      %s, keep recent %lld tokens\n\n", pi ? "compat pi" : "agentctx",
+                static_cast<long long>(settings.keep_recent_tokens));
+}
+
 }  // namespace
 
 int cmd_plan(int argc, char** argv)
@@ -134,46 +149,28 @@ int cmd_plan(int argc, char** argv)
     const auto& loaded = host->settings;
     const compaction::compaction_settings& settings = loaded.compaction;
     const auto window = host->model.context_window;
-    compaction::diagnostics diag;
-    auto s = open_session(a->positional[0], json, code);
+    auto s = open_session_context(a->positional[0], json, code);
     if (!s)
         return code;
-    auto ctx = compaction::build_session_context(s->log, diag);
-    if (!ctx)
-    {
-        print_error(json, ctx.error().message(), diag.message);
-        return exit_bad_session;
-    }
-    const bool pi = mode == compaction::compat_mode::pi;
+    const auto& ctx = s->context;
     // Pi 1.6: usage older than the latest context edit or compaction is not trusted.
-    const auto est = compaction::estimate_projected_context_tokens(*ctx);
+    const auto est = compaction::estimate_projected_context_tokens(ctx);
     const std::int64_t threshold = window - settings.reserve_tokens;
     const bool should = compaction::should_compact(est.tokens, window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, *ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .context_window = window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .context_window = window}, plan_diag);
 
     if (json)
     {
-        print_json(plan_json(*ctx, est.tokens, threshold, should, prep, plan_diag));
+        print_json(plan_json(ctx, est.tokens, threshold, should, prep, plan_diag));
         exit_read_command(exit_ok);
     }
-
-    const double frac = static_cast<double>(est.tokens) / static_cast<double>(window);
-    std::printf("context  %s %lld / %lld tokens (%.1f%%)%s\n", bar(frac).c_str(), static_cast<long long>(est.tokens),
-                static_cast<long long>(window), frac * 100,
-                est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
-    std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
-                static_cast<long long>(settings.reserve_tokens),
-                should ? "over - a compaction would trigger" : "under - no automatic compaction");
-    std::printf("mode      %s, keep recent %lld tokens\n\n", pi ? "compat pi" : "agentctx",
-                static_cast<long long>(settings.keep_recent_tokens));
+    print_budget(est, window, threshold, should, settings, mode == compaction::compat_mode::pi);
     if (!prep)
-    {
         std::printf("no plan: %s: %s\n", prep.error().message().c_str(), plan_diag.message.c_str());
-        exit_read_command(exit_ok);
-    }
-    print_cut(*ctx, *prep);
+    else
+        print_cut(ctx, *prep);
     exit_read_command(exit_ok);
 }
 

@@ -1,6 +1,7 @@
 // `agentctx recover SESSION.jsonl`: offline recovery of a history far over the window, piece by
 // piece with resumable progress; installs one compaction entry only once the final note validates.
 #include "cli_common.hpp"
+#include "cli_compaction_run.hpp"
 #include "cli_session.hpp"
 #include "commands.hpp"
 
@@ -8,13 +9,9 @@
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <functional>
 #include <unistd.h>
 
 namespace agentctx::cli {
@@ -40,6 +37,46 @@ const char* const recover_usage =
     "  --json                {\"compacted\", \"entryId\", \"evidence\", \"error\"}\n"
     "\n"
     "Provider and budget options as for `agentctx compact`.\n";
+
+// A recovery that did not install its compaction: why, and how much of it the file keeps.
+int report_unfinished(bool json, const compaction_run& run, const std::optional<runtime::compaction_evidence>& evidence,
+                      const boost::json::value& ev)
+{
+    const std::string code_name = run.ec ? run.ec.message() : "not_compacted";
+    std::string why = run.interrupted ? "interrupted" : run.outcome.message;
+    if (evidence && evidence->pieces_completed > 0)
+        why += "; " + std::to_string(evidence->pieces_completed) + " of " + std::to_string(evidence->pieces_total) +
+               " pieces are kept in the file: run `agentctx recover` again to continue";
+    if (json)
+        print_json(boost::json::object{{"compacted", false},
+                                       {"evidence", ev},
+                                       {"error", boost::json::object{{"code", code_name}, {"message", why}}}});
+    else
+        std::fprintf(stderr, "agentctx: %s: %s\n", code_name.c_str(), why.c_str());
+    return exit_failed;
+}
+
+// The answer for a recovery whose compaction entry was appended.
+void print_recovered(bool json, const runtime::compaction_outcome& outcome,
+                     const std::optional<runtime::compaction_evidence>& evidence, const boost::json::value& ev, double secs)
+{
+    if (json)
+    {
+        print_json(boost::json::object{{"compacted", true},
+                                       {"entryId", outcome.entry_id},
+                                       {"firstKeptEntryId", outcome.result->first_kept_entry_id},
+                                       {"tokensBefore", outcome.result->tokens_before},
+                                       {"tokensAfter", outcome.result->tokens_after},
+                                       {"evidence", ev},
+                                       {"error", nullptr}});
+        return;
+    }
+    std::printf("recovered: entry %s, kept from %s; %zu pieces (%zu resumed), %d calls, %.1fs\n", outcome.entry_id.c_str(),
+                outcome.result->first_kept_entry_id.c_str(), evidence ? evidence->pieces_total : 1,
+                evidence ? evidence->pieces_resumed : 0, evidence ? evidence->calls : 0, secs);
+    std::printf("tokens    %lld -> %lld\n", static_cast<long long>(outcome.result->tokens_before),
+                static_cast<long long>(outcome.result->tokens_after));
+}
 
 }  // namespace
 
@@ -80,74 +117,15 @@ int cmd_recover(int argc, char** argv)
         std::fprintf(stderr, "recovering %s with the %s summarizer...\n", path.c_str(),
                      setup->config.summarizer->name().c_str());
 
-    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    bool interrupted = false;
-    signals.async_wait([&](boost::system::error_code ec, int) {
-        if (ec)
-            return;
-        interrupted = true;
-        session->abort_compaction();
-    });
-    boost::asio::steady_timer ticker(ioc);
-    bool finished = false;
-    std::function<void()> tick = [&] {
-        if (!tty || finished)
-            return;
+    const auto run = run_compaction(ioc, *session, std::nullopt, tty, std::chrono::milliseconds(200), [&] {
         const double total = static_cast<double>(done + left);
         std::fprintf(stderr, "\r%s %zu/%s pieces, %.1fs", bar(total > 0 ? done / total : 0.0, 30).c_str(), done,
                      total > 0 ? std::to_string(done + left).c_str() : "?", secs());
-        ticker.expires_after(std::chrono::milliseconds(200));
-        ticker.async_wait([&](boost::system::error_code ec) {
-            if (!ec)
-                tick();
-        });
-    };
-    tick();
-    boost::system::error_code result_ec;
-    runtime::compaction_outcome outcome;
-    session->async_compact(std::nullopt, [&](boost::system::error_code ec, runtime::compaction_outcome o) {
-        result_ec = ec;
-        outcome = std::move(o);
-        signals.cancel();
-        finished = true;
-        ticker.cancel();
     });
-    ioc.run();
-    if (tty)
-        std::fputs("\r\033[K", stderr);
-
     const auto ev = evidence ? boost::json::value(runtime::to_json(*evidence)) : boost::json::value(nullptr);
-    if (result_ec || !outcome.compacted)
-    {
-        const std::string code_name = result_ec ? result_ec.message() : "not_compacted";
-        std::string why = interrupted ? "interrupted" : outcome.message;
-        if (evidence && evidence->pieces_completed > 0)
-            why += "; " + std::to_string(evidence->pieces_completed) + " of " + std::to_string(evidence->pieces_total) +
-                   " pieces are kept in the file: run `agentctx recover` again to continue";
-        if (json)
-            print_json(boost::json::object{{"compacted", false},
-                                           {"evidence", ev},
-                                           {"error", boost::json::object{{"code", code_name}, {"message", why}}}});
-        else
-            std::fprintf(stderr, "agentctx: %s: %s\n", code_name.c_str(), why.c_str());
-        return exit_failed;
-    }
-    if (json)
-    {
-        print_json(boost::json::object{{"compacted", true},
-                                       {"entryId", outcome.entry_id},
-                                       {"firstKeptEntryId", outcome.result->first_kept_entry_id},
-                                       {"tokensBefore", outcome.result->tokens_before},
-                                       {"tokensAfter", outcome.result->tokens_after},
-                                       {"evidence", ev},
-                                       {"error", nullptr}});
-        return exit_ok;
-    }
-    std::printf("recovered: entry %s, kept from %s; %zu pieces (%zu resumed), %d calls, %.1fs\n", outcome.entry_id.c_str(),
-                outcome.result->first_kept_entry_id.c_str(), evidence ? evidence->pieces_total : 1,
-                evidence ? evidence->pieces_resumed : 0, evidence ? evidence->calls : 0, secs());
-    std::printf("tokens    %lld -> %lld\n", static_cast<long long>(outcome.result->tokens_before),
-                static_cast<long long>(outcome.result->tokens_after));
+    if (run.ec || !run.outcome.compacted)
+        return report_unfinished(json, run, evidence, ev);
+    print_recovered(json, run.outcome, evidence, ev, secs());
     return exit_ok;
 }
 

@@ -158,6 +158,41 @@ void progress(std::size_t done, std::size_t total, const std::string& file)
     std::fflush(stderr);
 }
 
+// Every policy's cost on one session file, added to `totals` (nullopt: the error is printed, `code` set).
+std::optional<costs> simulate_file(const std::string& file, const sim_setup& s, bool json, costs& totals, int& code)
+{
+    auto opened = open_session(file, json, code);
+    if (!opened)
+        return std::nullopt;
+    costs c;
+    for (std::size_t k = 0; k < s.policies.size(); ++k)
+    {
+        compaction::diagnostics diag;
+        auto cost = runtime::simulate_session(opened->log, s.policies[k], s.options, diag);
+        if (!cost)
+        {
+            print_error(json, cost.error().message(), file + ": policy " + s.policies[k].name + ": " + diag.message);
+            code = exit_failed;
+            return std::nullopt;
+        }
+        totals[k].second.add(*cost);
+        c.emplace_back(s.policies[k].name, std::move(*cost));
+    }
+    return c;
+}
+
+void print_simulation_json(const sim_setup& s, const costs& totals, boost::json::array sessions)
+{
+    const auto& p = s.options.prices;
+    print_json(boost::json::object{
+        {"model", {{"prices", p.name}, {"ttl", p.ttl_seconds}, {"minPrefix", p.min_prefix},
+                   {"writeMultiplier", p.write_multiplier}, {"readMultiplier", p.read_multiplier},
+                   {"inputPrice", p.input_price}, {"outputPrice", p.output_price},
+                   {"contextWindow", s.options.context_window}, {"systemTokens", s.options.system_tokens}}},
+        {"policies", policies_json(totals)},
+        {"sessions", std::move(sessions)}});
+}
+
 }  // namespace
 
 int cmd_simulate(int argc, char** argv)
@@ -195,36 +230,16 @@ int cmd_simulate(int argc, char** argv)
         const auto& file = a->positional[i];
         progress(i, a->positional.size(), file);
         int code = exit_ok;
-        auto opened = open_session(file, json, code);
-        if (!opened)
+        auto c = simulate_file(file, *s, json, totals, code);
+        if (!c)
             return code;
-        costs c;
-        for (std::size_t k = 0; k < s->policies.size(); ++k)
-        {
-            compaction::diagnostics diag;
-            auto cost = runtime::simulate_session(opened->log, s->policies[k], s->options, diag);
-            if (!cost)
-            {
-                print_error(json, cost.error().message(), file + ": policy " + s->policies[k].name + ": " + diag.message);
-                return exit_failed;
-            }
-            totals[k].second.add(*cost);
-            c.emplace_back(s->policies[k].name, std::move(*cost));
-        }
-        sessions.push_back(boost::json::object{{"file", file}, {"policies", policies_json(c)}});
-        per_session.emplace_back(file, std::move(c));
+        sessions.push_back(boost::json::object{{"file", file}, {"policies", policies_json(*c)}});
+        per_session.emplace_back(file, std::move(*c));
     }
     progress(a->positional.size(), a->positional.size(), "");
     if (json)
     {
-        const auto& p = s->options.prices;
-        print_json(boost::json::object{
-            {"model", {{"prices", p.name}, {"ttl", p.ttl_seconds}, {"minPrefix", p.min_prefix},
-                       {"writeMultiplier", p.write_multiplier}, {"readMultiplier", p.read_multiplier},
-                       {"inputPrice", p.input_price}, {"outputPrice", p.output_price},
-                       {"contextWindow", s->options.context_window}, {"systemTokens", s->options.system_tokens}}},
-            {"policies", policies_json(totals)},
-            {"sessions", std::move(sessions)}});
+        print_simulation_json(*s, totals, std::move(sessions));
         return exit_ok;
     }
     for (const auto& [file, c] : per_session)

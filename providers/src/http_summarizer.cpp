@@ -41,6 +41,17 @@ std::string redacted_headers(const http_request& r)
     return s;
 }
 
+// What the exchanges of one call share: the provider, whether it still exists, the call's
+// backoff seed, the log, and where the last failure is kept for last_failure().
+struct call_context
+{
+    http_summarizer& self;
+    std::shared_ptr<bool> alive;
+    std::uint64_t seed;
+    std::shared_ptr<spdlog::logger> log;
+    diagnostics& last_failure;
+};
+
 // One request/response exchange under the provider's retry policy (rate_limited and transient
 // retried with backoff, honouring Retry-After up to max_retry_wait). `build` makes each attempt's
 // request; `accept` turns a 2xx response into success or a failure code, filling `diag`.
@@ -50,28 +61,79 @@ struct exchange_result
     diagnostics diag;
 };
 
+using accept_fn = std::function<error_code(const http_response&, diagnostics&)>;
+
 std::string failure_detail(const diagnostics& d)
 {
     return d.message + ", " + std::to_string(d.attempts) + " attempt(s)";
 }
 
-asio::awaitable<exchange_result> exchange(
-    http_summarizer& self,
-    std::shared_ptr<bool> alive,
-    std::uint64_t seed,
-    std::string_view what,
-    const std::function<http_request()>& build,
-    const std::function<error_code(const http_response&, diagnostics&)>& accept,
-    const std::shared_ptr<spdlog::logger>& log,
-    diagnostics& last_failure
-)
+// What one attempt came to: the transport's error, a redirect, an HTTP error, or what `accept`
+// makes of a 2xx response (empty: success).
+error_code attempt_failure(const provider_config& cfg, error_code ec, const http_response& resp, const accept_fn& accept,
+                           int attempt, diagnostics& diag)
 {
-    const provider_config& cfg = self.config();
+    if (ec == make_error_code(errc::response_too_large))
+    {
+        diag.message = "the response exceeded the cap of " + std::to_string(cfg.max_response_bytes) + " bytes";
+        return ec;
+    }
+    if (ec)
+    {
+        diag.message = "the connection failed or stalled";
+        return ec;
+    }
+    if (resp.status >= 300 && resp.status < 400)
+    {
+        // Redirects are not followed (the key must not travel elsewhere): a 3xx is a misconfiguration.
+        diag.message = "the provider answered with a redirect (HTTP " + std::to_string(resp.status) +
+                       "), which is not followed; check the base URL";
+        return make_error_code(errc::invalid_request);
+    }
+    if (resp.status >= 400)
+        return classify_error(resp.status, resp.body, diag);
+    const error_code failure = accept(resp, diag);
+    diag.attempts = attempt;
+    return failure;
+}
+
+// Whether a failed attempt is tried again, and after how long.
+struct retry_plan
+{
+    bool retry = false;
+    std::chrono::milliseconds delay{0};
+};
+
+// The retry policy for `failure`: a Retry-After over max_retry_wait turns it into a final
+// rate_limited (rewriting `failure` and `diag`).
+retry_plan plan_retry(const provider_config& cfg, const http_response& resp, int attempt, std::uint64_t seed,
+                      error_code& failure, diagnostics& diag)
+{
+    const bool retryable = failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
+    const auto advised = retryable ? parse_retry_after(resp.header("retry-after")) : std::nullopt;
+    const bool wait_too_long = advised && *advised > cfg.max_retry_wait;
+    if (wait_too_long)
+    {
+        failure = make_error_code(errc::rate_limited);
+        diag.message = "the provider asked to wait " + std::to_string(advised->count() / 1000) +
+                       " s before retrying (Retry-After), more than the maximum of " +
+                       std::to_string(cfg.max_retry_wait.count() / 1000) + " s; not retried";
+    }
+    if (!retryable || wait_too_long || attempt > cfg.max_retries)
+        return {};
+    return {true, advised.value_or(backoff_delay(cfg, attempt, seed))};
+}
+
+asio::awaitable<exchange_result> exchange(const call_context& call, std::string_view what,
+                                          const std::function<http_request()>& build, const accept_fn& accept)
+{
+    const provider_config& cfg = call.self.config();
+    const auto& log = call.log;
     // Cancellation is checked explicitly after every wait: a cancelled coroutine must complete
     // with operation_aborted, never throw at its next co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
     auto cancelled = [&](const asio::cancellation_state& cs) {
-        return !*alive || cs.cancelled() != asio::cancellation_type::none;
+        return !*call.alive || cs.cancelled() != asio::cancellation_type::none;
     };
     const exchange_result aborted{asio::error::operation_aborted, {}};
     diagnostics diag;
@@ -82,58 +144,24 @@ asio::awaitable<exchange_result> exchange(
         http_request req = build();
         log->debug("model request ({}) provider={} model={} url={} headers=[{}] attempt={}", what, cfg.name, cfg.model,
                    mask_url(req.url), redacted_headers(req), attempt);
-        auto [ec, resp] = co_await self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
+        auto [ec, resp] = co_await call.self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;
-        error_code failure;
-        if (ec == make_error_code(errc::response_too_large))
-        {
-            failure = ec;
-            diag.message = "the response exceeded the cap of " + std::to_string(cfg.max_response_bytes) + " bytes";
-        }
-        else if (ec)
-        {
-            failure = ec;
-            diag.message = "the connection failed or stalled";
-        }
-        else if (resp.status >= 300 && resp.status < 400)
-        {
-            // Redirects are not followed (the key must not travel elsewhere): a 3xx is a misconfiguration.
-            failure = make_error_code(errc::invalid_request);
-            diag.message = "the provider answered with a redirect (HTTP " + std::to_string(resp.status) +
-                           "), which is not followed; check the base URL";
-        }
-        else if (resp.status >= 400)
-            failure = classify_error(resp.status, resp.body, diag);
-        else
-        {
-            failure = accept(resp, diag);
-            diag.attempts = attempt;
-        }
+        error_code failure = attempt_failure(cfg, ec, resp, accept, attempt, diag);
         diag.http_status = resp.status;
         if (!failure)
             co_return exchange_result{error_code{}, diag};
-        const bool retryable = failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
-        const auto advised = retryable ? parse_retry_after(resp.header("retry-after")) : std::nullopt;
-        const bool wait_too_long = advised && *advised > cfg.max_retry_wait;
-        if (wait_too_long)
-        {
-            failure = make_error_code(errc::rate_limited);
-            diag.message = "the provider asked to wait " + std::to_string(advised->count() / 1000) +
-                           " s before retrying (Retry-After), more than the maximum of " +
-                           std::to_string(cfg.max_retry_wait.count() / 1000) + " s; not retried";
-        }
-        last_failure = diag;
-        if (!retryable || wait_too_long || attempt > cfg.max_retries)
+        const retry_plan next = plan_retry(cfg, resp, attempt, call.seed, failure, diag);
+        call.last_failure = diag;
+        if (!next.retry)
         {
             log->warn("model request ({}) failed provider={} code={} status={} attempts={}: {}", what, cfg.name,
                       failure.message(), diag.http_status, attempt, diag.message);
             co_return exchange_result{failure, diag};
         }
-        const auto delay = advised.value_or(backoff_delay(cfg, attempt, seed));
         log->info("model request ({}) retry provider={} code={} status={} in {} ms (attempt {} of {})", what, cfg.name,
-                  failure.message(), diag.http_status, delay.count(), attempt, cfg.max_retries + 1);
-        asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+                  failure.message(), diag.http_status, next.delay.count(), attempt, cfg.max_retries + 1);
+        asio::steady_timer timer(co_await asio::this_coro::executor, next.delay);
         auto [tec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (tec || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;  // cancellation interrupts the sleep
@@ -165,17 +193,13 @@ error_code stream_outcome(const Accumulator& acc, diagnostics& diag, std::string
 using run_result = std::pair<error_code, compaction::summary_output>;
 
 asio::awaitable<run_result> run(
-    http_summarizer& self,
-    std::shared_ptr<bool> alive,
+    call_context call,
     compaction::summary_prompt prompt,
-    std::uint64_t seed,
     std::function<void(std::size_t)> progress,
-    std::shared_ptr<spdlog::logger> log,
-    diagnostics& last_failure,
     compaction::usage& last_usage
 )
 {
-    const provider_config& cfg = self.config();
+    const provider_config& cfg = call.self.config();
     std::shared_ptr<stream_accumulator> acc;
     model_reply reply;
     const auto build = [&] {
@@ -203,7 +227,7 @@ asio::awaitable<run_result> run(
         reply = std::move(*r);
         return {};
     };
-    auto r = co_await exchange(self, std::move(alive), seed, "summary", build, accept, log, last_failure);
+    auto r = co_await exchange(call, "summary", build, accept);
     if (r.ec)
     {
         compaction::summary_output failed;
@@ -212,23 +236,16 @@ asio::awaitable<run_result> run(
         co_return run_result{r.ec, std::move(failed)};
     }
     last_usage = reply.usage;
-    log->debug("model reply provider={} status={} stop={} output_tokens={} attempt={}", cfg.name, r.diag.http_status,
+    call.log->debug("model reply provider={} status={} stop={} output_tokens={} attempt={}", cfg.name, r.diag.http_status,
                static_cast<int>(reply.output.stop), reply.usage.output, r.diag.attempts);
     co_return run_result{error_code{}, std::move(reply.output)};
 }
 
 using count_result = std::pair<error_code, std::int64_t>;
 
-asio::awaitable<count_result> count(
-    http_summarizer& self,
-    std::shared_ptr<bool> alive,
-    compaction::summary_prompt prompt,
-    std::uint64_t seed,
-    std::shared_ptr<spdlog::logger> log,
-    diagnostics& last_failure
-)
+asio::awaitable<count_result> count(call_context call, compaction::summary_prompt prompt)
 {
-    const provider_config& cfg = self.config();
+    const provider_config& cfg = call.self.config();
     std::int64_t tokens = 0;
     const auto accept = [&](const http_response& resp, diagnostics& diag) -> error_code {
         auto n = parse_count_response(cfg.format, resp.body, diag);
@@ -237,8 +254,7 @@ asio::awaitable<count_result> count(
         tokens = *n;
         return {};
     };
-    auto r = co_await exchange(self, std::move(alive), seed, "count", [&] { return build_count_request(cfg, prompt); },
-                               accept, log, last_failure);
+    auto r = co_await exchange(call, "count", [&] { return build_count_request(cfg, prompt); }, accept);
     co_return count_result{r.ec, tokens};
 }
 
@@ -253,16 +269,12 @@ native_result native_failure(error_code ec, std::string detail)
 
 // Anthropic `auto`: whether the models API says `model` supports compact_20260112 (asked once).
 asio::awaitable<std::pair<error_code, std::string>> probe_support(
-    http_summarizer& self,
-    std::shared_ptr<bool> alive,
+    const call_context& call,
     const std::string& model,
-    std::uint64_t seed,
-    const std::shared_ptr<spdlog::logger>& log,
-    diagnostics& last_failure,
     std::map<std::string, bool>& probed
 )
 {
-    const provider_config& cfg = self.config();
+    const provider_config& cfg = call.self.config();
     if (cfg.format != wire_format::anthropic)
         co_return std::pair{error_code{}, std::string()};  // OpenAI has no capability endpoint: as configured
     if (!probed.contains(model))
@@ -275,8 +287,7 @@ asio::awaitable<std::pair<error_code, std::string>> probe_support(
             supported = *s;
             return {};
         };
-        auto r = co_await exchange(self, std::move(alive), seed, "models",
-                                   [&] { return build_model_request(cfg, model); }, accept, log, last_failure);
+        auto r = co_await exchange(call, "models", [&] { return build_model_request(cfg, model); }, accept);
         if (r.ec)
             co_return std::pair{r.ec, "the models API did not answer: " + failure_detail(r.diag)};
         probed[model] = supported;
@@ -287,21 +298,13 @@ asio::awaitable<std::pair<error_code, std::string>> probe_support(
     co_return std::pair{error_code{}, std::string()};
 }
 
-asio::awaitable<native_result> native(
-    http_summarizer& self,
-    std::shared_ptr<bool> alive,
-    native_request request,
-    std::uint64_t seed,
-    std::shared_ptr<spdlog::logger> log,
-    diagnostics& last_failure,
-    std::map<std::string, bool>& probed
-)
+asio::awaitable<native_result> native(call_context call, native_request request, std::map<std::string, bool>& probed)
 {
-    const provider_config& cfg = self.config();
+    const provider_config& cfg = call.self.config();
     const std::string model = request.model.empty() ? cfg.model : request.model;
     if (cfg.native == native_mode::probe)
     {
-        auto [ec, why] = co_await probe_support(self, alive, model, seed, log, last_failure, probed);
+        auto [ec, why] = co_await probe_support(call, model, probed);
         if (ec)
             co_return native_failure(ec, std::move(why));
     }
@@ -332,7 +335,7 @@ asio::awaitable<native_result> native(
         reply = std::move(*r);
         return {};
     };
-    auto r = co_await exchange(self, std::move(alive), seed, "native compaction", build, accept, log, last_failure);
+    auto r = co_await exchange(call, "native compaction", build, accept);
     if (r.ec)
     {
         auto failed = native_failure(r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag));
@@ -397,7 +400,7 @@ void http_summarizer::summarize_impl(
 )
 {
     spawn_on<summarize_signature>(
-        strand_, run(*this, alive_, std::move(prompt), ++calls_, progress_, logger_, last_failure_, last_usage_),
+        strand_, run(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(prompt), progress_, last_usage_),
         std::move(handler));
 }
 
@@ -411,7 +414,7 @@ void http_summarizer::count_impl(compaction::summary_prompt prompt, asio::any_co
 {
     if (!cfg_.exact_counting)
         return summarizer::count_impl(std::move(prompt), std::move(handler));
-    spawn_on<count_signature>(strand_, count(*this, alive_, std::move(prompt), ++calls_, logger_, last_failure_),
+    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(prompt)),
                               std::move(handler));
 }
 
@@ -420,7 +423,7 @@ void http_summarizer::native_impl(native_request request, asio::any_completion_h
     if (cfg_.native == native_mode::off)
         return summarizer::native_impl(std::move(request), std::move(handler));
     spawn_on<native_signature>(
-        strand_, native(*this, alive_, std::move(request), ++calls_, logger_, last_failure_, native_probed_),
+        strand_, native(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(request), native_probed_),
         std::move(handler));
 }
 

@@ -305,6 +305,66 @@ void native_stream_accumulator::feed(std::string_view chunk)
             on_event(e);
 }
 
+namespace {
+
+// content_block_start: the block at its index, the list grown to hold it.
+void start_block(const json::object& o, json::array& content)
+{
+    const auto i = int_of(o, "index");
+    const auto* b = o.if_contains("content_block");
+    if (i >= 0 && b && b->is_object())
+    {
+        if (content.size() <= static_cast<std::size_t>(i))
+            content.resize(static_cast<std::size_t>(i) + 1);
+        content[static_cast<std::size_t>(i)] = b->get_object();
+    }
+}
+
+// content_block_delta: the delta applied to the block at its index, when there is one.
+void apply_block_delta(const json::object& o, json::array& content)
+{
+    const auto i = int_of(o, "index");
+    if (i < 0 || static_cast<std::size_t>(i) >= content.size() || !content[static_cast<std::size_t>(i)].is_object())
+        return;
+    json::object& b = content[static_cast<std::size_t>(i)].get_object();
+    const auto* d = o.if_contains("delta");
+    if (!d || !d->is_object())
+        return;
+    const auto& delta = d->get_object();
+    const std::string dt = str_of(delta, "type");
+    if (dt == "compaction_delta")
+    {
+        // One delta carries the whole block; a second one appends its text.
+        if (const auto* c = delta.if_contains("content"); c && c->is_string())
+        {
+            auto& cur = b["content"];
+            cur = cur.is_string() ? json::value(std::string(cur.get_string()) + std::string(c->get_string())) : *c;
+        }
+        if (const auto* enc = delta.if_contains("encrypted_content"))
+            b["encrypted_content"] = *enc;
+    }
+    else if (dt == "text_delta")
+        b["text"] = str_of(b, "text") + str_of(delta, "text");
+}
+
+// message_delta: the stop reason, and the usage figures merged into the message's.
+void apply_message_delta(const json::object& o, json::object& message)
+{
+    if (const auto* d = o.if_contains("delta"); d && d->is_object())
+        if (const auto* r = d->get_object().if_contains("stop_reason"))
+            message["stop_reason"] = *r;
+    if (const auto* u = o.if_contains("usage"); u && u->is_object())
+    {
+        auto& cur = message["usage"];
+        if (!cur.is_object())
+            cur = json::object{};
+        for (const auto& [k, val] : u->get_object())
+            cur.get_object()[k] = val;
+    }
+}
+
+}  // namespace
+
 void native_stream_accumulator::on_event(const sse_parser::event& e)
 {
     auto event = event_object(e, error_, error_diag_);
@@ -312,64 +372,17 @@ void native_stream_accumulator::on_event(const sse_parser::event& e)
         return;
     auto& o = *event;
     const std::string type = str_of(o, "type");
-    auto block_at = [&]() -> json::object* {
-        const auto i = int_of(o, "index");
-        if (i < 0 || static_cast<std::size_t>(i) >= content_.size() || !content_[static_cast<std::size_t>(i)].is_object())
-            return nullptr;
-        return &content_[static_cast<std::size_t>(i)].get_object();
-    };
     if (type == "message_start")
     {
         if (auto* m = o.if_contains("message"); m && m->is_object())
             message_ = m->get_object();
     }
     else if (type == "content_block_start")
-    {
-        const auto i = int_of(o, "index");
-        const auto* b = o.if_contains("content_block");
-        if (i >= 0 && b && b->is_object())
-        {
-            if (content_.size() <= static_cast<std::size_t>(i))
-                content_.resize(static_cast<std::size_t>(i) + 1);
-            content_[static_cast<std::size_t>(i)] = b->get_object();
-        }
-    }
+        start_block(o, content_);
     else if (type == "content_block_delta")
-    {
-        json::object* b = block_at();
-        const auto* d = o.if_contains("delta");
-        if (!b || !d || !d->is_object())
-            return;
-        const auto& delta = d->get_object();
-        const std::string dt = str_of(delta, "type");
-        if (dt == "compaction_delta")
-        {
-            // One delta carries the whole block; a second one appends its text.
-            if (const auto* c = delta.if_contains("content"); c && c->is_string())
-            {
-                auto& cur = (*b)["content"];
-                cur = cur.is_string() ? json::value(std::string(cur.get_string()) + std::string(c->get_string())) : *c;
-            }
-            if (const auto* enc = delta.if_contains("encrypted_content"))
-                (*b)["encrypted_content"] = *enc;
-        }
-        else if (dt == "text_delta")
-            (*b)["text"] = str_of(*b, "text") + str_of(delta, "text");
-    }
+        apply_block_delta(o, content_);
     else if (type == "message_delta")
-    {
-        if (const auto* d = o.if_contains("delta"); d && d->is_object())
-            if (const auto* r = d->get_object().if_contains("stop_reason"))
-                message_["stop_reason"] = *r;
-        if (const auto* u = o.if_contains("usage"); u && u->is_object())
-        {
-            auto& cur = message_["usage"];
-            if (!cur.is_object())
-                cur = json::object{};
-            for (const auto& [k, val] : u->get_object())
-                cur.get_object()[k] = val;
-        }
-    }
+        apply_message_delta(o, message_);
     else if (type == "message_stop")
         complete_ = true;
 }

@@ -115,22 +115,35 @@ void time_of_day(cursor& c, civil& out)
     out.second = c.digits(2);
 }
 
+// "<weekday>, DD<sep>Mon<sep>": how IMF-fixdate and RFC 850 dates start.
+template <std::size_t N>
+void weekday_day_month(cursor& c, const std::array<std::string_view, N>& days, std::string_view sep, civil& out)
+{
+    c.one_of(days);
+    c.literal(", ");
+    out.day = c.digits(2);
+    c.literal(sep);
+    out.month = c.one_of(months) + 1;
+    c.literal(sep);
+}
+
+// " HH:MM:SS GMT" to the end of the value: true when all of it was read.
+bool gmt_time_to_end(cursor& c, civil& out)
+{
+    c.literal(" ");
+    time_of_day(c, out);
+    c.literal(" GMT");
+    return c.ok && c.s.empty();
+}
+
 // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"
 std::optional<civil> imf_fixdate(std::string_view v)
 {
     cursor c{v};
     civil out;
-    c.one_of(short_days);
-    c.literal(", ");
-    out.day = c.digits(2);
-    c.literal(" ");
-    out.month = c.one_of(months) + 1;
-    c.literal(" ");
+    weekday_day_month(c, short_days, " ", out);
     out.year = c.digits(4);
-    c.literal(" ");
-    time_of_day(c, out);
-    c.literal(" GMT");
-    if (!c.ok || !c.s.empty())
+    if (!gmt_time_to_end(c, out))
         return std::nullopt;
     return out;
 }
@@ -140,17 +153,9 @@ std::optional<civil> rfc850_date(std::string_view v, int current_year)
 {
     cursor c{v};
     civil out;
-    c.one_of(long_days);
-    c.literal(", ");
-    out.day = c.digits(2);
-    c.literal("-");
-    out.month = c.one_of(months) + 1;
-    c.literal("-");
+    weekday_day_month(c, long_days, "-", out);
     const int yy = c.digits(2);
-    c.literal(" ");
-    time_of_day(c, out);
-    c.literal(" GMT");
-    if (!c.ok || !c.s.empty())
+    if (!gmt_time_to_end(c, out))
         return std::nullopt;
     out.year = current_year / 100 * 100 + yy;
     if (out.year > current_year + 50)

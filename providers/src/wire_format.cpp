@@ -246,6 +246,82 @@ void stream_accumulator::feed(std::string_view chunk)
             on_event(e);
 }
 
+namespace {
+
+// One Chat Completions chunk into `reply`; `complete` once a choice has its finish_reason.
+void openai_chunk(const json::object& o, model_reply& reply, bool& complete)
+{
+    if (const auto m = str_of(o, "model"); !m.empty())
+        reply.model = m;
+    if (const auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty())
+    {
+        const auto& c = choices->get_array()[0];
+        if (c.is_object())
+        {
+            if (const auto* d = c.get_object().if_contains("delta"); d && d->is_object())
+            {
+                reply.output.text += str_of(d->get_object(), "content");  // not reasoning_content
+                count_openai_tool_calls(d->get_object(), reply.output.tool_calls);
+            }
+            if (const auto f = str_of(c.get_object(), "finish_reason"); !f.empty())
+            {
+                reply.output.stop = openai_stop(f);
+                complete = true;
+            }
+        }
+    }
+    if (const auto* u = o.if_contains("usage"); u && u->is_object())
+        openai_usage(u->get_object(), reply.usage);
+}
+
+// A Messages stream's content_block_start: a second text block is joined with "\n", as
+// non-streaming text blocks are; a tool_use block is counted.
+void anthropic_block_start(const json::object& o, model_reply& reply)
+{
+    if (const auto* b = o.if_contains("content_block"); b && b->is_object())
+    {
+        const std::string block = str_of(b->get_object(), "type");
+        if (block == "text" && !reply.output.text.empty())
+            reply.output.text += "\n";
+        else if (block == "tool_use")
+            ++reply.output.tool_calls;
+    }
+}
+
+// One Messages stream event into `reply`; `complete` at message_stop.
+void anthropic_event(const json::object& o, model_reply& reply, bool& complete)
+{
+    const std::string type = str_of(o, "type");
+    if (type == "message_start")
+    {
+        if (const auto* m = o.if_contains("message"); m && m->is_object())
+        {
+            reply.model = str_of(m->get_object(), "model");
+            if (const auto* u = m->get_object().if_contains("usage"); u && u->is_object())
+                anthropic_usage(u->get_object(), reply.usage);
+        }
+    }
+    else if (type == "content_block_delta")
+    {
+        if (const auto* d = o.if_contains("delta"); d && d->is_object() && str_of(d->get_object(), "type") == "text_delta")
+            reply.output.text += str_of(d->get_object(), "text");  // thinking_delta is not summary text
+    }
+    else if (type == "content_block_start")
+        anthropic_block_start(o, reply);
+    else if (type == "message_delta")
+    {
+        if (const auto* d = o.if_contains("delta"); d && d->is_object())
+            if (const auto r = str_of(d->get_object(), "stop_reason"); !r.empty())
+                reply.output.stop = anthropic_stop(r);
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            anthropic_usage(u->get_object(), reply.usage);
+    }
+    else if (type == "message_stop")
+        complete = true;
+}
+
+}  // namespace
+
 void stream_accumulator::on_event(const sse_parser::event& e)
 {
     if (e.data == "[DONE]")
@@ -256,69 +332,10 @@ void stream_accumulator::on_event(const sse_parser::event& e)
     const auto event = event_object(e, error_, error_diag_);
     if (!event)
         return;
-    const auto& o = *event;
     if (format_ == wire_format::openai)
-    {
-        if (const auto m = str_of(o, "model"); !m.empty())
-            reply_.model = m;
-        if (const auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty())
-        {
-            const auto& c = choices->get_array()[0];
-            if (c.is_object())
-            {
-                if (const auto* d = c.get_object().if_contains("delta"); d && d->is_object())
-                {
-                    reply_.output.text += str_of(d->get_object(), "content");  // not reasoning_content
-                    count_openai_tool_calls(d->get_object(), reply_.output.tool_calls);
-                }
-                if (const auto f = str_of(c.get_object(), "finish_reason"); !f.empty())
-                {
-                    reply_.output.stop = openai_stop(f);
-                    complete_ = true;
-                }
-            }
-        }
-        if (const auto* u = o.if_contains("usage"); u && u->is_object())
-            openai_usage(u->get_object(), reply_.usage);
-        return;
-    }
-    const std::string type = str_of(o, "type");
-    if (type == "message_start")
-    {
-        if (const auto* m = o.if_contains("message"); m && m->is_object())
-        {
-            reply_.model = str_of(m->get_object(), "model");
-            if (const auto* u = m->get_object().if_contains("usage"); u && u->is_object())
-                anthropic_usage(u->get_object(), reply_.usage);
-        }
-    }
-    else if (type == "content_block_delta")
-    {
-        if (const auto* d = o.if_contains("delta"); d && d->is_object() && str_of(d->get_object(), "type") == "text_delta")
-            reply_.output.text += str_of(d->get_object(), "text");  // thinking_delta is not summary text
-    }
-    else if (type == "content_block_start")
-    {
-        // A second text block is joined with "\n", as non-streaming text blocks are.
-        if (const auto* b = o.if_contains("content_block"); b && b->is_object())
-        {
-            const std::string block = str_of(b->get_object(), "type");
-            if (block == "text" && !reply_.output.text.empty())
-                reply_.output.text += "\n";
-            else if (block == "tool_use")
-                ++reply_.output.tool_calls;
-        }
-    }
-    else if (type == "message_delta")
-    {
-        if (const auto* d = o.if_contains("delta"); d && d->is_object())
-            if (const auto r = str_of(d->get_object(), "stop_reason"); !r.empty())
-                reply_.output.stop = anthropic_stop(r);
-        if (const auto* u = o.if_contains("usage"); u && u->is_object())
-            anthropic_usage(u->get_object(), reply_.usage);
-    }
-    else if (type == "message_stop")
-        complete_ = true;
+        openai_chunk(*event, reply_, complete_);
+    else
+        anthropic_event(*event, reply_, complete_);
 }
 
 boost::system::error_code classify_error(long status, std::string_view body, diagnostics& diag)

@@ -160,24 +160,16 @@ bool read_assistant(const json::object& m, const std::string& path, wire_reader&
 
 bool read_anthropic_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
 {
-    for (std::size_t i = 0; i < items.size(); ++i)
-    {
-        const std::string at = index_path(path, i);
-        const auto* m = rd.object(items[i], at);
-        const auto role = m ? rd.string(*m, "role", at) : std::nullopt;
+    return read_each_object(items, path, rd, [&](const json::object& m, const std::string& at) {
+        const auto role = rd.string(m, "role", at);
         if (!role)
             return false;
-        bool ok = false;
         if (*role == "user")
-            ok = read_user(*m, at, rd, out);
-        else if (*role == "assistant")
-            ok = read_assistant(*m, at, rd, out);
-        else
-            ok = rd.fail(field_path(at, "role"), "unsupported role '" + *role + "'");
-        if (!ok)
-            return false;
-    }
-    return true;
+            return read_user(m, at, rd, out);
+        if (*role == "assistant")
+            return read_assistant(m, at, rd, out);
+        return rd.fail(field_path(at, "role"), "unsupported role '" + *role + "'");
+    });
 }
 
 }  // namespace agentctx::providers::detail

@@ -14,35 +14,27 @@ struct part_kinds
 // Content parts as Pi blocks: `text`, and `image_url` / `refusal` where allowed.
 bool read_parts(const json::array& parts, const std::string& path, part_kinds kinds, wire_reader& rd, json::array& out)
 {
-    for (std::size_t i = 0; i < parts.size(); ++i)
-    {
-        const std::string at = index_path(path, i);
-        const auto* p = rd.object(parts[i], at);
-        const auto type = p ? rd.string(*p, "type", at) : std::nullopt;
-        if (!type)
-            return false;
-        if (*type == "text")
+    return read_each_typed(parts, path, rd, [&](const json::object& p, const std::string& type, const std::string& at) {
+        if (type == "text")
         {
-            if (auto t = rd.string(*p, "text", at))
+            if (auto t = rd.string(p, "text", at))
                 out.push_back(pi_text(std::move(*t)));
         }
-        else if (*type == "image_url" && kinds.images)
+        else if (type == "image_url" && kinds.images)
         {
-            if (const auto* u = rd.object_field(*p, "image_url", at))
+            if (const auto* u = rd.object_field(p, "image_url", at))
                 if (auto image = rd.data_url_image(*u, "url", field_path(at, "image_url")))
                     out.push_back(std::move(*image));
         }
-        else if (*type == "refusal" && kinds.refusal)
+        else if (type == "refusal" && kinds.refusal)
         {
-            if (auto t = rd.string(*p, "refusal", at))
+            if (auto t = rd.string(p, "refusal", at))
                 out.push_back(pi_text(std::move(*t)));
         }
         else
-            return rd.fail(field_path(at, "type"), "unsupported content part '" + *type + "'");
-        if (rd.failed())
-            return false;
-    }
-    return true;
+            return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
+        return !rd.failed();
+    });
 }
 
 // `content`: a string (kept as a string when `keep_string`, else one text block) or parts.
@@ -116,14 +108,7 @@ bool read_message(const json::object& m, const std::string& path, wire_reader& r
         return true;
     }
     if (*role == "tool")
-    {
-        auto id = rd.string(m, "tool_call_id", path);
-        auto content = id ? read_content(m, path, {}, false, rd) : std::nullopt;
-        if (!content)
-            return false;
-        out.tool_result(std::move(*id), std::move(content->get_array()), false);
-        return true;
-    }
+        return read_tool_result(m, "tool_call_id", path, rd, out, [&] { return read_content(m, path, {}, false, rd); });
     return rd.fail(field_path(path, "role"), "unsupported role '" + *role + "'");
 }
 
@@ -131,14 +116,8 @@ bool read_message(const json::object& m, const std::string& path, wire_reader& r
 
 bool read_chat_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
 {
-    for (std::size_t i = 0; i < items.size(); ++i)
-    {
-        const std::string at = index_path(path, i);
-        const auto* m = rd.object(items[i], at);
-        if (!m || !read_message(*m, at, rd, out))
-            return false;
-    }
-    return true;
+    return read_each_object(items, path, rd,
+                            [&](const json::object& m, const std::string& at) { return read_message(m, at, rd, out); });
 }
 
 }  // namespace agentctx::providers::detail

@@ -88,6 +88,45 @@ struct pi_batch
     }
 };
 
+/// Reads each item of `items` (at `path[i]`) with `read(object, path)`; false at the first item
+/// that is not an object or that `read` refuses.
+template <class Read>
+bool read_each_object(const json::array& items, const std::string& path, wire_reader& rd, Read&& read)
+{
+    for (std::size_t i = 0; i < items.size(); ++i)
+    {
+        const std::string at = index_path(path, i);
+        const auto* o = rd.object(items[i], at);
+        if (!o || !read(*o, at))
+            return false;
+    }
+    return true;
+}
+
+/// As read_each_object, for items with a string `type`: `read(object, type, path)`.
+template <class Read>
+bool read_each_typed(const json::array& items, const std::string& path, wire_reader& rd, Read&& read)
+{
+    return read_each_object(items, path, rd, [&](const json::object& o, const std::string& at) {
+        const auto type = rd.string(o, "type", at);
+        return type && read(o, *type, at);
+    });
+}
+
+/// A tool result into `out`: the call id from `id_key`, then the content `read_content()` reads
+/// (std::optional<json::value> holding an array; nullopt when refused).
+template <class ReadContent>
+bool read_tool_result(const json::object& o, std::string_view id_key, const std::string& path, wire_reader& rd,
+                      pi_batch& out, ReadContent&& read_content)
+{
+    auto id = rd.string(o, id_key, path);
+    auto content = id ? read_content() : std::nullopt;
+    if (!content)
+        return false;
+    out.tool_result(std::move(*id), std::move(content->get_array()), false);
+    return true;
+}
+
 /// One converter per format: false (the failure in `rd`) at the first bad item.
 bool read_chat_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
 bool read_responses_items(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);

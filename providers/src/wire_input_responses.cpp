@@ -16,33 +16,27 @@ enum class side
 bool read_parts(const json::array& parts, const std::string& path, side s, bool images, wire_reader& rd,
                 json::array& out)
 {
-    for (std::size_t i = 0; i < parts.size(); ++i)
-    {
-        const std::string at = index_path(path, i);
-        const auto* p = rd.object(parts[i], at);
-        const auto type = p ? rd.string(*p, "type", at) : std::nullopt;
-        if (!type)
-            return false;
+    return read_each_typed(parts, path, rd, [&](const json::object& p, const std::string& type, const std::string& at) {
         std::optional<json::object> block;
-        if (*type == "input_text" || (*type == "output_text" && s == side::output))
+        if (type == "input_text" || (type == "output_text" && s == side::output))
         {
-            if (auto t = rd.string(*p, "text", at))
+            if (auto t = rd.string(p, "text", at))
                 block = pi_text(std::move(*t));
         }
-        else if (*type == "refusal" && s == side::output)
+        else if (type == "refusal" && s == side::output)
         {
-            if (auto t = rd.string(*p, "refusal", at))
+            if (auto t = rd.string(p, "refusal", at))
                 block = pi_text(std::move(*t));
         }
-        else if (*type == "input_image" && images)
-            block = rd.data_url_image(*p, "image_url", at);
+        else if (type == "input_image" && images)
+            block = rd.data_url_image(p, "image_url", at);
         else
-            return rd.fail(field_path(at, "type"), "unsupported content part '" + *type + "'");
+            return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
         if (!block)
             return false;
         out.push_back(std::move(*block));
-    }
-    return true;
+        return true;
+    });
 }
 
 // `key`: a string (kept when `keep_string`, else one text block) or an array of parts.
@@ -165,14 +159,8 @@ bool reader::item(const json::object& o, const std::string& path)
     }
     open_ = false;
     if (*type == "function_call_output")
-    {
-        auto id = rd_.string(o, "call_id", path);
-        auto content = id ? read_content(o, "output", path, side::input, true, false, rd_) : std::nullopt;
-        if (!content)
-            return false;
-        out_.tool_result(std::move(*id), std::move(content->get_array()), false);
-        return true;
-    }
+        return read_tool_result(o, "call_id", path, rd_, out_,
+                                [&] { return read_content(o, "output", path, side::input, true, false, rd_); });
     return rd_.fail(field_path(path, "type"), "unsupported item type '" + *type + "'");
 }
 
@@ -181,14 +169,7 @@ bool reader::item(const json::object& o, const std::string& path)
 bool read_responses_items(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
 {
     reader r(rd, out);
-    for (std::size_t i = 0; i < items.size(); ++i)
-    {
-        const std::string at = index_path(path, i);
-        const auto* o = rd.object(items[i], at);
-        if (!o || !r.item(*o, at))
-            return false;
-    }
-    return true;
+    return read_each_object(items, path, rd, [&](const json::object& o, const std::string& at) { return r.item(o, at); });
 }
 
 }  // namespace agentctx::providers::detail

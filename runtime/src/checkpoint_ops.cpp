@@ -155,6 +155,86 @@ result<std::vector<entry_ptr>> restore_path(const session_log& log, std::size_t 
 
 }  // namespace
 
+namespace {
+
+// A record parsed, with its summary judged as the model's would be.
+result<checkpoint_record> parse_restorable(const session_core& s, const json::value& record, checkpoint_reason& why,
+                                           diagnostics& diag)
+{
+    auto r = parse_checkpoint(record, why, diag);
+    if (!r)
+        return r.error();
+    // Not empty, within the output cap (twice it: a split turn joins the history's summary and
+    // the turn prefix's).
+    const std::uint32_t cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
+    if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
+    {
+        why = checkpoint_reason::corrupt;
+        return make_error_code(compaction::errc::checkpoint_invalid);
+    }
+    return r;
+}
+
+// The entries the record keeps verbatim: their own lines, from this prefix (it hashes the same).
+result<json::array> kept_verbatim_lines(const session_core& s, const checkpoint_record& r,
+                                        const std::vector<std::uint32_t>& path, diagnostics& diag)
+{
+    json::array kept;
+    for (const auto& kid : r.kept_verbatim_ids)
+        for (std::size_t k = 0; k < r.revision.count; ++k)
+            if (s.log_.meta(path[k]).id == kid)
+            {
+                auto e = s.log_.get(path[k], diag);
+                if (!e)
+                    return e.error();
+                kept.push_back((*e)->raw);
+                break;
+            }
+    return kept;
+}
+
+// The restored compaction entry, written like a compaction: secrets replaced in the summary,
+// the file lists and the entries kept verbatim, under this session's redaction settings.
+result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record& r, const std::vector<std::uint32_t>& path,
+                                 const std::string& id, const std::string& first_kept, diagnostics& diag)
+{
+    json::array read_files, modified_files;
+    for (const auto& f : r.read_files)
+        read_files.emplace_back(f);
+    for (const auto& f : r.modified_files)
+        modified_files.emplace_back(f);
+    json::object ours{
+        {"reason", "restore"},
+        {"restoredFrom", r.digest},
+        {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
+        {"sourceRevision", to_json(r.revision)},
+        {"identity", to_json(r.identity)},
+        {"configDigest", r.config_digest},
+    };
+    auto kept = kept_verbatim_lines(s, r, path, diag);
+    if (!kept)
+        return kept.error();
+    if (!kept->empty())
+        ours["pinned"] = std::move(*kept);
+    std::string summary = r.summary;
+    json::value written = json::object{
+        {"readFiles", std::move(read_files)},
+        {"modifiedFiles", std::move(modified_files)},
+        {"agentctx", std::move(ours)},
+    };
+    std::map<std::string, std::size_t> redactions;
+    redact_compaction(summary, written, *s.redactor_, redactions);
+    if (!redactions.empty())
+        written.as_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
+    const std::string ts = iso_timestamp_now();
+    return std::make_shared<const entry>(make_compaction_entry(
+        id, s.log_.leaf_id(), ts, summary, first_kept, static_cast<double>(r.tokens_before), std::move(written), false,
+        std::nullopt, system_checkpoint(s.current()->system, ts)
+    ));
+}
+
+}  // namespace
+
 checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& record, error_code& ec)
 {
     checkpoint_outcome out;
@@ -168,17 +248,9 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     if (s.coordinator_->running())
         return refuse(make_error_code(errc::compaction_running), "a compaction is running; restore after it ends");
     diagnostics diag;
-    auto r = parse_checkpoint(record, out.reason, diag);
+    auto r = parse_restorable(s, record, out.reason, diag);
     if (!r)
         return refuse(r.error(), diag.message);
-    // The summary is judged as the model's would be: not empty, within the output cap (twice
-    // it: a split turn joins the history's summary and the turn prefix's).
-    const std::uint32_t cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
-    if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
-    {
-        out.reason = checkpoint_reason::corrupt;
-        return refuse(make_error_code(compaction::errc::checkpoint_invalid), diag.message);
-    }
     out.record = *r;
     const auto path = s.log_.active_path();
     if (auto ok = check_checkpoint(*r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_),
@@ -191,52 +263,10 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     const std::string id = s.log_.new_id();
     // Kept from the first entry after the covered prefix; with nothing after it, retain none.
     const std::string first_kept = count < path.size() ? s.log_.meta(path[count]).id : id;
-    json::array read_files, modified_files;
-    for (const auto& f : r->read_files)
-        read_files.emplace_back(f);
-    for (const auto& f : r->modified_files)
-        modified_files.emplace_back(f);
-    json::object ours{
-        {"reason", "restore"},
-        {"restoredFrom", r->digest},
-        {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
-        {"sourceRevision", to_json(r->revision)},
-        {"identity", to_json(r->identity)},
-        {"configDigest", r->config_digest},
-    };
-    // The entries kept verbatim: their own lines, from this prefix (it hashes the same).
-    json::array kept;
-    for (const auto& kid : r->kept_verbatim_ids)
-        for (std::size_t k = 0; k < count; ++k)
-            if (s.log_.meta(path[k]).id == kid)
-            {
-                auto e = s.log_.get(path[k], diag);
-                if (!e)
-                    return refuse(e.error(), diag.message);
-                kept.push_back((*e)->raw);
-                break;
-            }
-    if (!kept.empty())
-        ours["pinned"] = std::move(kept);
-    json::object details{
-        {"readFiles", std::move(read_files)},
-        {"modifiedFiles", std::move(modified_files)},
-        {"agentctx", std::move(ours)},
-    };
-    // Written like a compaction: secrets replaced in the summary, the file lists and the
-    // entries kept verbatim, under this session's redaction settings.
-    std::string summary = r->summary;
-    json::value written = std::move(details);
-    std::map<std::string, std::size_t> redactions;
-    redact_compaction(summary, written, *s.redactor_, redactions);
-    if (!redactions.empty())
-        written.as_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
-    const std::string ts = iso_timestamp_now();
-    auto e = std::make_shared<const entry>(make_compaction_entry(
-        id, s.log_.leaf_id(), ts, summary, first_kept, static_cast<double>(r->tokens_before), std::move(written), false,
-        std::nullopt, system_checkpoint(s.current()->system, ts)
-    ));
-    if (auto fits = check_line_fits(*e, s.log_.options().max_line_bytes, diag); !fits)
+    auto e = restored_entry(s, *r, path, id, first_kept, diag);
+    if (!e)
+        return refuse(e.error(), diag.message);
+    if (auto fits = check_line_fits(**e, s.log_.options().max_line_bytes, diag); !fits)
     {
         out.reason = checkpoint_reason::corrupt;
         return refuse(fits.error(), diag.message);
@@ -244,11 +274,11 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     auto next_path = restore_path(s.log_, count, diag);
     if (!next_path)
         return refuse(next_path.error(), diag.message);
-    next_path->push_back(e);
+    next_path->push_back(*e);
     auto next = snapshot_from_context(build_session_context(*next_path, &s.log_), s.log_.size() + 1, s.counter());
-    if (auto w = s.store_->append(*e, diag); !w)
+    if (auto w = s.store_->append(**e, diag); !w)
         return refuse(w.error(), diag.message);
-    if (auto w = s.log_.append(e, diag); !w)
+    if (auto w = s.log_.append(*e, diag); !w)
         return refuse(w.error(), diag.message);  // unreachable: a fresh id, the leaf as parent
     s.publish(std::move(next));
     s.auto_failed_at_.reset();

@@ -40,13 +40,4 @@ result<void> memory_store::append(const compaction::entry& e, diagnostics& diag)
     return {};
 }
 
-result<compaction::session_log> memory_store::load(
-    const compaction::load_options& opts,
-    compaction::load_report& report,
-    diagnostics& diag
-)
-{
-    return compaction::session_log::load(text_, opts, report, diag);
-}
-
 }  // namespace agentctx::runtime

@@ -285,7 +285,7 @@ void pg_pool::export_impl(std::string id, asio::any_completion_handler<pg_text_s
 // ---------------------------------------------------------------------------------------------
 
 pg_store::pg_store(std::shared_ptr<pg::pool> pool, std::string session_id, std::string text, std::size_t entries)
-    : pool_(std::move(pool)), id_(std::move(session_id)), text_(std::move(text)), entries_(entries)
+    : text_store(std::move(text)), pool_(std::move(pool)), id_(std::move(session_id)), entries_(entries)
 {
 }
 
@@ -305,12 +305,6 @@ result<void> pg_store::append(const compaction::entry&, diagnostics& diag)
 {
     diag.message = "the PostgreSQL store appends asynchronously only (async_write)";
     return errc::io_error;
-}
-
-result<compaction::session_log> pg_store::load(const compaction::load_options& opts, compaction::load_report& report,
-                                               diagnostics& diag)
-{
-    return compaction::session_log::load(text_, opts, report, diag);
 }
 
 void pg_store::async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries, asio::any_completion_handler<store_write_signature> h)

@@ -562,6 +562,33 @@ transaction::step<compaction_result> transaction::build(
     return std::move(*r);
 }
 
+namespace {
+
+// The entry's details.agentctx: how the compaction came about and what it cost, its evidence,
+// the carried entries, a native state, and the portable checkpoint fields.
+compaction::result<void> add_agentctx_details(const session_core& s, const session_core::job& j, const compaction_result& result,
+                                              long long duration_ms, boost::json::object evidence,
+                                              const std::optional<boost::json::object>& native, const std::string& first_kept,
+                                              boost::json::object& details, diagnostics& diag)
+{
+    auto& ours = (details["agentctx"] = boost::json::object{
+                      {"reason", to_string(j.request.reason)},
+                      {"tokensAfter", result.tokens_after},
+                      {"durationMs", duration_ms},
+                      {"modelCalls", j.model_calls},
+                      {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
+                  });
+    ours.get_object()["evidence"] = std::move(evidence);
+    if (!result.pinned.empty())
+        ours.get_object()["pinned"] = result.pinned;
+    if (native)
+        ours.get_object()["native"] = *native;
+    // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
+    return checkpoint_ops::add_fields(s, ours.get_object(), first_kept, j.from_hook, diag);
+}
+
+}  // namespace
+
 asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     session_core& s,
     const session_core::job& j,
@@ -576,21 +603,11 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         details = boost::json::object{};
     if (details.is_object())
     {
-        auto& ours = (details.get_object()["agentctx"] = boost::json::object{
-                          {"reason", to_string(j.request.reason)},
-                          {"tokensAfter", result.tokens_after},
-                          {"durationMs", elapsed_ms(j.started)},
-                          {"modelCalls", j.model_calls},
-                          {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
-                      });
-        ours.get_object()["evidence"] = to_json(finished_evidence(j, std::nullopt));
-        if (!result.pinned.empty())
-            ours.get_object()["pinned"] = result.pinned;
-        if (sum.native)
-            ours.get_object()["native"] = *sum.native;
-        // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
+        const long long duration_ms = elapsed_ms(j.started);
         diagnostics cdiag;
-        if (auto r = checkpoint_ops::add_fields(s, ours.get_object(), v.first_kept, j.from_hook, cdiag); !r)
+        if (auto r = add_agentctx_details(s, j, result, duration_ms, to_json(finished_evidence(j, std::nullopt)), sum.native,
+                                          v.first_kept, details.get_object(), cdiag);
+            !r)
             co_return failure{r.error(), cdiag.message};
     }
     // Everything the entry writes is redacted, not only the model's text: the file lists in the

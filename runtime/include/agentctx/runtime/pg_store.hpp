@@ -2,7 +2,7 @@
 #pragma once
 
 #include <agentctx/providers/async_call.hpp>
-#include <agentctx/runtime/store.hpp>
+#include <agentctx/runtime/text_store.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -112,7 +112,7 @@ private:
  *   a node that dies releases it with its connection.
  * - Every committed append NOTIFYs; other nodes' stores call on_remote_change.
  */
-class pg_store final : public store
+class pg_store final : public text_store
 {
 public:
     pg_store(std::shared_ptr<pg::pool> pool, std::string session_id, std::string text, std::size_t entries);
@@ -122,12 +122,7 @@ public:
     result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
     /// Blocking appends are not offered: fails with io_error (the session uses async_write).
     result<void> append(const compaction::entry& e, diagnostics& diag) override;
-    /// Parses the text loaded by async_open / async_reload (no I/O).
-    result<compaction::session_log> load(
-        const compaction::load_options& opts,
-        compaction::load_report& report,
-        diagnostics& diag
-    ) override;
+    // load (text_store) parses the text loaded by async_open / async_reload (no I/O).
 
     bool asynchronous() const noexcept override { return true; }
     void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
@@ -141,7 +136,6 @@ public:
 private:
     std::shared_ptr<pg::pool> pool_;
     std::string id_;
-    std::string text_;
     std::size_t entries_ = 0;
     std::uint64_t subscription_ = 0;
 };

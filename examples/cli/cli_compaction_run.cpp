@@ -1,0 +1,50 @@
+// The compaction run shared by `compact` and `recover`: abort on a signal, redraw while running.
+#include "cli_compaction_run.hpp"
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <csignal>
+#include <cstdio>
+
+namespace agentctx::cli {
+
+compaction_run run_compaction(boost::asio::io_context& ioc, runtime::session& session,
+                              std::optional<std::string> instructions, bool tty, std::chrono::milliseconds period,
+                              std::function<void()> draw)
+{
+    compaction_run run;
+    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec)
+            return;
+        run.interrupted = true;
+        session.abort_compaction();
+    });
+    boost::asio::steady_timer ticker(ioc);
+    bool finished = false;
+    std::function<void()> tick = [&] {
+        if (!tty || finished)
+            return;
+        draw();
+        ticker.expires_after(period);
+        ticker.async_wait([&](boost::system::error_code ec) {
+            if (!ec)
+                tick();
+        });
+    };
+    tick();
+    session.async_compact(std::move(instructions), [&](boost::system::error_code ec, runtime::compaction_outcome o) {
+        run.ec = ec;
+        run.outcome = std::move(o);
+        signals.cancel();
+        finished = true;
+        ticker.cancel();
+    });
+    ioc.run();
+    if (tty)
+        std::fputs("\r\033[K", stderr);
+    return run;
+}
+
+}  // namespace agentctx::cli
