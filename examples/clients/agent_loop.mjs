@@ -64,12 +64,15 @@ const SCRIPT = [
   ["user", reply({ calls: [toolCall("call_3", "run", { command: "make test" })], promptTokens: 2600 })],
   ["tool", OVERFLOW],
   ["tool", reply({ content: "All 12 tests pass.", promptTokens: 900 })],
-  ["user", reply({ content: "Fixed the link line (-lm); the build and all 12 tests pass.", promptTokens: 4200 })],
+  ["user", reply({ calls: [toolCall("call_4", "read_file", { path: "CHANGES" })], promptTokens: 3100 })],
+  ["tool", reply({ content: "Fixed the link line (-lm); the build and all 12 tests pass.", promptTokens: 4200 })],
 ];
 
 const TASKS = ["The build fails; find out why and fix it.", "Run the tests.", "Summarize what you did."];
 
 function runTool(name, args) {
+  if (name === "read_file" && args.path === "CHANGES")
+    return Array.from({ length: 80 }, (_, i) => `- change ${i}: kept the build green\n`).join("");
   if (name === "read_file") return "CC=cc\nCFLAGS=-O2 -Wall\n" + "# generated rules\n".repeat(120) + "app: main.o util.o\n\t$(CC) -o $@ $^\n";
   if (args.command === "make") return "cc -o app main.o util.o\n" + "util.o: undefined reference to `sqrt'\n".repeat(60) + "make: *** [app] Error 1";
   if (name === "run") return "error: tool failed: make test needs the build first";
@@ -113,7 +116,7 @@ async function runTask(sid, task, stats) {
   }
   const turn = await call("POST", `/v1/sessions/${sid}/turn-end`, { format: "openai", usage: answer.usage });
   stats.compactions += turn.compacted ? 1 : 0;
-  console.log(`turn done: tokens=${turn.tokens} threshold=${turn.threshold} compacted=${turn.compacted}`);
+  console.log(`turn done: tokens=${turn.tokens} threshold=${turn.threshold} compacted=${turn.compacted}`, turn.message ?? "");
 }
 
 const sid = (await call("POST", "/v1/sessions", { cwd: process.cwd() })).id;

@@ -64,13 +64,16 @@ SCRIPT = [
     ("user", reply(calls=[tool_call("call_3", "run", {"command": "make test"})], prompt_tokens=2600)),
     ("tool", OVERFLOW),
     ("tool", reply("All 12 tests pass.", prompt_tokens=900)),
-    ("user", reply("Fixed the link line (-lm); the build and all 12 tests pass.", prompt_tokens=4200)),
+    ("user", reply(calls=[tool_call("call_4", "read_file", {"path": "CHANGES"})], prompt_tokens=3100)),
+    ("tool", reply("Fixed the link line (-lm); the build and all 12 tests pass.", prompt_tokens=4200)),
 ]
 
 TASKS = ["The build fails; find out why and fix it.", "Run the tests.", "Summarize what you did."]
 
 
 def run_tool(name, args):
+    if name == "read_file" and args["path"] == "CHANGES":
+        return "".join(f"- change {i}: kept the build green\n" for i in range(80))
     if name == "read_file":
         return "CC=cc\nCFLAGS=-O2 -Wall\n" + "# generated rules\n" * 120 + "app: main.o util.o\n\t$(CC) -o $@ $^\n"
     if args.get("command") == "make":
@@ -120,7 +123,8 @@ def run_task(server, sid, model, task, stats):
             break
     turn = server.call("POST", f"/v1/sessions/{sid}/turn-end", {"format": "openai", "usage": answer["usage"]})
     stats["compactions"] += turn["compacted"]
-    print(f"turn done: tokens={turn['tokens']} threshold={turn['threshold']} compacted={turn['compacted']}")
+    print(f"turn done: tokens={turn['tokens']} threshold={turn['threshold']} compacted={turn['compacted']}",
+          turn.get("message", ""))
 
 
 def main():

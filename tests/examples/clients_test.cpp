@@ -56,7 +56,8 @@ json::value run_client(const std::string& interpreter, const std::string& client
 void expect_the_scripted_run(const json::value& report)
 {
     ASSERT_TRUE(report.is_object()) << report;
-    EXPECT_EQ(report.at("entries"), 11) << report;
+    EXPECT_EQ(report.at("entries"), 13) << report;
+    EXPECT_EQ(report.at("contextMessages"), 5) << report;
     EXPECT_EQ(report.at("overflowRetries"), 1) << report;
     EXPECT_EQ(report.at("compactions"), 2) << report;
     EXPECT_EQ(report.at("startsWithSummary"), true) << report;

@@ -56,7 +56,10 @@ TEST_F(server_turns, turn_end_over_the_threshold_compacts_and_the_context_reads_
     const auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json();
     EXPECT_EQ(ctx.at("messages").at(0).at("role"), "compactionSummary");
     EXPECT_EQ(ctx.at("messages").at(0).at("entryId"), v.at("entryId"));
-    EXPECT_NE(json::serialize(ctx.at("wire").at(0)).find("## Goal"), std::string::npos);
+    EXPECT_EQ(std::string(ctx.at("wire").at(0).at("content").at(0).at("text").as_string()).rfind(
+                  "The conversation history before this point was compacted into the following summary:\n\n<summary>\n", 0),
+              0u)
+        << ctx.at("wire").at(0);
     // The kept turn comes back as it was posted.
     const auto& wire = ctx.at("wire").as_array();
     EXPECT_EQ(wire.back(), json::parse(R"({"role":"assistant","content":")" + std::string(800, 'a') + R"("})"));

@@ -114,7 +114,7 @@ TEST_F(server_wire, responses_items_round_trip_and_reasoning_is_stored)
     auto items = json::parse(responses_turns).as_array();
     items.insert(items.begin() + 1, json::parse(responses_reasoning));
     const auto r = sync("POST", "/v1/sessions/" + id + "/messages?format=responses",
-                        with_items("input", json::serialize(items), R"(,"usage":{"input_tokens":900,"output_tokens":40}})"));
+                        with_items("input", json::serialize(items), R"(,"usage":{"input_tokens":900,"output_tokens":40})"));
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     EXPECT_EQ(r->json().at("ids").as_array().size(), 6u);  // one assistant message holds reasoning, text and both calls
     // Reasoning is stored (the whole item as its signature) and, as in every wire view, not sent back.
@@ -122,7 +122,7 @@ TEST_F(server_wire, responses_items_round_trip_and_reasoning_is_stored)
     const auto stored = stored_messages(file(id));
     ASSERT_EQ(stored.size(), 6u);
     EXPECT_EQ(stored[1].at("content").at(0).at("type"), "thinking");
-    EXPECT_EQ(stored[1].at("content").at(0).at("thinkingSignature"), json::serialize(json::parse(responses_reasoning)));
+    EXPECT_EQ(stored[1].at("content").at(0).at("thinkingSignature"), json::value(json::serialize(json::parse(responses_reasoning))));
     EXPECT_EQ(stored[4].at("usage").at("totalTokens"), 940);
     EXPECT_EQ(stored[4].at("api"), "openai-responses");
 }
