@@ -6,6 +6,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -120,6 +121,19 @@ TEST_F(server_openapi, a_wrong_answer_fails_validation)
               "$.error: expected type \"object\", got \"no\"");
     EXPECT_EQ(test::contract_violation("GET", "/v2/x", 200, "application/json", "{}"), "GET /v2/x: not in the document (answered 200)");
     EXPECT_EQ(test::contract_violation("GET", "/v2/x", 404, "application/json", R"({"error":{"code":"not_found","message":"no such endpoint"}})"), "");
+}
+
+TEST_F(server_openapi, a_test_fails_when_the_server_answers_what_the_document_does_not_say)
+{
+    // The document as it would be if the server had gained a field: the answers no longer agree.
+    auto doc = json::parse(test::read_text(AGENTCTX_OPENAPI_DOC));
+    doc.at("components").at("schemas").at("Context").at("properties").as_object().erase("leafId");
+    doc.at("components").at("schemas").at("Context").at("required").as_array().erase(
+        doc.at("components").at("schemas").at("Context").at("required").as_array().begin());
+    contract_ = std::make_shared<test::openapi_check>(doc);
+    start();
+    const auto id = new_session();
+    EXPECT_NONFATAL_FAILURE(sync("GET", "/v1/sessions/" + id + "/context"), "$.leafId: not in the document");
 }
 
 TEST_F(server_openapi, raw_answers_of_the_connection_layer_agree_with_the_document)
