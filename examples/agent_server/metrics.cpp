@@ -121,8 +121,8 @@ std::string route_label(std::string_view method, std::string_view target)
         i = end + 1;
     }
     const std::string m(method);
-    if (parts.size() == 1 && parts[0] == "metrics")
-        return m + " /metrics";
+    if (parts.size() == 1 && (parts[0] == "metrics" || parts[0] == "openapi.json"))
+        return m + " /" + std::string(parts[0]);
     if (parts.size() < 2 || parts.size() > 4 || parts[0] != "v1" || parts[1] != "sessions")
         return m + " other";  // unknown paths never become label values
     if (parts.size() == 2)
@@ -130,7 +130,8 @@ std::string route_label(std::string_view method, std::string_view target)
     if (parts.size() == 3)
         return m + " /v1/sessions/{id}";
     const auto a = parts[3];
-    if (a != "entries" && a != "compact" && a != "context" && a != "events")
+    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow"};
+    if (std::find(std::begin(actions), std::end(actions), a) == std::end(actions))
         return m + " other";
     return m + " /v1/sessions/{id}/" + std::string(a);
 }

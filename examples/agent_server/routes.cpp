@@ -2,7 +2,11 @@
 #include "routes.hpp"
 
 #include "error_status.hpp"
+#include "openapi_text.hpp"
 #include "request_json.hpp"
+#include "route_context.hpp"
+#include "turn_routes.hpp"
+#include "wire_routes.hpp"
 #include "server_error.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
@@ -75,23 +79,23 @@ bool is_event_stream(const http_request& req)
 
 namespace {
 
-// What every handler gets: the server, the request, and its body parsed once.
-struct request_context
-{
-    server_state& server;
-    const http_request& req;
-    json::object body;
-};
-
-using plain_handler = asio::awaitable<http_response> (*)(request_context&);
-using session_handler = asio::awaitable<http_response> (*)(request_context&, const lease&);
-
 asio::awaitable<http_response> get_metrics(request_context& c)
 {
     http_response res{http::status::ok, c.req.version()};
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     res.keep_alive(c.req.keep_alive());
     res.body() = c.server.metrics.render(c.server.sessions->active());
+    res.prepare_payload();
+    co_return res;
+}
+
+// The checked-in OpenAPI document, as embedded at build time.
+asio::awaitable<http_response> get_openapi(request_context& c)
+{
+    http_response res{http::status::ok, c.req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(c.req.keep_alive());
+    res.body() = std::string(openapi_text());
     res.prepare_payload();
     co_return res;
 }
@@ -218,11 +222,15 @@ struct route_entry
 // First match wins; a session handler gets the session leased (404 when it does not exist).
 const route_entry route_table[] = {
     {http::verb::get, "/metrics", &get_metrics},
+    {http::verb::get, "/openapi.json", &get_openapi},
     {http::verb::post, "/v1/sessions", &create_session},
     {std::nullopt, "/v1/sessions", &use_post},
     {http::verb::post, "/v1/sessions/{id}/entries", &append_entry},
     {http::verb::post, "/v1/sessions/{id}/compact", &compact},
     {http::verb::get, "/v1/sessions/{id}/context", &context},
+    {http::verb::post, "/v1/sessions/{id}/messages", &append_wire_messages},
+    {http::verb::post, "/v1/sessions/{id}/turn-end", &turn_end},
+    {http::verb::post, "/v1/sessions/{id}/overflow", &overflow},
     {std::nullopt, "/v1/sessions/{id}/{action}", &no_such_action},
 };
 

@@ -73,6 +73,11 @@ struct server_options
  *   "entryId", "tokens"}]}`
  * - `GET /v1/sessions/{id}/events` → `text/event-stream` of `compaction_start` / `compaction_end`,
  *   and `remote_change` (`{"entries", "compactions"}`) when another node changed a shared session
+ * - `POST /v1/sessions/{id}/messages?format=openai|responses|anthropic` → 201 `{"ids"}`: the
+ *   provider's messages appended as one batch (wire_routes.hpp)
+ * - `POST /v1/sessions/{id}/turn-end` → 200 what the threshold check did; `POST
+ *   /v1/sessions/{id}/overflow` → 200 `{"overflow", "retry", ...}` (turn_routes.hpp)
+ * - `GET /openapi.json` → docs/openapi.json, which describes all of them
  *
  * Each session is a runtime::session on its own strand, each connection a coroutine on its own
  * strand; the server runs on the given io_context (any number of threads). Connections are

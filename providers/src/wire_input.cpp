@@ -170,6 +170,11 @@ std::string_view to_string(input_format f) noexcept
     return "openai";
 }
 
+compaction::usage usage_from_wire(input_format f, const json::object& usage)
+{
+    return provider_usage(f, usage);
+}
+
 compaction::result<std::vector<json::object>> from_wire_messages(input_format f, const json::value& items,
                                                                  const wire_input_options& options, diagnostics& diag)
 {

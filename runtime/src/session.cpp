@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/unresolved_calls.hpp>
 
+#include "append_batch.hpp"
 #include "session_core.hpp"
 
 namespace agentctx::runtime {
@@ -68,6 +69,12 @@ void session::close() { core_->close(); }
 void session::append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h)
 {
     core_->append_impl(std::move(fields), std::move(h));
+}
+
+void session::append_messages_impl(std::vector<boost::json::object> messages,
+                                   boost::asio::any_completion_handler<append_batch_signature> h)
+{
+    detail::append_messages(core_, std::move(messages), std::move(h));
 }
 
 void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h) { core_->refresh_impl(std::move(h)); }

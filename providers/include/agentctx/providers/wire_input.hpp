@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
+#include <agentctx/compaction/message.hpp>
 #include <agentctx/providers/error.hpp>
 
 #include <boost/json/object.hpp>
@@ -26,6 +27,10 @@ enum class input_format
 /// `openai`, `responses`, `anthropic`; nullopt for any other name.
 std::optional<input_format> input_format_from_string(std::string_view name) noexcept;
 std::string_view to_string(input_format f) noexcept;
+
+/// The provider's `usage` object of format `f`, as returned, in Pi's shape (the reading
+/// wire_input_options::usage gets; unknown fields are ignored, missing counts are 0).
+compaction::usage usage_from_wire(input_format f, const boost::json::object& usage);
 
 /// What the provider said about the call that produced the batch's last assistant message.
 struct wire_input_options

@@ -100,6 +100,14 @@ using outcome_signature = void(boost::system::error_code, compaction_outcome);
 using append_signature = void(boost::system::error_code, std::string);
 using void_signature = void(boost::system::error_code);
 
+/// What an append of several messages did: the new ids in order, or why it was refused.
+struct append_batch_result
+{
+    std::vector<std::string> ids;
+    std::string reason;  ///< on failure: the refused message's index, field and why (safe text)
+};
+using append_batch_signature = void(boost::system::error_code, append_batch_result);
+
 /**
  * @brief One conversation. All state lives on one strand; readers take snapshot() from any thread.
  *
@@ -166,6 +174,23 @@ public:
     {
         return ::agentctx::detail::async_call<append_signature>(
             token, shared_from_this(), &session::append_impl, std::move(fields));
+    }
+
+    /**
+     * @brief Appends Pi messages (`{"role": …}` objects) as `message` entries, each the child of
+     * the one before, as one batch: every message is validated before the first is written, and
+     * no other write of the session comes between them. A refused message fails the batch with
+     * nothing written; `reason` names its index, field and why (`[2] field 'message.content': …`).
+     * A store failure partway through (a full disk, another node writing a shared session) leaves
+     * the entries written before it, each a whole line; `reason` then says how many.
+     * @par Per-operation cancellation
+     * None: like a single append, it is short and is either done or not started.
+     */
+    template <boost::asio::completion_token_for<append_batch_signature> CompletionToken>
+    auto async_append_messages(std::vector<boost::json::object> messages, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<append_batch_signature>(
+            token, shared_from_this(), &session::append_messages_impl, std::move(messages));
     }
 
     /**
@@ -330,6 +355,8 @@ private:
 
     // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void append_messages_impl(std::vector<boost::json::object> messages,
+                              boost::asio::any_completion_handler<append_batch_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);

@@ -1,0 +1,121 @@
+// Provider-format input over HTTP: the body converted with from_wire_messages, appended as one batch.
+#include "wire_routes.hpp"
+
+#include "error_status.hpp"
+#include "routes.hpp"
+
+#include <agentctx/providers/wire_input.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/array.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace agentctx::server {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+namespace {
+
+// The tool name of a call made in an earlier batch: the newest call with that id in context.
+std::string earlier_call_name(const runtime::snapshot& snap, std::string_view call_id)
+{
+    for (std::size_t i = snap.messages.size(); i-- > 0;)
+    {
+        const auto& m = *snap.messages[i].msg;
+        if (m.role != compaction::role::assistant)
+            continue;
+        for (const auto& b : m.content.blocks)
+            if (const auto* call = std::get_if<compaction::tool_call_block>(&b); call && call->id == call_id)
+                return call->name;
+    }
+    return {};
+}
+
+// A string field of the body, when present; "" in `why` unless it is present and not a string.
+std::optional<std::string> string_field(const json::object& body, std::string_view key, std::string& why)
+{
+    const auto* v = body.if_contains(key);
+    if (!v)
+        return std::nullopt;
+    if (!v->is_string())
+    {
+        why = std::string(key) + ": expected a string";
+        return std::nullopt;
+    }
+    return std::string(v->get_string());
+}
+
+// The conversion options the body asks for, or the reason it cannot (a field path and why).
+std::optional<providers::wire_input_options> options_of(const json::object& body, std::string_view items_key,
+                                                        const runtime::session& s, std::string& why)
+{
+    for (const auto& kv : body)
+        if (kv.key() != items_key && kv.key() != "usage" && kv.key() != "stop_reason" && kv.key() != "provider" &&
+            kv.key() != "model")
+        {
+            why = std::string(kv.key()) + ": unknown field";
+            return std::nullopt;
+        }
+    providers::wire_input_options opt;
+    if (const auto* u = body.if_contains("usage"))
+        opt.usage = *u;
+    opt.stop_reason = string_field(body, "stop_reason", why);
+    // The serving model by default: the session's checks compare an assistant message's
+    // provider and model with it (an overflow counts only for the model being served).
+    opt.provider = string_field(body, "provider", why).value_or(s.config().model.provider);
+    opt.model = string_field(body, "model", why).value_or(s.config().model.model_id);
+    if (!why.empty())
+        return std::nullopt;
+    opt.timestamp = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    opt.tool_name = [snap = s.current()](std::string_view id) { return earlier_call_name(*snap, id); };
+    return opt;
+}
+
+http_response invalid(const http_request& req, std::string_view why)
+{
+    return reply(req, http::status::bad_request, error_body("invalid_wire_message", why));
+}
+
+}  // namespace
+
+asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
+{
+    const auto name = query_param(c.req.target(), "format");
+    const auto format = name ? providers::input_format_from_string(*name) : std::nullopt;
+    if (!format)
+        co_return reply(c.req, http::status::bad_request,
+                        error_body("invalid_request", "format must be openai, responses or anthropic"));
+    const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
+    std::string why;
+    const auto opt = options_of(c.body, key, held->session(), why);
+    if (!opt)
+        co_return invalid(c.req, why);
+    const auto* items = c.body.if_contains(key);
+    if (!items)
+        co_return invalid(c.req, std::string(key) + ": missing");
+    providers::diagnostics diag;
+    auto converted = providers::from_wire_messages(*format, *items, *opt, diag);
+    if (!converted)
+        co_return invalid(c.req, diag.message);
+    if (converted->empty())
+        co_return invalid(c.req, std::string(key) + ": no messages");
+    auto [ec, r] = co_await held->session().async_append_messages(std::move(*converted), asio::as_tuple(asio::use_awaitable));
+    if (ec)
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
+    json::array ids;
+    for (const auto& id : r.ids)
+    {
+        c.server.metrics.append();
+        ids.emplace_back(id);
+    }
+    co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
+}
+
+}  // namespace agentctx::server

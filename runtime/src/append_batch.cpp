@@ -1,0 +1,126 @@
+// A batch of messages: validated whole inside one write turn, then written in order while the turn is held.
+#include "append_batch.hpp"
+
+#include "append_check.hpp"
+#include "session_core.hpp"
+
+#include <agentctx/compaction/entry.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <string>
+
+namespace agentctx::runtime::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using compaction::entry_ptr;
+
+namespace {
+
+using batch_handler = asio::any_completion_handler<append_batch_signature>;
+
+// Never inside the initiating call: through the strand's queue.
+void finish(batch_handler h, const asio::strand<asio::any_io_executor>& strand, error_code ec, append_batch_result r)
+{
+    asio::get_associated_cancellation_slot(h).clear();
+    asio::post(strand, asio::append(std::move(h), ec, std::move(r)));
+}
+
+// Every message as an entry chained after the leaf, each checked as a single append would be
+// (the first against the log; the rest have their parent in the batch). Nothing is written.
+compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::vector<boost::json::object> messages,
+                                                   std::string& reason)
+{
+    std::vector<entry_ptr> out;
+    std::set<std::string> ids;
+    std::optional<std::string> parent = s.log_.leaf_id();
+    const std::string now = compaction::iso_timestamp_now();
+    for (std::size_t i = 0; i < messages.size(); ++i)
+    {
+        std::string id = s.log_.new_id();
+        while (ids.count(id))
+            id = s.log_.new_id();
+        compaction::diagnostics diag;
+        auto e = compaction::make_message_entry(id, parent, now, std::move(messages[i]), diag);
+        if (e && i == 0)
+            if (auto ok = check_appendable(s.log_, *e, diag); !ok)
+                e = compaction::result<compaction::entry>(ok.error());
+        if (!e)
+        {
+            reason = "[" + std::to_string(i) + "] " + diag.message;
+            return e.error();
+        }
+        ids.insert(id);
+        parent = id;
+        out.push_back(std::make_shared<const compaction::entry>(std::move(*e)));
+    }
+    return out;
+}
+
+// Inside the write turn: writes entries[next...] one after the other, adopting each.
+void write_from(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, std::size_t next, batch_handler h)
+{
+    if (next == entries.size())
+    {
+        append_batch_result r;
+        for (const auto& e : entries)
+            r.ids.push_back(e->id);
+        self->leave_writes();
+        return finish(std::move(h), self->strand_, {}, std::move(r));
+    }
+    auto e = entries[next];
+    self->store_->async_write(
+        self->strand_, e, self->log_.size(),
+        [self, entries = std::move(entries), next, h = std::move(h)](error_code ec, std::string message) mutable {
+            compaction::diagnostics diag;
+            if (!ec)
+            {
+                auto adopted = self->adopt_entry(entries[next], diag);
+                ec = adopted ? error_code{} : adopted.error();
+                message = diag.message;
+            }
+            if (!ec)
+                return write_from(std::move(self), std::move(entries), next + 1, std::move(h));
+            self->logger_->warn("batch append failed after {} of {} entries: {}", next, entries.size(), message);
+            auto done = [self, next, h = std::move(h), ec, message]() mutable {
+                self->leave_writes();
+                finish(std::move(h), self->strand_, ec,
+                       append_batch_result{{}, next == 0 ? message : message + " (after " + std::to_string(next) + " written)"});
+            };
+            if (ec != make_error_code(errc::stale_leaf))
+                return done();
+            // Another node appended first: catch up so that a retry sees its entries.
+            self->reload([done = std::move(done)](error_code) mutable { done(); });
+        });
+}
+
+}  // namespace
+
+void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages, batch_handler h)
+{
+    auto strand = core->strand_;
+    asio::post(strand, [self = std::move(core), messages = std::move(messages), h = std::move(h)]() mutable {
+        if (self->closed_)
+            return finish(std::move(h), self->strand_, make_error_code(errc::session_closed), {});
+        self->enter_writes([self, messages = std::move(messages), h = std::move(h)]() mutable {
+            std::string reason;
+            auto entries = self->closed_ ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
+                                         : prepare(*self, std::move(messages), reason);
+            if (!entries)
+            {
+                self->leave_writes();
+                return finish(std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)});
+            }
+            write_from(self, std::move(*entries), 0, std::move(h));
+        });
+    });
+}
+
+}  // namespace agentctx::runtime::detail

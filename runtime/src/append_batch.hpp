@@ -1,0 +1,20 @@
+// Appending several messages as one batch: all validated before the first is written, none interleaved.
+#pragma once
+
+#include <agentctx/runtime/session.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/json/object.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace agentctx::runtime::detail {
+
+class session_core;
+
+/// session::async_append_messages on the core: see session.hpp for the contract.
+void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages,
+                     boost::asio::any_completion_handler<append_batch_signature> h);
+
+}  // namespace agentctx::runtime::detail

@@ -1,0 +1,95 @@
+// session::async_append_messages: a batch is validated whole, written in order, and never interleaved.
+#include <agentctx/compaction/error.hpp>
+#include <agentctx/runtime/session.hpp>
+
+#include "file_text.hpp"
+#include "open_session.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace agentctx;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using boost::system::error_code;
+
+namespace {
+
+class append_batch_test : public ::testing::Test
+{
+protected:
+    void SetUp() override
+    {
+        path_ = fs::temp_directory_path() / ("agentctx-batch-" + std::to_string(::getpid()) + "-" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
+        std::ofstream(path_) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        session_ = test::open_session(ioc_.get_executor(), path_, {});
+    }
+    void TearDown() override
+    {
+        session_.reset();
+        fs::remove(path_);
+    }
+
+    std::pair<error_code, runtime::append_batch_result> append(std::vector<json::object> messages)
+    {
+        std::pair<error_code, runtime::append_batch_result> out;
+        bool done = false;
+        session_->async_append_messages(std::move(messages), [&](error_code ec, runtime::append_batch_result r) {
+            out = {ec, std::move(r)};
+            done = true;
+        });
+        ioc_.restart();
+        while (!done && ioc_.run_one() > 0)
+        {
+        }
+        EXPECT_TRUE(done);
+        return out;
+    }
+
+    static json::object user(const std::string& text) { return {{"role", "user"}, {"content", text}, {"timestamp", 1}}; }
+
+    boost::asio::io_context ioc_;
+    fs::path path_;
+    std::shared_ptr<runtime::session> session_;
+};
+
+}  // namespace
+
+TEST_F(append_batch_test, a_batch_is_written_in_order_each_entry_the_child_of_the_one_before)
+{
+    ASSERT_TRUE(session_);
+    const auto [ec, r] = append({user("a"), user("b"), user("c")});
+    ASSERT_FALSE(ec) << r.reason;
+    ASSERT_EQ(r.ids.size(), 3u);
+    const auto snap = session_->current();
+    ASSERT_EQ(snap->messages.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(snap->messages[i].entry_id, r.ids[i]);
+    EXPECT_EQ(snap->leaf_id, r.ids[2]);
+    const auto text = test::read_text(path_);
+    EXPECT_NE(text.find(R"("id":")" + r.ids[1] + R"(","parentId":")" + r.ids[0] + "\""), std::string::npos) << text;
+    EXPECT_NE(text.find(R"("id":")" + r.ids[2] + R"(","parentId":")" + r.ids[1] + "\""), std::string::npos) << text;
+}
+
+TEST_F(append_batch_test, one_refused_message_refuses_the_batch_and_writes_nothing)
+{
+    ASSERT_TRUE(session_);
+    ASSERT_FALSE(append({user("first")}).first);
+    const auto before = test::read_text(path_);
+    const auto [ec, r] = append({user("a"), user("b"), {{"role", "user"}, {"content", 5}}});
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
+    EXPECT_EQ(r.reason.rfind("[2] field 'message.content'", 0), 0u) << r.reason;
+    EXPECT_TRUE(r.ids.empty());
+    EXPECT_EQ(test::read_text(path_), before);
+    EXPECT_EQ(session_->current()->messages.size(), 1u);
+}
