@@ -54,6 +54,12 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     // Cancellation is checked explicitly between steps: it completes as `cancelled`, and must
     // never surface as an exception from the next co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
+    // A background compaction prepares and holds its result (background.cpp); the next automatic
+    // operation commits a prepared one if its prefix still holds.
+    if (j.request.reason == compaction_reason::background && !j.request.prepared_only)
+        co_return co_await run_background(s, job);
+    if (auto used = co_await use_prepared(s, j))
+        co_return std::move(*used);
     // Pi 1.6: an automatic compaction announces itself only once it has a preparation.
     if (j.request.reason == compaction_reason::manual)
         emit_start(s, j);
@@ -70,7 +76,7 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     if (*r)
         co_return succeed(s, j, **r);
     if (r->error().silent)
-        co_return result_type{error_code{}, compaction_outcome{.message = r->error().message}};
+        co_return result_type{error_code{}, j.prepared_commit.value_or(compaction_outcome{.message = r->error().message})};
     emit_start(s, j);
     co_return fail(s, j, r->error());
 }
@@ -506,10 +512,12 @@ transaction::step<compaction_result> transaction::build(
     session_core& s,
     const plan& p,
     const revalidated& v,
-    const summaries& sum
+    const summaries& sum,
+    bool bounded
 )
 {
     const auto& model = s.config_.model;
+    const auto window = bounded ? model.context_window : 0;  // 0: no threshold check
     if (sum.custom)
     {
         compaction_result result = *sum.custom;
@@ -520,7 +528,7 @@ transaction::step<compaction_result> transaction::build(
             result.tokens_before = p.prep.tokens_before;
         result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
         const auto threshold = model.context_window - s.config_.settings.reserve_tokens;
-        if (model.context_window > 0 && result.tokens_after > threshold)
+        if (window > 0 && result.tokens_after > threshold)
             return failure{make_error_code(compaction::errc::insufficient_reduction),
                            "hook result would leave ~" + std::to_string(result.tokens_after) +
                                " tokens, over the threshold of " + std::to_string(threshold),
@@ -536,8 +544,7 @@ transaction::step<compaction_result> transaction::build(
     current.first_kept_index = v.kept_index;
     current.first_kept_entry_id = v.first_kept;
     diagnostics diag;
-    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, model.context_window, s.config_.settings,
-                                 diag, s.counter());
+    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, window, s.config_.settings, diag, s.counter());
     if (!r)
         return failure{r.error(), diag.message};
     return std::move(*r);
@@ -685,7 +692,7 @@ transaction::result_type transaction::fail(session_core& s, const session_core::
             s.logger_->error("compact_failed hook threw: {}", e.what());
         }
     }
-    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown});
+    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
