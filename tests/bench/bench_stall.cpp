@@ -1,6 +1,6 @@
 // How long the agent waits for compaction: a scripted session through the runtime against the loopback
 // provider with a slow summary, foreground against background; stall per compaction and summary calls.
-//   bench_stall [TURNS=200] [SUMMARY_MS=2000] [TURN_MS=300]
+//   bench_stall [TURNS=200] [SUMMARY_MS=2000] [TURN_MS=600] [START_AT=0.7]
 // TURN_MS is the agent's own time per turn (its model call), during which a background summary runs.
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -8,8 +8,8 @@
 
 #include "fake_provider_server.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -38,7 +38,8 @@ struct params
 {
     std::size_t turns = 200;
     int summary_ms = 2000;
-    int turn_ms = 300;
+    int turn_ms = 600;
+    double start_at = 0.7;  ///< compaction.background.startAt
 };
 
 struct run_result
@@ -64,20 +65,20 @@ double percentile(std::vector<double> v, double p)
     return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
-// Turn i: a user prompt and an answer of about 1,500 tokens together (chars/4), no usage: the
+// Turn i: a user prompt and an answer of about 5,000 tokens together (chars/4), no usage: the
 // session measures its projected context.
 json::object user_entry(std::size_t i, double ts)
 {
     return {{"type", "message"},
             {"message", json::object{{"role", "user"},
-                                     {"content", "turn " + std::to_string(i) + " " + std::string(1200, 'q')},
+                                     {"content", "turn " + std::to_string(i) + " " + std::string(2000, 'q')},
                                      {"timestamp", ts}}}};
 }
 
 json::object assistant_message(std::size_t i, double ts)
 {
     return {{"role", "assistant"},
-            {"content", json::array{json::object{{"type", "text"}, {"text", "answer " + std::to_string(i) + " " + std::string(4800, 'a')}}}},
+            {"content", json::array{json::object{{"type", "text"}, {"text", "answer " + std::to_string(i) + " " + std::string(18000, 'a')}}}},
             {"api", "openai-completions"},
             {"provider", "openai"},
             {"model", "bench"},
@@ -85,18 +86,19 @@ json::object assistant_message(std::size_t i, double ts)
             {"timestamp", ts}};
 }
 
-template <class Op>
-auto awaited(Op op)
+// Built outside the coroutine: g++ 12 miscompiles braced lists of string literals inside one.
+json::object message_entry(const json::object& m)
 {
-    return asio::async_initiate<decltype(asio::use_awaitable), void(boost::system::error_code, std::string)>(
-        std::move(op), asio::use_awaitable);
+    return {{"type", "message"}, {"message", m}};
 }
 
 asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_result& out)
 {
     asio::steady_timer agent(co_await asio::this_coro::executor);
     const auto t0 = steady_clock::now();
-    double ts = 1768467800000.0;
+    // Timestamps from now on: a message older than the latest compaction is never checked.
+    double ts = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     for (std::size_t i = 0; i < p.turns; ++i)
     {
         ts += 1000;
@@ -105,7 +107,7 @@ asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_r
         co_await agent.async_wait(asio::use_awaitable);
         ts += 1000;
         const auto m = assistant_message(i, ts);
-        co_await s->async_append(json::object{{"type", "message"}, {"message", m}}, asio::use_awaitable);
+        co_await s->async_append(message_entry(m), asio::use_awaitable);
         compaction::diagnostics diag;
         auto msg = compaction::decode_message(m, "", diag).value();
         const auto waited = steady_clock::now();
@@ -126,6 +128,11 @@ run_result run(bool background, const params& p, const fs::path& dir)
     test::fake_provider_server server;
     server.set_default({.body = test::openai_body("## Goal\nstall benchmark summary\n\n## Progress\n- done"),
                         .delay = std::chrono::milliseconds(p.summary_ms)});
+    // The exact-count preflight is answered at once (not found: the session estimates instead),
+    // so only summary requests carry the latency.
+    server.route("/input_tokens", [](const test::recorded_request&) {
+        return test::scripted_response{.status = 404, .body = "{}"};
+    });
     asio::io_context ioc(1);
     providers::provider_config pc;
     pc.base_url = server.base_url() + "/v1";
@@ -133,11 +140,11 @@ run_result run(bool background, const params& p, const fs::path& dir)
     pc.api_key = "k";
     auto logger = std::make_shared<spdlog::logger>("bench");  // no sinks
     runtime::session_config config;
-    // Threshold 45,000 tokens; a background compaction starts above 31,500 (startAt 0.7).
-    config.settings.reserve_tokens = 5000;
-    config.settings.keep_recent_tokens = 10000;
+    // The default settings: threshold 183,616 tokens (200,000 − 16,384); at startAt 0.7 a background
+    // compaction starts above 128,531, eleven turns before the threshold.
     config.settings.background.enabled = background;
-    config.model = {.provider = "openai", .model_id = "bench", .context_window = 50000};
+    config.settings.background.start_at = p.start_at;
+    config.model = {.provider = "openai", .model_id = "bench", .context_window = 200000};
     config.summarizer = std::make_shared<providers::http_summarizer>(ioc.get_executor(), pc, logger);
     config.logger = logger;
 
@@ -159,7 +166,8 @@ run_result run(bool background, const params& p, const fs::path& dir)
             std::rethrow_exception(e);
     });
     ioc.run();
-    out.summary_calls = server.requests().size();
+    for (const auto& r : server.requests())
+        out.summary_calls += r.target.ends_with("/chat/completions") ? 1 : 0;
     return out;
 }
 
@@ -181,9 +189,12 @@ int main(int argc, char** argv)
         p.summary_ms = std::atoi(argv[2]);
     if (argc > 3)
         p.turn_ms = std::atoi(argv[3]);
+    if (argc > 4)
+        p.start_at = std::atof(argv[4]);
     const fs::path dir = fs::temp_directory_path() / ("agentctx-bench-stall-" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    std::printf("turns %zu, summary latency %d ms, agent time per turn %d ms\n", p.turns, p.summary_ms, p.turn_ms);
+    std::printf("turns %zu, summary latency %d ms, agent time per turn %d ms, startAt %.2f\n", p.turns, p.summary_ms,
+                p.turn_ms, p.start_at);
     std::printf("%-11s %11s %13s %12s %12s %12s %16s %8s\n", "mode", "compactions", "summary_calls", "stall_p50_ms",
                 "stall_p95_ms", "stall_max_ms", "turn_end_max_ms", "wall_s");
     print("foreground", run(false, p, dir));
