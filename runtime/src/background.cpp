@@ -66,8 +66,12 @@ asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> tran
 {
     session_core::job& j = *job;
     // 1. Plan as of now (the turn that started us has already returned); the steps are a
-    // foreground compaction's up to the write.
-    auto p = plan_compaction(s, j);
+    // foreground compaction's up to the write. The cut keeps keepRecentTokens as counted at the
+    // threshold: what arrives until then joins the kept suffix.
+    auto settings = s.config_.settings;
+    const auto threshold = s.config_.model.context_window - settings.reserve_tokens;
+    settings.keep_recent_tokens = detail::background_keep(settings.keep_recent_tokens, s.current()->context_tokens(), threshold);
+    auto p = plan_compaction(s, j, &settings);
     if (!p)
         co_return p.error();
     fold_oversized_turn_prefix(s, j, *p);

@@ -73,6 +73,12 @@ size_verdict judge_size(std::int64_t tokens_now, std::int64_t tokens_after, std:
     return size_verdict::discard;
 }
 
+std::int64_t background_keep(std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold) noexcept
+{
+    const auto headroom = std::max<std::int64_t>(0, threshold - tokens_now);
+    return std::max<std::int64_t>(0, keep_recent - headroom);
+}
+
 check_action decide_check(std::int64_t tokens, std::int64_t threshold, double start_at, const check_state& st)
 {
     if (tokens > threshold)

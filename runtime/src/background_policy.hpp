@@ -71,6 +71,12 @@ enum class size_verdict
 /// below the threshold) never asks for a foreground compaction.
 size_verdict judge_size(std::int64_t tokens_now, std::int64_t tokens_after, std::int64_t threshold, bool may_continue);
 
+/// keepRecentTokens for a background cut planned at `tokens_now`: what the context gains until
+/// `threshold` joins the kept suffix before the commit, so the cut keeps only the rest
+/// (`keep_recent − (threshold − tokens_now)`, at least 0). Committed at the threshold, the kept
+/// suffix then holds about keep_recent tokens, as a foreground compaction's.
+std::int64_t background_keep(std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold) noexcept;
+
 /// What a trigger check does about compaction, given the tokens and the lifecycle.
 enum class check_action
 {

@@ -147,7 +147,8 @@ asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::ta
     co_return std::move(lease);
 }
 
-transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j)
+transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j,
+                                                                   const compaction_settings* settings)
 {
     if (s.coordinator_->aborted(j.id))
         return failure{make_error_code(errc::cancelled), "cancelled before it started"};
@@ -159,7 +160,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     auto path = load_planning_path(s.log_, diag);
     if (!path)
         return failure{path.error(), diag.message};
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
+    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .context_window = s.config_.model.context_window},
                                    diag);
     if (!prep)
     {

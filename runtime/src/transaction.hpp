@@ -115,7 +115,9 @@ private:
 
     // The steps, in order. Coroutine steps take references: their caller awaits them at once.
     static boost::asio::awaitable<step<committed>> attempt(session_core& s, session_core::job& j);
-    static step<plan> plan_compaction(session_core& s, const session_core::job& j);
+    /// `settings`: planning settings other than the session's (a background cut), else nullptr.
+    static step<plan> plan_compaction(session_core& s, const session_core::job& j,
+                                      const compaction::compaction_settings* settings = nullptr);
     static step<std::optional<compaction::compaction_result>> before_hooks(
         session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep);
     static boost::asio::awaitable<step<summaries>> summarize(

@@ -59,6 +59,14 @@ TEST(background_policy, size_verdicts)
     EXPECT_EQ(judge_size(181, 500, 0, true), size_verdict::commit);      // no window
 }
 
+TEST(background_policy, the_background_cut_keeps_what_remains_after_the_growth_to_the_threshold)
+{
+    EXPECT_EQ(background_keep(20000, 165000, 183616), 1384);  // 18,616 more arrive before the commit
+    EXPECT_EQ(background_keep(20000, 128532, 183616), 0);     // more than keepRecentTokens: keep nothing extra
+    EXPECT_EQ(background_keep(20000, 183616, 183616), 20000);
+    EXPECT_EQ(background_keep(20000, 190000, 183616), 20000);  // over already: as a foreground cut
+}
+
 TEST(background_policy, check_actions)
 {
     const check_state idle{.background_enabled = true};

@@ -44,7 +44,8 @@ const std::regex marker_re("MARK-[0-9]+");
 const std::regex call_re("SUMMARY-[0-9]+");
 
 // Answers call n with `SUMMARY-n` after a random delay and remembers the markers its prompt
-// carried, so a committed summary names exactly the calls (and so the entries) it stands for.
+// carried and the earlier summaries it built on (a previous compaction's, or a piecewise running
+// note), so a committed summary names exactly the calls (and so the entries) it stands for.
 class marker_summarizer final : public providers::summarizer
 {
 public:
@@ -52,6 +53,22 @@ public:
     std::string name() const override { return "markers"; }
 
     std::map<std::string, std::set<std::string>> seen;  ///< SUMMARY-n -> markers in its prompt
+    std::map<std::string, std::set<std::string>> refs;  ///< SUMMARY-n -> the summaries in its prompt
+
+    /// The calls a summary stands for: the ones it names and, through their prompts, every earlier one.
+    std::set<std::string> chain(const std::set<std::string>& named) const
+    {
+        std::set<std::string> out;
+        std::vector<std::string> todo(named.begin(), named.end());
+        while (!todo.empty())
+        {
+            const auto id = todo.back();
+            todo.pop_back();
+            if (out.insert(id).second)
+                todo.insert(todo.end(), refs.at(id).begin(), refs.at(id).end());
+        }
+        return out;
+    }
     int cancelled = 0;
 
 protected:
@@ -60,6 +77,7 @@ protected:
     {
         const std::string id = "SUMMARY-" + std::to_string(seen.size() + 1);
         seen[id] = matches(prompt.prompt, marker_re);
+        refs[id] = matches(prompt.prompt, call_re);
         auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(delay_(rng_)));
         auto slot = asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected())
@@ -224,10 +242,10 @@ TEST_F(background_random_test, no_entry_is_lost_or_summarized_twice)
             if (const auto it = marker_of.find(std::string(entries[k].at("id").as_string())); it != marker_of.end())
                 expected.insert(it->second);
         ASSERT_LT(k, i) << "first kept entry not before its compaction";
-        const auto calls = matches(std::string(entries[i].at("summary").as_string()), call_re);
+        const auto calls = summarizer->chain(matches(std::string(entries[i].at("summary").as_string()), call_re));
         std::set<std::string> actual;
         for (const auto& call : calls)
-            if (!previous_calls.contains(call))
+            if (!previous_calls.contains(call))  // the previous compaction's, built on
                 actual.insert(summarizer->seen.at(call).begin(), summarizer->seen.at(call).end());
         EXPECT_EQ(actual, expected) << "compaction " << compactions;
         for (const auto& m : actual)
