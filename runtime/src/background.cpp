@@ -65,49 +65,31 @@ asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> tran
 )
 {
     session_core::job& j = *job;
-    // 1. Plan as of now (the turn that started us has already returned); the steps are a
-    // foreground compaction's up to the write. The cut keeps keepRecentTokens as counted at the
-    // threshold: what arrives until then joins the kept suffix.
+    // 1-4. As a foreground compaction, planned as of now (the turn that started us has already
+    // returned). The cut keeps keepRecentTokens as counted at the threshold: what arrives until
+    // then joins the kept suffix.
     auto settings = s.config_.settings;
     const auto threshold = s.config_.model.context_window - settings.reserve_tokens;
     settings.keep_recent_tokens = detail::background_keep(settings.keep_recent_tokens, s.current()->context_tokens(), threshold);
-    auto p = plan_compaction(s, j, &settings);
-    if (!p)
-        co_return p.error();
-    fold_oversized_turn_prefix(s, j, *p);
-    auto lease = co_await take_lease(s, j);
-    if (!lease)
-        co_return lease.error();
-    emit_start(s, j);
-    // 2. Hooks, 3. the summary.
-    auto custom = before_hooks(s, j, p->prep);
-    if (!custom)
-        co_return custom.error();
-    auto sum = co_await summarize(s, j, *p, std::move(*custom));
-    if (!sum)
-        co_return sum.error();
-    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
-        co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    if (s.closed_)
-        co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-    // 4. Validated as a commit would be, against the path as it is now (what was appended since
+    auto r = co_await plan_and_summarize(s, j, &settings);
+    if (!r)
+        co_return r.error();
+    // 5. Validated as a commit would be, against the path as it is now (what was appended since
     // the plan is in its kept suffix); nothing is written.
-    const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
-    std::string first_kept = hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id;
-    auto now = revalidate(s, *p, first_kept);
+    auto now = revalidate(s, r->p, r->first_kept);
     if (!now)
         co_return now.error();
-    if (auto built = build(s, *p, *now, *sum); !built)
+    if (auto built = build(s, r->p, *now, r->sum); !built)
         co_return built.error();
     auto out = std::make_shared<session_core::prepared>();
     out->job = job;
-    out->first_kept = std::move(first_kept);
+    out->first_kept = std::move(r->first_kept);
     for (const auto& e : now->path)
         out->binding.planned_path.push_back(e->id);
     out->binding.kept_index = now->kept_index;
     out->binding.config_digest = config_digest_of(s.config_);
-    out->plan = std::move(*p);
-    out->summaries = std::move(*sum);
+    out->plan = std::move(r->p);
+    out->summaries = std::move(r->sum);
     co_return out;
 }
 

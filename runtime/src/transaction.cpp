@@ -83,8 +83,39 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
 
 asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session_core& s, session_core::job& j)
 {
+    // 1-4. Plan, hold the lease, run the hooks, summarize; still wanted.
+    auto r = co_await plan_and_summarize(s, j);
+    if (!r)
+        co_return r.error();
+    auto& [p, lease, sum, first_kept] = *r;
+
+    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
+    // except the store's write, during which the write turn keeps every other append (and
+    // branch) of this session waiting.
+    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+    const write_turn turn(s);
+    auto now = revalidate(s, p, first_kept);
+    if (!now)
+        co_return now.error();
+
+    // 6. Validate the result against the current path; 7. commit it.
+    auto result = build(s, p, *now, sum);
+    if (!result)
+        co_return result.error();
+    auto e = co_await commit(s, j, *result, *now, sum);
+    if (!e)
+        co_return e.error();
+    co_return committed{std::move(*e), std::move(*result)};
+}
+
+asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_and_summarize(
+    session_core& s,
+    session_core::job& j,
+    const compaction_settings* settings
+)
+{
     // 1. Plan against the current leaf.
-    auto p = plan_compaction(s, j);
+    auto p = plan_compaction(s, j, settings);
     if (!p)
         co_return p.error();
     fold_oversized_turn_prefix(s, j, *p);
@@ -111,25 +142,9 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-
-    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
-    // except the store's write, during which the write turn keeps every other append (and
-    // branch) of this session waiting.
-    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-    const write_turn turn(s);
     const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
-    auto now = revalidate(s, *p, hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id);
-    if (!now)
-        co_return now.error();
-
-    // 6. Validate the result against the current path; 7. commit it.
-    auto result = build(s, *p, *now, *sum);
-    if (!result)
-        co_return result.error();
-    auto e = co_await commit(s, j, *result, *now, *sum);
-    if (!e)
-        co_return e.error();
-    co_return committed{std::move(*e), std::move(*result)};
+    std::string first_kept = hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id;
+    co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
 asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session_core& s, const session_core::job& j)

@@ -113,8 +113,19 @@ private:
         compaction::compaction_result result;
     };
 
+    /// Steps 1-4 of every compaction, foreground or background: what they produced.
+    struct summarized
+    {
+        plan p;
+        std::shared_ptr<store_lease> lease;  ///< held until the transaction ends
+        summaries sum;
+        std::string first_kept;  ///< the plan's, or a hook's result's
+    };
+
     // The steps, in order. Coroutine steps take references: their caller awaits them at once.
     static boost::asio::awaitable<step<committed>> attempt(session_core& s, session_core::job& j);
+    static boost::asio::awaitable<step<summarized>> plan_and_summarize(
+        session_core& s, session_core::job& j, const compaction::compaction_settings* settings = nullptr);
     /// `settings`: planning settings other than the session's (a background cut), else nullptr.
     static step<plan> plan_compaction(session_core& s, const session_core::job& j,
                                       const compaction::compaction_settings* settings = nullptr);

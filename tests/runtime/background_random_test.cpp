@@ -3,6 +3,7 @@
 
 #include "file_text.hpp"
 #include "open_session.hpp"
+#include "run_until.hpp"
 
 #include <agentctx/providers/summarizer.hpp>
 
@@ -116,12 +117,7 @@ protected:
     template <class Pred>
     void run_until(Pred done)
     {
-        ioc_.restart();
-        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!done() && std::chrono::steady_clock::now() < limit)
-            if (ioc_.run_one_for(std::chrono::milliseconds(50)) == 0 && ioc_.stopped())
-                ioc_.restart();
-        ASSERT_TRUE(done()) << "timed out";
+        test::run_until(ioc_, done);
     }
 
     // Appends a message carrying a fresh marker; remembers which marker is whose.

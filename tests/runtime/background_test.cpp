@@ -4,6 +4,7 @@
 
 #include "file_text.hpp"
 #include "open_session.hpp"
+#include "run_until.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
 
@@ -93,12 +94,7 @@ protected:
     template <class Pred>
     void run_until(Pred done)
     {
-        ioc_.restart();
-        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!done() && std::chrono::steady_clock::now() < limit)
-            if (ioc_.run_one_for(std::chrono::milliseconds(50)) == 0 && ioc_.stopped())
-                ioc_.restart();
-        ASSERT_TRUE(done()) << "timed out";
+        test::run_until(ioc_, done);
     }
 
     std::string append(session& s, json::object fields)
@@ -139,6 +135,18 @@ protected:
                                 r->ec = ec;
                                 r->outcome = std::move(o);
                             }));
+        return r;
+    }
+
+    std::shared_ptr<outcome_result> compact(session& s)
+    {
+        auto r = std::make_shared<outcome_result>();
+        s.async_compact(std::nullopt, [r](error_code ec, compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->outcome = std::move(o);
+        });
+        run_until([&] { return r->done; });
         return r;
     }
 
@@ -278,13 +286,7 @@ TEST_F(background_test, a_manual_compaction_supersedes_a_prepared_one)
     auto s = open(config());
     ASSERT_TRUE(s);
     prepare(*s);
-    auto r = std::make_shared<outcome_result>();
-    s->async_compact(std::nullopt, [r](error_code ec, compaction_outcome o) {
-        r->done = true;
-        r->ec = ec;
-        r->outcome = std::move(o);
-    });
-    run_until([&] { return r->done; });
+    const auto r = compact(*s);
     EXPECT_TRUE(r->outcome.compacted);
     EXPECT_EQ(events_.count("end:background:discarded:superseded"), 1u);
     EXPECT_EQ(compactions_in_file(), 1u);
@@ -298,13 +300,7 @@ TEST_F(background_test, a_manual_compaction_cancels_a_running_one)
     ASSERT_TRUE(s);
     finished_turn(*s, 150000);
     run_until([&] { return summarizer_->calls() == 1; });
-    auto r = std::make_shared<outcome_result>();
-    s->async_compact(std::nullopt, [r](error_code ec, compaction_outcome o) {
-        r->done = true;
-        r->ec = ec;
-        r->outcome = std::move(o);
-    });
-    run_until([&] { return r->done; });
+    const auto r = compact(*s);
     EXPECT_TRUE(r->outcome.compacted);
     EXPECT_EQ(summarizer_->cancellations(), 1);
     EXPECT_EQ(events_.count("end:background:aborted:discarded:superseded"), 1u);
