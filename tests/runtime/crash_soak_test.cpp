@@ -195,6 +195,7 @@ struct figures
     std::uint64_t acked_compactions = 0;
     std::uint64_t entries_checked = 0;     ///< entries verified in files after kills, summed over kills
     std::uint64_t kills_in_compaction = 0;  ///< between compaction_start and its completion
+    std::uint64_t background_rounds = 0;    ///< children that also compacted in the background
     std::uint64_t kills_in_commit = 0;      ///< after "about to write the compaction entry", before its ack
     std::uint64_t kills_in_sync = 0;        ///< ... with the line written but the store append (fdatasync) not returned
     std::uint64_t unacked_present = 0;      ///< entries written but killed before the ack
@@ -576,13 +577,18 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         }
         const std::uint64_t every = 3 + rng() % 10;
         const std::uint64_t child_seed = rng();
+        // Half the rounds also compact in the background (held results, commits at the threshold).
+        const bool background = rng() % 2 == 0;
+        fig.background_rounds += background ? 1 : 0;
         SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", file " + f.path.string() +
                      ", kill " + describe(plan));
 
         const auto t0 = clock_type::now();
-        const auto run = run_child({AGENTCTX_SOAK_CHILD, f.path.string(), "3", std::to_string(f.next_seq),
-                                    std::to_string(child_seed), std::to_string(every)},
-                                   err_path, plan);
+        std::vector<std::string> args{AGENTCTX_SOAK_CHILD, f.path.string(), "3", std::to_string(f.next_seq),
+                                      std::to_string(child_seed), std::to_string(every)};
+        if (background)
+            args.push_back("background");
+        const auto run = run_child(args, err_path, plan);
         ASSERT_TRUE(run.killed && WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL)
             << "the child ended on its own (status " << run.status << "): " << agentctx::test::read_text(err_path);
         const auto t1 = clock_type::now();
@@ -621,6 +627,7 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     EXPECT_GE(fig.kills, kills);
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);
+    EXPECT_GT(fig.background_rounds, 0u);
     EXPECT_GT(fig.kills_in_compaction, 0u) << "no kill landed inside a compaction";
     EXPECT_GT(fig.kills_in_commit, 0u) << "no kill landed inside a compaction's commit";
     fs::remove_all(dir);
