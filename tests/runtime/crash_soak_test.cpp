@@ -196,6 +196,7 @@ struct figures
     std::uint64_t entries_checked = 0;     ///< entries verified in files after kills, summed over kills
     std::uint64_t kills_in_compaction = 0;  ///< between compaction_start and its completion
     std::uint64_t background_rounds = 0;    ///< children that also compacted in the background
+    std::uint64_t background_commits = 0;   ///< compactions committed from a background result
     std::uint64_t kills_in_commit = 0;      ///< after "about to write the compaction entry", before its ack
     std::uint64_t kills_in_sync = 0;        ///< ... with the line written but the store append (fdatasync) not returned
     std::uint64_t unacked_present = 0;      ///< entries written but killed before the ack
@@ -248,18 +249,25 @@ std::optional<std::uint64_t> seq_of(const compaction::entry& e)
     return std::strtoull(std::string(text.substr(4, 20)).c_str(), nullptr, 10);
 }
 
-// How often each `"id":"<x>"` occurs in the text (entry ids, and tool call ids in contents).
+// How often each entry id is a line's own id (its first `"id":"<x>"`) in the text.
 std::map<std::string, std::size_t> id_counts(const std::string& text)
 {
+    // The first id of each line is the entry's own; later ones are copies it carries (a compaction
+    // keeps the current instruction's line verbatim in details.agentctx.pinned).
     static const std::string key = "\"id\":\"";
     std::map<std::string, std::size_t> out;
-    for (std::size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + 1))
+    for (std::size_t line = 0; line < text.size();)
     {
-        const std::size_t start = pos + key.size();
-        const std::size_t end = text.find('"', start);
-        if (end == std::string::npos)
-            break;
-        ++out[text.substr(start, end - start)];
+        const std::size_t next = std::min(text.find('\n', line), text.size());
+        const std::size_t pos = text.find(key, line);
+        if (pos != std::string::npos && pos < next)
+        {
+            const std::size_t start = pos + key.size();
+            const std::size_t end = text.find('"', start);
+            if (end != std::string::npos && end < next)
+                ++out[text.substr(start, end - start)];
+        }
+        line = next + 1;
     }
     return out;
 }
@@ -321,6 +329,8 @@ round_acks apply_acks(const child_run& run, file_state& f, figures& fig)
         }
         else if (kind == 'E')
             a.in_compaction = false;
+        else if (kind == 'B')
+            ++fig.background_commits;
     }
     return a;
 }
@@ -628,6 +638,10 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);
     EXPECT_GT(fig.background_rounds, 0u);
+    EXPECT_GT(fig.background_commits, 0u) << "no background compaction committed";
+    std::printf("crash soak: %llu background rounds, %llu background commits\n",
+                static_cast<unsigned long long>(fig.background_rounds),
+                static_cast<unsigned long long>(fig.background_commits));
     EXPECT_GT(fig.kills_in_compaction, 0u) << "no kill landed inside a compaction";
     EXPECT_GT(fig.kills_in_commit, 0u) << "no kill landed inside a compaction's commit";
     fs::remove_all(dir);

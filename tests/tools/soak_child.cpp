@@ -22,6 +22,7 @@
 //   C <id>           the compaction entry is about to be written (store append + fdatasync)
 //   D <id>           that store append returned: the line is written and synced
 //   K <id>           the compaction completed and committed (acknowledged)
+//   B                a background compaction committed (its compaction_end event)
 //   E <code>         a manual compaction declined (nothing_to_compact, already_compacted)
 // Any other failure prints to stderr and exits with a non-zero status.
 #include <agentctx/compaction/error.hpp>
@@ -253,7 +254,9 @@ int main(int argc, char** argv)
     ack_fd = std::atoi(argv[2]);
     const std::uint64_t first_seq = std::strtoull(argv[3], nullptr, 10);
     const std::uint64_t seed = std::strtoull(argv[4], nullptr, 10);
-    const std::uint64_t every = std::max<std::uint64_t>(1, std::strtoull(argv[5], nullptr, 10));
+    std::uint64_t every = std::max<std::uint64_t>(1, std::strtoull(argv[5], nullptr, 10));
+    if (background)
+        every *= 8;  // manual compactions rarer: the context reaches the background start point
     spdlog::set_level(spdlog::level::warn);  // no info line per compaction
 
     asio::io_context ioc;
@@ -263,10 +266,10 @@ int main(int argc, char** argv)
         die("open: " + st.error().message() + ": " + diag.message);
     runtime::session_config config;
     config.settings.keep_recent_tokens = 120;  // small: every compaction has something to summarize
-    config.model = {"anthropic", "claude-sonnet-4-5", background ? 20000 : 200000, 0};
+    config.model = {"anthropic", "claude-sonnet-4-5", background ? 8000 : 200000, 0};
     if (background)
     {
-        config.settings.reserve_tokens = 2000;  // threshold 18,000; background from 12,600
+        config.settings.reserve_tokens = 1000;  // threshold 7,000; background from 4,900
         config.progress_in_session = false;     // a large prefix goes piecewise: no progress entries in the file
     }
     config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());
@@ -277,6 +280,9 @@ int main(int argc, char** argv)
     (*s)->on_event([](const runtime::session_event& e) {
         if (std::holds_alternative<runtime::compaction_start_event>(e))
             send("S");
+        const auto* end = std::get_if<runtime::compaction_end_event>(&e);
+        if (end && end->result && end->reason == runtime::compaction_reason::background)
+            send("B");
     });
     send(std::string("R ") + (report.torn ? "1" : "0") + " " + (report.missing_final_newline ? "1" : "0"));
     asio::co_spawn(ioc, run(*s, first_seq, seed, every), [](std::exception_ptr e) {
