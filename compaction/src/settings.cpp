@@ -110,6 +110,41 @@ bool is_non_negative_safe_integer(const boost::json::value& v) noexcept
     return false;
 }
 
+// `compaction.background` in one layer: an object of `enabled` (boolean), `startAt` (a fraction
+// in (0, 1]) and `commit` (`"at-threshold"` or `"when-ready"`); other keys are ignored.
+result<void> check_background(const boost::json::object& layer, const char* name, diagnostics& diag)
+{
+    const auto* comp = layer.if_contains("compaction");
+    const auto* bg = comp ? comp->get_object().if_contains("background") : nullptr;
+    if (!bg)
+        return {};
+    const auto refuse = [&](std::string field, std::string expected, const boost::json::value& got) -> result<void> {
+        diag.field = std::move(field);
+        std::string shown;
+        if (got.is_string())
+            quote_to(shown, got.get_string());
+        else
+            shown = got.is_number() ? js_string(got) : detail::kind_name(got.kind());
+        diag.message = std::string(name) + " settings: field '" + diag.field + "': expected " + expected + ", got " + shown;
+        return errc::invalid_settings;
+    };
+    if (!bg->is_object())
+        return refuse("compaction.background", "object", *bg);
+    const auto& o = bg->get_object();
+    if (const auto* v = o.if_contains("enabled"); v && !v->is_bool())
+        return refuse("compaction.background.enabled", "boolean", *v);
+    if (const auto* v = o.if_contains("startAt"))
+    {
+        const double d = v->is_number() ? v->to_number<double>() : 0.0;
+        if (!v->is_number() || !std::isfinite(d) || d <= 0.0 || d > 1.0)
+            return refuse("compaction.background.startAt", "a number in (0, 1]", *v);
+    }
+    if (const auto* v = o.if_contains("commit"))
+        if (!v->is_string() || (v->get_string() != "at-threshold" && v->get_string() != "when-ready"))
+            return refuse("compaction.background.commit", "\"at-threshold\" or \"when-ready\"", *v);
+    return {};
+}
+
 // Checks one layer so that an error can say which file it came from.
 result<void> check_layer(const boost::json::object& layer, const char* name, diagnostics& diag)
 {
@@ -140,7 +175,24 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
             return errc::invalid_settings;
         }
     }
-    return {};
+    return check_background(layer, name, diag);
+}
+
+// The merged `compaction.background` (each layer passed check_background).
+background_settings background_of(const boost::json::object* comp)
+{
+    background_settings out;
+    const auto* bg = comp ? comp->if_contains("background") : nullptr;
+    if (!bg)
+        return out;
+    const auto& o = bg->get_object();
+    if (const auto* v = o.if_contains("enabled"))
+        out.enabled = v->get_bool();
+    if (const auto* v = o.if_contains("startAt"))
+        out.start_at = v->to_number<double>();
+    if (const auto* v = o.if_contains("commit"))
+        out.commit = v->get_string() == "when-ready" ? background_commit::when_ready : background_commit::at_threshold;
+    return out;
 }
 
 std::int64_t count_of(const boost::json::value& v)
@@ -249,6 +301,7 @@ result<compaction_settings> resolve_settings(
         s.summary_max_source_chars = count_of(*v);
     if (const auto* v = get(comp, "summaryMaxCalls"))
         s.summary_max_calls = count_of(*v);
+    s.background = background_of(comp);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

@@ -44,7 +44,8 @@ compaction_coordinator::operation compaction_coordinator::make(
     op.id = next_id_++;
     op.request = std::move(req);
     op.initiator = initiator;
-    op.waiters.push_back(initiator);
+    if (initiator != 0)  // a background operation has no caller
+        op.waiters.push_back(initiator);
     op.aborted = cancelled_early;  // the transaction then unwinds at once with `cancelled`
     return op;
 }
@@ -62,27 +63,51 @@ coordinator_effects compaction_coordinator::compact(
 )
 {
     const bool manual_running = current_ && current_->request.reason == compaction_reason::manual;
-    if (next_ || manual_running)
+    const bool manual_pending = next_ && next_->request.reason == compaction_reason::manual;
+    if (manual_pending || manual_running)
     {
         // Join the pending (or running) manual compaction.
         if (cancelled_early)
             return {.cancelled = {caller}};
-        (next_ ? *next_ : *current_).waiters.push_back(caller);
+        (manual_pending ? *next_ : *current_).waiters.push_back(caller);
         return {};
+    }
+    coordinator_effects fx;
+    if (prepared_)
+    {
+        prepared_ = false;  // a manual compaction plans afresh, with its own instructions
+        fx.discard_prepared = discard_reason::superseded;
     }
     operation_request req{.reason = compaction_reason::manual, .instructions = std::move(instructions)};
     if (!current_)
-        return start(caller, std::move(req), cancelled_early);
+    {
+        auto started = start(caller, std::move(req), cancelled_early);
+        started.discard_prepared = fx.discard_prepared;
+        return started;
+    }
     // An automatic compaction is running: abort it; ours starts once it has unwound.
-    next_ = make(caller, std::move(req), cancelled_early);
+    if (next_)
+    {
+        // A check queued behind a background compaction: its callers wait for ours instead.
+        next_->request = std::move(req);
+        next_->initiator = caller;
+        next_->waiters.push_back(caller);
+        next_->aborted = next_->aborted || cancelled_early;
+    }
+    else
+        next_ = make(caller, std::move(req), cancelled_early);
     current_->aborted = true;
-    return {.interrupt = current_->id};
+    current_->superseded = true;
+    fx.interrupt = current_->id;
+    return fx;
 }
 
 coordinator_effects compaction_coordinator::cancel(caller_id caller, asio::cancellation_type type)
 {
     if (!honours(type))
         return {};
+    if (next_ && current_ && current_->request.reason == compaction_reason::background && !current_->aborted)
+        return leave_queue(caller);
     for (auto* op : {current_ ? &*current_ : nullptr, next_ ? &*next_ : nullptr})
     {
         if (!op)
@@ -104,21 +129,45 @@ coordinator_effects compaction_coordinator::cancel(caller_id caller, asio::cance
     return {};  // not linked (yet, or any more): `cancelled_early` covers the first case
 }
 
-coordinator_effects compaction_coordinator::abort_all()
+coordinator_effects compaction_coordinator::leave_queue(caller_id caller)
 {
+    auto& waiters = next_->waiters;
+    const auto it = std::find(waiters.begin(), waiters.end(), caller);
+    if (it == waiters.end())
+        return {};
+    waiters.erase(it);
+    if (waiters.empty())
+        next_.reset();  // nobody waits: the background compaction's result stays prepared
+    else if (next_->initiator == caller)
+        next_->initiator = waiters.front();
+    return {.cancelled = {caller}};
+}
+
+coordinator_effects compaction_coordinator::abort_all(bool closing)
+{
+    coordinator_effects fx;
+    if (closing && prepared_)
+    {
+        prepared_ = false;
+        fx.discard_prepared = discard_reason::closed;
+    }
     if (next_)
         next_->aborted = true;
     if (!current_)
-        return {};
+        return fx;
     current_->aborted = true;
-    return {.interrupt = current_->id};
+    fx.interrupt = current_->id;
+    return fx;
 }
 
-finished_operation compaction_coordinator::finish(operation_id id)
+finished_operation compaction_coordinator::finish(operation_id id, bool held, bool commit_now)
 {
     finished_operation out;
     if (!current_ || current_->id != id)
         return out;
+    // An aborted background operation never holds a result, even one it had prepared.
+    if (held && current_->request.reason == compaction_reason::background && !current_->aborted)
+        prepared_ = true;
     out.waiters = std::move(current_->waiters);
     current_.reset();
     if (next_)
@@ -127,7 +176,44 @@ finished_operation compaction_coordinator::finish(operation_id id)
         next_.reset();
         out.launch = current_->id;
     }
+    else if (held && prepared_ && commit_now)
+    {
+        current_ = make(0, {.reason = compaction_reason::background, .prepared_only = true}, false);
+        out.launch = current_->id;
+    }
     return out;
+}
+
+bool compaction_coordinator::background_running() const noexcept
+{
+    return current_ && current_->request.reason == compaction_reason::background && !current_->request.prepared_only;
+}
+
+bool compaction_coordinator::superseded(operation_id id) const
+{
+    const auto* op = find(id);
+    return op && op->superseded;
+}
+
+coordinator_effects compaction_coordinator::start_background()
+{
+    current_ = make(0, {.reason = compaction_reason::background}, false);
+    return {.launch = current_->id};
+}
+
+coordinator_effects compaction_coordinator::await_background(
+    caller_id caller,
+    operation_request req,
+    bool cancelled_early
+)
+{
+    if (cancelled_early)
+        return {.cancelled = {caller}};
+    if (next_)
+        next_->waiters.push_back(caller);
+    else
+        next_ = make(caller, std::move(req), false);
+    return {};
 }
 
 compaction_coordinator::operation* compaction_coordinator::find(operation_id id)

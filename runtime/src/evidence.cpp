@@ -39,6 +39,8 @@ boost::json::object to_json(const compaction_evidence& e)
         out["countingCalls"] = e.counting_calls;
     if (e.turn_prefix_folded)
         out["turnPrefixFolded"] = true;
+    if (e.discarded)
+        out["discarded"] = *e.discarded;
     return out;
 }
 

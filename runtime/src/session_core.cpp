@@ -6,10 +6,12 @@
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/reserved.hpp>
 #include <agentctx/compaction/summary.hpp>
+#include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/triggers.hpp>
 
 #include "append_check.hpp"
+#include "background_policy.hpp"
 #include "compaction_coordinator.hpp"
 #include "context_edit_check.hpp"
 #include "transaction.hpp"
@@ -43,6 +45,7 @@ const char* to_string(compaction_reason r) noexcept
     case compaction_reason::threshold: return "threshold";
     case compaction_reason::overflow: return "overflow";
     case compaction_reason::manual: return "manual";
+    case compaction_reason::background: return "background";
     }
     return "manual";
 }
@@ -460,7 +463,8 @@ void session_core::evaluate(
     const auto snap = current();
     if (snap->compacted_at && m.timestamp <= *snap->compacted_at)
         return none("the message predates the latest compaction");
-    if (coordinator_->running())
+    // A running background compaction is awaited below (no second model call), not skipped.
+    if (coordinator_->running() && !coordinator_->background_running())
         return none("a compaction is already running");
 
     // Pi 1.6: where the message is and what happened to it since.
@@ -481,7 +485,13 @@ void session_core::evaluate(
     else
         tokens = direct;
     if (!should_compact(tokens, window, config_.settings))
+    {
+        if (maybe_start_background(tokens))
+            return complete(std::move(h), strand_, error_code{},
+                            compaction_outcome{.reason = compaction_reason::background,
+                                               .message = "a background compaction started"});
         return none("under the threshold");
+    }
     if (auto_failed_at_ && *auto_failed_at_ == log_.size())
     {
         return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
@@ -616,7 +626,7 @@ void session_core::between_turns_impl(asio::any_completion_handler<outcome_signa
             return none("automatic compaction is disabled");
         if (s.config_.model.context_window <= 0)
             return none("no context window is configured");
-        if (s.coordinator_->running())
+        if (s.coordinator_->running() && !s.coordinator_->background_running())
             return none("a compaction is already running");
         // Pi 1.6: the projected estimate, so a large new tool result is measured before it is sent.
         if (!should_compact(s.current()->context_tokens(), s.config_.model.context_window, s.config_.settings))
@@ -649,11 +659,16 @@ void session_core::start(
 )
 {
     waiting_.emplace(c->id, std::move(h));
-    apply(coordinator_->start(c->id, {reason, std::move(instr), will_retry}, c->cancelled));
+    detail::operation_request req{reason, std::move(instr), will_retry};
+    // A running background compaction is awaited: the queued operation then uses its result.
+    apply(coordinator_->background_running() ? coordinator_->await_background(c->id, std::move(req), c->cancelled)
+                                             : coordinator_->start(c->id, std::move(req), c->cancelled));
 }
 
 void session_core::apply(const detail::coordinator_effects& fx)
 {
+    if (fx.discard_prepared)
+        drop_prepared(*fx.discard_prepared);
     for (const auto id : fx.cancelled)
         complete_caller(id, make_error_code(errc::cancelled), compaction_outcome{});
     if (fx.interrupt && job_ && job_->id == *fx.interrupt)
@@ -688,7 +703,12 @@ void session_core::finish(std::uint64_t operation, error_code ec, const compacti
 {
     if (job_ && job_->id == operation)
         job_.reset();
-    const auto done = coordinator_->finish(operation);
+    // A background operation that succeeded left its result in prepared_ (transaction::run_background).
+    const bool held = prepared_ && prepared_->job->id == operation;
+    const bool when_ready = config_.settings.background.commit == background_commit::when_ready;
+    const auto done = coordinator_->finish(operation, held, when_ready);
+    if (held && !coordinator_->prepared())
+        prepared_.reset();  // aborted after it was prepared: never committed
     for (const auto id : done.waiters)
         complete_caller(id, ec, out);
     if (done.launch)
@@ -703,6 +723,37 @@ void session_core::complete_caller(std::uint64_t id, error_code ec, compaction_o
     complete(std::move(node.mapped()), strand_, ec, std::move(out));
 }
 
+bool session_core::background_on() const noexcept
+{
+    return detail::background_enabled(config_.settings, config_.compat) && config_.summarizer != nullptr;
+}
+
+void session_core::drop_prepared(detail::discard_reason why)
+{
+    coordinator_->consume_prepared();
+    if (!prepared_)
+        return;  // already taken by the operation committing it
+    const auto p = std::move(prepared_);
+    prepared_.reset();
+    transaction::report_discard(*this, *p->job, why);
+}
+
+bool session_core::maybe_start_background(std::int64_t tokens)
+{
+    if (prepared_ && !coordinator_->running())
+        if (const auto why = detail::check_binding(prepared_->binding, detail::path_steps(log_), config_digest_of(config_)))
+            drop_prepared(*why);  // reported now, not at the threshold; a new one may start below
+    const auto threshold = config_.model.context_window - config_.settings.reserve_tokens;
+    const detail::check_state st{background_on(), coordinator_->running(), coordinator_->prepared()};
+    if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=
+        detail::check_action::start_background)
+        return false;
+    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
+        return false;  // the last attempt failed on this very path
+    apply(coordinator_->start_background());
+    return true;
+}
+
 void session_core::abort_compaction()
 {
     asio::post(strand_, [self = shared_from_this()] { self->apply(self->coordinator_->abort_all()); });
@@ -712,7 +763,7 @@ void session_core::close()
 {
     asio::post(strand_, [self = shared_from_this()] {
         self->closed_ = true;
-        self->apply(self->coordinator_->abort_all());
+        self->apply(self->coordinator_->abort_all(true));
         self->turn_abort_.emit(asio::cancellation_type::terminal);
     });
 }

@@ -24,6 +24,7 @@ namespace agentctx::runtime::detail {
 
 class compaction_coordinator;
 struct coordinator_effects;
+enum class discard_reason;
 
 /**
  * @brief What a `session` is: one conversation's state on one strand, and the operations on it.
@@ -39,6 +40,7 @@ class session_core : public std::enable_shared_from_this<session_core>
 public:
     using executor_type = session::executor_type;
     struct job;     ///< the running compaction (transaction.hpp)
+    struct prepared;  ///< a background compaction's result, held (transaction.hpp)
     struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
 
     session_core(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
@@ -130,6 +132,13 @@ public:
     void launch(std::uint64_t operation);
     void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
     void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
+    /// Background compaction (`compaction.background`) is on for this session.
+    bool background_on() const noexcept;
+    /// Drops the prepared background result, if any, and reports why.
+    void drop_prepared(detail::discard_reason why);
+    /// Below the threshold: drops a prepared result whose covered prefix no longer holds, then
+    /// starts a background compaction when the check asks for one. True when one started.
+    bool maybe_start_background(std::int64_t tokens);
     void emit(const session_event& e);
 
     boost::asio::strand<executor_type> strand_;
@@ -145,6 +154,7 @@ public:
     // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
     std::unique_ptr<compaction_coordinator> coordinator_;
     std::shared_ptr<job> job_;
+    std::shared_ptr<prepared> prepared_;  ///< set between a background compaction's end and its commit or discard
     /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
     std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
     std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread

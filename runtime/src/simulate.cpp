@@ -116,6 +116,8 @@ public:
             return entries.error();
         session_config config;
         config.settings = policy_.settings;
+        // The replay models foreground compactions; background ones only when a settings file turns them on.
+        config.settings.background.enabled = config.settings.background.enabled.value_or(false);
         config.compat = policy_.mode;
         config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
         config.model = {"simulated", "simulated", options_.context_window, options_.max_output_tokens};

@@ -70,6 +70,12 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     // Cancellation is checked explicitly between steps: it completes as `cancelled`, and must
     // never surface as an exception from the next co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
+    // A background compaction prepares and holds its result (background.cpp); the next automatic
+    // operation commits a prepared one if its prefix still holds.
+    if (j.request.reason == compaction_reason::background && !j.request.prepared_only)
+        co_return co_await run_background(s, job);
+    if (auto used = co_await use_prepared(s, j))
+        co_return std::move(*used);
     // Pi 1.6: an automatic compaction announces itself only once it has a preparation.
     if (j.request.reason == compaction_reason::manual)
         emit_start(s, j);
@@ -86,15 +92,46 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     if (*r)
         co_return succeed(s, j, **r);
     if (r->error().silent)
-        co_return result_type{error_code{}, compaction_outcome{.message = r->error().message}};
+        co_return result_type{error_code{}, j.prepared_commit.value_or(compaction_outcome{.message = r->error().message})};
     emit_start(s, j);
     co_return fail(s, j, r->error());
 }
 
 asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session_core& s, session_core::job& j)
 {
+    // 1-4. Plan, hold the lease, run the hooks, summarize; still wanted.
+    auto r = co_await plan_and_summarize(s, j);
+    if (!r)
+        co_return r.error();
+    auto& [p, lease, sum, first_kept] = *r;
+
+    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
+    // except the store's write, during which the write turn keeps every other append (and
+    // branch) of this session waiting.
+    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+    const write_turn turn(s);
+    auto now = revalidate(s, p, first_kept);
+    if (!now)
+        co_return now.error();
+
+    // 6. Validate the result against the current path; 7. commit it.
+    auto result = build(s, p, *now, sum);
+    if (!result)
+        co_return result.error();
+    auto e = co_await commit(s, j, *result, *now, sum);
+    if (!e)
+        co_return e.error();
+    co_return committed{std::move(*e), std::move(*result)};
+}
+
+asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_and_summarize(
+    session_core& s,
+    session_core::job& j,
+    const compaction_settings* settings
+)
+{
     // 1. Plan against the current leaf.
-    auto p = plan_compaction(s, j);
+    auto p = plan_compaction(s, j, settings);
     if (!p)
         co_return p.error();
     fold_oversized_turn_prefix(s, j, *p);
@@ -121,25 +158,9 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-
-    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
-    // except the store's write, during which the write turn keeps every other append (and
-    // branch) of this session waiting.
-    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-    const write_turn turn(s);
     const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
-    auto now = revalidate(s, *p, hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id);
-    if (!now)
-        co_return now.error();
-
-    // 6. Validate the result against the current path; 7. commit it.
-    auto result = build(s, *p, *now, *sum);
-    if (!result)
-        co_return result.error();
-    auto e = co_await commit(s, j, *result, *now, *sum);
-    if (!e)
-        co_return e.error();
-    co_return committed{std::move(*e), std::move(*result)};
+    std::string first_kept = hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id;
+    co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
 asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session_core& s, const session_core::job& j)
@@ -157,7 +178,8 @@ asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::ta
     co_return std::move(lease);
 }
 
-transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j)
+transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j,
+                                                                   const compaction_settings* settings)
 {
     if (s.coordinator_->aborted(j.id))
         return failure{make_error_code(errc::cancelled), "cancelled before it started"};
@@ -170,7 +192,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     if (!path)
         return failure{path.error(), diag.message};
     compaction::budget_shortfall shortfall;
-    auto prep = prepare_compaction(path->entries, s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window},
+    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window},
                                    diag);
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(s, j.request.reason, shortfall);
@@ -525,10 +547,12 @@ transaction::step<compaction_result> transaction::build(
     session_core& s,
     const plan& p,
     const revalidated& v,
-    const summaries& sum
+    const summaries& sum,
+    bool bounded
 )
 {
     const auto& model = s.config_.model;
+    const auto window = bounded ? model.context_window : 0;  // 0: no threshold check
     if (sum.custom)
     {
         compaction_result result = *sum.custom;
@@ -539,7 +563,7 @@ transaction::step<compaction_result> transaction::build(
             result.tokens_before = p.prep.tokens_before;
         result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
         const auto threshold = model.context_window - s.config_.settings.reserve_tokens;
-        if (model.context_window > 0 && result.tokens_after > threshold)
+        if (window > 0 && result.tokens_after > threshold)
             return failure{make_error_code(compaction::errc::insufficient_reduction),
                            "hook result would leave ~" + std::to_string(result.tokens_after) +
                                " tokens, over the threshold of " + std::to_string(threshold),
@@ -555,8 +579,7 @@ transaction::step<compaction_result> transaction::build(
     current.first_kept_index = v.kept_index;
     current.first_kept_entry_id = v.first_kept;
     diagnostics diag;
-    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, model.context_window, s.config_.settings,
-                                 diag, s.counter());
+    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, window, s.config_.settings, diag, s.counter());
     if (!r)
         return failure{r.error(), diag.message};
     return std::move(*r);
@@ -721,7 +744,7 @@ transaction::result_type transaction::fail(session_core& s, const session_core::
             s.logger_->error("compact_failed hook threw: {}", e.what());
         }
     }
-    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown});
+    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);

@@ -3,6 +3,7 @@
 
 #include "session_core.hpp"
 
+#include "background_policy.hpp"
 #include "compaction_coordinator.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -34,6 +35,8 @@ struct session_core::job
     bool start_emitted = false;
     bool from_hook = false;  ///< a before_compact hook supplied (or vetoed) the result
     compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
+    /// A prepared background result this operation committed before compacting the remainder.
+    std::optional<compaction_outcome> prepared_commit;
 };
 
 /// The messages of a projected range, without their entry ids.
@@ -53,6 +56,11 @@ struct transaction
     /// `terminal` (bound to the job's signal): the model request stops and the transaction
     /// completes with `cancelled`; nothing is written after a cancellation.
     static boost::asio::awaitable<result_type> run(std::shared_ptr<session_core> self, std::shared_ptr<session_core::job> job);
+
+    /// Reports a prepared background result that is dropped without being committed.
+    static void report_discard(session_core& s, session_core::job& background, detail::discard_reason why);
+
+    friend struct detail::session_core::prepared;
 
 private:
     /// Why a step stopped the transaction.
@@ -105,9 +113,22 @@ private:
         compaction::compaction_result result;
     };
 
+    /// Steps 1-4 of every compaction, foreground or background: what they produced.
+    struct summarized
+    {
+        plan p;
+        std::shared_ptr<store_lease> lease;  ///< held until the transaction ends
+        summaries sum;
+        std::string first_kept;  ///< the plan's, or a hook's result's
+    };
+
     // The steps, in order. Coroutine steps take references: their caller awaits them at once.
     static boost::asio::awaitable<step<committed>> attempt(session_core& s, session_core::job& j);
-    static step<plan> plan_compaction(session_core& s, const session_core::job& j);
+    static boost::asio::awaitable<step<summarized>> plan_and_summarize(
+        session_core& s, session_core::job& j, const compaction::compaction_settings* settings = nullptr);
+    /// `settings`: planning settings other than the session's (a background cut), else nullptr.
+    static step<plan> plan_compaction(session_core& s, const session_core::job& j,
+                                      const compaction::compaction_settings* settings = nullptr);
     static step<std::optional<compaction::compaction_result>> before_hooks(
         session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep);
     static boost::asio::awaitable<step<summaries>> summarize(
@@ -142,8 +163,10 @@ private:
                                 const std::optional<compaction::usage>& native_usage, const scrub_fn& scrub,
                                 summaries& out);
     static step<revalidated> revalidate(session_core& s, const plan& p, std::string first_kept);
+    /// `bounded` = false: the result may leave the context over the threshold (a prepared
+    /// background result, judged by judge_size instead).
     static step<compaction::compaction_result> build(
-        session_core& s, const plan& p, const revalidated& v, const summaries& sum);
+        session_core& s, const plan& p, const revalidated& v, const summaries& sum, bool bounded = true);
     static boost::asio::awaitable<step<compaction::entry_ptr>> commit(
         session_core& s, const session_core::job& j, const compaction::compaction_result& result, const revalidated& v,
         const summaries& sum);
@@ -194,12 +217,40 @@ private:
         session_core& s, session_core::job& j, compaction::summary_prompt prompt, compaction::summary_kind kind,
         std::optional<failure>& first);
 
+    // background.cpp: the background operation (plan, hooks, summarize, validate, hold) and the
+    // use of its prepared result by the next automatic operation.
+    static boost::asio::awaitable<result_type> run_background(session_core& s, const std::shared_ptr<session_core::job>& job);
+    static boost::asio::awaitable<step<std::shared_ptr<session_core::prepared>>> prepare(
+        session_core& s, const std::shared_ptr<session_core::job>& job);
+    /// Commits (or discards) the prepared result; nullopt = nothing committed, compact in the
+    /// foreground (unless the operation is `prepared_only`).
+    static boost::asio::awaitable<std::optional<result_type>> use_prepared(session_core& s, session_core::job& j);
+    /// What commit_prepared did: nothing (discarded or cancelled: `result` says which, `go_on`
+    /// whether a foreground pass follows), or a commit (`go_on`: the remainder is still over).
+    struct prepared_use
+    {
+        std::optional<result_type> result;
+        bool go_on = false;
+    };
+    static boost::asio::awaitable<prepared_use> commit_prepared(session_core& s, session_core::job& j);
+
     /// The job's evidence with its elapsed time, call count and (when it failed) the failure's code name.
     static compaction_evidence finished_evidence(const session_core::job& j, std::optional<boost::system::error_code> failed);
     static bool still_wanted(const session_core& s, const session_core::job& j, boost::asio::cancellation_type cancelled);
     static void emit_start(session_core& s, session_core::job& j);
     static result_type succeed(session_core& s, const session_core::job& j, const committed& c);
     static result_type fail(session_core& s, const session_core::job& j, const failure& f);
+};
+
+/// A background compaction's validated result, held on the strand until it is committed or
+/// discarded, bound to the path it was planned on (background_policy.hpp).
+struct session_core::prepared
+{
+    std::shared_ptr<session_core::job> job;  ///< its operation: evidence, calls, start time
+    transaction::plan plan;
+    transaction::summaries summaries;
+    std::string first_kept;
+    detail::prepared_binding binding;
 };
 
 }  // namespace agentctx::runtime

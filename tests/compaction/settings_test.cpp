@@ -271,3 +271,68 @@ TEST(settings, threshold_vectors)
     EXPECT_FALSE(should_compact(600000, 1000000, o));
     EXPECT_TRUE(should_compact(600001, 1000000, o));
 }
+
+TEST(settings, background_defaults_and_layers)
+{
+    diagnostics diag;
+    const auto d = resolve_settings({}, diag).value();
+    EXPECT_FALSE(d.background.enabled.has_value());  // the mode decides: on in agentctx, off in Pi compatibility
+    EXPECT_DOUBLE_EQ(d.background.start_at, 0.7);
+    EXPECT_EQ(d.background.commit, background_commit::at_threshold);
+
+    settings_layers l;
+    l.global = obj(R"({"compaction":{"background":{"enabled":false,"startAt":0.5}}})");
+    l.project = obj(R"({"compaction":{"background":{"commit":"when-ready"}}})");
+    l.project_trusted = true;
+    const auto s = resolve_settings(l, diag).value();
+    EXPECT_EQ(s.background.enabled, std::optional<bool>(false));
+    EXPECT_DOUBLE_EQ(s.background.start_at, 0.5);  // deep merge keeps the global field
+    EXPECT_EQ(s.background.commit, background_commit::when_ready);
+    l.overrides = obj(R"({"compaction":{"background":{"startAt":1}}})");
+    EXPECT_DOUBLE_EQ(resolve_settings(l, diag).value().background.start_at, 1.0);
+}
+
+TEST(settings, background_errors_name_the_field_and_the_layer)
+{
+    struct bad
+    {
+        const char* json;
+        const char* field;
+        const char* message;
+    };
+    const bad cases[] = {
+        {R"({"compaction":{"background":true}})", "compaction.background",
+         "global settings: field 'compaction.background': expected object, got boolean"},
+        {R"({"compaction":{"background":{"enabled":"yes"}}})", "compaction.background.enabled",
+         "global settings: field 'compaction.background.enabled': expected boolean, got \"yes\""},
+        {R"({"compaction":{"background":{"startAt":0}}})", "compaction.background.startAt",
+         "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got 0"},
+        {R"({"compaction":{"background":{"startAt":1.5}}})", "compaction.background.startAt",
+         "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got 1.5"},
+        {R"({"compaction":{"background":{"startAt":"0.7"}}})", "compaction.background.startAt",
+         "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got \"0.7\""},
+        {R"({"compaction":{"background":{"commit":"later"}}})", "compaction.background.commit",
+         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or \"when-ready\", got \"later\""},
+        {R"({"compaction":{"background":{"commit":1}}})", "compaction.background.commit",
+         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or \"when-ready\", got 1"},
+    };
+    for (const auto& c : cases)
+    {
+        settings_layers l;
+        l.global = obj(c.json);
+        diagnostics diag;
+        const auto r = resolve_settings(l, diag);
+        ASSERT_FALSE(r) << c.json;
+        EXPECT_EQ(r.error(), make_error_code(errc::invalid_settings));
+        EXPECT_EQ(diag.field, c.field);
+        EXPECT_EQ(diag.message, c.message);
+    }
+    // An untrusted project's bad value is never read; an override's names its layer.
+    settings_layers l;
+    l.project = obj(R"({"compaction":{"background":{"startAt":-1}}})");
+    diagnostics diag;
+    EXPECT_TRUE(resolve_settings(l, diag));
+    l.overrides = obj(R"({"compaction":{"background":{"enabled":1}}})");
+    ASSERT_FALSE(resolve_settings(l, diag));
+    EXPECT_EQ(diag.message, "override settings: field 'compaction.background.enabled': expected boolean, got 1");
+}

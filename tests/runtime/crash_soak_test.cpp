@@ -195,6 +195,8 @@ struct figures
     std::uint64_t acked_compactions = 0;
     std::uint64_t entries_checked = 0;     ///< entries verified in files after kills, summed over kills
     std::uint64_t kills_in_compaction = 0;  ///< between compaction_start and its completion
+    std::uint64_t background_rounds = 0;    ///< children that also compacted in the background
+    std::uint64_t background_commits = 0;   ///< compactions committed from a background result
     std::uint64_t kills_in_commit = 0;      ///< after "about to write the compaction entry", before its ack
     std::uint64_t kills_in_sync = 0;        ///< ... with the line written but the store append (fdatasync) not returned
     std::uint64_t unacked_present = 0;      ///< entries written but killed before the ack
@@ -247,18 +249,25 @@ std::optional<std::uint64_t> seq_of(const compaction::entry& e)
     return std::strtoull(std::string(text.substr(4, 20)).c_str(), nullptr, 10);
 }
 
-// How often each `"id":"<x>"` occurs in the text (entry ids, and tool call ids in contents).
+// How often each entry id is a line's own id (its first `"id":"<x>"`) in the text.
 std::map<std::string, std::size_t> id_counts(const std::string& text)
 {
+    // The first id of each line is the entry's own; later ones are copies it carries (a compaction
+    // keeps the current instruction's line verbatim in details.agentctx.pinned).
     static const std::string key = "\"id\":\"";
     std::map<std::string, std::size_t> out;
-    for (std::size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + 1))
+    for (std::size_t line = 0; line < text.size();)
     {
-        const std::size_t start = pos + key.size();
-        const std::size_t end = text.find('"', start);
-        if (end == std::string::npos)
-            break;
-        ++out[text.substr(start, end - start)];
+        const std::size_t next = std::min(text.find('\n', line), text.size());
+        const std::size_t pos = text.find(key, line);
+        if (pos != std::string::npos && pos < next)
+        {
+            const std::size_t start = pos + key.size();
+            const std::size_t end = text.find('"', start);
+            if (end != std::string::npos && end < next)
+                ++out[text.substr(start, end - start)];
+        }
+        line = next + 1;
     }
     return out;
 }
@@ -320,6 +329,8 @@ round_acks apply_acks(const child_run& run, file_state& f, figures& fig)
         }
         else if (kind == 'E')
             a.in_compaction = false;
+        else if (kind == 'B')
+            ++fig.background_commits;
     }
     return a;
 }
@@ -576,13 +587,18 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         }
         const std::uint64_t every = 3 + rng() % 10;
         const std::uint64_t child_seed = rng();
+        // Half the rounds also compact in the background (held results, commits at the threshold).
+        const bool background = rng() % 2 == 0;
+        fig.background_rounds += background ? 1 : 0;
         SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", file " + f.path.string() +
                      ", kill " + describe(plan));
 
         const auto t0 = clock_type::now();
-        const auto run = run_child({AGENTCTX_SOAK_CHILD, f.path.string(), "3", std::to_string(f.next_seq),
-                                    std::to_string(child_seed), std::to_string(every)},
-                                   err_path, plan);
+        std::vector<std::string> args{AGENTCTX_SOAK_CHILD, f.path.string(), "3", std::to_string(f.next_seq),
+                                      std::to_string(child_seed), std::to_string(every)};
+        if (background)
+            args.push_back("background");
+        const auto run = run_child(args, err_path, plan);
         ASSERT_TRUE(run.killed && WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL)
             << "the child ended on its own (status " << run.status << "): " << agentctx::test::read_text(err_path);
         const auto t1 = clock_type::now();
@@ -621,6 +637,11 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     EXPECT_GE(fig.kills, kills);
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);
+    EXPECT_GT(fig.background_rounds, 0u);
+    EXPECT_GT(fig.background_commits, 0u) << "no background compaction committed";
+    std::printf("crash soak: %llu background rounds, %llu background commits\n",
+                static_cast<unsigned long long>(fig.background_rounds),
+                static_cast<unsigned long long>(fig.background_commits));
     EXPECT_GT(fig.kills_in_compaction, 0u) << "no kill landed inside a compaction";
     EXPECT_GT(fig.kills_in_commit, 0u) << "no kill landed inside a compaction's commit";
     fs::remove_all(dir);

@@ -300,7 +300,9 @@ TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
 
 TEST_F(session_test, threshold_at_the_exact_boundary)
 {
-    auto s = open_file(base_text(), config());
+    auto c = config();
+    c.settings.background.enabled = false;  // the foreground trigger alone (at the boundary a background one would start)
+    auto s = open_file(base_text(), c);
     auto below = turn_end(*s, assistant_json("ok", 183616));
     run_until([&] { return below->done; });
     EXPECT_FALSE(below->outcome.attempted);

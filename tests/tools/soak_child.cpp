@@ -1,6 +1,6 @@
 // soak_child: the process the crash-injection soak (tests/runtime/crash_soak_test.cpp) kills.
 //
-// usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY
+// usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY [background]
 //        soak_child --create DIR ACK_FD
 //
 // The second form creates DIR/c0.jsonl, DIR/c1.jsonl, ... with jsonl_store::create, one after
@@ -9,8 +9,10 @@
 // Opens the existing session FILE (jsonl_store, default fsync policy, strict load), then appends
 // turns forever: a user message, and an assistant reply or an assistant tool call plus its tool
 // result. Every message's first text block starts with "seq=<n> " (n counts up from FIRST_SEQ).
-// Every COMPACT_EVERY appends it runs a manual compaction with the offline summarizer. It never
-// exits on its own: the parent SIGKILLs it.
+// Every COMPACT_EVERY appends it runs a manual compaction with the offline summarizer. With
+// `background`, the window is small and every reply is followed by the turn-end check: background
+// compactions start, are held and commit at the threshold (acknowledged with "K" too), between
+// the manual ones, which supersede them. It never exits on its own: the parent SIGKILLs it.
 //
 // Progress goes to ACK_FD as short lines, each one write(2) (atomic on a pipe), so the parent
 // has every line written before the kill:
@@ -20,6 +22,7 @@
 //   C <id>           the compaction entry is about to be written (store append + fdatasync)
 //   D <id>           that store append returned: the line is written and synced
 //   K <id>           the compaction completed and committed (acknowledged)
+//   B                a background compaction committed (its compaction_end event)
 //   E <code>         a manual compaction declined (nothing_to_compact, already_compacted)
 // Any other failure prints to stderr and exits with a non-zero status.
 #include <agentctx/compaction/error.hpp>
@@ -40,6 +43,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -107,10 +112,16 @@ private:
     std::unique_ptr<runtime::store> inner_;
 };
 
-constexpr double message_time = 1768467700000;
+bool background = false;
+double message_time = 1768467700000;
 
 json::object message(json::object m)
 {
+    // Background mode: times from now on, since a turn-end check skips a message older than the
+    // latest compaction.
+    if (background)
+        message_time = std::max(message_time + 1, static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       std::chrono::system_clock::now().time_since_epoch()).count()));
     m["timestamp"] = message_time;
     return {{"type", "message"}, {"message", std::move(m)}};
 }
@@ -196,7 +207,14 @@ asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq
             co_await append(std::move(result));
         }
         json::object reply = assistant(text_block(tag(seq) + filler(rng, false)), "stop");
+        compaction::diagnostics diag;
+        auto last = compaction::decode_message(reply.at("message").as_object(), "", diag);
         co_await append(std::move(reply));
+        if (!background || !last)
+            continue;
+        auto [tec, out] = co_await s->async_on_turn_end(std::move(*last), asio::as_tuple(asio::use_awaitable));
+        if (!tec && out.compacted)
+            send("K " + out.entry_id);
     }
 }
 
@@ -226,16 +244,19 @@ int main(int argc, char** argv)
         send("R");
         return create_loop(argv[2]);
     }
-    if (argc != 6)
+    if (argc != 6 && !(argc == 7 && std::string(argv[6]) == "background"))
     {
-        std::fprintf(stderr, "usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY\n");
+        std::fprintf(stderr, "usage: soak_child FILE ACK_FD FIRST_SEQ SEED COMPACT_EVERY [background]\n");
         return 2;
     }
+    background = argc == 7;
     const std::string path = argv[1];
     ack_fd = std::atoi(argv[2]);
     const std::uint64_t first_seq = std::strtoull(argv[3], nullptr, 10);
     const std::uint64_t seed = std::strtoull(argv[4], nullptr, 10);
-    const std::uint64_t every = std::max<std::uint64_t>(1, std::strtoull(argv[5], nullptr, 10));
+    std::uint64_t every = std::max<std::uint64_t>(1, std::strtoull(argv[5], nullptr, 10));
+    if (background)
+        every *= 8;  // manual compactions rarer: the context reaches the background start point
     spdlog::set_level(spdlog::level::warn);  // no info line per compaction
 
     asio::io_context ioc;
@@ -245,7 +266,12 @@ int main(int argc, char** argv)
         die("open: " + st.error().message() + ": " + diag.message);
     runtime::session_config config;
     config.settings.keep_recent_tokens = 120;  // small: every compaction has something to summarize
-    config.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
+    config.model = {"anthropic", "claude-sonnet-4-5", background ? 8000 : 200000, 0};
+    if (background)
+    {
+        config.settings.reserve_tokens = 1000;  // threshold 7,000; background from 4,900
+        config.progress_in_session = false;     // a large prefix goes piecewise: no progress entries in the file
+    }
     config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());
     compaction::load_report report;
     auto s = runtime::session::open(ioc.get_executor(), std::make_unique<marking_store>(std::move(*st)), config, diag, &report);
@@ -254,6 +280,9 @@ int main(int argc, char** argv)
     (*s)->on_event([](const runtime::session_event& e) {
         if (std::holds_alternative<runtime::compaction_start_event>(e))
             send("S");
+        const auto* end = std::get_if<runtime::compaction_end_event>(&e);
+        if (end && end->result && end->reason == runtime::compaction_reason::background)
+            send("B");
     });
     send(std::string("R ") + (report.torn ? "1" : "0") + " " + (report.missing_final_newline ? "1" : "0"));
     asio::co_spawn(ioc, run(*s, first_seq, seed, every), [](std::exception_ptr e) {

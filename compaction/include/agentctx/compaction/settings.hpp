@@ -21,6 +21,23 @@ struct retry_settings
     std::int64_t max_agent_delay_ms = 60000;  ///< `retry.maxAgentDelayMs`: caps every backoff (Pi 1.6)
 };
 
+/// `compaction.background.commit`: when a prepared background compaction is committed.
+enum class background_commit
+{
+    at_threshold,  ///< `"at-threshold"`: held until the threshold is crossed (the prompt cache stays warm)
+    when_ready,    ///< `"when-ready"`: as soon as its summary is validated
+};
+
+/// `compaction.background` (agentctx only): summarize ahead of the threshold, off the agent's path.
+struct background_settings
+{
+    /// nullopt = the mode's default: on in agentctx mode, off in `--compat pi`.
+    std::optional<bool> enabled;
+    /// Start once a turn ends above `startAt × (contextWindow − reserveTokens)`; in (0, 1].
+    double start_at = 0.7;
+    background_commit commit = background_commit::at_threshold;
+};
+
 struct compaction_settings
 {
     bool enabled = true;
@@ -36,6 +53,7 @@ struct compaction_settings
     /// `compaction.summaryMaxCalls`: model calls one preparation pass may make (0 = no limit);
     /// a pass that reaches it keeps its completed pieces and a later pass continues.
     std::int64_t summary_max_calls = 0;
+    background_settings background;
     retry_settings retry;
 };
 

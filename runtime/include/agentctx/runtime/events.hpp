@@ -18,6 +18,7 @@ enum class compaction_reason
     threshold,
     overflow,
     manual,
+    background,  ///< summarized ahead of the threshold, off the agent's path
 };
 
 const char* to_string(compaction_reason r) noexcept;
@@ -34,6 +35,20 @@ struct compaction_end_event
     bool aborted = false;
     bool will_retry = false;
     std::optional<std::string> error_message;  ///< safe text: never a raw provider body or a key
+    /// A background compaction that wrote nothing: why (`branched`, `edited`, `restored`,
+    /// `settings_changed`, `over_threshold`, `superseded`, `cancelled`, `closed`, `failed`).
+    std::optional<std::string> discarded;
+};
+
+/// A background compaction's summary is validated and held, bound to the prefix it covers; it is
+/// committed at the threshold (or at once with `commit: "when-ready"`) if that prefix still holds.
+struct compaction_prepared_event
+{
+    std::string first_kept_entry_id;
+    std::size_t covered_entries = 0;  ///< entries before the first kept one on the planned path
+    std::int64_t tokens_before = 0;
+    std::int64_t elapsed_ms = 0;
+    int calls = 0;  ///< model calls it made
 };
 
 /// Another node changed the session (a shared store): the session reloaded and swapped its
@@ -69,7 +84,7 @@ struct budget_exceeded_event
 
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
                                    compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
-                                   budget_exceeded_event>;
+                                   budget_exceeded_event, compaction_prepared_event>;
 
 /// Passed to before_compact hooks.
 struct before_compact_event

@@ -51,11 +51,13 @@ struct compaction_evidence
     int counting_calls = 0;                       ///< exact-count requests (not model calls)
     bool turn_prefix_folded = false;  ///< a split turn's prefix over the bound was summarized with the history
     std::optional<std::string> progress_rejected;  ///< the reason an earlier record was refused
+    std::optional<std::string> discarded;          ///< a background compaction that wrote nothing: why
 };
 
 /// `{"method", "failure"?, "elapsedMs", "calls", "usage": {input, output, cacheRead, cacheWrite,
 /// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?,
-/// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?, "turnPrefixFolded"?}`.
+/// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?, "turnPrefixFolded"?,
+/// "discarded"?}`.
 boost::json::object to_json(const compaction_evidence& e);
 
 /// Every compaction that was attempted ends with this event, committed or not.

@@ -199,8 +199,14 @@ public:
      * entries, then the session compacts with `will_retry`, and the host retries its request from
      * the new snapshot; if the compaction fails the omissions stay), a silent overflow
      * (compaction without retry), or a threshold compaction. Aborted responses are skipped.
+     *
+     * With background compaction on (`compaction.background`, the default in agentctx mode), a
+     * turn that ends above `startAt × threshold` starts one and completes at once (`reason`
+     * `background`, not compacted); at the threshold a prepared result is committed with no model
+     * call and a running one is awaited (docs/background.md).
      * @par Per-operation cancellation
-     * `terminal`: cancels a compaction this check started (completes with `cancelled`).
+     * `terminal`: cancels a compaction this check started (completes with `cancelled`). A check
+     * awaiting a background compaction (`terminal`, `partial` or `total`) ends only its own wait.
      */
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_on_turn_end(compaction::message last_assistant, CompletionToken&& token)
