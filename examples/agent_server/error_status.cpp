@@ -26,7 +26,7 @@ http::status compaction_status(const error_code& ec)
         return http::status::bad_request;
     const auto e = static_cast<compaction::errc>(ec.value());
     if (e == compaction::errc::already_compacted || e == compaction::errc::nothing_to_compact ||
-        e == compaction::errc::boundary_unavailable)
+        e == compaction::errc::boundary_unavailable || e == compaction::errc::budget_exceeded)
         return http::status::conflict;
     return http::status::unprocessable_entity;  // the summary was rejected
 }

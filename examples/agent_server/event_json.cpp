@@ -1,72 +1,92 @@
-// A session's events as JSON for the event stream.
+// A session's events as JSON for the event stream: one small function per event.
 #include "event_json.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
 namespace agentctx::server {
 
 namespace json = boost::json;
 
-event_text event_json(const runtime::session_event& e)
+namespace {
+
+using named = std::pair<const char*, json::object>;
+
+// Another node appended or compacted (a shared PostgreSQL store).
+named fields(const runtime::remote_change_event& r)
 {
-    json::object o;
-    std::string name;
-    if (const auto* r = std::get_if<runtime::remote_change_event>(&e))
-    {
-        // Another node appended or compacted (a shared PostgreSQL store).
-        name = "remote_change";
-        o["entries"] = r->entries;
-        json::array ids;
-        for (const auto& id : r->compactions)
-            ids.emplace_back(id);
-        o["compactions"] = std::move(ids);
-    }
-    else if (const auto* s = std::get_if<runtime::compaction_start_event>(&e))
-    {
-        name = "compaction_start";
-        o["reason"] = runtime::to_string(s->reason);
-    }
-    else if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
-    {
-        name = "compaction_end";
-        o["reason"] = runtime::to_string(end->reason);
-        o["aborted"] = end->aborted;
-        o["willRetry"] = end->will_retry;
-        if (end->result)
-            o["result"] = json::object{{"firstKeptEntryId", end->result->first_kept_entry_id},
-                                       {"tokensBefore", end->result->tokens_before},
-                                       {"tokensAfter", end->result->tokens_after}};
-        if (end->error_message)
-            o["errorMessage"] = *end->error_message;
-    }
-    else if (const auto* p = std::get_if<runtime::compaction_progress_event>(&e))
-    {
-        // Piecewise summaries: counts only, never source or note text.
-        name = "compaction_progress";
-        o["completed"] = p->completed;
-        o["remaining"] = p->remaining;
-    }
-    else if (const auto* b = std::get_if<runtime::budget_exceeded_event>(&e))
-    {
-        // Required context does not fit: numbers and ids only.
-        name = "budget_exceeded";
-        o["reason"] = runtime::to_string(b->reason);
-        o["inputTokens"] = b->input_tokens;
-        o["allowance"] = b->allowance;
-        o["requiredTokens"] = b->required_tokens;
-        o["boundary"] = json::object{{"entryId", b->boundary_entry_id}, {"position", b->boundary_position}};
-        o["required"] = json::object{{"entryId", b->required_entry_id}, {"position", b->required_position}};
-    }
-    else if (const auto* f = std::get_if<runtime::compaction_finished_event>(&e))
-    {
-        name = "compaction_finished";
-        o["reason"] = runtime::to_string(f->reason);
-        o["evidence"] = runtime::to_json(f->evidence);
-    }
-    return {std::move(name), compaction::stringify(o)};
+    json::array ids;
+    for (const auto& id : r.compactions)
+        ids.emplace_back(id);
+    return {"remote_change", json::object{{"entries", r.entries}, {"compactions", std::move(ids)}}};
 }
 
+named fields(const runtime::compaction_start_event& s)
+{
+    return {"compaction_start", json::object{{"reason", runtime::to_string(s.reason)}}};
+}
+
+named fields(const runtime::compaction_end_event& end)
+{
+    json::object o{{"reason", runtime::to_string(end.reason)}, {"aborted", end.aborted}, {"willRetry", end.will_retry}};
+    if (end.result)
+        o["result"] = json::object{{"firstKeptEntryId", end.result->first_kept_entry_id},
+                                   {"tokensBefore", end.result->tokens_before},
+                                   {"tokensAfter", end.result->tokens_after}};
+    if (end.error_message)
+        o["errorMessage"] = *end.error_message;
+    return {"compaction_end", std::move(o)};
+}
+
+// Piecewise summaries: counts only, never source or note text.
+named fields(const runtime::compaction_progress_event& p)
+{
+    return {"compaction_progress", json::object{{"completed", p.completed}, {"remaining", p.remaining}}};
+}
+
+named fields(const runtime::compaction_finished_event& f)
+{
+    return {"compaction_finished",
+            json::object{{"reason", runtime::to_string(f.reason)}, {"evidence", runtime::to_json(f.evidence)}}};
+}
+
+// The latest compaction's carried entries or native state failed its checks.
+named fields(const runtime::derived_state_dropped_event& d)
+{
+    return {"derived_state_dropped",
+            json::object{{"compactionId", d.note.compaction_id}, {"part", d.note.part}, {"reason", d.note.reason}}};
+}
+
+// A background compaction is ready; it commits at the threshold.
+named fields(const runtime::compaction_prepared_event& r)
+{
+    return {"compaction_prepared", json::object{{"firstKeptEntryId", r.first_kept_entry_id},
+                                                {"coveredEntries", r.covered_entries},
+                                                {"tokensBefore", r.tokens_before},
+                                                {"elapsedMs", r.elapsed_ms},
+                                                {"calls", r.calls}}};
+}
+
+// Required context does not fit: numbers and ids only.
+named fields(const runtime::budget_exceeded_event& b)
+{
+    return {"budget_exceeded",
+            json::object{{"reason", runtime::to_string(b.reason)},
+                         {"inputTokens", b.input_tokens},
+                         {"allowance", b.allowance},
+                         {"requiredTokens", b.required_tokens},
+                         {"boundary", json::object{{"entryId", b.boundary_entry_id}, {"position", b.boundary_position}}},
+                         {"required", json::object{{"entryId", b.required_entry_id}, {"position", b.required_position}}}}};
+}
+
+}  // namespace
+
+event_text event_json(const runtime::session_event& e)
+{
+    auto [name, o] = std::visit([](const auto& ev) { return fields(ev); }, e);
+    return {name, compaction::stringify(o)};
+}
 
 }  // namespace agentctx::server

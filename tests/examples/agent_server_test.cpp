@@ -131,15 +131,8 @@ TEST_F(agent_server_test, compact_endpoint_and_event_stream)
         ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
     }
     // Subscribe to the event stream first.
-    std::string events;
-    providers::http_request sse;
-    sse.method = "GET";
-    sse.url = "http://127.0.0.1:" + std::to_string(port_) + "/v1/sessions/" + id + "/events";
-    sse.on_data = [&](std::string_view chunk) { events.append(chunk); };
-    asio::cancellation_signal stop_sse;
-    bool sse_done = false;
-    client_->async_request(std::move(sse), asio::bind_cancellation_slot(stop_sse.slot(), [&](error_code, providers::http_response) { sse_done = true; }));
-    run_until([&] { return events.find(": subscribed") != std::string::npos; });
+    auto sub = subscribe(id);
+    const std::string& events = sub->text;
 
     auto r = sync("POST", "/v1/sessions/" + id + "/compact", R"({"instructions":"keep the tests"})");
     ASSERT_EQ(r->res.status, 200) << r->res.body;
@@ -156,8 +149,7 @@ TEST_F(agent_server_test, compact_endpoint_and_event_stream)
     EXPECT_NE(events.find("event: compaction_finished\ndata: {\"reason\":\"manual\",\"evidence\":{\"method\":\"single\""),
               std::string::npos)
         << events;
-    stop_sse.emit(asio::cancellation_type::terminal);
-    run_until([&] { return sse_done; });
+    unsubscribe(*sub);
     // Compacting again right away: nothing to compact.
     EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 409);
 }
@@ -1437,4 +1429,34 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
     ASSERT_NE(at, ids.end()) << cut;
     EXPECT_GE(at - ids.begin(), 8) << "keeps about 2,500 of 12,000 tokens";
     fs::remove_all(root);
+}
+
+TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceeded_event_and_a_409)
+{
+    tweak_ = [](server::server_options& o) { o.required.custom_types = {"spec"}; };
+    start();
+    const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
+    const std::string spec = R"({"type":"custom_message","customType":"spec","content":"the spec","display":false})";
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", spec)->res.status, 201);
+    for (int i = 0; i < 4; ++i)
+    {
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
+    }
+    auto sub = subscribe(id);
+    const std::string& events = sub->text;
+    const auto before = sync("GET", "/v1/sessions/" + id + "/context")->json();
+    auto r = sync("POST", "/v1/sessions/" + id + "/compact");
+    EXPECT_EQ(r->res.status, 409) << r->res.body;
+    EXPECT_NE(r->res.body.find("budget_exceeded"), std::string::npos) << r->res.body;
+    run_until([&] { return events.find("event: budget_exceeded") != std::string::npos; });
+    // Numbers and ids only: 8 messages of 100 tokens and the spec's 2 stay required.
+    EXPECT_NE(events.find("event: budget_exceeded\ndata: {\"reason\":\"manual\",\"inputTokens\":802,\"allowance\":183616,"
+                          "\"requiredTokens\":802,"),
+              std::string::npos)
+        << events;
+    EXPECT_EQ(events.find("the spec"), std::string::npos);
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context")->json(), before);  // nothing written
+    EXPECT_NE(sync("GET", "/metrics")->res.body.find("agentctx_budget_exceeded_total 1\n"), std::string::npos);
+    unsubscribe(*sub);
 }

@@ -11,6 +11,8 @@
 #include "file_text.hpp"
 #include "openapi_check.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -184,6 +186,31 @@ protected:
         compaction::diagnostics diag;
         auto s = runtime::jsonl_store::open(dir_ / (id + ".jsonl"), {}, diag);
         return !s && s.error() == runtime::make_error_code(runtime::errc::session_locked);
+    }
+
+    // A session's event stream, read into `text` until `stop()`; subscribed when this returns.
+    struct event_subscription
+    {
+        std::string text;
+        boost::asio::cancellation_signal stop_signal;
+        bool done = false;
+    };
+    std::unique_ptr<event_subscription> subscribe(const std::string& id)
+    {
+        auto sub = std::make_unique<event_subscription>();
+        providers::http_request sse;
+        sse.method = "GET";
+        sse.url = "http://127.0.0.1:" + std::to_string(port_) + "/v1/sessions/" + id + "/events";
+        sse.on_data = [s = sub.get()](std::string_view chunk) { s->text.append(chunk); };
+        client_->async_request(std::move(sse), boost::asio::bind_cancellation_slot(
+                                                   sub->stop_signal.slot(), [s = sub.get()](error_code, providers::http_response) { s->done = true; }));
+        run_until([s = sub.get()] { return s->text.find(": subscribed") != std::string::npos; });
+        return sub;
+    }
+    void unsubscribe(event_subscription& sub)
+    {
+        sub.stop_signal.emit(boost::asio::cancellation_type::terminal);
+        run_until([&] { return sub.done; });
     }
 
     std::string new_session()

@@ -1,4 +1,6 @@
 // The agent server's turn-end and overflow routes: the session's checks over HTTP, with exact token counts.
+#include <agentctx/compaction/llm_convert.hpp>
+
 #include "server_fixture.hpp"
 
 #include <gtest/gtest.h>
@@ -56,8 +58,9 @@ TEST_F(server_turns, turn_end_over_the_threshold_compacts_and_the_context_reads_
     const auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json();
     EXPECT_EQ(ctx.at("messages").at(0).at("role"), "compactionSummary");
     EXPECT_EQ(ctx.at("messages").at(0).at("entryId"), v.at("entryId"));
+    // agentctx mode: the summary reaches the model framed as reference history.
     EXPECT_EQ(std::string(ctx.at("wire").at(0).at("content").at(0).at("text").as_string()).rfind(
-                  "The conversation history before this point was compacted into the following summary:\n\n<summary>\n", 0),
+                  std::string(compaction::reference_compaction_prefix) + std::string(compaction::reference_history_notice), 0),
               0u)
         << ctx.at("wire").at(0);
     // The kept turn comes back as it was posted.
