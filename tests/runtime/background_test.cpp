@@ -5,6 +5,7 @@
 #include "file_text.hpp"
 #include "open_session.hpp"
 #include "run_until.hpp"
+#include "append_entry.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
 
@@ -97,20 +98,7 @@ protected:
         test::run_until(ioc_, done);
     }
 
-    std::string append(session& s, json::object fields)
-    {
-        std::string id;
-        bool done = false;
-        error_code ec;
-        s.async_append(std::move(fields), [&](error_code e, std::string i) {
-            done = true;
-            ec = e;
-            id = std::move(i);
-        });
-        run_until([&] { return done; });
-        EXPECT_FALSE(ec) << ec.message();
-        return id;
-    }
+    std::string append(session& s, json::object fields) { return test::append_entry(ioc_, s, std::move(fields)); }
 
     // A user prompt and an answer reporting `total` tokens, then the turn-end check (not awaited).
     std::shared_ptr<outcome_result> turn(session& s, std::int64_t total, asio::cancellation_slot slot = {})

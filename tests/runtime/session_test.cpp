@@ -5,6 +5,7 @@
 #include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
+#include "append_entry.hpp"
 #include "scripted_summarizer.hpp"
 #include "long_session.hpp"
 #include "open_session.hpp"
@@ -135,14 +136,7 @@ protected:
     template <class Pred>
     void run_until(Pred done)
     {
-        ioc_.restart();
-        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!done() && std::chrono::steady_clock::now() < limit)
-        {
-            if (ioc_.run_one_for(std::chrono::milliseconds(50)) == 0 && ioc_.stopped())
-                ioc_.restart();
-        }
-        ASSERT_TRUE(done()) << "timed out";
+        test::run_until(ioc_, done);
     }
 
     struct outcome_result
@@ -175,20 +169,7 @@ protected:
         return r;
     }
 
-    std::string append(session& s, json::object fields)
-    {
-        std::string id;
-        bool done = false;
-        error_code ec;
-        s.async_append(std::move(fields), [&](error_code e, std::string i) {
-            done = true;
-            ec = e;
-            id = std::move(i);
-        });
-        run_until([&] { return done; });
-        EXPECT_FALSE(ec) << ec.message();
-        return id;
-    }
+    std::string append(session& s, json::object fields) { return test::append_entry(ioc_, s, std::move(fields)); }
 
     asio::io_context ioc_;
     fs::path dir_, path_;
