@@ -106,13 +106,12 @@ void growth_meter::observe(double seconds, std::int64_t tokens)
 
 void growth_meter::summary_took(double seconds)
 {
-    if (seconds > 0)
-        summary_ = seconds;
+    summary_ = seconds;
 }
 
 std::optional<growth_estimate> growth_meter::estimate() const
 {
-    if (rate_ <= 0 || summary_ <= 0)
+    if (rate_ <= 0 || summary_ < min_measured_summary_seconds)
         return std::nullopt;
     return growth_estimate{rate_, summary_};
 }

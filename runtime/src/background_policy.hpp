@@ -97,6 +97,10 @@ struct growth_estimate
 /// threshold: room for a slower summary or faster turns before the agent would wait.
 inline constexpr double start_lead = 2.0;
 
+/// A summary faster than this (an offline or local summarizer, a replay) sets no hold: starting
+/// at startAt then costs no wait, and the rate of a replay's compressed clock means nothing.
+inline constexpr double min_measured_summary_seconds = 0.5;
+
 /// The session's measurements for growth_estimate: context tokens at each check against a
 /// monotonic clock (seconds), and each summary's duration. Pure: the caller supplies the time.
 class growth_meter
@@ -106,7 +110,8 @@ public:
     void observe(double seconds, std::int64_t tokens);
     /// A summary (foreground, or a background one until prepared) took `seconds`.
     void summary_took(double seconds);
-    /// Both measured: a growth rate over at least one rising pair of checks, and a summary.
+    /// Both measured: a growth rate over at least one rising pair of checks, and a latest
+    /// summary of at least min_measured_summary_seconds.
     std::optional<growth_estimate> estimate() const;
 
 private:

@@ -17,6 +17,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -236,6 +237,11 @@ private:
         if (auto* t = fields.if_contains("targetId"); t && t->is_string())
             if (auto it = ids_.find(std::string(t->get_string())); it != ids_.end())
                 *t = it->second;
+        // The session stamps its compactions with the real clock and, as Pi does, skips the check
+        // of a message not newer than the latest compaction: recorded timestamps are older, so
+        // each message gets a later one (a day ahead, then one millisecond per message).
+        if (auto* m = fields.if_contains("message"); m && m->is_object())
+            m->as_object()["timestamp"] = message_clock_ms_++;
         if (has_role(e, compaction::role::assistant))
             fields["message"].as_object()["usage"] = json::object{
                 {"input", last_input_}, {"output", last_output_}, {"cacheRead", 0}, {"cacheWrite", 0},
@@ -343,6 +349,9 @@ private:
                        std::pair<std::shared_ptr<const compaction::message>, request_part>> parts_;
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;
+    std::int64_t message_clock_ms_ =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() +
+        86'400'000;
     double checked_at_ = 0;                     ///< the clock at the last check
     std::optional<double> background_started_;  ///< a background compaction is running since
     double ready_at_ = 0;                       ///< when the prepared result was ready

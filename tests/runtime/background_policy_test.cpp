@@ -146,6 +146,9 @@ TEST(background_policy, the_growth_meter_averages_rising_checks_and_restarts_aft
     m.observe(14, 20'000);  // a compaction: no sample
     m.observe(16, 22'000);  // 1,000 tokens/s from the new start
     EXPECT_DOUBLE_EQ(m.estimate()->tokens_per_second, 2000);
-    m.summary_took(0);  // a summary that made no request leaves the measure
-    EXPECT_DOUBLE_EQ(m.estimate()->summary_seconds, 3.5);
+    m.summary_took(0.4);  // a fast summarizer: no hold until a slow one is measured again
+    EXPECT_EQ(m.estimate(), std::nullopt);
+    m.summary_took(0.5);
+    ASSERT_TRUE(m.estimate());
+    EXPECT_DOUBLE_EQ(m.estimate()->summary_seconds, 0.5);
 }
