@@ -281,7 +281,7 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     if (auto w = s.log_.append(*e, diag); !w)
         return refuse(w.error(), diag.message);  // unreachable: a fresh id, the leaf as parent
     s.publish(std::move(next));
-    s.auto_failed_at_.reset();
+    s.suppression_.reset();
     out.entry_id = id;
     s.logger_->info("checkpoint restored entry={} covered={} first_kept={} record={}", id, count, first_kept,
                     r->digest.substr(0, 12));

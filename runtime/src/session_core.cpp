@@ -173,9 +173,25 @@ void session_core::emit(const session_event& e)
     }
 }
 
-void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::run_failed_hooks(const compact_failed_event& e)
 {
-    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
+    for (const auto& h : failed_hooks_)
+    {
+        try
+        {
+            h(e);
+        }
+        catch (const std::exception& ex)
+        {
+            logger_->error("compact_failed hook threw: {}", ex.what());
+        }
+    }
+}
+
+void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                               diagnostics* out)
+{
+    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
         if (self->closed_)
             return complete(std::move(h), self->strand_, make_error_code(errc::session_closed), std::string());
         // Entries the runtime writes for itself (progress records) never come from a client.
@@ -183,16 +199,19 @@ void session_core::append_impl(boost::json::object fields, asio::any_completion_
         if (auto ok = check_client_entry(fields, diag); !ok)
         {
             self->logger_->debug("append refused: {}", diag.message);
+            if (out)
+                *out = diag;
             return complete(std::move(h), self->strand_, ok.error(), std::move(diag.message));
         }
-        self->append_in_turn(std::move(fields), std::move(h));
+        self->append_in_turn(std::move(fields), std::move(h), out);
     });
 }
 
-void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                                  diagnostics* out)
 {
-    enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
-        self->append_async(std::move(fields), std::move(h));
+    enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
+        self->append_async(std::move(fields), std::move(h), out);
     });
 }
 
@@ -240,7 +259,6 @@ result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
     // Pi's format: a user message or a non-error assistant response resets the overflow attempt.
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;
-    auto_failed_at_.reset();  // new entries: automatic compaction may try again
     return {};
 }
 
@@ -257,18 +275,21 @@ void session_core::leave_writes()
     asio::post(strand_, std::move(next));
 }
 
-void session_core::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                                diagnostics* out)
 {
     diagnostics diag;
     auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed)) : prepare_entry(std::move(fields), diag);
     if (!e)
     {
         leave_writes();
+        if (out)
+            *out = diag;
         // The refusal's reason (field path and why) is the string a failed append completes with.
         return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
     store_->async_write(strand_, *e, log_.size(),
-                        [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {
+                        [self = shared_from_this(), e = *e, h = std::move(h), out](error_code ec, std::string message) mutable {
                             session_core& s = *self;
                             diagnostics diag;
                             if (!ec)
@@ -277,6 +298,8 @@ void session_core::append_async(boost::json::object fields, asio::any_completion
                                 ec = r ? error_code{} : r.error();
                                 message = diag.message;
                             }
+                            if (ec && out)
+                                out->message = message;
                             if (ec != make_error_code(errc::stale_leaf))
                             {
                                 if (ec)
@@ -321,7 +344,7 @@ void session_core::reload(asio::any_completion_handler<void_signature> h)
                 changed.compactions.push_back(log->meta(i).id);
         s.log_ = std::move(*log);
         s.publish(std::move(*snap));
-        s.auto_failed_at_.reset();
+        s.suppression_.reset();  // another node's history: what failed here may not fail there
         s.emit(changed);
         std::move(h)(error_code{});
     });
@@ -492,7 +515,7 @@ void session_core::evaluate(
                                                .message = "a background compaction started"});
         return none("under the threshold");
     }
-    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
+    if (suppression_.paused(log_.size()))
     {
         return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
                         compaction_outcome{.reason = compaction_reason::threshold,
@@ -516,6 +539,7 @@ void session_core::recover(
     {
         const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
         emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
+        run_failed_hooks(compact_failed_event{compaction_reason::overflow, why, false, false, false});
         return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
                         compaction_outcome{.reason = compaction_reason::overflow, .message = why});
     }
@@ -748,7 +772,7 @@ bool session_core::maybe_start_background(std::int64_t tokens)
     if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=
         detail::check_action::start_background)
         return false;
-    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
+    if (suppression_.paused(log_.size()))
         return false;  // the last attempt failed on this very path
     apply(coordinator_->start_background());
     return true;

@@ -5,6 +5,7 @@
 
 #include "background_policy.hpp"
 #include "compaction_coordinator.hpp"
+#include "failure_suppression.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -37,6 +38,8 @@ struct session_core::job
     compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
     /// A prepared background result this operation committed before compacting the remainder.
     std::optional<compaction_outcome> prepared_commit;
+    /// The prefix the plan would summarize, under which settings: what a failure pauses.
+    std::optional<detail::prefix_key> prefix;
 };
 
 /// The messages of a projected range, without their entry ids.
@@ -129,8 +132,13 @@ private:
     /// `settings`: planning settings other than the session's (a background cut), else nullptr.
     static step<plan> plan_compaction(session_core& s, const session_core::job& j,
                                       const compaction::compaction_settings* settings = nullptr);
-    static step<std::optional<compaction::compaction_result>> before_hooks(
-        session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep);
+    /// Keys the plan's prefix on the job; an automatic compaction of a prefix whose last attempt
+    /// failed deterministically under the same settings stops here, quietly (no model call).
+    static step<void> check_paused(session_core& s, session_core::job& j, const plan& p);
+    /// The before_compact hooks, awaited in registration order; a cancellation while one runs
+    /// stops the compaction after it returns.
+    static boost::asio::awaitable<step<std::optional<compaction::compaction_result>>> before_hooks(
+        session_core& s, const session_core::job& j, const plan& p);
     static boost::asio::awaitable<step<summaries>> summarize(
         session_core& s, session_core::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
 

@@ -217,6 +217,50 @@ TEST_F(session_test, append_rejects_bad_entries_and_writes_nothing)
     EXPECT_EQ(file(), before);
 }
 
+TEST_F(session_test, a_refused_append_hands_the_host_its_diagnostics)
+{
+    auto s = open_file(base_text(1), config());
+    const auto before = file();
+    compaction::diagnostics diag;
+    diag.field = "stale";
+    bool done = false;
+    error_code ec;
+    std::string reason;
+    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}}, diag,
+                    [&](error_code e, std::string r) {
+                        done = true;
+                        ec = e;
+                        reason = std::move(r);
+                    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
+    EXPECT_EQ(diag.field, "message.content");
+    EXPECT_EQ(diag.message, reason);
+    EXPECT_NE(diag.message.find("message.content"), std::string::npos) << diag.message;
+    EXPECT_EQ(file(), before);
+    // A reserved custom type is refused before validation, with its field named too.
+    done = false;
+    s->async_append({{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}}, diag,
+                    [&](error_code e, std::string) {
+                        done = true;
+                        ec = e;
+                    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::reserved_type));
+    EXPECT_EQ(diag.field, "customType");
+    // An accepted append leaves the diagnostics empty.
+    done = false;
+    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", "fine"}}}}, diag,
+                    [&](error_code e, std::string) {
+                        done = true;
+                        ec = e;
+                    });
+    run_until([&] { return done; });
+    EXPECT_FALSE(ec);
+    EXPECT_TRUE(diag.field.empty());
+    EXPECT_TRUE(diag.message.empty());
+}
+
 TEST_F(session_test, append_validates_completely_before_writing)
 {
     // Before the fix a label with an unknown target, or a second header, reached the file first.
@@ -665,7 +709,7 @@ TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
     }
 }
 
-TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_new_entries)
+TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_the_covered_history_changes)
 {
     auto c = config(20000);  // keeps nearly everything
     c.model.context_window = 40000;
@@ -679,16 +723,58 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_ne
     auto first = turn_end(*s, assistant_json("ok", 2400));  // over the threshold, under the window
     run_until([&] { return first->done; });
     EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::insufficient_reduction)) << first->outcome.message;
-    EXPECT_NE(first->outcome.message.find("paused until new entries"), std::string::npos);
+    EXPECT_NE(first->outcome.message.find("paused until it or the settings change"), std::string::npos);
     EXPECT_EQ(summarizer_->calls(), 1u);
     auto again = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return again->done; });
     EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused));
     EXPECT_EQ(summarizer_->calls(), 1u);  // not attempted twice on an unchanged path
-    append(*s, user_msg("more"));
+    append(*s, user_msg("more"));  // too small to move the cut: the same prefix, still paused
+    auto same = turn_end(*s, assistant_json("ok", 2400));
+    run_until([&] { return same->done; });
+    EXPECT_EQ(same->ec, make_error_code(errc::auto_compaction_paused));
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    append(*s, user_msg(tokens(3000)));  // the cut moves to it: another prefix
     auto third = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return third->done; });
     EXPECT_EQ(summarizer_->calls(), 2u);
+}
+
+TEST_F(session_test, a_deterministic_failure_pauses_the_same_prefix_until_it_changes_and_manual_always_tries)
+{
+    summarizer_->set_default({script_step::truncated});  // the same prefix is cut off the same way
+    auto s = open_file(base_text(), config());
+    auto first = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return first->done; });
+    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::summary_truncated)) << first->outcome.message;
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    // A new entry that leaves the covered prefix (and the settings) as they were: still paused.
+    append(*s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}});
+    events_.lines.clear();
+    auto again = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return again->done; });
+    EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused)) << again->outcome.message;
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    EXPECT_TRUE(events_.lines.empty());  // no lifecycle for a paused check
+    // A manual compaction always tries; its failure changes nothing for the automatic ones.
+    auto manual = compact(*s);
+    run_until([&] { return manual->done; });
+    EXPECT_EQ(manual->ec, compaction::make_error_code(compaction::errc::summary_truncated));
+    EXPECT_EQ(summarizer_->calls(), 2u);
+    auto still = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return still->done; });
+    EXPECT_EQ(still->ec, make_error_code(errc::auto_compaction_paused));
+    EXPECT_EQ(summarizer_->calls(), 2u);
+    // A new turn moves the cut: another prefix, tried again (and it succeeds).
+    summarizer_->set_default({script_step::succeed});
+    append(*s, user_msg(tokens(500)));  // the cut moves to this turn (no split turn)
+    const auto reply = assistant_json("done", 190000, "stop", 1768467900000);
+    append(*s, {{"type", "message"}, {"message", reply}});
+    auto third = turn_end(*s, reply);
+    run_until([&] { return third->done; });
+    EXPECT_FALSE(third->ec) << third->outcome.message;
+    EXPECT_TRUE(third->outcome.compacted);
+    EXPECT_EQ(summarizer_->calls(), 3u);
 }
 
 TEST_F(session_test, thousand_sessions_compact_concurrently_on_one_thread)

@@ -177,6 +177,19 @@ public:
     }
 
     /**
+     * @brief As above; a refused entry also fills `diag` before the handler runs: `diag.field` is
+     * the path of the field at fault (`message.role`), `diag.message` the whole sentence (the
+     * string the handler gets). A store failure fills `diag.message` only. `diag` is cleared
+     * first and must outlive the operation.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_append(boost::json::object fields, compaction::diagnostics& diag, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<append_signature>(
+            token, shared_from_this(), &session::append_diag_impl, std::move(fields), &diag);
+    }
+
+    /**
      * @brief Appends Pi messages (`{"role": …}` objects) as `message` entries, each the child of
      * the one before, as one batch: every message is validated before the first is written, and
      * no other write of the session comes between them. A refused message fails the batch with
@@ -351,6 +364,7 @@ public:
     /// Registration; call before running operations (not synchronized with them).
     void on_event(event_listener l);
     void on_before_compact(before_compact_hook h);
+    void on_before_compact(async_before_compact_hook h);
     void on_compacted(compacted_hook h);
     void on_compact_failed(compact_failed_hook h);
 
@@ -361,6 +375,8 @@ private:
 
     // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
+                          boost::asio::any_completion_handler<append_signature> h);
     void append_messages_impl(std::vector<boost::json::object> messages,
                               boost::asio::any_completion_handler<append_batch_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
