@@ -211,6 +211,13 @@ result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record&
         {"identity", to_json(r.identity)},
         {"configDigest", r.config_digest},
     };
+    if (!r.evidence.empty())
+    {
+        json::array refs;
+        for (const auto& ev : r.evidence)
+            refs.push_back(to_json(ev));
+        ours["evidence"] = std::move(refs);  // checked by check_checkpoint; a re-export carries it on
+    }
     auto kept = kept_verbatim_lines(s, r, path, diag);
     if (!kept)
         return kept.error();

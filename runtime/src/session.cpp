@@ -79,6 +79,17 @@ void session::append_impl(boost::json::object fields, boost::asio::any_completio
     core_->append_impl(std::move(fields), std::move(h));
 }
 
+void session::navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h)
+{
+    core_->navigate_impl(std::move(id), summarize, std::move(h));
+}
+
+void session::request_view_impl(compaction::request_budget budget,
+                                boost::asio::any_completion_handler<request_view_signature> h)
+{
+    core_->request_view_impl(std::move(budget), std::move(h));
+}
+
 void session::append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
                                boost::asio::any_completion_handler<append_signature> h)
 {

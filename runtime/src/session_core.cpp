@@ -158,34 +158,32 @@ void session_core::publish(std::shared_ptr<const snapshot> next)
     }
 }
 
-void session_core::emit(const session_event& e)
+namespace {
+
+// Calls each of the host's callbacks in order; one that throws is logged and the next still runs.
+template <class Callbacks, class Event>
+void call_each(const Callbacks& callbacks, const Event& e, spdlog::logger& log, const char* what)
 {
-    for (const auto& l : listeners_)
+    for (const auto& c : callbacks)
     {
         try
         {
-            l(e);
+            c(e);
         }
         catch (const std::exception& ex)
         {
-            logger_->error("event listener threw: {}", ex.what());
+            log.error("{} threw: {}", what, ex.what());
         }
     }
 }
 
+}  // namespace
+
+void session_core::emit(const session_event& e) { call_each(listeners_, e, *logger_, "event listener"); }
+
 void session_core::run_failed_hooks(const compact_failed_event& e)
 {
-    for (const auto& h : failed_hooks_)
-    {
-        try
-        {
-            h(e);
-        }
-        catch (const std::exception& ex)
-        {
-            logger_->error("compact_failed hook threw: {}", ex.what());
-        }
-    }
+    call_each(failed_hooks_, e, *logger_, "compact_failed hook");
 }
 
 void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h,
@@ -399,6 +397,44 @@ void session_core::branch_impl(std::string id, asio::any_completion_handler<void
         }
         s.publish(std::move(*snap));
         complete(std::move(h), s.strand_, error_code{});
+    });
+}
+
+void session_core::request_view_impl(request_budget budget, asio::any_completion_handler<request_view_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), budget = std::move(budget), h = std::move(h)]() mutable {
+        session_core& s = *self;
+        if (s.closed_)
+            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), fit_result{});
+        // The session's required entries hold the view as they hold a compaction's cut.
+        auto host = std::move(budget.required);
+        budget.required = [&s, &host](const context_message& m) {
+            if (host && host(m))
+                return true;
+            if (s.config_.required.empty() || m.entry_id.empty())
+                return false;
+            diagnostics ignored;
+            const auto i = s.log_.find(m.entry_id);
+            auto e = i ? s.log_.get(*i, ignored) : result<entry_ptr>(compaction::errc::entry_not_found);
+            return e && s.config_.required.requires_entry(**e);
+        };
+        session_context ctx;
+        ctx.messages = s.current()->messages.to_vector();
+        auto view = fit_request(ctx, budget, s.counter());
+        budget.required = nullptr;  // it refers to `host`, which ends here
+        if (view.shortfall)
+            s.emit(budget_exceeded_event{
+                .reason = compaction_reason::threshold,
+                .input_tokens = view.shortfall->input_tokens,
+                .allowance = view.tokens.available_for_messages,
+                .required_tokens = view.shortfall->required_tokens,
+                .boundary_entry_id = view.shortfall->boundary_entry_id,
+                .required_entry_id = view.shortfall->required_entry_id,
+                .boundary_position = view.shortfall->boundary_position,
+                .required_position = view.shortfall->required_position,
+                .request_view = true,
+            });
+        complete(std::move(h), s.strand_, error_code{}, std::move(view));
     });
 }
 

@@ -71,6 +71,9 @@ public:
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+    /// Pi 1.6's navigateTree (branch_navigation.cpp): completes with the branch summary's id.
+    void navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h);
+    void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
     // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);

@@ -169,18 +169,24 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     if (!custom)
         co_return custom.error();
 
+    // 2b. The host's evidence store keeps the original range before anything is summarized.
+    const bool hook_kept = *custom && !(*custom)->first_kept_entry_id.empty();
+    std::string first_kept = hook_kept ? (*custom)->first_kept_entry_id : p->prep.first_kept_entry_id;
+    auto evidence = co_await preserve_evidence(s, j, first_kept);
+    if (!evidence)
+        co_return evidence.error();
+
     // 3. Summarize (or take the hook's result).
     auto sum = co_await summarize(s, j, *p, std::move(*custom));
     if (!sum)
         co_return sum.error();
+    sum->evidence = std::move(*evidence);
 
     // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
     if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-    const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
-    std::string first_kept = hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id;
     co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
@@ -645,7 +651,8 @@ namespace {
 // the carried entries, a native state, and the portable checkpoint fields.
 compaction::result<void> add_agentctx_details(const session_core& s, const session_core::job& j, const compaction_result& result,
                                               long long duration_ms, boost::json::object evidence,
-                                              const std::optional<boost::json::object>& native, const std::string& first_kept,
+                                              const std::optional<boost::json::object>& native,
+                                              const std::vector<evidence_reference>& evidence_refs, const std::string& first_kept,
                                               boost::json::object& details, diagnostics& diag)
 {
     auto& ours = (details["agentctx"] = boost::json::object{
@@ -660,6 +667,13 @@ compaction::result<void> add_agentctx_details(const session_core& s, const sessi
         ours.get_object()["pinned"] = result.pinned;
     if (native)
         ours.get_object()["native"] = *native;
+    if (!evidence_refs.empty())
+    {
+        boost::json::array refs;
+        for (const auto& r : evidence_refs)
+            refs.push_back(to_json(r));
+        ours.get_object()["evidence"] = std::move(refs);
+    }
     // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
     return checkpoint_ops::add_fields(s, ours.get_object(), first_kept, j.from_hook, diag);
 }
@@ -683,7 +697,7 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         const long long duration_ms = elapsed_ms(j.started);
         diagnostics cdiag;
         if (auto r = add_agentctx_details(s, j, result, duration_ms, to_json(finished_evidence(j, std::nullopt)), sum.native,
-                                          v.first_kept, details.get_object(), cdiag);
+                                          sum.evidence, v.first_kept, details.get_object(), cdiag);
             !r)
             co_return failure{r.error(), cdiag.message};
     }

@@ -95,6 +95,8 @@ private:
         std::optional<boost::json::object> native;  ///< details.agentctx.native
         /// The history is Anthropic's compaction block: it covers the whole window, turn prefix included.
         bool native_covers_window = false;
+        /// The host's references to the original range (details.agentctx.evidence).
+        std::vector<compaction::evidence_reference> evidence;
     };
     /// The current path, against which the result is validated and committed.
     struct revalidated
@@ -139,6 +141,10 @@ private:
     /// stops the compaction after it returns.
     static boost::asio::awaitable<step<std::optional<compaction::compaction_result>>> before_hooks(
         session_core& s, const session_core::job& j, const plan& p);
+    /// preserve_evidence.cpp: the host keeps the range about to be summarized (session_config::
+    /// preserve_evidence), for a compaction keeping from `first_kept`; none configured: no references.
+    static boost::asio::awaitable<step<std::vector<compaction::evidence_reference>>> preserve_evidence(
+        session_core& s, const session_core::job& j, const std::string& first_kept);
     static boost::asio::awaitable<step<summaries>> summarize(
         session_core& s, session_core::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
 

@@ -83,6 +83,9 @@ struct budget_exceeded_event
     std::string required_entry_id;     ///< the oldest required entry
     std::size_t boundary_position = 0;  ///< both as positions in the projected context
     std::size_t required_position = 0;
+    /// From a request view the host asked for (session::async_request_view), not a compaction:
+    /// `allowance` is then the view's room for messages, `reason` is meaningless.
+    bool request_view = false;
 };
 
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
