@@ -226,7 +226,7 @@ struct reader
     std::vector<evidence_reference> evidence(const json::object& in, std::string_view path, std::size_t covered)
     {
         std::vector<evidence_reference> out;
-        const auto* v = need(in, "evidence", path);
+        const auto* v = need(in, "evidenceRefs", path);
         if (!v || (!v->is_array() && !fail(path, "expected an array")))
             return out;
         if (v->get_array().size() > max_evidence_references)
@@ -309,7 +309,7 @@ json::object to_json(const checkpoint_record& r, bool with_digest)
     if (!r.kept_verbatim_ids.empty())
         o["keptVerbatim"] = strings_json(r.kept_verbatim_ids);
     if (!r.evidence.empty())
-        o["evidence"] = evidence_json(r.evidence);
+        o["evidenceRefs"] = evidence_json(r.evidence);
     if (with_digest)
         o["digest"] = r.digest;
     return o;
@@ -370,7 +370,7 @@ void read_revision_and_identity(reader& rd, const json::object& o, checkpoint_re
 checkpoint_record read_record(reader& rd, const json::object& o)
 {
     rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
-                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim", "evidence"},
+                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim", "evidenceRefs"},
             "");
     checkpoint_record r;
     read_source(rd, o, r);
@@ -389,8 +389,8 @@ checkpoint_record read_record(reader& rd, const json::object& o)
                                             std::to_string(r.covered_ids.size()) + " entries");
     if (rd.ok && r.revision.count == 0)
         rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
-    if (rd.ok && o.contains("evidence"))
-        r.evidence = rd.evidence(o, "evidence", r.revision.count);
+    if (rd.ok && o.contains("evidenceRefs"))
+        r.evidence = rd.evidence(o, "evidenceRefs", r.revision.count);
     return r;
 }
 
@@ -614,8 +614,8 @@ std::optional<recorded_checkpoint> recorded_fields(const entry& compaction)
         out.revision = rd.revision(*rev, "");
         out.identity = rd.identity(*id, "");
         out.config_digest = rd.hex(a, "configDigest", "configDigest");
-        if (a.contains("evidence"))
-            out.evidence = rd.evidence(a, "evidence", out.revision.count);
+        if (a.contains("evidenceRefs"))
+            out.evidence = rd.evidence(a, "evidenceRefs", out.revision.count);
         return out;
     });
 }

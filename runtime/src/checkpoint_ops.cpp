@@ -216,7 +216,7 @@ result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record&
         json::array refs;
         for (const auto& ev : r.evidence)
             refs.push_back(to_json(ev));
-        ours["evidence"] = std::move(refs);  // checked by check_checkpoint; a re-export carries it on
+        ours["evidenceRefs"] = std::move(refs);  // checked by check_checkpoint; a re-export carries it on
     }
     auto kept = kept_verbatim_lines(s, r, path, diag);
     if (!kept)

@@ -672,7 +672,7 @@ compaction::result<void> add_agentctx_details(const session_core& s, const sessi
         boost::json::array refs;
         for (const auto& r : evidence_refs)
             refs.push_back(to_json(r));
-        ours.get_object()["evidence"] = std::move(refs);
+        ours.get_object()["evidenceRefs"] = std::move(refs);
     }
     // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
     return checkpoint_ops::add_fields(s, ours.get_object(), first_kept, j.from_hook, diag);

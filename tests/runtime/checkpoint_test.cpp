@@ -505,7 +505,7 @@ TEST_F(checkpoint_session_test, preserve_evidence_gets_the_original_range_and_it
         end = text.find('\n', end) + 1;
     EXPECT_EQ(store.sha256, compaction::sha256_hex(text.substr(pos, end - pos)));
     const auto line = last_line(text);
-    const auto& ev = line.at("details").at("agentctx").at("evidence").as_array();
+    const auto& ev = line.at("details").at("agentctx").at("evidenceRefs").as_array();
     ASSERT_EQ(ev.size(), 2u);
     EXPECT_EQ(ev[0].as_object(), (json::object{{"ref", "archive://range-1"}, {"from", 0}, {"count", 16}, {"sha256", store.sha256}}));
     EXPECT_EQ(ev[1].at("ref").as_string(), "mirror://range-1");
@@ -513,11 +513,11 @@ TEST_F(checkpoint_session_test, preserve_evidence_gets_the_original_range_and_it
     auto [eec, exported] = export_checkpoint(*s);
     ASSERT_FALSE(eec) << exported.message;
     ASSERT_EQ(exported.record->evidence.size(), 2u);
-    EXPECT_EQ(compaction::to_json(*exported.record).at("evidence").as_array(), ev);
+    EXPECT_EQ(compaction::to_json(*exported.record).at("evidenceRefs").as_array(), ev);
     auto copy = open(write("copy.jsonl", history().text), config());
     auto [rec, restored] = restore(*copy, compaction::to_json(*exported.record));
     ASSERT_FALSE(rec) << restored.message;
-    EXPECT_EQ(last_line(read(dir_ / "copy.jsonl")).at("details").at("agentctx").at("evidence").as_array(), ev);
+    EXPECT_EQ(last_line(read(dir_ / "copy.jsonl")).at("details").at("agentctx").at("evidenceRefs").as_array(), ev);
 }
 
 TEST_F(checkpoint_session_test, a_refusal_of_the_evidence_store_stops_the_compaction_and_writes_nothing)

@@ -112,7 +112,7 @@ struct checkpoint_record
     source_revision revision;
     checkpoint_identity identity;
     std::string config_digest;
-    /// The host's evidence of what was summarized (`evidence`, present only when not empty);
+    /// The host's evidence of what was summarized (`evidenceRefs`, present only when not empty);
     /// restore checks each range against its own copy of the covered prefix.
     std::vector<evidence_reference> evidence;
     std::string digest;  ///< SHA-256 over the canonical record without this field

@@ -41,7 +41,7 @@ struct evidence_decision
  * @brief session_config::preserve_evidence: awaited on the session's strand after the
  * before_compact hooks and before any summary request. A refusal (or a throw, or no reference)
  * stops the compaction with `evidence_refused`: no model call, nothing written. Each reference
- * goes into the compaction's `details.agentctx.evidence` with the range's position, length and
+ * goes into the compaction's `details.agentctx.evidenceRefs` with the range's position, length and
  * digest, and from there into its portable checkpoint, where restore checks the range's digest.
  */
 using preserve_evidence_fn = std::function<boost::asio::awaitable<evidence_decision>(const evidence_request&)>;
