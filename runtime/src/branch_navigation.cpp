@@ -82,6 +82,45 @@ asio::awaitable<result<std::pair<branch_summary_text, std::optional<compaction::
     co_return std::pair{finish_branch_summary(text, prep.file_ops, s.config_.compat), out.usage};
 }
 
+using branch_written = std::optional<std::pair<branch_summary_text, std::optional<compaction::usage>>>;
+
+// What the branch summary entry will say about the entries `range` (none: no entry): the model's
+// summary, or Pi's fixed text when the range holds no message.
+asio::awaitable<result<branch_written>> branch_summary_for(session_core& s, const std::vector<std::uint32_t>& range,
+                                                           std::string& why)
+{
+    if (range.empty())
+        co_return branch_written{};
+    diagnostics diag;
+    std::vector<entry_ptr> entries;
+    for (const auto i : range)
+    {
+        auto e = s.log_.get(i, diag);
+        if (!e)
+        {
+            why = diag.message;
+            co_return e.error();
+        }
+        entries.push_back(std::move(*e));
+    }
+    const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
+    const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
+    if (prep.messages.empty())
+        co_return branch_written{std::pair{
+            branch_summary_text{std::string(branch_nothing_to_summarize),
+                                boost::json::object{{"readFiles", boost::json::array{}}, {"modifiedFiles", boost::json::array{}}}},
+            std::optional<compaction::usage>{}}};
+    if (!s.config_.summarizer)
+    {
+        why = "no summarizer is configured";
+        co_return make_error_code(errc::no_summarizer);
+    }
+    auto r = co_await summarize_branch(s, prep, why);
+    if (!r)
+        co_return r.error();
+    co_return branch_written{std::move(*r)};
+}
+
 asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, bool summarize)
 {
     session_core& s = *self;
@@ -99,36 +138,17 @@ asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, 
     if (old_leaf == target)
         co_return navigation_result{};
     const auto new_leaf = new_leaf_for(**target_entry);
-    std::optional<std::pair<branch_summary_text, std::optional<compaction::usage>>> written;
+    // Named, not a temporary in the co_await: GCC 12 may destroy such a temporary too early.
     const auto range = summarize ? branch_entries_to_summarize(s.log_, old_leaf, *target) : std::vector<std::uint32_t>{};
-    if (!range.empty())
-    {
-        std::vector<entry_ptr> entries;
-        for (const auto i : range)
-            entries.push_back(s.log_.get(i, diag).value());
-        const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
-        const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
-        if (prep.messages.empty())
-            written.emplace(branch_summary_text{std::string(branch_nothing_to_summarize),
-                                                boost::json::object{{"readFiles", boost::json::array{}},
-                                                                    {"modifiedFiles", boost::json::array{}}}},
-                            std::nullopt);
-        else
-        {
-            if (!s.config_.summarizer)
-                co_return navigation_result{make_error_code(errc::no_summarizer), "no summarizer is configured"};
-            std::string why;
-            auto r = co_await summarize_branch(s, prep, why);
-            if (!r)
-                co_return navigation_result{r.error(), why};
-            written.emplace(std::move(*r));
-        }
-    }
+    std::string why;
+    auto written = co_await branch_summary_for(s, range, why);
+    if (!written)
+        co_return navigation_result{written.error(), why};
     // The leaf moves and the entry is written in one write turn: no append comes between them.
     co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-    auto give_up = [&s](error_code ec, std::string why) {
+    auto give_up = [&s](error_code ec, std::string message) {
         s.leave_writes();
-        return navigation_result{ec, std::move(why)};
+        return navigation_result{ec, std::move(message)};
     };
     // Appended to meanwhile: the branch left is not the one summarized.
     if (s.closed_ || s.log_.leaf() != old_leaf)
@@ -140,14 +160,15 @@ asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, 
     auto snap = make_snapshot(s.log_, s.counter(), diag);
     if (!snap)
     {
-        (void)s.log_.branch(s.log_.meta(*old_leaf).id, diag);
+        if (old_leaf)
+            (void)s.log_.branch(s.log_.meta(*old_leaf).id, diag);
         co_return give_up(snap.error(), diag.message);
     }
     s.publish(std::move(*snap));
-    if (!written)
+    if (!*written)
         co_return give_up(error_code{}, std::string());
     const std::string from_id = old_leaf ? s.log_.meta(*old_leaf).id : std::string("root");
-    auto fields = summary_fields(from_id, written->first, written->second);
+    auto fields = summary_fields(from_id, (*written)->first, (*written)->second);
     // append_async leaves the write turn itself.
     auto [ec, entry_id] = co_await awaited<append_signature>(
         [&s, &fields](auto h) { s.append_async(std::move(fields), std::move(h)); }, asio::as_tuple(asio::use_awaitable));
