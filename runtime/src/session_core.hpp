@@ -3,6 +3,8 @@
 
 #include <agentctx/runtime/session.hpp>
 
+#include "background_policy.hpp"
+
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
@@ -177,6 +179,7 @@ public:
     std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
     /// Automatic compaction paused after a failure (until the prefix, the settings or the log change).
     failure_suppression suppression_;
+    detail::growth_meter growth_;  ///< when a background compaction should start
     boost::asio::cancellation_signal turn_abort_;
 
     std::vector<event_listener> listeners_;
