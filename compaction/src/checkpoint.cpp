@@ -44,6 +44,7 @@ const char* to_string(checkpoint_reason r) noexcept
     case checkpoint_reason::other_configuration: return "other_configuration";
     case checkpoint_reason::no_compaction: return "no_compaction";
     case checkpoint_reason::unrecorded: return "unrecorded";
+    case checkpoint_reason::evidence_mismatch: return "evidence_mismatch";
     }
     return "none";
 }
@@ -221,6 +222,39 @@ struct reader
         out.sha256 = hex(rev, "sha256", std::string(prefix) + "sha256");
         return out;
     }
+    // An `evidence` array, bounded; `covered`: entries in the covered prefix (0: not checked).
+    std::vector<evidence_reference> evidence(const json::object& in, std::string_view path, std::size_t covered)
+    {
+        std::vector<evidence_reference> out;
+        const auto* v = need(in, "evidenceRefs", path);
+        if (!v || (!v->is_array() && !fail(path, "expected an array")))
+            return out;
+        if (v->get_array().size() > max_evidence_references)
+            fail(path, std::to_string(v->get_array().size()) + " references, over the bound of " +
+                           std::to_string(max_evidence_references));
+        for (std::size_t k = 0; ok && k < v->get_array().size(); ++k)
+        {
+            const std::string at = std::string(path) + "[" + std::to_string(k) + "].";
+            const auto& e = v->get_array()[k];
+            if (!e.is_object())
+            {
+                fail(at, "expected an object");
+                break;
+            }
+            only(e.get_object(), {"ref", "from", "count", "sha256"}, at);
+            evidence_reference r;
+            r.ref = str(e.get_object(), "ref", at + "ref");
+            r.from = static_cast<std::size_t>(count(e.get_object(), "from", at + "from"));
+            r.count = static_cast<std::size_t>(count(e.get_object(), "count", at + "count"));
+            r.sha256 = hex(e.get_object(), "sha256", at + "sha256");
+            if (ok && (r.ref.empty() || r.ref.size() > max_record_string_bytes))
+                fail(at + "ref", "expected 1 to " + std::to_string(max_record_string_bytes) + " bytes");
+            if (ok && (r.count == 0 || (covered > 0 && (r.from >= covered || r.count > covered - r.from))))
+                fail(at + "count", "the range is empty or reaches past the covered prefix");
+            out.push_back(std::move(r));
+        }
+        return out;
+    }
     // An `identity` object; `prefix` goes before the field names in failures.
     checkpoint_identity identity(const json::object& id, std::string_view prefix)
     {
@@ -240,6 +274,23 @@ json::object to_json(const checkpoint_identity& i)
     return json::object{{"provider", i.provider}, {"model", i.model}};
 }
 
+json::object to_json(const evidence_reference& r)
+{
+    return json::object{{"ref", r.ref}, {"from", r.from}, {"count", r.count}, {"sha256", r.sha256}};
+}
+
+namespace {
+
+json::array evidence_json(const std::vector<evidence_reference>& v)
+{
+    json::array a;
+    for (const auto& r : v)
+        a.push_back(to_json(r));
+    return a;
+}
+
+}  // namespace
+
 json::object to_json(const checkpoint_record& r, bool with_digest)
 {
     json::object o{
@@ -257,6 +308,8 @@ json::object to_json(const checkpoint_record& r, bool with_digest)
     };
     if (!r.kept_verbatim_ids.empty())
         o["keptVerbatim"] = strings_json(r.kept_verbatim_ids);
+    if (!r.evidence.empty())
+        o["evidenceRefs"] = evidence_json(r.evidence);
     if (with_digest)
         o["digest"] = r.digest;
     return o;
@@ -317,7 +370,7 @@ void read_revision_and_identity(reader& rd, const json::object& o, checkpoint_re
 checkpoint_record read_record(reader& rd, const json::object& o)
 {
     rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
-                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim"},
+                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim", "evidenceRefs"},
             "");
     checkpoint_record r;
     read_source(rd, o, r);
@@ -336,6 +389,8 @@ checkpoint_record read_record(reader& rd, const json::object& o)
                                             std::to_string(r.covered_ids.size()) + " entries");
     if (rd.ok && r.revision.count == 0)
         rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
+    if (rd.ok && o.contains("evidenceRefs"))
+        r.evidence = rd.evidence(o, "evidenceRefs", r.revision.count);
     return r;
 }
 
@@ -559,6 +614,8 @@ std::optional<recorded_checkpoint> recorded_fields(const entry& compaction)
         out.revision = rd.revision(*rev, "");
         out.identity = rd.identity(*id, "");
         out.config_digest = rd.hex(a, "configDigest", "configDigest");
+        if (a.contains("evidenceRefs"))
+            out.evidence = rd.evidence(a, "evidenceRefs", out.revision.count);
         return out;
     });
 }
@@ -617,6 +674,7 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     r.revision = recorded->revision;
     r.identity = recorded->identity;
     r.config_digest = recorded->config_digest;
+    r.evidence = recorded->evidence;
     r.digest = record_digest(r);
     why = checkpoint_reason::none;
     return r;
@@ -654,6 +712,18 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
         return reject(checkpoint_reason::replaced, "the covered entries have the record's ids but other bytes (an entry was "
                                                    "edited in place): sha256 " + now->sha256.substr(0, 12) + ", recorded " +
                                                        r.revision.sha256.substr(0, 12));
+    // Each evidence range hashes here as the host was told when it kept it.
+    for (const auto& ev : r.evidence)
+    {
+        auto range = compute_source_revision(log, path.subspan(ev.from, ev.count), diag);
+        if (!range)
+            return range.error();
+        if (range->sha256 != ev.sha256)
+            return reject(checkpoint_reason::evidence_mismatch,
+                          "evidence '" + ev.ref + "' names entries " + std::to_string(ev.from + 1) + "-" +
+                              std::to_string(ev.from + ev.count) + " with sha256 " + ev.sha256.substr(0, 12) +
+                              ", here they hash to " + range->sha256.substr(0, 12));
+    }
     why = checkpoint_reason::none;
     return {};
 }

@@ -16,6 +16,7 @@ const char* to_string(fit_reason r) noexcept
     case fit_reason::fits: return "fits";
     case fit_reason::trimmed: return "trimmed";
     case fit_reason::single_group_overflow: return "single_group_overflow";
+    case fit_reason::required_overflow: return "required_overflow";
     }
     return "fits";
 }
@@ -98,6 +99,36 @@ void set_budget(const request_budget& budget, fit_result& r)
     );
 }
 
+// The first group that must stay: the newest, or the oldest required message's (then `true`).
+std::pair<std::size_t, bool> must_keep_from(const std::vector<context_message>& msgs, std::size_t first,
+                                            const std::vector<std::size_t>& group_of, std::size_t groups,
+                                            const std::function<bool(const context_message&)>& required)
+{
+    const std::size_t newest = groups == 0 ? 0 : groups - 1;
+    if (!required)
+        return {newest, false};
+    for (std::size_t i = first; i < msgs.size(); ++i)
+        if (required(msgs[i]))
+            return group_of[i] < newest ? std::pair{group_of[i], true} : std::pair{newest, false};
+    return {newest, false};
+}
+
+// The numbers of a view whose required part is over budget: required from message `held` on.
+budget_shortfall shortfall_of(const std::vector<context_message>& msgs, std::size_t first, std::size_t held,
+                              std::int64_t fixed, const std::vector<std::int64_t>& cost, std::int64_t required)
+{
+    budget_shortfall b;
+    b.input_tokens = fixed;
+    for (const auto c : cost)
+        b.input_tokens += c;
+    b.required_tokens = fixed + required;
+    b.boundary_entry_id = msgs[first].entry_id;
+    b.boundary_position = first;
+    b.required_entry_id = msgs[held].entry_id;
+    b.required_position = held;
+    return b;
+}
+
 }  // namespace
 
 fit_result fit_request(const session_context& ctx, const request_budget& budget, const token_counter& counter)
@@ -113,17 +144,22 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
         cost[group_of[i]] += static_cast<std::int64_t>(counter.count(*msgs[i].msg));
 
     set_budget(budget, r);
-    std::size_t keep_from = starts.size();  // first kept group
+    const auto [must_from, required_held] = must_keep_from(msgs, first, group_of, starts.size(), budget.required);
+    std::size_t keep_from = must_from;
     std::int64_t used = 0;
-    while (keep_from > 0 && used + cost[keep_from - 1] <= r.tokens.available_for_messages)
-        used += cost[--keep_from];
-    if (keep_from == starts.size() && !starts.empty())
+    for (std::size_t g = must_from; g < starts.size(); ++g)
+        used += cost[g];
+    if (!starts.empty() && used > r.tokens.available_for_messages)
     {
-        used = cost[--keep_from];
-        r.reason = fit_reason::single_group_overflow;
+        r.reason = required_held ? fit_reason::required_overflow : fit_reason::single_group_overflow;
+        r.shortfall = shortfall_of(msgs, first, starts[must_from], r.tokens.fixed, cost, used);
     }
     else
+    {
+        while (keep_from > 0 && used + cost[keep_from - 1] <= r.tokens.available_for_messages)
+            used += cost[--keep_from];
         r.reason = keep_from == 0 ? fit_reason::fits : fit_reason::trimmed;
+    }
     r.tokens.messages = used;
     r.tokens.total = r.tokens.system + r.tokens.fixed + used + r.tokens.reserved_output + r.tokens.safety_margin;
     std::unordered_set<std::string> listed;

@@ -73,7 +73,7 @@ named fields(const runtime::compaction_prepared_event& r)
 named fields(const runtime::budget_exceeded_event& b)
 {
     return {"budget_exceeded",
-            json::object{{"reason", runtime::to_string(b.reason)},
+            json::object{{"reason", b.request_view ? "request_view" : runtime::to_string(b.reason)},
                          {"inputTokens", b.input_tokens},
                          {"allowance", b.allowance},
                          {"requiredTokens", b.required_tokens},

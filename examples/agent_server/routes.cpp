@@ -142,10 +142,17 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
         co_return reply(c.req, http::status::unprocessable_entity,
                         error_body("entry_not_appendable", "session and compaction entries cannot be appended"));
     auto turn_end = assistant_message(c.body);
-    auto [ec, id] = co_await held->session().async_append(std::move(c.body), asio::as_tuple(asio::use_awaitable));
-    if (ec)  // on failure the string is the diagnostics message: the field path and the reason
-        co_return reply(c.req, status_for(ec),
-                        error_body(ec.message(), id.empty() ? "the entry was rejected" : without_data_dir(id, c.server.data_dir_prefix)));
+    compaction::diagnostics diag;
+    auto [ec, id] = co_await held->session().async_append(std::move(c.body), diag, asio::as_tuple(asio::use_awaitable));
+    if (ec)
+    {
+        // The diagnostics: the sentence (field path and reason) and the field on its own.
+        auto body = error_body(ec.message(), diag.message.empty() ? "the entry was rejected"
+                                                                   : without_data_dir(diag.message, c.server.data_dir_prefix));
+        if (!diag.field.empty())
+            body["error"].as_object()["field"] = diag.field;
+        co_return reply(c.req, status_for(ec), std::move(body));
+    }
     c.server.metrics.append();
     // The automatic check after each assistant message; its result shows on the event stream.
     if (turn_end)

@@ -211,6 +211,13 @@ result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record&
         {"identity", to_json(r.identity)},
         {"configDigest", r.config_digest},
     };
+    if (!r.evidence.empty())
+    {
+        json::array refs;
+        for (const auto& ev : r.evidence)
+            refs.push_back(to_json(ev));
+        ours["evidenceRefs"] = std::move(refs);  // checked by check_checkpoint; a re-export carries it on
+    }
     auto kept = kept_verbatim_lines(s, r, path, diag);
     if (!kept)
         return kept.error();
@@ -281,7 +288,7 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     if (auto w = s.log_.append(*e, diag); !w)
         return refuse(w.error(), diag.message);  // unreachable: a fresh id, the leaf as parent
     s.publish(std::move(next));
-    s.auto_failed_at_.reset();
+    s.suppression_.reset();
     out.entry_id = id;
     s.logger_->info("checkpoint restored entry={} covered={} first_kept={} record={}", id, count, first_kept,
                     r->digest.substr(0, 12));

@@ -29,6 +29,7 @@ const char* to_string(errc e) noexcept
     case errc::database_error: return "database_error";
     case errc::checkpoint_persist_failed: return "checkpoint_persist_failed";
     case errc::summary_call_limit: return "summary_call_limit";
+    case errc::evidence_refused: return "evidence_refused";
     }
     return "unknown";
 }

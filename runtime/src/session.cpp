@@ -57,7 +57,15 @@ session::executor_type session::get_executor() const noexcept { return core_->st
 boost::asio::cancellation_slot session::turn_abort_slot() { return core_->turn_abort_.slot(); }
 
 void session::on_event(event_listener l) { core_->listeners_.push_back(std::move(l)); }
-void session::on_before_compact(before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
+void session::on_before_compact(before_compact_hook h)
+{
+    // One list, awaited in order: a synchronous hook is an awaitable that never suspends. The
+    // closure lives in the list, which is not changed while operations run.
+    core_->before_hooks_.push_back([h = std::move(h)](const before_compact_event& e) -> boost::asio::awaitable<before_compact_decision> {
+        co_return h(e);
+    });
+}
+void session::on_before_compact(async_before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
 void session::on_compacted(compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
 void session::on_compact_failed(compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
 
@@ -69,6 +77,24 @@ void session::close() { core_->close(); }
 void session::append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h)
 {
     core_->append_impl(std::move(fields), std::move(h));
+}
+
+void session::navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h)
+{
+    core_->navigate_impl(std::move(id), summarize, std::move(h));
+}
+
+void session::request_view_impl(compaction::request_budget budget,
+                                boost::asio::any_completion_handler<request_view_signature> h)
+{
+    core_->request_view_impl(std::move(budget), std::move(h));
+}
+
+void session::append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
+                               boost::asio::any_completion_handler<append_signature> h)
+{
+    diag->clear();
+    core_->append_impl(std::move(fields), std::move(h), diag);
 }
 
 void session::append_messages_impl(std::vector<boost::json::object> messages,

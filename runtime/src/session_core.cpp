@@ -158,6 +158,27 @@ void session_core::publish(std::shared_ptr<const snapshot> next)
     }
 }
 
+namespace {
+
+// Calls each of the host's callbacks in order; one that throws is logged and the next still runs.
+template <class Callbacks, class Event>
+void call_each(const Callbacks& callbacks, const Event& e, spdlog::logger& log, const char* what)
+{
+    for (const auto& c : callbacks)
+    {
+        try
+        {
+            c(e);
+        }
+        catch (const std::exception& ex)
+        {
+            log.error("{} threw: {}", what, ex.what());
+        }
+    }
+}
+
+}  // namespace
+
 void session_core::emit(const session_event& e)
 {
     // The session measures its own summaries: a background one until it is prepared (its commit
@@ -167,22 +188,18 @@ void session_core::emit(const session_event& e)
     else if (const auto* f = std::get_if<compaction_finished_event>(&e);
              f && f->reason != compaction_reason::background && !f->evidence.failure && f->evidence.calls > 0)
         growth_.summary_took(static_cast<double>(f->evidence.elapsed_ms) / 1000.0);
-    for (const auto& l : listeners_)
-    {
-        try
-        {
-            l(e);
-        }
-        catch (const std::exception& ex)
-        {
-            logger_->error("event listener threw: {}", ex.what());
-        }
-    }
+    call_each(listeners_, e, *logger_, "event listener");
 }
 
-void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::run_failed_hooks(const compact_failed_event& e)
 {
-    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
+    call_each(failed_hooks_, e, *logger_, "compact_failed hook");
+}
+
+void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                               diagnostics* out)
+{
+    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
         if (self->closed_)
             return complete(std::move(h), self->strand_, make_error_code(errc::session_closed), std::string());
         // Entries the runtime writes for itself (progress records) never come from a client.
@@ -190,16 +207,19 @@ void session_core::append_impl(boost::json::object fields, asio::any_completion_
         if (auto ok = check_client_entry(fields, diag); !ok)
         {
             self->logger_->debug("append refused: {}", diag.message);
+            if (out)
+                *out = diag;
             return complete(std::move(h), self->strand_, ok.error(), std::move(diag.message));
         }
-        self->append_in_turn(std::move(fields), std::move(h));
+        self->append_in_turn(std::move(fields), std::move(h), out);
     });
 }
 
-void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                                  diagnostics* out)
 {
-    enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h)]() mutable {
-        self->append_async(std::move(fields), std::move(h));
+    enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
+        self->append_async(std::move(fields), std::move(h), out);
     });
 }
 
@@ -247,7 +267,6 @@ result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
     // Pi's format: a user message or a non-error assistant response resets the overflow attempt.
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;
-    auto_failed_at_.reset();  // new entries: automatic compaction may try again
     return {};
 }
 
@@ -264,18 +283,21 @@ void session_core::leave_writes()
     asio::post(strand_, std::move(next));
 }
 
-void session_core::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h)
+void session_core::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h,
+                                diagnostics* out)
 {
     diagnostics diag;
     auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed)) : prepare_entry(std::move(fields), diag);
     if (!e)
     {
         leave_writes();
+        if (out)
+            *out = diag;
         // The refusal's reason (field path and why) is the string a failed append completes with.
         return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
     store_->async_write(strand_, *e, log_.size(),
-                        [self = shared_from_this(), e = *e, h = std::move(h)](error_code ec, std::string message) mutable {
+                        [self = shared_from_this(), e = *e, h = std::move(h), out](error_code ec, std::string message) mutable {
                             session_core& s = *self;
                             diagnostics diag;
                             if (!ec)
@@ -284,6 +306,8 @@ void session_core::append_async(boost::json::object fields, asio::any_completion
                                 ec = r ? error_code{} : r.error();
                                 message = diag.message;
                             }
+                            if (ec && out)
+                                out->message = message;
                             if (ec != make_error_code(errc::stale_leaf))
                             {
                                 if (ec)
@@ -328,7 +352,7 @@ void session_core::reload(asio::any_completion_handler<void_signature> h)
                 changed.compactions.push_back(log->meta(i).id);
         s.log_ = std::move(*log);
         s.publish(std::move(*snap));
-        s.auto_failed_at_.reset();
+        s.suppression_.reset();  // another node's history: what failed here may not fail there
         s.emit(changed);
         std::move(h)(error_code{});
     });
@@ -383,6 +407,44 @@ void session_core::branch_impl(std::string id, asio::any_completion_handler<void
         }
         s.publish(std::move(*snap));
         complete(std::move(h), s.strand_, error_code{});
+    });
+}
+
+void session_core::request_view_impl(request_budget budget, asio::any_completion_handler<request_view_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), budget = std::move(budget), h = std::move(h)]() mutable {
+        session_core& s = *self;
+        if (s.closed_)
+            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), fit_result{});
+        // The session's required entries hold the view as they hold a compaction's cut.
+        auto host = std::move(budget.required);
+        budget.required = [&s, &host](const context_message& m) {
+            if (host && host(m))
+                return true;
+            if (s.config_.required.empty() || m.entry_id.empty())
+                return false;
+            diagnostics ignored;
+            const auto i = s.log_.find(m.entry_id);
+            auto e = i ? s.log_.get(*i, ignored) : result<entry_ptr>(compaction::errc::entry_not_found);
+            return e && s.config_.required.requires_entry(**e);
+        };
+        session_context ctx;
+        ctx.messages = s.current()->messages.to_vector();
+        auto view = fit_request(ctx, budget, s.counter());
+        budget.required = nullptr;  // it refers to `host`, which ends here
+        if (view.shortfall)
+            s.emit(budget_exceeded_event{
+                .reason = compaction_reason::threshold,
+                .input_tokens = view.shortfall->input_tokens,
+                .allowance = view.tokens.available_for_messages,
+                .required_tokens = view.shortfall->required_tokens,
+                .boundary_entry_id = view.shortfall->boundary_entry_id,
+                .required_entry_id = view.shortfall->required_entry_id,
+                .boundary_position = view.shortfall->boundary_position,
+                .required_position = view.shortfall->required_position,
+                .request_view = true,
+            });
+        complete(std::move(h), s.strand_, error_code{}, std::move(view));
     });
 }
 
@@ -499,7 +561,7 @@ void session_core::evaluate(
                                                .message = "a background compaction started"});
         return none("under the threshold");
     }
-    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
+    if (suppression_.paused(log_.size()))
     {
         return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
                         compaction_outcome{.reason = compaction_reason::threshold,
@@ -523,6 +585,7 @@ void session_core::recover(
     {
         const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
         emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
+        run_failed_hooks(compact_failed_event{compaction_reason::overflow, why, false, false, false});
         return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
                         compaction_outcome{.reason = compaction_reason::overflow, .message = why});
     }
@@ -756,7 +819,7 @@ bool session_core::maybe_start_background(std::int64_t tokens)
     if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=
         detail::check_action::start_background)
         return false;
-    if (auto_failed_at_ && *auto_failed_at_ == log_.size())
+    if (suppression_.paused(log_.size()))
         return false;  // the last attempt failed on this very path
     apply(coordinator_->start_background());
     return true;

@@ -8,6 +8,8 @@
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
+#include "failure_suppression.hpp"
+
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/strand.hpp>
@@ -59,7 +61,9 @@ public:
     const compaction::token_counter& counter() const;
 
     // The public operations, from any thread (session.hpp documents them).
-    void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    /// `out`: where a refusal's diagnostics go (the caller's, alive until the handler runs), or nullptr.
+    void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
+                     compaction::diagnostics* out = nullptr);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
@@ -69,6 +73,9 @@ public:
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+    /// Pi 1.6's navigateTree (branch_navigation.cpp): completes with the branch summary's id.
+    void navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h);
+    void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
     // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
@@ -78,7 +85,8 @@ public:
 
     /// On the strand: waits for the write turn, then validates, writes, appends to the log and
     /// publishes the new snapshot (append_async).
-    void append_in_turn(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void append_in_turn(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
+                        compaction::diagnostics* out = nullptr);
     /// The entry `fields` become as the leaf's child, validated completely (nothing written).
     compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
     /// After the store has the entry: the log, the snapshot, the trigger flags.
@@ -101,7 +109,8 @@ public:
     }
     void leave_writes();
     /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
-    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
+                      compaction::diagnostics* out = nullptr);
     /// Inside the write turn: replaces the log with the store's current content.
     void reload(boost::asio::any_completion_handler<void_signature> h);
     /// Appends several entries in order through the write turn (the overflow path's omissions).
@@ -142,6 +151,8 @@ public:
     /// starts a background compaction when the check asks for one. True when one started.
     bool maybe_start_background(std::int64_t tokens);
     void emit(const session_event& e);
+    /// The compact_failed hooks, in registration order (after compaction_end, as Pi 1.6).
+    void run_failed_hooks(const compact_failed_event& e);
 
     boost::asio::strand<executor_type> strand_;
     std::unique_ptr<store> store_;
@@ -166,12 +177,13 @@ public:
     bool writing_ = false;  ///< a write or reload is in flight
     /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
     std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
-    std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
-    detail::growth_meter growth_;                ///< when a background compaction should start
+    /// Automatic compaction paused after a failure (until the prefix, the settings or the log change).
+    failure_suppression suppression_;
+    detail::growth_meter growth_;  ///< when a background compaction should start
     boost::asio::cancellation_signal turn_abort_;
 
     std::vector<event_listener> listeners_;
-    std::vector<before_compact_hook> before_hooks_;
+    std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped
     std::vector<compacted_hook> compacted_hooks_;
     std::vector<compact_failed_hook> failed_hooks_;
 };

@@ -56,6 +56,20 @@ void report_shortfall(session_core& s, compaction_reason reason, const budget_sh
     });
 }
 
+// The active path with every entry read in full (the planning path holds stand-ins for old ones).
+compaction::result<std::vector<entry_ptr>> complete_active_path(const session_log& log, diagnostics& diag)
+{
+    std::vector<entry_ptr> out;
+    for (const auto i : log.active_path())
+    {
+        auto e = log.get(i, diag);
+        if (!e)
+            return e.error();
+        out.push_back(std::move(*e));
+    }
+    return out;
+}
+
 // Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
 struct request_failed
 {
@@ -92,7 +106,12 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     if (*r)
         co_return succeed(s, j, **r);
     if (r->error().silent)
-        co_return result_type{error_code{}, j.prepared_commit.value_or(compaction_outcome{.message = r->error().message})};
+    {
+        // A paused compaction says so to its caller; nothing else does (no events, no hooks).
+        const auto ec = r->error().ec == errc::auto_compaction_paused ? r->error().ec : error_code{};
+        co_return result_type{ec, j.prepared_commit.value_or(compaction_outcome{.reason = j.request.reason,
+                                                                                .message = r->error().message})};
+    }
     emit_start(s, j);
     co_return fail(s, j, r->error());
 }
@@ -135,6 +154,8 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     if (!p)
         co_return p.error();
     fold_oversized_turn_prefix(s, j, *p);
+    if (auto paused = check_paused(s, j, *p); !paused)
+        co_return paused.error();
     // 1b. A shared store: hold the session's lease before anything is summarized or written.
     auto lease = co_await take_lease(s, j);
     if (!lease)
@@ -144,22 +165,28 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
                      p->prep.messages_to_summarize.size(), p->prep.turn_prefix_messages.size());
 
     // 2. before_compact hooks, in registration order.
-    auto custom = before_hooks(s, j, p->prep);
+    auto custom = co_await before_hooks(s, j, *p);
     if (!custom)
         co_return custom.error();
+
+    // 2b. The host's evidence store keeps the original range before anything is summarized.
+    const bool hook_kept = *custom && !(*custom)->first_kept_entry_id.empty();
+    std::string first_kept = hook_kept ? (*custom)->first_kept_entry_id : p->prep.first_kept_entry_id;
+    auto evidence = co_await preserve_evidence(s, j, first_kept);
+    if (!evidence)
+        co_return evidence.error();
 
     // 3. Summarize (or take the hook's result).
     auto sum = co_await summarize(s, j, *p, std::move(*custom));
     if (!sum)
         co_return sum.error();
+    sum->evidence = std::move(*evidence);
 
     // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
     if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (s.closed_)
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-    const bool hook_kept = sum->custom && !sum->custom->first_kept_entry_id.empty();
-    std::string first_kept = hook_kept ? sum->custom->first_kept_entry_id : p->prep.first_kept_entry_id;
     co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
@@ -211,31 +238,64 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     return p;
 }
 
-transaction::step<std::optional<compaction_result>> transaction::before_hooks(
+transaction::step<void> transaction::check_paused(session_core& s, session_core::job& j, const plan& p)
+{
+    const auto kept = s.log_.find(p.prep.first_kept_entry_id);
+    if (!kept)
+        return {};
+    diagnostics diag;
+    auto rev = s.revisions_->compute(s.log_, entries_before(s.log_, *kept), diag);
+    if (!rev)
+        return {};  // unreadable prefix: the commit reports it
+    j.prefix = detail::prefix_key{rev->count, std::move(rev->sha256), config_digest_of(s.config_)};
+    if (!s.suppression_.paused(j.request.reason, *j.prefix))
+        return {};
+    return failure{make_error_code(errc::auto_compaction_paused),
+                   "the last automatic compaction of this history failed the same way it would now; "
+                   "paused until the history it covers or the settings change",
+                   false, true};
+}
+
+asio::awaitable<transaction::step<std::optional<compaction_result>>> transaction::before_hooks(
     session_core& s,
     const session_core::job& j,
-    const compaction_preparation& prep
+    const plan& p
 )
 {
     std::optional<compaction_result> custom;
+    if (s.before_hooks_.empty())
+        co_return custom;
+    diagnostics diag;
+    auto branch = complete_active_path(s.log_, diag);
+    if (!branch)
+        co_return failure{branch.error(), diag.message};
+    auto cs = co_await asio::this_coro::cancellation_state;
     for (const auto& h : s.before_hooks_)
     {
+        const before_compact_event e{j.request.reason, p.prep, j.request.instructions, j.request.will_retry, *branch,
+                                     cs.slot()};
         before_compact_decision d;
+        bool threw = false;
         try
         {
-            d = h(before_compact_event{j.request.reason, prep, j.request.instructions});
+            d = co_await h(e);
         }
-        catch (const std::exception& e)
+        catch (const std::exception& ex)
         {
-            s.logger_->error("before_compact hook threw, skipped: {}", e.what());
-            continue;
+            s.logger_->error("before_compact hook threw, skipped: {}", ex.what());
+            threw = true;
         }
+        // Cancelled while a hook ran: nothing else runs, nothing is written.
+        if (!still_wanted(s, j, cs.cancelled()))
+            co_return failure{make_error_code(errc::cancelled), "cancelled"};
+        if (threw)
+            continue;
         if (d.cancel)
-            return failure{make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
+            co_return failure{make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
         if (d.result)
             custom = std::move(d.result);
     }
-    return custom;
+    co_return custom;
 }
 
 asio::awaitable<transaction::step<transaction::summaries>> transaction::summarize(
@@ -595,7 +655,8 @@ namespace {
 // the carried entries, a native state, and the portable checkpoint fields.
 compaction::result<void> add_agentctx_details(const session_core& s, const session_core::job& j, const compaction_result& result,
                                               long long duration_ms, boost::json::object evidence,
-                                              const std::optional<boost::json::object>& native, const std::string& first_kept,
+                                              const std::optional<boost::json::object>& native,
+                                              const std::vector<evidence_reference>& evidence_refs, const std::string& first_kept,
                                               boost::json::object& details, diagnostics& diag)
 {
     auto& ours = (details["agentctx"] = boost::json::object{
@@ -610,6 +671,13 @@ compaction::result<void> add_agentctx_details(const session_core& s, const sessi
         ours.get_object()["pinned"] = result.pinned;
     if (native)
         ours.get_object()["native"] = *native;
+    if (!evidence_refs.empty())
+    {
+        boost::json::array refs;
+        for (const auto& r : evidence_refs)
+            refs.push_back(to_json(r));
+        ours.get_object()["evidenceRefs"] = std::move(refs);
+    }
     // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
     return checkpoint_ops::add_fields(s, ours.get_object(), first_kept, j.from_hook, diag);
 }
@@ -633,7 +701,7 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         const long long duration_ms = elapsed_ms(j.started);
         diagnostics cdiag;
         if (auto r = add_agentctx_details(s, j, result, duration_ms, to_json(finished_evidence(j, std::nullopt)), sum.native,
-                                          v.first_kept, details.get_object(), cdiag);
+                                          sum.evidence, v.first_kept, details.get_object(), cdiag);
             !r)
             co_return failure{r.error(), cdiag.message};
     }
@@ -705,7 +773,7 @@ transaction::result_type transaction::succeed(session_core& s, const session_cor
     const auto reason = j.request.reason;
     compaction_outcome out{.attempted = true, .compacted = true, .reason = reason, .will_retry = j.request.will_retry,
                            .result = c.result, .entry_id = c.entry->id};
-    s.auto_failed_at_.reset();
+    s.suppression_.reset();
     for (const auto& h : s.compacted_hooks_)
     {
         try
@@ -732,23 +800,15 @@ transaction::result_type transaction::fail(session_core& s, const session_core::
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
     const bool from_hook = j.from_hook || f.from_hook;
     compaction_outcome out{.attempted = true, .reason = reason, .message = f.message};
-    if (reason != compaction_reason::manual && !aborted)
-        s.auto_failed_at_ = s.log_.size();
-    if (f.ec == make_error_code(compaction::errc::insufficient_reduction) && reason != compaction_reason::manual)
-        out.message += "; automatic compaction paused until new entries arrive";
+    const auto kind = detail::classify_failure(f.ec);
+    s.suppression_.failed(reason, kind, j.prefix, s.log_.size());
+    if (kind == detail::failure_kind::deterministic && reason != compaction_reason::manual)
+        out.message += j.prefix ? "; automatic compaction of this history paused until it or the settings change"
+                                : "; automatic compaction paused until new entries arrive";
     const auto shown = aborted ? std::nullopt : std::optional(out.message);
-    for (const auto& h : s.failed_hooks_)
-    {
-        try
-        {
-            h(compact_failed_event{reason, shown, aborted, false, from_hook});
-        }
-        catch (const std::exception& e)
-        {
-            s.logger_->error("compact_failed hook threw: {}", e.what());
-        }
-    }
+    // Pi 1.6: compaction_end first, then the failed hooks.
     s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
+    s.run_failed_hooks(compact_failed_event{reason, shown, aborted, false, from_hook});
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);

@@ -5,6 +5,7 @@
 
 #include "background_policy.hpp"
 #include "compaction_coordinator.hpp"
+#include "failure_suppression.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -37,6 +38,8 @@ struct session_core::job
     compaction_evidence evidence;  ///< method, usage and pieces, reported at the end either way
     /// A prepared background result this operation committed before compacting the remainder.
     std::optional<compaction_outcome> prepared_commit;
+    /// The prefix the plan would summarize, under which settings: what a failure pauses.
+    std::optional<detail::prefix_key> prefix;
 };
 
 /// The messages of a projected range, without their entry ids.
@@ -92,6 +95,8 @@ private:
         std::optional<boost::json::object> native;  ///< details.agentctx.native
         /// The history is Anthropic's compaction block: it covers the whole window, turn prefix included.
         bool native_covers_window = false;
+        /// The host's references to the original range (details.agentctx.evidence).
+        std::vector<compaction::evidence_reference> evidence;
     };
     /// The current path, against which the result is validated and committed.
     struct revalidated
@@ -129,8 +134,17 @@ private:
     /// `settings`: planning settings other than the session's (a background cut), else nullptr.
     static step<plan> plan_compaction(session_core& s, const session_core::job& j,
                                       const compaction::compaction_settings* settings = nullptr);
-    static step<std::optional<compaction::compaction_result>> before_hooks(
-        session_core& s, const session_core::job& j, const compaction::compaction_preparation& prep);
+    /// Keys the plan's prefix on the job; an automatic compaction of a prefix whose last attempt
+    /// failed deterministically under the same settings stops here, quietly (no model call).
+    static step<void> check_paused(session_core& s, session_core::job& j, const plan& p);
+    /// The before_compact hooks, awaited in registration order; a cancellation while one runs
+    /// stops the compaction after it returns.
+    static boost::asio::awaitable<step<std::optional<compaction::compaction_result>>> before_hooks(
+        session_core& s, const session_core::job& j, const plan& p);
+    /// preserve_evidence.cpp: the host keeps the range about to be summarized (session_config::
+    /// preserve_evidence), for a compaction keeping from `first_kept`; none configured: no references.
+    static boost::asio::awaitable<step<std::vector<compaction::evidence_reference>>> preserve_evidence(
+        session_core& s, const session_core::job& j, const std::string& first_kept);
     static boost::asio::awaitable<step<summaries>> summarize(
         session_core& s, session_core::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
 

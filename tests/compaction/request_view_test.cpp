@@ -119,3 +119,45 @@ TEST(fit_request, the_compaction_summary_is_a_fixed_cost_and_tool_rounds_never_s
     EXPECT_EQ(r.kept_entry_ids, (std::vector<std::string>{"u1", "calls", "u2", "rx"}));
     EXPECT_EQ(r.messages.front().entry_id, "c1");
 }
+
+TEST(fit_request, a_newest_group_over_budget_reports_the_shortfall_in_numbers)
+{
+    diagnostics diag;
+    const auto ctx = build_session_context(seed_session().load(), diag).value();
+    const auto r = fit_request(ctx, {.max_tokens = 19, .reserved_output = 4, .safety_margin = 2, .system_tokens = 3}, seed_counter());
+    ASSERT_TRUE(r.shortfall.has_value());
+    EXPECT_EQ(r.shortfall->input_tokens, 29);     // every message: 7 + 7 + 15
+    EXPECT_EQ(r.shortfall->required_tokens, 15);  // group 3 must stay
+    EXPECT_EQ(r.shortfall->boundary_entry_id, "u1");
+    EXPECT_EQ(r.shortfall->boundary_position, 0u);
+    EXPECT_EQ(r.shortfall->required_entry_id, "u3");
+    EXPECT_EQ(r.shortfall->required_position, 4u);
+    const auto fits = fit_request(ctx, {.max_tokens = 31, .reserved_output = 4, .safety_margin = 2, .system_tokens = 3}, seed_counter());
+    EXPECT_FALSE(fits.shortfall.has_value());  // trimmed within the budget: nothing required is lost
+}
+
+TEST(fit_request, a_required_message_is_kept_with_every_newer_group_and_reports_when_over_budget)
+{
+    diagnostics diag;
+    const auto ctx = build_session_context(seed_session().load(), diag).value();
+    const auto u1_required = [](const context_message& m) { return m.entry_id == "u1"; };
+    // 31 tokens would keep groups 2 and 3 (22); u1 is required, so group 1 stays too (29 > 22).
+    const auto r = fit_request(ctx, {.max_tokens = 31, .reserved_output = 4, .safety_margin = 2, .system_tokens = 3,
+                                     .required = u1_required},
+                               seed_counter());
+    EXPECT_EQ(r.reason, fit_reason::required_overflow);
+    EXPECT_EQ(r.kept_entry_ids.size(), 9u);  // never dropped to fit
+    EXPECT_EQ(r.tokens.messages, 29);
+    ASSERT_TRUE(r.shortfall.has_value());
+    EXPECT_EQ(r.shortfall->required_tokens, 29);
+    EXPECT_EQ(r.shortfall->required_entry_id, "u1");
+    EXPECT_EQ(r.shortfall->required_position, 0u);
+    // With room for it, a required group stays and older ones are trimmed as usual.
+    const auto u2_required = [](const context_message& m) { return m.entry_id == "u2"; };
+    const auto ok = fit_request(ctx, {.max_tokens = 31, .reserved_output = 4, .safety_margin = 2, .system_tokens = 3,
+                                      .required = u2_required},
+                                seed_counter());
+    EXPECT_EQ(ok.reason, fit_reason::trimmed);
+    EXPECT_FALSE(ok.shortfall.has_value());
+    EXPECT_EQ(ok.kept_entry_ids.front(), "u2");
+}

@@ -1309,6 +1309,7 @@ TEST_F(agent_server_test, a_rejected_entry_says_which_field_and_why)
     EXPECT_EQ(r->json().at("error").at("code"), "wrong_type");
     const std::string message(r->json().at("error").at("message").as_string());
     EXPECT_NE(message.find("message.content"), std::string::npos) << message;
+    EXPECT_EQ(r->json().at("error").at("field"), "message.content");  // the field on its own, for a client
 }
 
 TEST_F(agent_server_test, the_database_being_down_is_503_on_every_route)

@@ -449,3 +449,116 @@ TEST_F(checkpoint_session_test, the_host_supplies_the_checkpoint_identity_of_its
     s.reset();
     expect_refused("identity.jsonl", history().text, good, checkpoint_reason::other_identity, std::move(c));
 }
+
+namespace {
+
+// A host's evidence store: keeps what it is given under a numbered key, or refuses.
+struct evidence_store
+{
+    bool refuse = false;
+    std::vector<std::string> ids;  ///< the entries it was last given
+    std::size_t from = 99;
+    std::string sha256;
+    compaction_reason reason = compaction_reason::threshold;
+    bool complete = true;  ///< every message entry came with its content
+
+    preserve_evidence_fn callback()
+    {
+        return [this](const evidence_request& r) -> asio::awaitable<evidence_decision> {
+            ids.clear();
+            for (const auto& e : r.entries)
+            {
+                ids.push_back(e->id);
+                complete = complete && (e->type != compaction::entry_type::message || e->message);
+            }
+            from = r.from;
+            sha256 = r.sha256;
+            reason = r.reason;
+            if (refuse)
+                co_return evidence_decision{.refuse = true, .reason = "the archive is read-only"};
+            co_return evidence_decision{.references = {"archive://range-1", "mirror://range-1"}};
+        };
+    }
+};
+
+}  // namespace
+
+TEST_F(checkpoint_session_test, preserve_evidence_gets_the_original_range_and_its_references_reach_the_record)
+{
+    evidence_store store;
+    auto c = config();
+    c.preserve_evidence = store.callback();
+    auto p = write("s.jsonl", history().text);
+    auto s = open(p, c);
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    // Kept from u8: the range is u0..a7, complete, and its digest is over their 16 stored lines.
+    ASSERT_EQ(store.ids.size(), 16u);
+    EXPECT_EQ(store.ids.front(), "u0");
+    EXPECT_EQ(store.ids.back(), "a7");
+    EXPECT_TRUE(store.complete);
+    EXPECT_EQ(store.from, 0u);
+    EXPECT_EQ(store.reason, compaction_reason::manual);
+    const auto text = read(p);
+    std::size_t pos = text.find('\n') + 1, end = pos;
+    for (int k = 0; k < 16; ++k)
+        end = text.find('\n', end) + 1;
+    EXPECT_EQ(store.sha256, compaction::sha256_hex(text.substr(pos, end - pos)));
+    const auto line = last_line(text);
+    const auto& ev = line.at("details").at("agentctx").at("evidenceRefs").as_array();
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].as_object(), (json::object{{"ref", "archive://range-1"}, {"from", 0}, {"count", 16}, {"sha256", store.sha256}}));
+    EXPECT_EQ(ev[1].at("ref").as_string(), "mirror://range-1");
+    // The exported record carries the references; a copy restores it and keeps them.
+    auto [eec, exported] = export_checkpoint(*s);
+    ASSERT_FALSE(eec) << exported.message;
+    ASSERT_EQ(exported.record->evidence.size(), 2u);
+    EXPECT_EQ(compaction::to_json(*exported.record).at("evidenceRefs").as_array(), ev);
+    auto copy = open(write("copy.jsonl", history().text), config());
+    auto [rec, restored] = restore(*copy, compaction::to_json(*exported.record));
+    ASSERT_FALSE(rec) << restored.message;
+    EXPECT_EQ(last_line(read(dir_ / "copy.jsonl")).at("details").at("agentctx").at("evidenceRefs").as_array(), ev);
+}
+
+TEST_F(checkpoint_session_test, a_refusal_of_the_evidence_store_stops_the_compaction_and_writes_nothing)
+{
+    evidence_store store;
+    store.refuse = true;
+    auto c = config();
+    c.preserve_evidence = store.callback();
+    auto p = write("s.jsonl", history().text);
+    auto s = open(p, c);
+    const auto before = read(p);
+    const auto snap = s->current();
+    auto [ec, out] = compact(*s);
+    EXPECT_EQ(ec, make_error_code(errc::evidence_refused)) << ec.message();
+    EXPECT_NE(out.message.find("the archive is read-only"), std::string::npos) << out.message;
+    EXPECT_FALSE(out.compacted);
+    EXPECT_EQ(store.ids.size(), 16u);
+    EXPECT_EQ(read(p), before);
+    EXPECT_EQ(s->current(), snap);
+}
+
+TEST_F(checkpoint_session_test, restore_checks_each_evidence_range_against_the_copy)
+{
+    evidence_store store;
+    auto c = config();
+    c.preserve_evidence = store.callback();
+    auto s = open(write("s.jsonl", history().text), c);
+    ASSERT_FALSE(compact(*s).first);
+    auto [eec, exported] = export_checkpoint(*s);
+    ASSERT_FALSE(eec) << exported.message;
+    // A record whose evidence names another range (its digest recomputed, so it parses).
+    auto forged = *exported.record;
+    forged.evidence[0].from = 2;
+    forged.evidence[0].count = 4;
+    forged.digest = compaction::record_digest(forged);
+    expect_refused("forged.jsonl", history().text, compaction::to_json(forged), checkpoint_reason::evidence_mismatch, config());
+    // A range past the covered prefix is not a well-formed record.
+    auto outside = *exported.record;
+    outside.evidence[0].from = 10;
+    outside.evidence[0].count = 7;
+    outside.digest = compaction::record_digest(outside);
+    expect_refused("outside.jsonl", history().text, compaction::to_json(outside), checkpoint_reason::corrupt, config(),
+                   compaction::errc::checkpoint_invalid);
+}

@@ -1,4 +1,5 @@
 // The session actor: triggers, the transaction, cancellation at every await point, hooks, events.
+#include <agentctx/compaction/branch_summary.hpp>
 #include <agentctx/runtime/entries.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -171,6 +172,17 @@ protected:
 
     std::string append(session& s, json::object fields) { return test::append_entry(ioc_, s, std::move(fields)); }
 
+    // Every budget_exceeded event the session emits, in order.
+    static std::shared_ptr<std::vector<budget_exceeded_event>> capture_shortfalls(session& s)
+    {
+        auto out = std::make_shared<std::vector<budget_exceeded_event>>();
+        s.on_event([out](const session_event& e) {
+            if (const auto* b = std::get_if<budget_exceeded_event>(&e))
+                out->push_back(*b);
+        });
+        return out;
+    }
+
     asio::io_context ioc_;
     fs::path dir_, path_;
     std::shared_ptr<test::scripted_summarizer> summarizer_;
@@ -215,6 +227,50 @@ TEST_F(session_test, append_rejects_bad_entries_and_writes_nothing)
     run_until([&] { return done; });
     EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
     EXPECT_EQ(file(), before);
+}
+
+TEST_F(session_test, a_refused_append_hands_the_host_its_diagnostics)
+{
+    auto s = open_file(base_text(1), config());
+    const auto before = file();
+    compaction::diagnostics diag;
+    diag.field = "stale";
+    bool done = false;
+    error_code ec;
+    std::string reason;
+    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}}, diag,
+                    [&](error_code e, std::string r) {
+                        done = true;
+                        ec = e;
+                        reason = std::move(r);
+                    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
+    EXPECT_EQ(diag.field, "message.content");
+    EXPECT_EQ(diag.message, reason);
+    EXPECT_NE(diag.message.find("message.content"), std::string::npos) << diag.message;
+    EXPECT_EQ(file(), before);
+    // A reserved custom type is refused before validation, with its field named too.
+    done = false;
+    s->async_append({{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}}, diag,
+                    [&](error_code e, std::string) {
+                        done = true;
+                        ec = e;
+                    });
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::reserved_type));
+    EXPECT_EQ(diag.field, "customType");
+    // An accepted append leaves the diagnostics empty.
+    done = false;
+    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", "fine"}}}}, diag,
+                    [&](error_code e, std::string) {
+                        done = true;
+                        ec = e;
+                    });
+    run_until([&] { return done; });
+    EXPECT_FALSE(ec);
+    EXPECT_TRUE(diag.field.empty());
+    EXPECT_TRUE(diag.message.empty());
 }
 
 TEST_F(session_test, append_validates_completely_before_writing)
@@ -665,7 +721,7 @@ TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
     }
 }
 
-TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_new_entries)
+TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_the_covered_history_changes)
 {
     auto c = config(20000);  // keeps nearly everything
     c.model.context_window = 40000;
@@ -679,16 +735,58 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_ne
     auto first = turn_end(*s, assistant_json("ok", 2400));  // over the threshold, under the window
     run_until([&] { return first->done; });
     EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::insufficient_reduction)) << first->outcome.message;
-    EXPECT_NE(first->outcome.message.find("paused until new entries"), std::string::npos);
+    EXPECT_NE(first->outcome.message.find("paused until it or the settings change"), std::string::npos);
     EXPECT_EQ(summarizer_->calls(), 1u);
     auto again = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return again->done; });
     EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused));
     EXPECT_EQ(summarizer_->calls(), 1u);  // not attempted twice on an unchanged path
-    append(*s, user_msg("more"));
+    append(*s, user_msg("more"));  // too small to move the cut: the same prefix, still paused
+    auto same = turn_end(*s, assistant_json("ok", 2400));
+    run_until([&] { return same->done; });
+    EXPECT_EQ(same->ec, make_error_code(errc::auto_compaction_paused));
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    append(*s, user_msg(tokens(3000)));  // the cut moves to it: another prefix
     auto third = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return third->done; });
     EXPECT_EQ(summarizer_->calls(), 2u);
+}
+
+TEST_F(session_test, a_deterministic_failure_pauses_the_same_prefix_until_it_changes_and_manual_always_tries)
+{
+    summarizer_->set_default({script_step::truncated});  // the same prefix is cut off the same way
+    auto s = open_file(base_text(), config());
+    auto first = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return first->done; });
+    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::summary_truncated)) << first->outcome.message;
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    // A new entry that leaves the covered prefix (and the settings) as they were: still paused.
+    append(*s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}});
+    events_.lines.clear();
+    auto again = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return again->done; });
+    EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused)) << again->outcome.message;
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    EXPECT_TRUE(events_.lines.empty());  // no lifecycle for a paused check
+    // A manual compaction always tries; its failure changes nothing for the automatic ones.
+    auto manual = compact(*s);
+    run_until([&] { return manual->done; });
+    EXPECT_EQ(manual->ec, compaction::make_error_code(compaction::errc::summary_truncated));
+    EXPECT_EQ(summarizer_->calls(), 2u);
+    auto still = turn_end(*s, assistant_json("ok", 190000));
+    run_until([&] { return still->done; });
+    EXPECT_EQ(still->ec, make_error_code(errc::auto_compaction_paused));
+    EXPECT_EQ(summarizer_->calls(), 2u);
+    // A new turn moves the cut: another prefix, tried again (and it succeeds).
+    summarizer_->set_default({script_step::succeed});
+    append(*s, user_msg(tokens(500)));  // the cut moves to this turn (no split turn)
+    const auto reply = assistant_json("done", 190000, "stop", 1768467900000);
+    append(*s, {{"type", "message"}, {"message", reply}});
+    auto third = turn_end(*s, reply);
+    run_until([&] { return third->done; });
+    EXPECT_FALSE(third->ec) << third->outcome.message;
+    EXPECT_TRUE(third->outcome.compacted);
+    EXPECT_EQ(summarizer_->calls(), 3u);
 }
 
 TEST_F(session_test, thousand_sessions_compact_concurrently_on_one_thread)
@@ -1103,11 +1201,7 @@ TEST_F(session_test, a_compaction_that_required_entries_leave_nothing_to_summari
     auto c = config();
     c.required.ids = {"u0"};
     auto s = open_file(base_text(), c);
-    std::vector<budget_exceeded_event> shortfalls;
-    s->on_event([&](const session_event& e) {
-        if (const auto* b = std::get_if<budget_exceeded_event>(&e))
-            shortfalls.push_back(*b);
-    });
+    const auto& shortfalls = *capture_shortfalls(*s);
     const auto before = file();
     auto r = compact(*s);
     run_until([&] { return r->done; });
@@ -1124,6 +1218,91 @@ TEST_F(session_test, a_compaction_that_required_entries_leave_nothing_to_summari
     EXPECT_EQ(shortfalls[0].required_entry_id, "u0");
     EXPECT_EQ(shortfalls[0].boundary_entry_id, "u0");
     EXPECT_EQ(shortfalls[0].required_position, 0u);
+}
+
+TEST_F(session_test, a_request_view_keeps_required_entries_and_reports_when_they_do_not_fit)
+{
+    auto c = config();
+    c.required.ids = {"u5"};
+    auto s = open_file(base_text(), c);
+    const auto& shortfalls = *capture_shortfalls(*s);
+    auto view = [&](std::int64_t max_tokens) {
+        std::optional<compaction::fit_result> out;
+        s->async_request_view({.max_tokens = max_tokens}, [&](error_code ec, compaction::fit_result r) {
+            EXPECT_FALSE(ec);
+            out = std::move(r);
+        });
+        run_until([&] { return out.has_value(); });
+        return *out;
+    };
+    // Five turns of 200 tokens from u5 on must stay: 1000 tokens in a 700-token view.
+    const auto tight = view(700);
+    EXPECT_EQ(tight.reason, compaction::fit_reason::required_overflow);
+    ASSERT_EQ(tight.kept_entry_ids.size(), 10u);
+    EXPECT_EQ(tight.kept_entry_ids.front(), "u5");
+    ASSERT_EQ(shortfalls.size(), 1u);
+    EXPECT_TRUE(shortfalls[0].request_view);
+    EXPECT_EQ(shortfalls[0].input_tokens, 2000);
+    EXPECT_EQ(shortfalls[0].required_tokens, 1000);
+    EXPECT_EQ(shortfalls[0].allowance, 700);
+    EXPECT_EQ(shortfalls[0].required_entry_id, "u5");
+    EXPECT_EQ(shortfalls[0].required_position, 10u);
+    EXPECT_EQ(shortfalls[0].boundary_entry_id, "u0");
+    // With room for them, older turns are trimmed as usual and nothing is reported.
+    const auto roomy = view(1100);
+    EXPECT_EQ(roomy.reason, compaction::fit_reason::trimmed);
+    EXPECT_EQ(roomy.kept_entry_ids.front(), "u5");
+    EXPECT_FALSE(roomy.shortfall.has_value());
+    EXPECT_EQ(shortfalls.size(), 1u);
+}
+
+TEST_F(session_test, branching_with_a_summary_writes_pis_branch_summary_entry)
+{
+    summarizer_->set_default({script_step::succeed, "## Goal\nApproach B"});
+    auto s = open_file(base_text(4), config());  // u0 a0 u1 a1 u2 a2 u3 a3, leaf a3
+    auto navigate = [&](const std::string& to, bool summarize) {
+        std::optional<std::pair<error_code, std::string>> out;
+        s->async_branch_from(to, summarize, [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); });
+        run_until([&] { return out.has_value(); });
+        return *out;
+    };
+    // A failed summary moves nothing and writes nothing.
+    summarizer_->push({script_step::truncated});
+    const auto before = file();
+    const auto failed = navigate("u2", true);
+    EXPECT_EQ(failed.first, compaction::make_error_code(compaction::errc::summary_truncated)) << failed.second;
+    EXPECT_EQ(file(), before);
+    EXPECT_EQ(s->current()->leaf_id, "a3");
+    // Back to u2, a user message: the leaf is its parent a1, and a2 u3 a3 are summarized.
+    const auto [ec, id] = navigate("u2", true);
+    ASSERT_FALSE(ec) << id;
+    ASSERT_EQ(summarizer_->calls(), 2u);
+    const auto prompt = summarizer_->prompts()[1];
+    EXPECT_TRUE(prompt.prompt.starts_with("<conversation>\n[Assistant]: "));  // a2, then u3 and a3
+    EXPECT_EQ(prompt.prompt.find("[User]: "), prompt.prompt.rfind("[User]: "));
+    EXPECT_TRUE(prompt.prompt.ends_with(std::string(compaction::branch_summary_instructions)));
+    EXPECT_EQ(prompt.system_prompt, compaction::summarization_system_prompt);
+    const auto line = test::json_lines(file()).back();
+    EXPECT_EQ(line.at("type"), "branch_summary");
+    EXPECT_EQ(line.at("id").as_string(), id);
+    EXPECT_EQ(line.at("parentId"), "a1");
+    EXPECT_EQ(line.at("fromId"), "a3");
+    EXPECT_EQ(std::string(line.at("summary").as_string()), std::string(compaction::branch_summary_preamble) + "## Goal\nApproach B");
+    EXPECT_EQ(line.at("details"), (json::object{{"readFiles", json::array{}}, {"modifiedFiles", json::array{}}}));
+    EXPECT_EQ(line.at("fromHook"), false);
+    std::vector<std::string> keys;
+    for (const auto& kv : line)
+        keys.emplace_back(kv.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{"type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook"}));
+    EXPECT_EQ(s->current()->leaf_id, id);
+    EXPECT_EQ(s->current()->messages.back().msg->role, compaction::role::branch_summary);
+    // Without a summary the leaf only moves (not persisted), as Pi's branch().
+    const auto lines = test::json_lines(file()).size();
+    const auto plain = navigate("a0", false);
+    EXPECT_FALSE(plain.first);
+    EXPECT_TRUE(plain.second.empty());
+    EXPECT_EQ(s->current()->leaf_id, "a0");
+    EXPECT_EQ(test::json_lines(file()).size(), lines);
 }
 
 TEST_F(session_test, the_five_name_loop_appends_built_entries_and_checks_the_stored_reply)

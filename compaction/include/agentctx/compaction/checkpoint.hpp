@@ -45,6 +45,21 @@ struct checkpoint_identity
     friend bool operator==(const checkpoint_identity&, const checkpoint_identity&) = default;
 };
 
+/// What a host's evidence store kept of the original entries a compaction summarized or clipped:
+/// the host's own reference (opaque here) bound to the range it holds, as positions in the
+/// covered prefix and the SHA-256 of the range's lines as stored (each followed by `\n`).
+struct evidence_reference
+{
+    std::string ref;
+    std::size_t from = 0;   ///< the range's first entry, 0-based in the covered prefix
+    std::size_t count = 0;  ///< entries in the range (at least one)
+    std::string sha256;
+    friend bool operator==(const evidence_reference&, const evidence_reference&) = default;
+};
+
+/// `{"ref", "from", "count", "sha256"}`.
+boost::json::object to_json(const evidence_reference& r);
+
 /// The settings that shape a summary (and only those): what is summarized (`keepRecentTokens`),
 /// the output budget (the model's window and output limit), redaction, and the prompt texts.
 /// Trigger settings (`enabled`, `reserveTokens`), retries, observers and call allowances are
@@ -97,6 +112,9 @@ struct checkpoint_record
     source_revision revision;
     checkpoint_identity identity;
     std::string config_digest;
+    /// The host's evidence of what was summarized (`evidenceRefs`, present only when not empty);
+    /// restore checks each range against its own copy of the covered prefix.
+    std::vector<evidence_reference> evidence;
     std::string digest;  ///< SHA-256 over the canonical record without this field
 };
 
@@ -112,6 +130,7 @@ enum class checkpoint_reason
     other_configuration,  ///< other summary-generation settings or prompts
     no_compaction,        ///< export: no compaction on the active path
     unrecorded,           ///< export: the compaction carries no agentctx record
+    evidence_mismatch,    ///< an evidence reference's range does not hash as it says here
 };
 const char* to_string(checkpoint_reason r) noexcept;
 
@@ -175,6 +194,7 @@ struct recorded_checkpoint
     source_revision revision;
     checkpoint_identity identity;
     std::string config_digest;
+    std::vector<evidence_reference> evidence;  ///< `evidence`, when recorded
 };
 std::optional<recorded_checkpoint> recorded_fields(const entry& compaction);
 /// Only `details.agentctx.sourceRevision`, if present and well-formed.

@@ -19,6 +19,8 @@ inline constexpr std::size_t max_record_string_bytes = 1024;
 inline constexpr std::size_t max_carried_entries = 1000;
 /// Their total size as JSON text, in bytes.
 inline constexpr std::size_t max_carried_bytes = 8u * 1024u * 1024u;
+/// Evidence references a compaction or a record holds (`details.agentctx.evidenceRefs` / `evidenceRefs`).
+inline constexpr std::size_t max_evidence_references = 1000;
 /// A compaction's native provider state (`details.agentctx.native`) as JSON text, in bytes.
 inline constexpr std::size_t max_native_state_bytes = 4u * 1024u * 1024u;
 

@@ -4,7 +4,11 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
 
+#include <agentctx/compaction/required.hpp>
+
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +20,9 @@ struct request_budget
     std::int64_t reserved_output = 0;
     std::int64_t safety_margin = 0;
     std::int64_t system_tokens = 0;  ///< the host's system prompt (and tool definitions)
+    /// Messages the view must keep (the host's required entries): the group of the oldest one and
+    /// every newer group stay, whatever the budget. Empty: only the newest group must stay.
+    std::function<bool(const context_message&)> required;
 };
 
 enum class fit_reason
@@ -23,6 +30,7 @@ enum class fit_reason
     fits,                   ///< every group was kept
     trimmed,                ///< older groups were left out
     single_group_overflow,  ///< the newest group alone is over budget; kept whole anyway
+    required_overflow,      ///< the groups from the oldest required message on are over budget; kept anyway
 };
 
 const char* to_string(fit_reason r) noexcept;
@@ -45,6 +53,12 @@ struct fit_result
     std::vector<std::string> kept_entry_ids;  ///< entries of the kept groups (not the fixed summary)
     fit_reason reason = fit_reason::fits;
     fit_tokens tokens;
+    /// Set when what must stay (the newest group, or everything from the oldest required message
+    /// on) is over `available_for_messages`: the numbers, never content. `input_tokens` is the
+    /// whole context (summary and every group), `required_tokens` the summary and what must stay;
+    /// the boundary is the first trimmable message, the required position where what must stay
+    /// begins (positions in the context).
+    std::optional<budget_shortfall> shortfall;
 };
 
 /// Groups start at each user-like message (user, bashExecution, custom, branchSummary); groups

@@ -29,6 +29,7 @@ enum class errc
     database_error,            ///< a PostgreSQL connection or statement failed (server message in diagnostics)
     checkpoint_persist_failed, ///< the host's persist_checkpoint refused or threw: the piece was not accepted
     summary_call_limit,        ///< summaryMaxCalls reached with pieces left: progress kept, a later pass continues
+    evidence_refused,          ///< the host's preserve_evidence refused or threw: nothing was summarized or written
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -5,6 +5,9 @@
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/progress.hpp>
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
 #include <functional>
 #include <optional>
 #include <string>
@@ -80,18 +83,31 @@ struct budget_exceeded_event
     std::string required_entry_id;     ///< the oldest required entry
     std::size_t boundary_position = 0;  ///< both as positions in the projected context
     std::size_t required_position = 0;
+    /// From a request view the host asked for (session::async_request_view), not a compaction:
+    /// `allowance` is then the view's room for messages, `reason` is meaningless.
+    bool request_view = false;
 };
 
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
                                    compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
                                    budget_exceeded_event, compaction_prepared_event>;
 
-/// Passed to before_compact hooks.
+/// Passed to before_compact hooks; every reference lives until the hook returns (or, for an
+/// awaitable hook, until its awaitable completes).
 struct before_compact_event
 {
     compaction_reason reason;
     const compaction::compaction_preparation& preparation;
     const std::optional<std::string>& custom_instructions;
+    /// Overflow recovery: the host resends its request after this compaction commits.
+    bool will_retry = false;
+    /// The active path, root to leaf, every entry complete (Pi's `branchEntries`).
+    const std::vector<compaction::entry_ptr>& branch_entries;
+    /// Emits when the compaction is cancelled (abort_compaction(), close(), the caller's
+    /// `terminal` cancellation, a manual compaction superseding an automatic one): bind the
+    /// hook's own operations to it. An awaitable hook's `use_awaitable` operations are
+    /// cancelled with the compaction already.
+    boost::asio::cancellation_slot cancellation;
 };
 
 /// A hook's answer: cancel the compaction, or supply the result (validated like our own).
@@ -116,10 +132,16 @@ struct compact_failed_event
     bool from_hook = false;
 };
 
+using hook_decision = before_compact_decision;
+
 /// Hooks run on the session's strand in registration order and must not block. A hook that
 /// throws is logged and skipped. For before_compact, the last non-empty result wins and a cancel
 /// returns at once (as Pi's runner).
 using before_compact_hook = std::function<before_compact_decision(const before_compact_event&)>;
+/// A before_compact hook that may suspend (its own model call, a lookup): awaited on the
+/// session's strand before the summary request; the compaction waits for it.
+using async_before_compact_hook =
+    std::function<boost::asio::awaitable<before_compact_decision>(const before_compact_event&)>;
 using compacted_hook = std::function<void(const compacted_event&)>;
 using compact_failed_hook = std::function<void(const compact_failed_event&)>;
 using event_listener = std::function<void(const session_event&)>;

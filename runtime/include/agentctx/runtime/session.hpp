@@ -5,11 +5,13 @@
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/redaction.hpp>
+#include <agentctx/compaction/request_view.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/providers/summarizer.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
+#include <agentctx/runtime/preserved_evidence.hpp>
 #include <agentctx/runtime/snapshot.hpp>
 #include <agentctx/runtime/store.hpp>
 
@@ -70,6 +72,9 @@ struct session_config
     /// (a temporary pin included), asked at each compaction, export and restore on the strand;
     /// it must not block. Empty = the summarizer's name (`provider:model`).
     std::function<compaction::checkpoint_identity()> checkpoint_identity;
+    /// The host's evidence store (preserved_evidence.hpp): given the complete original entries of
+    /// the range before it is summarized; a refusal stops the compaction (`evidence_refused`).
+    preserve_evidence_fn preserve_evidence;
     /// Piecewise summaries: called with each completed piece before the next begins (progress.hpp).
     persist_checkpoint_fn persist_checkpoint;
     /// Also keep each completed piece in the session file, as a `custom` entry of customType
@@ -107,6 +112,7 @@ struct append_batch_result
     std::string reason;  ///< on failure: the refused message's index, field and why (safe text)
 };
 using append_batch_signature = void(boost::system::error_code, append_batch_result);
+using request_view_signature = void(boost::system::error_code, compaction::fit_result);
 
 /**
  * @brief One conversation. All state lives on one strand; readers take snapshot() from any thread.
@@ -174,6 +180,19 @@ public:
     {
         return ::agentctx::detail::async_call<append_signature>(
             token, shared_from_this(), &session::append_impl, std::move(fields));
+    }
+
+    /**
+     * @brief As above; a refused entry also fills `diag` before the handler runs: `diag.field` is
+     * the path of the field at fault (`message.role`), `diag.message` the whole sentence (the
+     * string the handler gets). A store failure fills `diag.message` only. `diag` is cleared
+     * first and must outlive the operation.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_append(boost::json::object fields, compaction::diagnostics& diag, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<append_signature>(
+            token, shared_from_this(), &session::append_diag_impl, std::move(fields), &diag);
     }
 
     /**
@@ -276,6 +295,43 @@ public:
             token, shared_from_this(), &session::compact_impl, std::move(custom_instructions));
     }
 
+    /**
+     * @brief The request a budget allows (compaction::fit_request over the current context): the
+     * newest whole interaction groups that fit, never dropping a required entry (the session's
+     * `required` policy, and `budget.required`). When what must stay does not fit, the view keeps
+     * it anyway, `shortfall` holds the numbers and the session emits budget_exceeded_event with
+     * `request_view` set (on the strand, before the handler runs).
+     * @par Per-operation cancellation
+     * None: it reads the snapshot.
+     */
+    template <boost::asio::completion_token_for<request_view_signature> CompletionToken>
+    auto async_request_view(compaction::request_budget budget, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<request_view_signature>(
+            token, shared_from_this(), &session::request_view_impl, std::move(budget));
+    }
+
+    /**
+     * @brief Pi 1.6's tree navigation: the leaf moves to `entry_id`, or to its parent when it is a
+     * user message or a custom message (whose text the host puts back in its editor). With
+     * `summarize`, the branch being left (from the leaf back to the entry it shares with
+     * `entry_id`'s path) is summarized first, as Pi does (its prompt, preamble, file lists and
+     * budget: the window minus 16384), and a `branch_summary` entry (`fromId` the old leaf, the
+     * summary call's `usage`, `fromHook` false) is written as the new leaf's child; a branch with
+     * no message gets "No content to summarize" without a model call. Completes with that entry's
+     * id (empty when none was written). Refused while a compaction runs (`compaction_running`); a
+     * failed summary moves nothing and writes nothing; an append while it runs makes it
+     * `stale_plan`.
+     * @par Per-operation cancellation
+     * `terminal`: stops the summary request; completes with `cancelled`, nothing moved or written.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_branch_from(std::string entry_id, bool summarize, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<append_signature>(token, shared_from_this(), &session::navigate_impl,
+                                                                std::move(entry_id), summarize);
+    }
+
     /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
     template <boost::asio::completion_token_for<void_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, CompletionToken&& token)
@@ -351,6 +407,7 @@ public:
     /// Registration; call before running operations (not synchronized with them).
     void on_event(event_listener l);
     void on_before_compact(before_compact_hook h);
+    void on_before_compact(async_before_compact_hook h);
     void on_compacted(compacted_hook h);
     void on_compact_failed(compact_failed_hook h);
 
@@ -361,6 +418,8 @@ private:
 
     // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
+    void append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
+                          boost::asio::any_completion_handler<append_signature> h);
     void append_messages_impl(std::vector<boost::json::object> messages,
                               boost::asio::any_completion_handler<append_batch_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
@@ -371,6 +430,8 @@ private:
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
+    void navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h);
+    void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
     void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
