@@ -6,7 +6,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +23,23 @@ struct pg_pool_options
 {
     std::size_t max_connections = 8;  ///< statements in flight at once (the LISTEN and lease connections are extra)
     bool listen = true;               ///< LISTEN for other nodes' changes (pg_store::on_remote_change)
+    /// With `listen`: how often the stored counts of this node's open sessions are compared with
+    /// what it has seen, so a lost or late notification leaves a session behind for at most
+    /// about this long. Zero: never.
+    std::chrono::milliseconds check_interval{1000};
+    std::size_t max_group = 128;  ///< appends committed together in one transaction at most
+};
+
+/// What a pool has done, for metrics and tests.
+struct pg_pool_stats
+{
+    std::uint64_t append_groups = 0;     ///< transactions that carried appends (group commit)
+    std::uint64_t appends = 0;           ///< appends they carried
+    std::uint64_t group_fallbacks = 0;   ///< groups that failed whole and were retried one append at a time
+    std::uint64_t listen_reconnects = 0; ///< LISTEN connections re-established after a failure
+    std::uint64_t full_resyncs = 0;      ///< re-syncs of every open session (after a reconnect)
+    std::uint64_t checks = 0;            ///< periodic checks of the open sessions' stored counts
+    std::uint64_t missed_changes = 0;    ///< sessions a check found ahead of every notification (then re-synced)
 };
 
 class pg_store;
@@ -88,6 +107,8 @@ public:
 
     /// Stops the LISTEN connection and drops idle connections (the destructor does it too).
     void close();
+
+    pg_pool_stats stats() const;
 
     const std::shared_ptr<pg::pool>& impl() const noexcept { return impl_; }
 
