@@ -184,6 +184,8 @@ void pg_pool::close() { impl_->close(); }
 
 pg_pool_stats pg_pool::stats() const { return impl_->stats(); }
 
+int pg_pool::listen_backend_pid() const { return impl_->listen_backend_pid(); }
+
 void pg_pool::migrate_impl(asio::any_completion_handler<pg_text_signature> h)
 {
     spawn_text(impl_->executor(), [](std::shared_ptr<pg::pool> p) -> asio::awaitable<std::pair<error_code, std::string>> {
@@ -305,9 +307,18 @@ result<void> pg_store::append(const compaction::entry&, diagnostics& diag)
 void pg_store::async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
                            asio::any_completion_handler<store_write_signature> h)
 {
-    // Committed with whatever other appends are waiting (group commit), under its own compare-and-set.
+    async_write_batch(std::move(ex), {std::move(e)}, known_entries, std::move(h));
+}
+
+void pg_store::async_write_batch(asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
+                                 asio::any_completion_handler<store_write_signature> h)
+{
+    if (entries.empty())
+        return asio::post(ex, asio::append(std::move(h), error_code{}, std::string()));
+    // One compare-and-set for the whole batch, committed with whatever other sessions' appends
+    // are waiting (group commit).
     auto handler = std::make_shared<asio::any_completion_handler<store_write_signature>>(std::move(h));
-    pool_->append({id_, known_entries, {std::move(e)}, [ex = std::move(ex), handler](error_code ec, std::string message) {
+    pool_->append({id_, known_entries, std::move(entries), [ex = std::move(ex), handler](error_code ec, std::string message) {
                        asio::post(ex, asio::append(std::move(*handler), ec, std::move(message)));
                    }});
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -109,6 +110,8 @@ public:
     void close();
 
     pg_pool_stats stats() const;
+    /// The server process (pg_stat_activity.pid) of the LISTEN connection; 0 while there is none.
+    int listen_backend_pid() const;
 
     const std::shared_ptr<pg::pool>& impl() const noexcept { return impl_; }
 
@@ -131,7 +134,11 @@ private:
  *   committed, and a concurrent append from another node gets `stale_leaf`, never a duplicate).
  * - The compaction lease is a session-scoped advisory lock held by a connection of its own:
  *   a node that dies releases it with its connection.
- * - Every committed append NOTIFYs; other nodes' stores call on_remote_change.
+ * - Appends of different sessions that arrive together commit in one transaction (group
+ *   commit), each under its own compare-and-set: a stale one fails alone with `stale_leaf`.
+ * - Committed appends are NOTIFYed; other nodes' stores call on_remote_change. A periodic check
+ *   of the stored counts and a re-sync after the LISTEN connection is re-established bound how
+ *   long a node can miss a change (pg_pool_options::check_interval).
  */
 class pg_store final : public text_store
 {
@@ -148,6 +155,9 @@ public:
     bool asynchronous() const noexcept override { return true; }
     void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
                      boost::asio::any_completion_handler<store_write_signature> h) override;
+    /// All of `entries` in one transaction under one compare-and-set on the count, or none.
+    void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
+                           boost::asio::any_completion_handler<store_write_signature> h) override;
     void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h) override;
     void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h) override;
     void on_remote_change(std::function<void(std::size_t)> callback) override;
