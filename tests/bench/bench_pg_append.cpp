@@ -107,7 +107,8 @@ int main()
     {
         boost::asio::io_context ioc(1);
         const std::size_t pool_size = std::getenv("AGENTCTX_PG_POOL") ? std::stoul(std::getenv("AGENTCTX_PG_POOL")) : 8;
-        runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = pool_size, .listen = false});
+        const std::size_t flushers = std::getenv("AGENTCTX_PG_FLUSHERS") ? std::stoul(std::getenv("AGENTCTX_PG_FLUSHERS")) : 0;
+        runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = pool_size, .listen = false, .max_flushers = flushers});
         bool migrated = false;
         pool.async_migrate([&](error_code ec, std::string m) {
             if (ec)
@@ -121,7 +122,8 @@ int main()
         std::vector<std::shared_ptr<runtime::session>> many;
         for (int i = 0; i < 1000; ++i)
             many.push_back(create(ioc, pool, "bench-many-" + run + "-" + std::to_string(i)));
-        std::printf("pg_store appends (fsync on, Unix socket, 1 io thread, pool of %zu):\n", pool_size);
+        std::printf("pg_store appends (fsync on, Unix socket, 1 io thread, pool of %zu, %s flushers):\n", pool_size,
+                    flushers ? std::to_string(flushers).c_str() : "default");
         auto report = [&](const char* what, const figures& f, const runtime::pg_pool_stats& before) {
             const auto after = pool.stats();
             const auto groups = after.append_groups - before.append_groups;

@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 
 pool::pool(asio::any_io_executor ex, std::string conninfo, const pg_pool_options& opts)
     : ex_(std::move(ex)), conninfo_(std::move(conninfo)), max_(std::max<std::size_t>(1, opts.max_connections)),
-      check_interval_(opts.check_interval), appends_(*this, max_, opts.max_group), listen_strand_(asio::make_strand(ex_))
+      check_interval_(opts.check_interval), appends_(*this, opts.max_flushers ? opts.max_flushers : std::max<std::size_t>(1, max_ / 2), opts.max_group), listen_strand_(asio::make_strand(ex_))
 {
 }
 

@@ -29,6 +29,9 @@ struct pg_pool_options
     /// about this long. Zero: never.
     std::chrono::milliseconds check_interval{1000};
     std::size_t max_group = 128;  ///< appends committed together in one transaction at most
+    /// Append transactions in flight at once; 0: half of max_connections (the rest serve
+    /// reloads, opens and checks). Fewer flushers make larger groups: fewer commits per append.
+    std::size_t max_flushers = 0;
 };
 
 /// What a pool has done, for metrics and tests.
