@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace agentctx::runtime::pg {
 
@@ -37,13 +38,22 @@ constexpr const char* append_group =
     "AS e(sid, k, entry_id, parent_id, type, line) ON e.sid = s.id RETURNING 1) "
     "SELECT id FROM s";
 
-// The stored counts of the group's sessions, 64 to a notification (a payload holds 8000 bytes).
-// A transaction of its own: it writes no WAL, so it neither waits for a flush nor holds the
+// A lone append of one entry (the common case under light load): the same compare-and-set in a
+// statement whose plan is a single index lookup, cheaper than the group's unnest joins.
+constexpr const char* append_one =
+    "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 AND last_seq = $2 RETURNING id, last_seq) "
+    "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
+    "SELECT s.id, s.last_seq, $3, $4, $5, $6 FROM s RETURNING session_id";
+
+// The stored counts of up to 64 sessions in one notification (a payload holds 8000 bytes). Sent
+// as a transaction of its own: it writes no WAL, so it neither waits for a flush nor holds the
 // notification lock across one, and the appends' commits are not serialised on that lock.
 constexpr const char* notify_counts =
-    "SELECT pg_notify('agentctx_sessions', string_agg(last_seq || ' ' || id, E'\\n')) FROM "
-    "(SELECT id, last_seq, (row_number() OVER ()) / 64 AS chunk FROM agentctx_sessions WHERE id = ANY($1::text[])) c "
-    "GROUP BY chunk";
+    "SELECT pg_notify('agentctx_sessions', string_agg(last_seq || ' ' || id, E'\\n')) FROM agentctx_sessions "
+    "WHERE id = ANY($1::text[])";
+constexpr const char* notify_one =
+    "SELECT pg_notify('agentctx_sessions', last_seq || ' ' || id) FROM agentctx_sessions WHERE id = $1";
+constexpr std::size_t sessions_per_notification = 64;
 
 std::string line_of(const compaction::entry& e)
 {
@@ -56,7 +66,18 @@ std::string line_of(const compaction::entry& e)
 // The pipeline for a group: [lock (groups of two or more), compare-and-set + insert], [notify].
 std::vector<transaction> group_pipeline(const std::vector<append_request>& group)
 {
+    if (group.size() == 1 && group[0].entries.size() == 1)
+    {
+        const auto& r = group[0];
+        const auto& e = *r.entries[0];
+        transaction write{{"agentctx_append_one", append_one,
+                           {r.session_id, std::to_string(r.known), e.id,
+                            e.parent_id ? std::optional<std::string>(*e.parent_id) : std::nullopt, e.type_name, line_of(e)}}};
+        return {std::move(write), transaction{{"agentctx_notify_one", notify_one, {r.session_id}}}};
+    }
     std::vector<std::optional<std::string>> sid, known, n, e_sid, e_k, e_id, e_parent, e_type, e_line;
+    transaction notify;
+    std::vector<std::optional<std::string>> chunk;
     for (const auto& r : group)
     {
         sid.emplace_back(r.session_id);
@@ -72,15 +93,18 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
             e_type.emplace_back(e.type_name);
             e_line.emplace_back(line_of(e));
         }
+        chunk.emplace_back(r.session_id);
+        if (chunk.size() == sessions_per_notification || &r == &group.back())
+            notify.push_back({"agentctx_notify", notify_counts, {text_array(std::exchange(chunk, {}))}});
     }
     const std::string ids = text_array(sid);
     transaction write;
     if (group.size() > 1)
         write.push_back({"agentctx_lock", lock_sessions, {ids}});
     write.push_back({"agentctx_append", append_group,
-                     {ids, text_array(known), text_array(n), text_array(e_sid), text_array(e_k),
-                      text_array(e_id), text_array(e_parent), text_array(e_type), text_array(e_line)}});
-    return {std::move(write), transaction{{"agentctx_notify", notify_counts, {ids}}}};
+                     {ids, text_array(known), text_array(n), text_array(e_sid), text_array(e_k), text_array(e_id),
+                      text_array(e_parent), text_array(e_type), text_array(e_line)}});
+    return {std::move(write), std::move(notify)};
 }
 
 // The requests whose compare-and-set matched committed; the others are stale.
