@@ -45,15 +45,12 @@ constexpr const char* append_one =
     "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
     "SELECT s.id, s.last_seq, $3, $4, $5, $6 FROM s RETURNING session_id";
 
-// The stored counts of up to 64 sessions in one notification (a payload holds 8000 bytes). Sent
-// as a transaction of its own: it writes no WAL, so it neither waits for a flush nor holds the
-// notification lock across one, and the appends' commits are not serialised on that lock.
-constexpr const char* notify_counts =
-    "SELECT pg_notify('agentctx_sessions', string_agg(last_seq || ' ' || id, E'\\n')) FROM agentctx_sessions "
-    "WHERE id = ANY($1::text[])";
-constexpr const char* notify_one =
-    "SELECT pg_notify('agentctx_sessions', last_seq || ' ' || id) FROM agentctx_sessions WHERE id = $1";
-constexpr std::size_t sessions_per_notification = 64;
+// The committed counts, `<count> <id>` lines, each element one notification (a payload holds 8000
+// bytes). Sent after the commit as a transaction of its own that reads no table: it writes no
+// WAL, so it neither waits for a flush nor holds the notification lock across one, and the
+// appends' commits are not serialised on that lock.
+constexpr const char* notify_counts = "SELECT pg_notify('agentctx_sessions', p) FROM unnest($1::text[]) AS p";
+constexpr std::size_t max_payload = 7000;
 
 std::string line_of(const compaction::entry& e)
 {
@@ -63,7 +60,7 @@ std::string line_of(const compaction::entry& e)
     return line;
 }
 
-// The pipeline for a group: [lock (groups of two or more), compare-and-set + insert], [notify].
+// The transaction of a group: lock (groups of two or more), then compare-and-set + insert.
 std::vector<transaction> group_pipeline(const std::vector<append_request>& group)
 {
     if (group.size() == 1 && group[0].entries.size() == 1)
@@ -73,11 +70,9 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
         transaction write{{"agentctx_append_one", append_one,
                            {r.session_id, std::to_string(r.known), e.id,
                             e.parent_id ? std::optional<std::string>(*e.parent_id) : std::nullopt, e.type_name, line_of(e)}}};
-        return {std::move(write), transaction{{"agentctx_notify_one", notify_one, {r.session_id}}}};
+        return {std::move(write)};
     }
     std::vector<std::optional<std::string>> sid, known, n, e_sid, e_k, e_id, e_parent, e_type, e_line;
-    transaction notify;
-    std::vector<std::optional<std::string>> chunk;
     for (const auto& r : group)
     {
         sid.emplace_back(r.session_id);
@@ -93,9 +88,6 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
             e_type.emplace_back(e.type_name);
             e_line.emplace_back(line_of(e));
         }
-        chunk.emplace_back(r.session_id);
-        if (chunk.size() == sessions_per_notification || &r == &group.back())
-            notify.push_back({"agentctx_notify", notify_counts, {text_array(std::exchange(chunk, {}))}});
     }
     const std::string ids = text_array(sid);
     transaction write;
@@ -104,17 +96,18 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
     write.push_back({"agentctx_append", append_group,
                      {ids, text_array(known), text_array(n), text_array(e_sid), text_array(e_k), text_array(e_id),
                       text_array(e_parent), text_array(e_type), text_array(e_line)}});
-    return {std::move(write), std::move(notify)};
+    return {std::move(write)};
 }
 
-// The requests whose compare-and-set matched committed; the others are stale.
-void finish_group(pool& owner, std::vector<append_request>& group, const std::vector<transaction_result>& r)
+// The requests whose compare-and-set matched committed; the others are stale. Returns the
+// notification payloads announcing the committed counts.
+std::vector<std::optional<std::string>> finish_group(pool& owner, std::vector<append_request>& group,
+                                                     const transaction_result& write)
 {
-    if (!r.back().ok())
-        spdlog::warn("pg_store: notifying other nodes failed ({}); they catch up at their next check", r.back().error);
     std::set<std::string, std::less<>> committed;
-    for (const auto& row : r.front().statements.back().values)
+    for (const auto& row : write.statements.back().values)
         committed.insert(row[0].value_or(std::string()));
+    std::vector<std::optional<std::string>> payloads;
     for (auto& req : group)
     {
         if (!committed.contains(req.session_id))
@@ -123,9 +116,16 @@ void finish_group(pool& owner, std::vector<append_request>& group, const std::ve
                      "session '" + req.session_id + "' has entries this node has not seen (another node appended); reload and retry");
             continue;
         }
-        owner.note_count(req.session_id, req.known + req.entries.size());
+        const std::size_t count = req.known + req.entries.size();
+        owner.note_count(req.session_id, count);
         req.done(error_code{}, std::string());
+        const std::string line = std::to_string(count) + " " + req.session_id;
+        if (payloads.empty() || payloads.back()->size() + line.size() + 1 > max_payload)
+            payloads.emplace_back(line);
+        else
+            *payloads.back() += "\n" + line;
     }
+    return payloads;
 }
 
 void fail_all(std::vector<append_request>& group, error_code ec, const std::string& message)
@@ -210,12 +210,15 @@ asio::awaitable<void> append_queue::commit_group(std::vector<append_request> gro
     if (!c)
         co_return fail_all(group, c.error(), diag.message);
     auto r = co_await (*c)->pipeline(group_pipeline(group), diag);
-    owner_.release(std::move(*c));
     if (!r)
+    {
+        owner_.release(std::move(*c));
         co_return fail_all(group, make_error_code(errc::database_error), diag.message);
+    }
     const auto& write = r->front();
     if (!write.ok())
     {
+        owner_.release(std::move(*c));
         if (group.size() == 1 || !alone_on_failure)
             co_return fail_all(group, make_error_code(errc::database_error), write.error);
         // Nothing of the group committed: each request alone, so a bad one fails only itself.
@@ -228,7 +231,16 @@ asio::awaitable<void> append_queue::commit_group(std::vector<append_request> gro
         }
         co_return;
     }
-    finish_group(owner_, group, *r);
+    // Acknowledged first: the notification costs the appends no latency.
+    auto payloads = finish_group(owner_, group, write);
+    if (payloads.empty())
+        co_return owner_.release(std::move(*c));
+    const std::vector<transaction> notify{{{"agentctx_notify", notify_counts, {text_array(payloads)}}}};
+    auto n = co_await (*c)->pipeline(notify, diag);
+    owner_.release(std::move(*c));
+    if (!n || !n->front().ok())
+        spdlog::warn("pg_store: notifying other nodes failed ({}); they catch up at their next check",
+                     n ? n->front().error : diag.message);
 }
 
 }  // namespace agentctx::runtime::pg
