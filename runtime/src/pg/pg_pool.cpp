@@ -73,30 +73,34 @@ asio::awaitable<result<std::unique_ptr<connection>>> pool::acquire(diagnostics& 
             }
             co_return c;
         }
-        // Waiters are served in arrival order: a release hands its connection to the first.
-        for (;;)
-        {
-            // A release wakes us by cancelling the timer; the bounded wait covers a wake that
-            // lands before the wait starts (timers are not safe to cancel across threads before waiting).
-            error_code ec;
-            w->timer->expires_after(20ms);
-            co_await w->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-            const auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
-            std::lock_guard lock(mutex_);
-            if (!w->woken && !cancelled)
-                continue;
-            std::erase(waiters_, w);
-            if (!cancelled && w->handed)
-                co_return std::move(w->handed);
-            if (cancelled)
-            {
-                if (w->woken)
-                    wake_one_locked(std::move(w->handed));  // pass the connection (or the free slot) on
-                diag.message = "cancelled while waiting for a database connection";
-                co_return make_error_code(asio::error::operation_aborted);
-            }
-            break;  // woken for a free slot: open a connection
-        }
+        auto handed = co_await wait_turn(w, diag);
+        if (!handed || *handed)
+            co_return std::move(handed);
+        // Woken for a free slot (a broken connection was dropped): open a connection.
+    }
+}
+
+asio::awaitable<result<std::unique_ptr<connection>>> pool::wait_turn(std::shared_ptr<waiter> w, diagnostics& diag)
+{
+    // Waiters are served in arrival order: a release hands its connection to the first.
+    for (;;)
+    {
+        // A release wakes us by cancelling the timer; the bounded wait covers a wake that lands
+        // before the wait starts (timers are not safe to cancel across threads before waiting).
+        error_code ec;
+        w->timer->expires_after(20ms);
+        co_await w->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        const auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
+        std::lock_guard lock(mutex_);
+        if (!w->woken && !cancelled)
+            continue;
+        std::erase(waiters_, w);
+        if (!cancelled)
+            co_return std::move(w->handed);  // null: a free slot
+        if (w->woken)
+            wake_one_locked(std::move(w->handed));  // pass the connection (or the free slot) on
+        diag.message = "cancelled while waiting for a database connection";
+        co_return make_error_code(asio::error::operation_aborted);
     }
 }
 

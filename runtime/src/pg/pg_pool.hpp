@@ -70,6 +70,8 @@ private:
         bool woken = false;
         std::unique_ptr<connection> handed;  ///< a released connection handed straight to this waiter
     };
+    /// Queued: a handed connection, null for a freed slot, or operation_aborted.
+    boost::asio::awaitable<result<std::unique_ptr<connection>>> wait_turn(std::shared_ptr<waiter> w, diagnostics& diag);
     boost::asio::awaitable<void> listen_loop();
     boost::asio::awaitable<bool> listen_once(bool reconnected, diagnostics& diag);
     boost::asio::awaitable<void> check_loop();
