@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <libpq-fe.h>
-
 #include <chrono>
 #include <memory>
 #include <string>
@@ -19,21 +17,6 @@ using namespace agentctx;
 using namespace agentctx::runtime;
 using namespace std::chrono_literals;
 using boost::system::error_code;
-
-// One statement on a blocking connection of the test's own (outside every pool under test).
-std::string sql(const std::string& url, const std::string& statement, const std::vector<std::string>& params)
-{
-    PGconn* c = PQconnectdb(url.c_str());
-    std::vector<const char*> values;
-    for (const auto& p : params)
-        values.push_back(p.c_str());
-    PGresult* r = PQexecParams(c, statement.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0);
-    std::string out = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-    EXPECT_TRUE(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK) << PQerrorMessage(c);
-    PQclear(r);
-    PQfinish(c);
-    return out;
-}
 
 class pg_resync_test : public test::pg_store_fixture
 {
@@ -77,7 +60,7 @@ TEST_F(pg_resync_test, a_killed_listen_connection_is_reestablished_and_both_node
         }
     // ... then b's LISTEN connection dies, and only a appends: b hears nothing until it listens again.
     const int killed = b.listen_backend_pid();
-    ASSERT_EQ(sql(url_, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(killed)}), "true");
+    ASSERT_EQ(test::pg_sql(url_, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(killed)}), "true");
     for (int round = 0; round < 5; ++round)
         for (auto& s : on_a)
             append_landing(*s, "after the kill " + std::to_string(round));
@@ -111,7 +94,7 @@ TEST_F(pg_resync_test, a_change_no_notification_announced_is_found_by_the_period
     const auto e = test::next_entries(*st, 1).front();
     std::string line = to_jsonl_line(e->raw);
     line.pop_back();
-    sql(url_,
+    test::pg_sql(url_,
         "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq) "
         "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
         "SELECT $1, s.last_seq, $2, $3, 'message', $4 FROM s",

@@ -106,9 +106,12 @@ asio::awaitable<result<void>> connection::wait(bool write, diagnostics& diag)
 }
 
 asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(asio::any_io_executor ex, std::string conninfo,
-                                                                         diagnostics& diag)
+                                                                         diagnostics& diag, std::string application_name)
 {
-    PGconn* raw = PQconnectStart(conninfo.c_str());
+    // The conninfo expands in place of dbname; a name given here overrides the conninfo's.
+    const char* keys[] = {"dbname", application_name.empty() ? nullptr : "application_name", nullptr};
+    const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
+    PGconn* raw = PQconnectStartParams(keys, values, 1);
     if (!raw)
     {
         diag.message = "out of memory creating a PostgreSQL connection";

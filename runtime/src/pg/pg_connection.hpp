@@ -80,9 +80,10 @@ public:
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
-    /// Connects with libpq's conninfo/URI. Errors: database_error (the message names no password).
+    /// Connects with libpq's conninfo/URI; a non-empty `application_name` names the connection
+    /// in pg_stat_activity. Errors: database_error (the message names no password).
     static boost::asio::awaitable<result<std::unique_ptr<connection>>> connect(
-        boost::asio::any_io_executor ex, std::string conninfo, diagnostics& diag);
+        boost::asio::any_io_executor ex, std::string conninfo, diagnostics& diag, std::string application_name = {});
 
     /// Runs one statement with text parameters ($1, $2, ...). Errors: database_error with the
     /// server's message and `diag.field` = SQLSTATE; operation_aborted on cancellation.

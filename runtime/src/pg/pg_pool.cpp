@@ -17,6 +17,8 @@
 #include <charconv>
 #include <chrono>
 
+#include <unistd.h>
+
 namespace agentctx::runtime::pg {
 
 namespace asio = boost::asio;
@@ -240,7 +242,8 @@ void pool::start_listening()
 
 asio::awaitable<bool> pool::listen_once(bool reconnected, diagnostics& diag)
 {
-    auto c = co_await connection::connect(ex_, conninfo_, diag);
+    // Named after the process, so an operator (or a test) can find a node's LISTEN connection.
+    auto c = co_await connection::connect(ex_, conninfo_, diag, "agentctx-listen-" + std::to_string(::getpid()));
     if (!c)
         co_return false;
     const std::string listen = std::string("LISTEN ") + notify_channel;
