@@ -93,6 +93,24 @@ void server_metrics::stream_closed()
     --open_streams_;
 }
 
+std::string render_pg_metrics(const runtime::pg_pool_stats& s)
+{
+    std::string out;
+    auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+    };
+    counter("agentctx_pg_append_transactions_total", "Transactions that committed appends (group commit).", s.append_groups);
+    counter("agentctx_pg_appends_total", "Appends those transactions carried.", s.appends);
+    counter("agentctx_pg_group_fallbacks_total", "Groups that failed whole and were retried one append at a time.",
+            s.group_fallbacks);
+    counter("agentctx_pg_listen_reconnects_total", "LISTEN connections re-established after a failure.", s.listen_reconnects);
+    counter("agentctx_pg_full_resyncs_total", "Re-syncs of every open session after a LISTEN reconnect.", s.full_resyncs);
+    counter("agentctx_pg_checks_total", "Periodic checks of the open sessions' stored counts.", s.checks);
+    counter("agentctx_pg_missed_changes_total", "Sessions a periodic check found ahead of every notification.",
+            s.missed_changes);
+    return out;
+}
+
 std::string server_metrics::render(std::size_t active_sessions) const
 {
     std::lock_guard lock(mu_);

@@ -1,6 +1,8 @@
 // The agent server's counters and their Prometheus text exposition (GET /metrics).
 #pragma once
 
+#include <agentctx/runtime/pg_store.hpp>
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -10,6 +12,9 @@
 #include <vector>
 
 namespace agentctx::server {
+
+/// The PostgreSQL store's counters (group commit, LISTEN reconnects, re-syncs) in the same format.
+std::string render_pg_metrics(const runtime::pg_pool_stats& s);
 
 /// A Prometheus histogram over fixed upper bounds (+Inf implicit); not thread-safe by itself.
 class histogram

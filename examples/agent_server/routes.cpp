@@ -85,6 +85,8 @@ asio::awaitable<http_response> get_metrics(request_context& c)
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     res.keep_alive(c.req.keep_alive());
     res.body() = c.server.metrics.render(c.server.sessions->active());
+    if (c.server.opts.pg)
+        res.body() += render_pg_metrics(c.server.opts.pg->stats());
     res.prepare_payload();
     co_return res;
 }

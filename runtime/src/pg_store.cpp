@@ -64,13 +64,6 @@ constexpr const char* select_session =
     "SELECT s.header, s.last_seq, coalesce((SELECT string_agg(e.line, E'\\n' ORDER BY e.seq) "
     "FROM agentctx_entries e WHERE e.session_id = s.id), '') FROM agentctx_sessions s WHERE s.id = $1";
 
-// Compare-and-set on last_seq, insert, notify: one statement, so one transaction.
-constexpr const char* append_entry =
-    "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 AND last_seq = $2 RETURNING last_seq) "
-    "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
-    "SELECT $1, s.last_seq, $3, $4, $5, $6 FROM s "
-    "RETURNING seq, pg_notify('agentctx_sessions', seq || ' ' || $1)";
-
 constexpr const char* import_session =
     "WITH s AS (INSERT INTO agentctx_sessions (id, header, last_seq) VALUES ($1, $2, $3) "
     "ON CONFLICT (id) DO NOTHING RETURNING id) "
@@ -179,7 +172,7 @@ asio::awaitable<std::pair<error_code, std::string>> session_text(std::shared_ptr
 // ---------------------------------------------------------------------------------------------
 
 pg_pool::pg_pool(asio::any_io_executor ex, std::string conninfo, pg_pool_options opts)
-    : impl_(std::make_shared<pg::pool>(std::move(ex), std::move(conninfo), opts.max_connections)), opts_(opts)
+    : impl_(std::make_shared<pg::pool>(std::move(ex), std::move(conninfo), opts)), opts_(opts)
 {
     if (opts_.listen)
         impl_->start_listening();
@@ -188,6 +181,10 @@ pg_pool::pg_pool(asio::any_io_executor ex, std::string conninfo, pg_pool_options
 pg_pool::~pg_pool() { close(); }
 
 void pg_pool::close() { impl_->close(); }
+
+pg_pool_stats pg_pool::stats() const { return impl_->stats(); }
+
+int pg_pool::listen_backend_pid() const { return impl_->listen_backend_pid(); }
 
 void pg_pool::migrate_impl(asio::any_completion_handler<pg_text_signature> h)
 {
@@ -307,25 +304,23 @@ result<void> pg_store::append(const compaction::entry&, diagnostics& diag)
     return errc::io_error;
 }
 
-void pg_store::async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries, asio::any_completion_handler<store_write_signature> h)
+void pg_store::async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
+                           asio::any_completion_handler<store_write_signature> h)
 {
-    spawn_text(ex, [](std::shared_ptr<pg::pool> p, std::string id, compaction::entry_ptr e,
-                                     std::size_t known) -> asio::awaitable<std::pair<error_code, std::string>> {
-        diagnostics diag;
-        const pg::params params{id,
-                                std::to_string(known),
-                                e->id,
-                                e->parent_id ? std::optional<std::string>(*e->parent_id) : std::nullopt,
-                                e->type_name,
-                                without_newline(to_jsonl_line(e->raw))};
-        auto r = co_await run(*p, append_entry, params, diag);
-        if (!r)
-            co_return std::pair{r.error(), diag.message};
-        if (r->size() == 0)
-            co_return std::pair{make_error_code(errc::stale_leaf),
-                                "session '" + id + "' has entries this node has not seen (another node appended); reload and retry"};
-        co_return std::pair{error_code{}, std::string()};
-    }(pool_, id_, std::move(e), known_entries), std::move(h));
+    async_write_batch(std::move(ex), {std::move(e)}, known_entries, std::move(h));
+}
+
+void pg_store::async_write_batch(asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
+                                 asio::any_completion_handler<store_write_signature> h)
+{
+    if (entries.empty())
+        return asio::post(ex, asio::append(std::move(h), error_code{}, std::string()));
+    // One compare-and-set for the whole batch, committed with whatever other sessions' appends
+    // are waiting (group commit).
+    auto handler = std::make_shared<asio::any_completion_handler<store_write_signature>>(std::move(h));
+    pool_->append({id_, known_entries, std::move(entries), [ex = std::move(ex), handler](error_code ec, std::string message) {
+                       asio::post(ex, asio::append(std::move(*handler), ec, std::move(message)));
+                   }});
 }
 
 namespace {
@@ -370,7 +365,7 @@ void pg_store::on_remote_change(std::function<void(std::size_t)> callback)
     if (subscription_)
         pool_->unsubscribe(id_, std::exchange(subscription_, 0));
     if (callback)
-        subscription_ = pool_->subscribe(id_, std::move(callback));
+        subscription_ = pool_->subscribe(id_, std::move(callback), entries_);
 }
 
 bool split_pg_reference(const std::string& ref, std::string& conninfo, std::string& session_id)

@@ -106,7 +106,9 @@ int main()
     }
     {
         boost::asio::io_context ioc(1);
-        runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = 8, .listen = false});
+        const std::size_t pool_size = std::getenv("AGENTCTX_PG_POOL") ? std::stoul(std::getenv("AGENTCTX_PG_POOL")) : 8;
+        const std::size_t flushers = std::getenv("AGENTCTX_PG_FLUSHERS") ? std::stoul(std::getenv("AGENTCTX_PG_FLUSHERS")) : 0;
+        runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = pool_size, .listen = false, .max_flushers = flushers});
         bool migrated = false;
         pool.async_migrate([&](error_code ec, std::string m) {
             if (ec)
@@ -117,16 +119,25 @@ int main()
         const std::string run = std::to_string(::getpid()) + "-" + std::to_string(clock_type::now().time_since_epoch().count());
 
         std::vector<std::shared_ptr<runtime::session>> one{create(ioc, pool, "bench-one-" + run)};
-        const auto single = measure(ioc, one, 3000, 1);
         std::vector<std::shared_ptr<runtime::session>> many;
         for (int i = 0; i < 1000; ++i)
             many.push_back(create(ioc, pool, "bench-many-" + run + "-" + std::to_string(i)));
-        const auto spread = measure(ioc, many, 10000, 64);
-        std::printf("pg_store appends (fsync on, Unix socket, 1 io thread, pool of 8):\n");
-        std::printf("  one session, one at a time : %8.0f appends/s  p50 %.2f ms  p99 %.2f ms\n", single.per_second,
-                    single.p50_ms, single.p99_ms);
-        std::printf("  1,000 sessions, 64 in flight: %8.0f appends/s  p50 %.2f ms  p99 %.2f ms\n", spread.per_second,
-                    spread.p50_ms, spread.p99_ms);
+        std::printf("pg_store appends (fsync on, Unix socket, 1 io thread, pool of %zu, %s flushers):\n", pool_size,
+                    flushers ? std::to_string(flushers).c_str() : "default");
+        auto report = [&](const char* what, const figures& f, const runtime::pg_pool_stats& before) {
+            const auto after = pool.stats();
+            const auto groups = after.append_groups - before.append_groups;
+            std::printf("  %-28s: %8.0f appends/s  p50 %.2f ms  p99 %.2f ms  (%.1f appends per transaction)\n", what,
+                        f.per_second, f.p50_ms, f.p99_ms,
+                        groups ? static_cast<double>(after.appends - before.appends) / static_cast<double>(groups) : 0.0);
+            std::fflush(stdout);
+        };
+        auto before = pool.stats();
+        report("one session, one at a time", measure(ioc, one, 3000, 1), before);
+        before = pool.stats();
+        report("1,000 sessions, 64 in flight", measure(ioc, many, 10000, 64), before);
+        before = pool.stats();
+        report("1,000 sessions, 256 in flight", measure(ioc, many, 10000, 256), before);
         for (auto& s : one)
             s->close();
         for (auto& s : many)

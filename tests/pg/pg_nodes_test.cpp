@@ -250,4 +250,60 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     EXPECT_TRUE(compaction::session_log::load(final_text, {}, report, diag)) << diag.message;
 }
 
+TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within_a_bound)
+{
+    auto a = start(0);
+    auto b = start(0);
+    ASSERT_NE(a->p.port, 0);
+    ASSERT_NE(b->p.port, 0);
+    auto context = [](const node& n, const std::string& id) {
+        return json::serialize(test::raw_body(test::ask(n.p.port, "GET", "/v1/sessions/" + id + "/context")));
+    };
+    auto append = [&](const node& n, const std::string& id, const std::string& text) {
+        const auto res = test::ask(n.p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(text));
+        ASSERT_EQ(status_of(res), "HTTP/1.1 201") << res;
+    };
+    // Ten sessions open on both nodes, appended to on both.
+    std::vector<std::string> ids;
+    for (int i = 0; i < 10; ++i)
+    {
+        ids.push_back(create(*a));
+        append(*a, ids.back(), "from a");
+        for (int k = 0; k < 50 && context(*b, ids.back()) != context(*a, ids.back()); ++k)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        append(*b, ids.back(), "from b");
+    }
+    // Mid-run, b's LISTEN connection dies (found by its name), and a keeps appending.
+    const std::string name = "agentctx-listen-" + std::to_string(b->p.pid);
+    std::string killed;
+    for (int i = 0; i < 100 && killed.empty(); ++i)  // b listens within moments of starting
+    {
+        killed = test::pg_sql(url_, "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = $1",
+                              {name});
+        if (killed.empty())
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(killed, "true");
+    for (int round = 0; round < 3; ++round)
+        for (const auto& id : ids)
+            append(*a, id, "after the kill " + std::to_string(round));
+    // Both nodes agree within a bounded time (the reconnect's re-sync, else the 1 s check).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::size_t behind = ids.size();
+    while (behind > 0 && std::chrono::steady_clock::now() < end)
+    {
+        behind = 0;
+        for (const auto& id : ids)
+            behind += context(*a, id) != context(*b, id);
+        if (behind > 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(behind, 0u) << "sessions b still serves stale 5 s after a's last append";
+    const std::string metrics = test::ask(b->p.port, "GET", "/metrics");
+    EXPECT_NE(metrics.find("agentctx_pg_listen_reconnects_total 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("agentctx_pg_full_resyncs_total 1"), std::string::npos) << metrics;
+    EXPECT_EQ(test::pg_sql(url_, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1", {name}), "1")
+        << "b listens again";
+}
+
 }  // namespace

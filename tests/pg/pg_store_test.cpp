@@ -1,5 +1,6 @@
 // pg_store against a real PostgreSQL: schema, exact export/import, append compare-and-set, the lease, NOTIFY.
 #include "file_text.hpp"
+#include "pg_store_fixture.hpp"
 #include "pg_test_support.hpp"
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
@@ -24,105 +25,9 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using boost::system::error_code;
 
-std::string tokens(std::size_t n) { return std::string(n * 4, 'x'); }
-
-class pg_store_test : public ::testing::Test
+// The fixture is shared with the group-commit and re-sync suites.
+class pg_store_test : public test::pg_store_fixture
 {
-protected:
-    void SetUp() override
-    {
-        std::string why;
-        auto url = test::pg_conninfo(why);
-        if (!url)
-            GTEST_SKIP() << why;
-        url_ = *url;
-        node_a_ = std::make_unique<pg_pool>(ioc_.get_executor(), url_);
-        node_b_ = std::make_unique<pg_pool>(ioc_.get_executor(), url_);
-        ASSERT_EQ(migrate(*node_a_), error_code{});
-        ASSERT_EQ(migrate(*node_b_), error_code{}) << "a second migration is a no-op";
-    }
-
-    error_code migrate(pg_pool& p)
-    {
-        std::optional<std::pair<error_code, std::string>> r;
-        p.async_migrate([&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
-        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
-        EXPECT_FALSE(r->first) << r->second;
-        return r->first;
-    }
-
-    std::pair<error_code, std::string> import(pg_pool& p, std::string text)
-    {
-        std::optional<std::pair<error_code, std::string>> r;
-        p.async_import(std::move(text), [&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
-        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
-        return *r;
-    }
-
-    std::pair<error_code, std::string> export_text(pg_pool& p, std::string id)
-    {
-        std::optional<std::pair<error_code, std::string>> r;
-        p.async_export(std::move(id), [&](error_code ec, std::string m) { r.emplace(ec, std::move(m)); });
-        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
-        return *r;
-    }
-
-    std::unique_ptr<pg_store> open_store(pg_pool& p, const std::string& id)
-    {
-        std::optional<error_code> done;
-        std::unique_ptr<pg_store> st;
-        p.async_open(id, [&](error_code ec, std::unique_ptr<pg_store> s, std::string m) {
-            EXPECT_FALSE(ec) << m;
-            st = std::move(s);
-            done = ec;
-        });
-        EXPECT_TRUE(test::run_until(ioc_, [&] { return done.has_value(); }));
-        return st;
-    }
-
-    session_config config()
-    {
-        session_config c;
-        c.settings.keep_recent_tokens = 400;
-        c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
-        c.summarizer = summarizer_;
-        return c;
-    }
-
-    std::shared_ptr<session> open_session(pg_pool& p, const std::string& id)
-    {
-        auto st = open_store(p, id);
-        compaction::diagnostics diag;
-        auto s = session::open(ioc_.get_executor(), std::move(st), config(), diag);
-        EXPECT_TRUE(s) << diag.message;
-        return *s;
-    }
-
-    std::pair<error_code, std::string> append(session& s, json::object fields)
-    {
-        std::optional<std::pair<error_code, std::string>> r;
-        s.async_append(std::move(fields), [&](error_code ec, std::string id) { r.emplace(ec, std::move(id)); });
-        EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
-        return *r;
-    }
-
-    static json::object user(const std::string& text)
-    {
-        return {{"type", "message"}, {"message", {{"role", "user"}, {"content", text}, {"timestamp", 1}}}};
-    }
-
-    std::string ten_turns(const std::string& id)
-    {
-        test::session_text s(3, id);
-        for (int i = 0; i < 10; ++i)
-            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
-        return s.text;
-    }
-
-    asio::io_context ioc_;
-    std::string url_;
-    std::unique_ptr<pg_pool> node_a_, node_b_;
-    std::shared_ptr<test::scripted_summarizer> summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
 };
 
 TEST_F(pg_store_test, import_then_export_round_trips_the_pi16_fixture_byte_for_byte)

@@ -43,6 +43,18 @@ std::string trimmed(const char* m)
     return s;
 }
 
+void collect_rows(PGresult* r, rows& out)
+{
+    const int n = PQntuples(r), m = PQnfields(r);
+    for (int i = 0; i < n; ++i)
+    {
+        auto& row = out.values.emplace_back();
+        for (int k = 0; k < m; ++k)
+            row.push_back(PQgetisnull(r, i, k) ? std::nullopt
+                                               : std::optional<std::string>(std::string(PQgetvalue(r, i, k), PQgetlength(r, i, k))));
+    }
+}
+
 }  // namespace
 
 connection::connection(asio::any_io_executor ex, PGconn* c) : conn_(c), socket_(std::move(ex)) {}
@@ -94,9 +106,12 @@ asio::awaitable<result<void>> connection::wait(bool write, diagnostics& diag)
 }
 
 asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(asio::any_io_executor ex, std::string conninfo,
-                                                                         diagnostics& diag)
+                                                                         diagnostics& diag, std::string application_name)
 {
-    PGconn* raw = PQconnectStart(conninfo.c_str());
+    // The conninfo expands in place of dbname; a name given here overrides the conninfo's.
+    const char* keys[] = {"dbname", application_name.empty() ? nullptr : "application_name", nullptr};
+    const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
+    PGconn* raw = PQconnectStartParams(keys, values, 1);
     if (!raw)
     {
         diag.message = "out of memory creating a PostgreSQL connection";
@@ -177,17 +192,7 @@ asio::awaitable<result<rows>> connection::exec(std::string_view sql, const param
             break;  // the statement is complete
         const auto status = PQresultStatus(r);
         if (status == PGRES_TUPLES_OK)
-        {
-            const int n = PQntuples(r), m = PQnfields(r);
-            for (int i = 0; i < n; ++i)
-            {
-                auto& row = out.values.emplace_back();
-                for (int k = 0; k < m; ++k)
-                    row.push_back(PQgetisnull(r, i, k) ? std::nullopt
-                                                       : std::optional<std::string>(std::string(PQgetvalue(r, i, k),
-                                                                                                PQgetlength(r, i, k))));
-            }
-        }
+            collect_rows(r, out);
         else if (status != PGRES_COMMAND_OK && !error)
         {
             const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -200,6 +205,144 @@ asio::awaitable<result<rows>> connection::exec(std::string_view sql, const param
         diag.field = error->first;
         diag.message = error->second;
         co_return errc::database_error;
+    }
+    co_return std::move(out);
+}
+
+std::string text_array(const std::vector<std::optional<std::string>>& items)
+{
+    std::string out = "{";
+    for (std::size_t i = 0; i < items.size(); ++i)
+    {
+        if (i)
+            out += ',';
+        if (!items[i])
+        {
+            out += "NULL";
+            continue;
+        }
+        out += '"';
+        for (char ch : *items[i])
+        {
+            if (ch == '"' || ch == '\\')
+                out += '\\';
+            out += ch;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
+int connection::backend_pid() const noexcept { return PQbackendPID(conn_); }
+
+asio::awaitable<result<PGresult*>> connection::next_result(diagnostics& diag)
+{
+    while (PQisBusy(conn_))
+    {
+        if (auto w = co_await wait(false, diag); !w)
+            co_return w.error();
+        if (!PQconsumeInput(conn_))
+            co_return fail(diag, "reading");
+    }
+    co_return PQgetResult(conn_);
+}
+
+bool connection::send_pipeline(const std::vector<transaction>& txns, std::vector<step>& steps)
+{
+    std::set<std::string, std::less<>> preparing;
+    for (std::size_t t = 0; t < txns.size(); ++t)
+    {
+        for (const auto& st : txns[t])
+        {
+            std::vector<const char*> values;
+            for (const auto& v : st.p)
+                values.push_back(v ? v->c_str() : nullptr);
+            const std::string sql(st.sql), name(st.name);
+            const int n = static_cast<int>(values.size());
+            if (!name.empty() && !prepared_.contains(name) && !preparing.contains(name))
+            {
+                if (!PQsendPrepare(conn_, name.c_str(), sql.c_str(), n, nullptr))
+                    return false;
+                preparing.insert(name);
+                steps.push_back({step::prepare, t, name});
+            }
+            const int sent = name.empty() ? PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)
+                                          : PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), nullptr, nullptr, 0);
+            if (!sent)
+                return false;
+            steps.push_back({step::query, t, {}});
+        }
+        if (!PQpipelineSync(conn_))
+            return false;
+        steps.push_back({step::sync, t, {}});
+    }
+    return true;
+}
+
+asio::awaitable<result<void>> connection::read_step(const step& s, std::vector<transaction_result>& out, diagnostics& diag)
+{
+    auto& txn = out[s.txn];
+    if (s.kind == step::query)
+        txn.statements.emplace_back();
+    for (;;)
+    {
+        auto got = co_await next_result(diag);
+        if (!got)
+            co_return got.error();
+        PGresult* r = *got;
+        if (!r)
+        {
+            if (s.kind == step::sync)
+                co_return fail(diag, "the pipeline lost its sync");
+            co_return result<void>{};  // this statement is complete
+        }
+        const auto status = PQresultStatus(r);
+        if (status == PGRES_PIPELINE_SYNC)
+        {
+            PQclear(r);
+            co_return result<void>{};  // a sync has no terminating null result
+        }
+        if (status == PGRES_TUPLES_OK && s.kind == step::query)
+            collect_rows(r, txn.statements.back());
+        else if (status == PGRES_COMMAND_OK && s.kind == step::prepare)
+            prepared_.insert(s.name);
+        else if (status == PGRES_PIPELINE_ABORTED && txn.error.empty())
+            txn.error = "an earlier statement of the transaction failed";
+        else if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_PIPELINE_ABORTED &&
+                 txn.sqlstate.empty())
+        {
+            const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            txn.sqlstate = state ? state : "XX000";
+            txn.error = trimmed(PQresultErrorMessage(r));
+        }
+        PQclear(r);
+    }
+}
+
+asio::awaitable<result<std::vector<transaction_result>>> connection::pipeline(const std::vector<transaction>& txns,
+                                                                              diagnostics& diag)
+{
+    if (PQenterPipelineMode(conn_) != 1)
+        co_return fail(diag, "entering pipeline mode");
+    std::vector<step> steps;
+    if (!send_pipeline(txns, steps))
+    {
+        broken_ = true;  // part of the pipeline may be queued: the protocol state is unknown
+        co_return fail(diag, "sending a pipeline");
+    }
+    if (auto f = co_await flush(diag); !f)
+        co_return f.error();
+    std::vector<transaction_result> out(txns.size());
+    for (const auto& s : steps)
+        if (auto r = co_await read_step(s, out, diag); !r)
+        {
+            broken_ = true;
+            co_return r.error();
+        }
+    if (PQexitPipelineMode(conn_) != 1)
+    {
+        broken_ = true;
+        co_return fail(diag, "leaving pipeline mode");
     }
     co_return std::move(out);
 }

@@ -6,10 +6,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -21,6 +24,26 @@ struct pg_pool_options
 {
     std::size_t max_connections = 8;  ///< statements in flight at once (the LISTEN and lease connections are extra)
     bool listen = true;               ///< LISTEN for other nodes' changes (pg_store::on_remote_change)
+    /// With `listen`: how often the stored counts of this node's open sessions are compared with
+    /// what it has seen, so a lost or late notification leaves a session behind for at most
+    /// about this long. Zero: never.
+    std::chrono::milliseconds check_interval{1000};
+    std::size_t max_group = 128;  ///< appends committed together in one transaction at most
+    /// Append transactions in flight at once; 0: half of max_connections (the rest serve
+    /// reloads, opens and checks). Fewer flushers make larger groups: fewer commits per append.
+    std::size_t max_flushers = 0;
+};
+
+/// What a pool has done, for metrics and tests.
+struct pg_pool_stats
+{
+    std::uint64_t append_groups = 0;     ///< transactions that carried appends (group commit)
+    std::uint64_t appends = 0;           ///< appends they carried
+    std::uint64_t group_fallbacks = 0;   ///< groups that failed whole and were retried one append at a time
+    std::uint64_t listen_reconnects = 0; ///< LISTEN connections re-established after a failure
+    std::uint64_t full_resyncs = 0;      ///< re-syncs of every open session (after a reconnect)
+    std::uint64_t checks = 0;            ///< periodic checks of the open sessions' stored counts
+    std::uint64_t missed_changes = 0;    ///< sessions a check found ahead of every notification (then re-synced)
 };
 
 class pg_store;
@@ -89,6 +112,10 @@ public:
     /// Stops the LISTEN connection and drops idle connections (the destructor does it too).
     void close();
 
+    pg_pool_stats stats() const;
+    /// The server process (pg_stat_activity.pid) of the LISTEN connection; 0 while there is none.
+    int listen_backend_pid() const;
+
     const std::shared_ptr<pg::pool>& impl() const noexcept { return impl_; }
 
 private:
@@ -110,7 +137,11 @@ private:
  *   committed, and a concurrent append from another node gets `stale_leaf`, never a duplicate).
  * - The compaction lease is a session-scoped advisory lock held by a connection of its own:
  *   a node that dies releases it with its connection.
- * - Every committed append NOTIFYs; other nodes' stores call on_remote_change.
+ * - Appends of different sessions that arrive together commit in one transaction (group
+ *   commit), each under its own compare-and-set: a stale one fails alone with `stale_leaf`.
+ * - Committed appends are NOTIFYed; other nodes' stores call on_remote_change. A periodic check
+ *   of the stored counts and a re-sync after the LISTEN connection is re-established bound how
+ *   long a node can miss a change (pg_pool_options::check_interval).
  */
 class pg_store final : public text_store
 {
@@ -127,6 +158,9 @@ public:
     bool asynchronous() const noexcept override { return true; }
     void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
                      boost::asio::any_completion_handler<store_write_signature> h) override;
+    /// All of `entries` in one transaction under one compare-and-set on the count, or none.
+    void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
+                           boost::asio::any_completion_handler<store_write_signature> h) override;
     void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h) override;
     void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h) override;
     void on_remote_change(std::function<void(std::size_t)> callback) override;
