@@ -211,31 +211,23 @@ asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(s
         s.logger_->info("cache-friendly summary request refused ({}): one standalone request instead", f.ec.message());
         return true;
     };
-    if (calls.history)
+    const summary_kind kinds[] = {summary_kind::history, summary_kind::turn_prefix};
+    for (const auto kind : kinds)
     {
-        auto h = co_await request(s, j, std::move(*calls.history), summary_kind::history);
-        if (!h && !refused(h.error()))
-            co_return h.error();
-        if (h)
-        {
-            out.history = std::move(h->text);
-            out.history_usage = h->usage;
-        }
-        else if (auto r = co_await summarize_standalone(s, j, p, scrub, true, false, out); !r)
+        const bool history = kind == summary_kind::history;
+        auto& cached = history ? calls.history : calls.prefix;
+        if (!cached)
+            continue;
+        auto r = co_await request(s, j, std::move(*cached), kind);
+        if (!r && !refused(r.error()))
             co_return r.error();
-    }
-    if (calls.prefix)
-    {
-        auto pr = co_await request(s, j, std::move(*calls.prefix), summary_kind::turn_prefix);
-        if (!pr && !refused(pr.error()))
-            co_return pr.error();
-        if (pr)
+        if (r)
         {
-            out.prefix = std::move(pr->text);
-            out.prefix_usage = pr->usage;
+            (history ? out.history : out.prefix) = std::move(r->text);
+            (history ? out.history_usage : out.prefix_usage) = r->usage;
         }
-        else if (auto r = co_await summarize_standalone(s, j, p, scrub, false, true, out); !r)
-            co_return r.error();
+        else if (auto f = co_await summarize_standalone(s, j, p, scrub, history, !history, out); !f)
+            co_return f.error();
     }
     co_return step<void>{};
 }

@@ -149,6 +149,15 @@ protected:
         return r;
     }
 
+    // Closes and releases the session, so its file lock is free for the next open.
+    void close(std::shared_ptr<session>& s)
+    {
+        s->close();
+        s.reset();
+        ioc_.restart();
+        ioc_.poll();
+    }
+
     void script(std::initializer_list<answer> a)
     {
         std::lock_guard lock(mu_);
@@ -208,6 +217,9 @@ TEST_F(cache_friendly_test, a_150k_token_conversation_is_summarized_with_over_90
         sum.written += b.written;
     }
     EXPECT_GE(static_cast<double>(sum.read) / static_cast<double>(sum.input), 0.9);
+    RecordProperty("input", std::to_string(sum.input));
+    RecordProperty("read", std::to_string(sum.read));
+    RecordProperty("written", std::to_string(sum.written));
     ASSERT_EQ(finished_.size(), 1u);
     const auto& ev = finished_[0];
     EXPECT_EQ(ev.request, "cache-friendly");
@@ -353,10 +365,7 @@ TEST_F(cache_friendly_test, the_setting_and_pi_mode_keep_standalone_requests)
     EXPECT_FALSE(cache_friendly(summary_bodies()[0]));
     ASSERT_EQ(finished_.size(), 1u);
     EXPECT_EQ(finished_[0].request, "standalone");
-    s->close();
-    s.reset();
-    ioc_.restart();
-    ioc_.poll();
+    close(s);
 
     write_session(20, 3000);
     auto p = config(wire_format::anthropic);
@@ -382,10 +391,7 @@ TEST_F(cache_friendly_test, the_default_is_standalone_for_another_model_or_a_loc
     ASSERT_FALSE(ec) << out.message;
     EXPECT_FALSE(cache_friendly(summary_bodies().at(0)));
     EXPECT_EQ(finished_.at(0).request, "standalone");
-    s->close();
-    s.reset();
-    ioc_.restart();
-    ioc_.poll();
+    close(s);
 
     write_session(20, 3000);
     auto local = config(wire_format::openai);
@@ -402,10 +408,7 @@ TEST_F(cache_friendly_test, the_default_is_standalone_for_another_model_or_a_loc
 
     // Asked for explicitly, a local server gets it too.
     write_session(20, 3000);
-    l->close();
-    l.reset();
-    ioc_.restart();
-    ioc_.poll();
+    close(l);
     auto forced = config(wire_format::openai);
     forced.summarizer = std::make_shared<providers::http_summarizer>(ioc_.get_executor(), p);
     forced.settings.summary_request = compaction::summary_request_mode::cache_friendly;
