@@ -24,7 +24,9 @@ struct conversation_request
     boost::json::array tools;  ///< tool definitions, as sent
     std::optional<std::string> prompt_cache_key;  ///< OpenAI: the conversation's key
     /// How the host renders a context as its request's messages; empty = agentctx's own view
-    /// (providers::to_wire_messages with the session's native state and summary framing).
+    /// (providers::to_wire_messages with the session's native state and summary framing). Called
+    /// on the strand with the whole context and with prefixes of it (to find where the summarized
+    /// part ends among the rendered messages); it must not block.
     std::function<boost::json::array(std::span<const compaction::context_message>)> render;
 };
 
