@@ -145,6 +145,24 @@ result<void> check_background(const boost::json::object& layer, const char* name
     return {};
 }
 
+// `compaction.summaryRequest` in one layer: `"cache-friendly"` or `"standalone"`.
+result<void> check_summary_request(const boost::json::object& layer, const char* name, diagnostics& diag)
+{
+    const auto* comp = layer.if_contains("compaction");
+    const auto* v = comp ? comp->get_object().if_contains("summaryRequest") : nullptr;
+    if (!v || (v->is_string() && (v->get_string() == "cache-friendly" || v->get_string() == "standalone")))
+        return {};
+    diag.field = "compaction.summaryRequest";
+    std::string shown;
+    if (v->is_string())
+        quote_to(shown, v->get_string());
+    else
+        shown = v->is_number() ? js_string(*v) : detail::kind_name(v->kind());
+    diag.message = std::string(name) + " settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
+                   "\"standalone\", got " + shown;
+    return errc::invalid_settings;
+}
+
 // Checks one layer so that an error can say which file it came from.
 result<void> check_layer(const boost::json::object& layer, const char* name, diagnostics& diag)
 {
@@ -175,6 +193,8 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
             return errc::invalid_settings;
         }
     }
+    if (auto r = check_summary_request(layer, name, diag); !r)
+        return r;
     return check_background(layer, name, diag);
 }
 
@@ -302,6 +322,9 @@ result<compaction_settings> resolve_settings(
     if (const auto* v = get(comp, "summaryMaxCalls"))
         s.summary_max_calls = count_of(*v);
     s.background = background_of(comp);
+    if (const auto* v = get(comp, "summaryRequest"))
+        s.summary_request = v->get_string() == "standalone" ? summary_request_mode::standalone
+                                                             : summary_request_mode::cache_friendly;
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

@@ -407,7 +407,8 @@ void http_summarizer::summarize_impl(
 summarizer_capabilities http_summarizer::capabilities() const
 {
     return {cfg_.exact_counting, cfg_.native != native_mode::off,
-            cfg_.format == wire_format::anthropic ? anthropic_min_compaction_trigger : 0};
+            cfg_.format == wire_format::anthropic ? anthropic_min_compaction_trigger : 0, cfg_.format, cfg_.name,
+            cfg_.model};
 }
 
 void http_summarizer::count_impl(compaction::summary_prompt prompt, asio::any_completion_handler<count_signature> handler)

@@ -49,6 +49,77 @@ void count_openai_tool_calls(const json::object& message_or_delta, std::size_t& 
         count = std::max<std::size_t>(count, 1);  // legacy single call
 }
 
+const json::object ephemeral{{"type", "ephemeral"}};
+
+std::size_t breakpoints_in(const json::array& blocks)
+{
+    return static_cast<std::size_t>(std::count_if(blocks.begin(), blocks.end(), [](const json::value& b) {
+        return b.is_object() && b.get_object().contains("cache_control");
+    }));
+}
+
+// Marks the last block of `blocks` as a cache breakpoint unless one is there already.
+void mark_last(json::array& blocks, std::size_t& used)
+{
+    if (blocks.empty() || !blocks.back().is_object() || breakpoints_in(blocks) > 0 || used >= 4)
+        return;
+    blocks.back().get_object()["cache_control"] = ephemeral;
+    ++used;
+}
+
+// Anthropic's cache-friendly body: the conversation's system, tools and messages with breakpoints
+// on the system prompt, the tool list and the conversation's last block (the host's own markers
+// inside messages are dropped: the last one covers them), then the instruction message.
+void anthropic_head(const compaction::request_head& head, const std::string& prompt, json::object& body)
+{
+    std::size_t used = 0;
+    json::array system;
+    if (head.system.is_string() && !head.system.get_string().empty())
+        system.push_back(json::object{{"type", "text"}, {"text", head.system.get_string()}});
+    else if (head.system.is_array())
+        system = head.system.get_array();
+    json::array tools = head.tools;
+    used = breakpoints_in(system) + breakpoints_in(tools);
+    mark_last(system, used);
+    mark_last(tools, used);
+    if (!system.empty())
+        body["system"] = std::move(system);
+    if (!tools.empty())
+        body["tools"] = std::move(tools);
+    json::array messages = head.messages;
+    for (auto& m : messages)
+    {
+        auto* content = m.is_object() ? m.get_object().if_contains("content") : nullptr;
+        if (content && content->is_string())
+            *content = json::array{json::object{{"type", "text"}, {"text", content->get_string()}}};
+        if (content && content->is_array())
+            for (auto& b : content->get_array())
+                if (b.is_object())
+                    b.get_object().erase("cache_control");
+    }
+    if (!messages.empty() && messages.back().is_object())
+        if (auto* content = messages.back().get_object().if_contains("content"); content && content->is_array())
+            mark_last(content->get_array(), used);
+    messages.push_back(json::object{{"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", prompt}}}}});
+    body["messages"] = std::move(messages);
+}
+
+// Chat Completions' cache-friendly body: the conversation's system message, messages and tools,
+// its prompt_cache_key, then the instruction message.
+void openai_head(const compaction::request_head& head, const std::string& prompt, json::object& body)
+{
+    json::array messages;
+    if (!head.system.is_null())
+        messages.push_back(json::object{{"role", "system"}, {"content", head.system}});
+    messages.insert(messages.end(), head.messages.begin(), head.messages.end());
+    messages.push_back(json::object{{"role", "user"}, {"content", prompt}});
+    body["messages"] = std::move(messages);
+    if (!head.tools.empty())
+        body["tools"] = head.tools;
+    if (head.prompt_cache_key)
+        body["prompt_cache_key"] = *head.prompt_cache_key;
+}
+
 }  // namespace
 
 std::string new_routing_id()
@@ -104,8 +175,11 @@ http_request build_request(const provider_config& cfg, const compaction::summary
         r.url = join_url(cfg.base_url, "/chat/completions");
         if (!cfg.api_key.empty())
             r.headers.emplace_back("authorization", "Bearer " + cfg.api_key);
-        body["messages"] = json::array{json::object{{"role", "system"}, {"content", prompt.system_prompt}},
-                                       json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        if (prompt.head)
+            openai_head(*prompt.head, prompt.prompt, body);
+        else
+            body["messages"] = json::array{json::object{{"role", "system"}, {"content", prompt.system_prompt}},
+                                           json::object{{"role", "user"}, {"content", prompt.prompt}}};
         if (cap > 0)
             body["max_tokens"] = cap;  // understood by OpenAI and every compatible server
         if (prompt.reasoning_effort)
@@ -123,8 +197,13 @@ http_request build_request(const provider_config& cfg, const compaction::summary
             r.headers.emplace_back("x-api-key", cfg.api_key);
         r.headers.emplace_back("anthropic-version", cfg.anthropic_version);
         body["max_tokens"] = cap > 0 ? cap : 4096;
-        body["system"] = prompt.system_prompt;
-        body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        if (prompt.head)
+            anthropic_head(*prompt.head, prompt.prompt, body);
+        else
+        {
+            body["system"] = prompt.system_prompt;
+            body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+        }
         body["metadata"] = json::object{{"user_id", prompt.routing_id ? *prompt.routing_id : new_routing_id()}};
         if (cfg.stream)
             body["stream"] = true;

@@ -25,9 +25,12 @@ struct model_reply
     std::string model;
 };
 
-/// The HTTP request for a summary prompt in the configured wire format. Summary requests write
-/// no prompt-cache entries (Pi 1.6 `cacheRetention: "none"`): no `cache_control` (Anthropic), no
-/// `prompt_cache_key` (OpenAI). Anthropic requests carry `metadata.user_id` = the prompt's
+/// The HTTP request for a summary prompt in the configured wire format. A standalone request
+/// writes no prompt-cache entries (Pi 1.6 `cacheRetention: "none"`): no `cache_control`
+/// (Anthropic), no `prompt_cache_key` (OpenAI). A cache-friendly one (`prompt.head`) starts with
+/// the conversation's system prompt, tools and messages, then `prompt.prompt` as one user message:
+/// Anthropic `cache_control` breakpoints on the system prompt, the tool list and the last
+/// conversation block (at most 4 in all); OpenAI the conversation's `prompt_cache_key`. Anthropic requests carry `metadata.user_id` = the prompt's
 /// routing_id, else a fresh new_routing_id() per request; Chat Completions has no such field.
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
 

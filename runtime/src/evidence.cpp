@@ -41,6 +41,8 @@ boost::json::object to_json(const compaction_evidence& e)
         out["turnPrefixFolded"] = true;
     if (e.discarded)
         out["discarded"] = *e.discarded;
+    if (e.request)
+        out["request"] = *e.request;
     return out;
 }
 

@@ -378,10 +378,34 @@ asio::awaitable<transaction::step<void>> transaction::summarize_portable(
 {
     const auto& prep = p.prep;
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
-    auto pieced = co_await summarize_history_in_pieces(s, j, p, scrub, out);
-    if (!pieced)
-        co_return pieced.error();
-    const bool need_history = !*pieced && (!prep.messages_to_summarize.empty() || !need_prefix);
+    // agentctx: the conversation's own request first (no piecewise bound: it fits the window).
+    auto cached = plan_cache_friendly(s, j, p, scrub, !prep.messages_to_summarize.empty() || !need_prefix, need_prefix);
+    if (cached.history || cached.prefix)
+        co_return co_await summarize_cache_friendly(s, j, p, scrub, std::move(cached), out);
+    co_return co_await summarize_standalone(s, j, p, scrub, true, need_prefix, out);
+}
+
+asio::awaitable<transaction::step<void>> transaction::summarize_standalone(
+    session_core& s,
+    session_core::job& j,
+    const plan& p,
+    const scrub_fn& scrub,
+    bool history,
+    bool prefix,
+    summaries& out
+)
+{
+    const auto& prep = p.prep;
+    const bool need_prefix = prefix;
+    bool pieced = false;
+    if (history)
+    {
+        auto r = co_await summarize_history_in_pieces(s, j, p, scrub, out);
+        if (!r)
+            co_return r.error();
+        pieced = *r;
+    }
+    const bool need_history = history && !pieced && (!prep.messages_to_summarize.empty() || !need_prefix);
     auto prompts = request_prompts(s, j, prep, need_history, scrub);
     // Named, not temporaries: the prompts outlive each suspension in this frame.
     std::optional<summary_prompt> hp, pp;

@@ -172,6 +172,23 @@ private:
                                                               std::optional<compaction::summary_prompt> hp,
                                                               std::optional<compaction::summary_prompt> pp,
                                                               summaries& out);
+    // cache_friendly.cpp (agentctx mode): the history and turn-prefix requests as the
+    // conversation's own request plus the checkpoint instructions, when the setting or its default
+    // asks for them and they fit the window; a refused reply falls back to the standalone path.
+    // Sets evidence.request.
+    struct cache_friendly_calls
+    {
+        std::optional<compaction::summary_prompt> history, prefix;
+    };
+    static cache_friendly_calls plan_cache_friendly(session_core& s, session_core::job& j, const plan& p,
+                                                    const scrub_fn& scrub, bool need_history, bool need_prefix);
+    /// The standalone path (the history in pieces or in one request, the turn prefix in its own).
+    static boost::asio::awaitable<step<void>> summarize_standalone(session_core& s, session_core::job& j, const plan& p,
+                                                                   const scrub_fn& scrub, bool history, bool prefix,
+                                                                   summaries& out);
+    static boost::asio::awaitable<step<void>> summarize_cache_friendly(session_core& s, session_core::job& j,
+                                                                       const plan& p, const scrub_fn& scrub,
+                                                                       cache_friendly_calls calls, summaries& out);
     /// The summaries scrubbed again, a lone turn prefix on the previous summary, native usage added.
     static void finish_portable(session_core::job& j, const compaction::compaction_preparation& prep,
                                 const std::optional<compaction::usage>& native_usage, const scrub_fn& scrub,

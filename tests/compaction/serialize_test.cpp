@@ -240,3 +240,56 @@ TEST(serialize, tool_call_arguments_enumerate_integer_like_keys_first_as_javascr
     const std::shared_ptr<const message> msgs[] = {m};
     EXPECT_EQ(serialize_conversation(msgs), R"([Assistant tool calls]: read(2="x", path="a.ts", n={"1":2,"z":1}))");
 }
+
+TEST(prompts, cache_friendly_history_prompt_layout)
+{
+    auto head = std::make_shared<request_head>();
+    head->chars = 35000;  // ~10,000 tokens at 3.5 chars
+    const checkpoint_scope scope{1, 7, false, "Now add the tests"};
+    auto p = cache_friendly_history_prompt(head, scope, std::nullopt, std::nullopt, 200000, 0);
+    EXPECT_EQ(p.head, head);
+    EXPECT_TRUE(p.system_prompt.empty());  // the conversation's own system prompt is sent
+    EXPECT_EQ(p.prompt.find("<conversation>"), std::string::npos);
+    EXPECT_NE(p.prompt.find("The part to checkpoint is messages 1 to 6 of the conversation above. Messages from 7 on "
+                            "(the first begins \u201CNow add the tests\u201D) are not part of it"),
+              std::string::npos);
+    EXPECT_TRUE(p.prompt.ends_with(initial_summary_instructions));
+    // The budget counts the head: 35000 + the instruction's UTF-16 units.
+    EXPECT_EQ(p.max_output_tokens, summary_output_budget(200000, 0, 0, 35000 + utf16_length(p.prompt)));
+
+    p = cache_friendly_history_prompt(head, scope, std::string("OLD"), std::string("focus on tests"), 200000, 0);
+    EXPECT_NE(p.prompt.find("<previous-summary>\nOLD\n</previous-summary>\n\n" + std::string(update_summary_instructions)),
+              std::string::npos);
+    EXPECT_TRUE(p.prompt.ends_with("\n\nAdditional focus: focus on tests"));
+}
+
+TEST(prompts, cache_friendly_turn_prefix_prompt_and_merged_boundaries)
+{
+    auto head = std::make_shared<request_head>();
+    auto p = cache_friendly_turn_prefix_prompt(head, {5, 9, true, "Run it"}, std::nullopt, 200000, 0);
+    EXPECT_NE(p.prompt.find("The part to checkpoint is messages 5 to 8 of the conversation above and message 9 up to "
+                            "the text that begins \u201CRun it\u201D."),
+              std::string::npos);
+    EXPECT_TRUE(p.prompt.ends_with(turn_prefix_instructions));
+    EXPECT_EQ(checkpoint_scope_text({3, 4, false, "x"}).rfind("The part to checkpoint is message 3 of the conversation above.", 0), 0u);
+    EXPECT_EQ(checkpoint_scope_text({4, 4, true, "x"}).rfind("The part to checkpoint is message 4 up to the text", 0), 0u);
+}
+
+TEST(prompts, message_quotes_collapse_whitespace_and_cut_on_a_character)
+{
+    EXPECT_EQ(message_quote(*msg(R"({"role":"user","content":"  Fix\n\n the   parser "})")), "Fix the parser ");
+    EXPECT_EQ(message_quote(*msg(R"({"role":"user","content":"éééé"})"), 3), "é…");  // never half a character
+    EXPECT_EQ(message_quote(*msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}],"api":"x","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1})")),
+              "a call to the tool bash");
+}
+
+TEST(prompts, cache_friendly_fits_needs_room_for_8192_output_tokens_or_the_models_limit)
+{
+    summary_prompt p;
+    p.max_output_tokens = 8191;
+    EXPECT_FALSE(cache_friendly_fits(p, 0));
+    p.max_output_tokens = 8192;
+    EXPECT_TRUE(cache_friendly_fits(p, 0));
+    p.max_output_tokens = 4000;
+    EXPECT_TRUE(cache_friendly_fits(p, 4000));  // a model that writes at most 4000 tokens
+}

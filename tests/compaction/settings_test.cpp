@@ -336,3 +336,31 @@ TEST(settings, background_errors_name_the_field_and_the_layer)
     ASSERT_FALSE(resolve_settings(l, diag));
     EXPECT_EQ(diag.message, "override settings: field 'compaction.background.enabled': expected boolean, got 1");
 }
+
+TEST(settings, summary_request_is_read_and_checked_per_layer)
+{
+    settings_layers l;
+    diagnostics diag;
+    EXPECT_FALSE(resolve_settings(l, diag)->summary_request.has_value());  // the default depends on the provider
+    l.global = obj(R"({"compaction":{"summaryRequest":"standalone"}})");
+    EXPECT_EQ(resolve_settings(l, diag)->summary_request, summary_request_mode::standalone);
+    l.overrides = obj(R"({"compaction":{"summaryRequest":"cache-friendly"}})");
+    EXPECT_EQ(resolve_settings(l, diag)->summary_request, summary_request_mode::cache_friendly);
+    const std::pair<const char*, const char*> bad[] = {
+        {R"({"compaction":{"summaryRequest":"cached"}})",
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got \"cached\""},
+        {R"({"compaction":{"summaryRequest":true}})",
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got boolean"},
+        {R"({"compaction":{"summaryRequest":2}})",
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got 2"},
+    };
+    for (const auto& [json, message] : bad)
+    {
+        l.overrides = obj(json);
+        const auto r = resolve_settings(l, diag);
+        ASSERT_FALSE(r) << json;
+        EXPECT_EQ(r.error(), make_error_code(errc::invalid_settings));
+        EXPECT_EQ(diag.field, "compaction.summaryRequest");
+        EXPECT_EQ(diag.message, message);
+    }
+}

@@ -476,6 +476,8 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
         runtime::session_config c;
         c.settings.keep_recent_tokens = 400;
         c.model = {"openai", "test-model", 200000, 0};
+        // The standalone request and its `length` refusal (cache-friendly ones fall back instead).
+        c.settings.summary_request = compaction::summary_request_mode::standalone;
         c.summarizer = std::make_shared<http_summarizer>(ioc_.get_executor(), config(wire_format::openai, true));
         return runtime::session::open(ioc_.get_executor(), std::move(store), c, diag).value();
     };

@@ -315,3 +315,64 @@ TEST(wire_format, a_long_error_message_is_classified_without_exhausting_the_stac
     EXPECT_EQ(classify_error(400, R"({"error":{"message":"INPUT TOKEN COUNT 5 exceeds the maximum"}})", diag),
               make_error_code(errc::context_overflow));
 }
+
+namespace {
+
+compaction::summary_prompt cache_friendly_prompt()
+{
+    auto head = std::make_shared<compaction::request_head>();
+    head->system = "You are a coding agent.";
+    head->tools = boost::json::array{boost::json::object{{"name", "read"}, {"input_schema", boost::json::object{{"type", "object"}}}}};
+    head->messages = boost::json::array{
+        boost::json::object{{"role", "user"}, {"content", "Fix the parser"}},
+        boost::json::object{{"role", "assistant"},
+                            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "Done"}, {"cache_control", boost::json::object{{"type", "ephemeral"}}}}}}},
+        boost::json::object{{"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "Thanks"}}}}}};
+    head->prompt_cache_key = "conv-7";
+    compaction::summary_prompt p;
+    p.system_prompt = "SYS";  // not sent: the conversation's system prompt is
+    p.prompt = "INSTRUCTIONS";
+    p.max_output_tokens = 9000;
+    p.head = head;
+    return p;
+}
+
+}  // namespace
+
+TEST(wire_format, anthropic_cache_friendly_request_puts_breakpoints_on_the_shared_prefix)
+{
+    provider_config c;
+    c.format = wire_format::anthropic;
+    c.base_url = "https://api.anthropic.com";
+    c.model = "claude";
+    c.stream = false;
+    const auto b = boost::json::parse(build_request(c, cache_friendly_prompt()).body).as_object();
+    const boost::json::object eph{{"type", "ephemeral"}};
+    EXPECT_EQ(b.at("system"), (boost::json::array{boost::json::object{{"type", "text"}, {"text", "You are a coding agent."}, {"cache_control", eph}}}));
+    EXPECT_EQ(b.at("tools").as_array()[0].at("cache_control"), eph);
+    const auto& m = b.at("messages").as_array();
+    ASSERT_EQ(m.size(), 4u);
+    // A string content becomes one text block; the host's own marker inside the messages is dropped.
+    EXPECT_EQ(m[0].at("content"), (boost::json::array{boost::json::object{{"type", "text"}, {"text", "Fix the parser"}}}));
+    EXPECT_FALSE(m[1].at("content").as_array()[0].as_object().contains("cache_control"));
+    EXPECT_EQ(m[2].at("content").as_array()[0].at("cache_control"), eph);  // the conversation's last block
+    EXPECT_EQ(m[3], (boost::json::object{{"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "INSTRUCTIONS"}}}}}));
+    EXPECT_EQ(b.at("max_tokens"), 9000);
+    EXPECT_FALSE(b.contains("prompt_cache_key"));
+}
+
+TEST(wire_format, openai_cache_friendly_request_carries_the_conversation_and_its_key)
+{
+    provider_config c;
+    c.base_url = "https://api.openai.com/v1";
+    c.model = "gpt";
+    c.stream = false;
+    const auto b = boost::json::parse(build_request(c, cache_friendly_prompt()).body).as_object();
+    const auto& m = b.at("messages").as_array();
+    ASSERT_EQ(m.size(), 5u);
+    EXPECT_EQ(m[0], (boost::json::object{{"role", "system"}, {"content", "You are a coding agent."}}));
+    EXPECT_EQ(m[1].at("content"), "Fix the parser");  // as the host rendered it
+    EXPECT_EQ(m[4], (boost::json::object{{"role", "user"}, {"content", "INSTRUCTIONS"}}));
+    EXPECT_EQ(b.at("tools").as_array().size(), 1u);
+    EXPECT_EQ(b.at("prompt_cache_key"), "conv-7");
+}

@@ -38,6 +38,13 @@ struct background_settings
     background_commit commit = background_commit::at_threshold;
 };
 
+/// `compaction.summaryRequest`: how a portable summary request is shaped (agentctx mode only).
+enum class summary_request_mode
+{
+    cache_friendly,  ///< `"cache-friendly"`: the conversation's own request, then the checkpoint instructions
+    standalone,      ///< `"standalone"`: a serialized transcript in a request of its own (Pi 1.6)
+};
+
 struct compaction_settings
 {
     bool enabled = true;
@@ -54,6 +61,10 @@ struct compaction_settings
     /// a pass that reaches it keeps its completed pieces and a later pass continues.
     std::int64_t summary_max_calls = 0;
     background_settings background;
+    /// nullopt = the default: cache-friendly when the summarizer sends to a hosted provider with a
+    /// prompt cache (`anthropic`, `openai`) and the session's model; standalone otherwise, and
+    /// always in `--compat pi`.
+    std::optional<summary_request_mode> summary_request;
     retry_settings retry;
 };
 

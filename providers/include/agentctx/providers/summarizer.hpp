@@ -11,6 +11,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace agentctx::providers {
@@ -29,6 +30,12 @@ struct summarizer_capabilities
     /// The smallest window the provider compacts natively (Anthropic's minimum trigger); smaller
     /// windows use portable summaries without asking.
     std::int64_t native_min_tokens = 0;
+    /// Cache-friendly summary requests (summary_prompt::head) are sent, rendered in this wire
+    /// format; nullopt = standalone requests only (a head is ignored).
+    std::optional<wire_format> head_format;
+    /// Where the requests go (`anthropic`, `openai`, `vllm`, ...) and the model: a conversation's
+    /// prompt cache is the provider's, per model.
+    std::string provider, model;
 };
 
 /// A model (or an offline stand-in) that writes summaries.

@@ -52,12 +52,17 @@ struct compaction_evidence
     bool turn_prefix_folded = false;  ///< a split turn's prefix over the bound was summarized with the history
     std::optional<std::string> progress_rejected;  ///< the reason an earlier record was refused
     std::optional<std::string> discarded;          ///< a background compaction that wrote nothing: why
+    /// How the portable summary requests were shaped (agentctx mode; absent in `--compat pi` and
+    /// without a portable request): `cache-friendly`, `standalone` (the setting or its default),
+    /// `standalone: <why>` (cache-friendly was wanted but not possible), `fallback: <code>` (a
+    /// cache-friendly reply was refused and one standalone request replaced it).
+    std::optional<std::string> request;
 };
 
 /// `{"method", "failure"?, "elapsedMs", "calls", "usage": {input, output, cacheRead, cacheWrite,
 /// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?,
 /// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?, "turnPrefixFolded"?,
-/// "discarded"?}`.
+/// "discarded"?, "request"?}`.
 boost::json::object to_json(const compaction_evidence& e);
 
 /// Every compaction that was attempted ends with this event, committed or not.

@@ -9,6 +9,7 @@
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/conversation_request.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
 #include <agentctx/runtime/preserved_evidence.hpp>
@@ -87,6 +88,10 @@ struct session_config
     /// `pi`: plan every compaction as Pi 1.6.0 does (its cut points, without agentctx's fixes);
     /// what `agentctx simulate --policy pi` replays. Default: agentctx.
     compaction::compat_mode compat = compaction::compat_mode::agentctx;
+    /// Cache-friendly summary requests (`compaction.summaryRequest`): what the conversation's
+    /// requests begin with, asked on the strand when a compaction builds one. Empty (or nullopt)
+    /// = the replayed system prompt as text, no tools, agentctx's own wire view of context().
+    std::function<std::optional<conversation_request>()> conversation;
 };
 
 /// What a trigger or a compaction did.
