@@ -1,5 +1,6 @@
 // Two agent_server processes on one database: concurrent appends across nodes, competing compactions, a node killed mid-compaction.
 #include "loopback_http.hpp"
+#include "server_contract.hpp"
 #include "pg_test_support.hpp"
 #include "server_binary.hpp"
 
@@ -69,7 +70,7 @@ protected:
 
     std::string create(const node& n)
     {
-        const auto res = test::ask(n.p.port, "POST", "/v1/sessions");
+        const auto res = test::checked_ask(n.p.port, "POST", "/v1/sessions");
         EXPECT_EQ(status_of(res), "HTTP/1.1 201") << res;
         return std::string(test::raw_body(res).at("id").as_string());
     }
@@ -181,8 +182,8 @@ TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_e
         std::string ctx_a, ctx_b;
         for (int i = 0; i < 100; ++i)
         {
-            ctx_a = json::serialize(test::raw_body(test::ask(a->p.port, "GET", "/v1/sessions/" + id + "/context")));
-            ctx_b = json::serialize(test::raw_body(test::ask(b->p.port, "GET", "/v1/sessions/" + id + "/context")));
+            ctx_a = json::serialize(test::raw_body(test::checked_ask(a->p.port, "GET", "/v1/sessions/" + id + "/context")));
+            ctx_b = json::serialize(test::raw_body(test::checked_ask(b->p.port, "GET", "/v1/sessions/" + id + "/context")));
             if (ctx_a == ctx_b)
                 break;
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -203,7 +204,7 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
             words += "word" + std::to_string(i % 97) + (i % 13 == 12 ? ". " : " ");
         for (int i = 0; i < 8; ++i)
         {
-            const auto res = test::ask(a->p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(words));
+            const auto res = test::checked_ask(a->p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(words));
             ASSERT_EQ(status_of(res), "HTTP/1.1 201") << res;
         }
     };
@@ -213,7 +214,7 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     ASSERT_TRUE(first.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"));
     // The second request comes while the first holds the lease (then it is in its 1.5 s model call).
     ASSERT_TRUE(holds_the_lease(*a)) << a->p.log;
-    const auto second = test::ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
+    const auto second = test::checked_ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
     EXPECT_EQ(status_of(second), "HTTP/1.1 409") << second;
     EXPECT_NE(second.find("compaction_in_progress"), std::string::npos) << second;
     std::string answer;
@@ -229,7 +230,7 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     test::raw_conn killed(doomed->p.port);
     ASSERT_TRUE(killed.send("POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
     ASSERT_TRUE(holds_the_lease(*doomed)) << doomed->p.log;
-    const auto blocked = test::ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
+    const auto blocked = test::checked_ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
     EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos) << "the doomed node holds the lease: " << blocked;
     doomed->kill_now();
     const std::string before = stored(other);
@@ -257,10 +258,10 @@ TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within
     ASSERT_NE(a->p.port, 0);
     ASSERT_NE(b->p.port, 0);
     auto context = [](const node& n, const std::string& id) {
-        return json::serialize(test::raw_body(test::ask(n.p.port, "GET", "/v1/sessions/" + id + "/context")));
+        return json::serialize(test::raw_body(test::checked_ask(n.p.port, "GET", "/v1/sessions/" + id + "/context")));
     };
     auto append = [&](const node& n, const std::string& id, const std::string& text) {
-        const auto res = test::ask(n.p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(text));
+        const auto res = test::checked_ask(n.p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(text));
         ASSERT_EQ(status_of(res), "HTTP/1.1 201") << res;
     };
     // Ten sessions open on both nodes, appended to on both.
@@ -299,7 +300,7 @@ TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_EQ(behind, 0u) << "sessions b still serves stale 5 s after a's last append";
-    const std::string metrics = test::ask(b->p.port, "GET", "/metrics");
+    const std::string metrics = test::checked_ask(b->p.port, "GET", "/metrics");
     EXPECT_NE(metrics.find("agentctx_pg_listen_reconnects_total 1"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("agentctx_pg_full_resyncs_total 1"), std::string::npos) << metrics;
     EXPECT_EQ(test::pg_sql(url_, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1", {name}), "1")
