@@ -6,6 +6,7 @@
 #include <agentctx/compaction/projection.hpp>
 
 #include "field_reader.hpp"
+#include "settings_clearing.hpp"
 
 #include <cmath>
 
@@ -175,7 +176,9 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
             return errc::invalid_settings;
         }
     }
-    return check_background(layer, name, diag);
+    if (auto r = check_background(layer, name, diag); !r)
+        return r;
+    return detail::check_clearing_layer(layer, name, diag);
 }
 
 // The merged `compaction.background` (each layer passed check_background).
@@ -302,6 +305,7 @@ result<compaction_settings> resolve_settings(
     if (const auto* v = get(comp, "summaryMaxCalls"))
         s.summary_max_calls = count_of(*v);
     s.background = background_of(comp);
+    detail::read_clearing(comp, s);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

@@ -127,6 +127,13 @@ public:
         if (!s)
             return s.error();
         session_ = *s;
+        session_->on_event([this](const session_event& e) {
+            if (const auto* c = std::get_if<context_cleared_event>(&e))
+            {
+                ++cost_.clearing_batches;
+                cost_.clearing_tokens += c->tokens;
+            }
+        });
         boost::system::error_code failed;
         asio::co_spawn(ioc_, replay_all(std::move(*entries), failed), asio::detached);
         ioc_.run();

@@ -115,3 +115,51 @@ TEST(simulate, later_requests_carry_the_compacted_context)
     EXPECT_LT(compacted.context_sum, none.context_sum);
     EXPECT_EQ(none.peak_context, 2000 + 1 + 1000 + 1 + 1000 + 1 + 100);
 }
+
+namespace {
+
+// A prompt, then eight tool rounds of one 4,000-token read each a minute apart, then the answer.
+test::session_text tool_rounds()
+{
+    test::session_text t;
+    t.user("u", "fix the bug");
+    for (int i = 1; i <= 8; ++i)
+    {
+        const auto k = std::to_string(i);
+        t.wait(60).tool_call("a" + k, "c" + k, "read", {{"path", "src/f" + k + ".cpp"}});
+        t.tool_result("r" + k, "c" + k, "read", std::string(16000, 'x'));
+    }
+    t.wait(60).assistant("done", "fixed");
+    return t;
+}
+
+runtime::simulate_policy clearing_policy(bool enabled)
+{
+    auto p = *runtime::builtin_policy("agentctx");
+    auto& c = p.settings.clear_tool_results;
+    c.enabled = enabled;
+    c.trigger = {10000, 0};
+    c.keep = 2;
+    c.clear_at_least = 1000;
+    return p;
+}
+
+}  // namespace
+
+TEST(simulate, the_agentctx_policy_runs_the_real_clearing_tier)
+{
+    const auto text = tool_rounds().text;
+    const auto with = simulate(text, clearing_policy(true));
+    const auto without = simulate(text, clearing_policy(false));
+    const auto pi = simulate(text, *runtime::builtin_policy("pi"));
+    EXPECT_EQ(with.requests, 9);
+    EXPECT_EQ(without.clearing_batches, 0);
+    EXPECT_EQ(pi.clearing_batches, 0);
+    EXPECT_EQ(with.compactions, 0);
+    EXPECT_EQ(with.clearing_batches, CLEARING_BATCHES);
+    EXPECT_EQ(with.clearing_tokens, CLEARING_TOKENS);
+    EXPECT_EQ(without.peak_context, WITHOUT_PEAK);
+    EXPECT_EQ(with.peak_context, WITH_PEAK);
+    EXPECT_LT(with.billed_input, without.billed_input);
+    EXPECT_DOUBLE_EQ(pi.billed_input, without.billed_input);
+}
