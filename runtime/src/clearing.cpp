@@ -28,7 +28,7 @@ bool host_protects(const session_core& s, const std::string& id)
         return false;
     diagnostics diag;
     const auto index = s.log_.find(id);
-    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(errc::entry_not_found);
+    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
     return e && (s.config_.pins.pins(**e) || s.config_.required.requires_entry(**e));
 }
 
@@ -53,7 +53,7 @@ const boost::json::array* projected_content(const session_core& s, const std::st
         return c && c->is_array() ? &c->get_array() : nullptr;
     }
     const auto index = s.log_.find(id);
-    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(errc::entry_not_found);
+    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
     if (!e || !(*e)->raw.contains("message"))
         return nullptr;
     hold.push_back(*e);

@@ -278,3 +278,29 @@ TEST_F(clearing_test, an_unknown_original_is_not_found)
     EXPECT_EQ(original.first, compaction::make_error_code(compaction::errc::entry_not_found));
     EXPECT_TRUE(original.second.empty());
 }
+
+TEST_F(clearing_test, a_working_budget_compacts_below_the_window_threshold_in_agentctx_mode_only)
+{
+    config_.settings.clear_tool_results.enabled = false;
+    config_.settings.working_budget = compaction::token_amount{30000, 0};
+    config_.settings.keep_recent_tokens = 5000;
+    open();
+    rounds(8);
+    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 35000));  // under 83,616, over 30,000
+    const auto [ec, outcome] = turn_end();
+    EXPECT_FALSE(ec) << outcome.message;
+    EXPECT_TRUE(outcome.compacted);
+}
+
+TEST_F(clearing_test, compat_pi_ignores_the_working_budget)
+{
+    config_.compat = compaction::compat_mode::pi;
+    config_.settings.working_budget = compaction::token_amount{30000, 0};
+    open();
+    rounds(8);
+    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 35000));
+    const auto [ec, outcome] = turn_end();
+    EXPECT_FALSE(ec);
+    EXPECT_FALSE(outcome.compacted);
+    EXPECT_EQ(outcome.message, "under the threshold");
+}
