@@ -21,19 +21,19 @@ bool is_count(const boost::json::value& v) noexcept
     return std::isfinite(d) && d == std::trunc(d) && d >= 0 && d <= max_safe_integer;
 }
 
-// A token amount: a number in (0, 1] is a fraction, a larger whole number is tokens.
+// A token amount: a number in (0, 1] is a fraction, 0 or a larger whole number is tokens.
 bool is_amount(const boost::json::value& v) noexcept
 {
     if (!v.is_number())
         return false;
     const double d = v.to_number<double>();
-    return (std::isfinite(d) && d > 0 && d <= 1) || (is_count(v) && d > 1);
+    return (std::isfinite(d) && d > 0 && d <= 1) || (is_count(v) && (d > 1 || d == 0));
 }
 
 token_amount amount_of(const boost::json::value& v) noexcept
 {
     const double d = v.to_number<double>();
-    return d <= 1 ? token_amount{0, d} : token_amount{static_cast<std::int64_t>(d), 0};
+    return d > 0 && d <= 1 ? token_amount{0, d} : token_amount{static_cast<std::int64_t>(d), 0};
 }
 
 struct refusal

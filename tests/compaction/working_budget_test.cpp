@@ -7,7 +7,10 @@ using namespace agentctx::compaction;
 
 TEST(working_budget, lowers_the_threshold_in_agentctx_mode_only)
 {
-    compaction_settings s;  // reserve 16,384
+    compaction_settings s;  // reserve 16,384, the default budget of 60,000
+    EXPECT_EQ(automatic_threshold(200000, s, compat_mode::agentctx), 60000);
+    EXPECT_EQ(automatic_threshold(200000, s, compat_mode::pi), 183616);
+    s.working_budget = token_amount{0, 0};  // off
     EXPECT_EQ(automatic_threshold(200000, s, compat_mode::agentctx), 183616);
     s.working_budget = token_amount{80000, 0};
     EXPECT_EQ(automatic_threshold(200000, s, compat_mode::agentctx), 80000);

@@ -1498,6 +1498,6 @@ TEST_F(agent_server_test, cleared_tool_results_are_announced_and_their_originals
     auto original = sync("GET", "/v1/sessions/" + id + "/entries/" + results[0]);
     ASSERT_EQ(original->res.status, 200) << original->res.body;
     EXPECT_EQ(original->json().at("message").at("content").at(0).at("text").as_string().size(), 4000u);
-    EXPECT_EQ(original->json().at("id"), results[0]);
+    EXPECT_EQ(original->json().at("id").as_string(), results[0]);
     EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/entries/nope")->res.status, 404);
 }
