@@ -136,6 +136,7 @@ test::session_text tool_rounds()
 runtime::simulate_policy clearing_policy(bool enabled, std::int64_t clear_at_least = 12000)
 {
     auto p = *runtime::builtin_policy("agentctx");
+    p.settings.working_budget = compaction::token_amount{};  // 0: clearing alone
     auto& c = p.settings.clear_tool_results;
     c.enabled = enabled;
     c.trigger = {16000, 0};
