@@ -64,6 +64,7 @@ protected:
                                              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
         std::ofstream(path_) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
         config_.model = {"anthropic", "claude-sonnet-4-5", 100000, 8000};  // threshold 83,616
+        config_.settings.working_budget = compaction::token_amount{};      // 0: the window's threshold
         config_.settings.background.enabled = false;
         auto& c = config_.settings.clear_tool_results;
         c.trigger = {20000, 0};
@@ -121,6 +122,13 @@ protected:
         return check([this](auto h) { session_->async_on_turn_end(std::move(h)); });
     }
 
+    // The run's final answer, its request `input` tokens by usage, then the post-run check.
+    std::pair<error_code, runtime::compaction_outcome> answer(std::int64_t input)
+    {
+        add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, input));
+        return turn_end();
+    }
+
     std::string text_of(const std::string& entry_id) const
     {
         for (const auto& m : session_->context())
@@ -151,8 +159,7 @@ TEST_F(clearing_test, a_turn_end_over_the_trigger_clears_old_results_in_one_batc
 {
     open();
     const auto ids = rounds(5);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 25000));
-    const auto [ec, outcome] = turn_end();
+    const auto [ec, outcome] = answer(25000);
     EXPECT_FALSE(ec);
     EXPECT_FALSE(outcome.compacted);
     ASSERT_EQ(cleared_.size(), 1u);
@@ -180,8 +187,7 @@ TEST_F(clearing_test, a_turn_end_over_the_trigger_clears_old_results_in_one_batc
     ASSERT_FALSE(original.first);
     EXPECT_EQ(original.second.at("message").at("content").at(0).at("text").as_string().size(), 16000u);
     // A second check finds nothing more to clear (the rest is kept or already cleared).
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "again"}}}, 25000));
-    turn_end();
+    answer(25000);
     EXPECT_EQ(cleared_.size(), 1u);
     EXPECT_EQ(edit_lines(), 3u);
 }
@@ -192,8 +198,7 @@ TEST_F(clearing_test, compat_pi_never_clears)
     config_.settings.clear_tool_results.enabled = true;
     open();
     const auto ids = rounds(5);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 25000));
-    turn_end();
+    answer(25000);
     EXPECT_TRUE(cleared_.empty());
     EXPECT_EQ(edit_lines(), 0u);
     EXPECT_EQ(text_of(ids[0]), std::string(16000, 'x'));
@@ -204,8 +209,7 @@ TEST_F(clearing_test, under_the_trigger_or_disabled_nothing_is_cleared)
     config_.settings.clear_tool_results.enabled = false;
     open();
     rounds(5);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 25000));
-    turn_end();
+    answer(25000);
     EXPECT_TRUE(cleared_.empty());
     EXPECT_EQ(edit_lines(), 0u);
 }
@@ -232,8 +236,7 @@ TEST_F(clearing_test, required_and_pinned_entries_are_never_cleared)
     config_.required.predicate = [](const compaction::entry& e) { return e.message && e.message->tool_call_id == "c1"; };
     open();
     const auto ids = rounds(5);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 25000));
-    turn_end();
+    answer(25000);
     ASSERT_EQ(cleared_.size(), 1u);
     EXPECT_EQ(cleared_[0].target_ids, (std::vector<std::string>{ids[1], ids[2]}));
     EXPECT_EQ(text_of(ids[0]), std::string(16000, 'x'));
@@ -244,8 +247,7 @@ TEST_F(clearing_test, clearing_first_can_spare_the_summary)
     // Over the threshold by usage; with clearing, the estimate falls under it and no summary runs.
     open();
     rounds(8);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 90000));
-    const auto [ec, outcome] = turn_end();
+    const auto [ec, outcome] = answer(90000);
     EXPECT_FALSE(ec);
     EXPECT_FALSE(outcome.compacted);
     ASSERT_EQ(cleared_.size(), 1u);
@@ -258,8 +260,7 @@ TEST_F(clearing_test, without_clearing_the_same_turn_compacts)
     config_.settings.clear_tool_results.enabled = false;
     open();
     rounds(8);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 90000));
-    const auto [ec, outcome] = turn_end();
+    const auto [ec, outcome] = answer(90000);
     EXPECT_FALSE(ec) << outcome.message;
     EXPECT_TRUE(outcome.compacted);
     EXPECT_TRUE(cleared_.empty());
@@ -286,8 +287,7 @@ TEST_F(clearing_test, a_working_budget_compacts_below_the_window_threshold_in_ag
     config_.settings.keep_recent_tokens = 5000;
     open();
     rounds(8);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 35000));  // under 83,616, over 30,000
-    const auto [ec, outcome] = turn_end();
+    const auto [ec, outcome] = answer(35000);  // under 83,616, over 30,000
     EXPECT_FALSE(ec) << outcome.message;
     EXPECT_TRUE(outcome.compacted);
 }
@@ -298,8 +298,7 @@ TEST_F(clearing_test, compat_pi_ignores_the_working_budget)
     config_.settings.working_budget = compaction::token_amount{30000, 0};
     open();
     rounds(8);
-    add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, 35000));
-    const auto [ec, outcome] = turn_end();
+    const auto [ec, outcome] = answer(35000);
     EXPECT_FALSE(ec);
     EXPECT_FALSE(outcome.compacted);
     EXPECT_EQ(outcome.message, "under the threshold");
