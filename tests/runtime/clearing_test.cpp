@@ -60,9 +60,7 @@ class clearing_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        path_ = fs::temp_directory_path() / ("agentctx-clearing-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
-        std::ofstream(path_) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        path_ = test::new_session_file("agentctx-clearing");
         config_.model = {"anthropic", "claude-sonnet-4-5", 100000, 8000};  // threshold 83,616
         config_.settings.working_budget = compaction::token_amount{};      // 0: the window's threshold
         config_.settings.background.enabled = false;
