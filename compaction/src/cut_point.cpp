@@ -250,6 +250,22 @@ cut_point_result keep_recent_exchanges(std::span<const projected_entry> e, std::
     return moved;
 }
 
+cut_point_result keep_turn_whole(std::span<const projected_entry> e, std::size_t start, cut_point_result r,
+                                 std::int64_t max_prefix_tokens, const token_counter& counter)
+{
+    if (!r.is_split_turn || !r.turn_start_index || *r.turn_start_index <= start)
+        return r;
+    std::int64_t prefix = 0;
+    for (std::size_t i = *r.turn_start_index; i < r.first_kept_index && prefix <= max_prefix_tokens; ++i)
+        prefix += entry_tokens(e[i], counter);
+    if (prefix > max_prefix_tokens)
+        return r;
+    cut_point_result moved;
+    moved.crossing_index = r.crossing_index;
+    settle_cut(e, start, *r.turn_start_index, false, moved);
+    return moved;
+}
+
 std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path)
 {
     std::vector<projected_entry> out;

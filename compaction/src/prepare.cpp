@@ -159,6 +159,8 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
         const std::int64_t bound =
             opts.context_window > 0 ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2) : 0;
         *cut = keep_recent_exchanges(e, p.boundary_projected, end, *cut, settings.keep_recent_exchanges, bound, counter);
+        if (opts.whole_turn_tokens > 0)
+            *cut = keep_turn_whole(e, p.boundary_projected, *cut, opts.whole_turn_tokens, counter);
     }
     if (opts.required)
         if (auto held = hold_cut_before_required(e, p.boundary_projected, end, *opts.required, opts.mode, *cut, diag); !held)

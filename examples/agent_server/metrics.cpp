@@ -8,6 +8,31 @@
 
 namespace agentctx::server {
 
+void histogram::observe(double value)
+{
+    for (std::size_t i = 0; i < bounds_.size(); ++i)
+        if (value <= bounds_[i])
+        {
+            ++counts_[i];
+            break;
+        }
+    ++count_;
+    sum_ += value;
+}
+
+void histogram::render(std::string& out, std::string_view name) const
+{
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < bounds_.size(); ++i)
+    {
+        cumulative += counts_[i];
+        out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cumulative);
+    }
+    out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, count_);
+    out += fmt::format("{}_sum {}\n", name, sum_);
+    out += fmt::format("{}_count {}\n", name, count_);
+}
+
 void server_metrics::request(std::string_view route, unsigned status)
 {
     std::lock_guard lock(mu_);
@@ -18,14 +43,19 @@ void server_metrics::compaction(std::string_view reason, std::string_view outcom
 {
     std::lock_guard lock(mu_);
     ++compactions_[{std::string(reason), std::string(outcome)}];
-    for (std::size_t i = 0; i < duration_buckets.size(); ++i)
-        if (seconds <= duration_buckets[i])
-        {
-            ++duration_counts_[i];
-            break;
-        }
-    ++duration_count_;
-    duration_sum_ += seconds;
+    durations_.observe(seconds);
+}
+
+void server_metrics::background(std::string_view outcome, std::string_view discard_reason)
+{
+    std::lock_guard lock(mu_);
+    ++background_[{std::string(outcome), std::string(discard_reason)}];
+}
+
+void server_metrics::turn_check(double seconds)
+{
+    std::lock_guard lock(mu_);
+    stalls_.observe(seconds);
 }
 
 void server_metrics::model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
@@ -77,15 +107,16 @@ std::string server_metrics::render(std::size_t active_sessions) const
     for (const auto& [k, n] : compactions_)
         out += fmt::format("agentctx_compactions_total{{reason=\"{}\",outcome=\"{}\"}} {}\n", k.first, k.second, n);
     header("agentctx_compaction_duration_seconds", "histogram", "Compaction duration, start to end.");
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < duration_buckets.size(); ++i)
-    {
-        cumulative += duration_counts_[i];
-        out += fmt::format("agentctx_compaction_duration_seconds_bucket{{le=\"{}\"}} {}\n", duration_buckets[i], cumulative);
-    }
-    out += fmt::format("agentctx_compaction_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", duration_count_);
-    out += fmt::format("agentctx_compaction_duration_seconds_sum {}\n", duration_sum_);
-    out += fmt::format("agentctx_compaction_duration_seconds_count {}\n", duration_count_);
+    durations_.render(out, "agentctx_compaction_duration_seconds");
+    header("agentctx_background_compactions_total", "counter",
+           "Background compactions by step: prepared, committed, discarded (with the reason).");
+    for (const auto& [k, n] : background_)
+        out += k.second.empty()
+                   ? fmt::format("agentctx_background_compactions_total{{outcome=\"{}\"}} {}\n", k.first, n)
+                   : fmt::format("agentctx_background_compactions_total{{outcome=\"{}\",reason=\"{}\"}} {}\n", k.first,
+                                 k.second, n);
+    header("agentctx_turn_check_seconds", "histogram", "How long a turn-end or overflow check held the agent (its stall).");
+    stalls_.render(out, "agentctx_turn_check_seconds");
     header("agentctx_model_calls_total", "counter", "Summary model calls of committed compactions.");
     out += fmt::format("agentctx_model_calls_total {}\n", model_calls_);
     header("agentctx_model_tokens_total", "counter", "Tokens of committed compactions' summary calls, by kind.");

@@ -1,26 +1,43 @@
 // The agent server's counters and their Prometheus text exposition (GET /metrics).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace agentctx::server {
+
+/// A Prometheus histogram over fixed upper bounds (+Inf implicit); not thread-safe by itself.
+class histogram
+{
+public:
+    explicit histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
+    void observe(double value);
+    /// `name`_bucket / _sum / _count lines, buckets cumulative.
+    void render(std::string& out, std::string_view name) const;
+
+private:
+    std::vector<double> bounds_;
+    std::vector<std::uint64_t> counts_;  // per bucket, not cumulative
+    std::uint64_t count_ = 0;
+    double sum_ = 0;
+};
 
 /// Counters shared by every connection and session; thread-safe.
 class server_metrics
 {
 public:
-    /// Upper bounds (seconds) of the compaction duration histogram; +Inf is implicit.
-    static constexpr std::array<double, 9> duration_buckets{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
-
     void request(std::string_view route, unsigned status);
-    /// `outcome`: committed, failed or cancelled.
+    /// `outcome`: committed, failed, cancelled or discarded (a background result written nowhere).
     void compaction(std::string_view reason, std::string_view outcome, double seconds);
+    /// A background compaction's step: `prepared`, `committed` or `discarded` (with its reason).
+    void background(std::string_view outcome, std::string_view discard_reason = {});
+    /// How long a turn-end or overflow check held the agent: its stall.
+    void turn_check(double seconds);
     /// One committed compaction's model calls and summed usage.
     void model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
                      std::int64_t cache_write);
@@ -37,9 +54,9 @@ private:
     mutable std::mutex mu_;
     std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
     std::map<std::pair<std::string, std::string>, std::uint64_t> compactions_;
-    std::array<std::uint64_t, duration_buckets.size()> duration_counts_{};  // per bucket, not cumulative
-    std::uint64_t duration_count_ = 0;
-    double duration_sum_ = 0;
+    histogram durations_{{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
+    std::map<std::pair<std::string, std::string>, std::uint64_t> background_;
+    histogram stalls_{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
     std::int64_t model_calls_ = 0;
     std::int64_t tokens_input_ = 0, tokens_output_ = 0, tokens_cache_read_ = 0, tokens_cache_write_ = 0;
     std::uint64_t appends_ = 0;

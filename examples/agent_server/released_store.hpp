@@ -35,6 +35,10 @@ public:
     {
         return inner_->append(e, diag);
     }
+    compaction::result<void> append_all(const std::vector<compaction::entry_ptr>& entries, compaction::diagnostics& diag) override
+    {
+        return inner_->append_all(entries, diag);
+    }
     compaction::result<compaction::session_log> load(const compaction::load_options& opts, compaction::load_report& report,
                                                      compaction::diagnostics& diag) override
     {
@@ -46,6 +50,11 @@ public:
                      boost::asio::any_completion_handler<runtime::store_write_signature> h) override
     {
         inner_->async_write(std::move(ex), std::move(e), known, std::move(h));
+    }
+    void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known,
+                           boost::asio::any_completion_handler<runtime::store_write_signature> h) override
+    {
+        inner_->async_write_batch(std::move(ex), std::move(entries), known, std::move(h));
     }
     void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<runtime::store_lease_signature> h) override
     {

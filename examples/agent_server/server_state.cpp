@@ -74,6 +74,20 @@ runtime::session_config server_state::session_config() const
     return c;
 }
 
+namespace {
+
+// A compaction's end in the metrics: its outcome, its duration, and a background one's step.
+void count_end(server_metrics& m, const runtime::compaction_end_event& end, std::chrono::steady_clock::time_point started)
+{
+    const char* outcome = end.result ? "committed" : end.discarded ? "discarded" : end.aborted ? "cancelled" : "failed";
+    m.compaction(runtime::to_string(end.reason), outcome,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (end.reason == runtime::compaction_reason::background && (end.result || end.discarded))
+        m.background(outcome, end.discarded.value_or(""));
+}
+
+}  // namespace
+
 void server_state::observe(const std::shared_ptr<session_slot>& slot)
 {
     slot->session->on_compacted([weak = weak_from_this()](const runtime::compacted_event& e) {
@@ -99,11 +113,14 @@ void server_state::observe(const std::shared_ptr<session_slot>& slot)
             if (auto self = owner.lock())
                 self->metrics.budget_exceeded();
         }
+        else if (std::holds_alternative<runtime::compaction_prepared_event>(e))
+        {
+            if (auto self = owner.lock())
+                self->metrics.background("prepared");
+        }
         else if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
             if (auto self = owner.lock())
-                self->metrics.compaction(
-                    runtime::to_string(end->reason), end->result ? "committed" : end->aborted ? "cancelled" : "failed",
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - s->compaction_started).count());
+                count_end(self->metrics, *end, s->compaction_started);
         s->subscribers.publish(sse_frame(e, dir));
     });
 }

@@ -11,6 +11,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <string>
 
 namespace agentctx::server {
@@ -82,7 +83,9 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
                      {"tokens", checked_tokens(*snap, *m)},
                      {"contextWindow", cfg.model.context_window},
                      {"threshold", compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat)}};
+    const auto started = std::chrono::steady_clock::now();
     auto [ec, outcome] = co_await held->session().async_on_turn_end(std::move(*m), asio::as_tuple(asio::use_awaitable));
+    c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (ec && ec != rt::errc::auto_compaction_paused && ec != rt::errc::overflow_recovery_failed)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(outcome.message, c.server.data_dir_prefix)));
     out["compacted"] = outcome.compacted;
@@ -104,7 +107,9 @@ asio::awaitable<http_response> overflow(request_context& c, const lease& held)
     // As the provider clients word a failed call: the status, then the body ("413 (no body)" without one).
     std::string error = std::to_string(status->get_int64()) + " ";
     error += body && !body->get_string().empty() ? std::string(body->get_string()) : std::string("(no body)");
+    const auto started = std::chrono::steady_clock::now();
     auto [ec, outcome] = co_await held->session().async_recover_overflow(std::move(error), asio::as_tuple(asio::use_awaitable));
+    c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (ec == rt::errc::not_overflow)
         co_return reply(c.req, http::status::ok,
                         json::object{{"overflow", false}, {"retry", false}, {"compacted", false}, {"message", outcome.message}});

@@ -1,4 +1,4 @@
-// A batch of messages: validated whole inside one write turn, then written in order while the turn is held.
+// A batch of messages: validated whole inside one write turn, then written by the store in one step.
 #include "append_batch.hpp"
 
 #include "append_check.hpp"
@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include <set>
+#include <tuple>
+#include <utility>
 #include <string>
 
 namespace agentctx::runtime::detail {
@@ -87,35 +89,32 @@ compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::v
     return out;
 }
 
-// Inside the write turn: writes entries[next...] one after the other, adopting each.
-void write_from(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, std::size_t next, batch_handler h)
+// Inside the write turn: the whole batch in one store write, then every entry adopted.
+void write_all(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, batch_handler h)
 {
-    if (next == entries.size())
-    {
-        append_batch_result r;
-        for (const auto& e : entries)
-            r.ids.push_back(e->id);
-        self->leave_writes();
-        return finish(std::move(h), self->strand_, {}, std::move(r));
-    }
-    auto e = entries[next];
-    self->store_->async_write(
-        self->strand_, e, self->log_.size(),
-        [self, entries = std::move(entries), next, h = std::move(h)](error_code ec, std::string message) mutable {
-            compaction::diagnostics diag;
-            if (!ec)
+    auto batch = entries;
+    self->store_->async_write_batch(
+        self->strand_, std::move(batch), self->log_.size(),
+        [self, entries = std::move(entries), h = std::move(h)](error_code ec, std::string message) mutable {
+            append_batch_result r;
+            for (std::size_t i = 0; !ec && i < entries.size(); ++i)
             {
-                auto adopted = self->adopt_entry(entries[next], diag);
-                ec = adopted ? error_code{} : adopted.error();
-                message = diag.message;
+                // Validated before the write: adoption fails only if the log itself is broken.
+                compaction::diagnostics diag;
+                if (auto adopted = self->adopt_entry(entries[i], diag); !adopted)
+                    std::tie(ec, message) = std::pair(adopted.error(), diag.message);
+                else
+                    r.ids.push_back(entries[i]->id);
             }
             if (!ec)
-                return write_from(std::move(self), std::move(entries), next + 1, std::move(h));
-            self->logger_->warn("batch append failed after {} of {} entries: {}", next, entries.size(), message);
-            auto done = [self, next, h = std::move(h), ec, message]() mutable {
+            {
                 self->leave_writes();
-                finish(std::move(h), self->strand_, ec,
-                       append_batch_result{{}, next == 0 ? message : message + " (after " + std::to_string(next) + " written)"});
+                return finish(std::move(h), self->strand_, {}, std::move(r));
+            }
+            self->logger_->warn("batch append of {} entries failed: {}", entries.size(), message);
+            auto done = [self, h = std::move(h), ec, message]() mutable {
+                self->leave_writes();
+                finish(std::move(h), self->strand_, ec, append_batch_result{{}, message});
             };
             if (ec != make_error_code(errc::stale_leaf))
                 return done();
@@ -141,7 +140,7 @@ void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json:
                 self->leave_writes();
                 return finish(std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)});
             }
-            write_from(self, std::move(*entries), 0, std::move(h));
+            write_all(self, std::move(*entries), std::move(h));
         });
     });
 }

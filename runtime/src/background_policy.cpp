@@ -86,7 +86,34 @@ check_action decide_check(std::int64_t tokens, std::int64_t threshold, double st
     if (threshold <= 0 || !st.background_enabled || st.running || st.prepared)
         return check_action::none;
     const auto start = static_cast<double>(threshold) * start_at;
-    return static_cast<double>(tokens) > start ? check_action::start_background : check_action::none;
+    if (static_cast<double>(tokens) <= start)
+        return check_action::none;
+    if (st.growth && static_cast<double>(threshold - tokens) >
+                         st.growth->tokens_per_second * st.growth->summary_seconds * start_lead)
+        return check_action::none;  // the summary would be ready long before it is needed
+    return check_action::start_background;
+}
+
+void growth_meter::observe(double seconds, std::int64_t tokens)
+{
+    if (last_ && tokens > last_->second && seconds > last_->first)
+    {
+        const double sample = static_cast<double>(tokens - last_->second) / (seconds - last_->first);
+        rate_ = rate_ > 0 ? (rate_ + sample) / 2 : sample;
+    }
+    last_ = std::pair(seconds, tokens);
+}
+
+void growth_meter::summary_took(double seconds)
+{
+    summary_ = seconds;
+}
+
+std::optional<growth_estimate> growth_meter::estimate() const
+{
+    if (rate_ <= 0 || summary_ < min_measured_summary_seconds)
+        return std::nullopt;
+    return growth_estimate{rate_, summary_};
 }
 
 bool background_enabled(const compaction::compaction_settings& s, compaction::compat_mode mode) noexcept

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace agentctx::runtime::detail {
@@ -85,15 +86,54 @@ enum class check_action
     foreground,        ///< over the threshold: commit a prepared result, await a running one, or compact now
 };
 
+/// How fast the context grows and how long a summary takes, as the session measured them.
+struct growth_estimate
+{
+    double tokens_per_second = 0;
+    double summary_seconds = 0;
+};
+
+/// How many times the last summary's duration a background compaction starts before the
+/// threshold: room for a slower summary or faster turns before the agent would wait.
+inline constexpr double start_lead = 2.0;
+
+/// A summary faster than this (an offline or local summarizer, a replay) sets no hold: starting
+/// at startAt then costs no wait, and the rate of a replay's compressed clock means nothing.
+inline constexpr double min_measured_summary_seconds = 0.5;
+
+/// The session's measurements for growth_estimate: context tokens at each check against a
+/// monotonic clock (seconds), and each summary's duration. Pure: the caller supplies the time.
+class growth_meter
+{
+public:
+    /// A check saw `tokens` at `seconds`. A drop (a compaction) restarts the growth measurement.
+    void observe(double seconds, std::int64_t tokens);
+    /// A summary (foreground, or a background one until prepared) took `seconds`.
+    void summary_took(double seconds);
+    /// Both measured: a growth rate over at least one rising pair of checks, and a latest
+    /// summary of at least min_measured_summary_seconds.
+    std::optional<growth_estimate> estimate() const;
+
+private:
+    std::optional<std::pair<double, std::int64_t>> last_;
+    double rate_ = 0;     ///< tokens per second, smoothed (the newest sample weighs half)
+    double summary_ = 0;  ///< seconds of the latest summary
+};
+
 struct check_state
 {
     bool background_enabled = false;
     bool running = false;   ///< a compaction (background or not) is running
     bool prepared = false;  ///< a background result is held
+    /// With an estimate, the start waits (past startAt) until the threshold is within
+    /// `start_lead` summaries at the measured growth: the later the plan, the less it keeps
+    /// beyond keepRecentTokens once committed, and the fewer compactions follow.
+    std::optional<growth_estimate> growth;
 };
 
 /// `tokens > threshold` → foreground (as should_compact); else background when enabled, idle,
-/// `threshold` > 0 and `tokens > start_at × threshold`.
+/// `threshold` > 0, `tokens > start_at × threshold`, and (with `st.growth`) the threshold is at
+/// most `tokens_per_second × summary_seconds × start_lead` tokens away.
 check_action decide_check(std::int64_t tokens, std::int64_t threshold, double start_at, const check_state& st);
 
 /// `settings.background.enabled`, defaulting by mode: on in agentctx, off in Pi compatibility.

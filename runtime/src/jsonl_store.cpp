@@ -270,6 +270,20 @@ result<void> jsonl_store::append(const compaction::entry& e, diagnostics& diag)
     return write_line(to_jsonl_line(e.raw), sync, diag);
 }
 
+result<void> jsonl_store::append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag)
+{
+    if (entries.empty())
+        return {};
+    std::string lines;
+    bool sync = opts_.fsync == fsync_policy::always;
+    for (const auto& e : entries)
+    {
+        lines += to_jsonl_line(e->raw);
+        sync = sync || (opts_.fsync == fsync_policy::on_compaction && e->type == compaction::entry_type::compaction);
+    }
+    return write_line(lines, sync, diag);
+}
+
 result<compaction::session_log> jsonl_store::load(
     const compaction::load_options& opts,
     compaction::load_report& report,

@@ -29,6 +29,11 @@ result<void> memory_store::write_header(const compaction::session_header& h, dia
 
 result<void> memory_store::append(const compaction::entry& e, diagnostics& diag)
 {
+    return append_all({std::make_shared<const compaction::entry>(e)}, diag);
+}
+
+result<void> memory_store::append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag)
+{
     if (text_.empty())
     {
         diag.message = "append before the session header was written";
@@ -36,7 +41,8 @@ result<void> memory_store::append(const compaction::entry& e, diagnostics& diag)
     }
     if (text_.back() != '\n')
         text_ += '\n';  // text given at construction may lack its final newline
-    text_ += to_jsonl_line(e.raw);
+    for (const auto& e : entries)
+        text_ += to_jsonl_line(e->raw);
     return {};
 }
 

@@ -161,6 +161,13 @@ void session_core::publish(std::shared_ptr<const snapshot> next)
 
 void session_core::emit(const session_event& e)
 {
+    // The session measures its own summaries: a background one until it is prepared (its commit
+    // comes later), a foreground one that made model calls until it ended.
+    if (const auto* p = std::get_if<compaction_prepared_event>(&e))
+        growth_.summary_took(static_cast<double>(p->elapsed_ms) / 1000.0);
+    else if (const auto* f = std::get_if<compaction_finished_event>(&e);
+             f && f->reason != compaction_reason::background && !f->evidence.failure && f->evidence.calls > 0)
+        growth_.summary_took(static_cast<double>(f->evidence.elapsed_ms) / 1000.0);
     for (const auto& l : listeners_)
     {
         try
@@ -762,7 +769,8 @@ bool session_core::maybe_start_background(std::int64_t tokens)
         if (const auto why = detail::check_binding(prepared_->binding, detail::path_steps(log_), config_digest_of(config_)))
             drop_prepared(*why);  // reported now, not at the threshold; a new one may start below
     const auto threshold = this->threshold();
-    const detail::check_state st{background_on(), coordinator_->running(), coordinator_->prepared()};
+    growth_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(), tokens);
+    const detail::check_state st{background_on(), coordinator_->running(), coordinator_->prepared(), growth_.estimate()};
     if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=
         detail::check_action::start_background)
         return false;

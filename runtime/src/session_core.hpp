@@ -3,6 +3,8 @@
 
 #include <agentctx/runtime/session.hpp>
 
+#include "background_policy.hpp"
+
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
 
@@ -177,6 +179,7 @@ public:
     /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
     std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
     std::optional<std::size_t> auto_failed_at_;  ///< entry count when an automatic attempt last failed
+    detail::growth_meter growth_;                ///< when a background compaction should start
     boost::asio::cancellation_signal turn_abort_;
 
     std::vector<event_listener> listeners_;

@@ -16,6 +16,8 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -127,13 +129,7 @@ public:
         if (!s)
             return s.error();
         session_ = *s;
-        session_->on_event([this](const session_event& e) {
-            if (const auto* c = std::get_if<context_cleared_event>(&e))
-            {
-                ++cost_.clearing_batches;
-                cost_.clearing_tokens += c->tokens;
-            }
-        });
+        observe_background();
         boost::system::error_code failed;
         asio::co_spawn(ioc_, replay_all(std::move(*entries), failed), asio::detached);
         ioc_.run();
@@ -241,6 +237,11 @@ private:
         if (auto* t = fields.if_contains("targetId"); t && t->is_string())
             if (auto it = ids_.find(std::string(t->get_string())); it != ids_.end())
                 *t = it->second;
+        // The session stamps its compactions with the real clock and, as Pi does, skips the check
+        // of a message not newer than the latest compaction: recorded timestamps are older, so
+        // each message gets a later one (a day ahead, then one millisecond per message).
+        if (auto* m = fields.if_contains("message"); m && m->is_object())
+            m->as_object()["timestamp"] = message_clock_ms_++;
         if (has_role(e, compaction::role::assistant))
             fields["message"].as_object()["usage"] = json::object{
                 {"input", last_input_}, {"output", last_output_}, {"cacheRead", 0}, {"cacheWrite", 0},
@@ -274,23 +275,70 @@ private:
         account(outcome);
     }
 
-    // Bills the summary requests a hook made and stalls the agent for their duration.
+    // Bills the summary requests a check made; the agent waits for them, and for what is left of
+    // a background compaction's requests when the check commits its result.
     void account(const compaction_outcome& outcome)
     {
-        double stall = 0;
-        for (const auto& call : calls_)
-        {
-            const auto billing = cache_.request(now_ + stall, call.parts, false);
-            cost_.bill(options_.prices, billing, call.output, true);
-            stall += options_.timing.duration(billing, call.output);
-        }
+        checked_at_ = now_;
         if (outcome.compacted)
             ++cost_.compactions;
-        if (!calls_.empty())
+        if (background_started_)
+            return;  // the requests made since belong to the background compaction
+        const bool waited = commit_wait_.has_value() || !calls_.empty();
+        double stall = commit_wait_.value_or(0);
+        commit_wait_.reset();
+        stall += bill_calls(now_ + stall);
+        if (waited)
             cost_.stalls.push_back(stall);
-        calls_.clear();
         stalled_ += stall;
         now_ += stall;
+    }
+
+    // Bills the recorded summary calls as requests made one after the other from `at`; returns
+    // how long they took.
+    double bill_calls(double at)
+    {
+        double took = 0;
+        for (const auto& call : calls_)
+        {
+            const auto billing = cache_.request(at + took, call.parts, false);
+            cost_.bill(options_.prices, billing, call.output, true);
+            took += options_.timing.duration(billing, call.output);
+        }
+        calls_.clear();
+        return took;
+    }
+
+    // A background compaction runs from the check that started it, off the agent's path: its
+    // requests are billed from then, and a commit waits only for what would still be running.
+    void observe_background()
+    {
+        session_->on_event([this](const session_event& e) {
+            if (const auto* start = std::get_if<compaction_start_event>(&e))
+            {
+                if (start->reason == compaction_reason::background)
+                    background_started_ = checked_at_;
+            }
+            else if (std::holds_alternative<compaction_prepared_event>(e) && background_started_)
+            {
+                ready_at_ = *background_started_ + bill_calls(*background_started_);
+                background_started_.reset();
+            }
+            else if (const auto* end = std::get_if<compaction_end_event>(&e);
+                     end && end->reason == compaction_reason::background)
+            {
+                if (background_started_)  // failed or discarded while running: its requests were made
+                    bill_calls(*background_started_);
+                background_started_.reset();
+                if (end->result)
+                    commit_wait_ = std::max(0.0, ready_at_ - now_);
+            }
+                   else if (const auto* c = std::get_if<context_cleared_event>(&e))
+            {
+                ++cost_.clearing_batches;
+                cost_.clearing_tokens += c->tokens;
+            }
+        });
     }
 
     const simulate_policy& policy_;
@@ -306,6 +354,13 @@ private:
                        std::pair<std::shared_ptr<const compaction::message>, request_part>> parts_;
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;
+    std::int64_t message_clock_ms_ =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() +
+        86'400'000;
+    double checked_at_ = 0;                     ///< the clock at the last check
+    std::optional<double> background_started_;  ///< a background compaction is running since
+    double ready_at_ = 0;                       ///< when the prepared result was ready
+    std::optional<double> commit_wait_;         ///< a check committed a prepared result
     std::int64_t last_input_ = 0, last_output_ = 0;
     std::string error_;
 };

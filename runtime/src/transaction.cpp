@@ -192,7 +192,11 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     if (!path)
         return failure{path.error(), diag.message};
     compaction::budget_shortfall shortfall;
-    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window},
+    // A background cut keeps a split turn whole when the turn is no larger than what a foreground
+    // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
+    const std::int64_t whole_turn =
+        j.request.reason == compaction_reason::background ? s.config_.settings.keep_recent_tokens : 0;
+    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .whole_turn_tokens = whole_turn},
                                    diag);
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(s, j.request.reason, shortfall);

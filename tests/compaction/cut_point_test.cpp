@@ -24,6 +24,20 @@ session_text& assistant_calls(session_text& s, std::string_view id, json::array 
     return s.message(id, {{"role", "assistant"}, {"content", calls}, {"provider", "p"}, {"model", "m"}, {"stopReason", "toolUse"}});
 }
 
+// u0 a0, then u1 and three tool rounds of 100-token results: u0 a0 u1 a2 r2 a3 r3 a4 r4.
+session_text oversized_turn()
+{
+    session_text s;
+    s.user("u0", "earlier").assistant("a0", "done");
+    s.user("u1", tokens(10));
+    for (int i = 0; i < 3; ++i)
+    {
+        assistant_calls(s, "a" + std::to_string(2 + i), {call("c" + std::to_string(i))});
+        s.tool_result("r" + std::to_string(2 + i), "c" + std::to_string(i), "read", tokens(100));
+    }
+    return s;
+}
+
 }  // namespace
 
 TEST(cut_point, valid_cut_points_exclude_tool_results_and_metadata)
@@ -66,14 +80,7 @@ TEST(cut_point, whole_turn_cut_at_a_user_message)
 TEST(cut_point, split_turn_when_the_cut_lands_on_an_assistant)
 {
     // The oversized-turn example: user, then assistant/tool rounds; kept from 7.
-    session_text s;
-    s.user("u0", "earlier").assistant("a0", "done");
-    s.user("u1", tokens(10));
-    for (int i = 0; i < 3; ++i)
-    {
-        assistant_calls(s, "a" + std::to_string(2 + i), {call("c" + std::to_string(i))});
-        s.tool_result("r" + std::to_string(2 + i), "c" + std::to_string(i), "read", tokens(100));
-    }
+    const session_text s = oversized_turn();
     const auto path = s.path();  // u0 a0 u1 a2 r2 a3 r3 a4 r4
     auto r = find_cut_point(path, 0, path.size(), 150, compat_mode::agentctx).value();
     EXPECT_EQ(r.first_kept_index, 7u);  // a4: crossing at r3 (index 6), next cut point a4
@@ -206,4 +213,35 @@ TEST(cut_point, budget_never_reached_keeps_from_the_first_cut_point)
     const auto r = find_cut_point(path, 0, path.size(), 50000, compat_mode::agentctx).value();
     EXPECT_FALSE(r.crossing_index);
     EXPECT_EQ(r.first_kept_index, 0u);  // u1, widened over the thinking level change
+}
+
+TEST(cut_point, keep_turn_whole_moves_a_split_cut_to_the_turn_start_only_when_the_prefix_is_small)
+{
+    const session_text s = oversized_turn();
+    const auto projected = raw_projected_entries(s.path());  // u0 a0 u1 a2 r2 a3 r3 a4 r4
+    const auto split = find_cut_point(projected, 0, projected.size(), 150, compat_mode::agentctx).value();
+    ASSERT_TRUE(split.is_split_turn);
+    ASSERT_EQ(split.first_kept_index, 7u);
+    std::int64_t prefix = 0;  // u1 a2 r2 a3 r3
+    for (std::size_t i = 2; i < 7; ++i)
+        for (const auto& m : projected[i].messages)
+            prefix += static_cast<std::int64_t>(default_token_counter().count(*m));
+    const auto whole = keep_turn_whole(projected, 0, split, prefix);
+    EXPECT_EQ(whole.first_kept_index, 2u);
+    EXPECT_FALSE(whole.is_split_turn);
+    EXPECT_FALSE(whole.turn_start_index);
+    // One token short: the prefix is summarized as before.
+    EXPECT_EQ(keep_turn_whole(projected, 0, split, prefix - 1).first_kept_index, 7u);
+    // A turn that starts the range would leave nothing to summarize.
+    const auto from_turn = find_cut_point(projected, 2, projected.size(), 150, compat_mode::agentctx).value();
+    EXPECT_EQ(keep_turn_whole(projected, 2, from_turn, 1'000'000).first_kept_index, 7u);
+    // Through prepare_compaction: whole_turn_tokens keeps the turn, and no prefix is summarized.
+    compaction_settings st;
+    st.keep_recent_tokens = 150;
+    st.keep_recent_exchanges = 0;
+    diagnostics diag;
+    const auto p = prepare_compaction(s.path(), st, {.whole_turn_tokens = prefix}, diag).value();
+    EXPECT_EQ(p.first_kept_entry_id, "u1");
+    EXPECT_TRUE(p.turn_prefix_messages.empty());
+    EXPECT_EQ(p.messages_to_summarize.size(), 2u);
 }

@@ -59,6 +59,7 @@ namespace fs = std::filesystem;
 using boost::system::error_code;
 
 using test::ask;
+using test::checked_ask;
 using test::raw_body;
 using test::raw_conn;
 
@@ -366,6 +367,7 @@ TEST_F(agent_server_test, oversized_body_gets_413_and_huge_header_431)
     ASSERT_TRUE(body.read_to_close(res)) << res;
     EXPECT_EQ(res.rfind("HTTP/1.1 413", 0), 0u) << res;
     EXPECT_EQ(raw_body(res).at("error").at("code"), "body_too_large");
+    EXPECT_EQ(test::raw_contract_violation("POST", "/v1/sessions", res), "");
 
     raw_conn header(port_);
     ASSERT_TRUE(header.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n"));
@@ -728,12 +730,14 @@ TEST_F(agent_server_test, every_request_needs_the_bearer_token_when_one_is_set)
 {
     tweak_ = [](server::server_options& o) { o.token = "s3cret-token"; };
     start();
-    auto ask = [&](const std::string& auth, const std::string& request_line = "POST /v1/sessions") {
+    auto auth_ask = [&](const std::string& auth, const std::string& request_line = "POST /v1/sessions") {
         raw_conn c(port_);
         EXPECT_TRUE(c.send(request_line + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + auth +
                            "Content-Length: 0\r\n\r\n"));
         std::string res;
         EXPECT_TRUE(c.read_to_close(res)) << res;
+        const auto space = request_line.find(' ');
+        EXPECT_EQ(test::raw_contract_violation(request_line.substr(0, space), request_line.substr(space + 1), res), "") << res;
         return res;
     };
     for (const std::string& bad : {std::string(), std::string("Authorization: Bearer wrong\r\n"),
@@ -741,18 +745,18 @@ TEST_F(agent_server_test, every_request_needs_the_bearer_token_when_one_is_set)
                                    std::string("Authorization: Basic s3cret-token\r\n"),
                                    std::string("Authorization: s3cret-token\r\n")})
     {
-        const auto res = ask(bad);
+        const auto res = auth_ask(bad);
         EXPECT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << bad << res;
         EXPECT_NE(res.find("WWW-Authenticate: Bearer"), std::string::npos) << res;
         EXPECT_EQ(raw_body(res).at("error").at("code"), "unauthorized");
         EXPECT_EQ(res.find("s3cret"), std::string::npos) << "the token is never echoed";
     }
     // The event stream and unknown routes are behind the token too.
-    EXPECT_EQ(ask("", "GET /v1/sessions/x/events").rfind("HTTP/1.1 401", 0), 0u);
-    EXPECT_EQ(ask("", "GET /nothing").rfind("HTTP/1.1 401", 0), 0u);
+    EXPECT_EQ(auth_ask("", "GET /v1/sessions/x/events").rfind("HTTP/1.1 401", 0), 0u);
+    EXPECT_EQ(auth_ask("", "GET /nothing").rfind("HTTP/1.1 401", 0), 0u);
     EXPECT_TRUE(fs::is_empty(dir_) || !fs::exists(dir_)) << "nothing was created";
-    EXPECT_EQ(ask("Authorization: Bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);
-    EXPECT_EQ(ask("Authorization: bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);  // the scheme is case-insensitive
+    EXPECT_EQ(auth_ask("Authorization: Bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);
+    EXPECT_EQ(auth_ask("Authorization: bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);  // the scheme is case-insensitive
 }
 
 TEST(server_auth, constant_time_comparison_is_exact)
@@ -1080,7 +1084,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     ASSERT_NE(child.port, 0) << child.log;
     const auto port = child.port;
     const pid_t pid = child.pid;
-    const auto created = ask(port, "POST", "/v1/sessions");
+    const auto created = checked_ask(port, "POST", "/v1/sessions");
     ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << created;
     const std::string id(raw_body(created).at("id").as_string());
     std::vector<std::string> acknowledged;
@@ -1090,7 +1094,7 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
                                       words(6000) + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
                                 : R"({"type":"message","message":{"role":"user","content":")" + words(6000) +
                                       R"(","timestamp":1}})";
-        const auto res = ask(port, "POST", "/v1/sessions/" + id + "/entries", body);
+        const auto res = checked_ask(port, "POST", "/v1/sessions/" + id + "/entries", body);
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         acknowledged.emplace_back(raw_body(res).at("id").as_string());
     }
@@ -1149,18 +1153,18 @@ TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_serv
         test::server_process child(AGENTCTX_SERVER_BIN, {.args = args, .env = {{"PI_CODING_AGENT_DIR", global.string()}}, .cwd = cwd});
         EXPECT_NE(child.port, 0) << child.log;
         std::vector<std::string> ids;
-        const auto created = ask(child.port, "POST", "/v1/sessions");
+        const auto created = checked_ask(child.port, "POST", "/v1/sessions");
         const std::string id(raw_body(created).at("id").as_string());
         for (int i = 0; i < 12; ++i)
         {
             const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
                                           R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
                                     : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
-            const auto res = ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
+            const auto res = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
             EXPECT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
             ids.emplace_back(raw_body(res).at("id").as_string());
         }
-        return std::pair(ask(child.port, "POST", "/v1/sessions/" + id + "/compact"), ids);
+        return std::pair(checked_ask(child.port, "POST", "/v1/sessions/" + id + "/compact"), ids);
     };
     // Not trusted: the project's file is not read, the default 20,000 keeps everything.
     const auto [untrusted, ids0] = run("untrusted", {"--project-dir", project.string()}, std::nullopt);
@@ -1188,11 +1192,11 @@ TEST(server_process, the_binarys_request_limits_answer_413_and_431)
                                                               "--max-body-bytes", "2048", "--max-header-bytes", "1024"}});
     ASSERT_NE(child.port, 0) << child.log;
     const std::string cwd = R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
-    EXPECT_EQ(ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
-    const auto body = ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
+    EXPECT_EQ(checked_ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
+    const auto body = checked_ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
     EXPECT_EQ(body.rfind("HTTP/1.1 413", 0), 0u) << body;
     EXPECT_EQ(raw_body(body).at("error").at("code"), "body_too_large");
-    const auto header = ask(child.port, "GET", "/metrics?" + std::string(2000, 'q'));
+    const auto header = checked_ask(child.port, "GET", "/metrics?" + std::string(2000, 'q'));
     EXPECT_EQ(header.rfind("HTTP/1.1 431", 0), 0u) << header;
     EXPECT_EQ(raw_body(header).at("error").at("code"), "header_too_large");
     fs::remove_all(dir);
@@ -1227,7 +1231,7 @@ TEST_F(agent_server_test, unknown_method_names_share_one_metrics_label)
     start();
     for (int i = 0; i < 20; ++i)
     {
-        const auto res = ask(port_, "XMETHOD" + std::to_string(i), "/v1/sessions");
+        const auto res = checked_ask(port_, "XMETHOD" + std::to_string(i), "/v1/sessions");
         EXPECT_EQ(res.rfind("HTTP/1.1 405", 0), 0u) << res;
     }
     const auto body = sync("GET", "/metrics")->res.body;
@@ -1249,7 +1253,7 @@ TEST_F(agent_server_test, beyond_the_connection_cap_the_longest_idle_makes_room_
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_EQ(server_->open_connections(), 3u);
     // A fourth client is served: the connection idle for longest was closed for it.
-    const auto served = ask(port_, "GET", "/v1/sessions/nosuchsession/context");
+    const auto served = checked_ask(port_, "GET", "/v1/sessions/nosuchsession/context");
     EXPECT_EQ(served.rfind("HTTP/1.1 404", 0), 0u) << served;
     std::string out;
     EXPECT_TRUE(idle[0]->read_to_close(out));
@@ -1266,7 +1270,7 @@ TEST_F(agent_server_test, beyond_the_connection_cap_the_longest_idle_makes_room_
         std::string events;
         ASSERT_TRUE(streams.back()->read_until(events, ": subscribed")) << events;
     }
-    const auto refused = ask(port_, "GET", "/v1/sessions/nosuchsession/context");
+    const auto refused = checked_ask(port_, "GET", "/v1/sessions/nosuchsession/context");
     EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
     EXPECT_EQ(raw_body(refused).at("error").at("code"), "too_many_connections");
 }
@@ -1317,7 +1321,7 @@ TEST_F(agent_server_test, the_database_being_down_is_503_on_every_route)
     auto created = sync("POST", "/v1/sessions");
     EXPECT_EQ(created->res.status, 503) << created->res.body;
     EXPECT_EQ(created->json().at("error").at("code"), "database_error");
-    auto events = ask(port_, "GET", "/v1/sessions/nosuchsession/events");
+    auto events = checked_ask(port_, "GET", "/v1/sessions/nosuchsession/events");
     EXPECT_EQ(events.rfind("HTTP/1.1 503", 0), 0u) << events;
     EXPECT_EQ(raw_body(events).at("error").at("message"), "the session database could not be read or written") << events;
     auto ctx = sync("GET", "/v1/sessions/nosuchsession/context");
@@ -1359,10 +1363,10 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
     // 300 sessions, each written to: more than its descriptors could hold open at once.
     for (int i = 0; i < 300; ++i)
     {
-        const auto created = ask(child.port, "POST", "/v1/sessions");
+        const auto created = checked_ask(child.port, "POST", "/v1/sessions");
         ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << created;
         const std::string id(raw_body(created).at("id").as_string());
-        const auto appended = ask(child.port, "POST", "/v1/sessions/" + id + "/entries",
+        const auto appended = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries",
                                   R"({"type":"message","message":{"role":"user","content":"hi","timestamp":1}})");
         ASSERT_EQ(appended.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << appended;
     }
@@ -1374,10 +1378,10 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
         ASSERT_TRUE(idle.back()->connect(child.port));
     }
     // Served while they are there: idle connections make room for it.
-    const auto during = ask(child.port, "POST", "/v1/sessions");
+    const auto during = checked_ask(child.port, "POST", "/v1/sessions");
     EXPECT_EQ(during.rfind("HTTP/1.1 201", 0), 0u) << during;
     idle.clear();
-    const auto after = ask(child.port, "POST", "/v1/sessions");
+    const auto after = checked_ask(child.port, "POST", "/v1/sessions");
     EXPECT_EQ(after.rfind("HTTP/1.1 201", 0), 0u) << after;
     child.kill_now();
     fs::remove_all(dir);
@@ -1399,7 +1403,7 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
                                {.args = {"--no-auth", "--port", "0", "--data-dir", (root / "data").string(), "--settings", settings.string()},
                                 .env = {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}});
     ASSERT_NE(child.port, 0) << child.log;
-    const std::string id(raw_body(ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
+    const std::string id(raw_body(checked_ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
     const std::string text(4000, 'a');  // ~1,000 tokens per entry
     std::vector<std::string> ids;
     for (int i = 0; i < 12; ++i)
@@ -1407,7 +1411,7 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
         const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
                                       R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
                                 : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
-        const auto res = ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
+        const auto res = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         ids.emplace_back(raw_body(res).at("id").as_string());
     }
@@ -1422,7 +1426,7 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
     const auto planned = boost::json::parse(plan.out).at("plan");
     ASSERT_TRUE(planned.is_object()) << plan.out;
     const std::string cut(planned.at("firstKeptEntryId").as_string());
-    const auto compacted = ask(child.port, "POST", "/v1/sessions/" + id + "/compact");
+    const auto compacted = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/compact");
     ASSERT_EQ(compacted.rfind("HTTP/1.1 200", 0), 0u) << compacted;
     EXPECT_EQ(raw_body(compacted).at("firstKeptEntryId").as_string(), cut);
     const auto at = std::find(ids.begin(), ids.end(), cut);
@@ -1500,4 +1504,24 @@ TEST_F(agent_server_test, cleared_tool_results_are_announced_and_their_originals
     EXPECT_EQ(original->json().at("message").at("content").at(0).at("text").as_string().size(), 4000u);
     EXPECT_EQ(original->json().at("id").as_string(), results[0]);
     EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/entries/nope")->res.status, 404);
+}
+
+TEST(server_metrics, background_steps_carry_their_discard_reason_and_stalls_have_fine_buckets)
+{
+    server::server_metrics m;
+    m.background("prepared");
+    m.background("discarded", "branched");
+    m.background("discarded", "branched");
+    m.turn_check(0.004);
+    m.turn_check(0.02);
+    m.turn_check(3);
+    const auto text = m.render(0);
+    for (const std::string line : {"agentctx_background_compactions_total{outcome=\"prepared\"} 1\n",
+                                   "agentctx_background_compactions_total{outcome=\"discarded\",reason=\"branched\"} 2\n",
+                                   "agentctx_turn_check_seconds_bucket{le=\"0.005\"} 1\n",
+                                   "agentctx_turn_check_seconds_bucket{le=\"0.025\"} 2\n",
+                                   "agentctx_turn_check_seconds_bucket{le=\"2.5\"} 2\n",
+                                   "agentctx_turn_check_seconds_bucket{le=\"5\"} 3\n",
+                                   "agentctx_turn_check_seconds_count 3\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }

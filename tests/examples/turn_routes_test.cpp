@@ -122,3 +122,32 @@ TEST_F(server_turns, an_overflow_compacts_once_and_a_second_without_progress_is_
     EXPECT_EQ(third->json().at("overflow"), true);
     EXPECT_EQ(third->json().at("retry"), true) << third->res.body;
 }
+
+// Over startAt × threshold (0.7 × 4000) a turn end starts a background compaction and returns;
+// the next turn end over the threshold commits it. The metrics count both steps and each check.
+TEST_F(server_turns, a_background_compaction_is_prepared_then_committed_and_counted)
+{
+    start({}, 5000, 1000);
+    const auto id = new_session();
+    for (int i = 0; i < 4; ++i)
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/messages?format=openai", chat_turn(i))->res.status, 201);
+    auto sub = subscribe(id);
+    const auto started = sync("POST", "/v1/sessions/" + id + "/turn-end",
+                              R"({"format":"openai","usage":{"prompt_tokens":3000,"completion_tokens":100}})");
+    ASSERT_EQ(started->res.status, 200) << started->res.body;
+    EXPECT_EQ(started->json().at("compacted"), false);
+    run_until([&] { return sub->text.find("event: compaction_prepared") != std::string::npos; });
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/messages?format=openai", chat_turn(4))->res.status, 201);
+    const auto r = sync("POST", "/v1/sessions/" + id + "/turn-end",
+                        R"({"format":"openai","usage":{"prompt_tokens":4500,"completion_tokens":100}})");
+    ASSERT_EQ(r->res.status, 200) << r->res.body;
+    EXPECT_EQ(r->json().at("compacted"), true);
+    EXPECT_EQ(r->json().at("reason"), "threshold");
+    const auto metrics = sync("GET", "/metrics")->res.body;
+    for (const std::string line : {"agentctx_background_compactions_total{outcome=\"prepared\"} 1\n",
+                                   "agentctx_background_compactions_total{outcome=\"committed\"} 1\n",
+                                   "agentctx_compactions_total{reason=\"background\",outcome=\"committed\"} 1\n",
+                                   "agentctx_turn_check_seconds_count 2\n"})
+        EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
+    unsubscribe(*sub);
+}

@@ -1,5 +1,6 @@
 // session::async_append_messages: a batch is validated whole, written in order, and never interleaved.
 #include <agentctx/compaction/error.hpp>
+#include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include "file_text.hpp"
@@ -15,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace agentctx;
@@ -90,4 +94,31 @@ TEST_F(append_batch_test, one_refused_message_refuses_the_batch_and_writes_nothi
     EXPECT_TRUE(r.ids.empty());
     EXPECT_EQ(test::read_text(path_), before);
     EXPECT_EQ(session_->current()->messages.size(), 1u);
+}
+
+// The file may grow by one line only: a batch of three must then write none of them. Written
+// one by one, the first would have stayed in the file.
+TEST_F(append_batch_test, a_store_failure_inside_a_batch_leaves_none_of_it_in_file_or_snapshot)
+{
+    ASSERT_TRUE(session_);
+    ASSERT_FALSE(append({user("first")}).first);
+    const auto before = test::read_text(path_);
+    const std::string text(300, 'x');
+    struct rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+    struct rlimit small = old;
+    small.rlim_cur = before.size() + 500;  // room for one 300-character line, not two
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    const auto [ec, r] = append({user(text), user(text), user(text)});
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+    std::signal(SIGXFSZ, old_handler);
+    EXPECT_EQ(ec, runtime::make_error_code(runtime::errc::io_error)) << r.reason;
+    EXPECT_TRUE(r.ids.empty());
+    EXPECT_EQ(test::read_text(path_), before);
+    EXPECT_EQ(session_->current()->messages.size(), 1u);
+    // The same batch goes through once the file may grow.
+    const auto [ec2, r2] = append({user(text), user(text), user(text)});
+    ASSERT_FALSE(ec2) << r2.reason;
+    EXPECT_EQ(session_->current()->messages.size(), 4u);
 }

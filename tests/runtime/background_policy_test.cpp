@@ -112,3 +112,43 @@ TEST(background_policy, reasons_have_stable_names)
 }
 
 }  // namespace
+
+// The threshold is 100,000: startAt 0.7 allows a start above 70,000. Measured growth of 1,000
+// tokens/s and 4 s summaries hold it until the threshold is within 2 × 4 × 1,000 = 8,000 tokens.
+TEST(background_policy, a_measured_growth_holds_the_start_until_the_threshold_is_two_summaries_away)
+{
+    check_state st{.background_enabled = true};
+    EXPECT_EQ(decide_check(80'000, 100'000, 0.7, st), check_action::start_background);  // nothing measured yet
+    st.growth = growth_estimate{1000, 4};
+    EXPECT_EQ(decide_check(80'000, 100'000, 0.7, st), check_action::none);
+    EXPECT_EQ(decide_check(91'999, 100'000, 0.7, st), check_action::none);
+    EXPECT_EQ(decide_check(92'000, 100'000, 0.7, st), check_action::start_background);
+    // startAt stays the earliest start: a slow summary does not start one below it.
+    st.growth = growth_estimate{1000, 60};
+    EXPECT_EQ(decide_check(69'000, 100'000, 0.7, st), check_action::none);
+    EXPECT_EQ(decide_check(71'000, 100'000, 0.7, st), check_action::start_background);
+    EXPECT_EQ(decide_check(100'001, 100'000, 0.7, st), check_action::foreground);
+}
+
+TEST(background_policy, the_growth_meter_averages_rising_checks_and_restarts_after_a_drop)
+{
+    growth_meter m;
+    EXPECT_EQ(m.estimate(), std::nullopt);
+    m.observe(10, 50'000);
+    m.observe(12, 54'000);  // 2,000 tokens/s
+    EXPECT_EQ(m.estimate(), std::nullopt) << "no summary measured yet";
+    m.summary_took(3.5);
+    ASSERT_TRUE(m.estimate());
+    EXPECT_DOUBLE_EQ(m.estimate()->tokens_per_second, 2000);
+    EXPECT_DOUBLE_EQ(m.estimate()->summary_seconds, 3.5);
+    m.observe(13, 58'000);  // 4,000 tokens/s: the newest sample weighs half
+    EXPECT_DOUBLE_EQ(m.estimate()->tokens_per_second, 3000);
+    m.observe(14, 20'000);  // a compaction: no sample
+    m.observe(16, 22'000);  // 1,000 tokens/s from the new start
+    EXPECT_DOUBLE_EQ(m.estimate()->tokens_per_second, 2000);
+    m.summary_took(0.4);  // a fast summarizer: no hold until a slow one is measured again
+    EXPECT_EQ(m.estimate(), std::nullopt);
+    m.summary_took(0.5);
+    ASSERT_TRUE(m.estimate());
+    EXPECT_DOUBLE_EQ(m.estimate()->summary_seconds, 0.5);
+}

@@ -116,6 +116,30 @@ TEST(simulate, later_requests_carry_the_compacted_context)
     EXPECT_EQ(none.peak_context, 2000 + 1 + 1000 + 1 + 1000 + 1 + 100);
 }
 
+// Background on: a2's request (3,001 + 100 output) is over 0.7 × 4,000, so the summary runs from
+// a2's check at t 62; a3's check at t 403 commits it, long ready: a compaction with no stall.
+// The same session in the foreground stalls a3's check for the whole summary.
+TEST(simulate, a_background_compaction_is_billed_but_stalls_only_for_what_is_still_running)
+{
+    auto policy = *runtime::builtin_policy("agentctx");
+    policy.settings.reserve_tokens = 1000;
+    policy.settings.keep_recent_tokens = 1500;
+    runtime::simulate_options options;
+    options.context_window = 5000;
+    const auto foreground = simulate(three_turns().text, policy, options);
+    policy.settings.background.enabled = true;
+    const auto background = simulate(three_turns().text, policy, options);
+    EXPECT_EQ(foreground.compactions, 1);
+    ASSERT_EQ(foreground.stalls.size(), 1u);
+    EXPECT_GT(foreground.stalls[0], 0.5);
+    EXPECT_EQ(background.compactions, 1);
+    ASSERT_GE(background.summary_requests, 1);
+    ASSERT_EQ(background.stalls.size(), 1u);
+    EXPECT_EQ(background.stalls[0], 0.0);
+    EXPECT_GT(background.summarizer_input_tokens, 0);
+    EXPECT_EQ(background.input.uncached, background.summarizer_input_tokens);
+}
+
 namespace {
 
 // A prompt, then 24 tool rounds of one 4,000-token read each a minute apart, then the answer.

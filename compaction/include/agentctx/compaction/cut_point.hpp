@@ -77,6 +77,13 @@ cut_point_result keep_recent_exchanges(std::span<const projected_entry> entries,
                                        std::int64_t max_kept_tokens = 0,
                                        const token_counter& counter = default_token_counter());
 
+/// A cut that splits a turn moves back to the turn's start when the turn's prefix (the turn
+/// start up to the cut) is at most `max_prefix_tokens`: the whole turn is kept and no separate
+/// turn-prefix summary is needed. `r` is returned unchanged when it splits no turn, when the turn
+/// starts at `start` (nothing would be left to summarize) or when the prefix is larger.
+cut_point_result keep_turn_whole(std::span<const projected_entry> entries, std::size_t start, cut_point_result r,
+                                 std::int64_t max_prefix_tokens, const token_counter& counter = default_token_counter());
+
 /// Fills `r` for the cut point `chosen`: the look-back over context-invisible entries to
 /// `first_kept_index`, and the split-turn fields (`pi`: Pi's test on the widened cut).
 void settle_cut(std::span<const projected_entry> entries, std::size_t start, std::size_t chosen, bool pi,

@@ -31,6 +31,10 @@ struct plan_options
     /// The model's window (0 = unknown). With it, keepRecentExchanges keeps at most half of
     /// `contextWindow - reserveTokens` (Pi's threshold): room for the summary and the next turns.
     std::int64_t context_window = 0;
+    /// agentctx mode, > 0: a split turn whose prefix is at most this many tokens is kept whole
+    /// (keep_turn_whole). A background compaction sets it: what it keeps grows until its commit
+    /// anyway, and a whole turn saves the turn-prefix summary request.
+    std::int64_t whole_turn_tokens = 0;
 };
 
 struct compaction_preparation

@@ -54,6 +54,8 @@ public:
 
     result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
     result<void> append(const compaction::entry& e, diagnostics& diag) override;
+    /// All lines in one write(2), rolled back together on failure.
+    result<void> append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag) override;
     result<compaction::session_log> load(
         const compaction::load_options& opts,
         compaction::load_report& report,

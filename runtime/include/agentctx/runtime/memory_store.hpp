@@ -15,6 +15,7 @@ public:
 
     result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
     result<void> append(const compaction::entry& e, diagnostics& diag) override;
+    result<void> append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag) override;
 
     const std::string& text() const noexcept { return text_; }
 };

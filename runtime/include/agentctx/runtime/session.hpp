@@ -183,8 +183,8 @@ public:
      * the one before, as one batch: every message is validated before the first is written, and
      * no other write of the session comes between them. A refused message fails the batch with
      * nothing written; `reason` names its index, field and why (`[2] field 'message.content': …`).
-     * A store failure partway through (a full disk, another node writing a shared session) leaves
-     * the entries written before it, each a whole line; `reason` then says how many.
+     * The store writes the batch in one step (store::async_write_batch): a store failure (a full
+     * disk, another node writing a shared session first) leaves none of it, in file and snapshot.
      * @par Per-operation cancellation
      * None: like a single append, it is short and is either done or not started.
      */

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -53,6 +54,12 @@ public:
     /// Appends one entry as one complete line. Durable (per policy) when it returns.
     virtual result<void> append(const compaction::entry& e, diagnostics& diag) = 0;
 
+    /// Appends several entries, in order, all or none: the stores of this library write them in
+    /// one step (one write(2) for a file, one transaction for PostgreSQL). The default appends
+    /// them one by one through append(), so a store that overrides only append() may keep a
+    /// prefix of the batch when it fails part-way.
+    virtual result<void> append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag);
+
     /// Reads the whole session. The log materializes entries from this store on demand.
     virtual result<compaction::session_log> load(
         const compaction::load_options& opts,
@@ -73,6 +80,12 @@ public:
     /// once the line is committed.
     virtual void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
                              boost::asio::any_completion_handler<store_write_signature> h);
+
+    /// async_write for several entries: appends all of `entries` in order if the store holds
+    /// exactly `known_entries` entries, or nothing (`stale_leaf` when another writer was first).
+    /// The default runs append_all() for a synchronous store and chains async_write otherwise.
+    virtual void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries,
+                                   std::size_t known_entries, boost::asio::any_completion_handler<store_write_signature> h);
 
     /// Takes the session's compaction lease; `compaction_in_progress` when another holder has
     /// it. The default is a lease that excludes nothing beyond what the store already does.
