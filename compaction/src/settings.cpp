@@ -6,6 +6,7 @@
 #include <agentctx/compaction/projection.hpp>
 
 #include "field_reader.hpp"
+#include "settings_clearing.hpp"
 
 #include <cmath>
 
@@ -195,7 +196,9 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
     }
     if (auto r = check_summary_request(layer, name, diag); !r)
         return r;
-    return check_background(layer, name, diag);
+    if (auto r = check_background(layer, name, diag); !r)
+        return r;
+    return detail::check_clearing_layer(layer, name, diag);
 }
 
 // The merged `compaction.background` (each layer passed check_background).
@@ -325,6 +328,7 @@ result<compaction_settings> resolve_settings(
     if (const auto* v = get(comp, "summaryRequest"))
         s.summary_request = v->get_string() == "standalone" ? summary_request_mode::standalone
                                                              : summary_request_mode::cache_friendly;
+    detail::read_clearing(comp, s);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();
     if (const auto* v = get(retry, "maxRetries"))

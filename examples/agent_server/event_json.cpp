@@ -81,6 +81,18 @@ named fields(const runtime::budget_exceeded_event& b)
                          {"required", json::object{{"entryId", b.required_entry_id}, {"position", b.required_position}}}}};
 }
 
+// Old tool results were replaced by placeholders; the originals stay readable by entry id.
+named fields(const runtime::context_cleared_event& c)
+{
+    json::array targets(c.target_ids.begin(), c.target_ids.end());
+    json::array edits(c.edit_ids.begin(), c.edit_ids.end());
+    return {"context_cleared", json::object{{"results", c.results},
+                                            {"tokens", c.tokens},
+                                            {"tokensBefore", c.tokens_before},
+                                            {"targetIds", std::move(targets)},
+                                            {"editIds", std::move(edits)}}};
+}
+
 }  // namespace
 
 event_text event_json(const runtime::session_event& e)

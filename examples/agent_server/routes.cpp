@@ -1,4 +1,4 @@
-// The route table and its handlers: create, append, compact, context, metrics.
+// The route table and its handlers: create, append, read an entry, compact, context, metrics.
 #include "routes.hpp"
 
 #include "error_status.hpp"
@@ -216,6 +216,21 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
     co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire, framing));
 }
 
+// One entry exactly as stored: the original of a tool result the clearing tier replaced.
+asio::awaitable<http_response> get_entry(request_context& c, const lease& held)
+{
+    const auto parts = split_target(c.req.target());
+    const std::string entry_id = parts.size() == 5 ? parts[4] : std::string();
+    if (!valid_id(entry_id))
+        co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "the entry id is not valid"));
+    auto [ec, entry] = co_await held->session().async_original(entry_id, asio::as_tuple(asio::use_awaitable));
+    if (ec == compaction::errc::entry_not_found)
+        co_return reply(c.req, http::status::not_found, error_body("not_found", "no entry '" + entry_id + "' in this session"));
+    if (ec)
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), "the entry could not be read"));
+    co_return reply(c.req, http::status::ok, std::move(entry));
+}
+
 asio::awaitable<http_response> no_such_action(request_context& c, const lease&)
 {
     co_return reply(c.req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
@@ -235,6 +250,7 @@ const route_entry route_table[] = {
     {http::verb::post, "/v1/sessions", &create_session},
     {std::nullopt, "/v1/sessions", &use_post},
     {http::verb::post, "/v1/sessions/{id}/entries", &append_entry},
+    {http::verb::get, "/v1/sessions/{id}/entries/{entryId}", &get_entry},
     {http::verb::post, "/v1/sessions/{id}/compact", &compact},
     {http::verb::get, "/v1/sessions/{id}/context", &context},
     {http::verb::post, "/v1/sessions/{id}/messages", &append_wire_messages},
@@ -257,7 +273,7 @@ bool matches(std::string_view pattern, const std::vector<std::string>& parts, st
                 return false;
             id = parts[i];
         }
-        else if (segments[i] != "{action}" && segments[i] != parts[i])
+        else if (segments[i] != "{action}" && segments[i] != "{entryId}" && segments[i] != parts[i])
             return false;
     }
     return true;

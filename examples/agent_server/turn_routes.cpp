@@ -4,6 +4,7 @@
 #include "error_status.hpp"
 
 #include <agentctx/compaction/token_accounting.hpp>
+#include <agentctx/compaction/working_budget.hpp>
 #include <agentctx/providers/wire_input.hpp>
 #include <agentctx/runtime/error.hpp>
 
@@ -81,7 +82,7 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
                      {"retry", false},
                      {"tokens", checked_tokens(*snap, *m)},
                      {"contextWindow", cfg.model.context_window},
-                     {"threshold", cfg.model.context_window - cfg.settings.reserve_tokens}};
+                     {"threshold", compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat)}};
     const auto started = std::chrono::steady_clock::now();
     auto [ec, outcome] = co_await held->session().async_on_turn_end(std::move(*m), asio::as_tuple(asio::use_awaitable));
     c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

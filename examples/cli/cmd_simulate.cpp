@@ -21,7 +21,7 @@ namespace {
 const char* const simulate_usage =
     "usage: agentctx simulate SESSION.jsonl... [--policy none|pi|agentctx]... [--settings FILE]...\n"
     "                         [--prices anthropic|anthropic-1h|openai|FILE] [--context-window N]\n"
-    "                         [--system-tokens N] [--json]\n"
+    "                         [--system-tokens N] [--sweep workingBudget=LO..HI[/STEP]] [--json]\n"
     "\n"
     "Replays each session's active path under each policy (recorded compactions dropped; the real\n"
     "planner and runtime decide; summaries from the offline summarizer) and bills every request\n"
@@ -34,13 +34,62 @@ const char* const simulate_usage =
     "  --prices P           a built-in price table or a JSON file of one (default anthropic)\n"
     "  --context-window N   the model's window (default 200000)\n"
     "  --system-tokens N    the system prompt and tools, a fixed first part of every request (default 0)\n"
+    "  --sweep workingBudget=LO..HI[/STEP]\n"
+    "                       one more policy per working budget from LO to HI tokens (STEP default\n"
+    "                       20000), each agentctx's defaults with compaction.workingBudget set; a\n"
+    "                       table shows each value's cost beside the summary calls it takes\n"
     "  --json               one JSON object with the same numbers\n";
 
 struct sim_setup
 {
     std::vector<runtime::simulate_policy> policies;
     runtime::simulate_options options;
+    std::vector<std::string> swept;  ///< the sweep's policy names, in order
 };
+
+std::optional<std::int64_t> whole_number(std::string_view text)
+{
+    std::int64_t v = 0;
+    if (text.empty() || text.size() > 12)
+        return std::nullopt;
+    for (const char c : text)
+    {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+// `workingBudget=LO..HI[/STEP]`: one agentctx policy per value.
+bool add_sweep(const std::string& spec, sim_setup& s, std::string& error)
+{
+    const std::string key = "workingBudget=";
+    const auto dots = spec.find("..");
+    const auto slash = spec.find('/', dots == std::string::npos ? 0 : dots);
+    std::optional<std::int64_t> lo, hi, step = 20000;
+    if (spec.rfind(key, 0) == 0 && dots != std::string::npos)
+    {
+        lo = whole_number(std::string_view(spec).substr(key.size(), dots - key.size()));
+        hi = whole_number(std::string_view(spec).substr(dots + 2, slash == std::string::npos ? std::string::npos : slash - dots - 2));
+        if (slash != std::string::npos)
+            step = whole_number(std::string_view(spec).substr(slash + 1));
+    }
+    if (!lo || !hi || !step || *step == 0 || *lo == 0 || *lo > *hi || (*hi - *lo) / *step > 100)
+    {
+        error = "--sweep takes workingBudget=LO..HI[/STEP] (tokens, LO <= HI, at most 100 steps), not '" + spec + "'";
+        return false;
+    }
+    for (auto v = *lo; v <= *hi; v += *step)
+    {
+        auto p = *runtime::builtin_policy("agentctx");
+        p.name = "workingBudget=" + std::to_string(v);
+        p.settings.working_budget = compaction::token_amount{v, 0};
+        s.swept.push_back(p.name);
+        s.policies.push_back(std::move(p));
+    }
+    return true;
+}
 
 std::optional<compaction::price_table> read_prices(const std::string& p, std::string& error)
 {
@@ -89,10 +138,16 @@ std::optional<sim_setup> setup(const args& a, std::string& error)
                 return std::nullopt;
             s.policies.push_back(std::move(*p));
         }
+        else if (name == "sweep" && !add_sweep(value, s, error))
+            return std::nullopt;
     }
-    if (s.policies.empty())
+    if (s.policies.size() == s.swept.size())  // no policy named: the three built-in ones first
+    {
+        std::vector<runtime::simulate_policy> base;
         for (const char* n : {"none", "pi", "agentctx"})
-            s.policies.push_back(*runtime::builtin_policy(n));
+            base.push_back(*runtime::builtin_policy(n));
+        s.policies.insert(s.policies.begin(), base.begin(), base.end());
+    }
     if (auto p = a.get("prices"))
     {
         auto table = read_prices(*p, error);
@@ -136,6 +191,24 @@ void print_table(const std::string& title, const costs& c)
                     static_cast<long long>(cost.requests), cost.billed_input, ratio(cost.billed_input, none).c_str(),
                     ratio(cost.billed_input, pi).c_str(), cost.cost, static_cast<long long>(cost.compactions),
                     static_cast<long long>(cost.summary_requests), st.total, st.p95);
+    }
+}
+
+// The working-budget sweep over all sessions: each value's cost beside how much it summarizes.
+void print_sweep(const std::vector<std::string>& swept, const costs& totals)
+{
+    std::printf("\nworking budget sweep (all sessions)\n");
+    std::printf("  %-14s %14s %8s %10s %11s %13s %16s %10s\n", "workingBudget", "billed input", "vs pi", "cost $",
+                "compactions", "summary calls", "summarized tok", "stall s");
+    const auto* pi = find(totals, "pi");
+    for (const auto& name : swept)
+    {
+        const auto* cost = find(totals, name);
+        const auto st = compaction::summarize_stalls(cost->stalls);
+        std::printf("  %-14s %14.0f %8s %10.4f %11lld %13lld %16lld %10.1f\n", name.substr(name.find('=') + 1).c_str(),
+                    cost->billed_input, ratio(cost->billed_input, pi).c_str(), cost->cost,
+                    static_cast<long long>(cost->compactions), static_cast<long long>(cost->summary_requests),
+                    static_cast<long long>(cost->summarizer_input_tokens), st.total);
     }
 }
 
@@ -198,7 +271,8 @@ void print_simulation_json(const sim_setup& s, const costs& totals, boost::json:
 int cmd_simulate(int argc, char** argv)
 {
     std::string error;
-    auto a = parse_args(argc, argv, 2, {"policy", "settings", "prices", "context-window", "system-tokens"}, {"json", "help"}, error);
+    auto a = parse_args(argc, argv, 2, {"policy", "settings", "prices", "context-window", "system-tokens", "sweep"},
+                        {"json", "help"}, error);
     if (!a || a->has("help") || a->positional.empty())
     {
         if (a && a->has("help"))
@@ -246,6 +320,8 @@ int cmd_simulate(int argc, char** argv)
         print_table(file, c);
     if (per_session.size() > 1)
         print_table("total (" + std::to_string(per_session.size()) + " sessions)", totals);
+    if (!s->swept.empty())
+        print_sweep(s->swept, totals);
     return exit_ok;
 }
 

@@ -2,6 +2,7 @@
 #include "append_batch.hpp"
 
 #include "append_check.hpp"
+#include "context_edit_check.hpp"
 #include "session_core.hpp"
 
 #include <agentctx/compaction/entry.hpp>
@@ -35,22 +36,44 @@ void finish(batch_handler h, const asio::strand<asio::any_io_executor>& strand, 
     asio::post(strand, asio::append(std::move(h), ec, std::move(r)));
 }
 
-// Every message as an entry chained after the leaf, each checked as a single append would be
-// (the first against the log; the rest have their parent in the batch). Nothing is written.
-compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::vector<boost::json::object> messages,
+// Pi's field order: type, id, parentId, timestamp, then the type's fields.
+boost::json::object raw_entry(boost::json::object fields, const std::string& id, const std::optional<std::string>& parent,
+                              const std::string& now)
+{
+    boost::json::object raw;
+    const auto* type = fields.if_contains("type");
+    raw["type"] = type ? *type : boost::json::value(nullptr);
+    raw["id"] = id;
+    raw["parentId"] = parent ? boost::json::value(*parent) : boost::json::value(nullptr);
+    raw["timestamp"] = now;
+    for (auto& kv : fields)
+        if (kv.key() != "type" && kv.key() != "id" && kv.key() != "parentId" && kv.key() != "timestamp")
+            raw[kv.key()] = std::move(kv.value());
+    return raw;
+}
+
+// Every entry (`fields` of any appendable type) chained after the leaf, each checked as a single
+// append would be (the first against the log; the rest have their parent in the batch; a
+// context edit's target against the log). Nothing is written.
+compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::vector<boost::json::object> fields,
                                                    std::string& reason)
 {
     std::vector<entry_ptr> out;
     std::set<std::string> ids;
     std::optional<std::string> parent = s.log_.leaf_id();
     const std::string now = compaction::iso_timestamp_now();
-    for (std::size_t i = 0; i < messages.size(); ++i)
+    for (std::size_t i = 0; i < fields.size(); ++i)
     {
         std::string id = s.log_.new_id();
         while (ids.count(id))
             id = s.log_.new_id();
         compaction::diagnostics diag;
-        auto e = compaction::make_message_entry(id, parent, now, std::move(messages[i]), diag);
+        auto raw = raw_entry(std::move(fields[i]), id, parent, now);
+        auto e = compaction::result<compaction::entry>(compaction::errc::wrong_type);
+        if (auto edit = check_context_edit(s.log_, raw, diag); !edit)
+            e = compaction::result<compaction::entry>(edit.error());
+        else
+            e = compaction::decode_entry(std::move(raw), diag);
         if (e && i == 0)
             if (auto ok = check_appendable(s.log_, *e, diag); !ok)
                 e = compaction::result<compaction::entry>(ok.error());
@@ -102,16 +125,16 @@ void write_all(std::shared_ptr<session_core> self, std::vector<entry_ptr> entrie
 
 }  // namespace
 
-void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages, batch_handler h)
+void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json::object> fields, batch_handler h)
 {
     auto strand = core->strand_;
-    asio::post(strand, [self = std::move(core), messages = std::move(messages), h = std::move(h)]() mutable {
+    asio::post(strand, [self = std::move(core), fields = std::move(fields), h = std::move(h)]() mutable {
         if (self->closed_)
             return finish(std::move(h), self->strand_, make_error_code(errc::session_closed), {});
-        self->enter_writes([self, messages = std::move(messages), h = std::move(h)]() mutable {
+        self->enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
             std::string reason;
             auto entries = self->closed_ ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
-                                         : prepare(*self, std::move(messages), reason);
+                                         : prepare(*self, std::move(fields), reason);
             if (!entries)
             {
                 self->leave_writes();
@@ -120,6 +143,15 @@ void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json
             write_all(self, std::move(*entries), std::move(h));
         });
     });
+}
+
+void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages, batch_handler h)
+{
+    std::vector<boost::json::object> fields;
+    fields.reserve(messages.size());
+    for (auto& m : messages)
+        fields.push_back(boost::json::object{{"type", "message"}, {"message", std::move(m)}});
+    append_entries(std::move(core), std::move(fields), std::move(h));
 }
 
 }  // namespace agentctx::runtime::detail

@@ -69,7 +69,7 @@ asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> tran
     // returned). The cut keeps keepRecentTokens as counted at the threshold: what arrives until
     // then joins the kept suffix.
     auto settings = s.config_.settings;
-    const auto threshold = s.config_.model.context_window - settings.reserve_tokens;
+    const auto threshold = s.threshold();
     settings.keep_recent_tokens = detail::background_keep(settings.keep_recent_tokens, s.current()->context_tokens(), threshold);
     auto r = co_await plan_and_summarize(s, j, &settings);
     if (!r)
@@ -142,7 +142,7 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
     auto result = v ? build(s, p->plan, *v, p->summaries, false)
                     : step<compaction_result>(boost::system::in_place_error, v.error());
     const auto& model = s.config_.model;
-    const auto threshold = model.context_window > 0 ? model.context_window - s.config_.settings.reserve_tokens : 0;
+    const auto threshold = model.context_window > 0 ? s.threshold() : 0;
     const auto verdict = result ? detail::judge_size(s.current()->context_tokens(), result->tokens_after, threshold,
                                                      !j.request.prepared_only)
                                 : detail::size_verdict::discard;

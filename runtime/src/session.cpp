@@ -105,6 +105,11 @@ void session::append_messages_impl(std::vector<boost::json::object> messages,
 
 void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h) { core_->refresh_impl(std::move(h)); }
 
+void session::original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h)
+{
+    core_->original_impl(std::move(entry_id), std::move(h));
+}
+
 void session::between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h)
 {
     core_->between_turns_impl(std::move(h));

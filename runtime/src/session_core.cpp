@@ -6,6 +6,7 @@
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/reserved.hpp>
 #include <agentctx/compaction/summary.hpp>
+#include <agentctx/compaction/working_budget.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/triggers.hpp>
@@ -553,20 +554,32 @@ void session_core::evaluate(
         tokens = snap->context_tokens();  // the projected estimate (pure without fresh usage, #8328)
     else
         tokens = direct;
-    if (!should_compact(tokens, window, config_.settings))
+    clear_then(tokens, [self = shared_from_this(), h = std::move(h), c](std::int64_t now) mutable {
+        self->decide(now, false, std::move(h), c);
+    });
+}
+
+void session_core::decide(std::int64_t tokens, bool mid_run, asio::any_completion_handler<outcome_signature> h,
+                          const std::shared_ptr<caller>& c)
+{
+    if (closed_)
+        return complete(std::move(h), strand_, make_error_code(errc::session_closed), compaction_outcome{});
+    if (!config_.settings.enabled || tokens <= threshold())
     {
-        if (maybe_start_background(tokens))
+        if (!mid_run && maybe_start_background(tokens))
             return complete(std::move(h), strand_, error_code{},
                             compaction_outcome{.reason = compaction_reason::background,
                                                .message = "a background compaction started"});
-        return none("under the threshold");
+        return complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = "under the threshold"});
     }
-    if (suppression_.paused(log_.size()))
+    if (!mid_run && suppression_.paused(log_.size()))
     {
         return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
                         compaction_outcome{.reason = compaction_reason::threshold,
                                            .message = "the last automatic compaction failed on this path; waiting for new entries"});
     }
+    if (coordinator_->running() && !coordinator_->background_running())
+        return complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = "a compaction is already running"});
     start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
 }
 
@@ -699,9 +712,9 @@ void session_core::between_turns_impl(asio::any_completion_handler<outcome_signa
         if (s.coordinator_->running() && !s.coordinator_->background_running())
             return none("a compaction is already running");
         // Pi 1.6: the projected estimate, so a large new tool result is measured before it is sent.
-        if (!should_compact(s.current()->context_tokens(), s.config_.model.context_window, s.config_.settings))
-            return none("under the threshold");
-        s.start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
+        s.clear_then(s.current()->context_tokens(), [self, h = std::move(h), c](std::int64_t now) mutable {
+            self->decide(now, true, std::move(h), c);
+        });
     });
 }
 
@@ -793,6 +806,11 @@ void session_core::complete_caller(std::uint64_t id, error_code ec, compaction_o
     complete(std::move(node.mapped()), strand_, ec, std::move(out));
 }
 
+std::int64_t session_core::threshold() const noexcept
+{
+    return automatic_threshold(config_.model.context_window, config_.settings, config_.compat);
+}
+
 bool session_core::background_on() const noexcept
 {
     return detail::background_enabled(config_.settings, config_.compat) && config_.summarizer != nullptr;
@@ -813,7 +831,7 @@ bool session_core::maybe_start_background(std::int64_t tokens)
     if (prepared_ && !coordinator_->running())
         if (const auto why = detail::check_binding(prepared_->binding, detail::path_steps(log_), config_digest_of(config_)))
             drop_prepared(*why);  // reported now, not at the threshold; a new one may start below
-    const auto threshold = config_.model.context_window - config_.settings.reserve_tokens;
+    const auto threshold = this->threshold();
     growth_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(), tokens);
     const detail::check_state st{background_on(), coordinator_->running(), coordinator_->prepared(), growth_.estimate()};
     if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=

@@ -65,6 +65,7 @@ public:
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
                      compaction::diagnostics* out = nullptr);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
+    void original_impl(std::string id, boost::asio::any_completion_handler<original_signature> h);  // clearing.cpp
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
@@ -131,6 +132,17 @@ public:
     std::shared_ptr<caller> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
 
     // On the strand.
+    /// The automatic threshold: `contextWindow − reserveTokens`, or the lower working budget
+    /// (compaction/working_budget.hpp).
+    std::int64_t threshold() const noexcept;
+    /// Tool-result clearing (clearing.cpp): when the context of `tokens` reaches the trigger,
+    /// writes one batch of context edits and emits context_cleared_event; then `next` runs with
+    /// the context's size as it is now (at once when nothing is cleared).
+    void clear_then(std::int64_t tokens, boost::asio::any_completion_handler<void(std::int64_t)> next);
+    /// An automatic check's decision once the context's size is known: compact, start a
+    /// background compaction, or nothing. `mid_run` (between tool batches): only compact.
+    void decide(std::int64_t tokens, bool mid_run, boost::asio::any_completion_handler<outcome_signature> h,
+                const std::shared_ptr<caller>& c);
     void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
                   const std::shared_ptr<caller>& c);
     /// Overflow or early-`length` recovery, once per attempt: omits the failed attempt, then compacts.

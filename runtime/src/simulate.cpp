@@ -333,6 +333,11 @@ private:
                 if (end->result)
                     commit_wait_ = std::max(0.0, ready_at_ - now_);
             }
+                   else if (const auto* c = std::get_if<context_cleared_event>(&e))
+            {
+                ++cost_.clearing_batches;
+                cost_.clearing_tokens += c->tokens;
+            }
         });
     }
 

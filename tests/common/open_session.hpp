@@ -9,9 +9,24 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <string>
+
+#include <unistd.h>
 
 namespace agentctx::test {
+
+/// A new session file holding only a v3 header, in the temporary directory, named after
+/// `prefix`, the process and the running test.
+inline std::filesystem::path new_session_file(const std::string& prefix)
+{
+    const auto path = std::filesystem::temp_directory_path() /
+                      (prefix + "-" + std::to_string(::getpid()) + "-" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
+    std::ofstream(path) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+    return path;
+}
 
 /// The session, or null (with a test failure naming the cause) when the store or the session
 /// cannot be opened.

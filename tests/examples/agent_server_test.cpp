@@ -1466,6 +1466,47 @@ TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceed
     unsubscribe(*sub);
 }
 
+TEST_F(agent_server_test, cleared_tool_results_are_announced_and_their_originals_readable)
+{
+    tweak_ = [](server::server_options& o) {
+        o.settings.clear_tool_results.trigger = {1000, 0};
+        o.settings.clear_tool_results.keep = 1;
+        o.settings.clear_tool_results.clear_at_least = 100;
+    };
+    start();
+    const auto id = new_session();
+    const auto post = [&](const std::string& body) {
+        auto r = sync("POST", "/v1/sessions/" + id + "/entries", body);
+        EXPECT_EQ(r->res.status, 201) << r->res.body;
+        return std::string(r->json().at("id").as_string());
+    };
+    post(user("read both files"));
+    std::vector<std::string> results;
+    for (const char* k : {"1", "2"})
+    {
+        post(std::string(R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c)") + k +
+             R"(","name":"read","arguments":{"path":"f)" + k + R"("}}],"provider":"anthropic","model":"claude-sonnet-4-5","stopReason":"toolUse","timestamp":1}})");
+        results.push_back(post(std::string(R"({"type":"message","message":{"role":"toolResult","toolCallId":"c)") + k +
+                               R"(","toolName":"read","content":[{"type":"text","text":")" + std::string(4000, 'x') +
+                               R"("}],"isError":false,"timestamp":1}})"));
+    }
+    auto sub = subscribe(id);
+    post(assistant("both read", 3000));  // the automatic check after it clears the older result
+    run_until([&] { return sub->text.find("event: context_cleared") != std::string::npos; });
+    EXPECT_NE(sub->text.find("event: context_cleared\ndata: {\"results\":1,\"tokens\":"), std::string::npos) << sub->text;
+    EXPECT_NE(sub->text.find("\"targetIds\":[\"" + results[0] + "\"]"), std::string::npos) << sub->text;
+    unsubscribe(*sub);
+    auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json();
+    EXPECT_NE(json::serialize(ctx.at("wire")).find("[Tool result cleared: read(path: f1), 4000 chars (~1000 tokens); the original is entry " +
+                                                   results[0] + "]"),
+              std::string::npos);
+    auto original = sync("GET", "/v1/sessions/" + id + "/entries/" + results[0]);
+    ASSERT_EQ(original->res.status, 200) << original->res.body;
+    EXPECT_EQ(original->json().at("message").at("content").at(0).at("text").as_string().size(), 4000u);
+    EXPECT_EQ(original->json().at("id").as_string(), results[0]);
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/entries/nope")->res.status, 404);
+}
+
 TEST(server_metrics, background_steps_carry_their_discard_reason_and_stalls_have_fine_buckets)
 {
     server::server_metrics m;

@@ -43,6 +43,32 @@ TEST(simulate_cli, the_report_on_the_bundled_sessions_is_exact)
     const auto& keep = got.at("policies").at("keep-3000");
     EXPECT_EQ(keep.at("compactions").as_int64(), 5);
     EXPECT_EQ(got.at("policies").at("none").at("summaryRequests").as_int64(), 0);
+    // agentctx's defaults clear old tool results instead of summarizing (Pi pays four summary calls).
+    EXPECT_EQ(got.at("policies").at("agentctx").at("clearing").at("batches").as_int64(), 3);
+    EXPECT_EQ(got.at("policies").at("agentctx").at("summaryRequests").as_int64(), 0);
+    EXPECT_EQ(got.at("policies").at("pi").at("clearing").at("batches").as_int64(), 0);
+}
+
+TEST(simulate_cli, a_working_budget_sweep_prints_each_value_beside_its_summary_calls)
+{
+    const auto r = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000 --policy pi" +
+                                               " --sweep workingBudget=5000..7000/1000 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto got = boost::json::parse(r.out).as_object();
+    const auto& p = got.at("policies").as_object();
+    EXPECT_EQ(p.size(), 4u);  // pi and one policy per value
+    for (const char* name : {"workingBudget=5000", "workingBudget=6000", "workingBudget=7000"})
+        EXPECT_TRUE(p.contains(name)) << name;
+    // A lower budget compacts at least as often.
+    EXPECT_GE(p.at("workingBudget=5000").at("compactions").as_int64(), p.at("workingBudget=7000").at("compactions").as_int64());
+    const auto table = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000" +
+                                                   " --sweep workingBudget=5000..7000/1000");
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("working budget sweep (all sessions)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("  none "), std::string::npos);  // no policy named: none, pi and agentctx too
+    const auto bad = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --sweep workingBudget=9..1");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--sweep takes workingBudget=LO..HI"), std::string::npos) << bad.err;
 }
 
 TEST(simulate_cli, the_table_shows_each_policy_beside_none_and_pi)

@@ -33,9 +33,7 @@ class append_batch_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        path_ = fs::temp_directory_path() / ("agentctx-batch-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
-        std::ofstream(path_) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        path_ = test::new_session_file("agentctx-batch");
         session_ = test::open_session(ioc_.get_executor(), path_, {});
     }
     void TearDown() override

@@ -194,6 +194,7 @@ struct figures
     std::uint64_t acked_appends = 0;
     std::uint64_t acked_compactions = 0;
     std::uint64_t entries_checked = 0;     ///< entries verified in files after kills, summed over kills
+    std::uint64_t edits = 0;               ///< context edits of tool-result clearing found, summed over kills
     std::uint64_t kills_in_compaction = 0;  ///< between compaction_start and its completion
     std::uint64_t background_rounds = 0;    ///< children that also compacted in the background
     std::uint64_t background_commits = 0;   ///< compactions committed from a background result
@@ -417,6 +418,12 @@ void verify(file_state& f, const round_acks& a, figures& fig)
             last_seq = *s;
             seqs[en.id] = *s;
         }
+        else if (en.type == compaction::entry_type::context_edit)
+        {
+            // Tool-result clearing: each edit whole and aimed at an earlier entry of the file.
+            ASSERT_TRUE(ids.count(en.target_id)) << "an edit of an unknown entry: " << en.id;
+            ++fig.edits;
+        }
         else
         {
             ASSERT_EQ(en.type, compaction::entry_type::compaction) << "unexpected entry " << en.id;
@@ -626,14 +633,15 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         "crash soak: %llu kills over %llu files in %.1f s (children %.1f s, checks %.1f s); acknowledged %llu appends and %llu compactions, all present once;\n"
         "  kills during a compaction %llu, in its commit %llu (line written, fdatasync not returned: %llu);\n"
         "  written but unacknowledged entries %llu; torn tails: %llu from kills, %llu injected, %llu repaired;\n"
-        "  missing final newlines: %llu injected, %llu repaired; %llu entries verified\n",
+        "  missing final newlines: %llu injected, %llu repaired; %llu entries verified (%llu clearing edits)\n",
         static_cast<unsigned long long>(fig.kills), static_cast<unsigned long long>(fig.files), secs, fig.child_secs, fig.verify_secs,
         static_cast<unsigned long long>(fig.acked_appends), static_cast<unsigned long long>(fig.acked_compactions),
         static_cast<unsigned long long>(fig.kills_in_compaction), static_cast<unsigned long long>(fig.kills_in_commit),
         static_cast<unsigned long long>(fig.kills_in_sync), static_cast<unsigned long long>(fig.unacked_present),
         static_cast<unsigned long long>(fig.torn_natural), static_cast<unsigned long long>(fig.torn_injected),
         static_cast<unsigned long long>(fig.torn_repaired), static_cast<unsigned long long>(fig.newline_injected),
-        static_cast<unsigned long long>(fig.newline_repaired), static_cast<unsigned long long>(fig.entries_checked));
+        static_cast<unsigned long long>(fig.newline_repaired), static_cast<unsigned long long>(fig.entries_checked),
+        static_cast<unsigned long long>(fig.edits));
     EXPECT_GE(fig.kills, kills);
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);

@@ -110,6 +110,7 @@ protected:
         session_config c;
         c.settings.keep_recent_tokens = keep;
         c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
+        c.settings.working_budget = compaction::token_amount{};  // 0: the window's threshold, which these tests pin
         c.summarizer = summarizer_;
         return c;
     }

@@ -139,3 +139,58 @@ TEST(simulate, a_background_compaction_is_billed_but_stalls_only_for_what_is_sti
     EXPECT_GT(background.summarizer_input_tokens, 0);
     EXPECT_EQ(background.input.uncached, background.summarizer_input_tokens);
 }
+
+namespace {
+
+// A prompt, then 24 tool rounds of one 4,000-token read each a minute apart, then the answer.
+test::session_text tool_rounds()
+{
+    test::session_text t;
+    t.user("u", "fix the bug");
+    for (int i = 1; i <= 24; ++i)
+    {
+        const auto k = std::to_string(i);
+        t.wait(60).tool_call("a" + k, "c" + k, "read", {{"path", "src/f" + k + ".cpp"}});
+        t.tool_result("r" + k, "c" + k, "read", std::string(16000, 'x'));
+    }
+    t.wait(60).assistant("done", "fixed");
+    return t;
+}
+
+runtime::simulate_policy clearing_policy(bool enabled, std::int64_t clear_at_least = 12000)
+{
+    auto p = *runtime::builtin_policy("agentctx");
+    p.settings.working_budget = compaction::token_amount{};  // 0: clearing alone
+    auto& c = p.settings.clear_tool_results;
+    c.enabled = enabled;
+    c.trigger = {16000, 0};
+    c.keep = 2;
+    c.clear_at_least = clear_at_least;
+    return p;
+}
+
+}  // namespace
+
+TEST(simulate, the_agentctx_policy_runs_the_real_clearing_tier)
+{
+    const auto text = tool_rounds().text;
+    const auto with = simulate(text, clearing_policy(true));
+    const auto without = simulate(text, clearing_policy(false));
+    const auto pi = simulate(text, *runtime::builtin_policy("pi"));
+    EXPECT_EQ(with.requests, 25);
+    EXPECT_EQ(without.clearing_batches, 0);
+    EXPECT_EQ(pi.clearing_batches, 0);
+    EXPECT_EQ(with.compactions, 0);
+    EXPECT_EQ(with.clearing_batches, 5);
+    EXPECT_EQ(with.clearing_tokens, 79460);
+    EXPECT_EQ(without.peak_context, 96171);
+    EXPECT_EQ(with.peak_context, 20582);
+    EXPECT_NEAR(without.billed_input, 230817.6, 1e-6);
+    EXPECT_NEAR(with.billed_input, 168815.1, 1e-6);  // 0.73x
+    EXPECT_DOUBLE_EQ(pi.billed_input, without.billed_input);
+    // clearAtLeast 1,000 instead of 12,000: more, smaller clearings, each a break of the prompt
+    // cache that the tokens it frees do not pay back.
+    const auto often = simulate(text, clearing_policy(true, 1000));
+    EXPECT_EQ(often.clearing_batches, 11);
+    EXPECT_NEAR(often.billed_input, 190558.7, 1e-6);
+}

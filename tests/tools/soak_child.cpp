@@ -210,8 +210,8 @@ asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq
         compaction::diagnostics diag;
         auto last = compaction::decode_message(reply.at("message").as_object(), "", diag);
         co_await append(std::move(reply));
-        if (!background || !last)
-            continue;
+        if (!last)
+            continue;  // the check after each reply: background compaction, or tool-result clearing
         auto [tec, out] = co_await s->async_on_turn_end(std::move(*last), asio::as_tuple(asio::use_awaitable));
         if (!tec && out.compacted)
             send("K " + out.entry_id);
@@ -271,6 +271,14 @@ int main(int argc, char** argv)
     {
         config.settings.reserve_tokens = 1000;  // threshold 7,000; background from 4,900
         config.progress_in_session = false;     // a large prefix goes piecewise: no progress entries in the file
+        config.settings.clear_tool_results.enabled = false;  // the context must grow to the background start
+    }
+    else
+    {
+        // Tool-result clearing early and often: batches of context edits are written between kills.
+        config.settings.clear_tool_results.trigger = {2000, 0};
+        config.settings.clear_tool_results.keep = 2;
+        config.settings.clear_tool_results.clear_at_least = 500;
     }
     config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());
     compaction::load_report report;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace agentctx::compaction {
 
@@ -45,6 +46,37 @@ enum class summary_request_mode
     standalone,      ///< `"standalone"`: a serialized transcript in a request of its own (Pi 1.6)
 };
 
+/// A size given either in tokens or as a fraction of a reference size (a threshold, a window).
+struct token_amount
+{
+    std::int64_t tokens = 0;
+    double fraction = 0;  ///< used when > 0: `fraction × reference`, rounded down
+    std::int64_t of(std::int64_t reference) const noexcept
+    {
+        return fraction > 0 ? static_cast<std::int64_t>(fraction * static_cast<double>(reference)) : tokens;
+    }
+    bool operator==(const token_amount&) const = default;
+};
+
+/// `compaction.clearToolResults` (agentctx only; `--compat pi` never clears): before a summary
+/// is needed, old tool results are replaced by placeholders through context_edit entries.
+struct clear_tool_results_settings
+{
+    /// nullopt = the mode's default: on in agentctx mode, off in `--compat pi`.
+    std::optional<bool> enabled;
+    /// Clear once the context reaches this many tokens (a fraction: of the compaction threshold).
+    token_amount trigger{0, 0.5};
+    /// The most recent tool uses whose results are left alone.
+    std::int64_t keep = 3;
+    /// A clearing that would free fewer tokens is not done (each cache break pays for itself).
+    std::int64_t clear_at_least = 5000;
+    std::vector<std::string> exclude_tools;  ///< tools whose results are never cleared
+    /// `clearToolInputs`: also clear the cleared calls' arguments, for every tool (true) or the
+    /// tools named in `clear_input_tools`.
+    bool clear_all_inputs = false;
+    std::vector<std::string> clear_input_tools;
+};
+
 struct compaction_settings
 {
     bool enabled = true;
@@ -65,6 +97,10 @@ struct compaction_settings
     /// prompt cache (`anthropic`, `openai`) and the session's model; standalone otherwise, and
     /// always in `--compat pi`.
     std::optional<summary_request_mode> summary_request;
+    clear_tool_results_settings clear_tool_results;
+    /// `compaction.workingBudget` (agentctx only): the automatic threshold when it is below
+    /// `contextWindow − reserveTokens` (a fraction: of the window). nullopt = the mode's default.
+    std::optional<token_amount> working_budget;
     retry_settings retry;
 };
 

@@ -88,9 +88,20 @@ struct budget_exceeded_event
     bool request_view = false;
 };
 
+/// Old tool results were replaced by placeholders (`compaction.clearToolResults`): one batch of
+/// context_edit entries, written together. The originals stay in the session (session::async_original).
+struct context_cleared_event
+{
+    std::int64_t results = 0;             ///< tool results cleared
+    std::int64_t tokens = 0;              ///< tokens freed (estimated)
+    std::int64_t tokens_before = 0;       ///< the context's size that triggered it
+    std::vector<std::string> target_ids;  ///< the cleared entries (results, and assistants whose arguments were cleared)
+    std::vector<std::string> edit_ids;    ///< the context_edit entries written, in order
+};
+
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
                                    compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
-                                   budget_exceeded_event, compaction_prepared_event>;
+                                   budget_exceeded_event, compaction_prepared_event, context_cleared_event>;
 
 /// Passed to before_compact hooks; every reference lives until the hook returns (or, for an
 /// awaitable hook, until its awaitable completes).

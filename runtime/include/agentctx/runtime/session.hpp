@@ -118,6 +118,8 @@ struct append_batch_result
 };
 using append_batch_signature = void(boost::system::error_code, append_batch_result);
 using request_view_signature = void(boost::system::error_code, compaction::fit_result);
+/// An entry as stored: its JSON object (empty on failure).
+using original_signature = void(boost::system::error_code, boost::json::object);
 
 /**
  * @brief One conversation. All state lives on one strand; readers take snapshot() from any thread.
@@ -215,6 +217,20 @@ public:
     {
         return ::agentctx::detail::async_call<append_batch_signature>(
             token, shared_from_this(), &session::append_messages_impl, std::move(messages));
+    }
+
+    /**
+     * @brief The entry `entry_id` exactly as the session holds it, whatever context edits later
+     * did to its contribution: what a tool result cleared by `compaction.clearToolResults` said.
+     * Fails with `entry_not_found` for an unknown id. Reads only.
+     * @par Per-operation cancellation
+     * None: it is one lookup.
+     */
+    template <boost::asio::completion_token_for<original_signature> CompletionToken>
+    auto async_original(std::string entry_id, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<original_signature>(token, shared_from_this(), &session::original_impl,
+                                                                  std::move(entry_id));
     }
 
     /**
@@ -428,6 +444,7 @@ private:
     void append_messages_impl(std::vector<boost::json::object> messages,
                               boost::asio::any_completion_handler<append_batch_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
+    void original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
     void turn_end_impl(boost::asio::any_completion_handler<outcome_signature> h);

@@ -1,0 +1,129 @@
+// The tool-result clearing tier on the session: the plan on the snapshot, one batch of context edits, the event.
+#include "append_batch.hpp"
+#include "compaction_coordinator.hpp"
+#include "session_core.hpp"
+
+#include <agentctx/compaction/tool_clearing.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace agentctx::runtime::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace compaction;
+
+namespace {
+
+// Pinned or required by the host: never cleared.
+bool host_protects(const session_core& s, const std::string& id)
+{
+    if (s.config_.pins.empty() && s.config_.required.empty())
+        return false;
+    diagnostics diag;
+    const auto index = s.log_.find(id);
+    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    return e && (s.config_.pins.pins(**e) || s.config_.required.requires_entry(**e));
+}
+
+// An assistant entry's content as projected now: the last edit on the path that replaces it, else its own.
+const boost::json::array* projected_content(const session_core& s, const std::string& id, std::vector<entry_ptr>& hold)
+{
+    diagnostics diag;
+    const auto path = s.log_.active_path();
+    for (std::size_t k = path.size(); k-- > 0;)
+    {
+        const auto& meta = s.log_.meta(path[k]);
+        if (meta.id == id)
+            break;
+        if (meta.type != entry_type::context_edit || meta.target_id != id)
+            continue;
+        auto e = s.log_.get(path[k], diag);
+        if (!e)
+            return nullptr;
+        hold.push_back(*e);
+        const auto* r = (*e)->raw.if_contains("replacement");
+        const auto* c = r && r->is_object() ? r->get_object().if_contains("content") : nullptr;
+        return c && c->is_array() ? &c->get_array() : nullptr;
+    }
+    const auto index = s.log_.find(id);
+    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    if (!e || !(*e)->raw.contains("message"))
+        return nullptr;
+    hold.push_back(*e);
+    const auto* c = (*e)->raw.at("message").as_object().if_contains("content");
+    return c && c->is_array() ? &c->get_array() : nullptr;
+}
+
+}  // namespace
+
+void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<void(std::int64_t)> next)
+{
+    const auto& settings = config_.settings.clear_tool_results;
+    // A running or held compaction is not disturbed: its covered prefix would no longer hold.
+    if (!clearing_enabled(settings, config_.compat) || config_.model.context_window <= 0 || coordinator_->running() ||
+        coordinator_->prepared())
+        return std::move(next)(tokens);
+    const auto snap = current();
+    const auto context = snap->messages.to_vector();
+    std::vector<entry_ptr> hold;  // keeps the entries whose content the plan reads alive
+    clearing_input in;
+    in.context = context;
+    in.context_tokens = tokens;
+    in.threshold = threshold();
+    in.counter = &counter();
+    in.protected_entry = [this](const std::string& id) { return host_protects(*this, id); };
+    in.assistant_content = [this, &hold](const std::string& id) { return projected_content(*this, id, hold); };
+    auto plan = plan_tool_clearing(settings, in);
+    if (plan.edits.empty())
+        return std::move(next)(tokens);
+    std::vector<boost::json::object> fields;
+    context_cleared_event event{plan.results, plan.tokens, tokens, {}, {}};
+    for (auto& e : plan.edits)
+    {
+        event.target_ids.push_back(e.target_id);
+        fields.push_back({{"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}});
+    }
+    append_entries(shared_from_this(), std::move(fields),
+                   [self = shared_from_this(), event = std::move(event), next = std::move(next),
+                    tokens](error_code ec, append_batch_result r) mutable {
+                       if (ec)
+                       {
+                           // The session goes on without clearing; the next check tries again.
+                           self->logger_->warn("clearing tool results failed: {}", r.reason);
+                           return std::move(next)(tokens);
+                       }
+                       event.edit_ids = std::move(r.ids);
+                       self->emit(event);
+                       std::move(next)(self->current()->context_tokens());
+                   });
+}
+
+void session_core::original_impl(std::string id, asio::any_completion_handler<original_signature> h)
+{
+    asio::post(strand_, [self = shared_from_this(), id = std::move(id), h = std::move(h)]() mutable {
+        session_core& s = *self;
+        diagnostics diag;
+        error_code ec;
+        boost::json::object out;
+        const auto index = s.closed_ ? std::nullopt : s.log_.find(id);
+        if (s.closed_)
+            ec = make_error_code(runtime::errc::session_closed);
+        else if (!index)
+            ec = make_error_code(compaction::errc::entry_not_found);
+        else if (auto e = s.log_.get(*index, diag); !e)
+            ec = e.error();
+        else
+            out = (*e)->raw;
+        asio::get_associated_cancellation_slot(h).clear();
+        asio::post(s.strand_, asio::append(std::move(h), ec, std::move(out)));
+    });
+}
+
+}  // namespace agentctx::runtime::detail
