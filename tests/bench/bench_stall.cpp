@@ -142,6 +142,7 @@ run_result run(bool background, const params& p, const fs::path& dir)
     runtime::session_config config;
     // The default settings: threshold 183,616 tokens (200,000 − 16,384); at startAt 0.7 a background
     // compaction starts above 128,531, eleven turns before the threshold.
+    config.settings.working_budget = compaction::token_amount{};  // Pi's threshold: the stall, not the budget, is measured
     config.settings.background.enabled = background;
     config.settings.background.start_at = p.start_at;
     config.model = {.provider = "openai", .model_id = "bench", .context_window = 200000};
