@@ -824,7 +824,11 @@ transaction::result_type transaction::fail(session_core& s, const session_core::
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
     const bool from_hook = j.from_hook || f.from_hook;
     compaction_outcome out{.attempted = true, .reason = reason, .message = f.message};
-    const auto kind = detail::classify_failure(f.ec);
+    // Pi 1.6 tries again once the session has a new entry, whatever failed: `--compat pi` keeps
+    // that; agentctx pauses a deterministic failure until its prefix or settings change.
+    auto kind = detail::classify_failure(f.ec);
+    if (s.config_.compat == compaction::compat_mode::pi && kind == detail::failure_kind::deterministic)
+        kind = detail::failure_kind::transient;
     s.suppression_.failed(reason, kind, j.prefix, s.log_.size());
     if (kind == detail::failure_kind::deterministic && reason != compaction_reason::manual)
         out.message += j.prefix ? "; automatic compaction of this history paused until it or the settings change"
