@@ -29,10 +29,18 @@ result<void> memory_store::write_header(const compaction::session_header& h, dia
 
 result<void> memory_store::append(const compaction::entry& e, diagnostics& diag)
 {
-    return append_all({std::make_shared<const compaction::entry>(e)}, diag);
+    return append_lines(to_jsonl_line(e.raw), diag);
 }
 
 result<void> memory_store::append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag)
+{
+    std::string lines;
+    for (const auto& e : entries)
+        lines += to_jsonl_line(e->raw);
+    return append_lines(lines, diag);
+}
+
+result<void> memory_store::append_lines(const std::string& lines, diagnostics& diag)
 {
     if (text_.empty())
     {
@@ -41,8 +49,7 @@ result<void> memory_store::append_all(const std::vector<compaction::entry_ptr>& 
     }
     if (text_.back() != '\n')
         text_ += '\n';  // text given at construction may lack its final newline
-    for (const auto& e : entries)
-        text_ += to_jsonl_line(e->raw);
+    text_ += lines;
     return {};
 }
 

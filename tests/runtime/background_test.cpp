@@ -398,3 +398,41 @@ TEST_F(background_test, overflow_uses_a_ready_result)
 }
 
 }  // namespace
+
+// A long autonomous turn: u1 then seven exchanges. Planned at 150,000 tokens, the background cut
+// keeps nothing beyond what arrives until the threshold; the exchange rule then keeps the last
+// four, which splits the turn with a prefix (u1 and three rounds, ~330 tokens) under
+// keepRecentTokens (500): the turn is kept whole and one summary request covers u0 a0, where a
+// split turn would have made a second one for its prefix.
+TEST_F(background_test, a_background_cut_keeps_a_small_split_turn_whole_with_one_request)
+{
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    t.user("u1", tokens(20));
+    for (int i = 0; i < 6; ++i)
+    {
+        const auto n = std::to_string(i);
+        t.tool_call("c" + n, "call" + n, "read", {{"path", "f" + n}});
+        t.tool_result("r" + n, "call" + n, "read", tokens(100));
+    }
+    t.assistant("done", tokens(10), 150000);
+    path_ = dir_ / "turn.jsonl";
+    std::ofstream(path_, std::ios::binary) << t.text;
+    auto s = test::open_session(ioc_.get_executor(), path_, config());
+    ASSERT_TRUE(s);
+    std::string first_kept;
+    s->on_event([&](const session_event& e) {
+        if (const auto* p = std::get_if<compaction_prepared_event>(&e))
+            first_kept = p->first_kept_entry_id;
+    });
+    auto r = std::make_shared<outcome_result>();
+    s->async_on_turn_end(*s->current()->messages.back().msg, [r](error_code ec, compaction_outcome o) {
+        r->done = true;
+        r->ec = ec;
+        r->outcome = std::move(o);
+    });
+    run_until([&] { return r->done && !first_kept.empty(); });
+    EXPECT_EQ(r->outcome.reason, compaction_reason::background);
+    EXPECT_EQ(first_kept, "u1");
+    EXPECT_EQ(summarizer_->calls(), 1u);
+}

@@ -18,6 +18,10 @@ public:
     result<void> append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag) override;
 
     const std::string& text() const noexcept { return text_; }
+
+private:
+    // Whole lines after the header; the entry is never copied to be appended.
+    result<void> append_lines(const std::string& lines, diagnostics& diag);
 };
 
 }  // namespace agentctx::runtime
