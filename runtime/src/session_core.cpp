@@ -508,6 +508,10 @@ void session_core::recover_overflow_impl(std::string error, asio::any_completion
         m.timestamp = static_cast<double>(
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()
         );
+        // The failed call is reported now, so it follows the latest compaction even when both
+        // fall in the same millisecond (a message not newer than it is not checked).
+        if (const auto at = self->current()->compacted_at; at && m.timestamp <= *at)
+            m.timestamp = *at + 1;
         self->evaluate(m, true, std::move(h), c);
     });
 }
