@@ -2,6 +2,7 @@
 #include "append_batch.hpp"
 
 #include "append_check.hpp"
+#include "batch_mark.hpp"
 #include "context_edit_check.hpp"
 #include "session_core.hpp"
 
@@ -69,6 +70,7 @@ compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::v
             id = s.log_.new_id();
         compaction::diagnostics diag;
         auto raw = raw_entry(std::move(fields[i]), id, parent, now);
+        mark_batch_entry(raw, i, fields.size());  // a load sets aside a batch a crash cut short
         auto e = compaction::result<compaction::entry>(compaction::errc::wrong_type);
         if (auto edit = check_context_edit(s.log_, raw, diag); !edit)
             e = compaction::result<compaction::entry>(edit.error());

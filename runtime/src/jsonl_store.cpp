@@ -1,8 +1,11 @@
 // jsonl_store: locked, append-only JSONL file with torn-tail repair and atomic migration.
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "batch_mark.hpp"
+
 #include <agentctx/runtime/error.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -74,6 +77,24 @@ public:
 
 private:
     int fd_;
+};
+
+// The first `end` bytes of the store's file: a load that leaves out an incomplete batch.
+class prefix_byte_source final : public compaction::byte_source
+{
+public:
+    prefix_byte_source(int fd, std::uint64_t end) : file_(fd), end_(end) {}
+
+    result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const override
+    {
+        if (offset >= end_)
+            return std::size_t{0};
+        return file_.read(offset, into, static_cast<std::size_t>(std::min<std::uint64_t>(size, end_ - offset)));
+    }
+
+private:
+    fd_byte_source file_;
+    std::uint64_t end_;
 };
 
 // Reads lines back for lazy materialization through the store's own descriptor, which it keeps
@@ -221,7 +242,8 @@ result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnos
         const int sfd = ::open(side.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (sfd < 0)
             return io_failure(diag, "cannot save torn line to", side, errno);
-        fragment += '\n';
+        if (fragment.empty() || fragment.back() != '\n')  // a set-aside batch ends with its newline; a torn line does not
+            fragment += '\n';
         const bool ok = write_all(sfd, fragment.data(), fragment.size()) && ::fsync(sfd) == 0;
         ::close(sfd);
         if (!ok)
@@ -299,12 +321,44 @@ result<compaction::session_log> jsonl_store::load(
     const fd_byte_source source(fd_->fd);
     if (const auto fed = builder.feed_from(source, load_chunk_bytes); !fed)
         return io_failure(diag, "cannot read", path_, fed.error().value()).error();
-    auto log = builder.finish(std::move(reader), report, diag);
-    if (log)
-    {
-        torn_ = report.torn;
-        needs_newline_ = report.missing_final_newline;
-    }
+    auto log = builder.finish(reader, report, diag);
+    if (!log)
+        return log;
+    if (const auto first = detail::incomplete_trailing_batch(*log))
+        return load_without_batch(opts, *log, *first, std::move(reader), report, diag);
+    torn_ = report.torn;
+    needs_newline_ = report.missing_final_newline;
+    return log;
+}
+
+// A batch is written with one write(2), but a crash can still keep part of it (a kill between
+// pages, a power loss before the sync). Its lines were never acknowledged: the log is loaded
+// without them and the next append moves them to `<file>.torn`, as a torn line is.
+result<compaction::session_log> jsonl_store::load_without_batch(const compaction::load_options& opts,
+                                                                const compaction::session_log& full, std::size_t first,
+                                                                std::shared_ptr<const compaction::line_reader> reader,
+                                                                compaction::load_report& report, diagnostics& diag)
+{
+    struct stat st{};
+    if (::fstat(fd_->fd, &st) != 0)
+        return io_failure(diag, "cannot stat", path_, errno).error();
+    const auto& meta = full.meta(first);
+    const std::size_t kept = full.size() - first;
+    compaction::session_log_builder builder(opts);
+    const prefix_byte_source source(fd_->fd, meta.offset);
+    if (const auto fed = builder.feed_from(source, load_chunk_bytes); !fed)
+        return io_failure(diag, "cannot read", path_, fed.error().value()).error();
+    compaction::load_report prefix_report;
+    auto log = builder.finish(std::move(reader), prefix_report, diag);
+    if (!log)
+        return log;
+    prefix_report.notes.push_back({{}, meta.line,
+                                   "an incomplete batch (" + std::to_string(kept) +
+                                       " of its entries) ends the file: left out, and moved to the .torn file on the next append"});
+    report = std::move(prefix_report);
+    torn_ = compaction::torn_tail{meta.offset, static_cast<std::uint64_t>(st.st_size) - meta.offset, meta.line};
+    report.incomplete_batch = torn_;
+    needs_newline_ = false;
     return log;
 }
 

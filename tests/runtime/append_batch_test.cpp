@@ -122,3 +122,78 @@ TEST_F(append_batch_test, a_store_failure_inside_a_batch_leaves_none_of_it_in_fi
     ASSERT_FALSE(ec2) << r2.reason;
     EXPECT_EQ(session_->current()->messages.size(), 4u);
 }
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+    std::vector<std::string> out;
+    for (std::size_t p = 0; p < text.size();)
+    {
+        const auto nl = text.find('\n', p);
+        out.push_back(text.substr(p, nl == std::string::npos ? std::string::npos : nl - p));
+        p = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+// A load finds a batch that a crash cut short by these marks; a single append needs none.
+TEST_F(append_batch_test, every_entry_of_a_batch_is_marked_with_its_index_and_the_batch_size)
+{
+    ASSERT_TRUE(session_);
+    ASSERT_FALSE(append({user("alone")}).first);
+    ASSERT_FALSE(append({user("a"), user("b"), user("c")}).first);
+    const auto lines = lines_of(test::read_text(path_));
+    ASSERT_EQ(lines.size(), 5u);
+    EXPECT_EQ(lines[1].find("agentctxBatch"), std::string::npos);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_NE(lines[2 + i].find(R"("agentctxBatch":{"index":)" + std::to_string(i) + R"(,"size":3})"), std::string::npos)
+            << lines[2 + i];
+    // A whole batch at the end of the file is loaded whole.
+    session_.reset();
+    session_ = test::open_session(ioc_.get_executor(), path_, {});
+    ASSERT_TRUE(session_);
+    EXPECT_EQ(session_->current()->messages.size(), 4u);
+}
+
+// One write(2) can still be cut short (a kill between pages, a power loss before the sync): the
+// entries of the batch that reached the file were never acknowledged. The session opens without
+// them and its next append moves them to `<file>.torn`, whole or torn, and writes after `alone`.
+TEST_F(append_batch_test, a_batch_a_crash_cut_short_is_left_out_and_set_aside_by_the_next_append)
+{
+    for (const bool torn_last : {false, true})
+    {
+        SCOPED_TRACE(torn_last ? "the third line torn" : "the third line missing");
+        fs::remove(path_.string() + ".torn");
+        session_.reset();
+        std::ofstream(path_, std::ios::trunc) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        session_ = test::open_session(ioc_.get_executor(), path_, {});
+        ASSERT_TRUE(session_);
+        const auto alone = append({user("alone")}).second.ids.at(0);
+        ASSERT_FALSE(append({user("a"), user("b"), user("c")}).first);
+        session_.reset();
+        const auto full = test::read_text(path_);
+        const auto lines = lines_of(full);
+        ASSERT_EQ(lines.size(), 5u);
+        const auto cut = full.size() - lines[4].size() - 1 + (torn_last ? lines[4].size() / 2 : 0);
+        fs::resize_file(path_, cut);
+
+        session_ = test::open_session(ioc_.get_executor(), path_, {});
+        ASSERT_TRUE(session_);
+        EXPECT_EQ(session_->current()->messages.size(), 1u);
+        EXPECT_EQ(session_->current()->leaf_id, alone);
+        const auto [ec, r] = append({user("after")});
+        ASSERT_FALSE(ec) << r.reason;
+        const auto now = lines_of(test::read_text(path_));
+        ASSERT_EQ(now.size(), 3u);
+        EXPECT_EQ(now[1], lines[1]);
+        EXPECT_NE(now[2].find(R"("parentId":")" + alone + "\""), std::string::npos) << now[2];
+        const auto side = test::read_text(path_.string() + ".torn");
+        EXPECT_EQ(side, full.substr(full.size() - lines[4].size() - 1 - lines[3].size() - 1 - lines[2].size() - 1,
+                                    lines[2].size() + 1 + lines[3].size() + 1 + (torn_last ? lines[4].size() / 2 : 0)) +
+                            (torn_last ? "\n" : ""));
+    }
+    fs::remove(path_.string() + ".torn");
+}

@@ -99,6 +99,19 @@ public:
             send("D " + e.id);
         return r;
     }
+    // Batches (tool-result clearing) go through the real store's one-write batch: the default
+    // would append them one by one, which is not what a session over a jsonl_store does.
+    compaction::result<void> append_all(const std::vector<compaction::entry_ptr>& entries, compaction::diagnostics& diag) override
+    {
+        const auto it = std::find_if(entries.begin(), entries.end(),
+                                     [](const auto& e) { return e->type == compaction::entry_type::compaction; });
+        if (it != entries.end())
+            send("C " + (*it)->id);
+        auto r = inner_->append_all(entries, diag);
+        if (it != entries.end() && r)
+            send("D " + (*it)->id);
+        return r;
+    }
     compaction::result<compaction::session_log> load(
         const compaction::load_options& opts,
         compaction::load_report& report,
@@ -276,9 +289,12 @@ int main(int argc, char** argv)
     else
     {
         // Tool-result clearing early and often: batches of context edits are written between kills.
-        config.settings.clear_tool_results.trigger = {2000, 0};
-        config.settings.clear_tool_results.keep = 2;
-        config.settings.clear_tool_results.clear_at_least = 500;
+        // Low enough for the small contexts between the frequent compactions; each cleared result
+        // also clears its call's input, so every clearing is a batch of two edits or more.
+        config.settings.clear_tool_results.trigger = {150, 0};
+        config.settings.clear_tool_results.keep = 0;
+        config.settings.clear_tool_results.clear_at_least = 20;
+        config.settings.clear_tool_results.clear_all_inputs = true;
     }
     config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());
     compaction::load_report report;

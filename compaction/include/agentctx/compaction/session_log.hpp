@@ -45,6 +45,9 @@ struct load_report
     std::vector<load_note> skipped_lines;    ///< tolerant mode: corrupt lines left out
     std::vector<load_note> notes;            ///< e.g. a compaction whose firstKeptEntryId is off its path
     std::optional<torn_tail> torn;           ///< see torn_tail
+    /// Set by a store that left out a batch a crash cut short: its lines, from the first to the
+    /// end of the file (a torn line among them included).
+    std::optional<torn_tail> incomplete_batch;
     bool missing_final_newline = false;      ///< last line complete but unterminated
 };
 

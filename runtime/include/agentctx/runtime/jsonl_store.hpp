@@ -25,7 +25,9 @@ struct jsonl_store_options
 ///   `session_locked` instead of interleaving lines. Read-only stores take no lock.
 /// - load() never modifies the file. A torn final line (an append cut short by a crash) is
 ///   reported in the load report; the next append moves the fragment to `<file>.torn` and
-///   truncates it away, so the file stays valid JSONL and nothing is silently dropped.
+///   truncates it away, so the file stays valid JSONL and nothing is silently dropped. A batch
+///   (append_all) that a crash cut short is treated the same way: its marked entries at the end
+///   of the file are left out of the load and moved to `<file>.torn` by the next append.
 ///
 /// Blocking I/O: call from a thread that may block (not an io_context thread that must not).
 class jsonl_store final : public store
@@ -68,6 +70,10 @@ private:
     struct fd_holder;
     jsonl_store(std::filesystem::path path, std::shared_ptr<fd_holder> fd, jsonl_store_options opts);
     result<void> write_line(const std::string& line, bool sync, diagnostics& diag);
+    result<compaction::session_log> load_without_batch(const compaction::load_options& opts,
+                                                       const compaction::session_log& full, std::size_t first,
+                                                       std::shared_ptr<const compaction::line_reader> reader,
+                                                       compaction::load_report& report, diagnostics& diag);
 
     std::filesystem::path path_;
     std::shared_ptr<fd_holder> fd_;
