@@ -130,7 +130,7 @@ def sweep(build, work, files):
     for spec in ("workingBudget=40000..160000/20000", "workingBudget=50000..70000/10000"):
         r = simulate(build, work, files, ["--policy", "pi", "--sweep", spec])
         pi = r["policies"]["pi"]["input"]["billed"]
-        print("| workingBudget | billed input | vs pi | cost $ | compactions | summary calls | summarized tokens | stall s |")
+        print("| workingBudget | billed input | vs pi | cost $ | compactions | summary calls | tokens sent to summarizers | stall s |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for name, c in r["policies"].items():
             if not name.startswith("workingBudget="):
