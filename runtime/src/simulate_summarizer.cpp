@@ -1,6 +1,7 @@
 // simulate_summarizer: what each summary request of a replay is billed as, and the offline summary that answers it.
 #include "simulate_summarizer.hpp"
 
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
@@ -37,8 +38,9 @@ std::vector<std::shared_ptr<const compaction::message>> messages_of(std::span<co
 
 void simulate_summarizer::planned(const before_compact_event& e)
 {
-    plan_ = plan{messages_of(e.preparation.messages_to_summarize), messages_of(e.preparation.turn_prefix_messages),
-                 e.preparation.previous_summary, e.custom_instructions};
+    const auto& prep = e.preparation;
+    plan_ = plan{messages_of(prep.messages_to_summarize), messages_of(prep.turn_prefix_messages),
+                 prep.previous_summary, e.custom_instructions, compaction::pinned_prompt_note(prep.pinned)};
 }
 
 // The request's head is the conversation's request: the same parts, read from the cache as far
@@ -55,8 +57,9 @@ summary_call simulate_summarizer::cache_friendly_call(const summary_prompt& sent
     return call;
 }
 
-// The standalone prompt the runtime would send for the same part (history or turn prefix),
-// redacted as it redacts prompts, capped at the cache-friendly request's output budget.
+// The standalone prompt the runtime would send for the same part (history or turn prefix), with
+// its note on pinned entries, redacted as it redacts prompts, capped at the cache-friendly
+// request's output budget.
 summary_prompt simulate_summarizer::standalone_text_prompt(const summary_prompt& sent) const
 {
     static const plan none;
@@ -64,7 +67,7 @@ summary_prompt simulate_summarizer::standalone_text_prompt(const summary_prompt&
     const bool turn_prefix = sent.prompt.find(compaction::turn_prefix_instructions) != std::string::npos;
     auto text = turn_prefix ? compaction::turn_prefix_summary_prompt(p.turn_prefix, p.instructions, 0, 0)
                             : compaction::history_summary_prompt(p.history, p.previous_summary, p.instructions, 0, 0);
-    text.prompt = redactor_->redact(text.prompt).text;
+    text.prompt = redactor_->redact(text.prompt + p.pinned_note).text;
     text.max_output_tokens = sent.max_output_tokens;
     text.reasoning_effort = sent.reasoning_effort;
     return text;

@@ -61,6 +61,7 @@ private:
     {
         std::vector<std::shared_ptr<const compaction::message>> history, turn_prefix;
         std::optional<std::string> previous_summary, instructions;
+        std::string pinned_note;  ///< what the prompts say of the pinned entries kept after the summary
     };
     summary_call cache_friendly_call(const compaction::summary_prompt& sent);
     compaction::summary_prompt standalone_text_prompt(const compaction::summary_prompt& sent) const;

@@ -317,3 +317,40 @@ TEST(simulate, a_redacted_message_ends_what_the_cache_serves_a_cache_friendly_re
     EXPECT_EQ(cost.input.written, 2000 + 1001 + 1001);
     EXPECT_EQ(cost.input.uncached, instruction_tokens());
 }
+
+// u0 (2,000 tokens), a0 (1), then one turn: u1 (3), six rounds of a read call (5) and its
+// 1,000-token result, and the answer `done` (2). The context before `done` is 8,034 tokens; with
+// a working budget of 8,100, `done`'s turn end (8,034 + 100 output) compacts inside the turn: a
+// history request and a turn-prefix request over one head, the whole conversation (8,036 tokens),
+// each with its instruction message (386 and 380 tokens: the rule, the part's positions, the
+// instructions and the note on the pinned turn request). The history request reads what `done`'s
+// request wrote (8,034) and writes `done` (2); the turn-prefix request, sent after it, reads all
+// 8,036. The agent's requests are those of `none`: nothing follows the compaction.
+TEST(simulate, a_split_turns_two_cache_friendly_requests_share_the_conversations_prefix)
+{
+    test::session_text t;
+    t.user("u0", std::string(8000, 'a')).assistant("a0", "ok", 2100);
+    t.wait(10).user("u1", "fix the bug");
+    for (int i = 1; i <= 6; ++i)
+    {
+        const auto k = std::to_string(i);
+        t.wait(5).tool_call("c" + k, "call" + k, "read", {{"path", "f" + k}});
+        t.tool_result("r" + k, "call" + k, "read", std::string(4000, 'x'));
+    }
+    t.wait(5).assistant("done", "fixed", 2100);
+    auto policy = *runtime::builtin_policy("agentctx");
+    policy.settings.working_budget = compaction::token_amount{8100, 0};
+    policy.settings.keep_recent_tokens = 1500;
+    policy.settings.clear_tool_results.enabled = false;
+    const auto cost = simulate(t.text, policy);
+    const auto none = simulate(t.text, *runtime::builtin_policy("none"));
+    EXPECT_EQ(none.peak_context, 8034);
+    EXPECT_EQ(cost.compactions, 1);
+    EXPECT_EQ(cost.summary_requests, 2);
+    EXPECT_EQ(cost.requests, none.requests);
+    EXPECT_EQ(cost.input.read - none.input.read, 8034 + 8036);
+    EXPECT_EQ(cost.input.written - none.input.written, 2);
+    EXPECT_EQ(cost.input.uncached, 386 + 380);
+    EXPECT_EQ(cost.summarizer_input_tokens, 2 * 8036 + 386 + 380);
+    EXPECT_NEAR(cost.billed_input - none.billed_input, (8034 + 8036) * 0.1 + 2 * 1.25 + 386 + 380, 1e-6);
+}
