@@ -200,7 +200,7 @@ void print_sweep(const std::vector<std::string>& swept, const costs& totals)
 {
     std::printf("\nworking budget sweep (all sessions)\n");
     std::printf("  %-14s %14s %8s %10s %11s %13s %16s %10s\n", "workingBudget", "billed input", "vs pi", "cost $",
-                "compactions", "summary calls", "summarized tok", "stall s");
+                "compactions", "summary calls", "to summarizers", "stall s");
     const auto* pi = find(totals, "pi");
     for (const auto& name : swept)
     {
