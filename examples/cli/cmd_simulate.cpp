@@ -24,8 +24,9 @@ const char* const simulate_usage =
     "                         [--system-tokens N] [--sweep workingBudget=LO..HI[/STEP]] [--json]\n"
     "\n"
     "Replays each session's active path under each policy (recorded compactions dropped; the real\n"
-    "planner and runtime decide; summaries from the offline summarizer) and bills every request\n"
-    "through the prompt-cache model: billed input, cost, compactions, summary calls and stall.\n"
+    "planner and runtime decide and build the summary requests, cache-friendly ones included;\n"
+    "summaries from the offline summarizer) and bills every request through the prompt-cache\n"
+    "model: billed input, cost, compactions, summary calls and stall.\n"
     "\n"
     "  --policy NAME        none (never compacts), pi (Pi 1.6.0), agentctx (the defaults); repeatable;\n"
     "                       default: all three\n"
@@ -199,7 +200,7 @@ void print_sweep(const std::vector<std::string>& swept, const costs& totals)
 {
     std::printf("\nworking budget sweep (all sessions)\n");
     std::printf("  %-14s %14s %8s %10s %11s %13s %16s %10s\n", "workingBudget", "billed input", "vs pi", "cost $",
-                "compactions", "summary calls", "summarized tok", "stall s");
+                "compactions", "summary calls", "to summarizers", "stall s");
     const auto* pi = find(totals, "pi");
     for (const auto& name : swept)
     {

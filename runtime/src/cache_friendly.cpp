@@ -1,4 +1,5 @@
 // Cache-friendly summary requests: the conversation's own request, then the checkpoint instructions; the standalone fallback.
+#include "scrub_strings.hpp"
 #include "transaction.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
@@ -15,6 +16,26 @@ namespace agentctx::runtime {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace compaction;
+
+bool detail::scrub_strings(const std::function<void(std::string&)>& scrub, json::value& v)
+{
+    bool changed = false;
+    if (v.is_string())
+    {
+        std::string text(v.get_string());
+        scrub(text);
+        changed = text != v.get_string();
+        if (changed)
+            v = text;
+    }
+    else if (v.is_array())
+        for (auto& e : v.get_array())
+            changed = scrub_strings(scrub, e) || changed;
+    else if (v.is_object())
+        for (auto& kv : v.get_object())
+            changed = scrub_strings(scrub, kv.value()) || changed;
+    return changed;
+}
 
 namespace {
 
@@ -34,24 +55,6 @@ std::optional<std::string> standalone_because(const session_config& c, const pro
     if (!caps.head_format)
         return "standalone: the summarizer sends standalone requests only";
     return std::nullopt;
-}
-
-// Every string of `v`, redacted in place (the replacements are counted like the standalone prompt's).
-void scrub_strings(const std::function<void(std::string&)>& scrub, json::value& v)
-{
-    if (v.is_string())
-    {
-        std::string text(v.get_string());
-        scrub(text);
-        if (text != v.get_string())
-            v = text;
-    }
-    else if (v.is_array())
-        for (auto& e : v.get_array())
-            scrub_strings(scrub, e);
-    else if (v.is_object())
-        for (auto& kv : v.get_object())
-            scrub_strings(scrub, kv.value());
 }
 
 std::size_t serialized_size(const json::value& v)
@@ -113,7 +116,7 @@ std::shared_ptr<request_head> make_head(const std::function<void(std::string&)>&
         head->system = content_text(snap.system->content);
     json::value tools = std::move(head->tools), messages = render(context);
     for (auto* v : {&head->system, &tools, &messages})
-        scrub_strings(scrub, *v);
+        detail::scrub_strings(scrub, *v);
     head->tools = std::move(tools.get_array());
     head->messages = std::move(messages.get_array());
     head->chars = serialized_size(head->system) + serialized_size(head->tools) + serialized_size(head->messages);

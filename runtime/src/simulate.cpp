@@ -1,10 +1,12 @@
 // simulate_session: the replay of a recorded session through a real session, billed request by request.
 #include <agentctx/runtime/simulate.hpp>
 
+#include "scrub_strings.hpp"
+#include "simulate_summarizer.hpp"
+
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/providers/chat_messages.hpp>
-#include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -41,54 +43,30 @@ std::optional<simulate_policy> builtin_policy(std::string_view name)
 
 namespace {
 
+constexpr const char* simulated_model = "simulated";
+
 std::uint64_t digest_of(std::string_view text)
 {
     return std::hash<std::string_view>{}(text);
 }
 
-std::int64_t text_tokens(std::string_view text)
+providers::wire_format format_of(const compaction::price_table& prices)
 {
-    return static_cast<std::int64_t>((compaction::utf16_length(text) + 3) / 4);
+    return prices.name.starts_with("openai") ? providers::wire_format::openai : providers::wire_format::anthropic;
 }
 
-// What the summarizer was asked and answered, in call order, for the replay to bill.
-struct summary_call
+// The priced provider as the summarizer: hosted Anthropic or OpenAI (whose prompt cache a
+// cache-friendly request reads), the replayed model, requests in the prices' wire format.
+providers::summarizer_capabilities capabilities_of(const compaction::price_table& prices)
 {
-    std::vector<request_part> parts;
-    std::int64_t output = 0;
-};
-
-// The offline summarizer, with every call recorded.
-class recording_summarizer final : public providers::summarizer
-{
-public:
-    recording_summarizer(asio::any_io_executor ex, std::vector<summary_call>& calls)
-        : inner_(std::move(ex)), calls_(calls)
-    {
-    }
-    std::string name() const override { return inner_.name(); }
-
-protected:
-    void summarize_impl(compaction::summary_prompt prompt,
-                        asio::any_completion_handler<providers::summarize_signature> handler) override
-    {
-        summary_call call;
-        call.parts = {{digest_of(prompt.system_prompt), text_tokens(prompt.system_prompt)},
-                      {digest_of(prompt.prompt), text_tokens(prompt.prompt)}};
-        // Shared, so that the completion handler stays copyable as the inner initiation needs.
-        auto h = std::make_shared<decltype(handler)>(std::move(handler));
-        inner_.async_summarize(std::move(prompt), [this, call = std::move(call), h](boost::system::error_code ec,
-                                                                                    compaction::summary_output out) mutable {
-            call.output = text_tokens(out.text);
-            calls_.push_back(std::move(call));
-            std::move (*h)(ec, std::move(out));
-        });
-    }
-
-private:
-    providers::offline_summarizer inner_;
-    std::vector<summary_call>& calls_;
-};
+    providers::summarizer_capabilities caps;
+    caps.head_format = format_of(prices);
+    caps.provider = prices.name.starts_with("openai")      ? "openai"
+                    : prices.name.starts_with("anthropic") ? "anthropic"
+                                                           : prices.name;
+    caps.model = simulated_model;
+    return caps;
+}
 
 bool dropped(const compaction::entry& e)
 {
@@ -122,13 +100,24 @@ public:
         config.settings.background.enabled = config.settings.background.enabled.value_or(false);
         config.compat = policy_.mode;
         config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
-        config.model = {"simulated", "simulated", options_.context_window, options_.max_output_tokens};
-        config.summarizer = std::make_shared<recording_summarizer>(ioc_.get_executor(), calls_);
+        config.model = {simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
+        auto redactor = compaction::redactor::create(config.redaction, diag);
+        if (!redactor)
+            return redactor.error();
+        redactor_ = std::make_shared<const compaction::redactor>(std::move(*redactor));
+        auto summarizer = std::make_shared<detail::simulate_summarizer>(
+            ioc_.get_executor(), capabilities_of(options_.prices), redactor_, [this] { return head_parts(); }, calls_);
+        config.summarizer = summarizer;
         auto header = compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
         auto s = session::create(ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag);
         if (!s)
             return s.error();
         session_ = *s;
+        // What each compaction summarizes, for the text of its cache-friendly requests.
+        session_->on_before_compact([summarizer](const before_compact_event& e) {
+            summarizer->planned(e);
+            return before_compact_decision{};
+        });
         observe_background();
         boost::system::error_code failed;
         asio::co_spawn(ioc_, replay_all(std::move(*entries), failed), asio::detached);
@@ -200,14 +189,7 @@ private:
     // The request made just before an assistant message: the context as the policy projects it.
     void bill_request(const compaction::entry& e)
     {
-        const auto format = options_.prices.name.starts_with("openai") ? providers::wire_format::openai
-                                                                       : providers::wire_format::anthropic;
-        std::vector<request_part> parts;
-        if (options_.system_tokens > 0)
-            parts.push_back({digest_of("system"), options_.system_tokens});
-        for (const auto& m : session_->context())
-            parts.push_back(part_of(m, format));
-        const auto billing = cache_.request(now_, parts, true);
+        const auto billing = cache_.request(now_, conversation_parts(false), true);
         last_input_ = billing.total();
         const auto& msg = *e.message;
         last_output_ = msg.usage && msg.usage->output > 0 ? msg.usage->output
@@ -215,16 +197,53 @@ private:
         cost_.bill(options_.prices, billing, last_output_, false);
     }
 
-    // A message's rendering and size, computed once: snapshots share unchanged messages.
-    request_part part_of(const compaction::context_message& m, providers::wire_format format)
+    // The conversation's request for the current context: the system part, then each message.
+    // `redacted`: as a cache-friendly summary request's head carries it.
+    std::vector<request_part> conversation_parts(bool redacted)
     {
-        auto [it, added] = parts_.try_emplace(m.msg.get(), m.msg, request_part{});
+        std::vector<request_part> parts;
+        if (options_.system_tokens > 0)
+            parts.push_back({digest_of("system"), options_.system_tokens});
+        for (const auto& m : session_->context())
+            parts.push_back(redacted ? head_part_of(m) : part_of(m).part);
+        return parts;
+    }
+
+    std::vector<request_part> head_parts() { return conversation_parts(true); }
+
+    // A message's rendering and size, computed once: snapshots share unchanged messages.
+    struct message_part
+    {
+        std::shared_ptr<const compaction::message> msg;  ///< kept so that no address is reused
+        request_part part;
+        std::optional<request_part> head;  ///< redacted, computed when a head first carries it
+    };
+
+    message_part& part_of(const compaction::context_message& m)
+    {
+        auto [it, added] = parts_.try_emplace(m.msg.get(), message_part{m.msg, {}, std::nullopt});
         if (added)
         {
-            const auto wire = providers::to_wire_messages(format, std::span(&m, 1));
-            it->second.second = {digest_of(compaction::stringify(wire)), static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
+            const auto wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1));
+            it->second.part = {digest_of(compaction::stringify(wire)),
+                               static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
         }
-        return it->second.second;
+        return it->second;
+    }
+
+    // The runtime redacts a cache-friendly request's head: a message holding a secret is not the
+    // message the conversation sent, and the cache serves nothing from there on.
+    request_part head_part_of(const compaction::context_message& m)
+    {
+        auto& p = part_of(m);
+        if (!p.head)
+        {
+            json::value wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1));
+            const auto scrub = [this](std::string& text) { text = redactor_->redact(text).text; };
+            p.head = detail::scrub_strings(scrub, wire) ? request_part{digest_of(compaction::stringify(wire)), p.part.tokens}
+                                                        : p.part;
+        }
+        return *p.head;
     }
 
     // The entry as recorded, re-parented by the session; its usage is the simulated request's.
@@ -301,12 +320,27 @@ private:
         double took = 0;
         for (const auto& call : calls_)
         {
-            const auto billing = cache_.request(at + took, call.parts, false);
+            const auto billing = bill_call(call, at + took);
             cost_.bill(options_.prices, billing, call.output, true);
             took += options_.timing.duration(billing, call.output);
         }
         calls_.clear();
         return took;
+    }
+
+    // A standalone request is sent without cache writes (Pi 1.6's `cacheRetention: "none"`; agentctx's
+    // standalone body has no breakpoint): it reads what is there. A cache-friendly one is cached:
+    // Anthropic's last breakpoint ends the conversation's part, so the instruction message after it
+    // is billed uncached; OpenAI caches the whole request.
+    compaction::cache_billing bill_call(const detail::summary_call& call, double t)
+    {
+        if (!call.cache_friendly)
+            return cache_.request(t, call.parts, false);
+        if (format_of(options_.prices) == providers::wire_format::openai)
+            return cache_.request(t, call.parts, true);
+        auto billing = cache_.request(t, std::span(call.parts).first(call.parts.size() - 1), true);
+        billing.uncached += call.parts.back().tokens;
+        return billing;
     }
 
     // A background compaction runs from the check that started it, off the agent's path: its
@@ -347,11 +381,10 @@ private:
     std::shared_ptr<session> session_;
     compaction::prompt_cache cache_;
     compaction::policy_cost cost_;
-    std::vector<summary_call> calls_;
+    std::shared_ptr<const compaction::redactor> redactor_;
+    std::vector<detail::summary_call> calls_;
     std::map<std::string, std::string> ids_;
-    // Keyed by the message's address; the pointer kept beside it so no address is reused.
-    std::unordered_map<const compaction::message*,
-                       std::pair<std::shared_ptr<const compaction::message>, request_part>> parts_;
+    std::unordered_map<const compaction::message*, message_part> parts_;  ///< by the message's address
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;
     std::int64_t message_clock_ms_ =

@@ -49,6 +49,32 @@ TEST(simulate_cli, the_report_on_the_bundled_sessions_is_exact)
     EXPECT_EQ(got.at("policies").at("pi").at("clearing").at("batches").as_int64(), 0);
 }
 
+// agentctx's summary requests are cache-friendly by default (the conversation's request read from
+// the prompt cache, then the instructions); `summaryRequest: standalone` bills them as each its own
+// uncached request, the figures the report gave before it modelled cache-friendly requests.
+TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly_ones_less)
+{
+    const auto r = agentctx::test::run_process(cli + " simulate " + bundled_args() + " --settings " + fixtures +
+                                               "/keep-3000-standalone.json --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto got = boost::json::parse(r.out);
+    const auto& standalone = got.at("policies").at("keep-3000-standalone");
+    const auto& in = standalone.at("input");
+    EXPECT_EQ(in.at("uncached").as_int64(), 25881);
+    EXPECT_EQ(in.at("written").as_int64(), 58790);
+    EXPECT_EQ(in.at("read").as_int64(), 431474);
+    EXPECT_NEAR(in.at("billed").to_number<double>(), 142515.9, 1e-6);
+    EXPECT_NEAR(standalone.at("cost").to_number<double>(), 0.7701177, 1e-12);
+    EXPECT_EQ(standalone.at("summarizerInputTokens").as_int64(), 25881);
+    EXPECT_NEAR(standalone.at("stall").at("totalSeconds").to_number<double>(), 74.35953333333333, 1e-9);
+    // The same compactions, the same summaries; the cache-friendly requests read the conversation.
+    const auto& cached = got.at("policies").at("keep-3000");
+    EXPECT_EQ(cached.at("compactions").as_int64(), standalone.at("compactions").as_int64());
+    EXPECT_EQ(cached.at("summaryRequests").as_int64(), standalone.at("summaryRequests").as_int64());
+    EXPECT_EQ(cached.at("output").at("summaries").as_int64(), standalone.at("output").at("summaries").as_int64());
+    EXPECT_NEAR(cached.at("input").at("billed").to_number<double>(), 138520.55, 1e-6);
+}
+
 TEST(simulate_cli, a_working_budget_sweep_prints_each_value_beside_its_summary_calls)
 {
     const auto r = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000 --policy pi" +

@@ -1,6 +1,8 @@
 // simulate_session: a recorded session replayed under a policy and billed with the cost model.
 #include "session_text.hpp"
 
+#include <agentctx/compaction/summary_prompt.hpp>
+#include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/simulate.hpp>
 
@@ -193,4 +195,162 @@ TEST(simulate, the_agentctx_policy_runs_the_real_clearing_tier)
     const auto often = simulate(text, clearing_policy(true, 1000));
     EXPECT_EQ(often.clearing_batches, 11);
     EXPECT_NEAR(often.billed_input, 190558.7, 1e-6);
+}
+
+namespace {
+
+// u1 2,000 tokens; a1 (1 token, output 100); 59 s later u2 1,000 tokens; a2. A working budget of
+// 2,500 compacts at a2's turn end (3,001 input + 100 output), keeping u2 and a2 (keepRecentTokens
+// 1,000 is reached at u2): one history request over u1 and a1, made at a2's time (t 62).
+test::session_text two_turns(std::string u2 = std::string(4000, 'y'))
+{
+    test::session_text t;
+    t.user("u1", std::string(8000, 'x')).assistant("a1", "ok", 2100);
+    t.wait(59).user("u2", u2).assistant("a2", "ok", 2100);
+    return t;
+}
+
+runtime::simulate_policy budget_policy(std::optional<compaction::summary_request_mode> request)
+{
+    auto p = *runtime::builtin_policy("agentctx");
+    p.settings.working_budget = compaction::token_amount{2500, 0};
+    p.settings.keep_recent_tokens = 1000;
+    p.settings.summary_request = request;
+    return p;
+}
+
+// The instruction message of the cache-friendly request: the checkpoint of messages 1-2 (u1, a1),
+// u2 (message 3) kept; its size in tokens (chars/4, rounded up).
+std::int64_t instruction_tokens()
+{
+    compaction::checkpoint_scope scope;
+    scope.first = 1;
+    scope.kept = 3;
+    scope.kept_quote = std::string(100, 'y') + "\u2026";
+    const auto p = compaction::cache_friendly_history_prompt(std::make_shared<compaction::request_head>(), scope,
+                                                             std::nullopt, std::nullopt, 200000, 32000);
+    return static_cast<std::int64_t>((compaction::utf16_length(p.prompt) + 3) / 4);
+}
+
+}  // namespace
+
+// r1 (t 1): [u1] 2,000 written. r2 (t 62): [u1 a1 u2] 3,001; 2,000 read, 1,001 written. The summary
+// request (t 62) is the conversation's request [u1 a1 u2 a2] (3,002) and the instruction message:
+// r2's prefix serves 3,001 (read), a2 is written (1), and the instruction message after
+// Anthropic's last breakpoint is uncached (351 tokens).
+TEST(simulate, a_cache_friendly_summary_request_reads_the_conversations_prefix_from_the_cache)
+{
+    const auto cost = simulate(two_turns().text, budget_policy(std::nullopt));
+    const std::int64_t instr = instruction_tokens();
+    EXPECT_EQ(instr, 351);
+    EXPECT_EQ(cost.requests, 2);
+    EXPECT_EQ(cost.compactions, 1);
+    EXPECT_EQ(cost.summary_requests, 1);
+    EXPECT_EQ(cost.input.read, 2000 + 3001);
+    EXPECT_EQ(cost.input.written, 2000 + 1001 + 1);
+    EXPECT_EQ(cost.input.uncached, instr);
+    EXPECT_EQ(cost.summarizer_input_tokens, 3002 + instr);
+    EXPECT_NEAR(cost.billed_input, 3002 * 1.25 + 5001 * 0.1 + 351, 1e-9);  // 4,603.6
+    ASSERT_GT(cost.summary_output, 0);
+    EXPECT_DOUBLE_EQ(cost.cost, ((3002 * 1.25 + 5001 * 0.1 + static_cast<double>(instr)) * 3.00 +
+                                 static_cast<double>(200 + cost.summary_output) * 15.00) / 1e6);
+    // 0.5 s + (1 written + the instruction) / 5,000 + 3,001 read / 50,000 + output / 60.
+    ASSERT_EQ(cost.stalls.size(), 1u);
+    EXPECT_NEAR(cost.stalls[0],
+                0.5 + static_cast<double>(1 + instr) / 5000.0 + 3001.0 / 50000.0 +
+                    static_cast<double>(cost.summary_output) / 60.0,
+                1e-9);
+}
+
+// OpenAI caches the whole request: the instruction message is written (at 1.0, as uncached).
+TEST(simulate, an_openai_cache_friendly_request_writes_the_instruction_message_too)
+{
+    runtime::simulate_options options;
+    options.prices = *compaction::builtin_price_table("openai");
+    const auto cost = simulate(two_turns().text, budget_policy(std::nullopt), options);
+    const std::int64_t instr = instruction_tokens();
+    EXPECT_EQ(cost.summary_requests, 1);
+    EXPECT_EQ(cost.input.read, 2000 + 3001);
+    EXPECT_EQ(cost.input.written, 2000 + 1001 + 1 + instr);
+    EXPECT_EQ(cost.input.uncached, 0);
+    EXPECT_DOUBLE_EQ(cost.billed_input, static_cast<double>(3002 + instr) + 5001 * 0.1);
+}
+
+// `summaryRequest: standalone`, a provider whose cache agentctx does not read by default, and a
+// window the conversation and the instructions do not fit (as the runtime falls back): the summary
+// request is its own system prompt and prompt, billed uncached as before, and its text is the one
+// the cache-friendly request gets.
+TEST(simulate, a_standalone_summary_request_is_billed_uncached_as_before)
+{
+    const auto cf = simulate(two_turns().text, budget_policy(std::nullopt));
+    const auto sa = simulate(two_turns().text, budget_policy(compaction::summary_request_mode::standalone));
+    runtime::simulate_options local;
+    local.prices.name = "local";
+    const auto other = simulate(two_turns().text, budget_policy(std::nullopt), local);
+    runtime::simulate_options small;
+    small.context_window = 5000;
+    auto reserved = budget_policy(std::nullopt);
+    reserved.settings.reserve_tokens = 1000;
+    const auto unfit = simulate(two_turns().text, reserved, small);
+    for (const auto* c : {&sa, &other, &unfit})
+    {
+        EXPECT_EQ(c->summary_requests, 1);
+        EXPECT_EQ(c->input.read, 2000);
+        EXPECT_EQ(c->input.written, 2000 + 1001);
+        EXPECT_EQ(c->input.uncached, c->summarizer_input_tokens);
+        EXPECT_DOUBLE_EQ(c->billed_input, 3001 * 1.25 + 2000 * 0.1 + static_cast<double>(c->summarizer_input_tokens));
+    }
+    EXPECT_EQ(sa.summarizer_input_tokens, other.summarizer_input_tokens);
+    EXPECT_EQ(sa.summary_output, cf.summary_output);
+    // The standalone request carries u1 and a1 serialized, the instructions and the system prompt:
+    // more than the 1 written + instruction tokens the cache-friendly one pays in full.
+    EXPECT_GT(sa.billed_input, cf.billed_input);
+}
+
+// The runtime redacts the head: u2 ends with an access key, so the request's u2 is not the
+// conversation's and the cache serves only u1 and a1 (2,001 read); u2 and a2 are written.
+TEST(simulate, a_redacted_message_ends_what_the_cache_serves_a_cache_friendly_request)
+{
+    const auto cost = simulate(two_turns(std::string(3979, 'y') + " AKIAIOSFODNN7EXAMPLE").text, budget_policy(std::nullopt));
+    EXPECT_EQ(cost.summary_requests, 1);
+    EXPECT_EQ(cost.input.read, 2000 + 2001);
+    EXPECT_EQ(cost.input.written, 2000 + 1001 + 1001);
+    EXPECT_EQ(cost.input.uncached, instruction_tokens());
+}
+
+// u0 (2,000 tokens), a0 (1), then one turn: u1 (3), six rounds of a read call (5) and its
+// 1,000-token result, and the answer `done` (2). The context before `done` is 8,034 tokens; with
+// a working budget of 8,100, `done`'s turn end (8,034 + 100 output) compacts inside the turn: a
+// history request and a turn-prefix request over one head, the whole conversation (8,036 tokens),
+// each with its instruction message (386 and 380 tokens: the rule, the part's positions, the
+// instructions and the note on the pinned turn request). The history request reads what `done`'s
+// request wrote (8,034) and writes `done` (2); the turn-prefix request, sent after it, reads all
+// 8,036. The agent's requests are those of `none`: nothing follows the compaction.
+TEST(simulate, a_split_turns_two_cache_friendly_requests_share_the_conversations_prefix)
+{
+    test::session_text t;
+    t.user("u0", std::string(8000, 'a')).assistant("a0", "ok", 2100);
+    t.wait(10).user("u1", "fix the bug");
+    for (int i = 1; i <= 6; ++i)
+    {
+        const auto k = std::to_string(i);
+        t.wait(5).tool_call("c" + k, "call" + k, "read", {{"path", "f" + k}});
+        t.tool_result("r" + k, "call" + k, "read", std::string(4000, 'x'));
+    }
+    t.wait(5).assistant("done", "fixed", 2100);
+    auto policy = *runtime::builtin_policy("agentctx");
+    policy.settings.working_budget = compaction::token_amount{8100, 0};
+    policy.settings.keep_recent_tokens = 1500;
+    policy.settings.clear_tool_results.enabled = false;
+    const auto cost = simulate(t.text, policy);
+    const auto none = simulate(t.text, *runtime::builtin_policy("none"));
+    EXPECT_EQ(none.peak_context, 8034);
+    EXPECT_EQ(cost.compactions, 1);
+    EXPECT_EQ(cost.summary_requests, 2);
+    EXPECT_EQ(cost.requests, none.requests);
+    EXPECT_EQ(cost.input.read - none.input.read, 8034 + 8036);
+    EXPECT_EQ(cost.input.written - none.input.written, 2);
+    EXPECT_EQ(cost.input.uncached, 386 + 380);
+    EXPECT_EQ(cost.summarizer_input_tokens, 2 * 8036 + 386 + 380);
+    EXPECT_NEAR(cost.billed_input - none.billed_input, (8034 + 8036) * 0.1 + 2 * 1.25 + 386 + 380, 1e-6);
 }

@@ -43,9 +43,15 @@ struct simulate_options
  * policy projects at that moment, billed through the prompt cache at the recorded time plus the
  * stall so far; its output is the recorded `usage.output` (else the estimate of its content).
  * The runtime's hooks run where a host calls them: after each assistant message, after a tool
- * batch that the run continues from, before each user prompt. Summaries come from the offline
- * summarizer; each summary request is billed without cache writes and stalls the agent for its
- * duration under `options.timing`.
+ * batch that the run continues from, before each user prompt. The summarizer has the priced
+ * provider's capabilities (`anthropic` or `openai` by the price table's name; another name is a
+ * provider whose cache agentctx does not read by default), so the runtime decides between
+ * cache-friendly and standalone summary requests and builds them. A standalone request is billed
+ * without cache writes. A cache-friendly one is billed as the conversation's request at that
+ * moment, through the prompt cache, then the instruction message (uncached after Anthropic's last
+ * breakpoint; OpenAI caches it with the rest). Summaries come from the offline summarizer (a
+ * cache-friendly request's from the standalone prompt over the same messages); each summary
+ * request stalls the agent for its duration under `options.timing`.
  */
 compaction::result<compaction::policy_cost> simulate_session(const compaction::session_log& log,
                                                              const simulate_policy& policy,
