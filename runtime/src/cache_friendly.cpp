@@ -17,26 +17,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace compaction;
 
-bool detail::scrub_strings(const std::function<void(std::string&)>& scrub, json::value& v)
-{
-    bool changed = false;
-    if (v.is_string())
-    {
-        std::string text(v.get_string());
-        scrub(text);
-        changed = text != v.get_string();
-        if (changed)
-            v = text;
-    }
-    else if (v.is_array())
-        for (auto& e : v.get_array())
-            changed = scrub_strings(scrub, e) || changed;
-    else if (v.is_object())
-        for (auto& kv : v.get_object())
-            changed = scrub_strings(scrub, kv.value()) || changed;
-    return changed;
-}
-
 namespace {
 
 // nullopt: cache-friendly; otherwise what evidence.request says instead.

@@ -8,7 +8,7 @@
 
 namespace agentctx::runtime::detail {
 
-/// Every string of `v`, scrubbed in place by `scrub` (cache_friendly.cpp); true if one changed.
+/// Every string of `v`, scrubbed in place by `scrub`; true if one changed.
 bool scrub_strings(const std::function<void(std::string&)>& scrub, boost::json::value& v);
 
 }  // namespace agentctx::runtime::detail
