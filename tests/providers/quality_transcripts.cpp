@@ -29,6 +29,12 @@ json::object assistant(json::array content, const char* stop)
 
 }  // namespace
 
+void convo::add(json::object m)
+{
+    messages.push_back(decode(m));
+    objects.push_back(std::move(m));
+}
+
 std::string convo::next_id()
 {
     return "call_" + std::to_string(++ids_);
@@ -36,13 +42,13 @@ std::string convo::next_id()
 
 convo& convo::user(std::string_view text)
 {
-    messages.push_back(decode({{"role", "user"}, {"content", text}}));
+    add(json::object{{"role", "user"}, {"content", text}});
     return *this;
 }
 
 convo& convo::say(std::string_view text)
 {
-    messages.push_back(decode(assistant({json::object{{"type", "text"}, {"text", text}}}, "stop")));
+    add(assistant({json::object{{"type", "text"}, {"text", text}}}, "stop"));
     return *this;
 }
 
@@ -52,18 +58,18 @@ convo& convo::call(std::string_view name, json::object args, std::string_view te
     if (!text.empty())
         content.push_back(json::object{{"type", "text"}, {"text", text}});
     content.push_back(json::object{{"type", "toolCall"}, {"id", next_id()}, {"name", name}, {"arguments", std::move(args)}});
-    messages.push_back(decode(assistant(std::move(content), "toolUse")));
+    add(assistant(std::move(content), "toolUse"));
     return *this;
 }
 
 convo& convo::run(std::string_view name, json::object args, std::string_view result, bool error, std::string_view text)
 {
     call(name, std::move(args), text);
-    messages.push_back(decode({{"role", "toolResult"},
-                               {"toolCallId", "call_" + std::to_string(ids_)},
-                               {"toolName", name},
-                               {"content", json::array{json::object{{"type", "text"}, {"text", result}}}},
-                               {"isError", error}}));
+    add(json::object{{"role", "toolResult"},
+                     {"toolCallId", "call_" + std::to_string(ids_)},
+                     {"toolName", name},
+                     {"content", json::array{json::object{{"type", "text"}, {"text", result}}}},
+                     {"isError", error}});
     return *this;
 }
 

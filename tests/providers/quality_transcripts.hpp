@@ -28,8 +28,11 @@ public:
     convo& call(std::string_view name, boost::json::object args, std::string_view text = {});
 
     std::vector<std::shared_ptr<const compaction::message>> messages;
+    /// The same messages as Pi writes them (`{"role": …}` objects), for tests that append them to a session.
+    std::vector<boost::json::object> objects;
 
 private:
+    void add(boost::json::object m);
     std::string next_id();
     int ids_ = 0;
 };
