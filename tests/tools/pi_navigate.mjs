@@ -1,9 +1,9 @@
 // Drives Pi 1.6.0's own navigateTree on copies of a session file with a fake model and prints, per scenario, the hook order, what the hooks saw, the summary request and the appended lines.
-// Usage: node tests/tools/pi_navigate.mjs PI_PACKAGE_DIR SESSION.jsonl > tests/fixtures/pi16_navigation.json
+// Usage: node tests/tools/pi_navigate.mjs PI_PACKAGE_DIR tests/fixtures/pi16_navigation.jsonl > tests/fixtures/pi16_navigation.json
 // PI_PACKAGE_DIR is an installed @earendil-works/pi-coding-agent 1.6.0 (npm; Pi needs Node >= 22).
 // navigateTree runs on a stand-in session object holding Pi's real SessionManager,
 // ExtensionRunner, SettingsManager and summarization-auth code; only the model's stream is
-// fake. New ids are printed as new1, new2, ... in append order; timestamps are dropped. The
+// fake; the thinking level is the session's, as Pi restores it. New ids are printed as new1, new2, ... in append order; timestamps are dropped. The
 // tests read the printed JSON from tests/fixtures and never need Pi or Node.
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
@@ -24,12 +24,14 @@ const model = {
   contextWindow: 200000, maxTokens: 64000,
 };
 
-async function scenario({ target, options = {}, before, thinking = "high" }) {
+async function scenario({ target, options = {}, before }) {
   const dir = mkdtempSync(join(tmpdir(), "pi-navigate-"));
   const path = join(dir, "s.jsonl");
   copyFileSync(file, path);
   const linesBefore = readFileSync(path, "utf8").split("\n").filter(Boolean).length;
   const sm = SessionManager.open(path, dir);
+  // The level Pi restores when it opens the session: the path's latest thinking_level_change.
+  const thinking = sm.buildSessionProjection().thinkingLevel;
   const order = [];
   const seen = {};
   const requests = [];
@@ -127,7 +129,7 @@ const out = {
     hook_cancels: await scenario({ target: "u2", options: { summarize: true }, before: { cancel: true } }),
     label_without_summary: await scenario({ target: "a2", options: { label: "checkpoint" }, before: {} }),
     root_without_summary: await scenario({ target: "u1", options: { label: "start" }, before: {} }),
-    root_with_summary: await scenario({ target: "u1", options: { summarize: true }, before: {}, thinking: "off" }),
+    root_with_summary: await scenario({ target: "u1", options: { summarize: true }, before: {} }),
   },
 };
 console.log(JSON.stringify(out, null, 1));
