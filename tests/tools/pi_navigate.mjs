@@ -57,6 +57,7 @@ async function scenario({ target, options = {}, before }) {
     };
   }]);
   const runner = new ExtensionRunner([{ path: "test-extension", handlers }], {}, dir, sm, undefined);
+  // Usage as Pi's providers report it (calculateCost sets totalFromProvider).
   const streamFunction = async (m, context, requestOptions) => {
     order.push("model");
     const text = (msg) => (typeof msg.content === "string" ? msg.content : msg.content.map((b) => b.text).join(""));
@@ -69,7 +70,7 @@ async function scenario({ target, options = {}, before }) {
     return { result: async () => ({
       role: "assistant", content: [{ type: "text", text: MODEL_TEXT }], api: m.api, provider: m.provider, model: m.id,
       usage: { input: 900, output: 40, cacheRead: 0, cacheWrite: 0, totalTokens: 940,
-               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0, totalFromProvider: false } },
       stopReason: "stop", timestamp: 1767225700000,
     }) };
   };
