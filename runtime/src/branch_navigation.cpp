@@ -234,57 +234,47 @@ navigation_result start(session_core& s, navigation& n, const branch_options& op
     return {};
 }
 
-asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, branch_options opts)
+// What the navigation goes on with once the before_branch hooks have answered.
+struct after_hooks
 {
-    session_core& s = *self;
-    co_await asio::this_coro::throw_if_cancelled(false);
-    navigation n;
-    n.target_id = std::move(id);
-    bool done = false;
-    if (auto r = start(s, n, opts, done); r.first || done)
-        co_return r;
-    instructions instr{opts.custom_instructions, opts.replace_instructions};
-    std::string label = opts.label.value_or(std::string());
-    std::optional<hook_branch_summary> supplied;
-    if (s.branch_hooks_.has_before())
-    {
-        auto cs = co_await asio::this_coro::cancellation_state;
-        const before_branch_event e{n.target_id, n.old_leaf_id, n.common_ancestor_id, n.entries, opts.summarize,
-                                    opts.custom_instructions, opts.replace_instructions, opts.label, cs.slot()};
-        auto r = co_await s.branch_hooks_.run_before(e, *s.logger_, [&s, cs] {
-            return s.closed_ || cs.cancelled() != asio::cancellation_type::none;
-        });
-        if (r.stopped)
-            co_return navigation_result{make_error_code(errc::cancelled), "cancelled"};
-        auto& d = r.decision;
-        if (d.cancel)
-            co_return navigation_result{make_error_code(errc::hook_cancelled), "cancelled by a before_branch hook"};
-        if (opts.summarize)
-            supplied = std::move(d.summary);
-        if (d.custom_instructions)
-            instr.custom = std::move(d.custom_instructions);
-        if (d.replace_instructions)
-            instr.replace = *d.replace_instructions;
-        if (d.label)
-            label = std::move(*d.label);
-    }
-    std::optional<branch_text> text;
-    if (supplied)
-        text = hook_summary(s, std::move(*supplied));
-    else if (opts.summarize && !n.entries.empty())
-    {
-        std::string why;
-        auto r = co_await model_summary(s, n.entries, instr, why);
-        if (!r)
-            co_return navigation_result{r.error(), why};
-        text = std::move(*r);
-    }
-    // An empty summary (a hook's) writes no entry, as Pi.
-    if (text && text->summary.empty())
-        text.reset();
-    auto [ec, summary_id] = co_await move_and_write(s, n, text, label);
-    if (ec)
-        co_return navigation_result{ec, std::move(summary_id)};
+    instructions instr;
+    std::string label;
+    std::optional<hook_branch_summary> supplied;  ///< a hook's summary, when one was asked for
+};
+
+// The before_branch hooks (Pi's session_before_tree) and their answer applied to the options.
+// A set error code ends the navigation: cancelled meanwhile, or a hook's cancel.
+asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navigation& n, const branch_options& opts,
+                                                    after_hooks& out)
+{
+    out = after_hooks{{opts.custom_instructions, opts.replace_instructions}, opts.label.value_or(std::string()), std::nullopt};
+    if (!s.branch_hooks_.has_before())
+        co_return navigation_result{};
+    auto cs = co_await asio::this_coro::cancellation_state;
+    const before_branch_event e{n.target_id, n.old_leaf_id, n.common_ancestor_id, n.entries, opts.summarize,
+                                opts.custom_instructions, opts.replace_instructions, opts.label, cs.slot()};
+    auto r = co_await s.branch_hooks_.run_before(e, *s.logger_, [&s, cs] {
+        return s.closed_ || cs.cancelled() != asio::cancellation_type::none;
+    });
+    if (r.stopped)
+        co_return navigation_result{make_error_code(errc::cancelled), "cancelled"};
+    auto& d = r.decision;
+    if (d.cancel)
+        co_return navigation_result{make_error_code(errc::hook_cancelled), "cancelled by a before_branch hook"};
+    if (opts.summarize)
+        out.supplied = std::move(d.summary);
+    if (d.custom_instructions)
+        out.instr.custom = std::move(d.custom_instructions);
+    if (d.replace_instructions)
+        out.instr.replace = *d.replace_instructions;
+    if (d.label)
+        out.label = std::move(*d.label);
+    co_return navigation_result{};
+}
+
+// The branched hooks (Pi's session_tree), once the context is installed.
+void run_after_hooks(session_core& s, const navigation& n, const std::optional<branch_text>& text, const std::string& summary_id)
+{
     diagnostics diag;
     entry_ptr summary;
     if (const auto i = summary_id.empty() ? std::nullopt : s.log_.find(summary_id))
@@ -294,6 +284,38 @@ asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, 
     const branched_event after{new_leaf_id, n.old_leaf_id, summary.get(),
                                text ? std::optional<bool>(text->from_hook) : std::nullopt};
     s.branch_hooks_.run_after(after, *s.logger_);
+}
+
+asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, branch_options opts)
+{
+    session_core& s = *self;
+    co_await asio::this_coro::throw_if_cancelled(false);
+    navigation n;
+    n.target_id = std::move(id);
+    bool done = false;
+    if (auto r = start(s, n, opts, done); r.first || done)
+        co_return r;
+    after_hooks h;
+    if (auto r = co_await run_before_hooks(s, n, opts, h); r.first)
+        co_return r;
+    std::optional<branch_text> text;
+    if (h.supplied)
+        text = hook_summary(s, std::move(*h.supplied));
+    else if (opts.summarize && !n.entries.empty())
+    {
+        std::string why;
+        auto r = co_await model_summary(s, n.entries, h.instr, why);
+        if (!r)
+            co_return navigation_result{r.error(), why};
+        text = std::move(*r);
+    }
+    // An empty summary (a hook's) writes no entry, as Pi.
+    if (text && text->summary.empty())
+        text.reset();
+    auto [ec, summary_id] = co_await move_and_write(s, n, text, h.label);
+    if (ec)
+        co_return navigation_result{ec, std::move(summary_id)};
+    run_after_hooks(s, n, text, summary_id);
     co_return navigation_result{error_code{}, std::move(summary_id)};
 }
 
