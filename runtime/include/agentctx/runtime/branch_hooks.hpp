@@ -43,8 +43,9 @@ struct before_branch_event
     const std::optional<std::string>& custom_instructions;
     bool replace_instructions = false;
     const std::optional<std::string>& label;
-    /// Emits when the navigation is cancelled (close(), the caller's `terminal` cancellation):
-    /// bind the hook's own operations to it.
+    /// Emits on the caller's `terminal` cancellation of the navigation: bind the hook's own
+    /// operations to it (an awaitable hook's `use_awaitable` operations are cancelled already).
+    /// Cancelled, or closed, while a hook runs: the navigation completes `cancelled` once it returns.
     boost::asio::cancellation_slot cancellation;
 };
 
