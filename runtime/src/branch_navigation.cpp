@@ -1,4 +1,4 @@
-// Pi 1.6's tree navigation with a branch summary: summarize the branch being left, then move the leaf and write the entry.
+// Pi 1.6's tree navigation: the before_branch hooks, the branch summary, the leaf's move, the summary and label entries, the branched hooks.
 #include "session_core.hpp"
 
 #include "compaction_coordinator.hpp"
@@ -34,7 +34,7 @@ auto awaited(Initiation init, Token token)
 }
 
 // Where the leaf goes: a user message or a custom message goes back to its parent (its text
-// returns to the host's editor), anything else is the new leaf itself.
+// returns to the host's editor; none for a first entry), anything else is the new leaf itself.
 std::optional<std::string> new_leaf_for(const entry& target)
 {
     const bool user = target.type == entry_type::message && target.message && target.message->role == role::user;
@@ -43,24 +43,44 @@ std::optional<std::string> new_leaf_for(const entry& target)
     return target.id;
 }
 
-// The branch_summary entry's fields (Pi's order after the base fields).
-boost::json::object summary_fields(const std::string& from_id, const branch_summary_text& text,
-                                   const std::optional<compaction::usage>& usage)
+// What the branch_summary entry will say.
+struct branch_text
 {
-    boost::json::object f{{"type", "branch_summary"}, {"fromId", from_id}, {"summary", text.summary}, {"details", text.details}};
-    if (usage)
-        f["usage"] = usage_to_json(*usage);
-    f["fromHook"] = false;
+    std::string summary;
+    boost::json::value details;  ///< null: no `details` field (a hook's summary without one)
+    std::optional<compaction::usage> usage;
+    bool from_hook = false;
+};
+
+// The branch_summary entry's fields (Pi's order after the base fields; absent ones left out).
+boost::json::object summary_fields(const std::string& from_id, const branch_text& text)
+{
+    boost::json::object f{{"type", "branch_summary"}, {"fromId", from_id}, {"summary", text.summary}};
+    if (!text.details.is_null())
+        f["details"] = text.details;
+    if (text.usage)
+        f["usage"] = usage_to_json(*text.usage);
+    f["fromHook"] = text.from_hook;
     return f;
 }
 
-// The model's summary of `prep`'s messages (redacted both ways, as a compaction's).
-asio::awaitable<result<std::pair<branch_summary_text, std::optional<compaction::usage>>>> summarize_branch(
-    session_core& s, const branch_preparation& prep, std::string& why)
+// The instructions as the options and the hooks left them.
+struct instructions
+{
+    std::optional<std::string> custom;
+    bool replace = false;
+};
+
+// The model's summary of `prep`'s messages (redacted both ways, as a compaction's), asked with
+// the session's thinking level.
+asio::awaitable<result<branch_text>> summarize_branch(session_core& s, const branch_preparation& prep,
+                                                      const instructions& instr, std::string& why)
 {
     const auto& model = s.config_.model;
-    auto prompt = branch_summary_prompt(prep.messages, std::nullopt, false, model.context_window, model.max_output_tokens);
+    auto prompt = branch_summary_prompt(prep.messages, instr.custom, instr.replace, model.context_window, model.max_output_tokens);
     prompt.prompt = s.redactor_->redact(prompt.prompt).text;
+    if (const auto snap = s.current(); snap->thinking_level != "off")
+        prompt.reasoning_effort = snap->thinking_level;
     const auto cap = prompt.max_output_tokens;
     auto [ec, out] = co_await s.config_.summarizer->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
     if (agentctx::is_cancelled(ec))
@@ -79,109 +99,237 @@ asio::awaitable<result<std::pair<branch_summary_text, std::optional<compaction::
         co_return ok.error();
     }
     const auto text = s.redactor_->redact(out.text).text;
-    co_return std::pair{finish_branch_summary(text, prep.file_ops, s.config_.compat), out.usage};
+    auto finished = finish_branch_summary(text, prep.file_ops, s.config_.compat);
+    co_return branch_text{std::move(finished.summary), std::move(finished.details), out.usage, false};
 }
 
-using branch_written = std::optional<std::pair<branch_summary_text, std::optional<compaction::usage>>>;
-
-// What the branch summary entry will say about the entries `range` (none: no entry): the model's
-// summary, or Pi's fixed text when the range holds no message.
-asio::awaitable<result<branch_written>> branch_summary_for(session_core& s, const std::vector<std::uint32_t>& range,
-                                                           std::string& why)
+// The model's summary of `entries` (not empty), or Pi's fixed text when they hold no message.
+asio::awaitable<result<branch_text>> model_summary(session_core& s, const std::vector<entry_ptr>& entries,
+                                                   const instructions& instr, std::string& why)
 {
-    if (range.empty())
-        co_return branch_written{};
+    const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
+    const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
+    if (prep.messages.empty())
+        co_return branch_text{std::string(branch_nothing_to_summarize),
+                              boost::json::object{{"readFiles", boost::json::array{}}, {"modifiedFiles", boost::json::array{}}},
+                              std::nullopt, false};
+    co_return co_await summarize_branch(s, prep, instr, why);
+}
+
+// A hook's summary, redacted as the model's would be.
+branch_text hook_summary(const session_core& s, hook_branch_summary h)
+{
+    return branch_text{s.redactor_->redact(h.summary).text, std::move(h.details), h.usage, true};
+}
+
+// The navigation's state between its steps.
+struct navigation
+{
+    std::string target_id;
+    entry_ptr target;
+    std::optional<std::size_t> old_leaf;
+    std::optional<std::string> old_leaf_id;
+    std::vector<entry_ptr> entries;  ///< the branch being left, oldest first
+    std::optional<std::string> common_ancestor_id;
+};
+
+// Pi's collectEntriesForBranchSummary: the entries and the entry both paths share last.
+result<void> collect(const session_core& s, navigation& n, std::string& why)
+{
     diagnostics diag;
-    std::vector<entry_ptr> entries;
-    for (const auto i : range)
+    const auto target = s.log_.find(n.target_id);
+    for (const auto i : branch_entries_to_summarize(s.log_, n.old_leaf, *target))
     {
         auto e = s.log_.get(i, diag);
         if (!e)
         {
             why = diag.message;
-            co_return e.error();
+            return e.error();
         }
-        entries.push_back(std::move(*e));
+        n.entries.push_back(std::move(*e));
     }
-    const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
-    const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
-    if (prep.messages.empty())
-        co_return branch_written{std::pair{
-            branch_summary_text{std::string(branch_nothing_to_summarize),
-                                boost::json::object{{"readFiles", boost::json::array{}}, {"modifiedFiles", boost::json::array{}}}},
-            std::optional<compaction::usage>{}}};
-    if (!s.config_.summarizer)
-    {
-        why = "no summarizer is configured";
-        co_return make_error_code(errc::no_summarizer);
-    }
-    auto r = co_await summarize_branch(s, prep, why);
-    if (!r)
-        co_return r.error();
-    co_return branch_written{std::move(*r)};
+    if (!n.entries.empty())
+        n.common_ancestor_id = n.entries.front()->parent_id;
+    else
+        n.common_ancestor_id = n.old_leaf_id;  // the old leaf is on the target's path
+    return {};
 }
 
-asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, bool summarize)
+// Moves the leaf (none for a first user message) and writes the summary entry in one write turn
+// (no append comes between them), then the label entry. Completes with the summary's id.
+asio::awaitable<navigation_result> move_and_write(session_core& s, const navigation& n,
+                                                  const std::optional<branch_text>& text, const std::string& label)
 {
-    session_core& s = *self;
-    co_await asio::this_coro::throw_if_cancelled(false);
-    if (s.closed_)
-        co_return navigation_result{make_error_code(errc::session_closed), "the session was closed"};
-    if (s.coordinator_->running())
-        co_return navigation_result{make_error_code(errc::compaction_running), "a compaction is running"};
-    diagnostics diag;
-    const auto target = s.log_.find(id);
-    auto target_entry = target ? s.log_.get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
-    if (!target_entry)
-        co_return navigation_result{target_entry.error(), "entry '" + id + "' is not in the session"};
-    const auto old_leaf = s.log_.leaf();
-    if (old_leaf == target)
-        co_return navigation_result{};
-    const auto new_leaf = new_leaf_for(**target_entry);
-    // Named, not a temporary in the co_await: GCC 12 may destroy such a temporary too early.
-    const auto range = summarize ? branch_entries_to_summarize(s.log_, old_leaf, *target) : std::vector<std::uint32_t>{};
-    std::string why;
-    auto written = co_await branch_summary_for(s, range, why);
-    if (!written)
-        co_return navigation_result{written.error(), why};
-    // The leaf moves and the entry is written in one write turn: no append comes between them.
     co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
     auto give_up = [&s](error_code ec, std::string message) {
         s.leave_writes();
         return navigation_result{ec, std::move(message)};
     };
     // Appended to meanwhile: the branch left is not the one summarized.
-    if (s.closed_ || s.log_.leaf() != old_leaf)
+    if (s.closed_ || s.log_.leaf() != n.old_leaf)
         co_return give_up(make_error_code(errc::stale_plan), "the session changed during the branch summary");
+    diagnostics diag;
+    const auto new_leaf = new_leaf_for(*n.target);
     if (!new_leaf)
-        co_return give_up(make_error_code(compaction::errc::entry_not_found), "the first entry has no parent to return to");
-    if (auto b = s.log_.branch(*new_leaf, diag); !b)
+        s.log_.reset_leaf();
+    else if (auto b = s.log_.branch(*new_leaf, diag); !b)
         co_return give_up(b.error(), diag.message);
     auto snap = make_snapshot(s.log_, s.counter(), diag);
     if (!snap)
     {
-        if (old_leaf)
-            (void)s.log_.branch(s.log_.meta(*old_leaf).id, diag);
+        if (n.old_leaf_id)
+            (void)s.log_.branch(*n.old_leaf_id, diag);
+        else
+            s.log_.reset_leaf();
         co_return give_up(snap.error(), diag.message);
     }
     s.publish(std::move(*snap));
-    if (!*written)
+    std::string summary_id;
+    if (text)
+    {
+        auto fields = summary_fields(n.old_leaf_id.value_or("root"), *text);
+        // append_async leaves the write turn itself.
+        auto [ec, id] = co_await awaited<append_signature>(
+            [&s, &fields](auto h) { s.append_async(std::move(fields), std::move(h)); }, asio::as_tuple(asio::use_awaitable));
+        if (ec || label.empty())
+            co_return navigation_result{ec, std::move(id)};
+        summary_id = std::move(id);
+        co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+    }
+    else if (label.empty())
         co_return give_up(error_code{}, std::string());
-    const std::string from_id = old_leaf ? s.log_.meta(*old_leaf).id : std::string("root");
-    auto fields = summary_fields(from_id, (*written)->first, (*written)->second);
-    // append_async leaves the write turn itself.
-    auto [ec, entry_id] = co_await awaited<append_signature>(
+    // Pi labels the summary entry, or the target when there is none; the label entry is the new leaf.
+    boost::json::object fields{{"type", "label"}, {"targetId", text ? summary_id : n.target_id}, {"label", label}};
+    auto [ec, id] = co_await awaited<append_signature>(
         [&s, &fields](auto h) { s.append_async(std::move(fields), std::move(h)); }, asio::as_tuple(asio::use_awaitable));
-    co_return navigation_result{ec, std::move(entry_id)};
+    co_return navigation_result{ec, ec ? std::move(id) : summary_id};
+}
+
+// The checks Pi makes before anything runs; fills `n`. A set error code ends the navigation
+// (`done` with no error: already at the target).
+navigation_result start(session_core& s, navigation& n, const branch_options& opts, bool& done)
+{
+    if (s.closed_)
+        return {make_error_code(errc::session_closed), "the session was closed"};
+    if (s.coordinator_->running())
+        return {make_error_code(errc::compaction_running), "a compaction is running"};
+    n.old_leaf = s.log_.leaf();
+    n.old_leaf_id = s.log_.leaf_id();
+    if (n.old_leaf_id == n.target_id)
+    {
+        done = true;
+        return {};
+    }
+    if (opts.summarize && !s.config_.summarizer)
+        return {make_error_code(errc::no_summarizer), "no summarizer is configured"};
+    diagnostics diag;
+    const auto target = s.log_.find(n.target_id);
+    auto target_entry = target ? s.log_.get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    if (!target_entry)
+        return {target_entry.error(), "entry '" + n.target_id + "' is not in the session"};
+    n.target = std::move(*target_entry);
+    std::string why;
+    if (auto c = collect(s, n, why); !c)
+        return {c.error(), why};
+    return {};
+}
+
+// What the navigation goes on with once the before_branch hooks have answered.
+struct after_hooks
+{
+    instructions instr;
+    std::string label;
+    std::optional<hook_branch_summary> supplied;  ///< a hook's summary, when one was asked for
+};
+
+// The before_branch hooks (Pi's session_before_tree) and their answer applied to the options.
+// A set error code ends the navigation: cancelled meanwhile, or a hook's cancel.
+asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navigation& n, const branch_options& opts,
+                                                    after_hooks& out)
+{
+    out = after_hooks{{opts.custom_instructions, opts.replace_instructions}, opts.label.value_or(std::string()), std::nullopt};
+    if (!s.branch_hooks_.has_before())
+        co_return navigation_result{};
+    auto cs = co_await asio::this_coro::cancellation_state;
+    const before_branch_event e{n.target_id, n.old_leaf_id, n.common_ancestor_id, n.entries, opts.summarize,
+                                opts.custom_instructions, opts.replace_instructions, opts.label, cs.slot()};
+    auto r = co_await s.branch_hooks_.run_before(e, *s.logger_, [&s, cs] {
+        return s.closed_ || cs.cancelled() != asio::cancellation_type::none;
+    });
+    if (r.stopped)
+        co_return navigation_result{make_error_code(errc::cancelled), "cancelled"};
+    auto& d = r.decision;
+    if (d.cancel)
+        co_return navigation_result{make_error_code(errc::hook_cancelled), "cancelled by a before_branch hook"};
+    if (opts.summarize)
+        out.supplied = std::move(d.summary);
+    if (d.custom_instructions)
+        out.instr.custom = std::move(d.custom_instructions);
+    if (d.replace_instructions)
+        out.instr.replace = *d.replace_instructions;
+    if (d.label)
+        out.label = std::move(*d.label);
+    co_return navigation_result{};
+}
+
+// The branched hooks (Pi's session_tree), once the context is installed.
+void run_after_hooks(session_core& s, const navigation& n, const std::optional<branch_text>& text, const std::string& summary_id)
+{
+    diagnostics diag;
+    entry_ptr summary;
+    if (const auto i = summary_id.empty() ? std::nullopt : s.log_.find(summary_id))
+        if (auto e = s.log_.get(*i, diag))
+            summary = std::move(*e);
+    const auto new_leaf_id = s.log_.leaf_id();
+    const branched_event after{new_leaf_id, n.old_leaf_id, summary.get(),
+                               text ? std::optional<bool>(text->from_hook) : std::nullopt};
+    s.branch_hooks_.run_after(after, *s.logger_);
+}
+
+asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, branch_options opts)
+{
+    session_core& s = *self;
+    co_await asio::this_coro::throw_if_cancelled(false);
+    navigation n;
+    n.target_id = std::move(id);
+    bool done = false;
+    if (auto r = start(s, n, opts, done); r.first || done)
+        co_return r;
+    after_hooks h;
+    if (auto r = co_await run_before_hooks(s, n, opts, h); r.first)
+        co_return r;
+    std::optional<branch_text> text;
+    if (h.supplied)
+        text = hook_summary(s, std::move(*h.supplied));
+    else if (opts.summarize && !n.entries.empty())
+    {
+        std::string why;
+        auto r = co_await model_summary(s, n.entries, h.instr, why);
+        if (!r)
+            co_return navigation_result{r.error(), why};
+        text = std::move(*r);
+    }
+    // An empty summary (a hook's) writes no entry, as Pi.
+    if (text && text->summary.empty())
+        text.reset();
+    auto [ec, summary_id] = co_await move_and_write(s, n, text, h.label);
+    if (ec)
+        co_return navigation_result{ec, std::move(summary_id)};
+    run_after_hooks(s, n, text, summary_id);
+    co_return navigation_result{error_code{}, std::move(summary_id)};
 }
 
 }  // namespace
 
-void session_core::navigate_impl(std::string id, bool summarize, asio::any_completion_handler<append_signature> h)
+void session_core::navigate_impl(std::string id, branch_options opts, asio::any_completion_handler<append_signature> h)
 {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    asio::co_spawn(strand_, navigate(shared_from_this(), std::move(id), summarize),
-                   asio::bind_cancellation_slot(slot, [h = std::move(h)](std::exception_ptr ep, navigation_result r) mutable {
+    // A signal of its own, so that hooks always get a connected slot; the caller's cancellation
+    // is forwarded to it.
+    auto signal = std::make_shared<asio::cancellation_signal>();
+    if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected())
+        slot.assign([signal](asio::cancellation_type t) { signal->emit(t); });
+    asio::co_spawn(strand_, navigate(shared_from_this(), std::move(id), std::move(opts)),
+                   asio::bind_cancellation_slot(signal->slot(), [h = std::move(h), signal](std::exception_ptr ep, navigation_result r) mutable {
                        if (ep)
                            r = {make_error_code(errc::io_error), "the branch summary failed unexpectedly"};
                        asio::get_associated_cancellation_slot(h).clear();

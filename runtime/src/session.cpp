@@ -68,6 +68,9 @@ void session::on_before_compact(before_compact_hook h)
 void session::on_before_compact(async_before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
 void session::on_compacted(compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
 void session::on_compact_failed(compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
+void session::on_before_branch(before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
+void session::on_before_branch(async_before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
+void session::on_branched(branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
 
 const session_config& session::config() const noexcept { return core_->config_; }
 
@@ -79,9 +82,9 @@ void session::append_impl(boost::json::object fields, boost::asio::any_completio
     core_->append_impl(std::move(fields), std::move(h));
 }
 
-void session::navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h)
+void session::navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h)
 {
-    core_->navigate_impl(std::move(id), summarize, std::move(h));
+    core_->navigate_impl(std::move(id), std::move(opts), std::move(h));
 }
 
 void session::request_view_impl(compaction::request_budget budget,

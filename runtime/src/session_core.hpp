@@ -4,6 +4,7 @@
 #include <agentctx/runtime/session.hpp>
 
 #include "background_policy.hpp"
+#include "branch_hook_runner.hpp"
 
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
@@ -75,7 +76,7 @@ public:
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
     /// Pi 1.6's navigateTree (branch_navigation.cpp): completes with the branch summary's id.
-    void navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h);
+    void navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h);
     void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
     // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
@@ -198,6 +199,7 @@ public:
     std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped
     std::vector<compacted_hook> compacted_hooks_;
     std::vector<compact_failed_hook> failed_hooks_;
+    branch_hook_runner branch_hooks_;  ///< before_branch and branched
 };
 
 }  // namespace agentctx::runtime::detail

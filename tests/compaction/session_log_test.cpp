@@ -53,6 +53,23 @@ TEST(session_log, branch_moves_the_leaf_and_rejects_unknown_ids)
     EXPECT_EQ(log.leaf_id(), "a1");
 }
 
+TEST(session_log, reset_leaf_empties_the_active_path_and_the_next_append_is_a_new_root)
+{
+    session_text s;
+    s.user("u1", "one").assistant("a1", "r1");
+    auto log = s.load();
+    log.reset_leaf();
+    EXPECT_FALSE(log.leaf().has_value());
+    EXPECT_FALSE(log.leaf_id().has_value());
+    EXPECT_TRUE(log.active_path().empty());
+    diagnostics diag;
+    auto root = std::make_shared<const entry>(
+        make_message_entry("u2", std::nullopt, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "again"}}, diag).value());
+    ASSERT_TRUE(log.append(root, diag)) << diag.message;
+    EXPECT_EQ(ids(log, log.active_path()), (std::vector<std::string>{"u2"}));
+    EXPECT_EQ(log.size(), 3u);
+}
+
 TEST(session_log, append_validates_ids_and_parents_and_moves_the_leaf)
 {
     session_text s;

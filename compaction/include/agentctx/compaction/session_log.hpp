@@ -190,6 +190,9 @@ public:
 
     /// Moves the leaf to an existing entry (Pi's `branch`). Not persisted, as in Pi.
     result<void> branch(std::string_view id, diagnostics& diag);
+    /// Moves the leaf before the first entry (Pi's `resetLeaf`, tree navigation back to a first
+    /// user message): the active path is empty and the next append is a new root. Not persisted.
+    void reset_leaf() noexcept { leaf_.reset(); }
 
     /// Indices root -> `leaf` in O(path length).
     std::vector<std::uint32_t> path_to(std::optional<std::size_t> leaf) const;

@@ -9,6 +9,7 @@
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
 #include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/branch_hooks.hpp>
 #include <agentctx/runtime/conversation_request.hpp>
 #include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/events.hpp>
@@ -349,8 +350,28 @@ public:
     template <boost::asio::completion_token_for<append_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, bool summarize, CompletionToken&& token)
     {
+        return async_branch_from(std::move(entry_id), branch_options{.summarize = summarize},
+                                 std::forward<CompletionToken>(token));
+    }
+
+    /**
+     * @brief Pi 1.6's tree navigation in full, as above, in Pi's order: the before_branch hooks
+     * (on_before_branch: they see the branch being left and may cancel, supply the summary, or
+     * override the instructions and label), the summary request (the session's thinking level
+     * as `reasoning_effort`; `custom_instructions` appended as `Additional focus: …` or, with
+     * `replace_instructions`, instead of the branch prompt), the leaf's move (reset to none for
+     * the first user message), the summary entry, a `label` entry (on the summary entry, else on
+     * the target), then the branched hooks. A hook's cancel completes with `hook_cancelled`,
+     * nothing moved or written. Completes with the summary entry's id (empty when none).
+     * @par Per-operation cancellation
+     * `terminal`: stops a before_branch hook's wait or the summary request; completes with
+     * `cancelled`, nothing moved or written.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_branch_from(std::string entry_id, branch_options options, CompletionToken&& token)
+    {
         return ::agentctx::detail::async_call<append_signature>(token, shared_from_this(), &session::navigate_impl,
-                                                                std::move(entry_id), summarize);
+                                                                std::move(entry_id), std::move(options));
     }
 
     /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
@@ -431,6 +452,11 @@ public:
     void on_before_compact(async_before_compact_hook h);
     void on_compacted(compacted_hook h);
     void on_compact_failed(compact_failed_hook h);
+    /// Tree navigation (async_branch_from with options or a summary), as Pi's session_before_tree
+    /// and session_tree: see branch_hooks.hpp.
+    void on_before_branch(before_branch_hook h);
+    void on_before_branch(async_before_branch_hook h);
+    void on_branched(branched_hook h);
 
     const session_config& config() const noexcept;
 
@@ -452,7 +478,7 @@ private:
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
     void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
-    void navigate_impl(std::string id, bool summarize, boost::asio::any_completion_handler<append_signature> h);
+    void navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h);
     void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
     void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
