@@ -69,7 +69,14 @@ void session::on_before_compact(async_before_compact_hook h) { core_->before_hoo
 void session::on_compacted(compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
 void session::on_compact_failed(compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
 
-const session_config& session::config() const noexcept { return core_->config_; }
+const session_config& session::config() const noexcept { return core_->given_config_; }
+
+model_identity session::serving_model() const { return *core_->serving_.load(std::memory_order_acquire); }
+
+void session::change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h)
+{
+    core_->change_model_impl(std::move(model), std::move(h));
+}
 
 void session::abort_compaction() { core_->abort_compaction(); }
 void session::close() { core_->close(); }
