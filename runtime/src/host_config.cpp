@@ -22,6 +22,8 @@ model_identity model_of(const std::optional<providers::provider_config>& p, std:
     return m;
 }
 
+result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag);
+
 // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
 result<host_config> resolve_for_model(host_config h, diagnostics& diag)
 {

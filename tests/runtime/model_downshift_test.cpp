@@ -25,8 +25,8 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
 using boost::system::error_code;
-using detail::decide_downshift;
-using detail::downshift_action;
+using runtime::detail::decide_downshift;
+using runtime::detail::downshift_action;
 using test::tokens;
 
 namespace {
@@ -115,7 +115,7 @@ protected:
 
     std::shared_ptr<session> open(const std::string& text, session_config c)
     {
-        std::ofstream(path_, std::ios::binary | std::ios::app) << text;
+        std::ofstream(path_, std::ios::binary) << text;  // session_text begins with its header
         auto s = test::open_session(ioc_.get_executor(), path_, std::move(c));
         if (s)
             s->on_event([this](const session_event& e) {
@@ -190,6 +190,9 @@ TEST_F(model_change_session, a_model_change_entry_to_a_smaller_window_compacts_o
     EXPECT_TRUE(r.outcome.compacted);
     ASSERT_TRUE(r.outcome.reason);
     EXPECT_EQ(*r.outcome.reason, compaction_reason::model_change);
+    ASSERT_TRUE(r.outcome.result);
+    EXPECT_EQ(r.outcome.result->tokens_before, 2000);
+    EXPECT_EQ(r.outcome.result->tokens_after, 416);
     ASSERT_EQ(summarizer_->calls(), 1u);
     // Sized for the previous model (200000 window, 16384 output cap); the new one's would be 1.
     const auto p = summarizer_->prompts().at(0);
@@ -204,6 +207,31 @@ TEST_F(model_change_session, a_model_change_entry_to_a_smaller_window_compacts_o
     EXPECT_FALSE(again.outcome.compacted);
     EXPECT_EQ(summarizer_->calls(), 1u);
     EXPECT_TRUE(shortfalls_.empty());
+
+    // From now on thresholds and budgets are the new model's: 1600 tokens is over 2500 - 1000.
+    json::object reply{{"role", "assistant"},
+                       {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+                       {"api", "anthropic-messages"},
+                       {"provider", "anthropic"},
+                       {"model", "claude-haiku-4-5"},
+                       {"usage", test::session_text::usage(1600)},
+                       {"stopReason", "stop"},
+                       {"timestamp", 4102444800000.0}};
+    test::append_entry(ioc_, *s, {{"type", "message"}, {"message", reply}});
+    auto turn = std::make_shared<outcome_result>();
+    s->async_on_turn_end([turn](error_code ec, compaction_outcome o) {
+        turn->done = true;
+        turn->ec = ec;
+        turn->outcome = std::move(o);
+    });
+    test::run_until(ioc_, [&] { return turn->done; });
+    // A threshold compaction, and with the new budgets: the 2500-token window leaves the summary
+    // an output cap of 1 token, which no summary meets (why the downshift used the old ones).
+    ASSERT_TRUE(turn->outcome.reason);
+    EXPECT_EQ(*turn->outcome.reason, compaction_reason::threshold);
+    EXPECT_EQ(turn->ec, compaction::make_error_code(compaction::errc::summary_too_long)) << turn->ec.message();
+    ASSERT_EQ(summarizer_->calls(), 2u);
+    EXPECT_EQ(summarizer_->prompts().at(1).max_output_tokens, 1u);
 }
 
 TEST_F(model_change_session, async_change_model_writes_pis_entry_and_a_bigger_window_compacts_nothing)
@@ -232,6 +260,7 @@ TEST_F(model_change_session, a_context_that_still_does_not_fit_fails_with_model_
     EXPECT_TRUE(r.outcome.compacted);  // the compaction itself is committed
     ASSERT_EQ(summarizer_->calls(), 1u);
     const auto after = s->current()->context_tokens();
+    EXPECT_EQ(after, 416);  // the summary and the kept turns u8..a9
     ASSERT_EQ(shortfalls_.size(), 1u);
     EXPECT_EQ(shortfalls_[0].reason, compaction_reason::model_change);
     EXPECT_EQ(shortfalls_[0].input_tokens, after);
