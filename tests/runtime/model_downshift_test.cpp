@@ -1,4 +1,5 @@
 // Model downshift: the pure decision, and the session compacting with the previous model's budgets after a switch.
+#include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/session.hpp>
