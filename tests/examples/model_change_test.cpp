@@ -46,6 +46,14 @@ TEST_F(server_model_change, a_switch_to_a_smaller_window_is_answered_after_its_c
     EXPECT_LE(ctx.at("estimatedTokens").as_int64(), 3000);
     // The change is stored as written, before the compaction.
     EXPECT_NE(file(id).find(R"("type":"model_change","id":")" + std::string(v.at("id").as_string())), std::string::npos);
+    // The turns that follow are haiku's: stamped with it, checked against its window.
+    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/messages?format=openai", chat_turn(8))->res.status, 201);
+    EXPECT_NE(file(id).find(R"("model":"claude-haiku-4-5")"), std::string::npos);
+    const auto turn = sync("POST", "/v1/sessions/" + id + "/turn-end",
+                           R"({"format":"openai","usage":{"prompt_tokens":1000,"completion_tokens":50}})");
+    ASSERT_EQ(turn->res.status, 200) << turn->res.body;
+    EXPECT_EQ(turn->json(), json::parse(R"({"compacted":false,"retry":false,"tokens":1050,"contextWindow":4000,"threshold":3000,
+                                            "message":"under the threshold"})"));
 }
 
 TEST_F(server_model_change, a_window_the_compacted_context_still_exceeds_is_a_conflict)
