@@ -12,6 +12,7 @@
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <gtest/gtest.h>
@@ -315,4 +316,45 @@ TEST_F(model_change_session, an_unknown_model_change_keeps_the_serving_model)
     const auto r = before_prompt(*s);
     EXPECT_FALSE(r.outcome.compacted);
     EXPECT_EQ(summarizer_->calls(), 0u);
+}
+
+TEST_F(model_change_session, the_between_turns_check_downshifts_too)
+{
+    auto s = open(turns_text(), config());
+    ASSERT_TRUE(s);
+    change(*s, small);
+    auto r = std::make_shared<outcome_result>();
+    s->async_between_turns([r](error_code ec, compaction_outcome o) {
+        r->done = true;
+        r->ec = ec;
+        r->outcome = std::move(o);
+    });
+    test::run_until(ioc_, [&] { return r->done; });
+    ASSERT_FALSE(r->ec) << r->ec.message() << ": " << r->outcome.message;
+    EXPECT_TRUE(r->outcome.compacted);
+    ASSERT_TRUE(r->outcome.reason);
+    EXPECT_EQ(*r->outcome.reason, compaction_reason::model_change);
+    ASSERT_EQ(summarizer_->calls(), 1u);
+    EXPECT_EQ(summarizer_->prompts().at(0).max_output_tokens, 16384u);
+}
+
+TEST_F(model_change_session, a_failed_downshift_stays_pending_and_the_next_check_tries_again)
+{
+    auto s = open(turns_text(), config());
+    ASSERT_TRUE(s);
+    change(*s, small);
+    summarizer_->push({.kind = test::script_step::transport_error});
+    const auto first = before_prompt(*s);
+    EXPECT_EQ(first.ec, make_error_code(asio::error::connection_reset)) << first.ec.message();
+    EXPECT_FALSE(first.outcome.compacted);
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    EXPECT_TRUE(shortfalls_.empty());
+    // Still the previous model's budgets: the retry's request is sized for its window.
+    const auto second = before_prompt(*s);
+    ASSERT_FALSE(second.ec) << second.ec.message() << ": " << second.outcome.message;
+    EXPECT_TRUE(second.outcome.compacted);
+    ASSERT_TRUE(second.outcome.reason);
+    EXPECT_EQ(*second.outcome.reason, compaction_reason::model_change);
+    ASSERT_EQ(summarizer_->calls(), 2u);
+    EXPECT_EQ(summarizer_->prompts().at(1).max_output_tokens, 16384u);
 }
