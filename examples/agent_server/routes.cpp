@@ -13,6 +13,7 @@
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/runtime/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -141,7 +142,8 @@ std::optional<compaction::message> assistant_message(const json::object& body)
 asio::awaitable<http_response> after_model_change(request_context& c, const lease& held, std::string id)
 {
     auto [ec, outcome] = co_await held->session().async_before_prompt(asio::as_tuple(asio::use_awaitable));
-    if (ec)
+    // As turn-end: a paused or exhausted automatic path is no failure of the append.
+    if (ec && ec != runtime::errc::auto_compaction_paused && ec != runtime::errc::overflow_recovery_failed)
         co_return reply(c.req, status_for(ec),
                         error_body(ec.message(), "the model_change entry " + id + " is stored; " +
                                                      without_data_dir(outcome.message, c.server.data_dir_prefix)));

@@ -11,8 +11,8 @@ namespace agentctx::runtime::detail {
 
 enum class downshift_action
 {
-    none,                       ///< the context fits the new model's threshold (or it is no downshift)
-    compact_with_previous,      ///< compact now, sized for the previous model, before the request
+    none,                   ///< the context fits the new model's threshold (or it is no downshift)
+    compact_with_previous,  ///< compact now, sized for the previous model, before the request
 };
 
 /// The previous model's window, the new one's, and the context as it stands.
