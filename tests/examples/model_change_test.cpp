@@ -1,12 +1,19 @@
 // The agent server's model_change appends: answered after the pre-request check (model downshift).
 #include "server_fixture.hpp"
 
+#include "loopback_http.hpp"
+#include "run_process.hpp"
+#include "server_binary.hpp"
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace agentctx;
 namespace json = boost::json;
+namespace fs = std::filesystem;
 using test::agent_server_test;
 
 namespace {
@@ -82,4 +89,45 @@ TEST_F(server_model_change, an_unlisted_model_changes_nothing)
     const auto r = sync("POST", "/v1/sessions/" + id + "/entries", std::string(to_haiku));
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     EXPECT_FALSE(r->json().as_object().contains("compaction")) << r->res.body;
+}
+
+TEST(server_model_change_process, the_binary_reads_the_settings_models_section)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-server-models-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const auto settings = root / "settings.json";
+    std::ofstream(settings) << R"({"compaction": {"reserveTokens": 1000, "keepRecentTokens": 200},
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 4000, "maxOutputTokens": 4096}}})";
+    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", (root / "data").string(),
+                                                              "--settings", settings.string()},
+                                                     .env = {{"PI_CODING_AGENT_DIR", root.string()}}});
+    ASSERT_NE(child.port, 0) << child.log;
+    const std::string id(test::raw_body(test::checked_ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
+    for (int i = 0; i < 8; ++i)
+    {
+        const auto res = test::checked_ask(child.port, "POST", "/v1/sessions/" + id + "/messages?format=openai", chat_turn(i));
+        ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+    }
+    const auto res = test::checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", std::string(to_haiku));
+    ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+    EXPECT_EQ(test::raw_body(res).at("compaction").at("reason"), "model_change") << res;
+    fs::remove_all(root);
+}
+
+TEST(server_model_change_process, a_bad_models_entry_stops_the_start_naming_its_field)
+{
+    const auto root = fs::temp_directory_path() / ("agentctx-server-bad-models-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const auto settings = root / "settings.json";
+    std::ofstream(settings) << R"({"models": {"anthropic/claude-haiku-4-5": {"contextWindow": -1}}})";
+    const std::string bin = AGENTCTX_SERVER_BIN;
+    const auto r = test::run_process(bin + " --no-auth --port 0 --data-dir " + (root / "data").string() + " --settings " +
+                                     settings.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("settings field 'models.anthropic/claude-haiku-4-5.contextWindow': must be a positive integer"),
+              std::string::npos)
+        << r.err;
+    fs::remove_all(root);
 }
