@@ -216,6 +216,7 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
     }
     auto& o = c.opts;
     o.model = host->model;
+    o.models = host->models;
     o.make_summarizer = summarizers_for(host->provider, ioc, c.threads);
     o.settings = host->settings.compaction;
     o.redaction = host->settings.redaction;

@@ -13,6 +13,7 @@
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
 #include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/runtime/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -136,6 +137,25 @@ std::optional<compaction::message> assistant_message(const json::object& body)
     return decoded ? std::optional(std::move(*decoded)) : std::nullopt;
 }
 
+// A model_change is answered after the pre-request check: a switch to a smaller window the
+// context exceeds compacts first (model downshift), or fails with model_window_exceeded.
+asio::awaitable<http_response> after_model_change(request_context& c, const lease& held, std::string id)
+{
+    auto [ec, outcome] = co_await held->session().async_before_prompt(asio::as_tuple(asio::use_awaitable));
+    // As turn-end: a paused or exhausted automatic path is no failure of the append.
+    if (ec && ec != runtime::errc::auto_compaction_paused && ec != runtime::errc::overflow_recovery_failed)
+        co_return reply(c.req, status_for(ec),
+                        error_body(ec.message(), "the model_change entry " + id + " is stored; " +
+                                                     without_data_dir(outcome.message, c.server.data_dir_prefix)));
+    json::object out{{"id", id}};
+    if (outcome.compacted && outcome.result && outcome.reason)
+        out["compaction"] = json::object{{"entryId", outcome.entry_id},
+                                         {"reason", runtime::to_string(*outcome.reason)},
+                                         {"tokensBefore", outcome.result->tokens_before},
+                                         {"tokensAfter", outcome.result->tokens_after}};
+    co_return reply(c.req, http::status::created, std::move(out));
+}
+
 asio::awaitable<http_response> append_entry(request_context& c, const lease& held)
 {
     // Only entries that may follow a header can be appended through the API.
@@ -144,6 +164,7 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
         co_return reply(c.req, http::status::unprocessable_entity,
                         error_body("entry_not_appendable", "session and compaction entries cannot be appended"));
     auto turn_end = assistant_message(c.body);
+    const bool model_change = t && t->is_string() && t->get_string() == "model_change";
     compaction::diagnostics diag;
     auto [ec, id] = co_await held->session().async_append(std::move(c.body), diag, asio::as_tuple(asio::use_awaitable));
     if (ec)
@@ -156,6 +177,8 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
         co_return reply(c.req, status_for(ec), std::move(body));
     }
     c.server.metrics.append();
+    if (model_change)
+        co_return co_await after_model_change(c, held, std::move(id));
     // The automatic check after each assistant message; its result shows on the event stream.
     if (turn_end)
         held->session().async_on_turn_end(std::move(*turn_end), [hold = held](error_code, runtime::compaction_outcome) {});

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace agentctx::server {
 
@@ -25,6 +26,8 @@ struct server_options
     std::string address = "127.0.0.1";
     std::uint16_t port = 0;              ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
+    /// The settings' "models" section: the models a `model_change` entry may switch a session to.
+    std::vector<runtime::model_identity> models;
     compaction::compaction_settings settings;
     compaction::redaction_settings redaction;  ///< the settings' "redaction" section
     compaction::pin_policy pins;               ///< the settings' "pinned" section

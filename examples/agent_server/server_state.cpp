@@ -69,6 +69,7 @@ runtime::session_config server_state::session_config() const
     c.pins = opts.pins;
     c.required = opts.required;
     c.model = opts.model;
+    c.models = opts.models;
     if (opts.make_summarizer)
         c.summarizer = opts.make_summarizer(ioc.get_executor());
     return c;

@@ -78,11 +78,14 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
     if (usage)
         m->usage = providers::usage_from_wire(*format, usage->get_object());
     const auto& cfg = held->session().config();
+    // The window the check uses: the serving model's after a model_change (not with `--compat pi`).
+    const auto window = cfg.compat == compaction::compat_mode::pi ? cfg.model.context_window
+                                                                   : held->session().serving_model().context_window;
     json::object out{{"compacted", false},
                      {"retry", false},
                      {"tokens", checked_tokens(*snap, *m)},
-                     {"contextWindow", cfg.model.context_window},
-                     {"threshold", compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat)}};
+                     {"contextWindow", window},
+                     {"threshold", compaction::automatic_threshold(window, cfg.settings, cfg.compat)}};
     const auto started = std::chrono::steady_clock::now();
     auto [ec, outcome] = co_await held->session().async_on_turn_end(std::move(*m), asio::as_tuple(asio::use_awaitable));
     c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -67,9 +67,11 @@ std::optional<providers::wire_input_options> options_of(const json::object& body
         opt.usage = *u;
     opt.stop_reason = string_field(body, "stop_reason", why);
     // The serving model by default: the session's checks compare an assistant message's
-    // provider and model with it (an overflow counts only for the model being served).
-    opt.provider = string_field(body, "provider", why).value_or(s.config().model.provider);
-    opt.model = string_field(body, "model", why).value_or(s.config().model.model_id);
+    // provider and model with it (an overflow counts only for the model being served). `--compat
+    // pi` keeps the configured model's budgets after a model_change, so it keeps its name too.
+    const auto serving = s.config().compat == compaction::compat_mode::pi ? s.config().model : s.serving_model();
+    opt.provider = string_field(body, "provider", why).value_or(serving.provider);
+    opt.model = string_field(body, "model", why).value_or(serving.model_id);
     if (!why.empty())
         return std::nullopt;
     opt.timestamp = static_cast<double>(

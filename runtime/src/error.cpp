@@ -30,6 +30,7 @@ const char* to_string(errc e) noexcept
     case errc::checkpoint_persist_failed: return "checkpoint_persist_failed";
     case errc::summary_call_limit: return "summary_call_limit";
     case errc::evidence_refused: return "evidence_refused";
+    case errc::model_window_exceeded: return "model_window_exceeded";
     }
     return "unknown";
 }

@@ -4,7 +4,9 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
 
+#include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 namespace agentctx::runtime {
 
@@ -20,6 +22,8 @@ model_identity model_of(const std::optional<providers::provider_config>& p, std:
     return m;
 }
 
+result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag);
+
 // Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
 result<host_config> resolve_for_model(host_config h, diagnostics& diag)
 {
@@ -28,7 +32,69 @@ result<host_config> resolve_for_model(host_config h, diagnostics& diag)
     if (!resolved)
         return resolved.error();
     h.settings.compaction = *resolved;
+    auto models = parse_models(h.settings.layers, diag);
+    if (!models)
+        return models.error();
+    h.models = std::move(*models);
     return h;
+}
+
+result<void> bad_models(diagnostics& diag, std::string field, std::string why)
+{
+    diag.message = "settings field '" + field + "': " + why;
+    diag.field = std::move(field);
+    return compaction::errc::invalid_settings;
+}
+
+// A count field of a `models` entry: absent = nullopt; else an integer of at least `min`.
+result<std::optional<std::int64_t>> count_field(const boost::json::object& o, std::string_view key, std::int64_t min,
+                                                const std::string& path, diagnostics& diag)
+{
+    const auto* v = o.if_contains(key);
+    if (!v)
+        return std::optional<std::int64_t>{};
+    const bool integer = v->is_int64() || (v->is_uint64() && v->get_uint64() <= INT64_MAX);
+    const std::int64_t n = v->is_int64() ? v->get_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64()) : 0;
+    if (!integer || n < min)
+        return bad_models(diag, path + "." + std::string(key),
+                          min > 0 ? "must be a positive integer" : "must be a non-negative integer").error();
+    return std::optional<std::int64_t>(n);
+}
+
+// The merged `models` section: `"<provider>/<modelId>"` → {contextWindow, maxOutputTokens}.
+result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag)
+{
+    boost::json::object merged = layers.global.value_or(boost::json::object{});
+    if (layers.project && layers.project_trusted)
+        merged = compaction::deep_merge(merged, *layers.project);
+    merged = compaction::deep_merge(merged, layers.overrides);
+    std::vector<model_identity> out;
+    const auto* section = merged.if_contains("models");
+    if (!section)
+        return out;
+    if (!section->is_object())
+        return bad_models(diag, "models", "must be an object keyed by \"<provider>/<modelId>\"").error();
+    for (const auto& kv : section->get_object())
+    {
+        const std::string key(kv.key());
+        const std::string path = "models." + key;
+        const auto slash = key.find('/');
+        if (slash == std::string::npos || slash == 0 || slash + 1 == key.size())
+            return bad_models(diag, path, "the key must be \"<provider>/<modelId>\"").error();
+        if (!kv.value().is_object())
+            return bad_models(diag, path, "must be an object").error();
+        const auto& o = kv.value().get_object();
+        auto window = count_field(o, "contextWindow", 1, path, diag);
+        if (!window)
+            return window.error();
+        if (!*window)
+            return bad_models(diag, path + ".contextWindow", "is required").error();
+        auto output = count_field(o, "maxOutputTokens", 0, path, diag);
+        if (!output)
+            return output.error();
+        out.push_back({key.substr(0, slash), key.substr(slash + 1), **window, output->value_or(0)});
+    }
+    return out;
 }
 
 }  // namespace
@@ -71,6 +137,7 @@ session_config session_config_of(const host_config& h)
     c.redaction = h.settings.redaction;
     c.pins = h.settings.pins;
     c.required = h.settings.required;
+    c.models = h.models;
     return c;
 }
 

@@ -72,7 +72,14 @@ void session::on_before_branch(before_branch_hook h) { core_->branch_hooks_.add(
 void session::on_before_branch(async_before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
 void session::on_branched(branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
 
-const session_config& session::config() const noexcept { return core_->config_; }
+const session_config& session::config() const noexcept { return core_->given_config_; }
+
+model_identity session::serving_model() const { return *core_->serving_.load(std::memory_order_acquire); }
+
+void session::change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h)
+{
+    core_->change_model_impl(std::move(model), std::move(h));
+}
 
 void session::abort_compaction() { core_->abort_compaction(); }
 void session::close() { core_->close(); }

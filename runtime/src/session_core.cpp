@@ -47,6 +47,7 @@ const char* to_string(compaction_reason r) noexcept
     case compaction_reason::overflow: return "overflow";
     case compaction_reason::manual: return "manual";
     case compaction_reason::background: return "background";
+    case compaction_reason::model_change: return "model_change";
     }
     return "manual";
 }
@@ -102,7 +103,7 @@ struct session_core::caller
 session_core::session_core(executor_type ex, std::unique_ptr<store> st, session_config config, session_log log)
     : strand_(asio::make_strand(ex)), store_(std::move(st)), config_(std::move(config)), log_(std::move(log)),
       logger_(config_.logger ? config_.logger : spdlog::default_logger()),
-      coordinator_(std::make_unique<detail::compaction_coordinator>())
+      coordinator_(std::make_unique<detail::compaction_coordinator>()), given_config_(config_)
 {
 }
 
@@ -127,6 +128,7 @@ result<void> session_core::start_up(diagnostics& diag)
     if (!snap)
         return snap.error();
     publish(std::move(*snap));
+    follow_path_model();
     // Stores with a single writer never call it.
     store_->on_remote_change([weak = weak_from_this()](std::size_t stored) {
             // From the store's listener thread: catch up on the strand, in the write turn.
@@ -268,6 +270,8 @@ result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
     // Pi's format: a user message or a non-error assistant response resets the overflow attempt.
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;
+    if (e->type == entry_type::model_change)
+        model_changed(*e);
     return {};
 }
 
@@ -353,6 +357,7 @@ void session_core::reload(asio::any_completion_handler<void_signature> h)
                 changed.compactions.push_back(log->meta(i).id);
         s.log_ = std::move(*log);
         s.publish(std::move(*snap));
+        s.follow_path_model();
         s.suppression_.reset();  // another node's history: what failed here may not fail there
         s.emit(changed);
         std::move(h)(error_code{});
@@ -484,6 +489,8 @@ void session_core::last_assistant_check_impl(bool skip_aborted, asio::any_comple
 {
     auto c = hook_cancellation(h);
     asio::post(strand_, [self = shared_from_this(), skip_aborted, h = std::move(h), c]() mutable {
+        if (!self->closed_ && self->downshift_first(h, c))
+            return;
         const auto last = self->current()->last_assistant();
         if (!last)
             return complete(std::move(h), self->strand_, error_code{}, compaction_outcome{.message = "no assistant message yet"});
@@ -528,6 +535,8 @@ void session_core::evaluate(
     };
     if (closed_)
         return complete(std::move(h), strand_, make_error_code(errc::session_closed), compaction_outcome{});
+    if (downshift_first(h, c))
+        return;
     if (!config_.settings.enabled)
         return none("automatic compaction is disabled");
     if (skip_aborted && m.stop_reason == stop_reason::aborted)
@@ -709,6 +718,8 @@ void session_core::between_turns_impl(asio::any_completion_handler<outcome_signa
         };
         if (s.closed_)
             return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
+        if (s.downshift_first(h, c))
+            return;
         if (!s.config_.settings.enabled)
             return none("automatic compaction is disabled");
         if (s.config_.model.context_window <= 0)

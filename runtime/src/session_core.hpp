@@ -85,6 +85,25 @@ public:
     void abort_compaction();
     void close();
 
+    // Model changes (model_change.cpp).
+    void change_model_impl(model_identity m, boost::asio::any_completion_handler<append_signature> h);
+    /// The model `provider`/`model_id` names among the known ones (config, then async_change_model's).
+    std::optional<model_identity> known_model(const std::string& provider, const std::string& model_id) const;
+    /// A `model_change` entry was appended: a known model becomes the serving one; in agentctx
+    /// mode its budgets wait for the next automatic check (downshift_first).
+    void model_changed(const compaction::entry& e);
+    /// At open and after a reload: the latest known `model_change` on the active path is served,
+    /// with its budgets at once (the change was checked when it was made).
+    void follow_path_model();
+    /// Before an automatic check: a pending model change compacts first (reason `model_change`,
+    /// the previous model's budgets) when decide_downshift says so, and takes `h` (true); else
+    /// the new model's budgets apply and the check goes on (false).
+    bool downshift_first(boost::asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c);
+    /// After the downshift's compaction: the new budgets, and `model_window_exceeded` when the
+    /// context still does not fit the new window.
+    void after_downshift(boost::system::error_code ec, compaction_outcome out,
+                         boost::asio::any_completion_handler<outcome_signature> h);
+
     /// On the strand: waits for the write turn, then validates, writes, appends to the log and
     /// publishes the new snapshot (append_async).
     void append_in_turn(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
@@ -200,6 +219,13 @@ public:
     std::vector<compacted_hook> compacted_hooks_;
     std::vector<compact_failed_hook> failed_hooks_;
     branch_hook_runner branch_hooks_;  ///< before_branch and branched
+
+    // Model changes. config_.model holds the budgets in use (the previous model's while a change
+    // waits for its check); session::config() shows the configuration as given.
+    const session_config given_config_;
+    std::atomic<std::shared_ptr<const model_identity>> serving_;  ///< read from any thread
+    std::vector<model_identity> changed_to_;  ///< models async_change_model made known
+    std::optional<model_identity> pending_model_;  ///< served, its budgets not yet in use
 };
 
 }  // namespace agentctx::runtime::detail

@@ -99,3 +99,54 @@ TEST(host_config, an_invalid_override_of_the_model_is_invalid_settings)
     ASSERT_FALSE(h);
     EXPECT_EQ(h.error(), compaction::make_error_code(compaction::errc::invalid_settings));
 }
+
+TEST(host_config, the_models_section_lists_the_models_a_session_may_switch_to)
+{
+    const auto file = settings_file("models", R"({"models": {
+        "anthropic/claude-haiku-4-5": {"contextWindow": 100000, "maxOutputTokens": 8192},
+        "openrouter/qwen/qwen3-32b": {"contextWindow": 32768}}})");
+    auto in = inputs(file);
+    in.sources.overrides = boost::json::object{{"models", boost::json::object{
+        {"anthropic/claude-haiku-4-5", boost::json::object{{"contextWindow", 90000}}}}}};  // merged over the file
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(in, diag);
+    ASSERT_TRUE(h) << diag.message;
+    ASSERT_EQ(h->models.size(), 2u);
+    EXPECT_EQ(h->models[0].provider, "anthropic");
+    EXPECT_EQ(h->models[0].model_id, "claude-haiku-4-5");
+    EXPECT_EQ(h->models[0].context_window, 90000);
+    EXPECT_EQ(h->models[0].max_output_tokens, 8192);
+    EXPECT_EQ(h->models[1].provider, "openrouter");
+    EXPECT_EQ(h->models[1].model_id, "qwen/qwen3-32b");  // the provider ends at the first '/'
+    EXPECT_EQ(h->models[1].context_window, 32768);
+    EXPECT_EQ(h->models[1].max_output_tokens, 0);
+    const auto c = runtime::session_config_of(*h);
+    ASSERT_EQ(c.models.size(), 2u);
+    EXPECT_EQ(c.models[1].model_id, "qwen/qwen3-32b");
+}
+
+TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
+{
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"models": [1]})", "models"},
+        {R"({"models": {"gpt-4.1": {"contextWindow": 1000}}})", "models.gpt-4.1"},
+        {R"({"models": {"openai/": {"contextWindow": 1000}}})", "models.openai/"},
+        {R"({"models": {"openai/gpt-4.1": 1000}})", "models.openai/gpt-4.1"},
+        {R"({"models": {"openai/gpt-4.1": {"maxOutputTokens": 10}}})", "models.openai/gpt-4.1.contextWindow"},
+        {R"({"models": {"openai/gpt-4.1": {"contextWindow": 0}}})", "models.openai/gpt-4.1.contextWindow"},
+        {R"({"models": {"openai/gpt-4.1": {"contextWindow": "big"}}})", "models.openai/gpt-4.1.contextWindow"},
+        {R"({"models": {"openai/gpt-4.1": {"contextWindow": 1.5}}})", "models.openai/gpt-4.1.contextWindow"},
+        {R"({"models": {"openai/gpt-4.1": {"contextWindow": 1000, "maxOutputTokens": -1}}})",
+         "models.openai/gpt-4.1.maxOutputTokens"},
+    };
+    int i = 0;
+    for (const auto& [text, field] : cases)
+    {
+        compaction::diagnostics diag;
+        const auto h = runtime::load_host_config(inputs(settings_file("bad-models-" + std::to_string(i++), text)), diag);
+        ASSERT_FALSE(h) << text;
+        EXPECT_EQ(h.error(), compaction::make_error_code(compaction::errc::invalid_settings)) << text;
+        EXPECT_EQ(diag.field, field) << text;
+        EXPECT_EQ(diag.message.rfind("settings field '" + std::string(field) + "': ", 0), 0u) << diag.message;
+    }
+}

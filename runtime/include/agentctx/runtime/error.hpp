@@ -30,6 +30,7 @@ enum class errc
     checkpoint_persist_failed, ///< the host's persist_checkpoint refused or threw: the piece was not accepted
     summary_call_limit,        ///< summaryMaxCalls reached with pieces left: progress kept, a later pass continues
     evidence_refused,          ///< the host's preserve_evidence refused or threw: nothing was summarized or written
+    model_window_exceeded,     ///< after a model downshift's compaction the context still does not fit the new window
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -22,6 +22,9 @@ enum class compaction_reason
     overflow,
     manual,
     background,  ///< summarized ahead of the threshold, off the agent's path
+    /// Model downshift: the host switched to a smaller window the context does not fit; sized
+    /// for the previous model, before the next request (session::async_change_model).
+    model_change,
 };
 
 const char* to_string(compaction_reason r) noexcept;

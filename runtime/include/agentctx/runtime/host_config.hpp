@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace agentctx::runtime {
 
@@ -41,6 +42,9 @@ struct host_config
     /// The provider's name, model, context window (200000 when it names none) and output cap;
     /// `offline`/`offline` without a provider.
     model_identity model;
+    /// The settings' `models` section (merged like the others): the models a session may be
+    /// switched to, `{"<provider>/<modelId>": {"contextWindow": N, "maxOutputTokens": M}}`.
+    std::vector<model_identity> models;
 };
 
 /// The window a model has when neither the provider nor a flag names one.
@@ -48,8 +52,9 @@ inline constexpr std::int64_t default_context_window = 200000;
 
 /// Reads the settings layers, resolves the provider from the merged `"provider"` section, the
 /// flags and the environment, then resolves the compaction settings for that model's
-/// `modelOverrides` key. Errors: `invalid_settings` (a file or field, named in `diag`), the
-/// providers' `not_configured` (an unknown provider, a hosted one without its key).
+/// `modelOverrides` key. Errors: `invalid_settings` (a file or field, named in `diag`, e.g.
+/// `models.openai/gpt-4.1.contextWindow`), the providers' `not_configured` (an unknown
+/// provider, a hosted one without its key).
 result<host_config> load_host_config(const host_inputs& in, diagnostics& diag);
 
 /// A session configuration from it: compaction settings, model, redaction and pins. The

@@ -93,6 +93,12 @@ struct session_config
     /// requests begin with, asked on the strand when a compaction builds one. Empty (or nullopt)
     /// = the replayed system prompt as text, no tools, agentctx's own wire view of context().
     std::function<std::optional<conversation_request>()> conversation;
+    /// The models the host knows (the settings' `models` section): a `model_change` entry naming
+    /// one of them by `provider` and `modelId` (appended, or found on the active path at open or
+    /// refresh) switches the serving model (session::serving_model()). An entry naming a model
+    /// not listed here switches nothing. A switch to a smaller window the context does not fit
+    /// compacts first, with the previous model's budgets (session::async_change_model).
+    std::vector<model_identity> models;
 };
 
 /// What a trigger or a compaction did.
@@ -202,6 +208,33 @@ public:
         return ::agentctx::detail::async_call<append_signature>(
             token, shared_from_this(), &session::append_diag_impl, std::move(fields), &diag);
     }
+
+    /**
+     * @brief Switches the session to `model`: appends Pi's `model_change` entry (`provider`,
+     * `modelId`) as a child of the leaf and completes with its id, once durable; the session then
+     * knows `model` (as if listed in session_config::models) and serves it (serving_model()).
+     * Model downshift (agentctx mode): when `model`'s window is smaller than the previous model's
+     * and the context exceeds `model`'s automatic threshold, the next automatic check
+     * (async_before_prompt, async_on_turn_end, async_between_turns, async_recover_overflow) first
+     * compacts with reason `model_change`, sized for the previous model's window and output cap,
+     * before thresholds use `model`; when the context still does not fit `model`'s
+     * `contextWindow − reserveTokens` it fails with `model_window_exceeded` and emits
+     * budget_exceeded_event with the numbers. `--compat pi` never downshifts (Pi 1.6 does not):
+     * serving_model() follows the change, thresholds and budgets stay session_config::model's.
+     * @par Per-operation cancellation
+     * None: it is an append.
+     */
+    template <boost::asio::completion_token_for<append_signature> CompletionToken>
+    auto async_change_model(model_identity model, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<append_signature>(
+            token, shared_from_this(), &session::change_model_impl, std::move(model));
+    }
+
+    /// The model the session serves: session_config::model until a `model_change` entry of a
+    /// known model switches it (async_change_model, an append, or the active path at open or
+    /// refresh). From any thread.
+    model_identity serving_model() const;
 
     /**
      * @brief Appends Pi messages (`{"role": …}` objects) as `message` entries, each the child of
@@ -458,6 +491,7 @@ public:
     void on_before_branch(async_before_branch_hook h);
     void on_branched(branched_hook h);
 
+    /// The configuration as given to open() (a model switch shows in serving_model()).
     const session_config& config() const noexcept;
 
 private:
@@ -469,6 +503,7 @@ private:
                           boost::asio::any_completion_handler<append_signature> h);
     void append_messages_impl(std::vector<boost::json::object> messages,
                               boost::asio::any_completion_handler<append_batch_signature> h);
+    void change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
