@@ -179,7 +179,7 @@ std::string route_label(std::string_view method, std::string_view target)
     if (parts.size() == 3)
         return m + " /v1/sessions/{id}";
     const auto a = parts[3];
-    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow"};
+    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow", "view"};
     if (std::find(std::begin(actions), std::end(actions), a) == std::end(actions))
         return m + " other";
     return m + " /v1/sessions/{id}/" + std::string(a);

@@ -126,7 +126,11 @@ asio::awaitable<http_response> request_view(request_context& c, const lease& hel
     std::string why;
     auto budget = budget_of(c.body, why);
     if (!budget)
-        co_return reply(c.req, http::status::bad_request, error_body("invalid_request", why));
+    {
+        auto body = error_body("invalid_request", why);
+        body["error"].as_object()["field"] = why.substr(0, why.find(':'));
+        co_return reply(c.req, http::status::bad_request, std::move(body));
+    }
     auto [ec, view] = co_await held->session().async_request_view(std::move(*budget), asio::as_tuple(asio::use_awaitable));
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), "the request view could not be built"));
