@@ -75,7 +75,6 @@ struct session_config
     std::function<compaction::checkpoint_identity()> checkpoint_identity;
     /// The host's evidence store (preserved_evidence.hpp): given the complete original entries of
     /// the range before it is summarized; a refusal stops the compaction (`evidence_refused`).
-    /// A tool-result clearing asks too, and a refusal pauses clearing those entries.
     preserve_evidence_fn preserve_evidence;
     /// Piecewise summaries: called with each completed piece before the next begins (progress.hpp).
     persist_checkpoint_fn persist_checkpoint;
