@@ -87,7 +87,10 @@ struct evidence_store
             {
                 a.ids.push_back(e->id);
                 const auto* m = e->raw.if_contains("message");
-                a.text_sizes.push_back(m ? m->at("content").at(0).as_object().at("text").as_string().size() : 0);
+                const auto* c = m ? m->as_object().if_contains("content") : nullptr;
+                const auto* b = c && c->is_array() && !c->get_array().empty() ? c->get_array()[0].if_object() : nullptr;
+                const auto* text = b ? b->if_contains("text") : nullptr;
+                a.text_sizes.push_back(text && text->is_string() ? text->get_string().size() : 0);
             }
             requests.push_back(std::move(a));
             if (mode == answer::wait)
@@ -251,8 +254,12 @@ TEST_F(clearing_evidence_test, the_store_gets_the_original_cleared_entries_and_e
     }
     // The details change nothing of the projection: the placeholder stands in, as without them.
     for (const auto& m : session_->context())
+    {
         if (m.entry_id == ids[0])
+        {
             EXPECT_NE(compaction::content_text(m.msg->content).find("[Tool result cleared:"), std::string::npos);
+        }
+    }
     EXPECT_TRUE(refused_.empty());
 }
 
