@@ -64,7 +64,8 @@ TEST_F(server_view, a_view_keeps_the_newest_groups_that_fit_and_says_what_did_no
     auto sub = subscribe(id);
     const auto over = sync("POST", path, R"({"maxTokens":)" + std::to_string(g1 + g2 - 1) + R"(,"requiredEntryIds":[")" + ids[0] + R"("]})");
     ASSERT_EQ(over->res.status, 409) << over->res.body;
-    const auto& err = over->json().at("error");
+    const auto answer = over->json();
+    const auto& err = answer.at("error");
     EXPECT_EQ(err.at("code"), "budget_exceeded");
     const json::object budget{{"inputTokens", g1 + g2},
                               {"allowance", g1 + g2 - 1},
