@@ -1,4 +1,6 @@
-// The agent server's request-view route: the budgeted view, budget_exceeded with its numbers, event and metric, bad input.
+// The agent server's request-view route (the budgeted view, budget_exceeded with its numbers, event and metric, bad
+// input) and the clearing_refused event's frame.
+#include "event_stream.hpp"
 #include "server_fixture.hpp"
 
 #include <gtest/gtest.h>
@@ -111,4 +113,13 @@ TEST_F(server_view, bad_budgets_are_400_naming_the_field)
     }
     EXPECT_EQ(sync("POST", "/v1/sessions/nosuch/view", R"({"maxTokens":1000})")->res.status, 404);
     EXPECT_EQ(sync("GET", path)->res.status, 405);
+}
+
+TEST(server_event_frames, clearing_refused_names_the_entries_and_why)
+{
+    const runtime::session_event e =
+        runtime::clearing_refused_event{{"r1", "r2"}, "the host's evidence store refused: read-only", 25100};
+    EXPECT_EQ(server::sse_frame(e, "/data"),
+              "event: clearing_refused\ndata: {\"targetIds\":[\"r1\",\"r2\"],\"reason\":\"the host's evidence store "
+              "refused: read-only\",\"tokensBefore\":25100}\n\n");
 }
