@@ -123,6 +123,30 @@ void after_evidence(std::shared_ptr<session_core> self, clearing_evidence ev, st
     write_clearing(std::move(self), std::move(fields), std::move(event), tokens, std::move(next));
 }
 
+// Asks the host's evidence store on the strand (close() cancels it), then after_evidence.
+void ask_then_write(std::shared_ptr<session_core> self, std::vector<boost::json::object> fields,
+                    context_cleared_event event, std::int64_t tokens, next_handler next)
+{
+    session_core& s = *self;
+    s.clearing_asking_ = true;
+    auto targets = event.target_ids;
+    asio::co_spawn(
+        s.strand_, ask_clearing_evidence(self, std::move(targets)),
+        asio::bind_cancellation_slot(
+            s.clearing_abort_.slot(),
+            [self, fields = std::move(fields), event = std::move(event), tokens, leaf = s.log_.leaf(),
+             next = std::move(next)](std::exception_ptr ep, clearing_evidence ev) mutable {
+                self->clearing_asking_ = false;
+                self->clearing_abort_.slot().clear();
+                if (ep)
+                    ev.failed = "the evidence store's answer failed unexpectedly";
+                after_evidence(std::move(self), std::move(ev), std::move(fields), std::move(event), tokens, leaf,
+                               std::move(next));
+            }
+        )
+    );
+}
+
 }  // namespace
 
 void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<void(std::int64_t)> next)
@@ -158,23 +182,7 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     }
     if (!config_.preserve_evidence)
         return write_clearing(shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next));
-    clearing_asking_ = true;
-    auto targets = event.target_ids;
-    asio::co_spawn(
-        strand_, ask_clearing_evidence(shared_from_this(), std::move(targets)),
-        asio::bind_cancellation_slot(
-            clearing_abort_.slot(),
-            [self = shared_from_this(), fields = std::move(fields), event = std::move(event), tokens, leaf = log_.leaf(),
-             next = std::move(next)](std::exception_ptr ep, clearing_evidence ev) mutable {
-                self->clearing_asking_ = false;
-                self->clearing_abort_.slot().clear();
-                if (ep)
-                    ev.failed = "the evidence store's answer failed unexpectedly";
-                after_evidence(std::move(self), std::move(ev), std::move(fields), std::move(event), tokens, leaf,
-                               std::move(next));
-            }
-        )
-    );
+    ask_then_write(shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next));
 }
 
 void session_core::original_impl(std::string id, asio::any_completion_handler<original_signature> h)
