@@ -620,6 +620,62 @@ std::optional<recorded_checkpoint> recorded_fields(const entry& compaction)
     });
 }
 
+namespace {
+
+// The references a clearing's context_edit carries (details.agentctx.evidenceRefs), if well-formed.
+std::vector<evidence_reference> cleared_evidence(const entry& edit, std::size_t covered)
+{
+    const auto* d = edit.raw.if_contains("details");
+    const auto* a = d && d->is_object() ? d->get_object().if_contains("agentctx") : nullptr;
+    if (!a || !a->is_object() || !a->get_object().contains("evidenceRefs"))
+        return {};
+    diagnostics ignored;
+    reader rd{a->get_object(), ignored};
+    auto out = rd.evidence(a->get_object(), "evidenceRefs", covered);
+    return rd.ok ? out : std::vector<evidence_reference>{};
+}
+
+// After the compaction's own: the references the clearings inside the covered prefix recorded
+// (their context_edit entries), each once, every range still hashing as the host was told.
+result<void> add_cleared_evidence(const session_log& log, std::span<const std::uint32_t> covered,
+                                  std::vector<evidence_reference>& out, checkpoint_reason& why, diagnostics& diag)
+{
+    for (const auto i : covered)
+    {
+        if (log.meta(i).type != entry_type::context_edit)
+            continue;
+        auto e = log.get(i, diag);
+        if (!e)
+            return e.error();
+        for (auto& ref : cleared_evidence(**e, covered.size()))
+        {
+            if (std::find(out.begin(), out.end(), ref) != out.end())
+                continue;
+            auto now = compute_source_revision(log, covered.subspan(ref.from, ref.count), diag);
+            if (!now)
+                return now.error();
+            if (now->sha256 != ref.sha256)
+            {
+                why = checkpoint_reason::evidence_mismatch;
+                diag.message = "the entry cleared under evidence '" + ref.ref + "' (entry " + std::to_string(ref.from + 1) +
+                               ") changed since it was kept";
+                return errc::checkpoint_mismatch;
+            }
+            if (out.size() == max_evidence_references)
+            {
+                why = checkpoint_reason::unrecorded;
+                diag.message = "the covered prefix holds more than " + std::to_string(max_evidence_references) +
+                               " evidence references";
+                return errc::checkpoint_unavailable;
+            }
+            out.push_back(std::move(ref));
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
 std::optional<std::size_t> latest_compaction(const session_log& log)
 {
     const auto path = log.active_path();
@@ -675,6 +731,8 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     r.identity = recorded->identity;
     r.config_digest = recorded->config_digest;
     r.evidence = recorded->evidence;
+    if (auto added = add_cleared_evidence(log, covered, r.evidence, why, diag); !added)
+        return added.error();
     r.digest = record_digest(r);
     why = checkpoint_reason::none;
     return r;
@@ -705,14 +763,8 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
         if (log.meta(path[k]).id != r.covered_ids[k])
             return reject(checkpoint_reason::replaced, "covered entry " + std::to_string(k + 1) + " is '" + log.meta(path[k]).id +
                                                            "' here, '" + r.covered_ids[k] + "' in the record");
-    auto now = compute_source_revision(log, path.first(r.revision.count), diag);
-    if (!now)
-        return now.error();
-    if (now->sha256 != r.revision.sha256)
-        return reject(checkpoint_reason::replaced, "the covered entries have the record's ids but other bytes (an entry was "
-                                                   "edited in place): sha256 " + now->sha256.substr(0, 12) + ", recorded " +
-                                                       r.revision.sha256.substr(0, 12));
-    // Each evidence range hashes here as the host was told when it kept it.
+    // Each evidence range hashes here as the host was told when it kept it: checked first, so
+    // an edited range is named as such, not only as a changed prefix.
     for (const auto& ev : r.evidence)
     {
         auto range = compute_source_revision(log, path.subspan(ev.from, ev.count), diag);
@@ -724,6 +776,13 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
                               std::to_string(ev.from + ev.count) + " with sha256 " + ev.sha256.substr(0, 12) +
                               ", here they hash to " + range->sha256.substr(0, 12));
     }
+    auto now = compute_source_revision(log, path.first(r.revision.count), diag);
+    if (!now)
+        return now.error();
+    if (now->sha256 != r.revision.sha256)
+        return reject(checkpoint_reason::replaced, "the covered entries have the record's ids but other bytes (an entry was "
+                                                   "edited in place): sha256 " + now->sha256.substr(0, 12) + ", recorded " +
+                                                       r.revision.sha256.substr(0, 12));
     why = checkpoint_reason::none;
     return {};
 }

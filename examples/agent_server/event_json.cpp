@@ -93,6 +93,14 @@ named fields(const runtime::context_cleared_event& c)
                                             {"editIds", std::move(edits)}}};
 }
 
+// The host's evidence store refused a clearing's originals: nothing was cleared.
+named fields(const runtime::clearing_refused_event& c)
+{
+    json::array targets(c.target_ids.begin(), c.target_ids.end());
+    return {"clearing_refused",
+            json::object{{"targetIds", std::move(targets)}, {"reason", c.reason}, {"tokensBefore", c.tokens_before}}};
+}
+
 }  // namespace
 
 event_text event_json(const runtime::session_event& e)

@@ -144,7 +144,7 @@ std::string server_metrics::render(std::size_t active_sessions) const
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_write\"}} {}\n", tokens_cache_write_);
     header("agentctx_appends_total", "counter", "Entries appended through the API.");
     out += fmt::format("agentctx_appends_total {}\n", appends_);
-    header("agentctx_budget_exceeded_total", "counter", "Compactions that required entries kept from cutting far enough.");
+    header("agentctx_budget_exceeded_total", "counter", "Required context that did not fit: a compaction that could not cut far enough, or a request view.");
     out += fmt::format("agentctx_budget_exceeded_total {}\n", budget_exceeded_);
     header("agentctx_active_sessions", "gauge", "Sessions open now.");
     out += fmt::format("agentctx_active_sessions {}\n", active_sessions);
@@ -179,7 +179,7 @@ std::string route_label(std::string_view method, std::string_view target)
     if (parts.size() == 3)
         return m + " /v1/sessions/{id}";
     const auto a = parts[3];
-    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow"};
+    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow", "view"};
     if (std::find(std::begin(actions), std::end(actions), a) == std::end(actions))
         return m + " other";
     return m + " /v1/sessions/{id}/" + std::string(a);

@@ -6,6 +6,7 @@
 #include "request_json.hpp"
 #include "route_context.hpp"
 #include "turn_routes.hpp"
+#include "view_routes.hpp"
 #include "wire_routes.hpp"
 #include "server_error.hpp"
 
@@ -279,6 +280,7 @@ const route_entry route_table[] = {
     {http::verb::post, "/v1/sessions/{id}/messages", &append_wire_messages},
     {http::verb::post, "/v1/sessions/{id}/turn-end", &turn_end},
     {http::verb::post, "/v1/sessions/{id}/overflow", &overflow},
+    {http::verb::post, "/v1/sessions/{id}/view", &request_view},
     {std::nullopt, "/v1/sessions/{id}/{action}", &no_such_action},
 };
 

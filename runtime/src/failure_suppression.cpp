@@ -44,6 +44,12 @@ void failure_suppression::reset() noexcept
 {
     failed_at_.reset();
     failed_key_.reset();
+    refused_clearing_.clear();
+}
+
+void failure_suppression::clearing_refused(const std::vector<std::string>& entry_ids)
+{
+    refused_clearing_.insert(entry_ids.begin(), entry_ids.end());
 }
 
 bool failure_suppression::paused(std::size_t log_size) const noexcept

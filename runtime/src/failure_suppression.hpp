@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace agentctx::runtime::detail {
 
@@ -62,7 +64,13 @@ public:
     /// After planning: a compaction of `reason` over `key` is paused (deterministic rule).
     bool paused(compaction_reason reason, const prefix_key& key) const noexcept;
 
+    /// The host's evidence store refused the originals of a clearing: those entries are not
+    /// cleared (nor asked about) again until reset(), so a refusing store is not asked every turn.
+    void clearing_refused(const std::vector<std::string>& entry_ids);
+    bool clearing_paused(const std::string& entry_id) const noexcept { return refused_clearing_.count(entry_id) > 0; }
+
 private:
+    std::set<std::string> refused_clearing_;  ///< entries whose clearing the evidence store refused
     std::optional<std::size_t> failed_at_;  ///< log size at a failure without a keyed pause
     std::optional<prefix_key> failed_key_;  ///< the prefix of the last deterministic failure
 };

@@ -1,4 +1,5 @@
 // The host's evidence store: the original range a compaction is about to summarize, handed over before it is.
+#include "clearing_evidence.hpp"
 #include "transaction.hpp"
 
 #include <agentctx/compaction/checkpoint.hpp>
@@ -44,8 +45,9 @@ std::optional<std::pair<std::size_t, std::size_t>> summarized_range(const sessio
     return std::pair{from, *kept};
 }
 
-// Why the host's answer cannot be recorded, or empty.
-std::string check_answer(const evidence_decision& d)
+}  // namespace
+
+std::string detail::check_evidence_answer(const evidence_decision& d)
 {
     if (d.refuse)
         return "the host's evidence store refused" + (d.reason.empty() ? std::string() : ": " + d.reason);
@@ -59,8 +61,6 @@ std::string check_answer(const evidence_decision& d)
             return "an evidence reference is empty or over " + std::to_string(max_record_string_bytes) + " bytes";
     return {};
 }
-
-}  // namespace
 
 asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction::preserve_evidence(
     session_core& s,
@@ -101,7 +101,7 @@ asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction:
     }
     if (!still_wanted(s, j, cs.cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    if (auto why = check_answer(d); !why.empty())
+    if (auto why = detail::check_evidence_answer(d); !why.empty())
     {
         s.logger_->warn("compaction stopped: {}", why);
         co_return failure{make_error_code(errc::evidence_refused), std::move(why)};

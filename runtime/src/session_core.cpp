@@ -869,6 +869,7 @@ void session_core::close()
         self->closed_ = true;
         self->apply(self->coordinator_->abort_all(true));
         self->turn_abort_.emit(asio::cancellation_type::terminal);
+        self->clearing_abort_.emit(asio::cancellation_type::terminal);
     });
 }
 

@@ -156,8 +156,9 @@ public:
     /// (compaction/working_budget.hpp).
     std::int64_t threshold() const noexcept;
     /// Tool-result clearing (clearing.cpp): when the context of `tokens` reaches the trigger,
-    /// writes one batch of context edits and emits context_cleared_event; then `next` runs with
-    /// the context's size as it is now (at once when nothing is cleared).
+    /// asks the host's evidence store (if any), writes one batch of context edits and emits
+    /// context_cleared_event; then `next` runs with the context's size as it is now (at once
+    /// when nothing is cleared).
     void clear_then(std::int64_t tokens, boost::asio::any_completion_handler<void(std::int64_t)> next);
     /// An automatic check's decision once the context's size is known: compact, start a
     /// background compaction, or nothing. `mid_run` (between tool batches): only compact.
@@ -213,6 +214,9 @@ public:
     failure_suppression suppression_;
     detail::growth_meter growth_;  ///< when a background compaction should start
     boost::asio::cancellation_signal turn_abort_;
+    /// A clearing is waiting for the host's evidence store (clearing.cpp); close() cancels it.
+    bool clearing_asking_ = false;
+    boost::asio::cancellation_signal clearing_abort_;
 
     std::vector<event_listener> listeners_;
     std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped

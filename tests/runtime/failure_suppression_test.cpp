@@ -74,6 +74,22 @@ TEST(failure_suppression, aborted_failures_pause_nothing_and_reset_ends_every_pa
     EXPECT_FALSE(s.paused(compaction_reason::threshold, k1));
 }
 
+TEST(failure_suppression, a_refused_clearing_pauses_those_entries_until_reset)
+{
+    failure_suppression s;
+    s.clearing_refused({"r1", "r2"});
+    s.clearing_refused({"r3"});
+    EXPECT_TRUE(s.clearing_paused("r1"));
+    EXPECT_TRUE(s.clearing_paused("r3"));
+    EXPECT_FALSE(s.clearing_paused("r4"));
+    // Compaction failures and new entries leave it; a commit or a replaced history ends it.
+    s.failed(compaction_reason::threshold, failure_kind::transient, std::nullopt, 40);
+    EXPECT_TRUE(s.clearing_paused("r2"));
+    s.reset();
+    EXPECT_FALSE(s.clearing_paused("r1"));
+    EXPECT_FALSE(s.clearing_paused("r3"));
+}
+
 TEST(failure_suppression, failure_codes_are_classified)
 {
     EXPECT_EQ(classify_failure(ce::make_error_code(ce::errc::insufficient_reduction)), failure_kind::deterministic);

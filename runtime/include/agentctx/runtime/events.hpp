@@ -102,9 +102,21 @@ struct context_cleared_event
     std::vector<std::string> edit_ids;    ///< the context_edit entries written, in order
 };
 
+/// The host's evidence store (session_config::preserve_evidence) refused the originals of a
+/// clearing, threw, or returned no reference: nothing was written, the turn's check went on, and
+/// those entries are not cleared again (nor asked about) until a compaction commits or the
+/// history is replaced (a reload, a restored checkpoint).
+struct clearing_refused_event
+{
+    std::vector<std::string> target_ids;  ///< the entries the clearing would have replaced
+    std::string reason;                   ///< why (safe text)
+    std::int64_t tokens_before = 0;       ///< the context's size that triggered it
+};
+
 using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
                                    compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
-                                   budget_exceeded_event, compaction_prepared_event, context_cleared_event>;
+                                   budget_exceeded_event, compaction_prepared_event, context_cleared_event,
+                                   clearing_refused_event>;
 
 /// Passed to before_compact hooks; every reference lives until the hook returns (or, for an
 /// awaitable hook, until its awaitable completes).
