@@ -716,17 +716,18 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);
     EXPECT_GT(fig.background_rounds, 0u);
-    EXPECT_GT(fig.background_commits, 0u) << "no background compaction committed";
     std::printf("crash soak: %llu background rounds, %llu background commits; batches: %llu whole, %llu cut short by a kill, "
                 "%llu cut between rounds (found left out by %llu checks before an append moved them aside)\n",
                 static_cast<unsigned long long>(fig.background_rounds),
                 static_cast<unsigned long long>(fig.background_commits), static_cast<unsigned long long>(fig.batches),
                 static_cast<unsigned long long>(fig.batches_cut_short), static_cast<unsigned long long>(fig.batches_injected),
                 static_cast<unsigned long long>(fig.batches_set_aside));
-    // Sanitized children (100 kills, ~6x slower) are sometimes all killed before a clearing.
+    // Sanitized children (100 kills, ~6x slower) are sometimes all killed before a clearing, or
+    // before any background compaction commits (1 run in 6 under ASan on a loaded machine).
     if (!sanitized)
     {
         EXPECT_GT(fig.batches, 0u) << "no multi-entry batch was written: the all-or-none check saw nothing";
+        EXPECT_GT(fig.background_commits, 0u) << "no background compaction committed";
     }
     EXPECT_GT(fig.kills_in_compaction, 0u) << "no kill landed inside a compaction";
     EXPECT_GT(fig.kills_in_commit, 0u) << "no kill landed inside a compaction's commit";
