@@ -24,17 +24,33 @@ model_identity model_of(const std::optional<providers::provider_config>& p, std:
 
 result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag);
 
-// Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies.
+// The compaction settings resolved for `m`: its modelOverrides entry over the ordinary ones. The
+// model keeps its reserveTokens and keepRecentTokens, which a session applies while serving it.
+result<compaction::compaction_settings> resolve_overrides(const compaction::settings_layers& layers, model_identity& m,
+                                                          diagnostics& diag)
+{
+    auto resolved = compaction::resolve_settings(layers, diag, compaction::override_key({m.provider, m.model_id}));
+    if (!resolved)
+        return resolved.error();
+    m.reserve_tokens = resolved->reserve_tokens;
+    m.keep_recent_tokens = resolved->keep_recent_tokens;
+    return resolved;
+}
+
+// Pi 1.6: compaction.modelOverrides["<provider>/<modelId>"] of the serving model applies; each
+// model of the `models` section gets its own, for the session to apply when it switches.
 result<host_config> resolve_for_model(host_config h, diagnostics& diag)
 {
-    auto resolved = compaction::resolve_settings(h.settings.layers, diag,
-                                                 compaction::override_key({h.model.provider, h.model.model_id}));
+    auto resolved = resolve_overrides(h.settings.layers, h.model, diag);
     if (!resolved)
         return resolved.error();
     h.settings.compaction = *resolved;
     auto models = parse_models(h.settings.layers, diag);
     if (!models)
         return models.error();
+    for (auto& m : *models)
+        if (auto r = resolve_overrides(h.settings.layers, m, diag); !r)
+            return r.error();
     h.models = std::move(*models);
     return h;
 }

@@ -33,6 +33,21 @@ std::string name_of(const model_identity& m)
     return m.provider + "/" + m.model_id;
 }
 
+// From now on the session's thresholds and budgets are `m`'s: its window and output cap, and
+// its own reserveTokens and keepRecentTokens over the settings as given.
+void use_budgets_of(session_core& s, model_identity m)
+{
+    s.config_.settings = settings_for(m, s.given_config_.settings);
+    s.config_.model = std::move(m);
+}
+
+// Pi 1.6 resolves compaction.modelOverrides for the serving model at every check; the window
+// stays the configured model's in `--compat pi`.
+void use_overrides_of(session_core& s, const model_identity& m)
+{
+    s.config_.settings = settings_for(m, s.given_config_.settings);
+}
+
 }  // namespace
 
 void session_core::change_model_impl(model_identity m, asio::any_completion_handler<append_signature> h)
@@ -76,7 +91,7 @@ void session_core::model_changed(const entry& e)
     }
     serving_.store(std::make_shared<const model_identity>(*m), std::memory_order_release);
     if (config_.compat == compat_mode::pi)
-        return;  // Pi 1.6 never downshifts: thresholds and budgets stay the configured model's
+        return use_overrides_of(*this, *m);  // Pi 1.6 never downshifts
     // The budgets in use (config_.model) stay the previous model's until the next check decides;
     // a second change before it keeps the model the context was built for as the previous one.
     const bool back = m->provider == config_.model.provider && m->model_id == config_.model.model_id &&
@@ -101,10 +116,12 @@ void session_core::follow_path_model()
     serving_.store(std::make_shared<const model_identity>(serving), std::memory_order_release);
     const bool still_pending = pending_model_ && pending_model_->provider == serving.provider &&
                                pending_model_->model_id == serving.model_id;
-    if (still_pending || config_.compat == compat_mode::pi)
+    if (config_.compat == compat_mode::pi)
+        return use_overrides_of(*this, serving);
+    if (still_pending)
         return;  // a change of ours waiting for its check (a reload after a stale append) still waits
     pending_model_.reset();
-    config_.model = serving;
+    use_budgets_of(*this, serving);
 }
 
 bool session_core::downshift_first(asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c)
@@ -115,12 +132,13 @@ bool session_core::downshift_first(asio::any_completion_handler<outcome_signatur
     if (coordinator_->running() && !coordinator_->background_running())
         return false;
     const auto tokens = current()->context_tokens();
+    const auto next_settings = settings_for(*pending_model_, given_config_.settings);
     const auto action = config_.settings.enabled
-                            ? decide_downshift({config_.model, *pending_model_, tokens, &config_.settings, config_.compat})
+                            ? decide_downshift({config_.model, *pending_model_, tokens, &next_settings, config_.compat})
                             : downshift_action::none;
     if (action == downshift_action::none)
     {
-        config_.model = std::move(*pending_model_);
+        use_budgets_of(*this, std::move(*pending_model_));
         pending_model_.reset();
         return false;
     }
@@ -139,7 +157,7 @@ void session_core::after_downshift(error_code ec, compaction_outcome out, asio::
     // A failed or cancelled compaction leaves the change pending: the next check tries again.
     if (ec || closed_ || !pending_model_)
         return complete(std::move(h), strand_, ec, std::move(out));
-    config_.model = std::move(*pending_model_);
+    use_budgets_of(*this, std::move(*pending_model_));
     pending_model_.reset();
     const auto tokens = current()->context_tokens();
     if (fits_window(config_.model, tokens, config_.settings))

@@ -21,7 +21,7 @@ struct downshift_input
     model_identity previous;  ///< the model whose budgets the session used until the change
     model_identity next;      ///< the model the host switched to (context_window 0 = unknown)
     std::int64_t context_tokens = 0;
-    const compaction::compaction_settings* settings = nullptr;  ///< required
+    const compaction::compaction_settings* settings = nullptr;  ///< required: the new model's (settings_for)
     compaction::compat_mode compat = compaction::compat_mode::agentctx;
 };
 
@@ -35,6 +35,9 @@ struct downshift_input
  * context at or under the new threshold.
  */
 downshift_action decide_downshift(const downshift_input& in) noexcept;
+
+/// `base` with `model`'s own reserveTokens and keepRecentTokens (its `modelOverrides`), if any.
+compaction::compaction_settings settings_for(const model_identity& model, compaction::compaction_settings base);
 
 /// Whether `tokens` fit `model`'s window with the settings' reserve: `tokens ≤ contextWindow −
 /// reserveTokens` (true for an unknown window).

@@ -125,6 +125,25 @@ TEST(host_config, the_models_section_lists_the_models_a_session_may_switch_to)
     EXPECT_EQ(c.models[1].model_id, "qwen/qwen3-32b");
 }
 
+TEST(host_config, each_listed_model_carries_its_own_model_overrides)
+{
+    const auto file = settings_file("models-overrides", R"({"compaction": {"reserveTokens": 9000,
+        "modelOverrides": {"anthropic/claude-haiku-4-5": {"reserveTokens": 4000, "keepRecentTokens": 3000}}},
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 100000}, "openai/gpt-4.1": {"contextWindow": 1000000}}})");
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(inputs(file), diag);
+    ASSERT_TRUE(h) << diag.message;
+    ASSERT_EQ(h->models.size(), 2u);
+    EXPECT_EQ(h->models[0].reserve_tokens, 4000);      // its override
+    EXPECT_EQ(h->models[0].keep_recent_tokens, 3000);  // its override
+    EXPECT_EQ(h->models[1].reserve_tokens, 9000);      // the ordinary setting
+    EXPECT_EQ(h->models[1].keep_recent_tokens, 20000); // the default
+    // The configured model's are those the settings were resolved with.
+    EXPECT_EQ(h->model.reserve_tokens, h->settings.compaction.reserve_tokens);
+    EXPECT_EQ(h->model.keep_recent_tokens, h->settings.compaction.keep_recent_tokens);
+    EXPECT_EQ(runtime::session_config_of(*h).models[0].reserve_tokens, 4000);
+}
+
 TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
 {
     const std::pair<const char*, const char*> cases[] = {

@@ -358,3 +358,53 @@ TEST_F(model_change_session, a_failed_downshift_stays_pending_and_the_next_check
     ASSERT_EQ(summarizer_->calls(), 2u);
     EXPECT_EQ(summarizer_->prompts().at(1).max_output_tokens, 16384u);
 }
+
+TEST_F(model_change_session, a_switched_models_own_reserve_tokens_set_its_threshold)
+{
+    // 3200 - 1000 = 2200 holds the 2000-token context; with the model's own reserveTokens
+    // (modelOverrides) of 1500 the threshold is 1700, and the change compacts first.
+    model_identity plain{"openai", "gpt-5-mini", 3200, 8192};
+    model_identity tight = plain;
+    tight.reserve_tokens = 1500;
+    const auto first = path_;
+    for (const auto& m : {plain, tight})
+    {
+        if (m.reserve_tokens)
+            path_ = first.string() + ".tight";  // a file of its own: the first session still holds its store
+        auto c = config();
+        c.settings.background.enabled = false;
+        c.models = {m};
+        auto s = open(turns_text(), c);
+        ASSERT_TRUE(s);
+        change(*s, m);
+        const auto r = before_prompt(*s);
+        ASSERT_FALSE(r.ec) << r.ec.message() << ": " << r.outcome.message;
+        EXPECT_EQ(r.outcome.compacted, m.reserve_tokens.has_value());
+        s->close();
+    }
+    fs::remove(first);
+    EXPECT_EQ((std::vector<std::string>{"start:model_change", "end:model_change:ok"}), events_);
+    EXPECT_EQ(summarizer_->calls(), 1u);
+}
+
+TEST_F(model_change_session, compat_pi_applies_the_serving_models_overrides_with_the_configured_window)
+{
+    // Pi 1.6 resolves modelOverrides for the model it serves at every check, and measures a reply
+    // against the window of the model that wrote it: 200000 - 198500 = 1500 < 2000 compacts.
+    model_identity greedy{"anthropic", "claude-haiku-4-5", 2500, 8192};
+    greedy.reserve_tokens = 198500;
+    auto c = config(compaction::compat_mode::pi);
+    c.models = {greedy};
+    auto s = open(turns_text(), c);
+    ASSERT_TRUE(s);
+    auto r = before_prompt(*s);
+    EXPECT_FALSE(r.outcome.compacted);  // 200000 - 1000
+    change(*s, greedy);
+    r = before_prompt(*s);
+    ASSERT_FALSE(r.ec) << r.ec.message() << ": " << r.outcome.message;
+    EXPECT_TRUE(r.outcome.compacted);
+    ASSERT_TRUE(r.outcome.reason);
+    EXPECT_EQ(*r.outcome.reason, compaction_reason::threshold);
+    // Sized for the configured window, as Pi sizes it for the reply's model.
+    EXPECT_EQ(summarizer_->prompts().at(0).max_output_tokens, 16384u);
+}

@@ -47,6 +47,10 @@ struct model_identity
     std::string model_id;
     std::int64_t context_window = 0;
     std::int64_t max_output_tokens = 0;  ///< 0 = no model limit on summary output caps
+    /// The model's own `compaction.modelOverrides` (reserveTokens, keepRecentTokens), applied while
+    /// the session serves it; nullopt = the session's settings. load_host_config fills them.
+    std::optional<std::int64_t> reserve_tokens;
+    std::optional<std::int64_t> keep_recent_tokens;
 };
 
 struct session_config
