@@ -4,6 +4,7 @@
 #include <agentctx/runtime/session.hpp>
 
 #include "append_entry.hpp"
+#include "clearing_messages.hpp"
 #include "file_text.hpp"
 #include "open_session.hpp"
 #include "run_until.hpp"
@@ -27,32 +28,13 @@ using boost::system::error_code;
 
 namespace {
 
-json::object message(json::object m)
-{
-    m["timestamp"] = 1768467600000;
-    return {{"type", "message"}, {"message", std::move(m)}};
-}
+using test::clearing::assistant;
+using test::clearing::message;
+using test::clearing::result;
 
 json::object call(const std::string& id, const std::string& path)
 {
     return {{"type", "toolCall"}, {"id", id}, {"name", "read"}, {"arguments", json::object{{"path", path}}}};
-}
-
-json::object assistant(json::array content, std::int64_t input = 0)
-{
-    json::object m{{"role", "assistant"}, {"content", std::move(content)}, {"api", "anthropic-messages"},
-                   {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                   {"stopReason", input ? "stop" : "toolUse"}};
-    if (input)
-        m["usage"] = json::object{{"input", input}, {"output", 100}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", input + 100}};
-    return message(std::move(m));
-}
-
-json::object result(const std::string& call_id, std::size_t tokens)
-{
-    return message({{"role", "toolResult"}, {"toolCallId", call_id}, {"toolName", "read"},
-                    {"content", json::array{json::object{{"type", "text"}, {"text", std::string(tokens * 4, 'x')}}}},
-                    {"isError", false}});
 }
 
 class clearing_test : public ::testing::Test
