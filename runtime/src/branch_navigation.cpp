@@ -18,6 +18,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <spdlog/spdlog.h>
+
 namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
@@ -255,8 +257,10 @@ asio::awaitable<navigation_result> move_and_write(session_core& s, const navigat
     // Cancelled or closed while another write held the turn: nothing moves, nothing is written.
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
         co_return give_up(make_error_code(errc::cancelled), "cancelled");
+    if (s.closed_)
+        co_return give_up(make_error_code(errc::session_closed), "the session was closed");
     // Appended to meanwhile: the branch left is not the one summarized.
-    if (s.closed_ || s.log_.leaf() != n.old_leaf)
+    if (s.log_.leaf() != n.old_leaf)
         co_return give_up(make_error_code(errc::stale_plan), "the session changed during the branch summary");
     diagnostics diag;
     auto m = plan_move(s, n, text, label, diag);
