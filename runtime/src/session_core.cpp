@@ -639,7 +639,8 @@ void session_core::recover(
         emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
         // The failed hooks may suspend: the check completes once they have finished.
         auto hooks = [](std::shared_ptr<session_core> self, std::string why) -> asio::awaitable<std::string> {
-            co_await self->run_failed_hooks(compact_failed_event{compaction_reason::overflow, why, false, false, false});
+            const compact_failed_event failed{compaction_reason::overflow, why, false, false, false};
+            co_await self->run_failed_hooks(failed);
             co_return why;
         };
         asio::co_spawn(strand_, hooks(shared_from_this(), why),

@@ -817,7 +817,8 @@ asio::awaitable<transaction::result_type> transaction::succeed(session_core& s, 
                            .result = c.result, .entry_id = c.entry->id};
     s.suppression_.reset();
     // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
-    co_await s.run_compacted_hooks(compacted_event{*c.entry, j.from_hook});
+    const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
+    co_await s.run_compacted_hooks(done);
     s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
     s.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
     s.logger_->info("compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} model_calls={} "
@@ -845,7 +846,9 @@ asio::awaitable<transaction::result_type> transaction::fail(session_core& s, con
     const auto shown = aborted ? std::nullopt : std::optional(out.message);
     // Pi 1.6: compaction_end first, then the failed hooks.
     s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
-    co_await s.run_failed_hooks(compact_failed_event{reason, shown, aborted, false, from_hook});
+    // Named, not a temporary: it lives across the hooks' suspensions.
+    const compact_failed_event failed{reason, shown, aborted, false, from_hook};
+    co_await s.run_failed_hooks(failed);
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
