@@ -46,7 +46,7 @@ asio::awaitable<transaction::result_type> transaction::run_background(
                                                    : discard_reason::cancelled;
         j.evidence.discarded = detail::to_string(why);
         emit_start(s, j);
-        co_return fail(s, j, f);
+        co_return co_await fail(s, j, f);
     }
     // Held on the strand; session_core::finish tells the coordinator it is prepared.
     s.prepared_ = std::move(**r);
@@ -154,8 +154,12 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
     // 3. The same one-entry commit as a foreground compaction, recorded as the background one's.
     auto e = co_await commit(s, bg, *result, *v, p->summaries);
     if (!e)
-        co_return prepared_use{fail(s, bg, e.error())};
-    auto done = succeed(s, bg, committed{std::move(*e), std::move(*result)});
+    {
+        auto failed = co_await fail(s, bg, e.error());
+        co_return prepared_use{std::move(failed)};
+    }
+    committed c{std::move(*e), std::move(*result)};  // named, not a temporary across the hooks' suspensions
+    auto done = co_await succeed(s, bg, std::move(c));
     done.second.reason = j.request.reason;
     done.second.will_retry = j.request.will_retry;
     co_return prepared_use{std::move(done), verdict == detail::size_verdict::commit_then_foreground};

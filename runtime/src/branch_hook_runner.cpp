@@ -15,6 +15,14 @@ void branch_hook_runner::add(before_branch_hook h)
     });
 }
 
+void branch_hook_runner::add(branched_hook h)
+{
+    after_.push_back([h = std::move(h)](const branched_event& e) -> boost::asio::awaitable<void> {
+        h(e);
+        co_return;
+    });
+}
+
 boost::asio::awaitable<branch_hook_runner::before_result> branch_hook_runner::run_before(
     const before_branch_event& e, spdlog::logger& log, std::function<bool()> stopped) const
 {
@@ -47,13 +55,13 @@ boost::asio::awaitable<branch_hook_runner::before_result> branch_hook_runner::ru
     co_return out;
 }
 
-void branch_hook_runner::run_after(const branched_event& e, spdlog::logger& log) const
+boost::asio::awaitable<void> branch_hook_runner::run_after(const branched_event& e, spdlog::logger& log) const
 {
     for (const auto& h : after_)
     {
         try
         {
-            h(e);
+            co_await h(e);
         }
         catch (const std::exception& ex)
         {

@@ -21,7 +21,8 @@ class branch_hook_runner
 public:
     void add(before_branch_hook h);
     void add(async_before_branch_hook h) { before_.push_back(std::move(h)); }
-    void add(branched_hook h) { after_.push_back(std::move(h)); }
+    void add(branched_hook h);
+    void add(async_branched_hook h) { after_.push_back(std::move(h)); }
     bool has_before() const noexcept { return !before_.empty(); }
 
     /// Awaits the before hooks in registration order: the last non-empty answer wins whole; a
@@ -35,12 +36,12 @@ public:
     boost::asio::awaitable<before_result> run_before(const before_branch_event& e, spdlog::logger& log,
                                                      std::function<bool()> stopped) const;
 
-    /// Calls every branched hook in registration order; one that throws is logged and skipped.
-    void run_after(const branched_event& e, spdlog::logger& log) const;
+    /// Awaits every branched hook in registration order; one that throws is logged and skipped.
+    boost::asio::awaitable<void> run_after(const branched_event& e, spdlog::logger& log) const;
 
 private:
     std::vector<async_before_branch_hook> before_;
-    std::vector<branched_hook> after_;
+    std::vector<async_branched_hook> after_;  ///< synchronous ones wrapped
 };
 
 }  // namespace agentctx::runtime::detail

@@ -1,9 +1,11 @@
 // Pi 1.6's tree navigation: the before_branch hooks, the branch summary, the leaf's move, the summary and label entries, the branched hooks.
 #include "session_core.hpp"
 
+#include "append_check.hpp"
 #include "compaction_coordinator.hpp"
 
 #include <agentctx/compaction/branch_summary.hpp>
+#include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -15,6 +17,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
 
 namespace agentctx::runtime::detail {
 
@@ -155,8 +159,93 @@ result<void> collect(const session_core& s, navigation& n, std::string& why)
     return {};
 }
 
-// Moves the leaf (none for a first user message) and writes the summary entry in one write turn
-// (no append comes between them), then the label entry. Completes with the summary's id.
+// The summary and label entries, chained from `new_leaf` (the label on the summary, else on the
+// target), each validated as an append would be; nothing is written. Pi's field order.
+result<std::vector<entry_ptr>> navigation_entries(const session_core& s, const navigation& n,
+                                                  const std::optional<std::string>& new_leaf,
+                                                  const std::optional<branch_text>& text, const std::string& label,
+                                                  diagnostics& diag)
+{
+    std::vector<entry_ptr> out;
+    std::optional<std::string> parent = new_leaf;
+    const std::string now = iso_timestamp_now();
+    auto add = [&](boost::json::object f) -> result<void> {
+        std::string id = s.log_.new_id();
+        while (!out.empty() && out.front()->id == id)
+            id = s.log_.new_id();
+        boost::json::object raw{{"type", f["type"]},
+                                {"id", id},
+                                {"parentId", parent ? boost::json::value(*parent) : boost::json::value(nullptr)},
+                                {"timestamp", now}};
+        for (auto& kv : f)
+            if (kv.key() != "type")
+                raw[kv.key()] = std::move(kv.value());
+        auto e = decode_entry(std::move(raw), diag);
+        if (!e)
+            return e.error();
+        // The first is checked against the log; a label on the summary has its parent and
+        // target in this batch.
+        if (out.empty())
+            if (auto ok = check_appendable(s.log_, *e, diag); !ok)
+                return ok.error();
+        parent = id;
+        out.push_back(std::make_shared<const entry>(std::move(*e)));
+        return {};
+    };
+    if (text)
+        if (auto r = add(summary_fields(n.old_leaf_id.value_or("root"), *text)); !r)
+            return r.error();
+    if (!label.empty())
+    {
+        boost::json::object f{{"type", "label"}, {"targetId", text ? out.front()->id : n.target_id}, {"label", label}};
+        if (auto r = add(std::move(f)); !r)
+            return r.error();
+    }
+    return out;
+}
+
+// What the navigation installs: the new leaf's snapshot and the entries written after it.
+struct planned_move
+{
+    std::optional<std::string> new_leaf;
+    std::shared_ptr<const snapshot> snap;
+    std::vector<entry_ptr> entries;
+};
+
+// Puts the log's leaf at `id` (none: before the first entry).
+result<void> set_leaf(session_core& s, const std::optional<std::string>& id, diagnostics& diag)
+{
+    if (!id)
+    {
+        s.log_.reset_leaf();
+        return {};
+    }
+    return s.log_.branch(*id, diag);
+}
+
+// The move computed at the new leaf, then the leaf put back where it was: nothing is moved
+// until the entries are stored.
+result<planned_move> plan_move(session_core& s, const navigation& n, const std::optional<branch_text>& text,
+                               const std::string& label, diagnostics& diag)
+{
+    planned_move m{new_leaf_for(*n.target), nullptr, {}};
+    if (auto b = set_leaf(s, m.new_leaf, diag); !b)
+        return b.error();
+    auto snap = make_snapshot(s.log_, s.counter(), diag);
+    auto entries = snap ? navigation_entries(s, n, m.new_leaf, text, label, diag)
+                        : result<std::vector<entry_ptr>>(snap.error());
+    diagnostics ignored;
+    (void)set_leaf(s, n.old_leaf_id, ignored);
+    if (!entries)
+        return entries.error();
+    m.snap = std::move(*snap);
+    m.entries = std::move(*entries);
+    return m;
+}
+
+// In one write turn: the summary and label entries are written in one store write, and only
+// then does the leaf move and the new snapshot go out; a refusal or a failed write leaves the
+// leaf where it was. Completes with the summary's id.
 asio::awaitable<navigation_result> move_and_write(session_core& s, const navigation& n,
                                                   const std::optional<branch_text>& text, const std::string& label)
 {
@@ -165,44 +254,44 @@ asio::awaitable<navigation_result> move_and_write(session_core& s, const navigat
         s.leave_writes();
         return navigation_result{ec, std::move(message)};
     };
+    // Cancelled or closed while another write held the turn: nothing moves, nothing is written.
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+        co_return give_up(make_error_code(errc::cancelled), "cancelled");
+    if (s.closed_)
+        co_return give_up(make_error_code(errc::session_closed), "the session was closed");
     // Appended to meanwhile: the branch left is not the one summarized.
-    if (s.closed_ || s.log_.leaf() != n.old_leaf)
+    if (s.log_.leaf() != n.old_leaf)
         co_return give_up(make_error_code(errc::stale_plan), "the session changed during the branch summary");
     diagnostics diag;
-    const auto new_leaf = new_leaf_for(*n.target);
-    if (!new_leaf)
-        s.log_.reset_leaf();
-    else if (auto b = s.log_.branch(*new_leaf, diag); !b)
-        co_return give_up(b.error(), diag.message);
-    auto snap = make_snapshot(s.log_, s.counter(), diag);
-    if (!snap)
+    auto m = plan_move(s, n, text, label, diag);
+    if (!m)
+        co_return give_up(m.error(), diag.message);
+    if (!m->entries.empty())
     {
-        if (n.old_leaf_id)
-            (void)s.log_.branch(*n.old_leaf_id, diag);
-        else
-            s.log_.reset_leaf();
-        co_return give_up(snap.error(), diag.message);
+        // Not cancellable: once sent, only the store's answer says whether it committed.
+        auto [ec, message] = co_await awaited<store_write_signature>(
+            [&s, &m](auto h) { s.store_->async_write_batch(s.strand_, m->entries, s.log_.size(), std::move(h)); },
+            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+        if (ec == make_error_code(errc::stale_leaf))
+            (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
+                                                   asio::as_tuple(asio::use_awaitable));
+        if (ec)
+        {
+            s.logger_->warn("branch navigation's write failed: {}", message);
+            co_return give_up(ec, std::move(message));
+        }
     }
-    s.publish(std::move(*snap));
-    std::string summary_id;
-    if (text)
+    // Stored: the leaf moves and the entries join the log (validated above, so this holds).
+    (void)set_leaf(s, m->new_leaf, diag);
+    auto snap = m->snap;
+    for (const auto& e : m->entries)
     {
-        auto fields = summary_fields(n.old_leaf_id.value_or("root"), *text);
-        // append_async leaves the write turn itself.
-        auto [ec, id] = co_await awaited<append_signature>(
-            [&s, &fields](auto h) { s.append_async(std::move(fields), std::move(h)); }, asio::as_tuple(asio::use_awaitable));
-        if (ec || label.empty())
-            co_return navigation_result{ec, std::move(id)};
-        summary_id = std::move(id);
-        co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+        (void)s.log_.append(e, diag);
+        snap = extend_snapshot(*snap, *e, s.counter());
     }
-    else if (label.empty())
-        co_return give_up(error_code{}, std::string());
-    // Pi labels the summary entry, or the target when there is none; the label entry is the new leaf.
-    boost::json::object fields{{"type", "label"}, {"targetId", text ? summary_id : n.target_id}, {"label", label}};
-    auto [ec, id] = co_await awaited<append_signature>(
-        [&s, &fields](auto h) { s.append_async(std::move(fields), std::move(h)); }, asio::as_tuple(asio::use_awaitable));
-    co_return navigation_result{ec, ec ? std::move(id) : summary_id};
+    s.publish(std::move(snap));
+    s.leave_writes();
+    co_return navigation_result{error_code{}, text && !m->entries.empty() ? m->entries.front()->id : std::string()};
 }
 
 // The checks Pi makes before anything runs; fills `n`. A set error code ends the navigation
@@ -272,8 +361,9 @@ asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navig
     co_return navigation_result{};
 }
 
-// The branched hooks (Pi's session_tree), once the context is installed.
-void run_after_hooks(session_core& s, const navigation& n, const std::optional<branch_text>& text, const std::string& summary_id)
+// The branched hooks (Pi's session_tree), once the context is installed; awaited.
+asio::awaitable<void> run_after_hooks(session_core& s, const navigation& n, const std::optional<branch_text>& text,
+                                      const std::string& summary_id)
 {
     diagnostics diag;
     entry_ptr summary;
@@ -283,7 +373,7 @@ void run_after_hooks(session_core& s, const navigation& n, const std::optional<b
     const auto new_leaf_id = s.log_.leaf_id();
     const branched_event after{new_leaf_id, n.old_leaf_id, summary.get(),
                                text ? std::optional<bool>(text->from_hook) : std::nullopt};
-    s.branch_hooks_.run_after(after, *s.logger_);
+    co_await s.branch_hooks_.run_after(after, *s.logger_);
 }
 
 asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, branch_options opts)
@@ -315,7 +405,8 @@ asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, 
     auto [ec, summary_id] = co_await move_and_write(s, n, text, h.label);
     if (ec)
         co_return navigation_result{ec, std::move(summary_id)};
-    run_after_hooks(s, n, text, summary_id);
+    // Written and moved: a cancellation while a hook runs reaches the hook, not the outcome.
+    co_await run_after_hooks(s, n, text, summary_id);
     co_return navigation_result{error_code{}, std::move(summary_id)};
 }
 

@@ -66,11 +66,26 @@ void session::on_before_compact(before_compact_hook h)
     });
 }
 void session::on_before_compact(async_before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
-void session::on_compacted(compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
-void session::on_compact_failed(compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
+void session::on_compacted(compacted_hook h)
+{
+    core_->compacted_hooks_.push_back([h = std::move(h)](const compacted_event& e) -> boost::asio::awaitable<void> {
+        h(e);
+        co_return;
+    });
+}
+void session::on_compacted(async_compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
+void session::on_compact_failed(compact_failed_hook h)
+{
+    core_->failed_hooks_.push_back([h = std::move(h)](const compact_failed_event& e) -> boost::asio::awaitable<void> {
+        h(e);
+        co_return;
+    });
+}
+void session::on_compact_failed(async_compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
 void session::on_before_branch(before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
 void session::on_before_branch(async_before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
 void session::on_branched(branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
+void session::on_branched(async_branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
 
 const session_config& session::config() const noexcept { return core_->given_config_; }
 

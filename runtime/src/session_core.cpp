@@ -194,9 +194,35 @@ void session_core::emit(const session_event& e)
     call_each(listeners_, e, *logger_, "event listener");
 }
 
-void session_core::run_failed_hooks(const compact_failed_event& e)
+namespace {
+
+// Awaits each of the host's hooks in order; one that throws is logged and the next still runs.
+template <class Hooks, class Event>
+asio::awaitable<void> await_each(const Hooks& hooks, const Event& e, spdlog::logger& log, const char* what)
 {
-    call_each(failed_hooks_, e, *logger_, "compact_failed hook");
+    for (const auto& h : hooks)
+    {
+        try
+        {
+            co_await h(e);
+        }
+        catch (const std::exception& ex)
+        {
+            log.error("{} threw: {}", what, ex.what());
+        }
+    }
+}
+
+}  // namespace
+
+asio::awaitable<void> session_core::run_failed_hooks(const compact_failed_event& e)
+{
+    co_await await_each(failed_hooks_, e, *logger_, "compact_failed hook");
+}
+
+asio::awaitable<void> session_core::run_compacted_hooks(const compacted_event& e)
+{
+    co_await await_each(compacted_hooks_, e, *logger_, "compacted hook");
 }
 
 void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h,
@@ -611,9 +637,18 @@ void session_core::recover(
     {
         const std::string why(overflow ? overflow_exhausted_message : truncated_exhausted_message);
         emit(compaction_end_event{compaction_reason::overflow, std::nullopt, false, false, why});
-        run_failed_hooks(compact_failed_event{compaction_reason::overflow, why, false, false, false});
-        return complete(std::move(h), strand_, make_error_code(errc::overflow_recovery_failed),
-                        compaction_outcome{.reason = compaction_reason::overflow, .message = why});
+        // The failed hooks may suspend: the check completes once they have finished.
+        auto hooks = [](std::shared_ptr<session_core> self, std::string why) -> asio::awaitable<std::string> {
+            const compact_failed_event failed{compaction_reason::overflow, why, false, false, false};
+            co_await self->run_failed_hooks(failed);
+            co_return why;
+        };
+        asio::co_spawn(strand_, hooks(shared_from_this(), why),
+                       [self = shared_from_this(), h = std::move(h)](std::exception_ptr, std::string why) mutable {
+                           complete(std::move(h), self->strand_, make_error_code(errc::overflow_recovery_failed),
+                                    compaction_outcome{.reason = compaction_reason::overflow, .message = std::move(why)});
+                       });
+        return;
     }
     overflow_attempted_ = true;
     // Omit the failed attempt (persisted, #11227), then compact; the omissions stay if the

@@ -12,6 +12,7 @@
 #include "failure_suppression.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/json/object.hpp>
@@ -184,8 +185,11 @@ public:
     /// starts a background compaction when the check asks for one. True when one started.
     bool maybe_start_background(std::int64_t tokens);
     void emit(const session_event& e);
-    /// The compact_failed hooks, in registration order (after compaction_end, as Pi 1.6).
-    void run_failed_hooks(const compact_failed_event& e);
+    /// The compact_failed hooks, in registration order (after compaction_end, as Pi 1.6),
+    /// each awaited; one that throws is logged and skipped.
+    boost::asio::awaitable<void> run_failed_hooks(const compact_failed_event& e);
+    /// The compacted hooks likewise.
+    boost::asio::awaitable<void> run_compacted_hooks(const compacted_event& e);
 
     boost::asio::strand<executor_type> strand_;
     std::unique_ptr<store> store_;
@@ -220,8 +224,8 @@ public:
 
     std::vector<event_listener> listeners_;
     std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped
-    std::vector<compacted_hook> compacted_hooks_;
-    std::vector<compact_failed_hook> failed_hooks_;
+    std::vector<async_compacted_hook> compacted_hooks_;  ///< synchronous ones wrapped
+    std::vector<async_compact_failed_hook> failed_hooks_;  ///< synchronous ones wrapped
     branch_hook_runner branch_hooks_;  ///< before_branch and branched
 
     // Model changes. config_.model holds the budgets in use (the previous model's while a change

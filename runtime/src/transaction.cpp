@@ -108,7 +108,7 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
         r.emplace(boost::system::in_place_error, failure{make_error_code(errc::io_error), e.what()});
     }
     if (*r)
-        co_return succeed(s, j, **r);
+        co_return co_await succeed(s, j, std::move(**r));
     if (r->error().silent)
     {
         // A paused compaction says so to its caller; nothing else does (no events, no hooks).
@@ -117,7 +117,7 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
                                                                                 .message = r->error().message})};
     }
     emit_start(s, j);
-    co_return fail(s, j, r->error());
+    co_return co_await fail(s, j, r->error());
 }
 
 asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session_core& s, session_core::job& j)
@@ -133,6 +133,11 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
     // branch) of this session waiting.
     co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
     const write_turn turn(s);
+    // A cancellation or close() that came while another write held the turn: nothing is written.
+    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    if (s.closed_)
+        co_return failure{make_error_code(errc::session_closed), "the session was closed"};
     auto now = revalidate(s, p, first_kept);
     if (!now)
         co_return now.error();
@@ -173,9 +178,14 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     if (!custom)
         co_return custom.error();
 
+    // 2a. A hook's cut is checked as the plan's own would be: an invalid one writes nothing.
+    const bool hook_kept = *custom && !(*custom)->result.first_kept_entry_id.empty();
+    std::string first_kept = hook_kept ? (*custom)->result.first_kept_entry_id : p->prep.first_kept_entry_id;
+    if (hook_kept)
+        if (auto cut = check_hook_cut(s, *p, first_kept); !cut)
+            co_return cut.error();
+
     // 2b. The host's evidence store keeps the original range before anything is summarized.
-    const bool hook_kept = *custom && !(*custom)->first_kept_entry_id.empty();
-    std::string first_kept = hook_kept ? (*custom)->first_kept_entry_id : p->prep.first_kept_entry_id;
     auto evidence = co_await preserve_evidence(s, j, first_kept);
     if (!evidence)
         co_return evidence.error();
@@ -260,13 +270,13 @@ transaction::step<void> transaction::check_paused(session_core& s, session_core:
                    false, true};
 }
 
-asio::awaitable<transaction::step<std::optional<compaction_result>>> transaction::before_hooks(
+asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> transaction::before_hooks(
     session_core& s,
     const session_core::job& j,
     const plan& p
 )
 {
-    std::optional<compaction_result> custom;
+    std::optional<hook_result> custom;
     if (s.before_hooks_.empty())
         co_return custom;
     diagnostics diag;
@@ -297,7 +307,7 @@ asio::awaitable<transaction::step<std::optional<compaction_result>>> transaction
         if (d.cancel)
             co_return failure{make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
         if (d.result)
-            custom = std::move(d.result);
+            custom = hook_result{std::move(*d.result), d.usage};
     }
     co_return custom;
 }
@@ -306,7 +316,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
     session_core& s,
     session_core::job& j,
     const plan& p,
-    std::optional<compaction_result> custom
+    std::optional<hook_result> custom
 )
 {
     summaries out;
@@ -342,12 +352,20 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
 transaction::step<void> transaction::accept_hook_summary(
     session_core& s,
     session_core::job& j,
-    compaction_result custom,
+    hook_result hook,
     const scrub_fn& scrub,
     summaries& out
 )
 {
     j.from_hook = true;
+    auto& custom = hook.result;
+    // The hook's own call is billed as a summary call would be: the entry's usage, the end
+    // event's and the finished event's evidence (whether or not the result commits).
+    if (hook.usage)
+    {
+        j.evidence.usage = combine_usage(j.evidence.usage, *hook.usage);
+        out.history_usage = hook.usage;
+    }
     // Pi 1.6: the model's output limit, clamped so input and output fit the window.
     const auto& model = s.config_.model;
     const auto cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
@@ -796,33 +814,25 @@ void transaction::emit_start(session_core& s, session_core::job& j)
     s.emit(compaction_start_event{j.request.reason});
 }
 
-transaction::result_type transaction::succeed(session_core& s, const session_core::job& j, const committed& c)
+asio::awaitable<transaction::result_type> transaction::succeed(session_core& s, const session_core::job& j, committed c)
 {
     const auto reason = j.request.reason;
     compaction_outcome out{.attempted = true, .compacted = true, .reason = reason, .will_retry = j.request.will_retry,
                            .result = c.result, .entry_id = c.entry->id};
     s.suppression_.reset();
-    for (const auto& h : s.compacted_hooks_)
-    {
-        try
-        {
-            h(compacted_event{*c.entry, j.from_hook});
-        }
-        catch (const std::exception& ex)
-        {
-            s.logger_->error("compacted hook threw: {}", ex.what());
-        }
-    }
-    s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt});
+    // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
+    const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
+    co_await s.run_compacted_hooks(done);
+    s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
     s.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
     s.logger_->info("compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} model_calls={} "
                     "entry={}",
                     to_string(reason), c.result.tokens_before, c.result.tokens_after, elapsed_ms(j.started), j.model_calls,
                     c.entry->id);
-    return {error_code{}, std::move(out)};
+    co_return result_type{error_code{}, std::move(out)};
 }
 
-transaction::result_type transaction::fail(session_core& s, const session_core::job& j, const failure& f)
+asio::awaitable<transaction::result_type> transaction::fail(session_core& s, const session_core::job& j, failure f)
 {
     const auto reason = j.request.reason;
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
@@ -840,11 +850,13 @@ transaction::result_type transaction::fail(session_core& s, const session_core::
     const auto shown = aborted ? std::nullopt : std::optional(out.message);
     // Pi 1.6: compaction_end first, then the failed hooks.
     s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
-    s.run_failed_hooks(compact_failed_event{reason, shown, aborted, false, from_hook});
+    // Named, not a temporary: it lives across the hooks' suspensions.
+    const compact_failed_event failed{reason, shown, aborted, false, from_hook};
+    co_await s.run_failed_hooks(failed);
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
     s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
                     f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
-    return {f.ec, std::move(out)};
+    co_return result_type{f.ec, std::move(out)};
 }
 
 }  // namespace agentctx::runtime

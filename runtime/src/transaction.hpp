@@ -139,19 +139,28 @@ private:
     static step<void> check_paused(session_core& s, session_core::job& j, const plan& p);
     /// The before_compact hooks, awaited in registration order; a cancellation while one runs
     /// stops the compaction after it returns.
-    static boost::asio::awaitable<step<std::optional<compaction::compaction_result>>> before_hooks(
+    /// A hook's result and the usage its decision reported.
+    struct hook_result
+    {
+        compaction::compaction_result result;
+        std::optional<compaction::usage> usage;
+    };
+    static boost::asio::awaitable<step<std::optional<hook_result>>> before_hooks(
         session_core& s, const session_core::job& j, const plan& p);
+    /// hook_cut.cpp: a hook's `first_kept_entry_id` checked against the plan's cut-point rules
+    /// (agentctx mode); `hook_invalid_cut` naming the entry and why.
+    static step<void> check_hook_cut(const session_core& s, const plan& p, const std::string& first_kept);
     /// preserve_evidence.cpp: the host keeps the range about to be summarized (session_config::
     /// preserve_evidence), for a compaction keeping from `first_kept`; none configured: no references.
     static boost::asio::awaitable<step<std::vector<compaction::evidence_reference>>> preserve_evidence(
         session_core& s, const session_core::job& j, const std::string& first_kept);
     static boost::asio::awaitable<step<summaries>> summarize(
-        session_core& s, session_core::job& j, const plan& p, std::optional<compaction::compaction_result> custom);
+        session_core& s, session_core::job& j, const plan& p, std::optional<hook_result> custom);
 
     // summarize's strategies, in the order it tries them: a before_compact hook's result, the
     // provider's native compaction, then portable summaries (the history in pieces, or in one
     // request; a split turn's prefix in its own request, after or beside the history's).
-    static step<void> accept_hook_summary(session_core& s, session_core::job& j, compaction::compaction_result custom,
+    static step<void> accept_hook_summary(session_core& s, session_core::job& j, hook_result custom,
                                           const scrub_fn& scrub, summaries& out);
     /// Keeps the native state; true when the reply's readable block is the whole summary (Anthropic).
     static bool adopt_native_reply(session_core::job& j, providers::native_reply reply, summaries& out);
@@ -269,8 +278,10 @@ private:
     static compaction_evidence finished_evidence(const session_core::job& j, std::optional<boost::system::error_code> failed);
     static bool still_wanted(const session_core& s, const session_core::job& j, boost::asio::cancellation_type cancelled);
     static void emit_start(session_core& s, session_core::job& j);
-    static result_type succeed(session_core& s, const session_core::job& j, const committed& c);
-    static result_type fail(session_core& s, const session_core::job& j, const failure& f);
+    /// Reports the outcome (events, the compacted or compact_failed hooks awaited, the log line).
+    /// A cancellation while a hook runs changes nothing of the outcome reported.
+    static boost::asio::awaitable<result_type> succeed(session_core& s, const session_core::job& j, committed c);
+    static boost::asio::awaitable<result_type> fail(session_core& s, const session_core::job& j, failure f);
 };
 
 /// A background compaction's validated result, held on the strand until it is committed or

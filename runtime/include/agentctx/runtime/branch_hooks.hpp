@@ -90,5 +90,10 @@ using before_branch_hook = std::function<before_branch_decision(const before_bra
 using async_before_branch_hook =
     std::function<boost::asio::awaitable<before_branch_decision>(const before_branch_event&)>;
 using branched_hook = std::function<void(const branched_event&)>;
+/// A branched hook that may suspend: awaited in registration order with the synchronous ones;
+/// the navigation completes after every hook has finished. Its cancellation is the
+/// navigation's: the entries are written and the leaf has moved, so a cancellation while it
+/// runs cancels its `use_awaitable` operations and the navigation still completes with success.
+using async_branched_hook = std::function<boost::asio::awaitable<void>(const branched_event&)>;
 
 }  // namespace agentctx::runtime

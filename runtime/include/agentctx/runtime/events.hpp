@@ -44,6 +44,9 @@ struct compaction_end_event
     /// A background compaction that wrote nothing: why (`branched`, `edited`, `restored`,
     /// `settings_changed`, `over_threshold`, `superseded`, `cancelled`, `closed`, `failed`).
     std::optional<std::string> discarded;
+    /// Set on success when the compaction entry stores a usage: the summary calls' (summed as
+    /// the entry's `usage`), or what a before_compact hook's decision reported for its result.
+    std::optional<compaction::usage> usage;
 };
 
 /// A background compaction's summary is validated and held, bound to the prefix it covers; it is
@@ -144,10 +147,19 @@ struct before_compact_event
 };
 
 /// A hook's answer: cancel the compaction, or supply the result (validated like our own).
+/// A result's `first_kept_entry_id` (empty: the plan's) must be a cut point the plan could have
+/// chosen (agentctx mode): on the active path after the previous compaction's boundary, where a
+/// cut is allowed (never a tool result, never inside a tool round), not past a required entry,
+/// and not past a pinned entry the plan keeps. Otherwise the compaction fails with
+/// `hook_invalid_cut` (the message names the entry and why) and writes nothing.
 struct before_compact_decision
 {
     bool cancel = false;
     std::optional<compaction::compaction_result> result;
+    /// What producing `result` cost (the hook's own model call), as a summary call's usage: it
+    /// becomes the compaction entry's `usage`, compaction_end_event::usage and the usage of
+    /// compaction_finished_event's evidence. Ignored without a `result`.
+    std::optional<compaction::usage> usage;
 };
 
 struct compacted_event
@@ -177,6 +189,15 @@ using async_before_compact_hook =
     std::function<boost::asio::awaitable<before_compact_decision>(const before_compact_event&)>;
 using compacted_hook = std::function<void(const compacted_event&)>;
 using compact_failed_hook = std::function<void(const compact_failed_event&)>;
+/// compacted and compact_failed hooks that may suspend (a database write, a notification):
+/// awaited on the session's strand in registration order with the synchronous ones; the
+/// operation completes only after every hook has finished. Their cancellation is the
+/// operation's: a cancellation while one runs cancels its `use_awaitable` operations, and the
+/// operation's outcome stays what it was when the hooks started (a committed compaction is
+/// reported committed; the entry is durable). Such a hook must not await a compaction of its
+/// own session (it would wait for itself).
+using async_compacted_hook = std::function<boost::asio::awaitable<void>(const compacted_event&)>;
+using async_compact_failed_hook = std::function<boost::asio::awaitable<void>(const compact_failed_event&)>;
 using event_listener = std::function<void(const session_event&)>;
 
 }  // namespace agentctx::runtime

@@ -24,10 +24,12 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace spdlog {
@@ -487,19 +489,54 @@ public:
     void on_event(event_listener l);
     void on_before_compact(before_compact_hook h);
     void on_before_compact(async_before_compact_hook h);
+    /// compacted and compact_failed hooks: synchronous, or awaitable (events.hpp): the operation
+    /// completes after they finish.
     void on_compacted(compacted_hook h);
+    void on_compacted(async_compacted_hook h);
     void on_compact_failed(compact_failed_hook h);
+    void on_compact_failed(async_compact_failed_hook h);
     /// Tree navigation (async_branch_from with options or a summary), as Pi's session_before_tree
     /// and session_tree: see branch_hooks.hpp.
     void on_before_branch(before_branch_hook h);
     void on_before_branch(async_before_branch_hook h);
     void on_branched(branched_hook h);
+    void on_branched(async_branched_hook h);
+
+    /// Any callable: one returning an awaitable is registered as the awaitable hook, one returning
+    /// void as the synchronous one (a lambda converts to both std::function types).
+    template <class F>
+        requires std::invocable<F&, const compacted_event&>
+    void on_compacted(F f)
+    {
+        on_compacted(hook_of<compacted_hook, async_compacted_hook, compacted_event>(std::move(f)));
+    }
+    template <class F>
+        requires std::invocable<F&, const compact_failed_event&>
+    void on_compact_failed(F f)
+    {
+        on_compact_failed(hook_of<compact_failed_hook, async_compact_failed_hook, compact_failed_event>(std::move(f)));
+    }
+    template <class F>
+        requires std::invocable<F&, const branched_event&>
+    void on_branched(F f)
+    {
+        on_branched(hook_of<branched_hook, async_branched_hook, branched_event>(std::move(f)));
+    }
 
     /// The configuration as given to open() (a model switch shows in serving_model()).
     const session_config& config() const noexcept;
 
 private:
     explicit session(std::shared_ptr<detail::session_core> core);
+
+    template <class Sync, class Async, class Event, class F>
+    static auto hook_of(F f)
+    {
+        if constexpr (std::is_void_v<std::invoke_result_t<F&, const Event&>>)
+            return Sync(std::move(f));
+        else
+            return Async(std::move(f));
+    }
 
     // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
