@@ -56,8 +56,8 @@ void drop_broken_exchanges(std::vector<carried_entry>& items)
     }
     std::size_t w = 0;
     for (std::size_t i = 0; i < items.size(); ++i)
-        if (keep[i])
-            items[w++] = std::move(items[i]);
+        if (keep[i] && w++ != i)
+            items[w - 1] = std::move(items[i]);
     items.resize(w);
 }
 

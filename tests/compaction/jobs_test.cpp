@@ -246,8 +246,8 @@ TEST(jobs, settings_are_read_strictly_and_errors_name_the_field)
 {
     diagnostics diag;
     const auto ok = parse_job_settings(
-        json::parse(R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"resultText","pattern":"job (\\d+)"},)"
-                    R"("completedBy":{"customTypes":["job_done"],"field":"jobId"}}]}})")
+        json::parse(R"j({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"resultText","pattern":"job (\\d+)"},)j"
+                    R"j("completedBy":{"customTypes":["job_done"],"field":"jobId"}}]}})j")
             .as_object(),
         diag);
     ASSERT_TRUE(ok) << diag.message;
@@ -269,7 +269,7 @@ TEST(jobs, settings_are_read_strictly_and_errors_name_the_field)
     EXPECT_EQ(field_of(R"({"jobs":[]})"), "jobs");
     EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}})"),
               "jobs.rules[0].id.from");
-    EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"resultText","pattern":"("},"completedBy":{"tools":["s"]}}]}})"),
+    EXPECT_EQ(field_of(R"j({"jobs":{"rules":[{"tools":["b"],"id":{"from":"resultText","pattern":"("},"completedBy":{"tools":["s"]}}]}})j"),
               "jobs.rules[0].id.pattern");
     EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"arguments","field":"id"},"completedBy":{}}]}})"),
               "jobs.rules[0].completedBy");
