@@ -155,11 +155,13 @@ asio::awaitable<http_response> create_session(request_context& c)
             state->declare_jobs(id, jobs);
         };
     std::string new_id;  // for forgetting a declaration whose session was never created
-    auto created = co_await c.server.sessions->create(dir, diag, [&new_id, declare](const std::string& id) {
+    // Named, not a temporary in the co_await expression (GCC 12 destroys those twice).
+    const std::function<void(const std::string&)> before_open = [&new_id, &declare](const std::string& id) {
         new_id = id;
         if (declare)
             declare(id);
-    });
+    };
+    auto created = co_await c.server.sessions->create(dir, diag, before_open);
     if (!created && declare)
         c.server.forget_jobs(new_id);
     if (!created && created.error() == errc::too_many_open_sessions)

@@ -186,7 +186,7 @@ asio::awaitable<compaction::result<lease>> session_registry::find(const std::str
 }
 
 asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create(
-    const std::string& cwd, compaction::diagnostics& diag, std::function<void(const std::string& id)> before_open)
+    const std::string& cwd, compaction::diagnostics& diag, const std::function<void(const std::string& id)>& before_open)
 {
     const std::string id = new_session_id();
     if (before_open)

@@ -84,10 +84,11 @@ public:
     /// too_many_open_sessions when every open one is busy).
     boost::asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag);
     /// Creates a session (a new id, a header with `cwd`) and leases it. `before_open`, when set,
-    /// is called with the new id before the session opens (to declare its configuration).
+    /// is called with the new id before the session opens (to declare its configuration);
+    /// it must outlive the operation.
     boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(
         const std::string& cwd, compaction::diagnostics& diag,
-        std::function<void(const std::string& id)> before_open = {});
+        const std::function<void(const std::string& id)>& before_open);
     /// Closes up to `n` idle sessions, least recently used first; returns how many.
     std::size_t shed_idle(std::size_t n);
     /// Sessions open now.
