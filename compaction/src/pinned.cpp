@@ -5,6 +5,8 @@
 
 #include "settings_strings.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <algorithm>
 
 namespace agentctx::compaction {
@@ -16,6 +18,47 @@ bool pinnable(const entry& e)
     if (e.type == entry_type::custom_message)
         return true;
     return e.type == entry_type::message && e.message && e.message->role == role::user;
+}
+
+// A carried tool exchange (a running job's launch): the assistant's calls and their results.
+bool exchange_part(const entry& e)
+{
+    return e.type == entry_type::message && e.message &&
+           (e.message->role == role::assistant || e.message->role == role::tool_result);
+}
+
+// Keeps a carried exchange only whole: an assistant whose every call has a carried result right
+// after it, and those results (a hand-edited list must not break the tool pairing of requests).
+void drop_broken_exchanges(std::vector<carried_entry>& items)
+{
+    std::vector<bool> keep(items.size(), true);
+    for (std::size_t i = 0; i < items.size(); ++i)
+    {
+        const message& m = *items[i].msg;
+        if (m.role == role::tool_result)
+        {
+            keep[i] = false;  // kept below only as the answer of the assistant before it
+            continue;
+        }
+        if (m.role != role::assistant)
+            continue;
+        std::vector<std::string> open;
+        for (const auto& b : m.content.blocks)
+            if (const auto* c = std::get_if<tool_call_block>(&b))
+                open.push_back(c->id);
+        std::size_t j = i + 1;
+        for (; j < items.size() && items[j].msg->role == role::tool_result; ++j)
+            std::erase(open, items[j].msg->tool_call_id);
+        keep[i] = open.empty();
+        for (std::size_t k = i + 1; k < j; ++k)
+            keep[k] = keep[i];
+        i = j - 1;
+    }
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        if (keep[i] && w++ != i)
+            items[w - 1] = std::move(items[i]);
+    items.resize(w);
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s)
@@ -78,11 +121,12 @@ std::vector<carried_entry> carried_entries(const boost::json::array& pinned)
             continue;
         diagnostics diag;
         auto e = decode_entry(v.get_object(), diag);
-        if (!e || !pinnable(*e))
+        if (!e || (!pinnable(*e) && !exchange_part(*e)))
             continue;
         if (auto m = message_of_entry(*e))
             out.push_back({std::move(*e), std::move(m), &v.get_object()});
     }
+    drop_broken_exchanges(out);
     return out;
 }
 
@@ -100,7 +144,20 @@ std::string render_pinned_block(const boost::json::array& pinned)
     std::string body;
     for (const auto& c : carried_entries(pinned))
     {
-        body += c.source.type == entry_type::custom_message ? "[" + c.source.custom_type + "]\n" : std::string("[user]\n");
+        if (c.msg->role == role::assistant)
+        {
+            // A running job's launch: the calls, which Pi's text block can only name.
+            body += "[assistant: running background job launch]\n" + content_text(c.msg->content);
+            for (const auto& b : c.msg->content.blocks)
+                if (const auto* call = std::get_if<tool_call_block>(&b))
+                    body += "\ncall " + call->id + ": " + call->name + " " + boost::json::serialize(call->arguments);
+            body += "\n";
+            continue;
+        }
+        if (c.msg->role == role::tool_result)
+            body += "[toolResult " + c.msg->tool_name + " " + c.msg->tool_call_id + "]\n";
+        else
+            body += c.source.type == entry_type::custom_message ? "[" + c.source.custom_type + "]\n" : std::string("[user]\n");
         body += content_text(c.msg->content);
         body += "\n";
     }
@@ -118,7 +175,12 @@ std::string pinned_prompt_note(const boost::json::array& pinned)
     {
         const auto* o = v.if_object();
         const auto* t = o ? o->if_contains("customType") : nullptr;
-        std::string kind = t && t->is_string() ? std::string(t->get_string()) : std::string("user message");
+        const auto* m = o ? o->if_contains("message") : nullptr;
+        const auto* r = m && m->is_object() ? m->get_object().if_contains("role") : nullptr;
+        const bool exchange = r && r->is_string() && (r->get_string() == "assistant" || r->get_string() == "toolResult");
+        std::string kind = t && t->is_string() ? std::string(t->get_string())
+                           : exchange         ? std::string("running background job launch")
+                                              : std::string("user message");
         if (!contains(kinds, kind))
             kinds.push_back(std::move(kind));
     }

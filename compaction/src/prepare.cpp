@@ -44,11 +44,13 @@ struct verbatim_plan
 // current instruction when the cut passes it, in path order, into `out`.
 // `keep_instruction`: agentctx carries the latest prompt when the cut passes it (see prepare.hpp).
 verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional<std::size_t> prev, std::size_t from,
-                               std::size_t to, const pin_policy* pins, bool keep_instruction, std::int64_t max_instruction,
-                               const token_counter& counter, boost::json::array& out)
+                               std::size_t to, const pin_policy* pins, const std::vector<running_job>& jobs,
+                               bool keep_instruction, std::int64_t max_instruction, const token_counter& counter,
+                               boost::json::array& out)
 {
     verbatim_plan plan;
     const auto pinned = [&](const entry& src) { return pins && pins->pins(src); };
+    const auto running = [&](const entry& src) { return in_running_job(jobs, src.id); };
     std::optional<std::size_t> last_prompt;
     for (std::size_t i = from; i < e.size(); ++i)
         if (is_user_prompt(e[i]))
@@ -60,7 +62,15 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
         if (const auto* carried = pinned_of(*e[*prev].source))
             for (auto& c : carried_entries(*carried))
             {
-                const bool instruction = c.source.type == entry_type::message && !pinned(c.source);
+                // A carried job launch stays carried while the job runs; once it completed, it
+                // is ordinary history, summarized with the range (before it).
+                const bool exchange = c.msg->role == role::assistant || c.msg->role == role::tool_result;
+                if (exchange && !running(c.source))
+                {
+                    plan.now_history.push_back({c.msg, c.source.id});
+                    continue;
+                }
+                const bool instruction = c.source.type == entry_type::message && !exchange && !pinned(c.source);
                 if (instruction && last_prompt)
                     plan.now_history.push_back({c.msg, c.source.id});
                 else if (plan.excluded.insert(c.source.id).second)
@@ -70,7 +80,7 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
     {
         const entry& src = *e[i].source;
         const bool instruction = carry_prompt && last_prompt == i;
-        if (!e[i].messages.empty() && (pinned(src) || instruction) && plan.excluded.insert(src.id).second)
+        if (!e[i].messages.empty() && (pinned(src) || instruction || running(src)) && plan.excluded.insert(src.id).second)
             out.push_back(src.raw);
     }
     if (!pins || pins->snapshot_types.empty())
@@ -140,7 +150,7 @@ std::optional<std::size_t> place_range(const session_context& ctx, std::size_t p
             prev = i;
     p.boundary_projected = prev ? *prev + 1 : 0;
     if (prev)
-        p.previous_summary = strip_pinned_block(e[*prev].source->summary);
+        p.previous_summary = strip_running_jobs_block(strip_pinned_block(e[*prev].source->summary));
     p.boundary_start = p.boundary_projected < e.size() ? e[p.boundary_projected].path_index : path_size;
     return prev;
 }
@@ -205,8 +215,8 @@ void split_messages(const std::vector<projected_entry>& e, std::optional<std::si
     // agentctx keeps the current instruction verbatim, unless the recovery-suffix rule passed
     // the failed attempt that this very prompt produced.
     const bool keep_instruction = opts.mode != compat_mode::pi && !p.advanced_past_omitted_attempt;
-    auto verbatim = collect_verbatim(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, keep_instruction,
-                                     settings.keep_recent_tokens, counter, p.pinned);
+    auto verbatim = collect_verbatim(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, p.running_jobs,
+                                     keep_instruction, settings.keep_recent_tokens, counter, p.pinned);
     const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
     p.messages_to_summarize = std::move(verbatim.now_history);
     collect(e, p.boundary_projected, history_end, verbatim.excluded, p.messages_to_summarize);
@@ -254,6 +264,8 @@ result<compaction_preparation> prepare_projected(
         }
     }
     p.tokens_before = estimate_projected_context_tokens(ctx, counter).tokens;
+    if (opts.mode != compat_mode::pi && opts.jobs)
+        p.running_jobs = find_running_jobs(e, *opts.jobs);
     if (auto placed = place_cut(e, settings, opts, counter, p, diag); !placed)
         return placed.error();
     split_messages(e, prev, settings, opts, counter, p);

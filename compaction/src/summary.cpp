@@ -2,6 +2,7 @@
 #include <agentctx/compaction/summary.hpp>
 
 #include <agentctx/compaction/json_text.hpp>
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
@@ -182,6 +183,7 @@ result<compaction_result> assemble_compaction(
     }
     const file_lists lists = compute_file_lists(prep.file_ops, prep.file_bounds);
     r.summary += format_file_operations(lists, prep.file_bounds.value_or(file_list_bounds{}));
+    r.summary += render_running_jobs_block(prep.running_jobs);
     r.summary += render_pinned_block(prep.pinned);
     r.pinned = prep.pinned;
     r.details = file_lists_details(lists);

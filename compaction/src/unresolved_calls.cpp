@@ -3,6 +3,10 @@
 
 #include <agentctx/compaction/call_pairing.hpp>
 
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 namespace agentctx::compaction {
@@ -70,7 +74,26 @@ void walk_batches(std::span<const context_message> messages, OnClose&& on_close)
     // The batch still open at the end is the running one: left alone.
 }
 
-std::shared_ptr<const message> observation(const unresolved_call& call, double timestamp, compat_mode mode)
+// The job an unanswered call launched, when a rule declares its tool (the id only from arguments:
+// no result carries it).
+std::optional<running_job> launched_job(const tool_call_block& c, const std::string& entry_id, const job_rules* jobs)
+{
+    if (!jobs)
+        return std::nullopt;
+    for (const auto& r : jobs->rules)
+        if (std::find(r.tools.begin(), r.tools.end(), c.name) != r.tools.end() || (r.launches && r.launches(c)))
+        {
+            running_job j{{}, c.name, c.id, {entry_id}};
+            if (r.id_source == job_rule::id_from::arguments)
+                if (const auto* v = c.arguments.if_contains(r.id_field))
+                    j.job_id = v->is_string() ? std::string(v->get_string()) : boost::json::serialize(*v);
+            return j;
+        }
+    return std::nullopt;
+}
+
+std::shared_ptr<const message> observation(const unresolved_call& call, double timestamp, compat_mode mode,
+                                           const std::optional<running_job>& job = std::nullopt)
 {
     auto m = std::make_shared<message>();
     m->role = role::tool_result;
@@ -80,7 +103,9 @@ std::shared_ptr<const message> observation(const unresolved_call& call, double t
     m->is_error = true;
     m->timestamp = timestamp;
     m->content.blocks.push_back(
-        text_block{mode == compat_mode::pi ? std::string(pi_no_result_text) : unknown_outcome_text(call)});
+        text_block{mode == compat_mode::pi ? std::string(pi_no_result_text)
+                   : job                   ? running_job_outcome_text(*job)
+                                           : unknown_outcome_text(call)});
     return m;
 }
 
@@ -103,14 +128,19 @@ std::string unknown_outcome_text(const unresolved_call& call)
            "have taken effect. Check the current state before repeating it.";
 }
 
-std::vector<context_message> with_unknown_outcomes(std::span<const context_message> messages, compat_mode mode)
+std::vector<context_message> with_unknown_outcomes(std::span<const context_message> messages, compat_mode mode,
+                                                   const job_rules* jobs)
 {
+    if (mode == compat_mode::pi)
+        jobs = nullptr;  // Pi's placeholder, unchanged
     std::vector<std::pair<std::size_t, context_message>> inserts;  // (after index, observation)
     walk_batches(messages, [&](const std::vector<const tool_call_block*>& open, const std::string& entry_id,
                                std::size_t last) {
         const double ts = messages[last].msg->timestamp;
         for (const auto* c : open)
-            inserts.emplace_back(last, context_message{observation({c->id, c->name, entry_id}, ts, mode), entry_id});
+            inserts.emplace_back(last, context_message{observation({c->id, c->name, entry_id}, ts, mode,
+                                                                   launched_job(*c, entry_id, jobs)),
+                                                       entry_id});
     });
     std::vector<context_message> out;
     out.reserve(messages.size() + inserts.size());

@@ -222,6 +222,7 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
     o.redaction = host->settings.redaction;
     o.pins = host->settings.pins;
     o.required = host->settings.required;
+    o.jobs = host->settings.jobs;
     spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", o.settings.keep_recent_tokens,
                  o.settings.reserve_tokens, c.sources.project_dir->string(), c.sources.project_trusted ? ", trusted" : ", not read");
     return true;

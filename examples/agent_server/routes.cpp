@@ -10,6 +10,7 @@
 #include "wire_routes.hpp"
 #include "server_error.hpp"
 
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
@@ -104,6 +105,36 @@ asio::awaitable<http_response> get_openapi(request_context& c)
     co_return res;
 }
 
+// A session's own settings (`settings` of POST /v1/sessions): only the "jobs" section is
+// per session. Errors name the field (`settings.jobs.rules[0].id.from`).
+compaction::result<std::optional<compaction::job_rules>> session_settings(const json::object& body,
+                                                                          compaction::diagnostics& diag)
+{
+    const auto* s = body.if_contains("settings");
+    if (!s)
+        return std::optional<compaction::job_rules>{};
+    diag.field = "settings";
+    if (!s->is_object())
+        return diag.message = "settings: expected an object", compaction::errc::invalid_settings;
+    for (const auto& kv : s->get_object())
+        if (kv.key() != "jobs")
+            return diag.field = "settings." + std::string(kv.key()),
+                   diag.message = diag.field + ": not a per-session setting (only \"jobs\" is)",
+                   compaction::errc::invalid_settings;
+    diag.field.clear();
+    auto jobs = compaction::parse_job_settings(s->get_object(), diag);
+    if (!jobs)
+    {
+        // The field as the request body spells it.
+        const std::string from = "field '" + diag.field + "'";
+        diag.field = "settings." + diag.field;
+        if (const auto at = diag.message.find(from); at != std::string::npos)
+            diag.message.replace(at, from.size(), "field '" + diag.field + "'");
+        return jobs.error();
+    }
+    return std::optional(std::move(*jobs));
+}
+
 asio::awaitable<http_response> create_session(request_context& c)
 {
     const auto* cwd = c.body.if_contains("cwd");
@@ -111,7 +142,28 @@ asio::awaitable<http_response> create_session(request_context& c)
     if (cwd && cwd->is_string())
         dir = std::string(cwd->get_string());
     compaction::diagnostics diag;
-    auto created = co_await c.server.sessions->create(dir, diag);
+    auto own = session_settings(c.body, diag);
+    if (!own)
+    {
+        auto body = error_body("invalid_settings", diag.message);
+        body["error"].as_object()["field"] = diag.field;
+        co_return reply(c.req, http::status::unprocessable_entity, std::move(body));
+    }
+    std::function<void(const std::string&)> declare;
+    if (*own)
+        declare = [state = c.server.shared_from_this(), jobs = std::move(**own)](const std::string& id) {
+            state->declare_jobs(id, jobs);
+        };
+    std::string new_id;  // for forgetting a declaration whose session was never created
+    // Named, not a temporary in the co_await expression (GCC 12 destroys those twice).
+    const std::function<void(const std::string&)> before_open = [&new_id, &declare](const std::string& id) {
+        new_id = id;
+        if (declare)
+            declare(id);
+    };
+    auto created = co_await c.server.sessions->create(dir, diag, before_open);
+    if (!created && declare)
+        c.server.forget_jobs(new_id);
     if (!created && created.error() == errc::too_many_open_sessions)
         co_return busy_reply(c.req, c.server.sessions->max_open_sessions());
     if (!created)
@@ -207,10 +259,10 @@ asio::awaitable<http_response> compact(request_context& c, const lease& held)
 // The context a session's next request carries: messages (unresolved tool calls answered, see
 // unresolved_calls.hpp), the native state, and with `wire` the request body's messages / input.
 json::object context_json(const runtime::snapshot& snap, const std::optional<std::string>& wire,
-                          compaction::summary_framing framing)
+                          compaction::summary_framing framing, const compaction::job_rules* jobs)
 {
     json::array msgs;
-    const auto ctx = compaction::with_unknown_outcomes(snap.messages.to_vector());
+    const auto ctx = compaction::with_unknown_outcomes(snap.messages.to_vector(), compaction::compat_mode::agentctx, jobs);
     for (const auto& m : ctx)
         msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
                                     {"entryId", m.entry_id},
@@ -237,7 +289,10 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
     if (wire && *wire != "anthropic" && *wire != "openai" && *wire != "responses")
         co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "wire must be anthropic, openai or responses"));
     const auto framing = providers::summary_framing_for(held->session().config().compat);
-    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire, framing));
+    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire, framing,
+                                                          held->session().config().compat == compaction::compat_mode::pi
+                                                              ? nullptr
+                                                              : &held->session().config().jobs));
 }
 
 // One entry exactly as stored: the original of a tool result the clearing tier replaced.

@@ -32,6 +32,9 @@ struct server_options
     compaction::redaction_settings redaction;  ///< the settings' "redaction" section
     compaction::pin_policy pins;               ///< the settings' "pinned" section
     compaction::required_policy required;      ///< the settings' "required" section
+    /// The settings' "jobs" section: every session's queued background jobs, unless the session
+    /// was created with its own `settings.jobs` (POST /v1/sessions).
+    compaction::job_rules jobs;
     /// Time to receive a request's header once its first byte arrived (slow senders are closed).
     std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
     /// Time a keep-alive connection may wait for its next request, and the time allowed to

@@ -22,6 +22,10 @@ std::shared_ptr<server_state> server_state::make(boost::asio::io_context& ioc, s
     r.open_threads = s->opts.open_threads;
     r.before_load = s->opts.before_load;
     r.session_config = [weak] { auto self = weak.lock(); return self ? self->session_config() : runtime::session_config{}; };
+    r.configure = [weak](const std::string& id, runtime::session_config& c) {
+        if (auto self = weak.lock())
+            self->configure(id, c);
+    };
     r.on_open = [weak](const std::shared_ptr<session_slot>& slot) {
         if (auto self = weak.lock())
             self->observe(slot);
@@ -68,11 +72,31 @@ runtime::session_config server_state::session_config() const
     c.redaction = opts.redaction;
     c.pins = opts.pins;
     c.required = opts.required;
+    c.jobs = opts.jobs;
     c.model = opts.model;
     c.models = opts.models;
     if (opts.make_summarizer)
         c.summarizer = opts.make_summarizer(ioc.get_executor());
     return c;
+}
+
+void server_state::declare_jobs(const std::string& id, compaction::job_rules jobs)
+{
+    std::lock_guard lock(jobs_mu_);
+    session_jobs_[id] = std::move(jobs);
+}
+
+void server_state::forget_jobs(const std::string& id)
+{
+    std::lock_guard lock(jobs_mu_);
+    session_jobs_.erase(id);
+}
+
+void server_state::configure(const std::string& id, runtime::session_config& c) const
+{
+    std::lock_guard lock(jobs_mu_);
+    if (const auto it = session_jobs_.find(id); it != session_jobs_.end())
+        c.jobs = it->second;
 }
 
 namespace {

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace agentctx::server {
@@ -43,8 +45,16 @@ struct server_state : std::enable_shared_from_this<server_state>
     /// Out of descriptors: closes the least recently used idle sessions and the longest-idle
     /// connection, so that waiting a moment frees some (instead of failing forever).
     void free_descriptors();
+    /// The background-job declaration a session was created with: used each time it opens
+    /// (after being closed to make room too) in place of the settings' "jobs" section.
+    void declare_jobs(const std::string& id, compaction::job_rules jobs);
+    void forget_jobs(const std::string& id);
 
 private:
+    /// The jobs of session `id`: its own declaration, else the settings' section.
+    void configure(const std::string& id, runtime::session_config& c) const;
+    mutable std::mutex jobs_mu_;
+    std::map<std::string, compaction::job_rules> session_jobs_;
     runtime::session_config session_config() const;
     // A session just opened: its compactions feed the metrics, its events its subscribers.
     void observe(const std::shared_ptr<session_slot>& slot);

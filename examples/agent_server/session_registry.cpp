@@ -95,7 +95,10 @@ lease session_registry::begin_open(const std::string& id, store_factory make_sto
 asio::awaitable<void> session_registry::open_session(std::string id, std::shared_ptr<session_slot> slot, store_factory make_store)
 {
     auto self = shared_from_this();
-    auto work = [make_store = std::move(make_store), ex = ioc_.get_executor(), config = opts_.session_config(),
+    auto config = opts_.session_config();
+    if (opts_.configure)
+        opts_.configure(id, config);
+    auto work = [make_store = std::move(make_store), ex = ioc_.get_executor(), config = std::move(config),
                  before = opts_.before_load, id]() -> asio::awaitable<open_result> {
         open_result r;
         if (before)
@@ -182,10 +185,12 @@ asio::awaitable<compaction::result<lease>> session_registry::find(const std::str
     }
 }
 
-asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create(const std::string& cwd,
-                                                                                            compaction::diagnostics& diag)
+asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create(
+    const std::string& cwd, compaction::diagnostics& diag, const std::function<void(const std::string& id)>& before_open)
 {
     const std::string id = new_session_id();
+    if (before_open)
+        before_open(id);
     for (int attempt = 0;; ++attempt)
     {
         auto created = co_await create_once(id, cwd, diag);

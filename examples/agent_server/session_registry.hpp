@@ -46,6 +46,8 @@ struct registry_options
     std::size_t open_threads = 2;
     std::function<void(const std::string&)> before_load;        ///< test hook, on the open thread
     std::function<runtime::session_config()> session_config;    ///< for each session opened
+    /// Adjusts session `id`'s configuration before it opens (its per-session declarations).
+    std::function<void(const std::string& id, runtime::session_config&)> configure;
     std::function<void(const std::shared_ptr<session_slot>&)> on_open;  ///< observe a session just opened
     std::function<void()> free_descriptors;  ///< out of descriptors: close what can be closed elsewhere
 };
@@ -81,9 +83,12 @@ public:
     /// A lease on session `id`, opening it if needed (not_found when it does not exist,
     /// too_many_open_sessions when every open one is busy).
     boost::asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag);
-    /// Creates a session (a new id, a header with `cwd`) and leases it.
-    boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(const std::string& cwd,
-                                                                                     compaction::diagnostics& diag);
+    /// Creates a session (a new id, a header with `cwd`) and leases it. `before_open`, when set,
+    /// is called with the new id before the session opens (to declare its configuration);
+    /// it must outlive the operation.
+    boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(
+        const std::string& cwd, compaction::diagnostics& diag,
+        const std::function<void(const std::string& id)>& before_open);
     /// Closes up to `n` idle sessions, least recently used first; returns how many.
     std::size_t shed_idle(std::size_t n);
     /// Sessions open now.

@@ -159,7 +159,7 @@ int cmd_plan(int argc, char** argv)
     const bool should = compaction::should_compact(est.tokens, window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .context_window = window}, plan_diag);
+    auto prep = compaction::prepare_compaction(s->log, ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .jobs = &loaded.jobs, .context_window = window}, plan_diag);
 
     if (json)
     {

@@ -115,7 +115,7 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(session_core&
     if (auto why = standalone_because(s.config_, caps))
         return j.evidence.request = std::move(*why), cache_friendly_calls{};
     const auto snap = s.current();
-    const auto context = with_unknown_outcomes(snap->messages.to_vector());
+    const auto context = with_unknown_outcomes(snap->messages.to_vector(), compat_mode::agentctx, &s.config_.jobs);
     const auto& prep = p.prep;
     const auto kept_at = position_of(context, prep.first_kept_entry_id);
     const auto turn_at = need_prefix ? position_of(context, prep.turn_prefix_messages.front().entry_id) : std::nullopt;

@@ -4,6 +4,7 @@
 #include "compaction_coordinator.hpp"
 #include "session_core.hpp"
 
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/tool_clearing.hpp>
 #include <agentctx/runtime/error.hpp>
 
@@ -166,8 +167,16 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     in.threshold = threshold();
     in.counter = &counter();
     // Entries whose originals the evidence store refused are left alone, as the host's own.
-    in.protected_entry = [this](const std::string& id) {
-        return suppression_.clearing_paused(id) || host_protects(*this, id);
+    // A running job's launch exchange is never cleared: its result may carry the job's id.
+    std::vector<running_job> jobs;
+    if (!config_.jobs.empty())
+    {
+        diagnostics diag;
+        if (auto ctx = build_session_context(log_, diag))
+            jobs = find_running_jobs(ctx->entries, config_.jobs);
+    }
+    in.protected_entry = [this, &jobs](const std::string& id) {
+        return suppression_.clearing_paused(id) || host_protects(*this, id) || in_running_job(jobs, id);
     };
     in.assistant_content = [this, &hold](const std::string& id) { return projected_content(*this, id, hold); };
     auto plan = plan_tool_clearing(settings, in);

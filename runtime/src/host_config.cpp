@@ -153,6 +153,7 @@ session_config session_config_of(const host_config& h)
     c.redaction = h.settings.redaction;
     c.pins = h.settings.pins;
     c.required = h.settings.required;
+    c.jobs = h.settings.jobs;
     c.models = h.models;
     return c;
 }

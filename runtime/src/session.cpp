@@ -49,7 +49,9 @@ std::shared_ptr<const snapshot> session::current() const noexcept { return core_
 
 std::vector<compaction::context_message> session::context() const
 {
-    return compaction::with_unknown_outcomes(current()->messages.to_vector());
+    const auto& c = config();
+    return compaction::with_unknown_outcomes(current()->messages.to_vector(), compaction::compat_mode::agentctx,
+                                             c.compat == compaction::compat_mode::pi ? nullptr : &c.jobs);
 }
 
 session::executor_type session::get_executor() const noexcept { return core_->strand_; }

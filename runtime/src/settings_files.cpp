@@ -106,6 +106,10 @@ result<loaded_settings> load_settings_files(const settings_sources& sources, dia
     if (!required)
         return required.error();
     out.required = std::move(*required);
+    auto jobs = compaction::parse_job_settings(merged, diag);
+    if (!jobs)
+        return jobs.error();
+    out.jobs = std::move(*jobs);
     return out;
 }
 

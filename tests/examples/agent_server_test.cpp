@@ -1526,3 +1526,49 @@ TEST(server_metrics, background_steps_carry_their_discard_reason_and_stalls_have
                                    "agentctx_turn_check_seconds_count 3\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }
+
+// A session's own background-job declaration (`settings.jobs` at creation): its launch call is
+// answered as a queued job, not as an interrupted call, also after the session was closed and
+// reopened; another session keeps the server's (none); a bad declaration names its field.
+TEST_F(agent_server_test, a_session_created_with_a_jobs_declaration_uses_it)
+{
+    tweak_ = [](server::server_options& o) { o.max_open_sessions = 1; };
+    start();
+    const std::string jobs = R"({"cwd":"/w","settings":{"jobs":{"rules":[{"tools":["start_build"],)"
+                             R"("id":{"from":"arguments","field":"jobId"},"completedBy":{"customTypes":["job_done"]}}]}}})";
+    const auto created = sync("POST", "/v1/sessions", jobs);
+    ASSERT_EQ(created->res.status, 201) << created->res.body;
+    const auto with = std::string(created->json().at("id").as_string());
+    const auto without = new_session();
+    const std::string call =
+        R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"start_build","arguments":{"jobId":"j7"}}],"provider":"x","model":"y","stopReason":"toolUse","timestamp":1}})";
+    for (const auto& id : {with, without})
+    {
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("build"))->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", call)->res.status, 201);
+        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("and now?"))->res.status, 201);
+    }
+    EXPECT_FALSE(open_in_server(with));  // closed to make room: the declaration must outlive the open
+    const auto note = [&](const std::string& id) {
+        const auto r = sync("GET", "/v1/sessions/" + id + "/context?wire=openai");
+        EXPECT_EQ(r->res.status, 200) << r->res.body;
+        return json::serialize(r->json().at("wire"));
+    };
+    const auto queued = note(with);
+    EXPECT_NE(queued.find("This `start_build` call launched background job j7: queued work"), std::string::npos) << queued;
+    EXPECT_EQ(queued.find("interrupted"), std::string::npos);
+    const auto plain = note(without);
+    EXPECT_EQ(plain.find("background job"), std::string::npos);
+    EXPECT_NE(plain.find("interrupted"), std::string::npos) << plain;
+
+    const auto bad = sync("POST", "/v1/sessions",
+                          R"({"settings":{"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}}})");
+    EXPECT_EQ(bad->res.status, 422);
+    EXPECT_EQ(bad->json().at("error").at("code"), "invalid_settings");
+    EXPECT_EQ(bad->json().at("error").at("field"), "settings.jobs.rules[0].id.from");
+    EXPECT_EQ(bad->json().at("error").at("message"),
+              "settings: field 'settings.jobs.rules[0].id.from': expected \"arguments\", \"resultDetails\" or \"resultText\"");
+    const auto other = sync("POST", "/v1/sessions", R"({"settings":{"pinned":{}}})");
+    EXPECT_EQ(other->res.status, 422);
+    EXPECT_EQ(other->json().at("error").at("field"), "settings.pinned");
+}

@@ -222,6 +222,22 @@ TEST_F(clearing_test, required_and_pinned_entries_are_never_cleared)
     EXPECT_EQ(text_of(ids[0]), std::string(16000, 'x'));
 }
 
+TEST_F(clearing_test, a_running_jobs_launch_result_is_never_cleared)
+{
+    // The first read launches a job (its id is the path); nothing reports it complete.
+    compaction::job_rule rule;
+    rule.launches = [](const compaction::tool_call_block& c) { return c.id == "c1"; };
+    rule.id_field = "path";
+    rule.completion_custom_types = {"job_done"};
+    config_.jobs.rules = {rule};
+    open();
+    const auto ids = rounds(5);
+    answer(25000);
+    ASSERT_EQ(cleared_.size(), 1u);
+    EXPECT_EQ(cleared_[0].target_ids, (std::vector<std::string>{ids[1], ids[2]}));
+    EXPECT_EQ(text_of(ids[0]), std::string(16000, 'x'));
+}
+
 TEST_F(clearing_test, clearing_first_can_spare_the_summary)
 {
     // Over the threshold by usage; with clearing, the estimate falls under it and no summary runs.

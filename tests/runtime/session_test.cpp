@@ -1347,3 +1347,44 @@ TEST_F(session_test, the_five_name_loop_appends_built_entries_and_checks_the_sto
     EXPECT_TRUE(r->outcome.compacted) << r->outcome.message;
     EXPECT_EQ(r->outcome.reason, compaction_reason::threshold);
 }
+
+TEST_F(session_test, a_running_background_job_keeps_its_launch_through_a_compaction_and_the_summary_lists_it)
+{
+    test::session_text t;
+    t.user("u0", tokens(100)).assistant("a0", tokens(100));
+    t.user("u1", "build it");
+    t.tool_call("l1", "call_1", "start_build", {{"target", "all"}});
+    t.tool_result("l2", "call_1", "start_build", "queued job build-42");
+    for (int i = 2; i < 10; ++i)
+        t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
+    summarizer_->push({script_step::succeed, "## Goal\nbuild"});
+    auto c = config();
+    compaction::job_rule rule;
+    rule.tools = {"start_build"};
+    rule.id_source = compaction::job_rule::id_from::result_text;
+    rule.id_pattern = "queued job ([a-z0-9-]+)";
+    rule.completion_custom_types = {"job_done"};
+    c.jobs.rules = {rule};
+    auto s = open_file(t.text, c);
+    auto r = compact(*s);
+    run_until([&] { return r->done; });
+    ASSERT_TRUE(r->outcome.compacted) << r->outcome.message;
+    // The summarizer is told the launch is kept and never sees it as history.
+    const std::string sent = summarizer_->prompts()[0].prompt;
+    EXPECT_EQ(sent.find("queued job build-42"), std::string::npos);
+    EXPECT_NE(sent.find("<kept-verbatim>\n2 pinned entries (running background job launch)"), std::string::npos) << sent;
+    const auto ctx = s->context();
+    ASSERT_GE(ctx.size(), 3u);
+    EXPECT_EQ(ctx[0].msg->role, compaction::role::compaction_summary);
+    EXPECT_EQ(ctx[1].msg->role, compaction::role::assistant);
+    EXPECT_EQ(ctx[2].msg->role, compaction::role::tool_result);
+    EXPECT_EQ(ctx[2].msg->tool_call_id, "call_1");
+    const auto line = test::json_lines(file()).back();
+    EXPECT_EQ(line.at("details").at("agentctx").at("pinned").as_array().size(), 2u);
+    EXPECT_NE(std::string(line.at("summary").as_string())
+                  .find("<running-jobs>\nBackground jobs still running (their launch is kept verbatim after this "
+                        "summary):\n- job build-42: `start_build` (call call_1), queued or running; no completion "
+                        "recorded\n</running-jobs>"),
+              std::string::npos)
+        << line.at("summary");
+}

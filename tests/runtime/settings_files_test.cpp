@@ -134,3 +134,24 @@ TEST(settings_files, a_section_of_the_wrong_type_names_its_field)
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
 }
+
+TEST(settings_files, the_jobs_section_is_read_and_a_bad_field_names_its_path)
+{
+    dirs d;
+    compaction::diagnostics diag;
+    d.write(d.global, R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments","field":"jobId"},)"
+                      R"("completedBy":{"tools":["job_status"]}}]}})");
+    auto s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
+    ASSERT_TRUE(s) << diag.message;
+    ASSERT_EQ(s->jobs.rules.size(), 1u);
+    EXPECT_EQ(s->jobs.rules[0].tools, std::vector<std::string>{"start_build"});
+    EXPECT_EQ(s->jobs.rules[0].id_field, "jobId");
+    EXPECT_EQ(s->jobs.rules[0].completion_tools, std::vector<std::string>{"job_status"});
+    d.write(d.global, R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments"},)"
+                      R"("completedBy":{"tools":["job_status"]}}]}})");
+    s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+    EXPECT_EQ(diag.field, "jobs.rules[0].id.field");
+    EXPECT_EQ(diag.message, "settings: field 'jobs.rules[0].id.field': missing (the id is read from this key)");
+}

@@ -3,6 +3,7 @@
 
 #include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/file_ops.hpp>
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/required.hpp>
@@ -26,6 +27,10 @@ struct plan_options
     /// Entries that are never summarized: the cut stays at or before the oldest of them
     /// (`budget_exceeded` when that leaves nothing to summarize). nullptr = none.
     const required_policy* required = nullptr;
+    /// Queued background jobs (agentctx mode): while a job runs, its launch exchange (the
+    /// assistant entry and its results) is carried verbatim like a pinned entry, and the summary
+    /// lists the job. A completed launch is ordinary history. nullptr = no jobs.
+    const job_rules* jobs = nullptr;
     /// Filled (when set) with the numbers of a `budget_exceeded` failure.
     budget_shortfall* shortfall = nullptr;
     /// The model's window (0 = unknown). With it, keepRecentExchanges keeps at most half of
@@ -65,6 +70,8 @@ struct compaction_preparation
     /// The pinned entries before the cut (the entries' own JSON, in path order): those the
     /// previous compaction carries, then the newly covered ones the policy pins.
     boost::json::array pinned;
+    /// The jobs running at planning time (agentctx mode, with `plan_options::jobs`).
+    std::vector<running_job> running_jobs;
 };
 
 /// Plans a compaction of the path (root first, leaf last) as Pi 1.6's prepareCompaction does, on

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/projection.hpp>
 
 #include <span>
@@ -41,9 +42,12 @@ inline constexpr std::string_view pi_no_result_text = "No result provided";
  * Inserted right after the call's other results, so every call of the view has a result and both
  * wire formats accept it. History is never edited: the observations exist only in this view (the
  * inserted messages carry the calling assistant's entry id). `agentctx` writes
- * unknown_outcome_text; `pi` writes Pi's `No result provided`.
+ * unknown_outcome_text; `pi` writes Pi's `No result provided`. With `jobs` (agentctx mode), a call
+ * that launches a declared background job is answered with running_job_outcome_text instead: a
+ * queued job's call never reads as interrupted or finished.
  */
 std::vector<context_message> with_unknown_outcomes(std::span<const context_message> messages,
-                                                   compat_mode mode = compat_mode::agentctx);
+                                                   compat_mode mode = compat_mode::agentctx,
+                                                   const job_rules* jobs = nullptr);
 
 }  // namespace agentctx::compaction

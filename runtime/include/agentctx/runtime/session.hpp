@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/redaction.hpp>
@@ -76,6 +77,11 @@ struct session_config
     /// before the oldest one after the previous compaction. A compaction they leave nothing to
     /// summarize fails with compaction `budget_exceeded` and writes nothing.
     compaction::required_policy required;
+    /// Queued background jobs (agentctx mode): which tool calls launch one, where its id is read
+    /// and which later entry completes it. While a job runs, its launch exchange is carried
+    /// verbatim through every compaction, the summary lists it, and context() answers its
+    /// unanswered call with a still-running note; once complete, the launch is ordinary history.
+    compaction::job_rules jobs;
     /// The `{provider, model}` a checkpoint is bound to: the model the host's loop talks to
     /// (a temporary pin included), asked at each compaction, export and restore on the strand;
     /// it must not block. Empty = the summarizer's name (`provider:model`).

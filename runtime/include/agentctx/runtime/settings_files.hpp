@@ -1,6 +1,7 @@
 // Reading the settings layers from disk: the global file and a trusted project's file.
 #pragma once
 
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/required.hpp>
 #include <agentctx/compaction/redaction.hpp>
@@ -45,6 +46,7 @@ struct loaded_settings
     compaction::redaction_settings redaction;  ///< the merged `"redaction"` section
     compaction::pin_policy pins;               ///< the merged `"pinned"` section
     compaction::required_policy required;      ///< the merged `"required"` section
+    compaction::job_rules jobs;                ///< the merged `"jobs"` section (compaction::parse_job_settings)
 };
 
 /// Reads the layers and resolves them: the compaction settings (compaction::resolve_settings),
