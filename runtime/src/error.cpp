@@ -31,6 +31,7 @@ const char* to_string(errc e) noexcept
     case errc::summary_call_limit: return "summary_call_limit";
     case errc::evidence_refused: return "evidence_refused";
     case errc::model_window_exceeded: return "model_window_exceeded";
+    case errc::summarized_history: return "summarized_history";
     }
     return "unknown";
 }

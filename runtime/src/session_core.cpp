@@ -255,11 +255,13 @@ result<entry_ptr> session_core::prepare_entry(boost::json::object fields, diagno
 
 result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
 {
+    const auto previous_leaf = log_.leaf_id();
     if (auto r = log_.append(e, diag); !r)
         return r.error();
-    if (e->type == entry_type::context_edit)
+    if (e->type == entry_type::context_edit || e->parent_id != previous_leaf)
     {
-        // An edit changes an earlier entry's contribution: project again.
+        // An edit changes an earlier entry's contribution, and an entry off the leaf (a history
+        // replacement's new branch) leaves the old path: project again.
         auto snap = make_snapshot(log_, counter(), diag);
         if (!snap)
             return snap.error();

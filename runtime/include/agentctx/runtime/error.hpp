@@ -31,6 +31,7 @@ enum class errc
     summary_call_limit,        ///< summaryMaxCalls reached with pieces left: progress kept, a later pass continues
     evidence_refused,          ///< the host's preserve_evidence refused or threw: nothing was summarized or written
     model_window_exceeded,     ///< after a model downshift's compaction the context still does not fit the new window
+    summarized_history,        ///< a history replacement would change what the latest compaction summarized (nothing written)
 };
 
 const boost::system::error_category& error_category() noexcept;
