@@ -170,7 +170,7 @@ result<replacement_plan> plan_replacement(const session_log& log, std::span<cons
     if (!at)
     {
         diag.message = "the context's entry '" + view[d].entry_id + "' is not in the log";
-        return errc::entry_not_found;
+        return compaction::errc::entry_not_found;
     }
     if (log.type_of(*at) == entry_type::compaction)
     {

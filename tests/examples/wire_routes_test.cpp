@@ -193,3 +193,50 @@ TEST_F(server_wire, a_batch_is_contiguous_among_concurrent_appends)
         EXPECT_EQ(lines[first + k].at("parentId"), ids[k - 1]);
     }
 }
+
+// PUT: the whole conversation as the agent holds it now; the rewritten tool result becomes a branch.
+TEST_F(server_wire, put_replaces_a_rewritten_tool_result_as_a_branch_and_the_same_list_writes_nothing)
+{
+    start();
+    const auto id = new_session();
+    const auto target = "/v1/sessions/" + id + "/messages?format=openai";
+    const auto posted = sync("POST", target, with_items("messages", chat_turns));
+    ASSERT_EQ(posted->res.status, 201) << posted->res.body;
+    const auto ids = posted->json().at("ids").as_array();
+    auto turns = json::parse(chat_turns).as_array();
+    turns[6].as_object()["content"] = "ok, 2 files changed";  // call_3's result
+    const auto r = sync("PUT", target, with_items("messages", json::serialize(turns)));
+    ASSERT_EQ(r->res.status, 200) << r->res.body;
+    EXPECT_EQ(r->json().at("changed"), true);
+    EXPECT_EQ(r->json().at("shared"), 6);
+    EXPECT_EQ(r->json().at("forkId"), ids[5]);
+    EXPECT_EQ(r->json().at("oldLeafId"), ids[7]);
+    ASSERT_EQ(r->json().at("ids").as_array().size(), 2u);  // the result and the reply after it
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json().at("wire"), turns);
+    EXPECT_EQ(stored_messages(file(id)).size(), 10u);  // the old branch stays in the file
+    const auto before = file(id);
+    const auto again = sync("PUT", target, with_items("messages", json::serialize(turns)));
+    ASSERT_EQ(again->res.status, 200) << again->res.body;
+    EXPECT_EQ(again->json().at("changed"), false);
+    EXPECT_EQ(again->json().at("shared"), 8);
+    EXPECT_EQ(again->json().at("ids").as_array().size(), 0u);
+    EXPECT_EQ(file(id), before);
+}
+
+TEST_F(server_wire, put_with_a_bad_body_names_the_field_and_writes_nothing)
+{
+    start();
+    const auto id = new_session();
+    const auto target = "/v1/sessions/" + id + "/messages?format=openai";
+    ASSERT_EQ(sync("POST", target, with_items("messages", chat_turns))->res.status, 201);
+    const auto before = file(id);
+    const auto bad = sync("PUT", target, R"({"messages":[{"role":"user","content":"fix the build"},{"role":"tool","content":"x"}]})");
+    ASSERT_EQ(bad->res.status, 400) << bad->res.body;
+    EXPECT_EQ(bad->json().at("error").at("code"), "invalid_wire_message");
+    EXPECT_NE(std::string(bad->json().at("error").at("message").as_string()).find("messages[1]"), std::string::npos)
+        << bad->res.body;
+    const auto missing = sync("PUT", target, R"({"input":[]})");
+    ASSERT_EQ(missing->res.status, 400) << missing->res.body;
+    EXPECT_EQ(missing->json().at("error").at("message"), "input: unknown field");
+    EXPECT_EQ(file(id), before);
+}
