@@ -217,6 +217,16 @@ std::vector<json::object> tail_fields(std::vector<json::object>& messages, std::
     return fields;
 }
 
+// prepare_batch's `[i] …` counts from the tail: the same reason with the index in the host's list.
+std::string in_host_list(const std::string& reason, std::size_t tail_from)
+{
+    const auto close = reason.find(']');
+    if (reason.size() < 3 || reason.front() != '[' || close == std::string::npos ||
+        reason.find_first_not_of("0123456789", 1) != close)
+        return reason;
+    return "[" + std::to_string(tail_from + std::stoul(reason.substr(1, close - 1))) + reason.substr(close);
+}
+
 // Inside the write turn: compare, then write the tail through the batch path (or nothing).
 void replace_in_turn(std::shared_ptr<session_core> self, std::vector<json::object> messages, replace_handler h)
 {
@@ -262,11 +272,7 @@ void replace_in_turn(std::shared_ptr<session_core> self, std::vector<json::objec
     auto entries = prepare_batch(s, std::move(fields), plan->fork, reason);
     if (!entries)
     {
-        // prepare_batch counts from the tail: name the index in the host's list.
-        r.reason = reason;
-        if (reason.size() > 1 && reason.front() == '[')
-            if (const auto close = reason.find(']'); close != std::string::npos)
-                r.reason = "[" + std::to_string(plan->tail_from + std::stoul(reason.substr(1, close - 1))) + reason.substr(close);
+        r.reason = in_host_list(reason, plan->tail_from);
         return give_up(std::move(h), entries.error(), std::move(r));
     }
     r.fork_id = plan->fork.value_or(std::string());
