@@ -1,5 +1,6 @@
 // session::async_replace_history: the host's transcript becomes a branch from the last shared entry; the log stays append-only.
 #include <agentctx/compaction/error.hpp>
+#include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -385,4 +386,26 @@ TEST_F(history_replacement_test, a_real_result_in_place_of_an_unknown_outcome_is
     EXPECT_EQ(r.fork_id, "c1");
     ASSERT_EQ(r.ids.size(), 2u);
     EXPECT_EQ(context_ids(), (std::vector<std::string>{"u0", "c1", r.ids[0], r.ids[1]}));
+}
+
+// Anthropic alternates roles: its wire view merges the summary and the next prompt into one user
+// turn. That one message stands for both context messages.
+TEST_F(history_replacement_test, a_user_turn_merged_from_the_summary_and_a_prompt_matches_both)
+{
+    const auto t = compacted_session();
+    open(t.text, config());
+    const auto framed = compaction::framed_summary("## Goal\nthe summary", false, compaction::summary_framing::reference_history);
+    auto host = messages_of(t.text, {"a2", "u3", "a3", "u4", "a4"});
+    host.insert(host.begin(), json::object{{"role", "user"},
+                                           {"content", json::array{json::object{{"type", "text"}, {"text", framed}},
+                                                                   json::object{{"type", "text"}, {"text", "prompt 2"}}}},
+                                           {"timestamp", 1}});
+    EXPECT_FALSE(replace(host).second.changed);  // the same conversation: nothing written
+    host.back() = with_result_text(host.back(), "reply 4, retried");
+    const auto [ec, r] = replace(host);
+    ASSERT_FALSE(ec) << r.reason;
+    EXPECT_EQ(r.shared, 5u);  // the merged turn, a2, u3, a3, u4
+    EXPECT_EQ(r.fork_id, "u4");
+    ASSERT_EQ(r.ids.size(), 1u);
+    EXPECT_EQ(context_ids(), (std::vector<std::string>{"cmp", "u2", "a2", "u3", "a3", "u4", r.ids[0]}));
 }
