@@ -41,7 +41,7 @@ http::status status_for(const error_code& ec)
         return http::status::not_found;
     if (ec == rt::errc::session_locked || ec == rt::errc::already_exists || ec == rt::errc::cancelled ||
         ec == rt::errc::stale_plan || ec == rt::errc::stale_leaf || ec == rt::errc::compaction_in_progress ||
-        ec == rt::errc::model_window_exceeded)
+        ec == rt::errc::model_window_exceeded || ec == rt::errc::summarized_history)
         return http::status::conflict;  // stale_leaf: the session reloaded, retry the append
     if (ec == rt::errc::database_error || ec == errc::too_many_open_sessions || ec == errc::out_of_descriptors)
         return http::status::service_unavailable;

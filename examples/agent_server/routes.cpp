@@ -333,6 +333,7 @@ const route_entry route_table[] = {
     {http::verb::post, "/v1/sessions/{id}/compact", &compact},
     {http::verb::get, "/v1/sessions/{id}/context", &context},
     {http::verb::post, "/v1/sessions/{id}/messages", &append_wire_messages},
+    {http::verb::put, "/v1/sessions/{id}/messages", &replace_wire_messages},
     {http::verb::post, "/v1/sessions/{id}/turn-end", &turn_end},
     {http::verb::post, "/v1/sessions/{id}/overflow", &overflow},
     {http::verb::post, "/v1/sessions/{id}/view", &request_view},
@@ -376,7 +377,7 @@ asio::awaitable<http_response> with_session(request_context& c, const std::strin
 asio::awaitable<http_response> route(std::shared_ptr<server_state> server, const http_request& req)
 {
     request_context c{*server, req, {}};
-    if (req.method() == http::verb::post && !req.body().empty())
+    if ((req.method() == http::verb::post || req.method() == http::verb::put) && !req.body().empty())
     {
         std::string why;
         auto parsed = parse_request_object(req.body(), compaction::load_options{}.max_depth, why);

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 namespace agentctx::server {
 
@@ -85,30 +87,40 @@ http_response invalid(const http_request& req, std::string_view why)
     return reply(req, http::status::bad_request, error_body("invalid_wire_message", why));
 }
 
-}  // namespace
-
-asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
+// The body's messages in the `format` query parameter's format, converted to Pi messages; or
+// the 400 answer that names the field. `allow_empty`: an empty list is a list (a replacement).
+std::variant<std::vector<json::object>, http_response> converted_body(request_context& c, const lease& held, bool allow_empty)
 {
     const auto name = query_param(c.req.target(), "format");
     const auto format = name ? providers::input_format_from_string(*name) : std::nullopt;
     if (!format)
-        co_return reply(c.req, http::status::bad_request,
-                        error_body("invalid_request", "format must be openai, responses or anthropic"));
+        return reply(c.req, http::status::bad_request, error_body("invalid_request", "format must be openai, responses or anthropic"));
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
     std::string why;
     const auto opt = options_of(c.body, key, held->session(), why);
     if (!opt)
-        co_return invalid(c.req, why);
+        return invalid(c.req, why);
     const auto* items = c.body.if_contains(key);
     if (!items)
-        co_return invalid(c.req, std::string(key) + ": missing");
+        return invalid(c.req, std::string(key) + ": missing");
     providers::diagnostics diag;
     auto converted = providers::from_wire_messages(*format, *items, *opt, diag);
     if (!converted)
-        co_return invalid(c.req, diag.message);
-    if (converted->empty())
-        co_return invalid(c.req, std::string(key) + ": no messages");
-    auto [ec, r] = co_await held->session().async_append_messages(std::move(*converted), asio::as_tuple(asio::use_awaitable));
+        return invalid(c.req, diag.message);
+    if (converted->empty() && !allow_empty)
+        return invalid(c.req, std::string(key) + ": no messages");
+    return std::move(*converted);
+}
+
+}  // namespace
+
+asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
+{
+    auto body = converted_body(c, held, false);
+    if (auto* refused = std::get_if<http_response>(&body))
+        co_return std::move(*refused);
+    auto converted = std::move(std::get<std::vector<json::object>>(body));
+    auto [ec, r] = co_await held->session().async_append_messages(std::move(converted), asio::as_tuple(asio::use_awaitable));
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
     json::array ids;
@@ -118,6 +130,29 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
         ids.emplace_back(id);
     }
     co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
+}
+
+asio::awaitable<http_response> replace_wire_messages(request_context& c, const lease& held)
+{
+    auto body = converted_body(c, held, true);
+    if (auto* refused = std::get_if<http_response>(&body))
+        co_return std::move(*refused);
+    auto converted = std::move(std::get<std::vector<json::object>>(body));
+    auto [ec, r] = co_await held->session().async_replace_history(std::move(converted), asio::as_tuple(asio::use_awaitable));
+    if (ec)
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
+    json::array ids;
+    for (const auto& id : r.ids)
+    {
+        c.server.metrics.append();
+        ids.emplace_back(id);
+    }
+    co_return reply(c.req, http::status::ok,
+                    json::object{{"changed", r.changed},
+                                 {"shared", r.shared},
+                                 {"forkId", r.fork_id.empty() ? json::value(nullptr) : json::value(r.fork_id)},
+                                 {"oldLeafId", r.old_leaf_id.empty() ? json::value(nullptr) : json::value(r.old_leaf_id)},
+                                 {"ids", std::move(ids)}});
 }
 
 }  // namespace agentctx::server

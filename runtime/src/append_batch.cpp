@@ -53,15 +53,13 @@ boost::json::object raw_entry(boost::json::object fields, const std::string& id,
     return raw;
 }
 
-// Every entry (`fields` of any appendable type) chained after the leaf, each checked as a single
-// append would be (the first against the log; the rest have their parent in the batch; a
-// context edit's target against the log). Nothing is written.
-compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::vector<boost::json::object> fields,
-                                                   std::string& reason)
+}  // namespace
+
+compaction::result<std::vector<entry_ptr>> prepare_batch(const session_core& s, std::vector<boost::json::object> fields,
+                                                         std::optional<std::string> parent, std::string& reason)
 {
     std::vector<entry_ptr> out;
     std::set<std::string> ids;
-    std::optional<std::string> parent = s.log_.leaf_id();
     const std::string now = compaction::iso_timestamp_now();
     for (std::size_t i = 0; i < fields.size(); ++i)
     {
@@ -91,8 +89,7 @@ compaction::result<std::vector<entry_ptr>> prepare(const session_core& s, std::v
     return out;
 }
 
-// Inside the write turn: the whole batch in one store write, then every entry adopted.
-void write_all(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, batch_handler h)
+void write_batch(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, batch_handler h)
 {
     auto batch = entries;
     self->store_->async_write_batch(
@@ -125,8 +122,6 @@ void write_all(std::shared_ptr<session_core> self, std::vector<entry_ptr> entrie
         });
 }
 
-}  // namespace
-
 void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json::object> fields, batch_handler h)
 {
     auto strand = core->strand_;
@@ -136,13 +131,13 @@ void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json:
         self->enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
             std::string reason;
             auto entries = self->closed_ ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
-                                         : prepare(*self, std::move(fields), reason);
+                                         : prepare_batch(*self, std::move(fields), self->log_.leaf_id(), reason);
             if (!entries)
             {
                 self->leave_writes();
                 return finish(std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)});
             }
-            write_all(self, std::move(*entries), std::move(h));
+            write_batch(self, std::move(*entries), std::move(h));
         });
     });
 }

@@ -1,12 +1,15 @@
 // Appending several messages as one batch: all validated before the first is written, none interleaved.
 #pragma once
 
+#include <agentctx/compaction/entry.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/json/object.hpp>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace agentctx::runtime::detail {
@@ -18,6 +21,19 @@ class session_core;
 /// tool-result clearing's context edits. Completes on the strand's queue.
 void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json::object> fields,
                     boost::asio::any_completion_handler<append_batch_signature> h);
+
+/// Inside the write turn: every entry (`fields` of any appendable type) chained after `parent`
+/// (the leaf for an append; nullopt = a new root), each checked as a single append would be (the
+/// first against the log; the rest have their parent in the batch; a context edit's target
+/// against the log). Nothing is written; a refusal names `[index]` and the field in `reason`.
+compaction::result<std::vector<compaction::entry_ptr>> prepare_batch(const session_core& s,
+                                                                     std::vector<boost::json::object> fields,
+                                                                     std::optional<std::string> parent, std::string& reason);
+
+/// Inside the write turn: the whole batch in one store write, then every entry adopted; leaves
+/// the write turn and completes `h` through the strand's queue.
+void write_batch(std::shared_ptr<session_core> self, std::vector<compaction::entry_ptr> entries,
+                 boost::asio::any_completion_handler<append_batch_signature> h);
 
 void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages,
                      boost::asio::any_completion_handler<append_batch_signature> h);

@@ -32,6 +32,7 @@ const char* to_string(errc e) noexcept
     case errc::evidence_refused: return "evidence_refused";
     case errc::model_window_exceeded: return "model_window_exceeded";
     case errc::hook_invalid_cut: return "hook_invalid_cut";
+    case errc::summarized_history: return "summarized_history";
     }
     return "unknown";
 }

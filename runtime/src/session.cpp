@@ -4,6 +4,7 @@
 #include <agentctx/compaction/unresolved_calls.hpp>
 
 #include "append_batch.hpp"
+#include "history_replacement.hpp"
 #include "session_core.hpp"
 
 namespace agentctx::runtime {
@@ -128,6 +129,12 @@ void session::append_messages_impl(std::vector<boost::json::object> messages,
                                    boost::asio::any_completion_handler<append_batch_signature> h)
 {
     detail::append_messages(core_, std::move(messages), std::move(h));
+}
+
+void session::replace_history_impl(std::vector<boost::json::object> messages,
+                                   boost::asio::any_completion_handler<replace_history_signature> h)
+{
+    detail::replace_history(core_, std::move(messages), std::move(h));
 }
 
 void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h) { core_->refresh_impl(std::move(h)); }

@@ -149,8 +149,17 @@ result<void> session_core::start_up(diagnostics& diag)
     return {};
 }
 
-void session_core::publish(std::shared_ptr<const snapshot> next)
+void session_core::publish(std::shared_ptr<const snapshot> next, const entry* appended)
 {
+    // Reminder snapshots replace each other in every view at once, not only at a compaction.
+    // An appended entry that is not one cannot replace anything: no walk over the context.
+    if (const auto& pins = config_.pins; config_.compat != compat_mode::pi && !pins.snapshot_types.empty())
+    {
+        const auto added = appended ? message_of_entry(*appended) : nullptr;
+        if (!appended || (added && is_reminder_snapshot(pins, *added)))
+            if (auto fewer = without_replaced_snapshots(*next, pins, counter()))
+                next = std::move(fewer);
+    }
     const auto prev = snapshot_.exchange(next, std::memory_order_acq_rel);
     for (const auto& note : next->dropped_derived)
     {
@@ -281,18 +290,20 @@ result<entry_ptr> session_core::prepare_entry(boost::json::object fields, diagno
 
 result<void> session_core::adopt_entry(const entry_ptr& e, diagnostics& diag)
 {
+    const auto previous_leaf = log_.leaf_id();
     if (auto r = log_.append(e, diag); !r)
         return r.error();
-    if (e->type == entry_type::context_edit)
+    if (e->type == entry_type::context_edit || e->parent_id != previous_leaf)
     {
-        // An edit changes an earlier entry's contribution: project again.
+        // An edit changes an earlier entry's contribution, and an entry off the leaf (a history
+        // replacement's new branch) leaves the old path: project again.
         auto snap = make_snapshot(log_, counter(), diag);
         if (!snap)
             return snap.error();
         publish(std::move(*snap));
     }
     else
-        publish(extend_snapshot(*current(), *e, counter()));
+        publish(extend_snapshot(*current(), *e, counter()), e.get());
     // Pi's format: a user message or a non-error assistant response resets the overflow attempt.
     if (is_user_or_ok_assistant(*e))
         overflow_attempted_ = false;

@@ -59,7 +59,10 @@ public:
 
     std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
     /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
-    void publish(std::shared_ptr<const snapshot> s);
+    /// In agentctx mode, reminder snapshots a newer one replaces leave it first
+    /// (without_replaced_snapshots). `appended`: `s` extends the current snapshot by this entry
+    /// only, so only a new snapshot can replace anything.
+    void publish(std::shared_ptr<const snapshot> s, const compaction::entry* appended = nullptr);
     const compaction::token_counter& counter() const;
 
     // The public operations, from any thread (session.hpp documents them).

@@ -4,6 +4,10 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/limits.hpp>
 
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
 namespace agentctx::runtime {
 
 using namespace agentctx::compaction;
@@ -159,6 +163,73 @@ std::shared_ptr<const snapshot> extend_snapshot(const snapshot& prev, const entr
         s->messages = s->messages.push_back({std::move(m), e.id});
     }
     return s;
+}
+
+bool is_reminder_snapshot(const pin_policy& pins, const message& m)
+{
+    return m.role == role::custom &&
+           std::find(pins.snapshot_types.begin(), pins.snapshot_types.end(), m.custom_type) != pins.snapshot_types.end();
+}
+
+namespace {
+
+// For each message, the index of the newer snapshot of its key that replaces it (nullopt: it stays).
+std::vector<std::optional<std::size_t>> replaced_by(const snapshot& s, const pin_policy& pins)
+{
+    std::vector<std::optional<std::size_t>> out(s.messages.size());
+    std::unordered_map<std::string_view, std::size_t> newer;  // key -> the newest later snapshot
+    for (std::size_t i = s.messages.size(); i-- > 0;)
+    {
+        const auto& c = s.messages[i];
+        if (!is_reminder_snapshot(pins, *c.msg))
+            continue;
+        const auto it = newer.find(c.msg->custom_type);
+        const bool by_id = std::find(pins.ids.begin(), pins.ids.end(), c.entry_id) != pins.ids.end();
+        if (it != newer.end() && !by_id)
+            out[i] = it->second;
+        newer[c.msg->custom_type] = i;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const snapshot> without_replaced_snapshots(const snapshot& s, const pin_policy& pins, const token_counter& counter)
+{
+    if (pins.snapshot_types.empty())
+        return nullptr;
+    const auto replaced = replaced_by(s, pins);
+    if (std::none_of(replaced.begin(), replaced.end(), [](const auto& r) { return r.has_value(); }))
+        return nullptr;
+    auto out = std::make_shared<snapshot>(s);
+    std::vector<context_message> kept;
+    kept.reserve(s.messages.size());
+    std::size_t dropped_before_anchor = 0;
+    for (std::size_t i = 0; i < s.messages.size(); ++i)
+    {
+        if (!replaced[i])
+        {
+            kept.push_back(s.messages[i]);
+            continue;
+        }
+        const auto c = static_cast<std::int64_t>(counter.count(*s.messages[i].msg));
+        out->total_estimate -= c;
+        if (!s.usage_index)
+            continue;
+        if (i > *s.usage_index)
+            out->trailing_tokens -= c;
+        else
+        {
+            ++dropped_before_anchor;
+            // The anchor's request carried it when its replacement came only later.
+            if (*replaced[i] > *s.usage_index)
+                out->usage_tokens = std::max<std::int64_t>(0, out->usage_tokens - c);
+        }
+    }
+    if (s.usage_index)
+        out->usage_index = *s.usage_index - dropped_before_anchor;
+    out->messages = append_list<context_message>::from(std::move(kept));
+    return out;
 }
 
 }  // namespace agentctx::runtime

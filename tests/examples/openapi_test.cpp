@@ -60,7 +60,7 @@ TEST(server_openapi_document, every_route_in_server_md_is_in_the_document_and_ba
 {
     const auto documented = documented_routes();
     const auto listed = server_md_routes();
-    EXPECT_EQ(documented.size(), 12u);
+    EXPECT_EQ(documented.size(), 13u);
     EXPECT_EQ(listed, documented);
 }
 

@@ -3,6 +3,8 @@
 
 #include <boost/json/serialize.hpp>
 
+#include "loopback_http.hpp"
+#include "server_contract.hpp"
 #include "wire_turns.hpp"
 
 #include <gtest/gtest.h>
@@ -192,4 +194,63 @@ TEST_F(server_wire, a_batch_is_contiguous_among_concurrent_appends)
         EXPECT_EQ(lines[first + k].at("id"), ids[k]);
         EXPECT_EQ(lines[first + k].at("parentId"), ids[k - 1]);
     }
+}
+
+namespace {
+
+// PUT on a raw connection (the test client sends a body with POST only), its answer checked
+// against the OpenAPI document: the status and the JSON body.
+std::pair<int, json::value> put(std::uint16_t port, const std::string& target, const std::string& body)
+{
+    const auto raw = test::checked_ask(port, "PUT", target, body);
+    return {std::stoi(raw.substr(9, 3)), test::raw_body(raw)};
+}
+
+}  // namespace
+
+// PUT: the whole conversation as the agent holds it now; the rewritten tool result becomes a branch.
+TEST_F(server_wire, put_replaces_a_rewritten_tool_result_as_a_branch_and_the_same_list_writes_nothing)
+{
+    start();
+    const auto id = new_session();
+    const auto target = "/v1/sessions/" + id + "/messages?format=openai";
+    const auto posted = sync("POST", target, with_items("messages", chat_turns));
+    ASSERT_EQ(posted->res.status, 201) << posted->res.body;
+    const auto ids = posted->json().at("ids").as_array();
+    auto turns = json::parse(chat_turns).as_array();
+    turns[6].as_object()["content"] = "ok, 2 files changed";  // call_3's result
+    const auto [status, r] = put(port_, target, with_items("messages", json::serialize(turns)));
+    ASSERT_EQ(status, 200) << r;
+    EXPECT_EQ(r.at("changed"), true);
+    EXPECT_EQ(r.at("shared"), 6);
+    EXPECT_EQ(r.at("forkId"), ids[5]);
+    EXPECT_EQ(r.at("oldLeafId"), ids[7]);
+    ASSERT_EQ(r.at("ids").as_array().size(), 2u);  // the result and the reply after it
+    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json().at("wire"), turns);
+    EXPECT_EQ(stored_messages(file(id)).size(), 10u);  // the old branch stays in the file
+    const auto before = file(id);
+    const auto [again_status, again] = put(port_, target, with_items("messages", json::serialize(turns)));
+    ASSERT_EQ(again_status, 200) << again;
+    EXPECT_EQ(again.at("changed"), false);
+    EXPECT_EQ(again.at("shared"), 8);
+    EXPECT_EQ(again.at("ids").as_array().size(), 0u);
+    EXPECT_EQ(file(id), before);
+}
+
+TEST_F(server_wire, put_with_a_bad_body_names_the_field_and_writes_nothing)
+{
+    start();
+    const auto id = new_session();
+    const auto target = "/v1/sessions/" + id + "/messages?format=openai";
+    ASSERT_EQ(sync("POST", target, with_items("messages", chat_turns))->res.status, 201);
+    const auto before = file(id);
+    const auto [bad_status, bad] = put(port_, target, R"({"messages":[{"role":"user","content":"fix the build"},{"role":"tool","content":"x"}]})");
+    ASSERT_EQ(bad_status, 400) << bad;
+    EXPECT_EQ(bad.at("error").at("code"), "invalid_wire_message");
+    EXPECT_NE(std::string(bad.at("error").at("message").as_string()).find("messages[1]"), std::string::npos)
+        << bad;
+    const auto [missing_status, missing] = put(port_, target, R"({"input":[]})");
+    ASSERT_EQ(missing_status, 400) << missing;
+    EXPECT_EQ(missing.at("error").at("message"), "input: unknown field");
+    EXPECT_EQ(file(id), before);
 }

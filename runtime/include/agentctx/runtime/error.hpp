@@ -32,6 +32,7 @@ enum class errc
     evidence_refused,          ///< the host's preserve_evidence refused or threw: nothing was summarized or written
     model_window_exceeded,     ///< after a model downshift's compaction the context still does not fit the new window
     hook_invalid_cut,          ///< a before_compact hook's firstKeptEntryId is not a valid cut (the message names it and why)
+    summarized_history,        ///< a history replacement would change what the latest compaction summarized (nothing written)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -136,6 +136,20 @@ struct append_batch_result
     std::string reason;  ///< on failure: the refused message's index, field and why (safe text)
 };
 using append_batch_signature = void(boost::system::error_code, append_batch_result);
+
+/// What a history replacement did (session::async_replace_history).
+struct replace_history_result
+{
+    bool changed = false;     ///< something was written (false: the messages were the context's)
+    std::size_t shared = 0;   ///< leading messages of the list that matched the context
+    /// The entry the new branch grows from (the last entry both branches share); empty for a new
+    /// root, or when nothing changed.
+    std::string fork_id;
+    std::string old_leaf_id;        ///< the leaf before the replacement (its branch stays in the log)
+    std::vector<std::string> ids;   ///< the new entries, in order
+    std::string reason;             ///< on failure: which message and field, or why (safe text)
+};
+using replace_history_signature = void(boost::system::error_code, replace_history_result);
 using request_view_signature = void(boost::system::error_code, compaction::fit_result);
 /// An entry as stored: its JSON object (empty on failure).
 using original_signature = void(boost::system::error_code, boost::json::object);
@@ -263,6 +277,29 @@ public:
     {
         return ::agentctx::detail::async_call<append_batch_signature>(
             token, shared_from_this(), &session::append_messages_impl, std::move(messages));
+    }
+
+    /**
+     * @brief Replaces the conversation with `messages` (Pi message objects, `{"role": …}`), for a
+     * host that owns its transcript (an edited prompt, a retried reply, a rewritten tool result).
+     * The log stays append-only: the list is compared with the context (what context() shows,
+     * docs/embedding.md "History replacement"), the leaf moves to the last entry both share and
+     * the differing tail is appended there as one batch (a new branch; the old one stays in the
+     * log and readable). A list that only shortens the context writes one
+     * `agentctx.history_replaced` custom entry there, so the move survives a reopen. Identical
+     * messages write nothing (`changed` false). Every message is decoded before anything is
+     * written: a bad one fails with the compaction code and `reason` naming `[index]` and field.
+     * A list that differs inside the latest compaction's summary (its summary, carried entries,
+     * or a shorter list) is refused with `summarized_history` and writes nothing. Writes take the
+     * same write turn and store batch as async_append_messages.
+     * @par Per-operation cancellation
+     * None: like an append, it is either done or not started.
+     */
+    template <boost::asio::completion_token_for<replace_history_signature> CompletionToken>
+    auto async_replace_history(std::vector<boost::json::object> messages, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<replace_history_signature>(
+            token, shared_from_this(), &session::replace_history_impl, std::move(messages));
     }
 
     /**
@@ -551,6 +588,8 @@ private:
     void append_messages_impl(std::vector<boost::json::object> messages,
                               boost::asio::any_completion_handler<append_batch_signature> h);
     void change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h);
+    void replace_history_impl(std::vector<boost::json::object> messages,
+                              boost::asio::any_completion_handler<replace_history_signature> h);
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);

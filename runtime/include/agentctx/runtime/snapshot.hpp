@@ -1,6 +1,7 @@
 // The immutable state a reader sees: projected context, model, and incremental token accounting.
 #pragma once
 
+#include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/token_accounting.hpp>
@@ -70,6 +71,21 @@ std::shared_ptr<const snapshot> snapshot_from_context(
     std::size_t entry_count,
     const compaction::token_counter& counter
 );
+
+/// Whether `m` is a reminder snapshot of `pins` (a custom message whose `customType` is one of
+/// pin_policy::snapshot_types; the key is the custom type).
+bool is_reminder_snapshot(const compaction::pin_policy& pins, const compaction::message& m);
+
+/**
+ * @brief `s` without the reminder snapshots a newer one of the same key replaces: of each
+ * snapshot type only the newest message stays (a message of an entry `pins.ids` names stays
+ * too). The figures follow: `total_estimate` and the trailing estimates lose the dropped
+ * messages' estimates; an anchoring usage loses those its request carried (a dropped message
+ * before it whose replacement came after it). Null when nothing is dropped. agentctx mode only:
+ * the runtime never applies it with `--compat pi`.
+ */
+std::shared_ptr<const snapshot> without_replaced_snapshots(const snapshot& s, const compaction::pin_policy& pins,
+                                                           const compaction::token_counter& counter);
 
 /// Whether the native state `native` (`details.agentctx.native`) of `compaction` may be
 /// replayed: at most max_native_state_bytes as JSON, valid for its provider
