@@ -112,6 +112,18 @@ std::variant<std::vector<json::object>, http_response> converted_body(request_co
     return std::move(*converted);
 }
 
+// The new entries' ids, each counted as an append in the metrics.
+json::array counted_appends(request_context& c, const std::vector<std::string>& new_ids)
+{
+    json::array ids;
+    for (const auto& id : new_ids)
+    {
+        c.server.metrics.append();
+        ids.emplace_back(id);
+    }
+    return ids;
+}
+
 }  // namespace
 
 asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
@@ -123,12 +135,7 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
     auto [ec, r] = co_await held->session().async_append_messages(std::move(converted), asio::as_tuple(asio::use_awaitable));
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
-    json::array ids;
-    for (const auto& id : r.ids)
-    {
-        c.server.metrics.append();
-        ids.emplace_back(id);
-    }
+    json::array ids = counted_appends(c, r.ids);
     co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
 }
 
@@ -141,12 +148,7 @@ asio::awaitable<http_response> replace_wire_messages(request_context& c, const l
     auto [ec, r] = co_await held->session().async_replace_history(std::move(converted), asio::as_tuple(asio::use_awaitable));
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
-    json::array ids;
-    for (const auto& id : r.ids)
-    {
-        c.server.metrics.append();
-        ids.emplace_back(id);
-    }
+    json::array ids = counted_appends(c, r.ids);
     co_return reply(c.req, http::status::ok,
                     json::object{{"changed", r.changed},
                                  {"shared", r.shared},

@@ -2,6 +2,7 @@
 #include "transaction.hpp"
 
 #include <agentctx/compaction/cut_point.hpp>
+#include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/required.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -67,8 +68,11 @@ transaction::step<void> transaction::check_hook_cut(const session_core& s, const
     for (auto i = std::max(start, p.prep.first_kept_projected); i < *k; ++i)
         if (!e[i].messages.empty() && s.config_.pins.pins(*e[i].source))
             return refuse("lies past pinned entry '" + e[i].source->id + "', which this compaction would not carry");
-    // Further holds on the cut (entries the host declares must stay, such as running jobs)
-    // are checked here the same way, before anything is summarized or written.
+    // So are the launch exchanges of running jobs the plan keeps (session_config::jobs).
+    for (auto i = std::max(start, p.prep.first_kept_projected); i < *k; ++i)
+        if (!e[i].messages.empty() && in_running_job(p.prep.running_jobs, e[i].source->id))
+            return refuse("lies past entry '" + e[i].source->id +
+                          "' of a running job's launch, which this compaction would not carry");
     return {};
 }
 

@@ -110,6 +110,16 @@ public:
         return message(id, m, parent);
     }
 
+    /// An assistant message declaring the calls `call_ids` (all `bash` running `make`).
+    session_text& calls(std::string_view id, const std::vector<std::string>& call_ids, const char* stop = "toolUse")
+    {
+        json::array blocks;
+        for (const auto& c : call_ids)
+            blocks.push_back(json::object{{"type", "toolCall"}, {"id", c}, {"name", "bash"}, {"arguments", json::object{{"command", "make"}}}});
+        return message(id, {{"role", "assistant"}, {"content", blocks}, {"api", "anthropic-messages"},
+                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", stop}});
+    }
+
     session_text& tool_result(std::string_view id, std::string_view call_id, std::string_view name,
                               std::string_view text_, const char* parent = nullptr)
     {

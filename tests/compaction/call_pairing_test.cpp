@@ -58,15 +58,6 @@ std::vector<pairing_input> inputs(const std::vector<entry_ptr>& path)
     return v;
 }
 
-// An assistant message declaring `call_ids` (all `bash`), with the given stop reason.
-session_text& calls(session_text& s, std::string_view id, std::vector<std::string> call_ids, const char* stop = "toolUse")
-{
-    json::array blocks;
-    for (const auto& c : call_ids)
-        blocks.push_back(json::object{{"type", "toolCall"}, {"id", c}, {"name", "bash"}, {"arguments", json::object{{"command", "make"}}}});
-    return s.message(id, {{"role", "assistant"}, {"content", blocks}, {"api", "anthropic-messages"},
-                          {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", stop}});
-}
 
 }  // namespace
 
@@ -123,9 +114,9 @@ TEST(call_pairing, an_interrupted_call_stays_unanswered_when_the_next_turn_reuse
 {
     session_text s;
     s.user("u0", "deploy");
-    calls(s, "a0", {"call_0"});  // the process crashed while this ran
+    s.calls("a0", {"call_0"});  // the process crashed while this ran
     s.user("u1", "the process crashed; carry on");
-    calls(s, "a1", {"call_0"});
+    s.calls("a1", {"call_0"});
     s.tool_result("r1", "call_0", "bash", "deployed");
     s.assistant("f1", "done");
     const auto ctx = build_session_context(s.path());
@@ -147,7 +138,7 @@ TEST(call_pairing, one_id_declared_twice_in_a_message_is_a_barrier_not_a_failure
 {
     session_text s;
     s.user("u0", "check both");
-    calls(s, "a0", {"dup", "dup"});
+    s.calls("a0", {"dup", "dup"});
     s.tool_result("r0", "dup", "bash", tokens(300)).tool_result("r1", "dup", "bash", tokens(300));
     for (int i = 1; i <= 3; ++i)
     {
@@ -177,9 +168,9 @@ TEST(call_pairing, a_late_result_that_two_open_calls_could_own_spans_both)
 {
     session_text s;
     s.user("u0", "start both");
-    calls(s, "a0", {"dup"});
+    s.calls("a0", {"dup"});
     s.user("u1", "and again");
-    calls(s, "a1", {"dup"});
+    s.calls("a1", {"dup"});
     s.assistant("w", "waiting");
     s.tool_result("late", "dup", "bash", "finished");  // after another assistant: either call's
     s.user("u2", tokens(200)).assistant("f2", tokens(200));
@@ -210,7 +201,7 @@ TEST(call_pairing, unique_id_failures_still_fail_closed)
 {
     session_text s;
     s.user("u1", tokens(100));
-    calls(s, "a1", {"c1"});
+    s.calls("a1", {"c1"});
     s.tool_result("r1", "c1", "bash", "x").tool_result("r2", "c1", "bash", "y").tool_result("r3", "zz", "bash", "z");
     s.tool_result("r4", "c1", "read", "w");
     s.user("u2", tokens(100)).assistant("a2", tokens(100));

@@ -20,22 +20,13 @@ namespace json = boost::json;
 
 namespace {
 
-// An assistant message with several calls (ids `calls`, all named `bash`).
-session_text& calls(session_text& s, std::string_view id, std::vector<std::string> call_ids, const char* stop = "toolUse")
-{
-    json::array blocks;
-    for (const auto& c : call_ids)
-        blocks.push_back(json::object{{"type", "toolCall"}, {"id", c}, {"name", "bash"}, {"arguments", json::object{{"command", "make"}}}});
-    return s.message(id, {{"role", "assistant"}, {"content", blocks}, {"api", "anthropic-messages"},
-                          {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", stop}});
-}
 
 // u1, an interrupted batch (call_a answered, call_b not), u2, then completed exchanges.
 session_text interrupted_then_more_work(int exchanges)
 {
     session_text s;
     s.user("u1", "deploy the service");
-    calls(s, "a1", {"call_a", "call_b"});
+    s.calls("a1", {"call_a", "call_b"});
     s.tool_result("r1", "call_a", "bash", "built");
     s.user("u2", "the process crashed; carry on");
     for (int i = 0; i < exchanges; ++i)
@@ -53,7 +44,7 @@ session_text interrupted_then_more_work(int exchanges)
 TEST(unresolved_calls, a_call_passed_by_later_input_is_unresolved_and_the_running_batch_is_not)
 {
     session_text s = interrupted_then_more_work(1);
-    calls(s, "run", {"call_running"});  // the host is executing this one now
+    s.calls("run", {"call_running"});  // the host is executing this one now
     const auto ctx = build_session_context(s.path());
     const auto found = find_unresolved_calls(ctx.messages);
     ASSERT_EQ(found.size(), 1u);
@@ -66,9 +57,9 @@ TEST(unresolved_calls, aborted_assistants_have_no_unresolved_calls)
 {
     session_text s;
     s.user("u1", "go");
-    calls(s, "a1", {"call_x"}, "aborted");
+    s.calls("a1", {"call_x"}, "aborted");
     s.user("u2", "again");
-    calls(s, "a2", {"call_y"}, "error");
+    s.calls("a2", {"call_y"}, "error");
     s.assistant("a3", "ok");
     EXPECT_TRUE(find_unresolved_calls(build_session_context(s.path()).messages).empty());
 }
@@ -143,7 +134,7 @@ TEST(unresolved_calls, the_running_batch_is_never_cut_or_answered)
 {
     session_text s = interrupted_then_more_work(3);
     s.user("u3", "now run the migration");
-    calls(s, "run", {"m1", "m2"});
+    s.calls("run", {"m1", "m2"});
     s.tool_result("m1r", "m1", "bash", tokens(2000));  // m2 still running
     diagnostics diag;
     const auto p = prepare_compaction(s.path(), keep(1), {}, diag);
@@ -160,9 +151,9 @@ TEST(unresolved_calls, an_id_reused_after_an_interrupted_call_compacts_and_stays
 {
     session_text s;
     s.user("u1", "go");
-    calls(s, "a1", {"dup"});
+    s.calls("a1", {"dup"});
     s.user("u2", "again");
-    calls(s, "a2", {"dup"});
+    s.calls("a2", {"dup"});
     s.tool_result("r2", "dup", "bash", "ok");
     s.user("u3", tokens(100)).assistant("a3", tokens(100));
     // r2 answers a2, the call of its own batch; a1's call was passed by later input unanswered.

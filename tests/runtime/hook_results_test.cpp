@@ -54,11 +54,11 @@ class hook_results_test : public ::testing::Test
 protected:
     void SetUp() override { summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor()); }
 
-    std::shared_ptr<session> open(session_config c = {})
+    std::shared_ptr<session> open(session_config c = {}, std::int64_t keep = 400)
     {
         auto st = std::make_unique<memory_store>(history());
         store_ = st.get();
-        c.settings.keep_recent_tokens = 400;
+        c.settings.keep_recent_tokens = keep;
         c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
         c.summarizer = summarizer_;
         compaction::diagnostics diag;
@@ -188,6 +188,25 @@ TEST_F(hook_results_test, an_invalid_first_kept_entry_fails_with_hook_invalid_cu
         EXPECT_EQ(failed_from_hook, std::vector<bool>{true});
         EXPECT_EQ(summarizer_->calls(), 0u);
     }
+}
+
+TEST_F(hook_results_test, a_cut_past_a_running_jobs_launch_that_the_plan_keeps_is_refused)
+{
+    session_config config;
+    compaction::job_rule rule;
+    rule.tools = {"read"};  // c5 reads a.txt: a job that no later entry reports complete
+    rule.id_field = "path";
+    config.jobs.rules = {rule};
+    // Keeping 1,100 tokens cuts at u5 (a9 back to r5 is 1,000, c5 5, u5 100): the plan keeps
+    // the launch c5/r5. A hook cutting at u6 would summarize it while the job runs.
+    auto s = open(std::move(config), 1100);
+    supply(*s, "u6");
+    const auto before = store_->text();
+    const auto [ec, out] = compact(*s);
+    EXPECT_EQ(ec, make_error_code(errc::hook_invalid_cut)) << out.message;
+    EXPECT_NE(out.message.find("'u6' lies past entry 'c5' of a running job's launch"), std::string::npos) << out.message;
+    EXPECT_EQ(store_->text(), before);
+    EXPECT_EQ(summarizer_->calls(), 0u);
 }
 
 TEST_F(hook_results_test, a_valid_first_kept_entry_of_the_hooks_choice_is_committed)

@@ -3,6 +3,7 @@
 #include <agentctx/compaction/message.hpp>
 #include <agentctx/runtime/session.hpp>
 
+#include "file_text.hpp"
 #include "open_session.hpp"
 #include "run_until.hpp"
 #include "scripted_summarizer.hpp"
@@ -14,7 +15,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 using namespace agentctx;
 using namespace agentctx::runtime;
@@ -71,13 +71,7 @@ protected:
         return s;
     }
 
-    std::string file() const
-    {
-        std::ifstream f(path_, std::ios::binary);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        return ss.str();
-    }
+    std::string file() const { return test::read_text(path_); }
 
     template <class Start>
     std::pair<error_code, compaction_outcome> run(Start start)
