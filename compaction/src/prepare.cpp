@@ -181,7 +181,7 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
                 *opts.shortfall = measure_shortfall(e, p.boundary_projected, *opts.required, counter);
             return held.error();
         }
-    if (opts.mode != compat_mode::pi && opts.context_window > 0)
+    if (opts.mode != compat_mode::pi && opts.context_window > 0 && opts.reserve_summary_room)
     {
         // Pi's summary cap, at most half the allowance: a window whose reserve leaves less room
         // than the cap still compacts when the summary is short.

@@ -46,7 +46,8 @@ result<void> reserve_summary_room(std::span<const projected_entry> entries, std:
                                   const token_counter& counter, cut_point_result& r, budget_shortfall* shortfall,
                                   diagnostics& diag)
 {
-    if (allowance <= 0 || r.chosen_index >= end || r.chosen_index < start)
+    // A keepRecentTokens that covers the whole range keeps it all: nothing to compact, as before.
+    if (allowance <= 0 || !r.crossing_index || r.chosen_index >= end || r.chosen_index < start)
         return {};
     const auto suffix = suffix_tokens(entries, start, end, counter);
     const auto kept = [&](std::size_t c) { return suffix[c - start]; };

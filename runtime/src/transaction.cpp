@@ -238,7 +238,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
         j.request.reason == compaction_reason::background ? s.config_.settings.keep_recent_tokens : 0;
-    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .jobs = &s.config_.jobs, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .model_max_tokens = s.config_.model.max_output_tokens, .whole_turn_tokens = whole_turn},
+    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .jobs = &s.config_.jobs, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .model_max_tokens = s.config_.model.max_output_tokens, .reserve_summary_room = j.request.reason != compaction_reason::background, .whole_turn_tokens = whole_turn},
                                    diag);
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(s, j.request.reason, shortfall);

@@ -79,6 +79,7 @@ TEST_F(server_view, a_view_keeps_the_newest_groups_that_fit_and_says_what_did_no
     json::object event{{"reason", "request_view"}};
     for (const auto& kv : budget)
         event[kv.key()] = kv.value();
+    event["summaryTokens"] = 0;  // a view reserves no summary
     EXPECT_NE(sub->text.find("event: budget_exceeded\ndata: " + json::serialize(event) + "\n\n"), std::string::npos) << sub->text;
     unsubscribe(*sub);
     const auto metrics = sync("GET", "/metrics")->res.body;

@@ -42,6 +42,9 @@ struct plan_options
     /// allowance. `budget_exceeded` before any model call when even the smallest keepable
     /// suffix leaves no room.
     std::int64_t model_max_tokens = 0;
+    /// Whether the cut reserves the summary's room (above). A background plan does not: it
+    /// commits later against a context that has grown, and its cut keeps a turn whole on purpose.
+    bool reserve_summary_room = true;
     /// agentctx mode, > 0: a split turn whose prefix is at most this many tokens is kept whole
     /// (keep_turn_whole). A background compaction sets it: what it keeps grows until its commit
     /// anyway, and a whole turn saves the turn-prefix summary request.

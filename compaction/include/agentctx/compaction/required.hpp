@@ -73,7 +73,9 @@ result<void> hold_cut_before_required(std::span<const projected_entry> entries, 
                                       diagnostics& diag);
 
 /**
- * agentctx mode with a known window: the cut leaves room for the summary. When the kept range
+ * agentctx mode with a known window: the cut leaves room for the summary. When the backward walk
+ * reached keepRecentTokens (`r.crossing_index`; a budget covering the whole range keeps it all
+ * and leaves nothing to compact, unchanged) and the kept range
  * `[r.chosen_index, end)` plus `summary_tokens` exceeds `allowance`, the cut moves to the earliest
  * later cut the tool rounds allow (never past the oldest required entry) whose kept range fits:
  * the compacted context then fits whatever the summary's length. When no cut fits, the result is
