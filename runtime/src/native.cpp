@@ -90,6 +90,14 @@ void add_loop_request(const session_config& config, const snapshot& snap, provid
     req.parameters = std::move(host->parameters);
 }
 
+bool holds_tool_results(const std::vector<context_message>& window)
+{
+    for (const auto& m : window)
+        if (m.msg->role == role::tool_result)
+            return true;
+    return false;
+}
+
 }  // namespace
 
 // The window's size in tokens and how it was measured: the provider's exact count of the native
@@ -151,6 +159,12 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     if (snap->native && previous && snap->native->entry_id == *previous)
         req.previous = *snap->native;
     add_loop_request(s.config_, *snap, req);
+    if (caps.head_format == providers::wire_format::anthropic && req.tools.empty() && holds_tool_results(req.window))
+    {
+        why = "portable: the eligible window holds tool calls and the session names no tools "
+              "(session_config::conversation); Anthropic refuses tool_use blocks without them";
+        co_return chosen{};
+    }
     req.instructions = std::string(initial_summary_instructions) +
                        (j.request.instructions ? "\n\nAdditional focus: " + *j.request.instructions : std::string());
     req.model = serving->model_id;
