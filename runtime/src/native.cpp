@@ -171,7 +171,7 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     auto size = co_await measure_native(s, j, req);
     if (!size)
         co_return size.error();
-    const auto& [tokens, measured] = size.value();
+    const auto& [tokens, measured] = *size;
     if (auto portable = portable_because(s.config_, caps, tokens, measured))
     {
         why = std::move(*portable);

@@ -95,9 +95,9 @@ TEST(summary_framing, the_views_frame_by_default_and_give_pis_text_only_when_ask
     EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages)[0]), reference_text);
     EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr)[0]), reference_text);
     const auto anthropic = providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages);
-    EXPECT_EQ(anthropic[0].at("content").at(0).at("text"), reference_text);
+    EXPECT_EQ(anthropic[0].at("content").at(0).at("text").as_string(), reference_text);
     const auto responses = providers::to_responses_input(ctx.messages);
-    EXPECT_EQ(responses[0].at("content").at(0).at("text"), reference_text);
+    EXPECT_EQ(responses[0].at("content").at(0).at("text").as_string(), reference_text);
     std::vector<std::shared_ptr<const compaction::message>> msgs;
     for (const auto& m : ctx.messages)
         msgs.push_back(m.msg);
@@ -108,7 +108,7 @@ TEST(summary_framing, the_views_frame_by_default_and_give_pis_text_only_when_ask
                                 "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) + "\n</summary>";
     EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr, summary_framing::pi)[0]),
               pi_text);
-    EXPECT_EQ(providers::to_responses_input(ctx.messages, nullptr, summary_framing::pi)[0].at("content").at(0).at("text"), pi_text);
+    EXPECT_EQ(providers::to_responses_input(ctx.messages, nullptr, summary_framing::pi)[0].at("content").at(0).at("text").as_string(), pi_text);
     EXPECT_EQ(compaction::content_text(compaction::convert_to_llm(msgs, summary_framing::pi)[0]->content), pi_text);
 }
 

@@ -627,7 +627,7 @@ TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable
     std::int64_t answer = 40000;
     std::vector<std::string> native_counts;
     server_.route("/v1/messages/count_tokens", [&](const test::recorded_request& r) {
-        if (r.body.find("Compact the conversation so far.") != std::string::npos)
+        if (json::parse(r.body).as_object().contains("tools"))  // the portable preflight's count has none
             native_counts.push_back(r.body);
         test::scripted_response rsp;
         rsp.body = test::anthropic_count_body(answer);
