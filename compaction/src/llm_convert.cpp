@@ -71,6 +71,7 @@ std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::
             u->role = role::user;
             u->role_name = "user";
             u->timestamp = m->timestamp;
+            u->peer = m->peer;
             u->content = m->content;
             if (u->content.is_string)
             {

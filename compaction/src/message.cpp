@@ -49,6 +49,27 @@ role role_from_string(std::string_view s) noexcept
     return role::other;
 }
 
+std::string peer_name(const boost::json::value& details)
+{
+    const auto* d = details.if_object();
+    const auto* a = d ? d->if_contains("agentctx") : nullptr;
+    const auto* p = a && a->is_object() ? a->get_object().if_contains("peer") : nullptr;
+    if (!p || !p->is_string())
+        return {};
+    // A name only: no bracket, quote or line break can close or forge the label around it.
+    std::string out;
+    for (const char c : p->get_string())
+    {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f || c == '[' || c == ']' || c == '"' || c == '<' || c == '>')
+            continue;
+        if (out.size() >= 64 && (u & 0xC0) != 0x80)
+            break;  // at most 64 bytes, never inside a UTF-8 sequence
+        out += c;
+    }
+    return out;
+}
+
 namespace {
 
 stop_reason stop_reason_from_string(std::string_view s) noexcept

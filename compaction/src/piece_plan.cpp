@@ -1,13 +1,13 @@
 // The piece planner: exchange batches over a summarized prefix, greedy bounded pieces, covered-part identity.
 #include <agentctx/compaction/piece_plan.hpp>
 
+#include <agentctx/compaction/call_pairing.hpp>
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/serialize.hpp>
 
 #include "sha256.hpp"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace agentctx::compaction {
 
@@ -24,20 +24,12 @@ std::string message_text(const context_message& m)
 // may only end where no round is open.
 std::vector<std::size_t> round_reach(std::span<const context_message> msgs)
 {
-    std::unordered_map<std::string, std::size_t> call_at;
     std::vector<std::size_t> reach(msgs.size());
     for (std::size_t i = 0; i < msgs.size(); ++i)
-    {
         reach[i] = i;
-        const message& m = *msgs[i].msg;
-        if (m.role == role::assistant)
-            for (const auto& b : m.content.blocks)
-                if (const auto* c = std::get_if<tool_call_block>(&b))
-                    call_at.emplace(c->id, i);
-        if (m.role == role::tool_result)
-            if (const auto it = call_at.find(m.tool_call_id); it != call_at.end())
-                reach[it->second] = std::max(reach[it->second], i);
-    }
+    for (const auto& r : pair_tool_calls(msgs).results)
+        if (r.kind != result_link_kind::no_call)
+            reach[r.reach_from] = std::max(reach[r.reach_from], r.position);
     return reach;
 }
 

@@ -1,6 +1,8 @@
 // prepare_compaction (Pi 1.6): projected range, cut, summarized/prefix/kept split, file ops.
 #include <agentctx/compaction/prepare.hpp>
 
+#include <agentctx/compaction/summary_prompt.hpp>
+
 #include <algorithm>
 #include <set>
 
@@ -169,6 +171,18 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
                 *opts.shortfall = measure_shortfall(e, p.boundary_projected, *opts.required, counter);
             return held.error();
         }
+    if (opts.mode != compat_mode::pi && opts.context_window > 0)
+    {
+        // Pi's summary cap, at most half the allowance: a window whose reserve leaves less room
+        // than the cap still compacts when the summary is short.
+        const std::int64_t allowance = opts.context_window - settings.reserve_tokens;
+        const std::int64_t summary =
+            std::min<std::int64_t>(history_output_cap(settings.reserve_tokens, opts.model_max_tokens), allowance / 2);
+        if (auto room = reserve_summary_room(e, p.boundary_projected, end, opts.required, allowance, summary, counter,
+                                             *cut, opts.shortfall, diag);
+            !room)
+            return room.error();
+    }
     p.first_kept_projected = cut->first_kept_index;
     if (p.first_kept_projected >= end)
     {
@@ -231,7 +245,8 @@ result<compaction_preparation> prepare_projected(
     const auto prev = place_range(ctx, path_size, p);
     if (opts.mode != compat_mode::pi)
     {
-        const auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
+        auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
+        std::erase_if(issues, [](const transcript_issue& is) { return is_barrier(is.kind); });
         if (!issues.empty())
         {
             diag.message = transcript_message(issues);

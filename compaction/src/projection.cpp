@@ -24,6 +24,7 @@ std::shared_ptr<const message> message_of_entry(const entry& e, bool keep_empty_
         m->custom_type = e.custom_type;
         m->content = e.content;
         m->display = e.display;
+        m->peer = peer_name(e.details);
         m->timestamp = parse_iso_timestamp(e.timestamp).value_or(0);
         return m;
     }

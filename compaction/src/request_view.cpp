@@ -1,10 +1,10 @@
 // fit_request: interaction groups, fixed costs first, newest groups while they fit.
 #include <agentctx/compaction/request_view.hpp>
 
+#include <agentctx/compaction/call_pairing.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
 
 #include <algorithm>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace agentctx::compaction {
@@ -61,28 +61,23 @@ struct groups
 groups interaction_groups(const std::vector<context_message>& msgs, std::size_t first)
 {
     groups g{std::vector<std::size_t>(msgs.size(), 0), {}};
-    std::unordered_map<std::string, std::size_t> call_group;
+    const auto links = pair_tool_calls(std::span(msgs).subspan(first)).results;  // positions from `first`
+    auto link = links.begin();
     for (std::size_t i = first; i < msgs.size(); ++i)
     {
-        const message& m = *msgs[i].msg;
-        if (g.starts.empty() || starts_group(m.role))
+        if (g.starts.empty() || starts_group(msgs[i].msg->role))
             g.starts.push_back(i);
         g.group_of[i] = g.starts.size() - 1;
-        if (m.role == role::assistant)
-            for (const auto& b : m.content.blocks)
-                if (const auto* c = std::get_if<tool_call_block>(&b))
-                    call_group[c->id] = g.group_of[i];
-        if (m.role == role::tool_result)
-            if (const auto it = call_group.find(m.tool_call_id); it != call_group.end() && it->second < g.group_of[i])
-            {
-                // Merge every group from the call's through this one.
-                const std::size_t into = it->second;
-                g.starts.resize(into + 1);
-                for (std::size_t k = g.starts[into]; k <= i; ++k)
-                    g.group_of[k] = into;
-                for (auto& [id, group] : call_group)
-                    group = std::min(group, group > into ? into : group);
-            }
+        if (msgs[i].msg->role != role::tool_result)
+            continue;
+        const auto& r = *link++;
+        if (r.kind == result_link_kind::no_call || g.group_of[first + r.reach_from] >= g.group_of[i])
+            continue;
+        // Merge every group from the call's through this one.
+        const std::size_t into = g.group_of[first + r.reach_from];
+        g.starts.resize(into + 1);
+        for (std::size_t k = g.starts[into]; k <= i; ++k)
+            g.group_of[k] = into;
     }
     return g;
 }

@@ -16,6 +16,11 @@ std::string truncate_for_summary(std::string_view t, std::size_t limit)
     return utf16_slice_head(t, limit) + "\n\n[... " + std::to_string(len - limit) + " more characters truncated]";
 }
 
+std::string peer_label(std::string_view name)
+{
+    return std::string(peer_label_prefix) + std::string(name) + std::string(peer_label_suffix);
+}
+
 namespace {
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep)
@@ -42,7 +47,7 @@ std::string serialize_conversation(std::span<const std::shared_ptr<const message
         {
             const std::string text = content_text(m.content);
             if (!text.empty())
-                parts.push_back("[User]: " + text);
+                parts.push_back((m.peer.empty() ? std::string("[User]") : peer_label(m.peer)) + ": " + text);
         }
         else if (m.role == role::assistant)
         {

@@ -1,6 +1,7 @@
 // plan_tool_clearing: the old tool results outside the protected window, replaced by placeholders.
 #include <agentctx/compaction/tool_clearing.hpp>
 
+#include <agentctx/compaction/call_pairing.hpp>
 #include <agentctx/compaction/json_text.hpp>
 
 #include <algorithm>
@@ -58,6 +59,17 @@ struct call_info
     std::size_t assistant = 0;  ///< position of the calling assistant message
     const tool_call_block* call = nullptr;
 };
+
+// The call each result answers, by the result's position (pair_tool_calls: within its batch).
+std::map<std::size_t, call_info> calls_by_result(std::span<const context_message> ctx)
+{
+    const auto pairing = pair_tool_calls(ctx);
+    std::map<std::size_t, call_info> out;
+    for (const auto& r : pairing.results)
+        if (r.kind != result_link_kind::no_call)
+            out[r.position] = {pairing.declarations[r.declaration].position, pairing.declarations[r.declaration].call};
+    return out;
+}
 
 bool already_cleared(const message& m)
 {
@@ -140,11 +152,7 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
     }
     const token_counter& counter = in.counter ? *in.counter : default_token_counter();
     const auto ctx = in.context;
-    std::map<std::string, call_info> calls;
-    for (std::size_t i = 0; i < ctx.size(); ++i)
-        for (const auto& b : ctx[i].msg->content.blocks)
-            if (const auto* c = std::get_if<tool_call_block>(&b); c && ctx[i].msg->role == role::assistant)
-                calls[c->id] = {i, c};
+    const auto calls = calls_by_result(ctx);
     const auto kept = protected_results(ctx, s.keep);
     std::map<std::size_t, std::set<std::string>> inputs;  // assistant position -> cleared call ids
     std::vector<std::pair<std::size_t, clearing_edit>> edits;
@@ -154,7 +162,7 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
         if (m.role != role::tool_result || kept.count(i) || listed(s.exclude_tools, m.tool_name) || already_cleared(m) ||
             (in.protected_entry && in.protected_entry(ctx[i].entry_id)))
             continue;
-        const auto call = calls.find(m.tool_call_id);
+        const auto call = calls.find(i);
         const std::string key = call == calls.end() ? std::string() : argument_key(call->second.call->arguments);
         const auto tokens = static_cast<std::int64_t>(counter.count(m));
         const auto chars = static_cast<std::int64_t>(utf16_length(content_text(m.content)));

@@ -1,6 +1,8 @@
 // find_unresolved_calls and with_unknown_outcomes: one walk that closes a batch at the next ordinary input.
 #include <agentctx/compaction/unresolved_calls.hpp>
 
+#include <agentctx/compaction/call_pairing.hpp>
+
 #include <unordered_set>
 
 namespace agentctx::compaction {
@@ -16,23 +18,30 @@ bool is_transparent(const message& m)
            (m.role == role::bash_execution && m.exclude_from_context);
 }
 
+// The calls some result pairs with (within its batch, or a late result after later input): an
+// id that a later turn reuses does not answer an earlier, interrupted call.
+std::unordered_set<const tool_call_block*> answered_calls(std::span<const context_message> messages)
+{
+    std::unordered_set<const tool_call_block*> answered;
+    for (const auto& d : pair_tool_calls(messages).declarations)
+        if (d.answers > 0)
+            answered.insert(d.call);
+    return answered;
+}
+
 // One pass over a context. `on_close(calls, entry_id, insert_after)` receives the unanswered
 // calls of each closed batch and the index of the batch's last message.
 template <class OnClose>
 void walk_batches(std::span<const context_message> messages, OnClose&& on_close)
 {
-    // A result may come after later input (an interleaved round): such a call is answered.
-    std::unordered_set<std::string_view> answered;
-    for (const auto& m : messages)
-        if (m.msg->role == role::tool_result)
-            answered.insert(m.msg->tool_call_id);
+    const auto answered = answered_calls(messages);
     std::vector<const tool_call_block*> calls;
     std::string entry_id;
     std::size_t last = 0;
     const auto close = [&] {
         std::vector<const tool_call_block*> open;
         for (const auto* c : calls)
-            if (!answered.contains(c->id))
+            if (!answered.contains(c))
                 open.push_back(c);
         if (!open.empty())
             on_close(open, entry_id, last);

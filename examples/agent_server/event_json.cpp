@@ -69,7 +69,7 @@ named fields(const runtime::compaction_prepared_event& r)
                                                 {"calls", r.calls}}};
 }
 
-// Required context does not fit: numbers and ids only.
+// Required context, or the summary's room, does not fit: numbers and ids only.
 named fields(const runtime::budget_exceeded_event& b)
 {
     return {"budget_exceeded",
@@ -78,7 +78,8 @@ named fields(const runtime::budget_exceeded_event& b)
                          {"allowance", b.allowance},
                          {"requiredTokens", b.required_tokens},
                          {"boundary", json::object{{"entryId", b.boundary_entry_id}, {"position", b.boundary_position}}},
-                         {"required", json::object{{"entryId", b.required_entry_id}, {"position", b.required_position}}}}};
+                         {"required", json::object{{"entryId", b.required_entry_id}, {"position", b.required_position}}},
+                         {"summaryTokens", b.summary_tokens}}};
 }
 
 // Old tool results were replaced by placeholders; the originals stay readable by entry id.

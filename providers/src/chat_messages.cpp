@@ -2,6 +2,7 @@
 #include <agentctx/providers/chat_messages.hpp>
 
 #include <agentctx/compaction/llm_convert.hpp>
+#include <agentctx/compaction/serialize.hpp>
 #include "native_compaction.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -155,6 +156,16 @@ std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compa
     return std::nullopt;
 }
 
+// A peer's message as the model reads it: one line first saying who wrote it (agentctx's
+// framing; Pi's text has no peers).
+std::shared_ptr<const message> with_authorship(const message& m)
+{
+    auto framed = std::make_shared<message>(m);
+    framed->content.blocks.insert(framed->content.blocks.begin(),
+                                  compaction::text_block{compaction::peer_label(m.peer) + "\n"});
+    return framed;
+}
+
 // convert_to_llm over `context`, sendable messages only.
 std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context,
                                                          compaction::summary_framing framing)
@@ -166,7 +177,7 @@ std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compact
     std::vector<std::shared_ptr<const message>> out;
     for (auto& m : compaction::convert_to_llm(agent, framing))
         if (sendable(*m))
-            out.push_back(std::move(m));
+            out.push_back(m->peer.empty() || framing == compaction::summary_framing::pi ? std::move(m) : with_authorship(*m));
     return out;
 }
 

@@ -40,19 +40,23 @@ auto awaited(Initiation init, Token token)
     return asio::async_initiate<Token, Signature>(std::move(init), token);
 }
 
-// Required entries hold the cut: the host hears the numbers (never content) before the failure.
+// Required entries, or the summary's room, hold the cut: the host hears the numbers (never
+// content) before the failure. The allowance is the limit that started the compaction: the
+// working budget when it triggered, else contextWindow - reserveTokens.
 void report_shortfall(session_core& s, compaction_reason reason, const budget_shortfall& b)
 {
     const auto window = s.config_.model.context_window;
+    const bool automatic = reason == compaction_reason::threshold || reason == compaction_reason::background;
     s.emit(budget_exceeded_event{
         .reason = reason,
         .input_tokens = b.input_tokens,
-        .allowance = window > 0 ? window - s.config_.settings.reserve_tokens : 0,
+        .allowance = window <= 0 ? 0 : automatic ? s.threshold() : window - s.config_.settings.reserve_tokens,
         .required_tokens = b.required_tokens,
         .boundary_entry_id = b.boundary_entry_id,
         .required_entry_id = b.required_entry_id,
         .boundary_position = b.boundary_position,
         .required_position = b.required_position,
+        .summary_tokens = b.summary_tokens,
     });
 }
 
@@ -223,7 +227,7 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
         j.request.reason == compaction_reason::background ? s.config_.settings.keep_recent_tokens : 0;
-    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .whole_turn_tokens = whole_turn},
+    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .model_max_tokens = s.config_.model.max_output_tokens, .whole_turn_tokens = whole_turn},
                                    diag);
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(s, j.request.reason, shortfall);

@@ -726,7 +726,8 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_th
 {
     auto c = config(20000);  // keeps nearly everything
     c.model.context_window = 40000;
-    c.settings.reserve_tokens = 38000;  // threshold 2000; the kept suffix alone is over it
+    c.settings.reserve_tokens = 38000;  // threshold 2000; the cut keeps at most 1000 (half for the summary)
+    summarizer_->set_default({.text = "## Goal\nKeep the parser fast. " + tokens(1100) + "\n\n## Next Steps\n1. Benchmark it."});
     test::session_text t;
     t.user("u0", tokens(100)).assistant("a0", tokens(100));
     for (int i = 1; i < 15; ++i)
@@ -742,15 +743,18 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_th
     run_until([&] { return again->done; });
     EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused));
     EXPECT_EQ(summarizer_->calls(), 1u);  // not attempted twice on an unchanged path
-    append(*s, user_msg("more"));  // too small to move the cut: the same prefix, still paused
+    append(*s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}});  // not in context: the same prefix
     auto same = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return same->done; });
     EXPECT_EQ(same->ec, make_error_code(errc::auto_compaction_paused));
     EXPECT_EQ(summarizer_->calls(), 1u);
-    append(*s, user_msg(tokens(3000)));  // the cut moves to it: another prefix
+    // The cut keeps at most 1000 tokens (half the 2000 allowance is the summary's): with 300 more
+    // it moves from u10 to a11, another prefix. Turn 11 is split: a history and a prefix request.
+    append(*s, user_msg(tokens(300)));
     auto third = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return third->done; });
-    EXPECT_EQ(summarizer_->calls(), 2u);
+    EXPECT_EQ(third->ec, compaction::make_error_code(compaction::errc::insufficient_reduction));
+    EXPECT_EQ(summarizer_->calls(), 3u);
 }
 
 TEST_F(session_test, a_deterministic_failure_pauses_the_same_prefix_until_it_changes_and_manual_always_tries)

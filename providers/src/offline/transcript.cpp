@@ -3,6 +3,8 @@
 
 #include "text.hpp"
 
+#include <agentctx/compaction/serialize.hpp>
+
 #include <boost/json/parse.hpp>
 
 #include <array>
@@ -19,7 +21,13 @@ std::string_view label_at(std::string_view conv, std::size_t pos)
     for (auto l : labels)
         if (conv.substr(pos, l.size()) == l)
             return l;
-    return {};
+    // A peer's label names the agent: `[Agent NAME (another agent, not the user)]: ` on one line.
+    if (conv.substr(pos, compaction::peer_label_prefix.size()) != compaction::peer_label_prefix)
+        return {};
+    const auto end = conv.find(std::string(compaction::peer_label_suffix) + ": ", pos);
+    if (end == std::string_view::npos || conv.substr(pos, end - pos).find('\n') != std::string_view::npos)
+        return {};
+    return conv.substr(pos, end - pos + compaction::peer_label_suffix.size() + 2);
 }
 
 std::vector<part> parse_parts(std::string_view conv)
@@ -37,6 +45,8 @@ std::vector<part> parse_parts(std::string_view conv)
             next += 2;
         const std::size_t end = next == std::string_view::npos ? conv.size() : next;
         part p{std::string(l.substr(1, l.size() - 4)), std::string(conv.substr(start, end - start)), {}};
+        if (l.starts_with(compaction::peer_label_prefix))
+            p.label = "Agent";  // another agent's words: never the user's request or permission
         if (p.label == "Assistant tool calls")
             p.calls = parse_calls(p.text);
         parts.push_back(std::move(p));

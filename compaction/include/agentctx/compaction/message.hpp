@@ -144,11 +144,20 @@ struct message
     // custom
     std::string custom_type;
     bool display = false;
+    /// Another agent wrote it (a sub-agent's result, a supervisor): the name from a custom_message
+    /// entry's `details.agentctx.peer` (peer_name). Empty: not a peer message. convert_to_llm
+    /// keeps it on the user message it makes, so summaries and wire views keep the authorship.
+    std::string peer;
 
     // branchSummary / compactionSummary
     std::string summary, from_id;
     double tokens_before = 0;
 };
+
+/// The peer name a custom_message entry's `details` declare (`{"agentctx": {"peer": NAME}}`),
+/// cleaned to at most 64 printable characters without brackets, quotes or line breaks; empty
+/// when absent or empty.
+std::string peer_name(const boost::json::value& details);
 
 /// Decodes a message object strictly: a field of the wrong type is `wrong_type`, a missing
 /// required field `missing_field`, both with the JSON path (prefixed by `path`) in `diag`.

@@ -31,6 +31,12 @@ struct plan_options
     /// The model's window (0 = unknown). With it, keepRecentExchanges keeps at most half of
     /// `contextWindow - reserveTokens` (Pi's threshold): room for the summary and the next turns.
     std::int64_t context_window = 0;
+    /// The model's output cap (0 = none). With `context_window` in agentctx mode, the cut keeps
+    /// room for the summary's budget under the allowance `contextWindow - reserveTokens`
+    /// (reserve_summary_room): history_output_cap(reserveTokens, this), at most half the
+    /// allowance. `budget_exceeded` before any model call when even the smallest keepable
+    /// suffix leaves no room.
+    std::int64_t model_max_tokens = 0;
     /// agentctx mode, > 0: a split turn whose prefix is at most this many tokens is kept whole
     /// (keep_turn_whole). A background compaction sets it: what it keeps grows until its commit
     /// anyway, and a whole turn saves the turn-prefix summary request.

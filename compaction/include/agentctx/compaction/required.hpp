@@ -33,6 +33,10 @@ struct budget_shortfall
     std::string required_entry_id;     ///< the oldest required entry, which holds the cut
     std::size_t boundary_position = 0;  ///< both as positions among the projected entries
     std::size_t required_position = 0;
+    /// When the summary's room is what is missing (reserve_summary_room): the summary's output
+    /// budget and the allowance the kept part and the summary must fit; 0 otherwise.
+    std::int64_t summary_tokens = 0;
+    std::int64_t allowance = 0;
 };
 
 struct required_policy
@@ -67,5 +71,18 @@ budget_shortfall measure_shortfall(std::span<const projected_entry> entries, std
 result<void> hold_cut_before_required(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
                                       const required_policy& policy, compat_mode mode, cut_point_result& r,
                                       diagnostics& diag);
+
+/**
+ * agentctx mode with a known window: the cut leaves room for the summary. When the kept range
+ * `[r.chosen_index, end)` plus `summary_tokens` exceeds `allowance`, the cut moves to the earliest
+ * later cut the tool rounds allow (never past the oldest required entry) whose kept range fits:
+ * the compacted context then fits whatever the summary's length. When no cut fits, the result is
+ * `budget_exceeded` and `shortfall` (when set) holds the numbers: `required_tokens` is the smallest
+ * suffix the cut can keep, `required_entry_id` where it starts. No model is asked.
+ */
+result<void> reserve_summary_room(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
+                                  const required_policy* policy, std::int64_t allowance, std::int64_t summary_tokens,
+                                  const token_counter& counter, cut_point_result& r, budget_shortfall* shortfall,
+                                  diagnostics& diag);
 
 }  // namespace agentctx::compaction

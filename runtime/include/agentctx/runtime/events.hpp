@@ -74,21 +74,28 @@ struct derived_state_dropped_event
 };
 
 /// Required context cannot be fitted: a compaction could not cut far enough because required
-/// entries (session_config::required) hold the cut. Numbers and ids only, never content. The
-/// compaction itself fails with compaction `budget_exceeded` and writes nothing.
+/// entries (session_config::required) hold the cut, or because even the smallest part the cut
+/// can keep leaves no room for the summary's budget under contextWindow - reserveTokens
+/// (`summary_tokens` > 0). Emitted at planning, before any model call. Numbers and ids only,
+/// never content. The compaction itself fails with compaction `budget_exceeded` and writes nothing.
 struct budget_exceeded_event
 {
     compaction_reason reason;
     std::int64_t input_tokens = 0;     ///< the context's estimate
-    std::int64_t allowance = 0;        ///< contextWindow - reserveTokens (0: window unknown)
-    std::int64_t required_tokens = 0;  ///< what must stay, from the oldest required entry on
+    /// The limit that started the compaction: the working budget when it triggered (reasons
+    /// threshold and background), else contextWindow - reserveTokens (0: window unknown).
+    std::int64_t allowance = 0;
+    std::int64_t required_tokens = 0;  ///< what must stay: from the oldest required entry, or the smallest keepable suffix
     std::string boundary_entry_id;     ///< where the summarizable range starts
-    std::string required_entry_id;     ///< the oldest required entry
+    std::string required_entry_id;     ///< the oldest required entry, or where the smallest keepable suffix starts
     std::size_t boundary_position = 0;  ///< both as positions in the projected context
     std::size_t required_position = 0;
     /// From a request view the host asked for (session::async_request_view), not a compaction:
     /// `allowance` is then the view's room for messages, `reason` is meaningless.
     bool request_view = false;
+    /// The summary's output budget the cut reserved room for (history_output_cap of
+    /// reserveTokens and the model's output cap); 0 when required entries held the cut.
+    std::int64_t summary_tokens = 0;
 };
 
 /// Old tool results were replaced by placeholders (`compaction.clearToolResults`): one batch of
