@@ -138,7 +138,7 @@ summary_prompt branch_summary_prompt(std::span<const std::shared_ptr<const messa
                                             : instructions + "\n\nAdditional focus: " + *custom_instructions;
     summary_prompt p;
     p.system_prompt = summarization_system_prompt;
-    p.prompt = "<conversation>\n" + serialize_conversation(convert_to_llm(messages)) + "\n</conversation>\n\n" + instructions;
+    p.prompt = "<conversation>\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) + "\n</conversation>\n\n" + instructions;
     p.max_output_tokens = summary_output_budget(p, context_window, model_max_tokens);
     return p;
 }

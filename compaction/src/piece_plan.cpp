@@ -17,7 +17,7 @@ namespace {
 std::string message_text(const context_message& m)
 {
     const std::shared_ptr<const message> one[] = {m.msg};
-    return serialize_conversation(convert_to_llm(one));
+    return serialize_conversation(convert_to_llm(one, summary_framing::pi));
 }
 
 // For each message, the last index its tool round reaches (itself when it opens none): a batch

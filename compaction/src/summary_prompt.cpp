@@ -86,7 +86,7 @@ const std::string prefix_text =
 
 std::string conversation_block(std::span<const std::shared_ptr<const message>> messages)
 {
-    const auto llm = convert_to_llm(messages);
+    const auto llm = convert_to_llm(messages, summary_framing::pi);
     return "<conversation>\n" + serialize_conversation(llm) + "\n</conversation>\n\n";
 }
 
@@ -176,7 +176,7 @@ summary_prompt turn_prefix_summary_prompt(
 {
     summary_prompt p;
     p.system_prompt = summarization_system_prompt;
-    p.prompt = "# Conversation\n" + serialize_conversation(convert_to_llm(messages)) + "\n\n# Instructions\n" +
+    p.prompt = "# Conversation\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) + "\n\n# Instructions\n" +
                std::string(turn_prefix_instructions);
     append_focus(p.prompt, custom_instructions);
     p.max_output_tokens = summary_output_budget(p, context_window, model_max_tokens);
@@ -227,7 +227,7 @@ std::string message_quote(const message& m, std::size_t max_chars)
 {
     std::string text;
     const std::shared_ptr<const message> one(std::shared_ptr<const message>(), &m);
-    for (const auto& llm : convert_to_llm(std::span(&one, 1)))
+    for (const auto& llm : convert_to_llm(std::span(&one, 1), summary_framing::pi))
         text += content_text(llm->content);
     if (text.empty())
         for (const auto& b : m.content.blocks)

@@ -38,7 +38,8 @@ std::string serialized(const std::vector<compaction::context_message>& msgs)
     std::vector<std::shared_ptr<const compaction::message>> v;
     for (const auto& m : msgs)
         v.push_back(m.msg);
-    return compaction::serialize_conversation(compaction::convert_to_llm(v));
+    // As the summary prompt serializes it (Pi 1.6's text for summaries).
+    return compaction::serialize_conversation(compaction::convert_to_llm(v, compaction::summary_framing::pi));
 }
 
 boost::json::array ids(const std::vector<compaction::context_message>& msgs)

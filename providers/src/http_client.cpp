@@ -36,6 +36,20 @@ std::string_view http_response::header(std::string_view name) const
     return {};
 }
 
+transfer_deadlines deadlines_of(const http_request& r) noexcept
+{
+    transfer_deadlines d;
+    d.connect_timeout_ms = static_cast<long>(r.connect_timeout.count());
+    d.total_timeout_ms = 0;  // never: a healthy generation may take minutes
+    const bool idle = r.idle_timeout.count() > 0;  // an explicit opt-in only
+    d.low_speed_time = idle ? static_cast<long>(r.idle_timeout.count()) : 0L;
+    d.low_speed_limit = idle ? r.low_speed_bytes : 0L;
+    d.tcp_keepalive = 1L;  // liveness on a silent connection: probes find a dead peer
+    d.keepalive_idle = static_cast<long>(r.keepalive_interval.count());
+    d.keepalive_interval = static_cast<long>(r.keepalive_interval.count());
+    return d;
+}
+
 namespace {
 
 // curl_global_init once per process, before any handle (it is not safe to race it).
@@ -517,12 +531,14 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this);
         curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &impl::on_close);
         curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);  // multi lifetime: may run after the transfer
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(t->req.connect_timeout.count()));
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.idle_timeout.count()));  // 0: none
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, t->req.idle_timeout.count() > 0 ? t->req.low_speed_bytes : 0L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, static_cast<long>(t->req.keepalive_interval.count()));
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, static_cast<long>(t->req.keepalive_interval.count()));
+        const auto d = deadlines_of(t->req);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, d.connect_timeout_ms);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, d.total_timeout_ms);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, d.low_speed_time);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, d.low_speed_limit);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, d.tcp_keepalive);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, d.keepalive_idle);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, d.keepalive_interval);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // decoded bytes count against the cap
         curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,

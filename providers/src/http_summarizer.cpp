@@ -243,7 +243,8 @@ asio::awaitable<run_result> run(
 
 using count_result = std::pair<error_code, std::int64_t>;
 
-asio::awaitable<count_result> count(call_context call, compaction::summary_prompt prompt)
+// `build` makes the count request (of a summary prompt, or of a native compaction request).
+asio::awaitable<count_result> count(call_context call, std::function<http_request()> build)
 {
     const provider_config& cfg = call.self.config();
     std::int64_t tokens = 0;
@@ -254,7 +255,7 @@ asio::awaitable<count_result> count(call_context call, compaction::summary_promp
         tokens = *n;
         return {};
     };
-    auto r = co_await exchange(call, "count", [&] { return build_count_request(cfg, prompt); }, accept);
+    auto r = co_await exchange(call, "count", build, accept);
     co_return count_result{r.ec, tokens};
 }
 
@@ -415,7 +416,17 @@ void http_summarizer::count_impl(compaction::summary_prompt prompt, asio::any_co
 {
     if (!cfg_.exact_counting)
         return summarizer::count_impl(std::move(prompt), std::move(handler));
-    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(prompt)),
+    auto build = [cfg = &cfg_, prompt = std::move(prompt)] { return build_count_request(*cfg, prompt); };
+    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
+                              std::move(handler));
+}
+
+void http_summarizer::count_native_impl(native_request request, asio::any_completion_handler<count_signature> handler)
+{
+    if (!cfg_.exact_counting)
+        return summarizer::count_native_impl(std::move(request), std::move(handler));
+    auto build = [cfg = &cfg_, request = std::move(request)] { return build_native_count_request(*cfg, request); };
+    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
                               std::move(handler));
 }
 

@@ -141,21 +141,59 @@ bool blank(std::string_view s)
     return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
 }
 
+// The parameters a native request sets itself; the loop's values for them are not copied.
+bool set_by_the_request(std::string_view key)
+{
+    for (const std::string_view own : {"model", "messages", "system", "max_tokens", "stream", "context_management",
+                                       "compaction", "metadata", "tools", "tool_choice"})
+        if (key == own)
+            return true;
+    return false;
+}
+
+// The loop's tools, tool_choice and other request parameters, as the loop sends them.
+void add_loop_request(const native_request& req, json::object& body)
+{
+    if (!req.tools.empty())
+        body["tools"] = req.tools;
+    if (!req.tool_choice.is_null())
+        body["tool_choice"] = req.tool_choice;
+    for (const auto& [key, value] : req.parameters)
+        if (!set_by_the_request(key))
+            body[key] = value;
+}
+
+// The window as Anthropic messages, ending with a user turn (the edit runs before the model answers).
+json::array anthropic_native_messages(const native_request& req, const native_replay* previous)
+{
+    auto messages = to_wire_messages(wire_format::anthropic, req.window, previous);
+    const json::object ask{{"type", "text"}, {"text", "Compact the conversation so far."}};
+    if (messages.empty() || messages.back().as_object().at("role").as_string() != "user")
+        messages.push_back(json::object{{"role", "user"}, {"content", json::array{ask}}});
+    return messages;
+}
+
+// Extended thinking needs max_tokens above its budget: the loop's budget keeps 4096 tokens over it.
+std::int64_t anthropic_max_tokens(const native_request& req)
+{
+    std::int64_t cap = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
+    if (const auto* t = req.parameters.if_contains("thinking"); t && t->is_object())
+        if (const auto* b = t->get_object().if_contains("budget_tokens"); b && b->is_int64() && b->get_int64() >= cap)
+            cap = b->get_int64() + 4096;
+    return cap;
+}
+
 // The compaction request: the edit form (`context_management.edits[compact_20260112]`, paused
 // after the compaction) or, with `compaction_parameter`, the on-demand `compaction` parameter,
 // which takes no trigger and no pause flag and treats blank instructions as absent.
 void anthropic_native_body(const provider_config& cfg, const native_request& req, const native_replay* previous,
                            json::object& body)
 {
-    body["max_tokens"] = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
+    add_loop_request(req, body);
+    body["max_tokens"] = anthropic_max_tokens(req);
     if (!req.system.empty())
         body["system"] = req.system;
-    auto messages = to_wire_messages(wire_format::anthropic, req.window, previous);
-    // The request has to end with a user turn (the edit runs before the model answers).
-    const json::object ask{{"type", "text"}, {"text", "Compact the conversation so far."}};
-    if (messages.empty() || messages.back().as_object().at("role").as_string() != "user")
-        messages.push_back(json::object{{"role", "user"}, {"content", json::array{ask}}});
-    body["messages"] = std::move(messages);
+    body["messages"] = anthropic_native_messages(req, previous);
     if (cfg.compaction_parameter)
     {
         json::object compaction{{"type", "summarize"}};
@@ -409,6 +447,39 @@ http_request build_count_request(const provider_config& cfg, const compaction::s
         r.url = join_url(cfg.base_url, "/responses/input_tokens");
         body["instructions"] = prompt.system_prompt;
         body["input"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
+    }
+    add_auxiliary_call_fields(cfg, body);
+    r.body = compaction::stringify(body);
+    return r;
+}
+
+http_request build_native_count_request(const provider_config& cfg, const native_request& req)
+{
+    http_request r = base_request(cfg);
+    const native_replay* previous = req.previous ? &*req.previous : nullptr;
+    json::object body{{"model", req.model.empty() ? cfg.model : req.model}};
+    if (cfg.format == wire_format::anthropic)
+    {
+        // The native request's own system, tools, tool_choice and thinking, and its messages
+        // (a previous compaction block included: counting applies it, never triggers one).
+        r.url = anthropic_url(cfg, "/messages/count_tokens");
+        r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
+        if (!req.system.empty())
+            body["system"] = req.system;
+        if (!req.tools.empty())
+            body["tools"] = req.tools;
+        if (!req.tool_choice.is_null())
+            body["tool_choice"] = req.tool_choice;
+        if (const auto* t = req.parameters.if_contains("thinking"))
+            body["thinking"] = *t;
+        body["messages"] = anthropic_native_messages(req, previous);
+    }
+    else
+    {
+        r.url = join_url(cfg.base_url, "/responses/input_tokens");
+        body["input"] = to_responses_input(req.window, previous);
+        if (!req.system.empty())
+            body["instructions"] = req.system;
     }
     add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);

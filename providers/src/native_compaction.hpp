@@ -70,6 +70,10 @@ private:
 /// (`{"input_tokens": N}`) or OpenAI `POST {base}/responses/input_tokens`
 /// (`{"object": "response.input_tokens", "input_tokens": N}`).
 http_request build_count_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
+/// Exact input counting for a native compaction request: what build_native_request sends, as
+/// Anthropic `count_tokens` (system, tools, tool_choice, thinking, messages) or OpenAI
+/// `responses/input_tokens` (input, instructions).
+http_request build_native_count_request(const provider_config& cfg, const native_request& req);
 /// `malformed_response` unless the body is the documented shape with a non-negative integer.
 compaction::result<std::int64_t> parse_count_response(wire_format f, std::string_view body, diagnostics& diag);
 

@@ -22,7 +22,20 @@ compaction::result<std::optional<std::int64_t>> positive(const boost::json::obje
     return make_error_code(errc::not_configured);
 }
 
-// `autoContinue`, `idleTimeoutMs` (streams; rounded up to seconds), `keepAliveSeconds`.
+// A whole number of `key`, 0 or more (0 = off), or an error naming the field.
+compaction::result<std::optional<std::int64_t>> non_negative(const boost::json::object& section, const char* key,
+                                                             diagnostics& diag)
+{
+    const auto* v = section.if_contains(key);
+    if (v && ((v->is_int64() && v->get_int64() == 0) || (v->is_uint64() && v->get_uint64() == 0)))
+        return std::optional<std::int64_t>(0);
+    if (auto r = positive(section, key, diag); r || !v)
+        return r;
+    diag.message = std::string("provider.") + key + " must be a whole number, 0 or more (0 = off)";
+    return make_error_code(errc::not_configured);
+}
+
+// `autoContinue`, `idleTimeoutMs` (streams, opt-in; rounded up to seconds; 0 = off), `keepAliveSeconds`.
 compaction::result<void> read_timing(const boost::json::object& section, provider_config& c, diagnostics& diag)
 {
     if (const auto* v = section.if_contains("autoContinue"))
@@ -34,7 +47,7 @@ compaction::result<void> read_timing(const boost::json::object& section, provide
         }
         c.auto_continue = v->get_bool();
     }
-    const auto idle_ms = positive(section, "idleTimeoutMs", diag);
+    const auto idle_ms = non_negative(section, "idleTimeoutMs", diag);
     if (!idle_ms)
         return idle_ms.error();
     if (*idle_ms)

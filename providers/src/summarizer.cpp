@@ -29,6 +29,11 @@ void summarizer::count_impl(compaction::summary_prompt, asio::any_completion_han
     post_not_supported(std::move(handler), std::int64_t{0});
 }
 
+void summarizer::count_native_impl(native_request, asio::any_completion_handler<count_signature> handler)
+{
+    post_not_supported(std::move(handler), std::int64_t{0});
+}
+
 void summarizer::native_impl(native_request, asio::any_completion_handler<native_signature> handler)
 {
     native_reply r;

@@ -46,28 +46,85 @@ std::size_t secrets_in(const redactor& r, const std::vector<context_message>& wi
     return n;
 }
 
-// Why the window goes portable without asking the provider; nullopt when native may be tried.
-std::optional<std::string> portable_because(const session_config& config, const redactor& r,
-                                            const providers::summarizer_capabilities& caps,
-                                            const std::vector<context_message>& window, std::int64_t tokens,
-                                            const std::string& approx)
+// Why the summarizer may not compact natively for this session: native compaction replaces the
+// loop's own context with a block only the loop's model reads, so it runs on that model only.
+std::optional<std::string> other_model_because(const model_identity& serving,
+                                               const providers::summarizer_capabilities& caps)
+{
+    if (caps.provider == serving.provider && caps.model == serving.model_id)
+        return std::nullopt;
+    return "portable: the summarizer (" + caps.provider + ":" + caps.model + ") is not the serving model (" +
+           serving.provider + ":" + serving.model_id + "); native compaction runs only on the loop's own model";
+}
+
+// Why the window goes portable after it was measured; nullopt when native may be tried.
+std::optional<std::string> portable_because(const session_config& config, const providers::summarizer_capabilities& caps,
+                                            std::int64_t tokens, const std::string& measured)
 {
     // Never split: a window that one request cannot carry goes to portable recovery directly.
     const auto budget = config.model.context_window - config.settings.reserve_tokens;
     if (config.model.context_window > 0 && tokens > budget)
-        return "portable: the eligible window (" + approx + ") is over what one request may carry (" +
+        return "portable: the eligible window (" + measured + ") is over what one request may carry (" +
                std::to_string(budget) + " = contextWindow - reserveTokens); native compaction is never split";
     if (tokens < caps.native_min_tokens)
-        return "portable: the eligible window (" + approx + ") is under the provider's minimum for native compaction (" +
+        return "portable: the eligible window (" + measured + ") is under the provider's minimum for native compaction (" +
                std::to_string(caps.native_min_tokens) + " tokens)";
-    // Portable requests are redacted; a native one sends the window as it is.
-    if (const auto n = secrets_in(r, window); n > 0)
-        return "portable: the eligible window holds " + std::to_string(n) +
-               " secret(s) that native compaction would send unredacted";
     return std::nullopt;
 }
 
+// The loop's own request around the window: its system prompt, tools, tool_choice and parameters
+// (session_config::conversation), else the replayed system prompt alone.
+void add_loop_request(const session_config& config, const snapshot& snap, providers::native_request& req)
+{
+    if (snap.system)
+        req.system = content_text(snap.system->content);
+    if (!config.conversation)
+        return;
+    auto host = config.conversation();
+    if (!host)
+        return;
+    if (host->system.is_string())
+        req.system = std::string(host->system.get_string());
+    req.tools = std::move(host->tools);
+    req.tool_choice = std::move(host->tool_choice);
+    req.parameters = std::move(host->parameters);
+}
+
+bool holds_tool_results(const std::vector<context_message>& window)
+{
+    for (const auto& m : window)
+        if (m.msg->role == role::tool_result)
+            return true;
+    return false;
+}
+
 }  // namespace
+
+// The window's size in tokens and how it was measured: the provider's exact count of the native
+// request where the summarizer counts, else (and when the count fails) the estimate, said so.
+asio::awaitable<transaction::step<std::pair<std::int64_t, std::string>>> transaction::measure_native(
+    session_core& s, session_core::job& j, const providers::native_request& req)
+{
+    using measured = std::pair<std::int64_t, std::string>;
+    std::int64_t estimate = 0;
+    for (const auto& m : req.window)
+        estimate += static_cast<std::int64_t>(s.counter().count(*m.msg));
+    const std::string approx = "~" + std::to_string(estimate) + " tokens, estimated";
+    auto& summarizer = *s.config_.summarizer;
+    if (!summarizer.capabilities().exact_counting)
+        co_return measured{estimate, approx + ": the provider offers no exact count"};
+    ++j.evidence.counting_calls;
+    auto [ec, tokens] = co_await summarizer.async_count_native(req, asio::as_tuple(asio::use_awaitable));
+    if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        co_return failure{make_error_code(errc::cancelled), "cancelled"};
+    if (ec || tokens <= 0)
+    {
+        const std::string why = ec ? ec.message() : std::string("no tokens");
+        s.logger_->warn("compaction: the native window's count failed ({}); the estimate decides", why);
+        co_return measured{estimate, approx + ": the count failed (" + why + ")"};
+    }
+    co_return measured{tokens, std::to_string(tokens) + " tokens, counted by the provider"};
+}
 
 asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session_core& s,
                                                                                                    session_core::job& j,
@@ -82,26 +139,54 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
         why = "portable: " + summarizer.name() + " offers no native compaction";
         co_return chosen{};
     }
+    const auto serving = s.serving_.load(std::memory_order_acquire);
+    if (auto other = other_model_because(*serving, caps))
+    {
+        why = std::move(*other);
+        co_return chosen{};
+    }
     const auto previous = previous_compaction_id(p.path);
     providers::native_request req;
     req.window = eligible_window(p.prep, previous);
-    std::int64_t tokens = 0;
-    for (const auto& m : req.window)
-        tokens += static_cast<std::int64_t>(s.counter().count(*m.msg));
-    const std::string approx = "~" + std::to_string(tokens) + " tokens";
-    if (auto portable = portable_because(s.config_, *s.redactor_, caps, req.window, tokens, approx))
+    // Portable requests are redacted; a native one sends the window as it is.
+    if (const auto n = secrets_in(*s.redactor_, req.window); n > 0)
     {
-        why = std::move(*portable);
+        why = "portable: the eligible window holds " + std::to_string(n) +
+              " secret(s) that native compaction would send unredacted";
         co_return chosen{};
     }
     const auto snap = s.current();
     if (snap->native && previous && snap->native->entry_id == *previous)
         req.previous = *snap->native;
-    if (snap->system)
-        req.system = content_text(snap->system->content);
+    add_loop_request(s.config_, *snap, req);
+    if (caps.head_format == providers::wire_format::anthropic && req.tools.empty() && holds_tool_results(req.window))
+    {
+        why = "portable: the eligible window holds tool calls and the session names no tools "
+              "(session_config::conversation); Anthropic refuses tool_use blocks without them";
+        co_return chosen{};
+    }
     req.instructions = std::string(initial_summary_instructions) +
                        (j.request.instructions ? "\n\nAdditional focus: " + *j.request.instructions : std::string());
-    req.model = s.config_.model.model_id;
+    req.model = serving->model_id;
+    auto size = co_await measure_native(s, j, req);
+    if (!size)
+        co_return size.error();
+    const auto& [tokens, measured] = *size;
+    if (auto portable = portable_because(s.config_, caps, tokens, measured))
+    {
+        why = std::move(*portable);
+        co_return chosen{};
+    }
+    co_return co_await call_native(s, j, std::move(req), measured);
+}
+
+// The native request itself, and what its reply means for the compaction.
+asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::call_native(
+    session_core& s, session_core::job& j, providers::native_request req, const std::string& measured)
+{
+    using chosen = std::optional<providers::native_reply>;
+    auto& why = j.evidence.native_selection;
+    auto& summarizer = *s.config_.summarizer;
     if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     ++j.model_calls;
@@ -120,7 +205,7 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
         why = "portable: the native summary holds a secret, and the block is kept verbatim";
         co_return chosen{};
     }
-    why = "native: " + summarizer.name() + " compacted the whole eligible window (" + approx + ") in one request";
+    why = "native: " + summarizer.name() + " compacted the whole eligible window (" + measured + ") in one request";
     co_return chosen{std::move(reply)};
 }
 

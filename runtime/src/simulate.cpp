@@ -224,7 +224,8 @@ private:
         auto [it, added] = parts_.try_emplace(m.msg.get(), message_part{m.msg, {}, std::nullopt});
         if (added)
         {
-            const auto wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1));
+            const auto wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1), nullptr,
+                                                          providers::summary_framing_for(policy_.mode));
             it->second.part = {digest_of(compaction::stringify(wire)),
                                static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
         }
@@ -238,7 +239,8 @@ private:
         auto& p = part_of(m);
         if (!p.head)
         {
-            json::value wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1));
+            json::value wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1), nullptr,
+                                                          providers::summary_framing_for(policy_.mode));
             const auto scrub = [this](std::string& text) { text = redactor_->redact(text).text; };
             p.head = detail::scrub_strings(scrub, wire) ? request_part{digest_of(compaction::stringify(wire)), p.part.tokens}
                                                         : p.part;

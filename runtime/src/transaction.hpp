@@ -248,6 +248,10 @@ private:
     // offers it and the window qualifies; nullopt = portable (evidence.native_selection says why).
     static boost::asio::awaitable<step<std::optional<providers::native_reply>>> try_native(
         session_core& s, session_core::job& j, const plan& p);
+    static boost::asio::awaitable<step<std::pair<std::int64_t, std::string>>> measure_native(
+        session_core& s, session_core::job& j, const providers::native_request& req);
+    static boost::asio::awaitable<step<std::optional<providers::native_reply>>> call_native(
+        session_core& s, session_core::job& j, providers::native_request req, const std::string& measured);
 
     // One model request, validated; the `_or_throw` form feeds Asio's `&&`, which cancels the
     // sibling request only when one throws (the failure itself goes to `first`).

@@ -47,11 +47,21 @@ struct fake_provider_server::impl
     scripted_response fallback;
     std::vector<recorded_request> requests;
     std::atomic<std::size_t> accepted{0};
+    bool anthropic_checks = false;
 
     scripted_response next(const recorded_request& rec)
     {
         std::lock_guard lock(mu);
         const std::string path = rec.target.substr(0, rec.target.find('?'));
+        if (anthropic_checks && (path.ends_with("/v1/messages") || path.ends_with("/v1/messages/count_tokens")))
+            if (const auto why = anthropic_request_problem(rec.body))
+            {
+                scripted_response refused;
+                refused.status = 400;
+                refused.body = compaction::stringify(boost::json::object{
+                    {"type", "error"}, {"error", boost::json::object{{"type", "invalid_request_error"}, {"message", *why}}}});
+                return refused;
+            }
         for (const auto& [suffix, answer] : routes)
             if (path.ends_with(suffix))
                 return answer(rec);
@@ -193,6 +203,42 @@ void fake_provider_server::route(std::string path_suffix, responder r)
 {
     std::lock_guard lock(impl_->mu);
     impl_->routes.emplace_back(std::move(path_suffix), std::move(r));
+}
+
+void fake_provider_server::check_anthropic_requests(bool on)
+{
+    std::lock_guard lock(impl_->mu);
+    impl_->anthropic_checks = on;
+}
+
+std::optional<std::string> anthropic_request_problem(const std::string& body)
+{
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(body, ec);
+    if (ec || !v.is_object())
+        return "the request body is not a JSON object";
+    const auto& o = v.get_object();
+    const auto* tools = o.if_contains("tools");
+    const bool has_tools = tools && tools->is_array() && !tools->get_array().empty();
+    if (o.contains("tool_choice") && !has_tools)
+        return "tool_choice may only be specified while providing tools";
+    const auto* messages = o.if_contains("messages");
+    if (!messages || !messages->is_array())
+        return "messages: Field required";
+    for (const auto& m : messages->get_array())
+    {
+        const auto* content = m.is_object() ? m.get_object().if_contains("content") : nullptr;
+        if (!content || !content->is_array())
+            continue;
+        for (const auto& b : content->get_array())
+        {
+            const auto* type = b.is_object() ? b.get_object().if_contains("type") : nullptr;
+            if (type && type->is_string() && (type->get_string() == "tool_use" || type->get_string() == "tool_result") &&
+                !has_tools)
+                return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
+        }
+    }
+    return std::nullopt;
 }
 
 void fake_provider_server::push(scripted_response r)

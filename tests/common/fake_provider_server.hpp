@@ -49,6 +49,10 @@ public:
     /// `r` (first matching route); every other request takes the FIFO, then the default.
     void route(std::string path_suffix, responder r);
 
+    /// Refuse Anthropic Messages and count requests as Anthropic does before any route sees
+    /// them (400 `invalid_request_error`; see anthropic_request_problem). Off by default.
+    void check_anthropic_requests(bool on);
+
     void push(scripted_response r);          ///< next response (FIFO)
     void set_default(scripted_response r);   ///< when the queue is empty
     std::vector<recorded_request> requests() const;
@@ -59,6 +63,10 @@ public:
 private:
     std::unique_ptr<impl> impl_;
 };
+
+/// Why Anthropic refuses a Messages (or count_tokens) request body, or nullopt: `tool_use` or
+/// `tool_result` blocks in a request without `tools`; a `tool_choice` without `tools`.
+std::optional<std::string> anthropic_request_problem(const std::string& body);
 
 // Bodies in each API's shape.
 std::string openai_body(const std::string& text, const std::string& finish = "stop", int prompt = 100, int cached = 40, int completion = 20);

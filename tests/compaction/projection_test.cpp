@@ -180,13 +180,17 @@ TEST(projection, convert_to_llm_wraps_summaries_exactly)
     std::vector<std::shared_ptr<const message>> msgs;
     for (const auto& m : ctx.messages)
         msgs.push_back(m.msg);
-    const auto llm = convert_to_llm(msgs);
+    const auto llm = convert_to_llm(msgs, summary_framing::pi);  // Pi 1.6's bytes, asked for
     ASSERT_EQ(llm.size(), 3u);
     EXPECT_EQ(content_text(llm[0]->content),
               "The conversation history before this point was compacted into the following summary:\n\n<summary>\nC\n</summary>");
     EXPECT_EQ(content_text(llm[2]->content),
               "The following is a summary of a branch that this conversation came back from:\n\n<summary>\nB</summary>");
     EXPECT_EQ(llm[1].get(), msgs[1].get());  // user messages are shared, not copied
+    // Without the option: reference history.
+    const auto framed = convert_to_llm(msgs);
+    EXPECT_EQ(content_text(framed[0]->content), framed_summary("C", false, summary_framing::reference_history));
+    EXPECT_EQ(content_text(framed[2]->content), framed_summary("B", true, summary_framing::reference_history));
 }
 
 TEST(projection, bash_text_for_cancelled_and_successful_commands)

@@ -188,7 +188,7 @@ TEST_F(agent_server_test, the_context_renders_request_bodies_with_the_native_sta
         c.format = providers::wire_format::anthropic;
         c.name = "anthropic";
         c.base_url = provider.base_url();
-        c.model = "summary-model";
+        c.model = "claude-sonnet-4-5";  // the serving model: native compaction runs on it only
         c.api_key = "k";
         c.stream = false;
         c.native = providers::native_mode::on;

@@ -106,8 +106,8 @@ TEST(auxiliary_calls, the_timing_and_auto_continue_are_settings_checked_by_field
     EXPECT_EQ(c.keepalive_interval, std::chrono::seconds(20));
     const auto defaults = settings(R"({"name":"openai"})", d);
     EXPECT_FALSE(defaults.auto_continue);
-    EXPECT_EQ(defaults.idle_timeout, std::chrono::seconds(60));
-    for (const auto* bad : {R"({"name":"openai","idleTimeoutMs":0})", R"({"name":"openai","idleTimeoutMs":"5s"})",
+    EXPECT_EQ(defaults.idle_timeout, std::chrono::seconds(0));  // no read deadline unless asked for
+    for (const auto* bad : {R"({"name":"openai","idleTimeoutMs":-1})", R"({"name":"openai","idleTimeoutMs":"5s"})",
                             R"({"name":"openai","keepAliveSeconds":-1})", R"({"name":"openai","autoContinue":"yes"})"})
     {
         diagnostics why;

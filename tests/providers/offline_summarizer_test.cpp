@@ -112,7 +112,7 @@ TEST(offline_summarizer, reads_the_markdown_turn_prefix_form_with_its_new_headin
 {
     const auto msgs = transcript();
     compaction::summary_prompt prompt;
-    prompt.prompt = "# Conversation\n" + compaction::serialize_conversation(compaction::convert_to_llm(msgs)) +
+    prompt.prompt = "# Conversation\n" + compaction::serialize_conversation(compaction::convert_to_llm(msgs, compaction::summary_framing::pi)) +
                     "\n\n# Instructions\nSummarize the first part of the turn:\n\n## Original Request\n[…]\n\n"
                     "## Progress So Far\n- […]\n\n## Context Needed to Continue\n- […]\n";
     prompt.max_output_tokens = 4000;

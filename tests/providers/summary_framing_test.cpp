@@ -1,6 +1,7 @@
 // agentctx mode frames a summary as untrusted reference history in every wire view; Pi mode keeps Pi's text.
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/projection.hpp>
+#include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 
 #include "session_text.hpp"
@@ -85,8 +86,53 @@ TEST(summary_framing, pi_mode_keeps_pis_preamble_byte_for_byte)
     EXPECT_EQ(user_text(wire[0]),
               "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
               "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) + "\n</summary>");
-    // The overloads without a framing are Pi's.
-    EXPECT_EQ(providers::to_wire_messages(providers::wire_format::openai, ctx.messages), wire);
+}
+
+TEST(summary_framing, the_views_frame_by_default_and_give_pis_text_only_when_asked)
+{
+    const auto ctx = hostile_summary_session();
+    // Without a framing argument: reference history, in every view.
+    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages)[0]), reference_text);
+    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr)[0]), reference_text);
+    const auto anthropic = providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages);
+    EXPECT_EQ(anthropic[0].at("content").at(0).at("text").as_string(), reference_text);
+    const auto responses = providers::to_responses_input(ctx.messages);
+    EXPECT_EQ(responses[0].at("content").at(0).at("text").as_string(), reference_text);
+    std::vector<std::shared_ptr<const compaction::message>> msgs;
+    for (const auto& m : ctx.messages)
+        msgs.push_back(m.msg);
+    EXPECT_EQ(compaction::content_text(compaction::convert_to_llm(msgs)[0]->content), reference_text);
+
+    // Pi's text is an explicit option.
+    const std::string pi_text = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+                                "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) + "\n</summary>";
+    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr, summary_framing::pi)[0]),
+              pi_text);
+    EXPECT_EQ(providers::to_responses_input(ctx.messages, nullptr, summary_framing::pi)[0].at("content").at(0).at("text").as_string(), pi_text);
+    EXPECT_EQ(compaction::content_text(compaction::convert_to_llm(msgs, summary_framing::pi)[0]->content), pi_text);
+}
+
+TEST(summary_framing, pi_facing_summary_prompts_keep_pis_text)
+{
+    // A branch summary in the summarized range is serialized into the summary prompt as Pi 1.6
+    // serializes it; the flipped default does not reach the prompts.
+    test::session_text s;
+    s.user("u1", "one");
+    s.entry("branch_summary", "b1", {{"fromId", "u1"}, {"summary", "B"}});
+    s.user("u2", "two");
+    const auto ctx = compaction::build_session_context(s.path());
+    std::vector<std::shared_ptr<const compaction::message>> msgs;
+    for (const auto& m : ctx.messages)
+        msgs.push_back(m.msg);
+    const auto history = compaction::history_summary_prompt(msgs, std::nullopt, std::nullopt, 200000, 0);
+    EXPECT_NE(history.prompt.find("[User]: The following is a summary of a branch that this conversation came back from:\n\n"
+                                  "<summary>\nB</summary>"),
+              std::string::npos)
+        << history.prompt;
+    EXPECT_EQ(history.prompt.find("reference history"), std::string::npos);
+    const auto prefix = compaction::turn_prefix_summary_prompt(msgs, std::nullopt, 200000, 0);
+    EXPECT_EQ(prefix.prompt.find("reference history"), std::string::npos);
+    EXPECT_NE(prefix.prompt.find("came back from:\n\n<summary>\nB</summary>"), std::string::npos);
 }
 
 TEST(summary_framing, a_branch_summary_is_framed_the_same_way)

@@ -1,5 +1,6 @@
 // Native compaction and exact counting in the session, against the loopback fakes: commit, replay,
 // fallback with native_selection, the oversized preflight, and counted portable bounds.
+#include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
@@ -52,7 +53,11 @@ test::fake_provider_server::responder fixed(std::string body, int status = 200)
 class native_session_test : public ::testing::Test
 {
 protected:
-    void SetUp() override { write_session(40, 3000); }
+    void SetUp() override
+    {
+        write_session(40, 3000);
+        server_.check_anthropic_requests(true);  // tool_use blocks without tools are refused, as Anthropic does
+    }
     void TearDown() override { fs::remove_all(dir_); }
 
     // `turns` numbered turns of ~3.3 * pad characters: 40 x 3000 is ~100k estimated tokens.
@@ -80,7 +85,7 @@ protected:
         c.format = f;
         c.name = f == wire_format::openai ? "openai" : "anthropic";
         c.base_url = server_.base_url() + (f == wire_format::openai ? "/v1" : "");
-        c.model = "summary-model";
+        c.model = "claude-loop";  // the serving model: native compaction runs on it only
         c.api_key = "sk-test";
         c.stream = false;
         c.max_retries = 0;
@@ -93,9 +98,23 @@ protected:
     {
         session_config c;
         c.settings.keep_recent_tokens = 3000;
-        c.model = {"anthropic", "claude-loop", window, 0};
+        c.settings.summary_request = compaction::summary_request_mode::standalone;  // portable requests as before
+        c.model = {p.name, p.model, window, 0};
         c.summarizer = std::make_shared<providers::http_summarizer>(ioc_.get_executor(), p);
+        c.conversation = [] {
+            conversation_request r;
+            r.tools = loop_tools();
+            return std::optional(r);
+        };
         return c;
+    }
+
+    // The loop's tool definitions (the session's tool calls are to `read`).
+    static json::array loop_tools()
+    {
+        return json::parse(R"([{"name":"read","description":"Read a file",
+            "input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}])")
+            .as_array();
     }
 
     std::shared_ptr<session> open(session_config c)
@@ -198,7 +217,8 @@ TEST_F(native_session_test, anthropic_native_commits_the_block_and_replays_it_in
     const auto sent = requests_to("/v1/messages");
     ASSERT_EQ(sent.size(), 1u);  // one native request, no portable summary
     const auto body = json::parse(sent[0].body).as_object();
-    EXPECT_EQ(body.at("model"), "claude-loop");  // the loop's model, not the summarizer's
+    EXPECT_EQ(body.at("model"), "claude-loop");  // the loop's model, which is the summarizer's
+    EXPECT_EQ(body.at("tools"), loop_tools());
     EXPECT_EQ(sent[0].header("anthropic-beta"), "compact-2026-01-12");
     EXPECT_EQ(body.at("context_management").at("edits").at(0).at("type"), "compact_20260112");
     EXPECT_NE(json::serialize(body.at("messages").at(0)).find("MARK-000"), std::string::npos);
@@ -343,6 +363,7 @@ TEST_F(native_session_test, an_invalid_or_failed_native_reply_falls_back_to_port
             return rsp;
         });
         server.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable fallback.")));
+        server.check_anthropic_requests(true);
         auto p = provider(c.format);
         p.base_url = server.base_url() + (anthropic ? "" : "/v1");
         finished_.clear();
@@ -426,7 +447,7 @@ TEST_F(native_session_test, small_windows_and_windows_with_secrets_stay_portable
     auto [ec, out] = compact(*s);
     ASSERT_FALSE(ec) << out.message;
     const std::string selection(last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
-    EXPECT_EQ(selection, "portable: anthropic:summary-model offers no native compaction");
+    EXPECT_EQ(selection, "portable: anthropic:claude-loop offers no native compaction");
 }
 
 TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
@@ -507,4 +528,176 @@ TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
     EXPECT_EQ(ev.preflight->method, "estimate");
     EXPECT_NE(ev.preflight->note.find("the count failed"), std::string::npos) << ev.preflight->note;
     EXPECT_EQ(ev.method, "piecewise");
+}
+
+// ---- The native request is the loop's request (issue 37 item 4).
+
+namespace {
+
+// Native compaction requests carry the edit; portable summary requests to the same path do not.
+test::fake_provider_server::responder native_or_portable(const std::string& block, const std::string& portable)
+{
+    return [block, portable](const test::recorded_request& r) {
+        test::scripted_response rsp;
+        rsp.body = r.body.find("compact_20260112") != std::string::npos ? test::anthropic_compaction_body({block})
+                                                                          : test::anthropic_body(portable);
+        return rsp;
+    };
+}
+
+std::string selection_of(const json::object& entry)
+{
+    return std::string(entry.at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
+}
+
+}  // namespace
+
+TEST_F(native_session_test, the_native_request_carries_the_loops_tools_tool_choice_and_parameters)
+{
+    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nWith tools.", "ENC-T"),
+                                                     "## Goal\nPortable."));
+    auto c = config(provider(wire_format::anthropic));
+    c.conversation = [] {
+        conversation_request r;
+        r.tools = loop_tools();
+        r.tool_choice = json::parse(R"({"type":"auto"})");
+        r.parameters = json::parse(R"({"temperature":0.25,"thinking":{"type":"enabled","budget_tokens":8000},
+                                       "model":"not-this","max_tokens":7})")
+                           .as_object();
+        return std::optional(r);
+    };
+    auto s = open(std::move(c));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    const auto sent = requests_to("/v1/messages");
+    ASSERT_EQ(sent.size(), 1u);  // accepted: no portable fallback
+    EXPECT_EQ(test::anthropic_request_problem(sent[0].body), std::nullopt);
+    const auto body = json::parse(sent[0].body).as_object();
+    EXPECT_NE(json::serialize(body.at("messages")).find(R"("type":"tool_use")"), std::string::npos);  // the window's calls
+    EXPECT_EQ(body.at("tools"), loop_tools());
+    EXPECT_EQ(body.at("tool_choice"), json::parse(R"({"type":"auto"})"));
+    EXPECT_EQ(body.at("temperature"), 0.25);
+    EXPECT_EQ(body.at("thinking"), json::parse(R"({"type":"enabled","budget_tokens":8000})"));
+    EXPECT_EQ(body.at("model"), "claude-loop");   // the request's own fields are not the parameters'
+    EXPECT_EQ(body.at("max_tokens"), 8000 + 4096);  // above the thinking budget
+    ASSERT_EQ(finished_.size(), 1u);
+    EXPECT_EQ(finished_[0].method, "native");
+}
+
+TEST_F(native_session_test, without_the_loops_tools_a_window_with_tool_calls_stays_portable_and_says_why)
+{
+    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    auto c = config(provider(wire_format::anthropic));
+    c.conversation = nullptr;  // the host names no tools
+    auto s = open(std::move(c));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    for (const auto& r : requests_to("/v1/messages"))
+        EXPECT_EQ(r.body.find("compact_20260112"), std::string::npos) << "no native request expected";
+    EXPECT_EQ(selection_of(last_compaction(file())),
+              "portable: the eligible window holds tool calls and the session names no tools "
+              "(session_config::conversation); Anthropic refuses tool_use blocks without them");
+}
+
+TEST_F(native_session_test, native_compaction_runs_only_on_the_serving_model)
+{
+    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    for (const auto& [provider_name, model] : {std::pair{"anthropic", "claude-other"}, std::pair{"bedrock", "claude-loop"}})
+    {
+        SCOPED_TRACE(std::string(provider_name) + ":" + model);
+        write_session(40, 3000);
+        auto c = config(provider(wire_format::anthropic));
+        c.model = {provider_name, model, 200000, 0};
+        auto s = open(std::move(c));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        EXPECT_EQ(selection_of(last_compaction(file())),
+                  "portable: the summarizer (anthropic:claude-loop) is not the serving model (" + std::string(provider_name) +
+                      ":" + model + "); native compaction runs only on the loop's own model");
+        close(s);
+    }
+    for (const auto& r : requests_to("/v1/messages"))
+        EXPECT_EQ(r.body.find("compact_20260112"), std::string::npos) << "no native request expected";
+}
+
+TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable)
+{
+    // The estimate is ~100k tokens (native: over 50000, under 183616 = 200000 - 16384); the count decides.
+    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    std::int64_t answer = 40000;
+    std::vector<std::string> native_counts;
+    server_.route("/v1/messages/count_tokens", [&](const test::recorded_request& r) {
+        if (json::parse(r.body).as_object().contains("tools"))  // the portable preflight's count has none
+            native_counts.push_back(r.body);
+        test::scripted_response rsp;
+        rsp.body = test::anthropic_count_body(answer);
+        return rsp;
+    });
+    const auto run = [&](std::int64_t tokens) {
+        answer = tokens;
+        write_session(40, 3000);
+        auto s = open(config(provider(wire_format::anthropic, providers::native_mode::on, true)));
+        auto [ec, out] = compact(*s);
+        EXPECT_FALSE(ec) << out.message;
+        close(s);
+        return selection_of(last_compaction(file()));
+    };
+    EXPECT_EQ(run(40000), "portable: the eligible window (40000 tokens, counted by the provider) is under the provider's "
+                          "minimum for native compaction (50000 tokens)");
+    EXPECT_EQ(run(190000), "portable: the eligible window (190000 tokens, counted by the provider) is over what one request "
+                           "may carry (183616 = contextWindow - reserveTokens); native compaction is never split");
+    EXPECT_EQ(run(120000), "native: anthropic:claude-loop compacted the whole eligible window (120000 tokens, counted by the "
+                           "provider) in one request");
+    // The count is of the native request itself: its tools, its messages with their tool calls.
+    ASSERT_EQ(native_counts.size(), 3u);
+    const auto counted = json::parse(native_counts[0]).as_object();
+    EXPECT_EQ(test::anthropic_request_problem(native_counts[0]), std::nullopt);
+    EXPECT_EQ(counted.at("tools"), loop_tools());
+    EXPECT_EQ(counted.at("model"), "claude-loop");
+    EXPECT_NE(json::serialize(counted.at("messages")).find("MARK-000"), std::string::npos);
+    EXPECT_FALSE(counted.contains("context_management"));
+
+    // A failing count: the estimate decides, and the evidence says so.
+    test::fake_provider_server broken;
+    broken.check_anthropic_requests(true);
+    broken.route("/v1/messages/count_tokens", fixed(R"({"type":"error","error":{"type":"api_error"}})", 500));
+    broken.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    write_session(40, 3000);
+    auto p = provider(wire_format::anthropic, providers::native_mode::on, true);
+    p.base_url = broken.base_url();
+    auto s = open(config(p));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    const auto selection = selection_of(last_compaction(file()));
+    EXPECT_TRUE(selection.starts_with("native: anthropic:claude-loop compacted the whole eligible window (~")) << selection;
+    EXPECT_NE(selection.find(" tokens, estimated: the count failed ("), std::string::npos) << selection;
+}
+
+TEST_F(native_session_test, a_previous_portable_summary_is_resent_as_reference_history)
+{
+    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nSecond, native.", "E"),
+                                                     "## Goal\nFirst, portable."));
+    {
+        auto s = open(config(provider(wire_format::anthropic, providers::native_mode::off)));
+        auto [ec, out] = compact(*s);
+        ASSERT_FALSE(ec) << out.message;
+        close(s);
+    }
+    auto s = open(config(provider(wire_format::anthropic)));
+    for (int i = 0; i < 30; ++i)
+        append_turn(*s, "MORE-" + std::to_string(i) + " " + std::string(8000, 'm'));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    std::vector<test::recorded_request> native;
+    for (const auto& r : requests_to("/v1/messages"))
+        if (r.body.find("compact_20260112") != std::string::npos)
+            native.push_back(r);
+    ASSERT_EQ(native.size(), 1u);
+    const auto first = json::parse(native[0].body).at("messages").at(0);
+    EXPECT_EQ(first.at("role"), "user");
+    const std::string text(first.at("content").at(0).at("text").as_string());
+    EXPECT_TRUE(text.starts_with(std::string(compaction::reference_compaction_prefix) +
+                                 std::string(compaction::reference_history_notice) + "## Goal\nFirst, portable."))
+        << text;
+    EXPECT_NE(text.find(compaction::reference_history_suffix), std::string::npos);
 }

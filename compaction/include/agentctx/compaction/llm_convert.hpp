@@ -48,9 +48,10 @@ std::string bash_execution_to_text(const message& m);
 std::string framed_summary(std::string_view summary, bool branch, summary_framing framing);
 
 /// Converts agent messages for a model. user/assistant/toolResult are shared unchanged; bash,
-/// custom and summary messages become user messages (summaries framed by `framing`); excluded
-/// bash and unknown roles vanish.
+/// custom and summary messages become user messages (summaries framed by `framing`: reference
+/// history unless the caller asks for Pi's text with summary_framing::pi, as every Pi-facing
+/// path and Pi 1.6 prompt does); excluded bash and unknown roles vanish.
 std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages,
-                                                           summary_framing framing = summary_framing::pi);
+                                                           summary_framing framing = summary_framing::reference_history);
 
 }  // namespace agentctx::compaction

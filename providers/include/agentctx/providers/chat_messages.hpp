@@ -26,6 +26,9 @@ namespace agentctx::providers {
  * - `anthropic`: strictly alternating `user`/`assistant` turns; tool results become
  *   `tool_result` blocks at the head of the next user turn; empty text blocks are dropped.
  *
+ * Summaries are framed as reference history (the overload below takes summary_framing::pi for
+ * Pi's text).
+ *
  * Pass session::context() or fit_request()'s messages: there every call has a result.
  */
 boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context);
@@ -39,11 +42,12 @@ struct native_replay;
  * entry, that message becomes the provider's own block, unchanged: `[assistant: [compaction
  * block]]` followed by the kept messages. Otherwise (no state, an OpenAI state, which only the
  * Responses API takes) the portable summary is sent, as without it. `framing`: how a portable
- * summary is introduced (agentctx mode: `reference_history`, see summary_framing_for).
+ * summary is introduced: reference history by default; Pi's text only when asked for
+ * (summary_framing::pi, or summary_framing_for(compat_mode::pi)), as Pi-facing callers do.
  */
 boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
                                     const native_replay* native,
-                                    compaction::summary_framing framing = compaction::summary_framing::pi);
+                                    compaction::summary_framing framing = compaction::summary_framing::reference_history);
 
 /**
  * @brief The `input` items of an OpenAI Responses request for `context`.
@@ -55,7 +59,7 @@ boost::json::array to_wire_messages(wire_format f, std::span<const compaction::c
  */
 boost::json::array to_responses_input(std::span<const compaction::context_message> context,
                                       const native_replay* native = nullptr,
-                                      compaction::summary_framing framing = compaction::summary_framing::pi);
+                                      compaction::summary_framing framing = compaction::summary_framing::reference_history);
 
 /// The framing of a session in `mode`: Pi's plain preamble in Pi mode, reference history otherwise.
 constexpr compaction::summary_framing summary_framing_for(compaction::compat_mode mode)

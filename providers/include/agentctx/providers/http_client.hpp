@@ -32,8 +32,9 @@ struct http_request
     /// Connect timeout. There is no total deadline: a healthy generation may take minutes.
     std::chrono::milliseconds connect_timeout{10'000};
     /// Low-speed (idle) timeout: fail when fewer than `low_speed_bytes` arrive in this long.
-    /// Zero: no read deadline (a non-streamed generation is silent until it is done).
-    std::chrono::seconds idle_timeout{60};
+    /// Zero (the default): no read deadline; a silent generation or a long prefill may take
+    /// minutes, and TCP keep-alive plus the caller's cancellation end a dead transfer.
+    std::chrono::seconds idle_timeout{0};
     long low_speed_bytes = 1;
     /// TCP keep-alive: idle time before the first probe and between probes. It finds a dead
     /// peer on a silent connection without putting a deadline on a live one.
@@ -45,6 +46,22 @@ struct http_request
     /// executor; must not block.
     std::function<void(std::string_view)> on_data;
 };
+
+/// The deadlines a transfer of `http_request` runs under, exactly as they are given to libcurl
+/// (its option values: 0 = none). There is never a total deadline (`total_timeout_ms` is 0).
+struct transfer_deadlines
+{
+    long connect_timeout_ms = 0;  ///< CURLOPT_CONNECTTIMEOUT_MS
+    long total_timeout_ms = 0;    ///< CURLOPT_TIMEOUT_MS: always 0
+    long low_speed_time = 0;      ///< CURLOPT_LOW_SPEED_TIME (seconds)
+    long low_speed_limit = 0;     ///< CURLOPT_LOW_SPEED_LIMIT (bytes per second)
+    long tcp_keepalive = 0;       ///< CURLOPT_TCP_KEEPALIVE: always 1
+    long keepalive_idle = 0;      ///< CURLOPT_TCP_KEEPIDLE (seconds)
+    long keepalive_interval = 0;  ///< CURLOPT_TCP_KEEPINTVL (seconds)
+    friend bool operator==(const transfer_deadlines&, const transfer_deadlines&) = default;
+};
+
+transfer_deadlines deadlines_of(const http_request& r) noexcept;
 
 struct http_response
 {

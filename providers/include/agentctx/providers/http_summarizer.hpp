@@ -74,6 +74,7 @@ protected:
     void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
     void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler) override;
     void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler) override;
+    void count_native_impl(native_request request, boost::asio::any_completion_handler<count_signature> handler) override;
 
 private:
     struct state;

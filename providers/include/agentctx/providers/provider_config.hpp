@@ -53,10 +53,12 @@ struct provider_config
     std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
     std::chrono::milliseconds max_delay{60000};
     std::chrono::milliseconds connect_timeout{10000};
-    /// Streams only (setting `idleTimeoutMs`, rounded up to whole seconds): no bytes for this long
-    /// = stalled. A non-streamed call has no read deadline at all (a silent generation may take
-    /// minutes); TCP keep-alive probes every `keepalive_interval` find a dead peer instead.
-    std::chrono::seconds idle_timeout{60};
+    /// An explicit opt-in for streams only (setting `idleTimeoutMs`, rounded up to whole
+    /// seconds; 0 = off): no bytes for this long = stalled. Default 0: no call (summary, count,
+    /// native; streamed or not) has a read or elapsed deadline, since a silent prefill or a long
+    /// silent generation may take minutes; TCP keep-alive probes every `keepalive_interval` find
+    /// a dead peer, and the caller's cancellation ends a call it no longer wants.
+    std::chrono::seconds idle_timeout{0};
     std::chrono::seconds keepalive_interval{30};  ///< setting `keepAliveSeconds`
     /// The longest `Retry-After` honoured; a longer one fails at once with `rate_limited`.
     std::chrono::milliseconds max_retry_wait{60000};

@@ -5,6 +5,7 @@
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/providers/error.hpp>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
@@ -66,6 +67,14 @@ struct native_request
     /// The previous compaction's native state: sent back in place of its summary message.
     std::optional<native_replay> previous;
     std::string system;                        ///< the loop's current instructions
+    /// The loop's own request configuration, sent as the loop sends it (Anthropic): its tool
+    /// definitions (a window with `tool_use` blocks is refused without them), its `tool_choice`
+    /// (null = none) and its other request parameters (`thinking`, `temperature`, ...; never
+    /// `model`, `messages`, `system`, `max_tokens`, `stream`, which the request sets itself).
+    /// OpenAI's `/responses/compact` takes none of them.
+    boost::json::array tools;
+    boost::json::value tool_choice;
+    boost::json::object parameters;
     std::optional<std::string> instructions;   ///< Anthropic: replaces the default summary prompt
     std::string model;                         ///< the loop's model; empty = the configured model
     std::int64_t trigger_tokens = anthropic_min_compaction_trigger;

@@ -93,6 +93,21 @@ public:
                                                                 std::move(request));
     }
 
+    /**
+     * @brief Counts the input tokens a native compaction request for `request` would take,
+     * exactly (Anthropic `count_tokens` with the request's system, tools and messages; OpenAI
+     * `responses/input_tokens` with its input and instructions).
+     * @par Per-operation cancellation
+     * `terminal`: completes with `operation_aborted`.
+     * Without exact counting: completes with providers `not_supported` (never inline).
+     */
+    template <boost::asio::completion_token_for<count_signature> CompletionToken>
+    auto async_count_native(native_request request, CompletionToken&& token)
+    {
+        return ::agentctx::detail::async_call<count_signature>(token, this, &summarizer::count_native_impl,
+                                                               std::move(request));
+    }
+
     /// A short identity for logs and compaction details (`offline`, `openai:gpt-4.1`).
     virtual std::string name() const = 0;
 
@@ -107,6 +122,8 @@ protected:
     virtual void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler);
     /// Default: `not_supported`, posted to the handler's executor.
     virtual void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler);
+    /// Default: `not_supported`, posted to the handler's executor.
+    virtual void count_native_impl(native_request request, boost::asio::any_completion_handler<count_signature> handler);
 };
 
 }  // namespace agentctx::providers

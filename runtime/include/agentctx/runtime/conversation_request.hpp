@@ -4,6 +4,7 @@
 #include <agentctx/compaction/projection.hpp>
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <functional>
@@ -22,6 +23,11 @@ struct conversation_request
     /// message's content); null = none.
     boost::json::value system;
     boost::json::array tools;  ///< tool definitions, as sent
+    /// The loop's `tool_choice` (null = none) and its other request parameters (`thinking`,
+    /// `temperature`, `top_p`, ...), as sent: native compaction sends them with the window, so
+    /// that the provider sees the loop's own request (docs/providers.md).
+    boost::json::value tool_choice;
+    boost::json::object parameters;
     std::optional<std::string> prompt_cache_key;  ///< OpenAI: the conversation's key
     /// How the host renders a context as its request's messages; empty = agentctx's own view
     /// (providers::to_wire_messages with the session's native state and summary framing). Called
