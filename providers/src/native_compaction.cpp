@@ -257,6 +257,19 @@ compaction::result<native_state> parse_native_state(const json::value& v, diagno
     return s;
 }
 
+namespace {
+
+// The Responses body of a native request and of its count: the window as input items (the
+// previous native state replayed), the system prompt as instructions.
+void responses_native_body(const native_request& req, const native_replay* previous, json::object& body)
+{
+    body["input"] = to_responses_input(req.window, previous);
+    if (!req.system.empty())
+        body["instructions"] = req.system;
+}
+
+}  // namespace
+
 http_request build_native_request(const provider_config& cfg, const native_request& req)
 {
     http_request r = base_request(cfg);
@@ -273,9 +286,7 @@ http_request build_native_request(const provider_config& cfg, const native_reque
     else
     {
         r.url = join_url(cfg.base_url, "/responses/compact");
-        body["input"] = to_responses_input(req.window, previous);
-        if (!req.system.empty())
-            body["instructions"] = req.system;
+        responses_native_body(req, previous, body);
     }
     add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
@@ -477,9 +488,7 @@ http_request build_native_count_request(const provider_config& cfg, const native
     else
     {
         r.url = join_url(cfg.base_url, "/responses/input_tokens");
-        body["input"] = to_responses_input(req.window, previous);
-        if (!req.system.empty())
-            body["instructions"] = req.system;
+        responses_native_body(req, previous, body);
     }
     add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
