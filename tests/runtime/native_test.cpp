@@ -530,7 +530,7 @@ TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
     EXPECT_EQ(ev.method, "piecewise");
 }
 
-// ---- The native request is the loop's request (issue 37 item 4).
+// ---- The native request is the loop's request.
 
 namespace {
 
