@@ -5,6 +5,7 @@
 #   ./build.sh build   configure and build only        ./build.sh bench   run the benchmarks
 #   PRESET=asan ./build.sh test   use another CMake preset (default, asan, tsan, release)
 #   ./build.sh fuzz [SECONDS]      build the libFuzzer targets (clang-14) and run each for SECONDS (30)
+#   ./build.sh format [fix]        check every C++ file against .clang-format (clang-format 14); `fix` rewrites
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,6 +16,8 @@ PACKAGES=(g++ cmake make libboost1.81-dev libboost-json1.81-dev libcurl4-openssl
           dpkg-dev)                # cpack -G DEB (the package test)
 # Only `./build.sh fuzz` needs these: a normal build stays on g++.
 FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev)
+# Only `./build.sh format` needs this one.
+FORMAT_PACKAGES=(clang-format-14)
 
 ensure_packages() {
     local missing=()
@@ -60,12 +63,22 @@ case "${1:-}" in
         build
         exec bash tests/fuzz/run.sh build/fuzz/tests/fuzz "${2:-30}" "${@:3}"
         ;;
+    format)
+        PACKAGES=("${FORMAT_PACKAGES[@]}")
+        ensure_packages
+        files=$(git ls-files '*.cpp' '*.hpp' '*.h' '*.cpp.in')
+        if [ "${2:-}" = fix ]; then
+            echo "$files" | xargs clang-format-14 -i --style=file
+        else
+            echo "$files" | xargs clang-format-14 --dry-run -Werror --style=file
+        fi
+        ;;
     bench)
         build
         for b in build/"$PRESET"/tests/bench_*; do "$b" "${@:2}"; done
         ;;
     *)
-        echo "usage: ./build.sh demo|test|build|bench|fuzz [SECONDS]" >&2
+        echo "usage: ./build.sh demo|test|build|bench|fuzz [SECONDS]|format [fix]" >&2
         exit 2
         ;;
 esac

@@ -18,11 +18,13 @@ namespace asio = boost::asio;
 using namespace agentctx;
 
 // Stands in for the model: `input` is the prompt size the provider reported.
-runtime::entries::assistant_reply call_model(const std::vector<compaction::context_message>& context,
-                                             std::int64_t input)
+runtime::entries::assistant_reply call_model(
+    const std::vector<compaction::context_message>& context, std::int64_t input
+)
 {
     runtime::entries::assistant_reply reply;
-    reply.text = "Done with " + std::to_string(context.size()) + " messages of context. " + std::string(4000, 'x');
+    reply.text =
+        "Done with " + std::to_string(context.size()) + " messages of context. " + std::string(4000, 'x');
     reply.provider = "openai";
     reply.model = "gpt-4.1";
     reply.input_tokens = input;
@@ -40,7 +42,9 @@ asio::awaitable<void> turn(std::shared_ptr<runtime::session> s, std::string prom
     co_await s->async_append(runtime::entries::assistant(reply), asio::use_awaitable);
     // Threshold check (fresh usage only) or one overflow compact-and-retry; may compact now.
     auto outcome = co_await s->async_on_turn_end(asio::use_awaitable);
-    std::printf("turn with %zu messages in context, compacted: %s\n", context.size(), outcome.compacted ? "yes" : "no");
+    std::printf(
+        "turn with %zu messages in context, compacted: %s\n", context.size(), outcome.compacted ? "yes" : "no"
+    );
 }
 
 asio::awaitable<void> agent_loop(std::shared_ptr<runtime::session> s)
@@ -63,7 +67,8 @@ int main(int argc, char** argv)
     runtime::session_config config;
     config.model = {"openai", "gpt-4.1", 200000, 32768};  // provider, model, window, max output
     config.settings.keep_recent_tokens = 2000;
-    config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());  // or an HTTP one
+    config.summarizer =
+        std::make_shared<providers::offline_summarizer>(ioc.get_executor());  // or an HTTP one
     auto s = runtime::session::open(ioc.get_executor(), std::move(*store), config, diag).value();
     asio::co_spawn(ioc, agent_loop(s), asio::detached);
     ioc.run();

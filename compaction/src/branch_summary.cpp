@@ -1,4 +1,5 @@
-// Branch summaries as Pi 1.6 writes them: collection, budgeted preparation, prompt, text (see branch_summary.hpp).
+// Branch summaries as Pi 1.6 writes them: collection, budgeted preparation, prompt, text (see
+// branch_summary.hpp).
 #include <agentctx/compaction/branch_summary.hpp>
 
 #include <agentctx/compaction/llm_convert.hpp>
@@ -41,13 +42,14 @@ Use this EXACT format:
 
 Keep each section concise. Preserve exact file paths, function names, and error messages.)pi";
 
-const std::string_view branch_summary_preamble =
-    "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n";
+const std::string_view branch_summary_preamble = "The user explored a different conversation branch before "
+                                                 "returning here.\nSummary of that exploration:\n\n";
 
 const std::string_view branch_nothing_to_summarize = "No content to summarize";
 
-std::vector<std::uint32_t> branch_entries_to_summarize(const session_log& log, std::optional<std::size_t> old_leaf,
-                                                       std::size_t target)
+std::vector<std::uint32_t> branch_entries_to_summarize(
+    const session_log& log, std::optional<std::size_t> old_leaf, std::size_t target
+)
 {
     if (!old_leaf)
         return {};
@@ -82,10 +84,14 @@ std::shared_ptr<const message> branch_message(const entry& e, const entry* edit)
         if (!e.message || e.message->role == role::tool_result)
             return nullptr;  // the context is in the assistant's tool call
         return edit ? first_projected() : e.message;
-    case entry_type::custom_message: return edit ? first_projected() : message_of_entry(e, true);
-    case entry_type::branch_summary: return message_of_entry(e, true);
-    case entry_type::compaction: return compaction_summary_message(e);
-    default: return nullptr;
+    case entry_type::custom_message:
+        return edit ? first_projected() : message_of_entry(e, true);
+    case entry_type::branch_summary:
+        return message_of_entry(e, true);
+    case entry_type::compaction:
+        return compaction_summary_message(e);
+    default:
+        return nullptr;
     }
 }
 
@@ -128,9 +134,13 @@ branch_preparation prepare_branch_entries(std::span<const entry_ptr> entries, st
     return out;
 }
 
-summary_prompt branch_summary_prompt(std::span<const std::shared_ptr<const message>> messages,
-                                     const std::optional<std::string>& custom_instructions, bool replace_instructions,
-                                     std::int64_t context_window, std::int64_t model_max_tokens)
+summary_prompt branch_summary_prompt(
+    std::span<const std::shared_ptr<const message>> messages,
+    const std::optional<std::string>& custom_instructions,
+    bool replace_instructions,
+    std::int64_t context_window,
+    std::int64_t model_max_tokens
+)
 {
     std::string instructions(branch_summary_instructions);
     if (custom_instructions && !custom_instructions->empty())
@@ -138,15 +148,19 @@ summary_prompt branch_summary_prompt(std::span<const std::shared_ptr<const messa
                                             : instructions + "\n\nAdditional focus: " + *custom_instructions;
     summary_prompt p;
     p.system_prompt = summarization_system_prompt;
-    p.prompt = "<conversation>\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) + "\n</conversation>\n\n" + instructions;
+    p.prompt = "<conversation>\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) +
+               "\n</conversation>\n\n" + instructions;
     p.max_output_tokens = summary_output_budget(p, context_window, model_max_tokens);
     return p;
 }
 
-branch_summary_text finish_branch_summary(std::string_view model_text, const file_operations& ops, compat_mode mode)
+branch_summary_text finish_branch_summary(
+    std::string_view model_text, const file_operations& ops, compat_mode mode
+)
 {
     const bool pi = mode == compat_mode::pi;
-    const auto lists = compute_file_lists(ops, pi ? std::nullopt : std::optional<file_list_bounds>(file_list_bounds{}));
+    const auto lists =
+        compute_file_lists(ops, pi ? std::nullopt : std::optional<file_list_bounds>(file_list_bounds{}));
     branch_summary_text out;
     out.summary = std::string(branch_summary_preamble) + std::string(model_text) +
                   (pi ? format_file_operations(lists) : format_file_operations(lists, file_list_bounds{}));

@@ -31,8 +31,9 @@ void declare(tool_call_pairing& p, id_index& all, id_index& batch, const message
 
 // The declarations a result of `id` may answer: its batch's, else the unanswered earlier ones,
 // else (a repeated answer) the newest earlier one.
-std::vector<std::size_t> candidates_for(const tool_call_pairing& p, const id_index& all, const id_index& batch,
-                                        std::string_view id, bool& late)
+std::vector<std::size_t> candidates_for(
+    const tool_call_pairing& p, const id_index& all, const id_index& batch, std::string_view id, bool& late
+)
 {
     late = false;
     if (const auto it = batch.find(id); it != batch.end())
@@ -50,8 +51,13 @@ std::vector<std::size_t> candidates_for(const tool_call_pairing& p, const id_ind
     return open;
 }
 
-result_link link_result(tool_call_pairing& p, const id_index& all, const id_index& batch, std::string_view id,
-                        std::size_t position)
+result_link link_result(
+    tool_call_pairing& p,
+    const id_index& all,
+    const id_index& batch,
+    std::string_view id,
+    std::size_t position
+)
 {
     result_link r{position, result_link_kind::no_call};
     const auto candidates = candidates_for(p, all, batch, id, r.late);

@@ -35,7 +35,8 @@ bool string_matches(std::string_view carried, std::string_view covered)
         pos = end + 1;
     }
     const std::string_view first = literals.front(), last = literals.back();
-    if (!covered.starts_with(first) || covered.size() < first.size() + last.size() + 1 || !covered.ends_with(last))
+    if (!covered.starts_with(first) || covered.size() < first.size() + last.size() + 1 ||
+        !covered.ends_with(last))
         return false;
     std::size_t at = first.size();
     const std::size_t stop = covered.size() - last.size();
@@ -83,11 +84,13 @@ bool matches_covered(const boost::json::value& carried, const boost::json::value
 std::string check_carried(const boost::json::array& pinned, const covered_prefix& covered)
 {
     if (pinned.size() > max_carried_entries)
-        return std::to_string(pinned.size()) + " carried entries, over the bound of " + std::to_string(max_carried_entries);
+        return std::to_string(pinned.size()) + " carried entries, over the bound of " +
+               std::to_string(max_carried_entries);
     std::size_t bytes = 0;
     for (const auto& v : pinned)
         if ((bytes += stringify(v).size()) > max_carried_bytes)
-            return "the carried entries are over the bound of " + std::to_string(max_carried_bytes) + " bytes";
+            return "the carried entries are over the bound of " + std::to_string(max_carried_bytes) +
+                   " bytes";
     std::unordered_map<std::string_view, std::size_t> position;
     position.reserve(covered.size);
     for (std::size_t k = 0; k < covered.size; ++k)

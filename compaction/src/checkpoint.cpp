@@ -35,16 +35,26 @@ const char* to_string(checkpoint_reason r) noexcept
 {
     switch (r)
     {
-    case checkpoint_reason::none: return "none";
-    case checkpoint_reason::corrupt: return "corrupt";
-    case checkpoint_reason::unsupported_format: return "unsupported_format";
-    case checkpoint_reason::shortened: return "shortened";
-    case checkpoint_reason::replaced: return "replaced";
-    case checkpoint_reason::other_identity: return "other_identity";
-    case checkpoint_reason::other_configuration: return "other_configuration";
-    case checkpoint_reason::no_compaction: return "no_compaction";
-    case checkpoint_reason::unrecorded: return "unrecorded";
-    case checkpoint_reason::evidence_mismatch: return "evidence_mismatch";
+    case checkpoint_reason::none:
+        return "none";
+    case checkpoint_reason::corrupt:
+        return "corrupt";
+    case checkpoint_reason::unsupported_format:
+        return "unsupported_format";
+    case checkpoint_reason::shortened:
+        return "shortened";
+    case checkpoint_reason::replaced:
+        return "replaced";
+    case checkpoint_reason::other_identity:
+        return "other_identity";
+    case checkpoint_reason::other_configuration:
+        return "other_configuration";
+    case checkpoint_reason::no_compaction:
+        return "no_compaction";
+    case checkpoint_reason::unrecorded:
+        return "unrecorded";
+    case checkpoint_reason::evidence_mismatch:
+        return "evidence_mismatch";
     }
     return "none";
 }
@@ -53,10 +63,14 @@ const char* to_string(verify_status s) noexcept
 {
     switch (s)
     {
-    case verify_status::ok: return "ok";
-    case verify_status::changed: return "changed";
-    case verify_status::unrecorded: return "unrecorded";
-    case verify_status::invalid: return "invalid";
+    case verify_status::ok:
+        return "ok";
+    case verify_status::changed:
+        return "changed";
+    case verify_status::unrecorded:
+        return "unrecorded";
+    case verify_status::invalid:
+        return "invalid";
     }
     return "unrecorded";
 }
@@ -89,15 +103,17 @@ json::object summary_config_json(const summary_config& c)
          }},
     };
     if (!c.pinned_custom_types.empty() || !c.pinned_ids.empty() || c.pinned_by_predicate)
-        out["pinned"] = json::object{{"customTypes", strings(c.pinned_custom_types)},
-                                     {"ids", strings(c.pinned_ids)},
-                                     {"predicate", c.pinned_by_predicate}};
+        out["pinned"] = json::object{
+            {"customTypes", strings(c.pinned_custom_types)},
+            {"ids", strings(c.pinned_ids)},
+            {"predicate", c.pinned_by_predicate}};
     if (!c.pinned_snapshot_types.empty())
         out["pinnedSnapshotTypes"] = strings(c.pinned_snapshot_types);
     if (!c.required_custom_types.empty() || !c.required_ids.empty() || c.required_by_predicate)
-        out["required"] = json::object{{"customTypes", strings(c.required_custom_types)},
-                                       {"ids", strings(c.required_ids)},
-                                       {"predicate", c.required_by_predicate}};
+        out["required"] = json::object{
+            {"customTypes", strings(c.required_custom_types)},
+            {"ids", strings(c.required_ids)},
+            {"predicate", c.required_by_predicate}};
     if (c.keep_recent_exchanges != 4)
         out["keepRecentExchanges"] = c.keep_recent_exchanges;
     return out;
@@ -123,7 +139,9 @@ json::array strings_json(const std::vector<std::string>& v)
 
 bool is_hex64(std::string_view s)
 {
-    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 // Strict field reading for parse_checkpoint: every failure names the field.
@@ -223,15 +241,20 @@ struct reader
         return out;
     }
     // An `evidence` array, bounded; `covered`: entries in the covered prefix (0: not checked).
-    std::vector<evidence_reference> evidence(const json::object& in, std::string_view path, std::size_t covered)
+    std::vector<evidence_reference> evidence(
+        const json::object& in, std::string_view path, std::size_t covered
+    )
     {
         std::vector<evidence_reference> out;
         const auto* v = need(in, "evidenceRefs", path);
         if (!v || (!v->is_array() && !fail(path, "expected an array")))
             return out;
         if (v->get_array().size() > max_evidence_references)
-            fail(path, std::to_string(v->get_array().size()) + " references, over the bound of " +
-                           std::to_string(max_evidence_references));
+            fail(
+                path,
+                std::to_string(v->get_array().size()) + " references, over the bound of " +
+                    std::to_string(max_evidence_references)
+            );
         for (std::size_t k = 0; ok && k < v->get_array().size(); ++k)
         {
             const std::string at = std::string(path) + "[" + std::to_string(k) + "].";
@@ -258,7 +281,9 @@ struct reader
     // An `identity` object; `prefix` goes before the field names in failures.
     checkpoint_identity identity(const json::object& id, std::string_view prefix)
     {
-        return {str(id, "provider", std::string(prefix) + "provider"), str(id, "model", std::string(prefix) + "model")};
+        return {
+            str(id, "provider", std::string(prefix) + "provider"),
+            str(id, "model", std::string(prefix) + "model")};
     }
 };
 
@@ -295,7 +320,9 @@ json::object to_json(const checkpoint_record& r, bool with_digest)
 {
     json::object o{
         {"format", checkpoint_format},
-        {"source", json::object{{"sessionId", r.session_id}, {"compactionId", r.compaction_id}, {"timestamp", r.created_at}}},
+        {"source",
+         json::object{
+             {"sessionId", r.session_id}, {"compactionId", r.compaction_id}, {"timestamp", r.created_at}}},
         {"summary", r.summary},
         {"readFiles", strings_json(r.read_files)},
         {"modifiedFiles", strings_json(r.modified_files)},
@@ -341,8 +368,11 @@ void read_kept_verbatim(reader& rd, const json::object& o, checkpoint_record& r)
     if (o.contains("keptVerbatim"))
         r.kept_verbatim_ids = rd.strings(o, "keptVerbatim", "keptVerbatim");
     if (rd.ok && r.kept_verbatim_ids.size() > max_carried_entries)
-        rd.fail("keptVerbatim", std::to_string(r.kept_verbatim_ids.size()) + " ids, over the bound of " +
-                                    std::to_string(max_carried_entries));
+        rd.fail(
+            "keptVerbatim",
+            std::to_string(r.kept_verbatim_ids.size()) + " ids, over the bound of " +
+                std::to_string(max_carried_entries)
+        );
     if (rd.ok && !r.kept_verbatim_ids.empty())
     {
         const std::unordered_set<std::string_view> covered(r.covered_ids.begin(), r.covered_ids.end());
@@ -369,9 +399,24 @@ void read_revision_and_identity(reader& rd, const json::object& o, checkpoint_re
 // Every field of the record, strictly; the failures are in `rd`.
 checkpoint_record read_record(reader& rd, const json::object& o)
 {
-    rd.only(o, {"format", "source", "summary", "readFiles", "modifiedFiles", "firstKeptEntryId", "tokensBefore", "coveredIds",
-                "sourceRevision", "identity", "configDigest", "digest", "keptVerbatim", "evidenceRefs"},
-            "");
+    rd.only(
+        o,
+        {"format",
+         "source",
+         "summary",
+         "readFiles",
+         "modifiedFiles",
+         "firstKeptEntryId",
+         "tokensBefore",
+         "coveredIds",
+         "sourceRevision",
+         "identity",
+         "configDigest",
+         "digest",
+         "keptVerbatim",
+         "evidenceRefs"},
+        ""
+    );
     checkpoint_record r;
     read_source(rd, o, r);
     r.summary = rd.str(o, "summary", "summary");
@@ -385,8 +430,11 @@ checkpoint_record read_record(reader& rd, const json::object& o)
     r.config_digest = rd.hex(o, "configDigest", "configDigest");
     r.digest = rd.hex(o, "digest", "digest");
     if (rd.ok && r.revision.count != r.covered_ids.size())
-        rd.fail("sourceRevision.count", "is " + std::to_string(r.revision.count) + " but coveredIds lists " +
-                                            std::to_string(r.covered_ids.size()) + " entries");
+        rd.fail(
+            "sourceRevision.count",
+            "is " + std::to_string(r.revision.count) + " but coveredIds lists " +
+                std::to_string(r.covered_ids.size()) + " entries"
+        );
     if (rd.ok && r.revision.count == 0)
         rd.fail("sourceRevision.count", "a checkpoint covers at least one entry");
     if (rd.ok && o.contains("evidenceRefs"))
@@ -412,7 +460,8 @@ result<checkpoint_record> parse_checkpoint(const json::value& v, checkpoint_reas
     {
         why = checkpoint_reason::unsupported_format;
         diag.field = "format";
-        diag.message = "unsupported checkpoint format '" + format + "' (expected " + std::string(checkpoint_format) + ")";
+        diag.message = "unsupported checkpoint format '" + format + "' (expected " +
+                       std::string(checkpoint_format) + ")";
         return errc::checkpoint_invalid;
     }
     auto r = read_record(rd, o);
@@ -436,8 +485,8 @@ result<json::value> parse_record_json(std::string_view text, checkpoint_reason& 
     if (text.size() > max_record_bytes)
     {
         why = checkpoint_reason::corrupt;
-        diag.message = "the checkpoint record is " + std::to_string(text.size()) + " bytes, over the bound of " +
-                       std::to_string(max_record_bytes);
+        diag.message = "the checkpoint record is " + std::to_string(text.size()) +
+                       " bytes, over the bound of " + std::to_string(max_record_bytes);
         return errc::checkpoint_invalid;
     }
     boost::system::error_code ec;
@@ -459,7 +508,9 @@ result<json::value> parse_record_json(std::string_view text, checkpoint_reason& 
     return v;
 }
 
-result<checkpoint_record> parse_checkpoint_text(std::string_view text, checkpoint_reason& why, diagnostics& diag)
+result<checkpoint_record> parse_checkpoint_text(
+    std::string_view text, checkpoint_reason& why, diagnostics& diag
+)
 {
     auto v = parse_record_json(text, why, diag);
     if (!v)
@@ -490,8 +541,9 @@ std::vector<std::uint32_t> entries_before(const session_log& log, std::size_t fi
     return path;
 }
 
-result<source_revision> compute_source_revision(const session_log& log, std::span<const std::uint32_t> entries,
-                                                diagnostics& diag)
+result<source_revision> compute_source_revision(
+    const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag
+)
 {
     detail::sha256 h;
     for (const auto i : entries)
@@ -520,8 +572,9 @@ source_revision_cache::~source_revision_cache() = default;
 source_revision_cache::source_revision_cache(source_revision_cache&&) noexcept = default;
 source_revision_cache& source_revision_cache::operator=(source_revision_cache&&) noexcept = default;
 
-result<source_revision> source_revision_cache::compute(const session_log& log, std::span<const std::uint32_t> entries,
-                                                       diagnostics& diag)
+result<source_revision> source_revision_cache::compute(
+    const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag
+)
 {
     // The longest remembered prefix of `entries` (the table holds one state per hashed prefix).
     std::size_t start = 0;
@@ -578,7 +631,8 @@ namespace {
 // What `read` takes from a compaction's details.agentctx; nullopt when there is none, or when
 // `read` declines or finds a field malformed.
 template <class Read>
-auto read_recorded(const entry& compaction, Read read) -> decltype(read(std::declval<reader&>(), std::declval<const json::object&>()))
+auto read_recorded(const entry& compaction, Read read)
+    -> decltype(read(std::declval<reader&>(), std::declval<const json::object&>()))
 {
     const auto* a = agentctx_details(compaction);
     if (!a)
@@ -605,19 +659,22 @@ std::optional<source_revision> recorded_revision(const entry& compaction)
 
 std::optional<recorded_checkpoint> recorded_fields(const entry& compaction)
 {
-    return read_recorded(compaction, [](reader& rd, const json::object& a) -> std::optional<recorded_checkpoint> {
-        const auto* rev = rd.obj(a, "sourceRevision", "sourceRevision");
-        const auto* id = rd.obj(a, "identity", "identity");
-        if (!rev || !id)
-            return std::nullopt;
-        recorded_checkpoint out;
-        out.revision = rd.revision(*rev, "");
-        out.identity = rd.identity(*id, "");
-        out.config_digest = rd.hex(a, "configDigest", "configDigest");
-        if (a.contains("evidenceRefs"))
-            out.evidence = rd.evidence(a, "evidenceRefs", out.revision.count);
-        return out;
-    });
+    return read_recorded(
+        compaction,
+        [](reader& rd, const json::object& a) -> std::optional<recorded_checkpoint> {
+            const auto* rev = rd.obj(a, "sourceRevision", "sourceRevision");
+            const auto* id = rd.obj(a, "identity", "identity");
+            if (!rev || !id)
+                return std::nullopt;
+            recorded_checkpoint out;
+            out.revision = rd.revision(*rev, "");
+            out.identity = rd.identity(*id, "");
+            out.config_digest = rd.hex(a, "configDigest", "configDigest");
+            if (a.contains("evidenceRefs"))
+                out.evidence = rd.evidence(a, "evidenceRefs", out.revision.count);
+            return out;
+        }
+    );
 }
 
 namespace {
@@ -637,8 +694,13 @@ std::vector<evidence_reference> cleared_evidence(const entry& edit, std::size_t 
 
 // After the compaction's own: the references the clearings inside the covered prefix recorded
 // (their context_edit entries), each once, every range still hashing as the host was told.
-result<void> add_cleared_evidence(const session_log& log, std::span<const std::uint32_t> covered,
-                                  std::vector<evidence_reference>& out, checkpoint_reason& why, diagnostics& diag)
+result<void> add_cleared_evidence(
+    const session_log& log,
+    std::span<const std::uint32_t> covered,
+    std::vector<evidence_reference>& out,
+    checkpoint_reason& why,
+    diagnostics& diag
+)
 {
     for (const auto i : covered)
     {
@@ -657,15 +719,15 @@ result<void> add_cleared_evidence(const session_log& log, std::span<const std::u
             if (now->sha256 != ref.sha256)
             {
                 why = checkpoint_reason::evidence_mismatch;
-                diag.message = "the entry cleared under evidence '" + ref.ref + "' (entry " + std::to_string(ref.from + 1) +
-                               ") changed since it was kept";
+                diag.message = "the entry cleared under evidence '" + ref.ref + "' (entry " +
+                               std::to_string(ref.from + 1) + ") changed since it was kept";
                 return errc::checkpoint_mismatch;
             }
             if (out.size() == max_evidence_references)
             {
                 why = checkpoint_reason::unrecorded;
-                diag.message = "the covered prefix holds more than " + std::to_string(max_evidence_references) +
-                               " evidence references";
+                diag.message = "the covered prefix holds more than " +
+                               std::to_string(max_evidence_references) + " evidence references";
                 return errc::checkpoint_unavailable;
             }
             out.push_back(std::move(ref));
@@ -685,8 +747,9 @@ std::optional<std::size_t> latest_compaction(const session_log& log)
     return std::nullopt;
 }
 
-result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t compaction_index, checkpoint_reason& why,
-                                          diagnostics& diag)
+result<checkpoint_record> make_checkpoint(
+    const session_log& log, std::size_t compaction_index, checkpoint_reason& why, diagnostics& diag
+)
 {
     auto e = log.get(compaction_index, diag);
     if (!e)
@@ -696,7 +759,8 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     if (!recorded)
     {
         why = checkpoint_reason::unrecorded;
-        diag.message = "compaction " + c.id + " carries no agentctx checkpoint fields (sourceRevision, identity, configDigest)";
+        diag.message = "compaction " + c.id +
+                       " carries no agentctx checkpoint fields (sourceRevision, identity, configDigest)";
         return errc::checkpoint_unavailable;
     }
     const auto covered = covered_entries(log, compaction_index);
@@ -706,9 +770,10 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     if (*now != recorded->revision)
     {
         why = checkpoint_reason::replaced;
-        diag.message = "the history covered by compaction " + c.id + " changed since it was written (recorded " +
-                       std::to_string(recorded->revision.count) + " entries " + recorded->revision.sha256.substr(0, 12) +
-                       ", now " + std::to_string(now->count) + " entries " + now->sha256.substr(0, 12) + ")";
+        diag.message = "the history covered by compaction " + c.id +
+                       " changed since it was written (recorded " + std::to_string(recorded->revision.count) +
+                       " entries " + recorded->revision.sha256.substr(0, 12) + ", now " +
+                       std::to_string(now->count) + " entries " + now->sha256.substr(0, 12) + ")";
         return errc::checkpoint_mismatch;
     }
     checkpoint_record r;
@@ -738,9 +803,15 @@ result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t co
     return r;
 }
 
-result<void> check_checkpoint(const checkpoint_record& r, const session_log& log, std::span<const std::uint32_t> path,
-                              const checkpoint_identity& identity, std::string_view config_digest_now,
-                              checkpoint_reason& why, diagnostics& diag)
+result<void> check_checkpoint(
+    const checkpoint_record& r,
+    const session_log& log,
+    std::span<const std::uint32_t> path,
+    const checkpoint_identity& identity,
+    std::string_view config_digest_now,
+    checkpoint_reason& why,
+    diagnostics& diag
+)
 {
     auto reject = [&](checkpoint_reason reason, std::string message) -> result<void> {
         why = reason;
@@ -748,21 +819,31 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
         return errc::checkpoint_mismatch;
     };
     if (r.identity != identity)
-        return reject(checkpoint_reason::other_identity,
-                      "the record was written by " + r.identity.provider + "/" + r.identity.model + ", this session summarizes with " +
-                          identity.provider + "/" + identity.model);
+        return reject(
+            checkpoint_reason::other_identity,
+            "the record was written by " + r.identity.provider + "/" + r.identity.model +
+                ", this session summarizes with " + identity.provider + "/" + identity.model
+        );
     if (r.config_digest != config_digest_now)
-        return reject(checkpoint_reason::other_configuration,
-                      "the record was written under other summary settings (keepRecentTokens, context window, output "
-                      "limit, redaction) or prompts (config digest " +
-                          r.config_digest.substr(0, 12) + ", here " + std::string(config_digest_now.substr(0, 12)) + ")");
+        return reject(
+            checkpoint_reason::other_configuration,
+            "the record was written under other summary settings (keepRecentTokens, context window, output "
+            "limit, redaction) or prompts (config digest " +
+                r.config_digest.substr(0, 12) + ", here " + std::string(config_digest_now.substr(0, 12)) + ")"
+        );
     if (path.size() < r.revision.count)
-        return reject(checkpoint_reason::shortened, "the record covers " + std::to_string(r.revision.count) +
-                                                        " entries, the session's path has " + std::to_string(path.size()));
+        return reject(
+            checkpoint_reason::shortened,
+            "the record covers " + std::to_string(r.revision.count) + " entries, the session's path has " +
+                std::to_string(path.size())
+        );
     for (std::size_t k = 0; k < r.revision.count; ++k)
         if (log.meta(path[k]).id != r.covered_ids[k])
-            return reject(checkpoint_reason::replaced, "covered entry " + std::to_string(k + 1) + " is '" + log.meta(path[k]).id +
-                                                           "' here, '" + r.covered_ids[k] + "' in the record");
+            return reject(
+                checkpoint_reason::replaced,
+                "covered entry " + std::to_string(k + 1) + " is '" + log.meta(path[k]).id + "' here, '" +
+                    r.covered_ids[k] + "' in the record"
+            );
     // Each evidence range hashes here as the host was told when it kept it: checked first, so
     // an edited range is named as such, not only as a changed prefix.
     for (const auto& ev : r.evidence)
@@ -771,24 +852,30 @@ result<void> check_checkpoint(const checkpoint_record& r, const session_log& log
         if (!range)
             return range.error();
         if (range->sha256 != ev.sha256)
-            return reject(checkpoint_reason::evidence_mismatch,
-                          "evidence '" + ev.ref + "' names entries " + std::to_string(ev.from + 1) + "-" +
-                              std::to_string(ev.from + ev.count) + " with sha256 " + ev.sha256.substr(0, 12) +
-                              ", here they hash to " + range->sha256.substr(0, 12));
+            return reject(
+                checkpoint_reason::evidence_mismatch,
+                "evidence '" + ev.ref + "' names entries " + std::to_string(ev.from + 1) + "-" +
+                    std::to_string(ev.from + ev.count) + " with sha256 " + ev.sha256.substr(0, 12) +
+                    ", here they hash to " + range->sha256.substr(0, 12)
+            );
     }
     auto now = compute_source_revision(log, path.first(r.revision.count), diag);
     if (!now)
         return now.error();
     if (now->sha256 != r.revision.sha256)
-        return reject(checkpoint_reason::replaced, "the covered entries have the record's ids but other bytes (an entry was "
-                                                   "edited in place): sha256 " + now->sha256.substr(0, 12) + ", recorded " +
-                                                       r.revision.sha256.substr(0, 12));
+        return reject(
+            checkpoint_reason::replaced,
+            "the covered entries have the record's ids but other bytes (an entry was "
+            "edited in place): sha256 " +
+                now->sha256.substr(0, 12) + ", recorded " + r.revision.sha256.substr(0, 12)
+        );
     why = checkpoint_reason::none;
     return {};
 }
 
-result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag,
-                                                  source_revision_cache* cache)
+result<compaction_verification> verify_compaction(
+    const session_log& log, std::size_t compaction_index, diagnostics& diag, source_revision_cache* cache
+)
 {
     auto e = log.get(compaction_index, diag);
     if (!e)
@@ -813,7 +900,9 @@ result<compaction_verification> verify_compaction(const session_log& log, std::s
     return v;
 }
 
-std::vector<std::string> compaction_problems(const session_log& log, std::size_t compaction_index, const entry& c)
+std::vector<std::string> compaction_problems(
+    const session_log& log, std::size_t compaction_index, const entry& c
+)
 {
     std::vector<std::string> out;
     diagnostics diag;
@@ -823,14 +912,17 @@ std::vector<std::string> compaction_problems(const session_log& log, std::size_t
     {
         const auto files = string_list(c.details, field);
         if (files.size() > max_file_list_entries)
-            out.push_back(std::string(field) + ": " + std::to_string(files.size()) + " paths, over the bound of " +
-                          std::to_string(max_file_list_entries));
+            out.push_back(
+                std::string(field) + ": " + std::to_string(files.size()) + " paths, over the bound of " +
+                std::to_string(max_file_list_entries)
+            );
     }
     if (const auto* pinned = pinned_of(c))
     {
         const auto covered = covered_entries(log, compaction_index);
         const covered_prefix prefix{
-            covered.size(), [&](std::size_t k) -> std::string_view { return log.meta(covered[k]).id; },
+            covered.size(),
+            [&](std::size_t k) -> std::string_view { return log.meta(covered[k]).id; },
             [&](std::size_t k) { return log.get(covered[k], diag); }};
         if (auto problem = check_carried(*pinned, prefix); !problem.empty())
             out.push_back("details.agentctx.pinned: " + problem);

@@ -95,7 +95,8 @@ cache_billing prompt_cache::request(double t, std::span<const request_part> part
 
 double timing_model::duration(const cache_billing& input, std::int64_t output_tokens) const noexcept
 {
-    return overhead_seconds + static_cast<double>(input.uncached + input.written) / prefill_tokens_per_second +
+    return overhead_seconds +
+           static_cast<double>(input.uncached + input.written) / prefill_tokens_per_second +
            static_cast<double>(input.read) / prefill_cached_tokens_per_second +
            static_cast<double>(output_tokens) / decode_tokens_per_second;
 }
@@ -163,16 +164,21 @@ boost::json::object policy_cost::to_json() const
 {
     const auto st = summarize_stalls(stalls);
     const double mean = requests ? static_cast<double>(context_sum) / static_cast<double>(requests) : 0.0;
-    return {{"requests", requests},
-            {"input", {{"uncached", input.uncached}, {"written", input.written}, {"read", input.read}, {"billed", billed_input}}},
-            {"output", {{"agent", agent_output}, {"summaries", summary_output}}},
-            {"cost", cost},
-            {"compactions", compactions},
-            {"summaryRequests", summary_requests},
-            {"clearing", {{"batches", clearing_batches}, {"tokens", clearing_tokens}}},
-            {"context", {{"peak", peak_context}, {"mean", mean}}},
-            {"summarizerInputTokens", summarizer_input_tokens},
-            {"stall", {{"totalSeconds", st.total}, {"p50", st.p50}, {"p95", st.p95}, {"max", st.max}}}};
+    return {
+        {"requests", requests},
+        {"input",
+         {{"uncached", input.uncached},
+          {"written", input.written},
+          {"read", input.read},
+          {"billed", billed_input}}},
+        {"output", {{"agent", agent_output}, {"summaries", summary_output}}},
+        {"cost", cost},
+        {"compactions", compactions},
+        {"summaryRequests", summary_requests},
+        {"clearing", {{"batches", clearing_batches}, {"tokens", clearing_tokens}}},
+        {"context", {{"peak", peak_context}, {"mean", mean}}},
+        {"summarizerInputTokens", summarizer_input_tokens},
+        {"stall", {{"totalSeconds", st.total}, {"p50", st.p50}, {"p95", st.p95}, {"max", st.max}}}};
 }
 
 }  // namespace agentctx::compaction

@@ -34,8 +34,8 @@ bool cut_roles(const messages_t& messages)
 bool turn_roles(const messages_t& messages)
 {
     return any_role(messages, [](role r) {
-        return r == role::user || r == role::bash_execution || r == role::custom || r == role::branch_summary ||
-               r == role::compaction_summary;
+        return r == role::user || r == role::bash_execution || r == role::custom ||
+               r == role::branch_summary || r == role::compaction_summary;
     });
 }
 
@@ -87,19 +87,22 @@ bool suffix_is_omitted_attempt(std::span<const projected_entry> e, std::size_t c
 // injects mid-run (reminders, status) do not end an autonomous run.
 bool starts_human_turn(const projected_entry& p)
 {
-    return !is_compaction(p) && any_role(p.messages, [](role r) { return r == role::user || r == role::bash_execution; });
+    return !is_compaction(p) &&
+           any_role(p.messages, [](role r) { return r == role::user || r == role::bash_execution; });
 }
 
 bool is_assistant_entry(const projected_entry& p)
 {
-    return p.source->type == entry_type::message && p.source->message && p.source->message->role == role::assistant &&
-           !p.messages.empty();
+    return p.source->type == entry_type::message && p.source->message &&
+           p.source->message->role == role::assistant && !p.messages.empty();
 }
 
 }  // namespace
 
 // The chosen cut `cut` widened over context-invisible entries, and the split-turn fields.
-void settle_cut(std::span<const projected_entry> e, std::size_t start, std::size_t cut, bool pi, cut_point_result& r)
+void settle_cut(
+    std::span<const projected_entry> e, std::size_t start, std::size_t cut, bool pi, cut_point_result& r
+)
 {
     const std::size_t chosen = cut;
     r.chosen_index = chosen;
@@ -128,8 +131,9 @@ bool starts_turn(const projected_entry& p) noexcept
     return !is_compaction(p) && turn_roles(p.messages);
 }
 
-std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entries, std::size_t index,
-                                           std::size_t start)
+std::optional<std::size_t> find_turn_start(
+    std::span<const projected_entry> entries, std::size_t index, std::size_t start
+)
 {
     for (std::size_t i = index + 1; i-- > start;)
         if (starts_turn(entries[i]))
@@ -137,8 +141,9 @@ std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entr
     return std::nullopt;
 }
 
-std::vector<std::size_t> allowed_cut_points(std::span<const projected_entry> entries, std::size_t start,
-                                            std::size_t end, compat_mode mode)
+std::vector<std::size_t> allowed_cut_points(
+    std::span<const projected_entry> entries, std::size_t start, std::size_t end, compat_mode mode
+)
 {
     std::vector<std::size_t> cuts;
     for (std::size_t i = start; i < end; ++i)
@@ -149,9 +154,10 @@ std::vector<std::size_t> allowed_cut_points(std::span<const projected_entry> ent
     // A cut at c keeps [c, end): it splits a tool round [first, last] when first < c <= last.
     const auto rounds = tool_round_intervals(entries, start, end);
     std::erase_if(cuts, [&](std::size_t c) {
-        const auto it = std::upper_bound(rounds.begin(), rounds.end(), c, [](std::size_t v, const interval& iv) {
-            return v < iv.first;
-        });
+        const auto it =
+            std::upper_bound(rounds.begin(), rounds.end(), c, [](std::size_t v, const interval& iv) {
+                return v < iv.first;
+            });
         return it != rounds.begin() && std::prev(it)->first < c && c <= std::prev(it)->last;
     });
     return cuts;
@@ -202,9 +208,15 @@ result<cut_point_result> find_cut_point(
     return r;
 }
 
-cut_point_result keep_recent_exchanges(std::span<const projected_entry> e, std::size_t start, std::size_t end,
-                                       cut_point_result r, std::int64_t exchanges, std::int64_t max_kept_tokens,
-                                       const token_counter& counter)
+cut_point_result keep_recent_exchanges(
+    std::span<const projected_entry> e,
+    std::size_t start,
+    std::size_t end,
+    cut_point_result r,
+    std::int64_t exchanges,
+    std::int64_t max_kept_tokens,
+    const token_counter& counter
+)
 {
     // The recovery-suffix rule passed an omitted failed attempt on purpose: its input must go.
     if (exchanges <= 0 || r.chosen_index >= end || r.advanced_past_omitted_attempt)
@@ -221,7 +233,8 @@ cut_point_result keep_recent_exchanges(std::span<const projected_entry> e, std::
         if (is_assistant_entry(e[i]))
             assistants.push_back(i);
     const auto kept = static_cast<std::int64_t>(
-        assistants.end() - std::lower_bound(assistants.begin(), assistants.end(), r.chosen_index));
+        assistants.end() - std::lower_bound(assistants.begin(), assistants.end(), r.chosen_index)
+    );
     if (kept >= exchanges)
         return r;
     const std::size_t target = static_cast<std::int64_t>(assistants.size()) >= exchanges
@@ -250,8 +263,13 @@ cut_point_result keep_recent_exchanges(std::span<const projected_entry> e, std::
     return moved;
 }
 
-cut_point_result keep_turn_whole(std::span<const projected_entry> e, std::size_t start, cut_point_result r,
-                                 std::int64_t max_prefix_tokens, const token_counter& counter)
+cut_point_result keep_turn_whole(
+    std::span<const projected_entry> e,
+    std::size_t start,
+    cut_point_result r,
+    std::int64_t max_prefix_tokens,
+    const token_counter& counter
+)
 {
     if (!r.is_split_turn || !r.turn_start_index || *r.turn_start_index <= start)
         return r;
@@ -285,13 +303,16 @@ bool is_turn_start(const entry& e)
     return e.type != entry_type::compaction && turn_roles(entry_messages(e));
 }
 
-std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start)
+std::optional<std::size_t> find_turn_start(
+    std::span<const entry_ptr> path, std::size_t index, std::size_t start
+)
 {
     return find_turn_start(raw_projected_entries(path), index, start);
 }
 
-std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
-                                            compat_mode mode)
+std::vector<std::size_t> allowed_cut_points(
+    std::span<const entry_ptr> path, std::size_t start, std::size_t end, compat_mode mode
+)
 {
     return allowed_cut_points(raw_projected_entries(path), start, end, mode);
 }

@@ -79,7 +79,8 @@ result<session_header> decode_header(const boost::json::object& o, diagnostics& 
         diag.field = "version";
         diag.message = "session format version ";
         format_number_to(diag.message, *version);
-        diag.message += " is newer than the newest this library reads (" + std::to_string(current_session_version) + ")";
+        diag.message +=
+            " is newer than the newest this library reads (" + std::to_string(current_session_version) + ")";
         return errc::unsupported_version;
     }
     h.version = version ? static_cast<int>(*version) : 1;
@@ -113,8 +114,12 @@ decode_step usage_failure(const field_reader& f)
 }
 
 // A message object (of the field `path`) into `out`.
-decode_step decode_message_into(const boost::json::object& m, std::string_view path, diagnostics& diag,
-                                std::shared_ptr<const message>& out)
+decode_step decode_message_into(
+    const boost::json::object& m,
+    std::string_view path,
+    diagnostics& diag,
+    std::shared_ptr<const message>& out
+)
 {
     auto msg = decode_message(m, path, diag);
     if (!msg)
@@ -179,7 +184,9 @@ decode_step decode_context_edit(field_reader& f, entry& e, diagnostics& diag)
         const auto* c = r->is_object() ? r->get_object().if_contains("content") : nullptr;
         if (!c || !(c->is_string() || c->is_array()))
         {
-            f.fail(errc::wrong_type, "replacement", "expected null or an object with string or array content");
+            f.fail(
+                errc::wrong_type, "replacement", "expected null or an object with string or array content"
+            );
             return f.code();
         }
         auto content = decode_content(*c, "replacement.content", diag);
@@ -211,25 +218,38 @@ decode_step decode_type_fields(field_reader& f, entry& e, diagnostics& diag)
 {
     switch (e.type)
     {
-    case entry_type::message: return decode_message_entry(f, e, diag);
-    case entry_type::thinking_level_change: e.thinking_level = f.req_string("thinkingLevel"); break;
+    case entry_type::message:
+        return decode_message_entry(f, e, diag);
+    case entry_type::thinking_level_change:
+        e.thinking_level = f.req_string("thinkingLevel");
+        break;
     case entry_type::model_change:
         e.provider = f.req_string("provider");
         e.model_id = f.req_string("modelId");
         break;
-    case entry_type::compaction: return decode_compaction(f, e, diag);
-    case entry_type::branch_summary: return decode_branch_summary(f, e, diag);
-    case entry_type::usage: return decode_usage_entry(f, e, diag);
-    case entry_type::context_edit: return decode_context_edit(f, e, diag);
-    case entry_type::custom: e.custom_type = f.req_string("customType"); break;
-    case entry_type::custom_message: return decode_custom_message(f, e, diag);
+    case entry_type::compaction:
+        return decode_compaction(f, e, diag);
+    case entry_type::branch_summary:
+        return decode_branch_summary(f, e, diag);
+    case entry_type::usage:
+        return decode_usage_entry(f, e, diag);
+    case entry_type::context_edit:
+        return decode_context_edit(f, e, diag);
+    case entry_type::custom:
+        e.custom_type = f.req_string("customType");
+        break;
+    case entry_type::custom_message:
+        return decode_custom_message(f, e, diag);
     case entry_type::label:
         // Pi reads labels without validation: a null target labels nothing.
         e.target_id = f.nullable_string("targetId", true).value_or("");
         e.label = f.nullable_string("label", false);
         break;
-    case entry_type::session_info: e.name = f.opt_string("name"); break;
-    case entry_type::unknown: break;
+    case entry_type::session_info:
+        e.name = f.opt_string("name");
+        break;
+    case entry_type::unknown:
+        break;
     }
     return {};
 }
@@ -437,7 +457,8 @@ std::optional<double> parse_iso_timestamp(std::string_view s) noexcept
     else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-'))
     {
         int oh, om;
-        if (!read_int(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !read_int(s, pos + 4, 2, om))
+        if (!read_int(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+            !read_int(s, pos + 4, 2, om))
             return std::nullopt;
         offset_min = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
         pos += 6;

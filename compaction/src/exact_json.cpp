@@ -162,8 +162,13 @@ private:
 
 }  // namespace
 
-boost::json::value parse_exact(std::string_view text, std::size_t max_depth, boost::system::error_code& ec,
-                               std::size_t* consumed, std::string* duplicate_key)
+boost::json::value parse_exact(
+    std::string_view text,
+    std::size_t max_depth,
+    boost::system::error_code& ec,
+    std::size_t* consumed,
+    std::string* duplicate_key
+)
 {
     boost::json::parse_options opts;
     opts.max_depth = max_depth;

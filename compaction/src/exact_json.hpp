@@ -15,7 +15,12 @@ namespace agentctx::compaction::detail {
 /// Errors are Boost.JSON's (`too_deep`, syntax errors, invalid UTF-8). `consumed` = bytes read.
 /// With `duplicate_key` set, an object that names a key twice is refused (`errc::duplicate_key`,
 /// the key stored there) instead of the later member replacing the earlier one.
-boost::json::value parse_exact(std::string_view text, std::size_t max_depth, boost::system::error_code& ec,
-                               std::size_t* consumed = nullptr, std::string* duplicate_key = nullptr);
+boost::json::value parse_exact(
+    std::string_view text,
+    std::size_t max_depth,
+    boost::system::error_code& ec,
+    std::size_t* consumed = nullptr,
+    std::string* duplicate_key = nullptr
+);
 
 }  // namespace agentctx::compaction::detail

@@ -10,14 +10,20 @@ const char* kind_name(boost::json::kind k) noexcept
 {
     switch (k)
     {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return "boolean";
+    case boost::json::kind::null:
+        return "null";
+    case boost::json::kind::bool_:
+        return "boolean";
     case boost::json::kind::int64:
     case boost::json::kind::uint64:
-    case boost::json::kind::double_: return "number";
-    case boost::json::kind::string: return "string";
-    case boost::json::kind::array: return "array";
-    case boost::json::kind::object: return "object";
+    case boost::json::kind::double_:
+        return "number";
+    case boost::json::kind::string:
+        return "string";
+    case boost::json::kind::array:
+        return "array";
+    case boost::json::kind::object:
+        return "object";
     }
     return "?";
 }
@@ -47,10 +53,7 @@ const boost::json::value* field_reader::opt_value(std::string_view key) const
 }
 
 const boost::json::value* field_reader::typed(
-    std::string_view key,
-    boost::json::kind k,
-    const char* expected,
-    bool required
+    std::string_view key, boost::json::kind k, const char* expected, bool required
 )
 {
     const auto* v = obj_.if_contains(key);

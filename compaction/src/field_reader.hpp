@@ -22,8 +22,7 @@ class field_reader
 public:
     field_reader(const boost::json::object& o, std::string_view path, diagnostics& diag)
         : obj_(o), path_(path), diag_(diag)
-    {
-    }
+    {}
 
     std::string path_of(std::string_view key) const;
     diagnostics& diag() const noexcept { return diag_; }
@@ -47,7 +46,9 @@ public:
     void fail(errc code, std::string_view key, std::string_view what);
 
 private:
-    const boost::json::value* typed(std::string_view key, boost::json::kind k, const char* expected, bool required);
+    const boost::json::value* typed(
+        std::string_view key, boost::json::kind k, const char* expected, bool required
+    );
 
     const boost::json::object& obj_;
     std::string path_;  // owned: callers pass temporaries such as path_of("usage")

@@ -53,14 +53,19 @@ std::size_t keep_first(std::vector<std::string>& files, std::size_t limit)
 }
 
 // One block; a bounded one stops at the path or character bound and says what it left out.
-std::string file_block(const char* tag, const std::vector<std::string>& files, std::size_t omitted,
-                       const std::optional<file_list_bounds>& bounds)
+std::string file_block(
+    const char* tag,
+    const std::vector<std::string>& files,
+    std::size_t omitted,
+    const std::optional<file_list_bounds>& bounds
+)
 {
     std::string s = std::string("<") + tag + ">\n";
     std::size_t shown = 0, chars = 0;
     for (const auto& f : files)
     {
-        if (bounds && (shown == bounds->summary_paths || (shown > 0 && chars + f.size() > bounds->summary_chars)))
+        if (bounds &&
+            (shown == bounds->summary_paths || (shown > 0 && chars + f.size() > bounds->summary_chars)))
             break;
         s += (shown ? "\n" : "") + f;
         chars += f.size() + 1;

@@ -103,7 +103,8 @@ bool completes(const job_rule& r, const item& it, const std::string& id)
 {
     if (r.completes)
         return r.completes(*it.source, id);
-    const bool kind = (it.source->type == entry_type::custom_message && contains(r.completion_custom_types, it.source->custom_type)) ||
+    const bool kind = (it.source->type == entry_type::custom_message &&
+                       contains(r.completion_custom_types, it.source->custom_type)) ||
                       (it.msg->role == role::tool_result && contains(r.completion_tools, it.msg->tool_name));
     if (!kind)
         return false;
@@ -114,12 +115,14 @@ bool completes(const job_rule& r, const item& it, const std::string& id)
 
 bool launches_calls(const message& m)
 {
-    return m.role == role::assistant && m.stop_reason != stop_reason::error && m.stop_reason != stop_reason::aborted;
+    return m.role == role::assistant && m.stop_reason != stop_reason::error &&
+           m.stop_reason != stop_reason::aborted;
 }
 
 // The job `call` of the assistant at `at` launched, unless it failed, never got an id, or completed.
-std::optional<running_job> job_of(const std::vector<item>& items, std::size_t at, const tool_call_block& call,
-                                  const job_rule& rule)
+std::optional<running_job> job_of(
+    const std::vector<item>& items, std::size_t at, const tool_call_block& call, const job_rule& rule
+)
 {
     running_job job{{}, call.name, call.id, {items[at].source->id}};
     const item* result = nullptr;
@@ -175,7 +178,9 @@ std::vector<running_job> find_running_jobs(std::span<const projected_entry> entr
 
 bool in_running_job(const std::vector<running_job>& jobs, std::string_view entry_id)
 {
-    return std::any_of(jobs.begin(), jobs.end(), [&](const running_job& j) { return contains(j.entry_ids, entry_id); });
+    return std::any_of(jobs.begin(), jobs.end(), [&](const running_job& j) {
+        return contains(j.entry_ids, entry_id);
+    });
 }
 
 std::string render_running_jobs_block(const std::vector<running_job>& jobs)
@@ -184,8 +189,8 @@ std::string render_running_jobs_block(const std::vector<running_job>& jobs)
         return {};
     std::string body;
     for (const auto& j : jobs)
-        body += "- job " + (j.job_id.empty() ? std::string("(id not recorded yet)") : j.job_id) + ": `" + j.tool_name +
-                "` (call " + j.call_id + "), queued or running; no completion recorded\n";
+        body += "- job " + (j.job_id.empty() ? std::string("(id not recorded yet)") : j.job_id) + ": `" +
+                j.tool_name + "` (call " + j.call_id + "), queued or running; no completion recorded\n";
     return "\n\n" + std::string(running_jobs_block_open) +
            "Background jobs still running (their launch is kept verbatim after this summary):\n" + body +
            std::string(running_jobs_block_close);
@@ -207,10 +212,11 @@ std::string strip_running_jobs_block(std::string_view summary)
 
 std::string running_job_outcome_text(const running_job& job)
 {
-    const std::string which = job.job_id.empty() ? "a background job (its id is not recorded yet)"
-                                                 : "background job " + job.job_id;
+    const std::string which =
+        job.job_id.empty() ? "a background job (its id is not recorded yet)" : "background job " + job.job_id;
     return "This `" + job.tool_name + "` call launched " + which +
-           ": queued work whose completion a later entry reports, not this call. No result is recorded here, so "
+           ": queued work whose completion a later entry reports, not this call. No result is recorded here, "
+           "so "
            "do not assume the job has finished. Unless a later entry reports its completion, it is queued or "
            "still running: check its status before launching it again.";
 }
@@ -224,8 +230,13 @@ result<void> fail(diagnostics& diag, std::string field, std::string_view what)
     return errc::invalid_settings;
 }
 
-const boost::json::object* object_at(const boost::json::object& o, std::string_view key, const std::string& path,
-                                     diagnostics& diag, result<void>& status)
+const boost::json::object* object_at(
+    const boost::json::object& o,
+    std::string_view key,
+    const std::string& path,
+    diagnostics& diag,
+    result<void>& status
+)
 {
     const auto* v = o.if_contains(key);
     if (!v || !v->is_object())
@@ -236,8 +247,13 @@ const boost::json::object* object_at(const boost::json::object& o, std::string_v
     return &v->get_object();
 }
 
-result<void> read_string(const boost::json::object& o, std::string_view key, const std::string& path, std::string& out,
-                         diagnostics& diag)
+result<void> read_string(
+    const boost::json::object& o,
+    std::string_view key,
+    const std::string& path,
+    std::string& out,
+    diagnostics& diag
+)
 {
     const auto* v = o.if_contains(key);
     if (!v)
@@ -248,7 +264,9 @@ result<void> read_string(const boost::json::object& o, std::string_view key, con
     return {};
 }
 
-result<void> read_id_spec(const boost::json::object& id, const std::string& at, job_rule& r, diagnostics& diag)
+result<void> read_id_spec(
+    const boost::json::object& id, const std::string& at, job_rule& r, diagnostics& diag
+)
 {
     std::string from;
     if (auto ok = read_string(id, "from", at + ".from", from, diag); !ok)
@@ -307,7 +325,9 @@ result<void> read_rule(const boost::json::value& v, const std::string& at, job_r
     const std::string dp = at + ".completedBy";
     if (auto ok = detail::read_settings_strings(*done, dp.c_str(), "tools", r.completion_tools, diag); !ok)
         return ok;
-    if (auto ok = detail::read_settings_strings(*done, dp.c_str(), "customTypes", r.completion_custom_types, diag); !ok)
+    if (auto ok =
+            detail::read_settings_strings(*done, dp.c_str(), "customTypes", r.completion_custom_types, diag);
+        !ok)
         return ok;
     if (auto ok = read_string(*done, "field", dp + ".field", r.completion_field, diag); !ok)
         return ok;

@@ -200,14 +200,30 @@ void quote_to(std::string& out, std::string_view s)
         run = i + 1;
         switch (c)
         {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: append_hex4(out, c); break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            append_hex4(out, c);
+            break;
         }
     }
     out.append(s.data() + run, s.size() - run);
@@ -282,12 +298,24 @@ void stringify_impl(std::string& out, const boost::json::value& v, bool js_order
 {
     switch (v.kind())
     {
-    case boost::json::kind::null: out += "null"; break;
-    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
-    case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
-    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
-    case boost::json::kind::double_: format_number_to(out, v.get_double()); break;
-    case boost::json::kind::string: quote_to(out, v.get_string()); break;
+    case boost::json::kind::null:
+        out += "null";
+        break;
+    case boost::json::kind::bool_:
+        out += v.get_bool() ? "true" : "false";
+        break;
+    case boost::json::kind::int64:
+        out += std::to_string(v.get_int64());
+        break;
+    case boost::json::kind::uint64:
+        out += std::to_string(v.get_uint64());
+        break;
+    case boost::json::kind::double_:
+        format_number_to(out, v.get_double());
+        break;
+    case boost::json::kind::string:
+        quote_to(out, v.get_string());
+        break;
     case boost::json::kind::array:
     {
         out += '[';

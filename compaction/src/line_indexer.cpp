@@ -45,7 +45,6 @@ int hex_digit(char c)
     return -1;
 }
 
-
 // Where a value's content goes, if anywhere.
 struct target
 {
@@ -60,11 +59,16 @@ class scanner
 public:
     // `to_newline`: the document ends at the first '\n' (which is then no whitespace) or at the
     // end of `s`, whichever comes first.
-    scanner(std::string_view s, std::size_t max_depth, line_fields& f, string_skip_width strings, bool to_newline = false)
+    scanner(
+        std::string_view s,
+        std::size_t max_depth,
+        line_fields& f,
+        string_skip_width strings,
+        bool to_newline = false
+    )
         : begin_(s.data()), p_(s.data()), end_(s.data() + s.size()), max_depth_(max_depth), f_(f),
           skip_(skipper_for(strings)), to_newline_(to_newline)
-    {
-    }
+    {}
 
     bool document()
     {
@@ -89,8 +93,8 @@ private:
     bool fail(errc c, const char* what)
     {
         code = c;
-        message = std::string(c == errc::invalid_utf8 ? "text is not valid UTF-8" : "invalid JSON") + " at byte " +
-                  std::to_string(p_ - begin_ + 1) + " (" + what + ")";
+        message = std::string(c == errc::invalid_utf8 ? "text is not valid UTF-8" : "invalid JSON") +
+                  " at byte " + std::to_string(p_ - begin_ + 1) + " (" + what + ")";
         return false;
     }
 
@@ -313,9 +317,9 @@ private:
         // Signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches non-ASCII.
         const auto special = [&](const char* at) {
             const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-            return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(
-                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                             _mm_cmplt_epi8(x, space)))));
+            return static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), _mm_cmplt_epi8(x, space)
+            ))));
         };
         // Most strings (keys, short values) end within 16 bytes; past that, a run is likely long
         // (tool output) and goes 64 bytes per step: one branch per four vectors.
@@ -327,7 +331,8 @@ private:
         }
         while (end_ - q >= 64)
         {
-            const std::uint64_t mask = special(q) | special(q + 16) << 16 | special(q + 32) << 32 | special(q + 48) << 48;
+            const std::uint64_t mask =
+                special(q) | special(q + 16) << 16 | special(q + 32) << 32 | special(q + 48) << 48;
             if (mask)
                 return static_cast<std::size_t>(q - p_) + static_cast<std::size_t>(__builtin_ctzll(mask));
             q += 64;
@@ -408,15 +413,24 @@ private:
     {
         switch (e)
         {
-        case '"': return '"';
-        case '\\': return '\\';
-        case '/': return '/';
-        case 'b': return '\b';
-        case 'f': return '\f';
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        default: return 0;
+        case '"':
+            return '"';
+        case '\\':
+            return '\\';
+        case '/':
+            return '/';
+        case 'b':
+            return '\b';
+        case 'f':
+            return '\f';
+        case 'n':
+            return '\n';
+        case 'r':
+            return '\r';
+        case 't':
+            return '\t';
+        default:
+            return 0;
         }
     }
 
@@ -468,9 +482,12 @@ private:
     {
         switch (key.size())
         {
-        case 2: return key == "id" ? target{&f_.id, &f_.id_kind} : target{};
-        case 4: return key == "type" ? target{&f_.type, &f_.type_kind} : target{};
-        case 5: return key == "label" ? target{&f_.label, &f_.label_kind} : target{};
+        case 2:
+            return key == "id" ? target{&f_.id, &f_.id_kind} : target{};
+        case 4:
+            return key == "type" ? target{&f_.type, &f_.type_kind} : target{};
+        case 5:
+            return key == "label" ? target{&f_.label, &f_.label_kind} : target{};
         case 7:
             if (key == "message")
                 return {nullptr, &f_.message_kind, false, true};
@@ -481,10 +498,14 @@ private:
             if (key == "provider")
                 return {&f_.provider};
             return key == "targetId" ? target{&f_.target_id} : target{};
-        case 13: return key == "thinkingLevel" ? target{&f_.thinking_level} : target{};
-        case 16: return key == "firstKeptEntryId" ? target{&f_.first_kept_entry_id} : target{};
-        case 19: return key == "firstKeptEntryIndex" ? target{nullptr, nullptr, true} : target{};
-        default: return {};
+        case 13:
+            return key == "thinkingLevel" ? target{&f_.thinking_level} : target{};
+        case 16:
+            return key == "firstKeptEntryId" ? target{&f_.first_kept_entry_id} : target{};
+        case 19:
+            return key == "firstKeptEntryIndex" ? target{nullptr, nullptr, true} : target{};
+        default:
+            return {};
         }
     }
 
@@ -546,7 +567,8 @@ private:
                 if (level == 0)
                     return true;
                 const bool in_object = (open >> (level - 1)) & 1;
-                const next n = in_object ? after_item('}', "expected ',' or '}'") : after_item(']', "expected ',' or ']'");
+                const next n = in_object ? after_item('}', "expected ',' or '}'")
+                                         : after_item(']', "expected ',' or ']'");
                 if (n == next::failed)
                     return false;
                 if (n == next::closed)
@@ -581,11 +603,16 @@ private:
     {
         switch (c)
         {
-        case '"': return string(nullptr);
-        case 't': return literal("true");
-        case 'f': return literal("false");
-        case 'n': return literal("null");
-        default: return number(false);
+        case '"':
+            return string(nullptr);
+        case 't':
+            return literal("true");
+        case 'f':
+            return literal("false");
+        case 'n':
+            return literal("null");
+        default:
+            return number(false);
         }
     }
 
@@ -677,8 +704,9 @@ private:
 
 }  // namespace
 
-errc line_indexer::scan_line(std::string_view text, std::size_t max_depth, line_fields& out, std::string& message,
-                             std::size_t& length)
+errc line_indexer::scan_line(
+    std::string_view text, std::size_t max_depth, line_fields& out, std::string& message, std::size_t& length
+)
 {
     // Nothing but whitespace consumes a '\n' (in a string it is a control character, and no
     // number, literal or escape holds one), and that stops at it here: a document that ends at
@@ -702,8 +730,13 @@ result<line_fields*> line_indexer::index(std::string_view line, diagnostics& dia
     return &fields_;
 }
 
-errc line_indexer::scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
-                        string_skip_width strings)
+errc line_indexer::scan(
+    std::string_view line,
+    std::size_t max_depth,
+    line_fields& out,
+    std::string& message,
+    string_skip_width strings
+)
 {
     out.clear();
     scanner s(line, max_depth, out, strings);
@@ -741,7 +774,11 @@ unsigned unit_at(std::string_view text, std::size_t i)
 char32_t decode_at(std::string_view s, std::size_t& i)
 {
     const auto b0 = static_cast<unsigned char>(s[i]);
-    std::size_t len = b0 < 0x80 ? 1 : (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
+    std::size_t len = b0 < 0x80             ? 1
+                      : (b0 & 0xE0) == 0xC0 ? 2
+                      : (b0 & 0xF0) == 0xE0 ? 3
+                      : (b0 & 0xF8) == 0xF0 ? 4
+                                            : 0;
     if (len == 0 || s.size() - i < len)
     {
         ++i;
@@ -766,9 +803,23 @@ bool js_space(char32_t c)
 {
     switch (c)
     {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF: return true;
-    default: return c >= 0x2000 && c <= 0x200A;
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+    case 0xFEFF:
+        return true;
+    default:
+        return c >= 0x2000 && c <= 0x200A;
     }
 }
 

@@ -26,13 +26,14 @@ enum class seen : std::uint8_t
 struct line_fields
 {
     bool is_object = false;
-    seen type_kind = seen::absent, id_kind = seen::absent, parent_kind = seen::absent, message_kind = seen::absent;
+    seen type_kind = seen::absent, id_kind = seen::absent, parent_kind = seen::absent,
+         message_kind = seen::absent;
     std::string type, id, parent_id;
     std::string thinking_level, provider, model_id, first_kept_entry_id;  // depth 1
     std::string target_id, label;                                         // label entries
     seen label_kind = seen::absent;
-    std::string role, message_provider, message_model;                    // depth 2 inside "message"
-    std::optional<std::int64_t> first_kept_entry_index;                   // v1 compactions
+    std::string role, message_provider, message_model;   // depth 2 inside "message"
+    std::optional<std::int64_t> first_kept_entry_index;  // v1 compactions
 
     void clear();
 };
@@ -59,14 +60,24 @@ public:
 
     /// What index() does, into `out`: errc{} on success, else the code with `message` set. A
     /// pure function of the line, so lines may be scanned on any thread.
-    static errc scan(std::string_view line, std::size_t max_depth, line_fields& out, std::string& message,
-                     string_skip_width strings = string_skip_width::best);
+    static errc scan(
+        std::string_view line,
+        std::size_t max_depth,
+        line_fields& out,
+        std::string& message,
+        string_skip_width strings = string_skip_width::best
+    );
 
     /// scan() of the line at the start of `text` (up to its first '\n', or all of it), and that
     /// line's length in `length`, found in the same pass: where the line's JSON ends. A line that
     /// fails is looked at again on its own, so the verdict and message are scan()'s.
-    static errc scan_line(std::string_view text, std::size_t max_depth, line_fields& out, std::string& message,
-                          std::size_t& length);
+    static errc scan_line(
+        std::string_view text,
+        std::size_t max_depth,
+        line_fields& out,
+        std::string& message,
+        std::size_t& length
+    );
 
 private:
     std::size_t max_depth_;

@@ -41,15 +41,18 @@ std::shared_ptr<const message> user_text(const message& from, std::string text)
 std::string framed_summary(std::string_view summary, bool branch, summary_framing framing)
 {
     if (framing == summary_framing::pi)
-        return branch ? std::string(branch_summary_prefix) + std::string(summary) + std::string(branch_summary_suffix)
+        return branch ? std::string(branch_summary_prefix) + std::string(summary) +
+                            std::string(branch_summary_suffix)
                       : std::string(compaction_summary_prefix) + std::string(summary) +
                             std::string(compaction_summary_suffix);
     return std::string(branch ? reference_branch_prefix : reference_compaction_prefix) +
-           std::string(reference_history_notice) + std::string(summary) + std::string(reference_history_suffix);
+           std::string(reference_history_notice) + std::string(summary) +
+           std::string(reference_history_suffix);
 }
 
-std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages,
-                                                           summary_framing framing)
+std::vector<std::shared_ptr<const message>> convert_to_llm(
+    std::span<const std::shared_ptr<const message>> messages, summary_framing framing
+)
 {
     std::vector<std::shared_ptr<const message>> out;
     out.reserve(messages.size());
@@ -60,7 +63,9 @@ std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::
         case role::user:
         case role::assistant:
         case role::tool_result:
-        case role::system: out.push_back(m); break;  // Pi 1.6 passes system messages through
+        case role::system:
+            out.push_back(m);
+            break;  // Pi 1.6 passes system messages through
         case role::bash_execution:
             if (!m->exclude_from_context)
                 out.push_back(user_text(*m, bash_execution_to_text(*m)));
@@ -82,11 +87,14 @@ std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::
             out.push_back(std::move(u));
             break;
         }
-        case role::branch_summary: out.push_back(user_text(*m, framed_summary(m->summary, true, framing))); break;
+        case role::branch_summary:
+            out.push_back(user_text(*m, framed_summary(m->summary, true, framing)));
+            break;
         case role::compaction_summary:
             out.push_back(user_text(*m, framed_summary(m->summary, false, framing)));
             break;
-        case role::other: break;
+        case role::other:
+            break;
         }
     }
     return out;

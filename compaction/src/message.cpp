@@ -13,15 +13,24 @@ std::string_view to_string(role r) noexcept
 {
     switch (r)
     {
-    case role::user: return "user";
-    case role::assistant: return "assistant";
-    case role::tool_result: return "toolResult";
-    case role::bash_execution: return "bashExecution";
-    case role::custom: return "custom";
-    case role::branch_summary: return "branchSummary";
-    case role::compaction_summary: return "compactionSummary";
-    case role::system: return "system";
-    case role::other: return "other";
+    case role::user:
+        return "user";
+    case role::assistant:
+        return "assistant";
+    case role::tool_result:
+        return "toolResult";
+    case role::bash_execution:
+        return "bashExecution";
+    case role::custom:
+        return "custom";
+    case role::branch_summary:
+        return "branchSummary";
+    case role::compaction_summary:
+        return "compactionSummary";
+    case role::system:
+        return "system";
+    case role::other:
+        return "other";
     }
     return "other";
 }
@@ -119,9 +128,7 @@ result<content_block> decode_block(const boost::json::value& v, const std::strin
 }
 
 result<std::vector<content_block>> decode_blocks(
-    const boost::json::array& a,
-    std::string_view path,
-    diagnostics& diag
+    const boost::json::array& a, std::string_view path, diagnostics& diag
 )
 {
     std::vector<content_block> blocks;
@@ -135,7 +142,6 @@ result<std::vector<content_block>> decode_blocks(
     }
     return blocks;
 }
-
 
 // `sections`: name -> string | null, read in JavaScript key order.
 bool decode_sections(field_reader& f, message& m)
@@ -153,8 +159,11 @@ bool decode_sections(field_reader& f, message& m)
             m.sections.push_back({std::string(key), std::string(v.get_string())});
         else
         {
-            f.fail(errc::wrong_type, "sections." + std::string(key),
-                   std::string("expected string or null, got ") + detail::kind_name(v.kind()));
+            f.fail(
+                errc::wrong_type,
+                "sections." + std::string(key),
+                std::string("expected string or null, got ") + detail::kind_name(v.kind())
+            );
             return false;
         }
     }
@@ -164,12 +173,15 @@ bool decode_sections(field_reader& f, message& m)
 // `toolsAdded: Tool[]` (kept as written) and `toolsRemoved: {name}[]`.
 bool decode_tools(field_reader& f, message& m)
 {
-    auto named = [&](const boost::json::value& v, const std::string& key, std::size_t i) -> const boost::json::object* {
+    auto named = [&](const boost::json::value& v, const std::string& key, std::size_t i
+                 ) -> const boost::json::object* {
         const auto* o = v.if_object();
         const auto* name = o ? o->if_contains("name") : nullptr;
         if (!name || !name->is_string())
         {
-            f.fail(errc::wrong_type, key + "[" + std::to_string(i) + "]", "expected an object with a string name");
+            f.fail(
+                errc::wrong_type, key + "[" + std::to_string(i) + "]", "expected an object with a string name"
+            );
             return nullptr;
         }
         return o;
@@ -265,9 +277,7 @@ result<struct usage> decode_usage(const boost::json::object& u, std::string_view
     return us;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 result<content> decode_content(const boost::json::value& v, std::string_view path, diagnostics& diag)
 {
@@ -281,7 +291,8 @@ result<content> decode_content(const boost::json::value& v, std::string_view pat
     if (!v.is_array())
     {
         diag.field = std::string(path);
-        diag.message = "field '" + diag.field + "': expected string or array, got " + detail::kind_name(v.kind());
+        diag.message =
+            "field '" + diag.field + "': expected string or array, got " + detail::kind_name(v.kind());
         return errc::wrong_type;
     }
     auto blocks = decode_blocks(v.get_array(), path, diag);
@@ -306,7 +317,9 @@ namespace {
 
 // Pi 1.6 normalizes null or missing content of user/assistant/toolResult to [] and of system to
 // "" at projection time; legacy custom messages stay strict (`null_ok` false).
-bool read_content(field_reader& f, message& m, diagnostics& diag, bool required, bool array_only, bool null_ok = true)
+bool read_content(
+    field_reader& f, message& m, diagnostics& diag, bool required, bool array_only, bool null_ok = true
+)
 {
     const auto* v = f.opt_value("content");
     if (null_ok && (!v || v->is_null()))
@@ -323,7 +336,9 @@ bool read_content(field_reader& f, message& m, diagnostics& diag, bool required,
     }
     if (array_only && !v->is_array())
     {
-        f.fail(errc::wrong_type, "content", std::string("expected array, got ") + detail::kind_name(v->kind()));
+        f.fail(
+            errc::wrong_type, "content", std::string("expected array, got ") + detail::kind_name(v->kind())
+        );
         return false;
     }
     auto c = decode_content(*v, f.path_of("content"), diag);
@@ -341,7 +356,8 @@ boost::system::error_code decode_assistant(field_reader& f, message& m, diagnost
     m.provider = f.opt_string("provider").value_or("");
     m.model = f.opt_string("model").value_or("");
     const auto* usage_value = f.opt_value("usage");
-    if (const auto* u = usage_value && !usage_value->is_null() ? f.opt_object("usage") : nullptr)  // null: none
+    if (const auto* u =
+            usage_value && !usage_value->is_null() ? f.opt_object("usage") : nullptr)  // null: none
     {
         auto us = decode_usage(*u, f.path_of("usage"), diag);
         if (!us)
@@ -379,15 +395,24 @@ void decode_bash_execution(field_reader& f, message& m)
 // The fields of one role; no error when they decoded (the reader may still hold a failure).
 boost::system::error_code decode_role_fields(field_reader& f, message& m, diagnostics& diag)
 {
-    const auto content_failed = [&]() -> boost::system::error_code { return f.failed() ? f.code() : errc::wrong_type; };
+    const auto content_failed = [&]() -> boost::system::error_code {
+        return f.failed() ? f.code() : errc::wrong_type;
+    };
     switch (m.role)
     {
-    case role::user: return read_content(f, m, diag, true, false) ? boost::system::error_code{} : content_failed();
-    case role::assistant: return decode_assistant(f, m, diag);
-    case role::tool_result: return decode_tool_result(f, m, diag);
-    case role::bash_execution: decode_bash_execution(f, m); return {};
+    case role::user:
+        return read_content(f, m, diag, true, false) ? boost::system::error_code{} : content_failed();
+    case role::assistant:
+        return decode_assistant(f, m, diag);
+    case role::tool_result:
+        return decode_tool_result(f, m, diag);
+    case role::bash_execution:
+        decode_bash_execution(f, m);
+        return {};
     case role::system:
-        return read_content(f, m, diag, false, false) && decode_sections(f, m) && decode_tools(f, m) ? boost::system::error_code{} : content_failed();
+        return read_content(f, m, diag, false, false) && decode_sections(f, m) && decode_tools(f, m)
+                   ? boost::system::error_code{}
+                   : content_failed();
     case role::custom:
         if (!read_content(f, m, diag, true, false, false))
             return content_failed();
@@ -402,7 +427,8 @@ boost::system::error_code decode_role_fields(field_reader& f, message& m, diagno
         m.summary = f.req_string("summary");
         m.tokens_before = f.opt_number("tokensBefore").value_or(0);
         return {};
-    case role::other: return {};
+    case role::other:
+        return {};
     }
     return {};
 }

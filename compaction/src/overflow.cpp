@@ -36,7 +36,8 @@ const pattern_list& overflow_patterns()
         {
             "prompt (?:is )?too long",
             "prompt exceeds max length",
-            "exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\\d,]+ tokens?|[[:space:]]*\\([\\d,]+\\))",
+            "exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\\d,]+ "
+            "tokens?|[[:space:]]*\\([\\d,]+\\))",
             "context window exceeded",
             "exceeds (?:the )?maximum allowed input length of [\\d,]+ tokens?",
             "input \\(\\d+ tokens\\) is longer than the model'?s context length \\(\\d+ tokens\\)",
@@ -70,7 +71,8 @@ const pattern_list& overflow_patterns()
 const pattern_list& non_overflow_patterns()
 {
     static pattern_list v;
-    static const auto& once = compile({"^(Throttling error|Service unavailable):", "rate limit", "too many requests"}, v);
+    static const auto& once =
+        compile({"^(Throttling error|Service unavailable):", "rate limit", "too many requests"}, v);
     return once;
 }
 
@@ -86,7 +88,8 @@ bool any(const pattern_list& patterns, std::string_view s)
 const pattern_list& bodyless_patterns()
 {
     static pattern_list v;
-    static const auto& once = compile({"^4(?:00|13)[[:space:]]*(?:status code)?[[:space:]]*\\(no body\\)"}, v);
+    static const auto& once =
+        compile({"^4(?:00|13)[[:space:]]*(?:status code)?[[:space:]]*\\(no body\\)"}, v);
     return once;
 }
 
@@ -96,7 +99,8 @@ bool is_overflow_error_message(std::string_view error_message, std::string_view 
 {
     if (any(non_overflow_patterns(), error_message))
         return false;
-    return any(overflow_patterns(), error_message) || (provider == "cerebras" && any(bodyless_patterns(), error_message));
+    return any(overflow_patterns(), error_message) ||
+           (provider == "cerebras" && any(bodyless_patterns(), error_message));
 }
 
 }  // namespace agentctx::compaction

@@ -45,7 +45,8 @@ std::vector<exchange_batch> exchange_batches(std::span<const context_message> me
         open_until = std::max(open_until, reach[i]);
         const std::size_t n = message_text(messages[i]).size();
         chars += n + (n && chars ? 2 : 0);  // parts are joined by a blank line
-        const bool same_entry_next = i + 1 < messages.size() && messages[i + 1].entry_id == messages[i].entry_id;
+        const bool same_entry_next =
+            i + 1 < messages.size() && messages[i + 1].entry_id == messages[i].entry_id;
         if (open_until <= i && !same_entry_next)
         {
             out.push_back({begin, i + 1, chars});
@@ -68,8 +69,9 @@ bool is_batch_boundary(std::span<const context_message> messages, std::size_t in
     return false;
 }
 
-std::vector<summary_piece> plan_pieces(std::span<const context_message> messages, std::size_t max_source_chars,
-                                       std::size_t from)
+std::vector<summary_piece> plan_pieces(
+    std::span<const context_message> messages, std::size_t max_source_chars, std::size_t from
+)
 {
     std::vector<summary_piece> out;
     std::optional<summary_piece> cur;

@@ -80,11 +80,17 @@ result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagn
         diag.message = "settings: field 'pinned': expected an object";
         return errc::invalid_settings;
     }
-    if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "customTypes", out.custom_types, diag); !r)
+    if (auto r = detail::read_settings_strings(
+            section->get_object(), "pinned", "customTypes", out.custom_types, diag
+        );
+        !r)
         return r.error();
     if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "ids", out.ids, diag); !r)
         return r.error();
-    if (auto r = detail::read_settings_strings(section->get_object(), "pinned", "snapshotTypes", out.snapshot_types, diag); !r)
+    if (auto r = detail::read_settings_strings(
+            section->get_object(), "pinned", "snapshotTypes", out.snapshot_types, diag
+        );
+        !r)
         return r.error();
     return out;
 }
@@ -150,14 +156,16 @@ std::string render_pinned_block(const boost::json::array& pinned)
             body += "[assistant: running background job launch]\n" + content_text(c.msg->content);
             for (const auto& b : c.msg->content.blocks)
                 if (const auto* call = std::get_if<tool_call_block>(&b))
-                    body += "\ncall " + call->id + ": " + call->name + " " + boost::json::serialize(call->arguments);
+                    body += "\ncall " + call->id + ": " + call->name + " " +
+                            boost::json::serialize(call->arguments);
             body += "\n";
             continue;
         }
         if (c.msg->role == role::tool_result)
             body += "[toolResult " + c.msg->tool_name + " " + c.msg->tool_call_id + "]\n";
         else
-            body += c.source.type == entry_type::custom_message ? "[" + c.source.custom_type + "]\n" : std::string("[user]\n");
+            body += c.source.type == entry_type::custom_message ? "[" + c.source.custom_type + "]\n"
+                                                                : std::string("[user]\n");
         body += content_text(c.msg->content);
         body += "\n";
     }
@@ -177,18 +185,19 @@ std::string pinned_prompt_note(const boost::json::array& pinned)
         const auto* t = o ? o->if_contains("customType") : nullptr;
         const auto* m = o ? o->if_contains("message") : nullptr;
         const auto* r = m && m->is_object() ? m->get_object().if_contains("role") : nullptr;
-        const bool exchange = r && r->is_string() && (r->get_string() == "assistant" || r->get_string() == "toolResult");
+        const bool exchange =
+            r && r->is_string() && (r->get_string() == "assistant" || r->get_string() == "toolResult");
         std::string kind = t && t->is_string() ? std::string(t->get_string())
-                           : exchange         ? std::string("running background job launch")
-                                              : std::string("user message");
+                           : exchange          ? std::string("running background job launch")
+                                               : std::string("user message");
         if (!contains(kinds, kind))
             kinds.push_back(std::move(kind));
     }
     std::string list;
     for (const auto& k : kinds)
         list += (list.empty() ? "" : ", ") + k;
-    return "\n\n<kept-verbatim>\n" + std::to_string(pinned.size()) +
-           " pinned entr" + (pinned.size() == 1 ? "y" : "ies") + " (" + list +
+    return "\n\n<kept-verbatim>\n" + std::to_string(pinned.size()) + " pinned entr" +
+           (pinned.size() == 1 ? "y" : "ies") + " (" + list +
            ") are kept verbatim right after this summary and are not part of the conversation above. Do not "
            "restate, paraphrase or replace them; summarize only the rest.\n</kept-verbatim>";
 }

@@ -12,8 +12,13 @@ namespace {
 
 // Pi 1.6: projected messages without system messages; compactions contribute nothing,
 // nor do pinned entries (they are kept verbatim).
-void collect(std::span<const projected_entry> e, std::size_t from, std::size_t to, const std::set<std::string>& pinned,
-             std::vector<context_message>& out)
+void collect(
+    std::span<const projected_entry> e,
+    std::size_t from,
+    std::size_t to,
+    const std::set<std::string>& pinned,
+    std::vector<context_message>& out
+)
 {
     for (std::size_t i = from; i < to; ++i)
     {
@@ -27,8 +32,8 @@ void collect(std::span<const projected_entry> e, std::size_t from, std::size_t t
 
 bool is_user_prompt(const projected_entry& p)
 {
-    return p.source->type == entry_type::message && p.source->message && p.source->message->role == role::user &&
-           !p.messages.empty();
+    return p.source->type == entry_type::message && p.source->message &&
+           p.source->message->role == role::user && !p.messages.empty();
 }
 
 // What stays verbatim beside the summary. `excluded` is never summarized (pinned entries, older
@@ -43,10 +48,18 @@ struct verbatim_plan
 // The previous compaction's carried entries, then the range's pinned ones and (agentctx) the
 // current instruction when the cut passes it, in path order, into `out`.
 // `keep_instruction`: agentctx carries the latest prompt when the cut passes it (see prepare.hpp).
-verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional<std::size_t> prev, std::size_t from,
-                               std::size_t to, const pin_policy* pins, const std::vector<running_job>& jobs,
-                               bool keep_instruction, std::int64_t max_instruction, const token_counter& counter,
-                               boost::json::array& out)
+verbatim_plan collect_verbatim(
+    std::span<const projected_entry> e,
+    std::optional<std::size_t> prev,
+    std::size_t from,
+    std::size_t to,
+    const pin_policy* pins,
+    const std::vector<running_job>& jobs,
+    bool keep_instruction,
+    std::int64_t max_instruction,
+    const token_counter& counter,
+    boost::json::array& out
+)
 {
     verbatim_plan plan;
     const auto pinned = [&](const entry& src) { return pins && pins->pins(src); };
@@ -56,8 +69,9 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
         if (is_user_prompt(e[i]))
             last_prompt = i;
     // A prompt larger than the kept budget is too large to keep: it is summarized as before.
-    const bool carry_prompt = keep_instruction && last_prompt && last_prompt < to &&
-                              static_cast<std::int64_t>(counter.count(*e[*last_prompt].messages.front())) <= max_instruction;
+    const bool carry_prompt =
+        keep_instruction && last_prompt && last_prompt < to &&
+        static_cast<std::int64_t>(counter.count(*e[*last_prompt].messages.front())) <= max_instruction;
     if (prev)
         if (const auto* carried = pinned_of(*e[*prev].source))
             for (auto& c : carried_entries(*carried))
@@ -70,7 +84,8 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
                     plan.now_history.push_back({c.msg, c.source.id});
                     continue;
                 }
-                const bool instruction = c.source.type == entry_type::message && !exchange && !pinned(c.source);
+                const bool instruction =
+                    c.source.type == entry_type::message && !exchange && !pinned(c.source);
                 if (instruction && last_prompt)
                     plan.now_history.push_back({c.msg, c.source.id});
                 else if (plan.excluded.insert(c.source.id).second)
@@ -80,7 +95,8 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
     {
         const entry& src = *e[i].source;
         const bool instruction = carry_prompt && last_prompt == i;
-        if (!e[i].messages.empty() && (pinned(src) || instruction || running(src)) && plan.excluded.insert(src.id).second)
+        if (!e[i].messages.empty() && (pinned(src) || instruction || running(src)) &&
+            plan.excluded.insert(src.id).second)
             out.push_back(src.raw);
     }
     if (!pins || pins->snapshot_types.empty())
@@ -100,8 +116,8 @@ verbatim_plan collect_verbatim(std::span<const projected_entry> e, std::optional
         if (!type || *type != "custom_message" || !custom || !custom->is_string() || !id || !id->is_string())
             continue;
         const std::string ct(custom->get_string());
-        const bool by_type =
-            std::find(pins->snapshot_types.begin(), pins->snapshot_types.end(), ct) != pins->snapshot_types.end();
+        const bool by_type = std::find(pins->snapshot_types.begin(), pins->snapshot_types.end(), ct) !=
+                             pins->snapshot_types.end();
         const bool by_id = std::find(pins->ids.begin(), pins->ids.end(), id->get_string()) != pins->ids.end();
         if (by_type && !by_id && !newer.insert(ct).second)
             out.erase(out.begin() + static_cast<std::ptrdiff_t>(k));
@@ -113,7 +129,8 @@ std::string transcript_message(const std::vector<transcript_issue>& issues)
 {
     std::string msg = "the transcript's tool calls and results do not pair up:";
     for (const auto& is : issues)
-        msg += std::string(" ") + to_string(is.kind) + " (entry " + is.entry_id + ", call " + is.tool_call_id + ");";
+        msg += std::string(" ") + to_string(is.kind) + " (entry " + is.entry_id + ", call " +
+               is.tool_call_id + ");";
     return msg;
 }
 
@@ -140,7 +157,9 @@ result<void> check_path(std::size_t path_size, entry_type last, diagnostics& dia
 // The plan over the projection of a path of `path_size` entries (the same whichever way the
 // projection was built: only projected entries and their messages are read).
 // The range after the previous compaction; returns that compaction's index when it contributes.
-std::optional<std::size_t> place_range(const session_context& ctx, std::size_t path_size, compaction_preparation& p)
+std::optional<std::size_t> place_range(
+    const session_context& ctx, std::size_t path_size, compaction_preparation& p
+)
 {
     const auto& e = ctx.entries;
     // The previous compaction is the first projected entry when it contributes messages.
@@ -156,8 +175,14 @@ std::optional<std::size_t> place_range(const session_context& ctx, std::size_t p
 }
 
 // The cut: Pi 1.6's, then (agentctx) the recent exchanges of the current turn kept.
-result<void> place_cut(const std::vector<projected_entry>& e, const compaction_settings& settings, const plan_options& opts,
-                       const token_counter& counter, compaction_preparation& p, diagnostics& diag)
+result<void> place_cut(
+    const std::vector<projected_entry>& e,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    const token_counter& counter,
+    compaction_preparation& p,
+    diagnostics& diag
+)
 {
     const std::size_t end = e.size();
     auto cut = find_cut_point(e, p.boundary_projected, end, settings.keep_recent_tokens, opts.mode, counter);
@@ -169,13 +194,19 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
     if (opts.mode != compat_mode::pi)
     {
         const std::int64_t bound =
-            opts.context_window > 0 ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2) : 0;
-        *cut = keep_recent_exchanges(e, p.boundary_projected, end, *cut, settings.keep_recent_exchanges, bound, counter);
+            opts.context_window > 0
+                ? std::max<std::int64_t>(1, (opts.context_window - settings.reserve_tokens) / 2)
+                : 0;
+        *cut = keep_recent_exchanges(
+            e, p.boundary_projected, end, *cut, settings.keep_recent_exchanges, bound, counter
+        );
         if (opts.whole_turn_tokens > 0)
             *cut = keep_turn_whole(e, p.boundary_projected, *cut, opts.whole_turn_tokens, counter);
     }
     if (opts.required)
-        if (auto held = hold_cut_before_required(e, p.boundary_projected, end, *opts.required, opts.mode, *cut, diag); !held)
+        if (auto held =
+                hold_cut_before_required(e, p.boundary_projected, end, *opts.required, opts.mode, *cut, diag);
+            !held)
         {
             if (opts.shortfall)
                 *opts.shortfall = measure_shortfall(e, p.boundary_projected, *opts.required, counter);
@@ -186,10 +217,21 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
         // Pi's summary cap, at most half the allowance: a window whose reserve leaves less room
         // than the cap still compacts when the summary is short.
         const std::int64_t allowance = opts.context_window - settings.reserve_tokens;
-        const std::int64_t summary =
-            std::min<std::int64_t>(history_output_cap(settings.reserve_tokens, opts.model_max_tokens), allowance / 2);
-        if (auto room = reserve_summary_room(e, p.boundary_projected, end, opts.required, allowance, summary, counter,
-                                             *cut, opts.shortfall, diag);
+        const std::int64_t summary = std::min<std::int64_t>(
+            history_output_cap(settings.reserve_tokens, opts.model_max_tokens), allowance / 2
+        );
+        if (auto room = reserve_summary_room(
+                e,
+                p.boundary_projected,
+                end,
+                opts.required,
+                allowance,
+                summary,
+                counter,
+                *cut,
+                opts.shortfall,
+                diag
+            );
             !room)
             return room.error();
     }
@@ -209,14 +251,30 @@ result<void> place_cut(const std::vector<projected_entry>& e, const compaction_s
 }
 
 // What is summarized, what becomes the split turn's prefix, and what stays verbatim.
-void split_messages(const std::vector<projected_entry>& e, std::optional<std::size_t> prev, const compaction_settings& settings,
-                    const plan_options& opts, const token_counter& counter, compaction_preparation& p)
+void split_messages(
+    const std::vector<projected_entry>& e,
+    std::optional<std::size_t> prev,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    const token_counter& counter,
+    compaction_preparation& p
+)
 {
     // agentctx keeps the current instruction verbatim, unless the recovery-suffix rule passed
     // the failed attempt that this very prompt produced.
     const bool keep_instruction = opts.mode != compat_mode::pi && !p.advanced_past_omitted_attempt;
-    auto verbatim = collect_verbatim(e, prev, p.boundary_projected, p.first_kept_projected, opts.pins, p.running_jobs,
-                                     keep_instruction, settings.keep_recent_tokens, counter, p.pinned);
+    auto verbatim = collect_verbatim(
+        e,
+        prev,
+        p.boundary_projected,
+        p.first_kept_projected,
+        opts.pins,
+        p.running_jobs,
+        keep_instruction,
+        settings.keep_recent_tokens,
+        counter,
+        p.pinned
+    );
     const std::size_t history_end = p.is_split_turn ? *p.turn_start_index : p.first_kept_projected;
     p.messages_to_summarize = std::move(verbatim.now_history);
     collect(e, p.boundary_projected, history_end, verbatim.excluded, p.messages_to_summarize);
@@ -231,7 +289,9 @@ void split_messages(const std::vector<projected_entry>& e, std::optional<std::si
 }
 
 // The file lists: carried from the previous compaction, then what the summarized part touched.
-void gather_file_ops(const std::vector<projected_entry>& e, std::optional<std::size_t> prev, compaction_preparation& p)
+void gather_file_ops(
+    const std::vector<projected_entry>& e, std::optional<std::size_t> prev, compaction_preparation& p
+)
 {
     if (prev && !e[*prev].source->from_hook)
         seed_file_ops(e[*prev].source->details, p.file_ops);
@@ -255,7 +315,8 @@ result<compaction_preparation> prepare_projected(
     const auto prev = place_range(ctx, path_size, p);
     if (opts.mode != compat_mode::pi)
     {
-        auto issues = validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
+        auto issues =
+            validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
         std::erase_if(issues, [](const transcript_issue& is) { return is_barrier(is.kind); });
         if (!issues.empty())
         {
@@ -272,8 +333,8 @@ result<compaction_preparation> prepare_projected(
     if (p.messages_to_summarize.empty() && p.turn_prefix_messages.empty())
     {
         // Pi 1.6 returns undefined here: "Nothing to compact (session too small)".
-        diag.message = "nothing lies before the cut (keepRecentTokens " + std::to_string(settings.keep_recent_tokens) +
-                       " keeps the whole range)";
+        diag.message = "nothing lies before the cut (keepRecentTokens " +
+                       std::to_string(settings.keep_recent_tokens) + " keeps the whole range)";
         return errc::nothing_to_compact;
     }
     gather_file_ops(e, prev, p);
@@ -348,12 +409,18 @@ namespace {
 
 // prepare_compaction over a log: the active path is checked to be plannable before anything is
 // materialized; the context is `active_context`, else built from the log.
-result<compaction_preparation> prepare_over_log(const session_log& log, const session_context* active_context,
-                                                const compaction_settings& settings, const plan_options& opts,
-                                                diagnostics& diag)
+result<compaction_preparation> prepare_over_log(
+    const session_log& log,
+    const session_context* active_context,
+    const compaction_settings& settings,
+    const plan_options& opts,
+    diagnostics& diag
+)
 {
     const auto indices = log.active_path();
-    if (auto ok = check_path(indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag);
+    if (auto ok = check_path(
+            indices.size(), indices.empty() ? entry_type::unknown : log.meta(indices.back()).type, diag
+        );
         !ok)
         return ok.error();
     if (active_context)
@@ -369,10 +436,7 @@ result<compaction_preparation> prepare_over_log(const session_log& log, const se
 }  // namespace
 
 result<compaction_preparation> prepare_compaction(
-    const session_log& log,
-    const compaction_settings& settings,
-    const plan_options& opts,
-    diagnostics& diag
+    const session_log& log, const compaction_settings& settings, const plan_options& opts, diagnostics& diag
 )
 {
     return prepare_over_log(log, nullptr, settings, opts, diag);

@@ -12,16 +12,26 @@ const char* to_string(progress_reason r) noexcept
 {
     switch (r)
     {
-    case progress_reason::none: return "none";
-    case progress_reason::corrupt: return "corrupt";
-    case progress_reason::unsupported_format: return "unsupported_format";
-    case progress_reason::other_base: return "other_base";
-    case progress_reason::other_identity: return "other_identity";
-    case progress_reason::other_configuration: return "other_configuration";
-    case progress_reason::shortened: return "shortened";
-    case progress_reason::replaced: return "replaced";
-    case progress_reason::nothing_remaining: return "nothing_remaining";
-    case progress_reason::misaligned: return "misaligned";
+    case progress_reason::none:
+        return "none";
+    case progress_reason::corrupt:
+        return "corrupt";
+    case progress_reason::unsupported_format:
+        return "unsupported_format";
+    case progress_reason::other_base:
+        return "other_base";
+    case progress_reason::other_identity:
+        return "other_identity";
+    case progress_reason::other_configuration:
+        return "other_configuration";
+    case progress_reason::shortened:
+        return "shortened";
+    case progress_reason::replaced:
+        return "replaced";
+    case progress_reason::nothing_remaining:
+        return "nothing_remaining";
+    case progress_reason::misaligned:
+        return "misaligned";
     }
     return "unknown";
 }
@@ -36,9 +46,10 @@ json::object to_json(const progress_record& r)
         {"base", r.base ? json::value(*r.base) : json::value(nullptr)},
         {"note", r.note},
         {"covered",
-         json::object{{"count", static_cast<std::uint64_t>(r.covered.count)},
-                      {"sha256", r.covered.sha256},
-                      {"lastEntryId", r.covered_last_entry_id}}},
+         json::object{
+             {"count", static_cast<std::uint64_t>(r.covered.count)},
+             {"sha256", r.covered.sha256},
+             {"lastEntryId", r.covered_last_entry_id}}},
         {"remaining", std::move(remaining)},
         {"prefixMessages", static_cast<std::uint64_t>(r.prefix_messages)},
         {"completed", static_cast<std::uint64_t>(r.completed)},
@@ -76,7 +87,9 @@ bool is_hex64(const json::value* v)
     if (!v || !v->is_string() || v->get_string().size() != 64)
         return false;
     const auto s = v->get_string();
-    return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
 }
 
 const json::string* str(const json::object& o, std::string_view k)
@@ -157,10 +170,11 @@ errc parse_pieces(const json::object& o, progress_record& r, const corrupt_refus
 errc parse_identity(const json::object& o, progress_record& r, const corrupt_refusal& corrupt)
 {
     const auto& id = o.at("identity");
-    if (!id.is_object() || !exactly(id.get_object(), {"provider", "model"}) || !str(id.get_object(), "provider") ||
-        !str(id.get_object(), "model"))
+    if (!id.is_object() || !exactly(id.get_object(), {"provider", "model"}) ||
+        !str(id.get_object(), "provider") || !str(id.get_object(), "model"))
         return corrupt("identity", "must be {provider, model} strings");
-    r.identity = {std::string(*str(id.get_object(), "provider")), std::string(*str(id.get_object(), "model"))};
+    r.identity = {
+        std::string(*str(id.get_object(), "provider")), std::string(*str(id.get_object(), "model"))};
     if (!is_hex64(o.if_contains("configDigest")))
         return corrupt("configDigest", "must be 64 lowercase hex digits");
     r.config_digest = std::string(o.at("configDigest").get_string());
@@ -180,10 +194,23 @@ result<progress_record> parse_progress(const json::value& v, progress_reason& wh
     if (!format)
         return corrupt("format", "must be a string");
     if (*format != progress_format)
-        return bad(progress_reason::unsupported_format, "format",
-                   "progress record: format '" + std::string(*format) + "' is not " + std::string(progress_format));
-    if (!exactly(o, {"format", "base", "note", "covered", "remaining", "prefixMessages", "completed", "identity",
-                   "configDigest"}))
+        return bad(
+            progress_reason::unsupported_format,
+            "format",
+            "progress record: format '" + std::string(*format) + "' is not " + std::string(progress_format)
+        );
+    if (!exactly(
+            o,
+            {"format",
+             "base",
+             "note",
+             "covered",
+             "remaining",
+             "prefixMessages",
+             "completed",
+             "identity",
+             "configDigest"}
+        ))
         return corrupt("", "has missing or unknown fields");
     progress_record r;
     if (const auto& b = o.at("base"); b.is_string())
@@ -204,50 +231,75 @@ result<progress_record> parse_progress(const json::value& v, progress_reason& wh
     return r;
 }
 
-result<void> check_progress(const progress_record& r, const progress_context& now, progress_reason& why,
-                            diagnostics& diag)
+result<void> check_progress(
+    const progress_record& r, const progress_context& now, progress_reason& why, diagnostics& diag
+)
 {
     const refusal bad{why, diag, errc::progress_mismatch};
     if (r.base != now.base)
-        return bad(progress_reason::other_base, "base",
-                   "the progress was made after compaction " + r.base.value_or("(none)") + ", the prefix now starts after " +
-                       now.base.value_or("(none)"));
+        return bad(
+            progress_reason::other_base,
+            "base",
+            "the progress was made after compaction " + r.base.value_or("(none)") +
+                ", the prefix now starts after " + now.base.value_or("(none)")
+        );
     if (r.identity != now.identity)
-        return bad(progress_reason::other_identity, "identity",
-                   "the note was written by " + r.identity.provider + ":" + r.identity.model + ", this pass summarizes with " +
-                       now.identity.provider + ":" + now.identity.model);
+        return bad(
+            progress_reason::other_identity,
+            "identity",
+            "the note was written by " + r.identity.provider + ":" + r.identity.model +
+                ", this pass summarizes with " + now.identity.provider + ":" + now.identity.model
+        );
     if (r.config_digest != now.config_digest)
-        return bad(progress_reason::other_configuration, "configDigest",
-                   "the summary-generation settings changed since the progress was made");
+        return bad(
+            progress_reason::other_configuration,
+            "configDigest",
+            "the summary-generation settings changed since the progress was made"
+        );
     if (now.prefix.size() < r.covered.count)
-        return bad(progress_reason::shortened, "covered.count",
-                   "the prefix has " + std::to_string(now.prefix.size()) + " messages, the progress covers " +
-                       std::to_string(r.covered.count));
+        return bad(
+            progress_reason::shortened,
+            "covered.count",
+            "the prefix has " + std::to_string(now.prefix.size()) + " messages, the progress covers " +
+                std::to_string(r.covered.count)
+        );
     const auto covered = now.prefix.first(r.covered.count);
     if (covered.back().entry_id != r.covered_last_entry_id || identity_of(covered) != r.covered)
-        return bad(progress_reason::replaced, "covered.sha256",
-                   "the covered history changed since the progress was made (its " + std::to_string(r.covered.count) +
-                       " messages no longer hash as recorded)");
+        return bad(
+            progress_reason::replaced,
+            "covered.sha256",
+            "the covered history changed since the progress was made (its " +
+                std::to_string(r.covered.count) + " messages no longer hash as recorded)"
+        );
     if (r.covered.count == now.prefix.size())
-        return bad(progress_reason::nothing_remaining, "remaining",
-                   "the progress covers all " + std::to_string(r.covered.count) + " messages of the prefix: no piece remains");
+        return bad(
+            progress_reason::nothing_remaining,
+            "remaining",
+            "the progress covers all " + std::to_string(r.covered.count) +
+                " messages of the prefix: no piece remains"
+        );
     if (!is_batch_boundary(now.prefix, r.covered.count))
-        return bad(progress_reason::misaligned, "covered.count",
-                   "the covered part ends inside a tool round (after message " + std::to_string(r.covered.count) +
-                       "): the next piece would start in it");
+        return bad(
+            progress_reason::misaligned,
+            "covered.count",
+            "the covered part ends inside a tool round (after message " + std::to_string(r.covered.count) +
+                "): the next piece would start in it"
+        );
     why = progress_reason::none;
     return {};
 }
 
-std::vector<summary_piece> remaining_pieces(const progress_record& r, std::span<const context_message> prefix,
-                                            std::size_t max_source_chars)
+std::vector<summary_piece> remaining_pieces(
+    const progress_record& r, std::span<const context_message> prefix, std::size_t max_source_chars
+)
 {
     const auto batches = exchange_batches(prefix);
     std::set<std::size_t> ends;
     for (const auto& b : batches)
         ends.insert(b.end);
-    const bool recorded_fits = prefix.size() == r.prefix_messages && !r.remaining.empty() &&
-                               std::all_of(r.remaining.begin(), r.remaining.end(), [&](std::size_t e) { return ends.contains(e); });
+    const bool recorded_fits =
+        prefix.size() == r.prefix_messages && !r.remaining.empty() &&
+        std::all_of(r.remaining.begin(), r.remaining.end(), [&](std::size_t e) { return ends.contains(e); });
     if (!recorded_fits)
         return plan_pieces(prefix, max_source_chars, r.covered.count);
     std::vector<summary_piece> out;

@@ -15,7 +15,8 @@ std::shared_ptr<const message> message_of_entry(const entry& e, bool keep_empty_
 {
     switch (e.type)
     {
-    case entry_type::message: return e.message;
+    case entry_type::message:
+        return e.message;
     case entry_type::custom_message:
     {
         auto m = std::make_shared<message>();
@@ -40,7 +41,8 @@ std::shared_ptr<const message> message_of_entry(const entry& e, bool keep_empty_
         m->timestamp = parse_iso_timestamp(e.timestamp).value_or(0);
         return m;
     }
-    default: return nullptr;
+    default:
+        return nullptr;
     }
 }
 
@@ -199,7 +201,8 @@ std::shared_ptr<const message> replay_system_messages(std::span<const context_me
     return replay(messages, [](const context_message& c) -> const message& { return *c.msg; });
 }
 
-std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages)
+std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages
+)
 {
     return replay(messages, [](const std::shared_ptr<const message>& m) -> const message& { return *m; });
 }
@@ -234,13 +237,16 @@ boost::json::object system_message_json(const message& m)
     return o;
 }
 
-std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp)
+std::optional<boost::json::object> system_checkpoint(
+    const session_context& ctx, std::string_view entry_timestamp
+)
 {
     return system_checkpoint(ctx.system, entry_timestamp);
 }
 
-std::optional<boost::json::object> system_checkpoint(const std::shared_ptr<const message>& system,
-                                                     std::string_view entry_timestamp)
+std::optional<boost::json::object> system_checkpoint(
+    const std::shared_ptr<const message>& system, std::string_view entry_timestamp
+)
 {
     if (!system)
         return std::nullopt;
@@ -283,7 +289,9 @@ path_facts facts_of(const std::vector<const entry_meta*>& path)
 {
     path_facts f;
     for (std::size_t i = 0; i < path.size(); ++i)
-        f.see(i, path[i]->type, path[i]->type == entry_type::message && path[i]->message_role == role::assistant);
+        f.see(
+            i, path[i]->type, path[i]->type == entry_type::message && path[i]->message_role == role::assistant
+        );
     return f;
 }
 
@@ -316,14 +324,21 @@ std::vector<std::shared_ptr<const message>> portable_compaction_messages(const e
 
 // Checks the carried entries of the compaction at path position `at`, whose covered prefix is
 // path[0, covered_end). Empty when there are none or they pass.
-std::string carried_problem(const entry& c, const std::vector<const entry_meta*>& path, std::size_t covered_end,
-                            const materialize_fn& covered_get)
+std::string carried_problem(
+    const entry& c,
+    const std::vector<const entry_meta*>& path,
+    std::size_t covered_end,
+    const materialize_fn& covered_get
+)
 {
     const auto* pinned = pinned_of(c);
     if (!pinned || !covered_get)
         return {};
-    return check_carried(*pinned, covered_prefix{covered_end, [&](std::size_t k) -> std::string_view { return path[k]->id; },
-                                                 covered_get});
+    return check_carried(
+        *pinned,
+        covered_prefix{
+            covered_end, [&](std::size_t k) -> std::string_view { return path[k]->id; }, covered_get}
+    );
 }
 
 // The positions of the path a projection reads: [C], the kept entries before it (no system
@@ -335,8 +350,12 @@ struct selected_range
     std::size_t covered_end = 0;
 };
 
-result<selected_range> select_range(const std::vector<const entry_meta*>& path, std::optional<std::size_t> compaction,
-                                    bool unique_ids, const materialize_fn& get)
+result<selected_range> select_range(
+    const std::vector<const entry_meta*>& path,
+    std::optional<std::size_t> compaction,
+    bool unique_ids,
+    const materialize_fn& get
+)
 {
     selected_range r;
     r.positions.reserve(path.size());
@@ -373,8 +392,13 @@ result<selected_range> select_range(const std::vector<const entry_meta*>& path, 
 using edit_map = std::unordered_map<std::string_view, entry_ptr>;
 
 // The selected entries into ctx.entries; the latest edit per target inside the range wins.
-result<edit_map> materialize(const std::vector<const entry_meta*>& path, const selected_range& range,
-                             std::optional<std::size_t> compaction, const materialize_fn& get, session_context& ctx)
+result<edit_map> materialize(
+    const std::vector<const entry_meta*>& path,
+    const selected_range& range,
+    std::optional<std::size_t> compaction,
+    const materialize_fn& get,
+    session_context& ctx
+)
 {
     ctx.entries.reserve(range.positions.size());
     edit_map edits;
@@ -400,8 +424,13 @@ result<edit_map> materialize(const std::vector<const entry_meta*>& path, const s
 }
 
 // The messages of each projected entry; an older compaction inside the kept range contributes nothing.
-void project_messages(const std::vector<const entry_meta*>& path, const edit_map& edits, std::size_t covered_end,
-                      const materialize_fn& covered_get, session_context& ctx)
+void project_messages(
+    const std::vector<const entry_meta*>& path,
+    const edit_map& edits,
+    std::size_t covered_end,
+    const materialize_fn& covered_get,
+    session_context& ctx
+)
 {
     for (std::size_t k = 0; k < ctx.entries.size(); ++k)
     {
@@ -425,8 +454,13 @@ void project_messages(const std::vector<const entry_meta*>& path, const edit_map
     }
 }
 
-result<session_context> project(const std::vector<const entry_meta*>& path, const path_facts& facts, bool unique_ids,
-                                const materialize_fn& get, const materialize_fn& covered_get)
+result<session_context> project(
+    const std::vector<const entry_meta*>& path,
+    const path_facts& facts,
+    bool unique_ids,
+    const materialize_fn& get,
+    const materialize_fn& covered_get
+)
 {
     session_context ctx;
     if (path.empty())
@@ -456,9 +490,7 @@ result<session_context> build_session_context(const session_log& log, diagnostic
 }
 
 result<session_context> build_session_context(
-    const session_log& log,
-    std::optional<std::size_t> leaf,
-    diagnostics& diag
+    const session_log& log, std::optional<std::size_t> leaf, diagnostics& diag
 )
 {
     const auto indices = log.path_to(leaf);
@@ -485,7 +517,8 @@ session_context build_session_context(std::span<const entry_ptr> path, const ses
     // Covered entries for the carried-entry check: a stand-in has no JSON to compare; read it
     // from the log. Without a log, a path with stand-ins (the planner's) is not checked here:
     // the projections a session shows and replays are.
-    const bool stand_ins = std::any_of(path.begin(), path.end(), [](const entry_ptr& e) { return e->raw.empty(); });
+    const bool stand_ins =
+        std::any_of(path.begin(), path.end(), [](const entry_ptr& e) { return e->raw.empty(); });
     materialize_fn covered_get;
     if (log || !stand_ins)
         covered_get = [&](std::size_t pos) -> result<entry_ptr> {

@@ -83,7 +83,7 @@ struct redactor::impl
 {
     std::vector<std::string> names;  // distinct rule names, first-seen order
     std::vector<compiled_rule> rules;
-    std::unique_ptr<RE2::Set> set;   // null: run every rule
+    std::unique_ptr<RE2::Set> set;  // null: run every rule
     std::unordered_set<std::string> allow_exact;
     std::vector<std::unique_ptr<RE2>> allow_patterns;
 
@@ -91,8 +91,9 @@ struct redactor::impl
     {
         if (allow_exact.count(std::string(secret)))
             return true;
-        return std::any_of(allow_patterns.begin(), allow_patterns.end(),
-                           [&](const auto& re) { return RE2::FullMatch(re2::StringPiece(secret.data(), secret.size()), *re); });
+        return std::any_of(allow_patterns.begin(), allow_patterns.end(), [&](const auto& re) {
+            return RE2::FullMatch(re2::StringPiece(secret.data(), secret.size()), *re);
+        });
     }
 
     // Adds the rule's acceptable matches that overlap nothing accepted before (higher priority).
@@ -115,8 +116,10 @@ struct redactor::impl
             }
             pos = std::max(e, match_begin + 1);
             const std::string_view s(secret.data(), secret.size());
-            if (s.empty() || s.size() < r.min_length || (r.min_entropy > 0 && shannon_entropy(s) < r.min_entropy) ||
-                (r.skip_identifiers && reads_as_identifier(s, e < text.size() ? text[e] : '\0')) || allowed(s))
+            if (s.empty() || s.size() < r.min_length ||
+                (r.min_entropy > 0 && shannon_entropy(s) < r.min_entropy) ||
+                (r.skip_identifiers && reads_as_identifier(s, e < text.size() ? text[e] : '\0')) ||
+                allowed(s))
                 continue;
             auto next = taken.lower_bound(b);
             if (next != taken.end() && next->second.begin < e)
@@ -134,7 +137,8 @@ struct redactor::impl
         if (set)
         {
             RE2::Set::ErrorInfo info{};
-            if (set->Match(re2::StringPiece(text.data(), text.size()), &hits, &info) || info.kind == RE2::Set::kNoError)
+            if (set->Match(re2::StringPiece(text.data(), text.size()), &hits, &info) ||
+                info.kind == RE2::Set::kNoError)
             {
                 std::sort(hits.begin(), hits.end());
                 return {hits.begin(), hits.end()};
@@ -147,8 +151,12 @@ struct redactor::impl
     }
 };
 
-result<redactor> redactor::create(const std::vector<redaction_rule>& rules, const std::vector<std::string>& allowlist,
-                                  diagnostics& diag, bool prefilter)
+result<redactor> redactor::create(
+    const std::vector<redaction_rule>& rules,
+    const std::vector<std::string>& allowlist,
+    diagnostics& diag,
+    bool prefilter
+)
 {
     auto p = std::make_shared<impl>();
     const auto opts = rule_options();
@@ -162,16 +170,28 @@ result<redactor> redactor::create(const std::vector<redaction_rule>& rules, cons
         const auto& r = rules[i];
         auto re = std::make_unique<RE2>(r.pattern, opts);
         if (!re->ok())
-            return fail("rules[" + std::to_string(i) + "].pattern", "invalid pattern for rule '" + r.name + "': " + re->error());
+            return fail(
+                "rules[" + std::to_string(i) + "].pattern",
+                "invalid pattern for rule '" + r.name + "': " + re->error()
+            );
         if (re->NumberOfCapturingGroups() > 1)
-            return fail("rules[" + std::to_string(i) + "].pattern", "rule '" + r.name + "' has more than one capturing group");
+            return fail(
+                "rules[" + std::to_string(i) + "].pattern",
+                "rule '" + r.name + "' has more than one capturing group"
+            );
         auto it = std::find(p->names.begin(), p->names.end(), r.name);
         const auto name_index = static_cast<std::size_t>(it - p->names.begin());
         if (it == p->names.end())
             p->names.push_back(r.name);
         p->rules.push_back(
-            {std::move(re), "[REDACTED:" + r.name + "]", name_index, r.min_entropy, r.min_length, r.word_start,
-             r.skip_identifiers});
+            {std::move(re),
+             "[REDACTED:" + r.name + "]",
+             name_index,
+             r.min_entropy,
+             r.min_length,
+             r.word_start,
+             r.skip_identifiers}
+        );
     }
     for (std::size_t i = 0; i < allowlist.size(); ++i)
     {

@@ -9,11 +9,13 @@ namespace agentctx::compaction {
 
 namespace {
 
-result<redaction_settings> bad(diagnostics& diag, std::string field, const std::string& expected,
-                               const boost::json::value& got)
+result<redaction_settings> bad(
+    diagnostics& diag, std::string field, const std::string& expected, const boost::json::value& got
+)
 {
     diag.field = std::move(field);
-    diag.message = "settings: field '" + diag.field + "': expected " + expected + ", got " + detail::kind_name(got.kind());
+    diag.message = "settings: field '" + diag.field + "': expected " + expected + ", got " +
+                   detail::kind_name(got.kind());
     return errc::invalid_settings;
 }
 

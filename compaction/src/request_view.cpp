@@ -13,10 +13,14 @@ const char* to_string(fit_reason r) noexcept
 {
     switch (r)
     {
-    case fit_reason::fits: return "fits";
-    case fit_reason::trimmed: return "trimmed";
-    case fit_reason::single_group_overflow: return "single_group_overflow";
-    case fit_reason::required_overflow: return "required_overflow";
+    case fit_reason::fits:
+        return "fits";
+    case fit_reason::trimmed:
+        return "trimmed";
+    case fit_reason::single_group_overflow:
+        return "single_group_overflow";
+    case fit_reason::required_overflow:
+        return "required_overflow";
     }
     return "fits";
 }
@@ -90,14 +94,20 @@ void set_budget(const request_budget& budget, fit_result& r)
     r.tokens.reserved_output = budget.reserved_output;
     r.tokens.safety_margin = budget.safety_margin;
     r.tokens.available_for_messages = std::max<std::int64_t>(
-        0, budget.max_tokens - budget.system_tokens - r.tokens.fixed - budget.reserved_output - budget.safety_margin
+        0,
+        budget.max_tokens - budget.system_tokens - r.tokens.fixed - budget.reserved_output -
+            budget.safety_margin
     );
 }
 
 // The first group that must stay: the newest, or the oldest required message's (then `true`).
-std::pair<std::size_t, bool> must_keep_from(const std::vector<context_message>& msgs, std::size_t first,
-                                            const std::vector<std::size_t>& group_of, std::size_t groups,
-                                            const std::function<bool(const context_message&)>& required)
+std::pair<std::size_t, bool> must_keep_from(
+    const std::vector<context_message>& msgs,
+    std::size_t first,
+    const std::vector<std::size_t>& group_of,
+    std::size_t groups,
+    const std::function<bool(const context_message&)>& required
+)
 {
     const std::size_t newest = groups == 0 ? 0 : groups - 1;
     if (!required)
@@ -109,8 +119,14 @@ std::pair<std::size_t, bool> must_keep_from(const std::vector<context_message>& 
 }
 
 // The numbers of a view whose required part is over budget: required from message `held` on.
-budget_shortfall shortfall_of(const std::vector<context_message>& msgs, std::size_t first, std::size_t held,
-                              std::int64_t fixed, const std::vector<std::int64_t>& cost, std::int64_t required)
+budget_shortfall shortfall_of(
+    const std::vector<context_message>& msgs,
+    std::size_t first,
+    std::size_t held,
+    std::int64_t fixed,
+    const std::vector<std::int64_t>& cost,
+    std::int64_t required
+)
 {
     budget_shortfall b;
     b.input_tokens = fixed;
@@ -139,7 +155,8 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
         cost[group_of[i]] += static_cast<std::int64_t>(counter.count(*msgs[i].msg));
 
     set_budget(budget, r);
-    const auto [must_from, required_held] = must_keep_from(msgs, first, group_of, starts.size(), budget.required);
+    const auto [must_from, required_held] =
+        must_keep_from(msgs, first, group_of, starts.size(), budget.required);
     std::size_t keep_from = must_from;
     std::int64_t used = 0;
     for (std::size_t g = must_from; g < starts.size(); ++g)
@@ -156,7 +173,8 @@ fit_result fit_request(const session_context& ctx, const request_budget& budget,
         r.reason = keep_from == 0 ? fit_reason::fits : fit_reason::trimmed;
     }
     r.tokens.messages = used;
-    r.tokens.total = r.tokens.system + r.tokens.fixed + used + r.tokens.reserved_output + r.tokens.safety_margin;
+    r.tokens.total =
+        r.tokens.system + r.tokens.fixed + used + r.tokens.reserved_output + r.tokens.safety_margin;
     std::unordered_set<std::string> listed;
     if (keep_from < starts.size())
         for (std::size_t i = starts[keep_from]; i < msgs.size(); ++i)

@@ -1,4 +1,5 @@
-// What holds the cut: required entries (the policy, its settings, the cut that never passes one) and the summary's room.
+// What holds the cut: required entries (the policy, its settings, the cut that never passes one) and the
+// summary's room.
 #include <agentctx/compaction/required.hpp>
 
 #include "settings_strings.hpp"
@@ -31,15 +32,22 @@ result<required_policy> parse_required_settings(const boost::json::object& setti
         diag.message = "settings: field 'required': expected an object";
         return errc::invalid_settings;
     }
-    if (auto r = detail::read_settings_strings(section->get_object(), "required", "customTypes", out.custom_types, diag); !r)
+    if (auto r = detail::read_settings_strings(
+            section->get_object(), "required", "customTypes", out.custom_types, diag
+        );
+        !r)
         return r.error();
     if (auto r = detail::read_settings_strings(section->get_object(), "required", "ids", out.ids, diag); !r)
         return r.error();
     return out;
 }
 
-std::optional<std::size_t> first_required(std::span<const projected_entry> entries, std::size_t start,
-                                          std::size_t end, const required_policy& policy)
+std::optional<std::size_t> first_required(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy& policy
+)
 {
     if (policy.empty())
         return std::nullopt;
@@ -53,7 +61,9 @@ namespace {
 
 // A shortfall's positions and entry ids: the range that could be summarized starts at `start`,
 // and what must stay starts at `held`.
-budget_shortfall located_shortfall(std::span<const projected_entry> entries, std::size_t start, std::size_t held)
+budget_shortfall located_shortfall(
+    std::span<const projected_entry> entries, std::size_t start, std::size_t held
+)
 {
     budget_shortfall b;
     b.boundary_position = start;
@@ -66,8 +76,9 @@ budget_shortfall located_shortfall(std::span<const projected_entry> entries, std
 }
 
 // Tokens of [i, end) for every i in [start, end], as the cut's walk counts them.
-std::vector<std::int64_t> suffix_tokens(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
-                                        const token_counter& counter)
+std::vector<std::int64_t> suffix_tokens(
+    std::span<const projected_entry> entries, std::size_t start, std::size_t end, const token_counter& counter
+)
 {
     std::vector<std::int64_t> suffix(end - start + 1, 0);
     for (std::size_t i = end; i-- > start;)
@@ -82,8 +93,12 @@ std::vector<std::int64_t> suffix_tokens(std::span<const projected_entry> entries
 
 }  // namespace
 
-budget_shortfall measure_shortfall(std::span<const projected_entry> entries, std::size_t start,
-                                   const required_policy& policy, const token_counter& counter)
+budget_shortfall measure_shortfall(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    const required_policy& policy,
+    const token_counter& counter
+)
 {
     const auto req = first_required(entries, start, entries.size(), policy).value_or(start);
     budget_shortfall out = located_shortfall(entries, start, req);
@@ -97,9 +112,15 @@ budget_shortfall measure_shortfall(std::span<const projected_entry> entries, std
     return out;
 }
 
-result<void> hold_cut_before_required(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
-                                      const required_policy& policy, compat_mode mode, cut_point_result& r,
-                                      diagnostics& diag)
+result<void> hold_cut_before_required(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy& policy,
+    compat_mode mode,
+    cut_point_result& r,
+    diagnostics& diag
+)
 {
     const auto req = first_required(entries, start, end, policy);
     if (!req || *req >= r.first_kept_index)
@@ -109,9 +130,10 @@ result<void> hold_cut_before_required(std::span<const projected_entry> entries, 
     if (latest == cuts.rend())
     {
         diag.field = entries[*req].source->id;
-        diag.message = "required entry " + entries[*req].source->id +
-                       " is the oldest entry that could be summarized: no cut lies before it, so the required "
-                       "context cannot be made smaller";
+        diag.message =
+            "required entry " + entries[*req].source->id +
+            " is the oldest entry that could be summarized: no cut lies before it, so the required "
+            "context cannot be made smaller";
         return errc::budget_exceeded;
     }
     cut_point_result held;
@@ -121,10 +143,18 @@ result<void> hold_cut_before_required(std::span<const projected_entry> entries, 
     return {};
 }
 
-result<void> reserve_summary_room(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
-                                  const required_policy* policy, std::int64_t allowance, std::int64_t summary_tokens,
-                                  const token_counter& counter, cut_point_result& r, budget_shortfall* shortfall,
-                                  diagnostics& diag)
+result<void> reserve_summary_room(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy* policy,
+    std::int64_t allowance,
+    std::int64_t summary_tokens,
+    const token_counter& counter,
+    cut_point_result& r,
+    budget_shortfall* shortfall,
+    diagnostics& diag
+)
 {
     // A keepRecentTokens that covers the whole range keeps it all: nothing to compact, as before.
     if (allowance <= 0 || !r.crossing_index || r.chosen_index >= end || r.chosen_index < start)
@@ -162,9 +192,10 @@ result<void> reserve_summary_room(std::span<const projected_entry> entries, std:
         shortfall->allowance = allowance;
     }
     diag.field = at < entries.size() && entries[at].source ? entries[at].source->id : std::string();
-    diag.message = "the smallest part the cut can keep (from entry " + diag.field + ", ~" + std::to_string(kept(at)) +
-                   " tokens) and the summary's budget of " + std::to_string(summary_tokens) +
-                   " tokens do not fit the allowance of " + std::to_string(allowance) + " tokens";
+    diag.message = "the smallest part the cut can keep (from entry " + diag.field + ", ~" +
+                   std::to_string(kept(at)) + " tokens) and the summary's budget of " +
+                   std::to_string(summary_tokens) + " tokens do not fit the allowance of " +
+                   std::to_string(allowance) + " tokens";
     return errc::budget_exceeded;
 }
 

@@ -11,14 +11,16 @@ bool is_reserved_custom_type(std::string_view custom_type) noexcept
 result<void> check_client_entry(const boost::json::object& fields, diagnostics& diag)
 {
     const auto* type = fields.if_contains("type");
-    if (!type || !type->is_string() || (type->get_string() != "custom" && type->get_string() != "custom_message"))
+    if (!type || !type->is_string() ||
+        (type->get_string() != "custom" && type->get_string() != "custom_message"))
         return {};
     const auto* custom_type = fields.if_contains("customType");
     if (!custom_type || !custom_type->is_string() || !is_reserved_custom_type(custom_type->get_string()))
         return {};
     diag.field = "customType";
-    diag.message = "customType '" + std::string(custom_type->get_string()) + "' is reserved: entries of the '" +
-                   std::string(reserved_custom_type_prefix) + "*' types are written only by the runtime";
+    diag.message = "customType '" + std::string(custom_type->get_string()) +
+                   "' is reserved: entries of the '" + std::string(reserved_custom_type_prefix) +
+                   "*' types are written only by the runtime";
     return errc::reserved_type;
 }
 

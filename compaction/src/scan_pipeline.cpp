@@ -30,21 +30,29 @@ result<std::size_t> read_up_to(const byte_source& source, std::uint64_t offset, 
     return got;
 }
 
-scan_pipeline::scan_pipeline(const byte_source& source, std::size_t unit_bytes, std::uint64_t offset, bool starts_line,
-                             std::size_t max_depth)
+scan_pipeline::scan_pipeline(
+    const byte_source& source,
+    std::size_t unit_bytes,
+    std::uint64_t offset,
+    bool starts_line,
+    std::size_t max_depth
+)
     : scan_pipeline(input{&source, {}, std::max<std::size_t>(unit_bytes, 1), offset, starts_line, max_depth})
-{
-}
+{}
 
-scan_pipeline::scan_pipeline(std::string_view bytes, std::size_t unit_bytes, std::uint64_t offset, bool starts_line,
-                             std::size_t max_depth)
-    : scan_pipeline(input{nullptr, bytes, std::max<std::size_t>(unit_bytes, 1), offset, starts_line, max_depth})
-{
-}
+scan_pipeline::scan_pipeline(
+    std::string_view bytes,
+    std::size_t unit_bytes,
+    std::uint64_t offset,
+    bool starts_line,
+    std::size_t max_depth
+)
+    : scan_pipeline(input{
+          nullptr, bytes, std::max<std::size_t>(unit_bytes, 1), offset, starts_line, max_depth})
+{}
 
 scan_pipeline::scan_pipeline(const input& in)
-    : in_(in),
-      slots_([] {
+    : in_(in), slots_([] {
           // A unit's slot is reused only once the consumer released the unit `size` before it:
           // the worker stays within `ahead` of what was released.
           std::vector<std::unique_ptr<scan_unit>> s(ahead + 2);
@@ -53,8 +61,7 @@ scan_pipeline::scan_pipeline(const input& in)
           return s;
       }()),
       thread_([this] { run(); })
-{
-}
+{}
 
 scan_pipeline::~scan_pipeline()
 {
@@ -81,8 +88,7 @@ void scan_pipeline::lower_end(std::uint64_t index)
 {
     std::uint64_t cur = end_index_.load(std::memory_order_relaxed);
     while (index < cur && !end_index_.compare_exchange_weak(cur, index, std::memory_order_acq_rel))
-    {
-    }
+    {}
 }
 
 // Takes the next unit if it is within reach of what was released and part of the input.
@@ -91,7 +97,8 @@ bool scan_pipeline::take(std::uint64_t& index)
     std::uint64_t i = next_index_.load(std::memory_order_relaxed);
     for (;;)
     {
-        if (cancelled_.load(std::memory_order_relaxed) || i >= consumed_.load(std::memory_order_acquire) + ahead ||
+        if (cancelled_.load(std::memory_order_relaxed) ||
+            i >= consumed_.load(std::memory_order_acquire) + ahead ||
             i >= end_index_.load(std::memory_order_acquire))
             return false;
         if (next_index_.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel))
@@ -230,7 +237,8 @@ void scan_pipeline::scan_whole_lines(scan_unit& u, bool starts_line)
         first = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : size;
     }
     const void* last = first < size ? ::memrchr(data + first, '\n', size - first) : nullptr;
-    const std::size_t end = last ? static_cast<std::size_t>(static_cast<const char*>(last) - data) + 1 : first;
+    const std::size_t end =
+        last ? static_cast<std::size_t>(static_cast<const char*>(last) - data) + 1 : first;
     u.whole_begin = first;
     u.whole_end = end;
     std::size_t n = 0;
@@ -240,7 +248,8 @@ void scan_pipeline::scan_whole_lines(scan_unit& u, bool starts_line)
             u.scans.emplace_back();
         line_scan& s = u.scans[n];
         s.message.clear();
-        s.code = line_indexer::scan_line(u.bytes.substr(i, end - i), in_.max_depth, s.fields, s.message, s.size);
+        s.code =
+            line_indexer::scan_line(u.bytes.substr(i, end - i), in_.max_depth, s.fields, s.message, s.size);
         s.id_hash = id_index::hash(s.fields.id);
         i += s.size + 1;  // every whole line ends with a '\n'
     }

@@ -47,7 +47,7 @@ private:
     friend class scan_pipeline;
     std::string buffer;
     boost::system::error_code read_error;
-    bool worker_failed = false;           // out of memory on the worker: the consumer redoes it
+    bool worker_failed = false;          // out of memory on the worker: the consumer redoes it
     std::atomic<std::uint64_t> done{0};  // index + 1 of the unit this slot last finished
 };
 
@@ -65,10 +65,20 @@ public:
     /// alive as long as the pipeline). Unit offsets start at `offset`; `starts_line`: whether
     /// the input before this one ended with a newline (or there was none). Starts the worker
     /// thread; throws std::system_error when there is none to be had.
-    scan_pipeline(const byte_source& source, std::size_t unit_bytes, std::uint64_t offset, bool starts_line,
-                  std::size_t max_depth);
-    scan_pipeline(std::string_view bytes, std::size_t unit_bytes, std::uint64_t offset, bool starts_line,
-                  std::size_t max_depth);
+    scan_pipeline(
+        const byte_source& source,
+        std::size_t unit_bytes,
+        std::uint64_t offset,
+        bool starts_line,
+        std::size_t max_depth
+    );
+    scan_pipeline(
+        std::string_view bytes,
+        std::size_t unit_bytes,
+        std::uint64_t offset,
+        bool starts_line,
+        std::size_t max_depth
+    );
     ~scan_pipeline();
     scan_pipeline(const scan_pipeline&) = delete;
     scan_pipeline& operator=(const scan_pipeline&) = delete;
@@ -106,11 +116,11 @@ private:
     scan_unit& slot(std::uint64_t index) { return *slots_[index % slots_.size()]; }
 
     const input in_;
-    std::vector<std::unique_ptr<scan_unit>> slots_;  // unit i lives in slot i % size
-    std::atomic<std::uint64_t> next_index_{0};       // the next unit nobody has taken
-    std::atomic<std::uint64_t> consumed_{0};         // units released by the consumer
+    std::vector<std::unique_ptr<scan_unit>> slots_;            // unit i lives in slot i % size
+    std::atomic<std::uint64_t> next_index_{0};                 // the next unit nobody has taken
+    std::atomic<std::uint64_t> consumed_{0};                   // units released by the consumer
     std::atomic<std::uint64_t> end_index_{~std::uint64_t{0}};  // no unit at or past it is part of the input
-    std::atomic<std::uint64_t> wake_{0};             // bumped by release(), cancel() and stop: wakes the worker
+    std::atomic<std::uint64_t> wake_{0};  // bumped by release(), cancel() and stop: wakes the worker
     std::atomic<bool> cancelled_{false};
     std::atomic<bool> stop_{false};
     std::uint64_t handed_out_ = 0;  // the consumer's: units next() returned

@@ -13,7 +13,8 @@ std::string truncate_for_summary(std::string_view t, std::size_t limit)
     if (len <= limit)
         return std::string(t);
     // The head never splits a surrogate pair (it may be limit - 1 units); the count is not adjusted.
-    return utf16_slice_head(t, limit) + "\n\n[... " + std::to_string(len - limit) + " more characters truncated]";
+    return utf16_slice_head(t, limit) + "\n\n[... " + std::to_string(len - limit) +
+           " more characters truncated]";
 }
 
 std::string peer_label(std::string_view name)

@@ -7,7 +7,6 @@
 #include "line_indexer.hpp"
 #include "scan_pipeline.hpp"
 
-
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -142,8 +141,9 @@ std::uint32_t id_index::find(std::string_view id, const chunked_vector<entry_met
     }
 }
 
-std::uint32_t id_index::insert(std::string_view id, std::uint64_t id_hash, std::uint32_t index,
-                               const chunked_vector<entry_meta>& metas)
+std::uint32_t id_index::insert(
+    std::string_view id, std::uint64_t id_hash, std::uint32_t index, const chunked_vector<entry_meta>& metas
+)
 {
     if (2 * (size_ + 1) > slots_.size())
         grow();
@@ -260,7 +260,8 @@ void session_log::migrate_object(std::size_t i, boost::json::object& o) const
             o["parentId"] = metas_[static_cast<std::size_t>(m.parent)].id;
         else
             o["parentId"] = nullptr;
-        if (i < legacy_first_kept_index_.size() && legacy_first_kept_index_[i] >= 0 && o.contains("firstKeptEntryIndex"))
+        if (i < legacy_first_kept_index_.size() && legacy_first_kept_index_[i] >= 0 &&
+            o.contains("firstKeptEntryIndex"))
         {
             // v1 indices count the header as 0.
             const auto fk = legacy_first_kept_index_[i];
@@ -320,7 +321,8 @@ result<std::string> session_log::line_bytes(std::size_t i, diagnostics& diag) co
     {
         auto text = reader_->read(m.offset, m.length);
         if (!text)
-            diag.message = "line " + std::to_string(m.line) + ": cannot read the line back: " + text.error().message();
+            diag.message =
+                "line " + std::to_string(m.line) + ": cannot read the line back: " + text.error().message();
         return text;
     }
     if (m.cached)
@@ -429,7 +431,7 @@ struct session_log_builder::impl
     // before its child (always, in what Pi writes) is linked at once. What can only be judged
     // with the whole file is kept for resolve(), which reports it in the order a pass over the
     // finished index would: duplicates, then parents that name no entry, then cycles.
-    chunked_vector<entry_meta> metas;  // without duplicates
+    chunked_vector<entry_meta> metas;   // without duplicates
     std::vector<std::int32_t> parents;  // metas[i].parent, packed
     std::vector<std::uint8_t> kinds;    // session_log::kinds_
     detail::id_index by_id;
@@ -444,7 +446,7 @@ struct session_log_builder::impl
         std::size_t index;
         std::string id;
     };
-    std::vector<pending_parent> pending_parents;  // not (yet) an earlier entry's id
+    std::vector<pending_parent> pending_parents;     // not (yet) an earlier entry's id
     std::vector<std::uint32_t> compactions, labels;  // indices into metas, in file order
     std::vector<std::int64_t> legacy_fk;
     load_report report;
@@ -521,7 +523,9 @@ struct session_log_builder::impl
     }
 
     // One line of the file. `scanned`: its scan, if a pipeline did it (of exactly `text`).
-    void line(std::string_view text, std::uint64_t offset, bool terminated, detail::line_scan* scanned = nullptr)
+    void line(
+        std::string_view text, std::uint64_t offset, bool terminated, detail::line_scan* scanned = nullptr
+    )
     {
         const std::size_t n = ++line_no;
         report.lines = n;
@@ -568,10 +572,13 @@ struct session_log_builder::impl
 
     // A line Pi skips as blank: true when it was one (noted or not). The steps of line() are
     // inlined into it: it runs once per line of every load.
-    [[gnu::always_inline]] bool skipped_blank(std::string_view text, std::size_t n, bool terminated, const detail::line_scan* scanned)
+    [[gnu::always_inline]] bool skipped_blank(
+        std::string_view text, std::size_t n, bool terminated, const detail::line_scan* scanned
+    )
     {
         // (A line that scanned as JSON is not blank: its bytes need not be looked at again.)
-        const auto blank = scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
+        const auto blank =
+            scanned && scanned->code == errc{} ? detail::blank_kind::not_blank : detail::classify_blank(text);
         if (blank == detail::blank_kind::not_blank)
             return false;
         // Pi skips lines whose trim() is empty; trim() knows all of JavaScript's whitespace.
@@ -587,7 +594,9 @@ struct session_log_builder::impl
     // The fields an entry line must have; false when the line was refused (bad_line).
     [[gnu::always_inline]] bool usable_fields(const detail::line_fields& f, std::size_t n, bool v1)
     {
-        const auto missing_or_wrong = [](seen kind) { return kind == seen::absent ? errc::missing_field : errc::wrong_type; };
+        const auto missing_or_wrong = [](seen kind) {
+            return kind == seen::absent ? errc::missing_field : errc::wrong_type;
+        };
         if (!f.is_object)
             bad_line(errc::wrong_type, n, "", "expected a JSON object");
         else if (f.type_kind != seen::string)
@@ -606,8 +615,14 @@ struct session_log_builder::impl
     }
 
     // Adds the entry of a line whose fields are usable.
-    [[gnu::always_inline]] void entry_line(detail::line_fields& f, std::size_t length, std::uint64_t offset, std::size_t n, bool v1,
-                    const detail::line_scan* scanned)
+    [[gnu::always_inline]] void entry_line(
+        detail::line_fields& f,
+        std::size_t length,
+        std::uint64_t offset,
+        std::size_t n,
+        bool v1,
+        const detail::line_scan* scanned
+    )
     {
         // Built where it is kept (an entry_meta is 272 bytes; moving one was a tenth of a load's
         // bookkeeping), and dropped again if its id turns out to be taken.
@@ -620,8 +635,14 @@ struct session_log_builder::impl
         move_type_fields(f, m);
         m.id = v1 ? synthetic_id(n) : std::move(f.id);
         const std::uint64_t hash = scanned && !v1 ? scanned->id_hash : detail::id_index::hash(m.id);
-        add_entry(k, hash, v1 ? parent_kind::previous : f.parent_kind == seen::string ? parent_kind::named : parent_kind::none,
-                  f.parent_id);
+        add_entry(
+            k,
+            hash,
+            v1                              ? parent_kind::previous
+            : f.parent_kind == seen::string ? parent_kind::named
+                                            : parent_kind::none,
+            f.parent_id
+        );
         if (v1 && metas.size() > legacy_fk.size())
             legacy_fk.push_back(f.first_kept_entry_index.value_or(-1));
     }
@@ -678,7 +699,8 @@ struct session_log_builder::impl
         }
         metas[k].parent = p;
         const entry_type type = metas[k].type;
-        if (const std::uint32_t first = by_id.insert(metas[k].id, id_hash, k, metas); first != detail::id_index::npos)
+        if (const std::uint32_t first = by_id.insert(metas[k].id, id_hash, k, metas);
+            first != detail::id_index::npos)
         {
             duplicates.push_back({metas[k].line, metas[first].line, std::move(metas[k].id)});
             metas.truncate(k);
@@ -844,8 +866,8 @@ struct session_log_builder::impl
         while (i < bytes.size() && !failed())
         {
             const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
-            const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data())
-                                       : bytes.size();
+            const std::size_t end =
+                nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) : bytes.size();
             const std::string_view piece = bytes.substr(i, end - i);
             if (carry.empty() && !carry_too_long && nl)
                 line(piece, pos + i, true);  // the common case: a whole line inside this chunk
@@ -897,8 +919,12 @@ struct session_log_builder::impl
     {
         for (const duplicate& d : duplicates)
         {
-            bad_line(errc::duplicate_id, d.line, "id",
-                     "duplicate id '" + d.id + "' (first used on line " + std::to_string(d.first_line) + ")");
+            bad_line(
+                errc::duplicate_id,
+                d.line,
+                "id",
+                "duplicate id '" + d.id + "' (first used on line " + std::to_string(d.first_line) + ")"
+            );
             if (failed())
                 return;
         }
@@ -908,7 +934,12 @@ struct session_log_builder::impl
             const std::uint32_t parent = by_id.find(pp.id, metas);
             if (parent == detail::id_index::npos)
             {
-                bad_line(errc::dangling_parent, metas[pp.index].line, "parentId", "parentId '" + pp.id + "' names no entry");
+                bad_line(
+                    errc::dangling_parent,
+                    metas[pp.index].line,
+                    "parentId",
+                    "parentId '" + pp.id + "' names no entry"
+                );
                 if (failed())
                     return;
                 continue;  // tolerant: becomes a root, like Pi's walk that stops at a missing parent
@@ -946,7 +977,12 @@ struct session_log_builder::impl
             if (i >= 0 && state[static_cast<std::size_t>(i)] == 1)
             {
                 auto& m = metas[static_cast<std::size_t>(i)];
-                bad_line(errc::parent_cycle, m.line, "parentId", "parentId links of entry '" + m.id + "' form a cycle");
+                bad_line(
+                    errc::parent_cycle,
+                    m.line,
+                    "parentId",
+                    "parentId links of entry '" + m.id + "' form a cycle"
+                );
                 if (failed())
                     return false;
                 m.parent = parents[static_cast<std::size_t>(i)] = -1;  // tolerant: break the cycle here
@@ -1009,9 +1045,7 @@ std::string session_log_builder::spare_buffer()
 }
 
 result<session_log> session_log_builder::finish(
-    std::shared_ptr<const line_reader> reader,
-    load_report& report,
-    diagnostics& diag
+    std::shared_ptr<const line_reader> reader, load_report& report, diagnostics& diag
 )
 {
     impl& s = *impl_;
@@ -1020,7 +1054,9 @@ result<session_log> session_log_builder::finish(
     if (!s.failed() && !s.have_header)
     {
         if (s.report.torn)
-            s.fail(errc::missing_header, s.report.torn->line, "type", "the session header line is incomplete");
+            s.fail(
+                errc::missing_header, s.report.torn->line, "type", "the session header line is incomplete"
+            );
         else
             s.fail(errc::empty_file, 0, "", "the session file is empty");
     }
@@ -1046,7 +1082,9 @@ result<session_log> session_log_builder::finish(
     return log;
 }
 
-result<session_log> session_log::load(std::string text, const load_options& opts, load_report& report, diagnostics& diag)
+result<session_log> session_log::load(
+    std::string text, const load_options& opts, load_report& report, diagnostics& diag
+)
 {
     session_log_builder b(opts);
     b.feed(text);

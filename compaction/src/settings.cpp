@@ -35,10 +35,14 @@ std::string js_string(const boost::json::value& v)
 {
     switch (v.kind())
     {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return v.get_bool() ? "true" : "false";
-    case boost::json::kind::string: return std::string(v.get_string());
-    case boost::json::kind::object: return "[object Object]";
+    case boost::json::kind::null:
+        return "null";
+    case boost::json::kind::bool_:
+        return v.get_bool() ? "true" : "false";
+    case boost::json::kind::string:
+        return std::string(v.get_string());
+    case boost::json::kind::object:
+        return "[object Object]";
     case boost::json::kind::array:
     {
         // Array.prototype.join: null (and undefined) elements are empty strings.
@@ -119,14 +123,16 @@ result<void> check_background(const boost::json::object& layer, const char* name
     const auto* bg = comp ? comp->get_object().if_contains("background") : nullptr;
     if (!bg)
         return {};
-    const auto refuse = [&](std::string field, std::string expected, const boost::json::value& got) -> result<void> {
+    const auto refuse = [&](std::string field, std::string expected, const boost::json::value& got
+                        ) -> result<void> {
         diag.field = std::move(field);
         std::string shown;
         if (got.is_string())
             quote_to(shown, got.get_string());
         else
             shown = got.is_number() ? js_string(got) : detail::kind_name(got.kind());
-        diag.message = std::string(name) + " settings: field '" + diag.field + "': expected " + expected + ", got " + shown;
+        diag.message = std::string(name) + " settings: field '" + diag.field + "': expected " + expected +
+                       ", got " + shown;
         return errc::invalid_settings;
     };
     if (!bg->is_object())
@@ -159,8 +165,10 @@ result<void> check_summary_request(const boost::json::object& layer, const char*
         quote_to(shown, v->get_string());
     else
         shown = v->is_number() ? js_string(*v) : detail::kind_name(v->kind());
-    diag.message = std::string(name) + " settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
-                   "\"standalone\", got " + shown;
+    diag.message = std::string(name) +
+                   " settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
+                   "\"standalone\", got " +
+                   shown;
     return errc::invalid_settings;
 }
 
@@ -188,9 +196,10 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
         if (!ok)
         {
             diag.field = std::string(f.section) + "." + f.key;
-            diag.message = std::string(name) + " settings: field '" + diag.field + "': expected " +
-                           (f.k == kind::boolean ? "boolean" : "a non-negative integer") + ", got " +
-                           (v->is_number() ? "a negative, fractional or unsafe number" : detail::kind_name(v->kind()));
+            diag.message =
+                std::string(name) + " settings: field '" + diag.field + "': expected " +
+                (f.k == kind::boolean ? "boolean" : "a non-negative integer") + ", got " +
+                (v->is_number() ? "a negative, fractional or unsafe number" : detail::kind_name(v->kind()));
             return errc::invalid_settings;
         }
     }
@@ -214,7 +223,8 @@ background_settings background_of(const boost::json::object* comp)
     if (const auto* v = o.if_contains("startAt"))
         out.start_at = v->to_number<double>();
     if (const auto* v = o.if_contains("commit"))
-        out.commit = v->get_string() == "when-ready" ? background_commit::when_ready : background_commit::at_threshold;
+        out.commit =
+            v->get_string() == "when-ready" ? background_commit::when_ready : background_commit::at_threshold;
     return out;
 }
 
@@ -265,7 +275,8 @@ result<std::int64_t> resolve_budget(
     if (!is_non_negative_safe_integer(*v))
     {
         diag.field = where + "." + field;
-        diag.message = "Invalid " + diag.field + " setting: " + js_string(*v) + ". Expected a non-negative safe integer.";
+        diag.message = "Invalid " + diag.field + " setting: " + js_string(*v) +
+                       ". Expected a non-negative safe integer.";
         return errc::invalid_settings;
     }
     return count_of(*v);
@@ -274,9 +285,7 @@ result<std::int64_t> resolve_budget(
 }  // namespace
 
 result<compaction_settings> resolve_settings(
-    const settings_layers& layers,
-    diagnostics& diag,
-    const std::optional<std::string>& model_key
+    const settings_layers& layers, diagnostics& diag, const std::optional<std::string>& model_key
 )
 {
     boost::json::object merged;
@@ -327,7 +336,7 @@ result<compaction_settings> resolve_settings(
     s.background = background_of(comp);
     if (const auto* v = get(comp, "summaryRequest"))
         s.summary_request = v->get_string() == "standalone" ? summary_request_mode::standalone
-                                                             : summary_request_mode::cache_friendly;
+                                                            : summary_request_mode::cache_friendly;
     detail::read_clearing(comp, s);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();

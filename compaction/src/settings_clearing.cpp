@@ -1,4 +1,5 @@
-// Reading `compaction.clearToolResults` and `compaction.workingBudget` strictly, naming the field and the layer.
+// Reading `compaction.clearToolResults` and `compaction.workingBudget` strictly, naming the field and the
+// layer.
 #include "settings_clearing.hpp"
 
 #include "field_reader.hpp"
@@ -48,7 +49,8 @@ struct refusal
             quote_to(shown, got.get_string());
         else
             shown = got.is_number() ? js_string(got) : kind_name(got.kind());
-        diag.message = std::string(layer) + " settings: field '" + diag.field + "': expected " + expected + ", got " + shown;
+        diag.message = std::string(layer) + " settings: field '" + diag.field + "': expected " + expected +
+                       ", got " + shown;
         return errc::invalid_settings;
     }
 };

@@ -11,8 +11,13 @@
 namespace agentctx::compaction::detail {
 
 /// `section.<key>` as strings into `out`; absent is fine. Errors name `<prefix>.<key>[i]`.
-inline result<void> read_settings_strings(const boost::json::object& section, const char* prefix, const char* key,
-                                          std::vector<std::string>& out, diagnostics& diag)
+inline result<void> read_settings_strings(
+    const boost::json::object& section,
+    const char* prefix,
+    const char* key,
+    std::vector<std::string>& out,
+    diagnostics& diag
+)
 {
     const auto* v = section.if_contains(key);
     if (!v)

@@ -78,31 +78,71 @@ static_assert([] {
 // never after the first byte that breaks the sequence.
 namespace utf8 {
 
-constexpr std::uint8_t too_short = 1 << 0;       // lead or ASCII, then a lead or ASCII where a continuation must be
-constexpr std::uint8_t too_long = 1 << 1;        // ASCII, then a continuation
-constexpr std::uint8_t overlong_3 = 1 << 2;      // E0, then 80-9F
-constexpr std::uint8_t too_large = 1 << 3;       // F4 then 90-BF, or F5-FF
-constexpr std::uint8_t surrogate = 1 << 4;       // ED, then A0-BF
-constexpr std::uint8_t overlong_2 = 1 << 5;      // C0 or C1
-constexpr std::uint8_t too_large_1000 = 1 << 6;  // F5-FF, then 80-8F
-constexpr std::uint8_t overlong_4 = 1 << 6;      // F0, then 80-8F
-constexpr std::uint8_t two_conts = 1 << 7;       // a continuation, then a continuation
+constexpr std::uint8_t too_short =
+    1 << 0;                                // lead or ASCII, then a lead or ASCII where a continuation must be
+constexpr std::uint8_t too_long = 1 << 1;  // ASCII, then a continuation
+constexpr std::uint8_t overlong_3 = 1 << 2;                       // E0, then 80-9F
+constexpr std::uint8_t too_large = 1 << 3;                        // F4 then 90-BF, or F5-FF
+constexpr std::uint8_t surrogate = 1 << 4;                        // ED, then A0-BF
+constexpr std::uint8_t overlong_2 = 1 << 5;                       // C0 or C1
+constexpr std::uint8_t too_large_1000 = 1 << 6;                   // F5-FF, then 80-8F
+constexpr std::uint8_t overlong_4 = 1 << 6;                       // F0, then 80-8F
+constexpr std::uint8_t two_conts = 1 << 7;                        // a continuation, then a continuation
 constexpr std::uint8_t carry = too_short | too_long | two_conts;  // decided by the first byte's high nibble
 constexpr std::uint8_t large = carry | too_large | too_large_1000;
 
 // Indexed by the first byte's high nibble, its low nibble, and the second byte's high nibble.
-constexpr nibble_table first_high = {too_long, too_long, too_long, too_long, too_long, too_long, too_long, too_long,
-                                     two_conts, two_conts, two_conts, two_conts, too_short | overlong_2, too_short,
-                                     too_short | overlong_3 | surrogate, too_short | too_large | too_large_1000 | overlong_4};
-constexpr nibble_table first_low = {carry | overlong_3 | overlong_2 | overlong_4, carry | overlong_2, carry, carry,
-                                    carry | too_large, large, large, large, large, large, large, large, large,
-                                    large | surrogate, large, large};
-constexpr nibble_table second_high = {too_short, too_short, too_short, too_short, too_short, too_short, too_short, too_short,
-                                      too_long | overlong_2 | two_conts | overlong_3 | too_large_1000 | overlong_4,
-                                      too_long | overlong_2 | two_conts | overlong_3 | too_large,
-                                      too_long | overlong_2 | two_conts | surrogate | too_large,
-                                      too_long | overlong_2 | two_conts | surrogate | too_large,
-                                      too_short, too_short, too_short, too_short};
+constexpr nibble_table first_high = {
+    too_long,
+    too_long,
+    too_long,
+    too_long,
+    too_long,
+    too_long,
+    too_long,
+    too_long,
+    two_conts,
+    two_conts,
+    two_conts,
+    two_conts,
+    too_short | overlong_2,
+    too_short,
+    too_short | overlong_3 | surrogate,
+    too_short | too_large | too_large_1000 | overlong_4};
+constexpr nibble_table first_low = {
+    carry | overlong_3 | overlong_2 | overlong_4,
+    carry | overlong_2,
+    carry,
+    carry,
+    carry | too_large,
+    large,
+    large,
+    large,
+    large,
+    large,
+    large,
+    large,
+    large,
+    large | surrogate,
+    large,
+    large};
+constexpr nibble_table second_high = {
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_short,
+    too_long | overlong_2 | two_conts | overlong_3 | too_large_1000 | overlong_4,
+    too_long | overlong_2 | two_conts | overlong_3 | too_large,
+    too_long | overlong_2 | two_conts | surrogate | too_large,
+    too_long | overlong_2 | two_conts | surrogate | too_large,
+    too_short,
+    too_short,
+    too_short,
+    too_short};
 
 // A byte two after a lead of 3 or 4 bytes, or three after a lead of 4, must be a continuation that
 // follows a continuation: exactly where two_conts is expected, so it cancels. These are subtracted
@@ -120,7 +160,9 @@ struct block_bits
 
 // The scalar half of a block step, shared by the vector widths. Returns true when the block
 // decides the string (into `out`); false to go on with the next block.
-[[gnu::always_inline]] inline bool decide(const char* p, const block_bits& b, std::uint64_t escaped, string_skip& out)
+[[gnu::always_inline]] inline bool decide(
+    const char* p, const block_bits& b, std::uint64_t escaped, string_skip& out
+)
 {
     const std::uint64_t closing = b.quotes & ~escaped;
     const std::uint64_t before_close = below_lowest(closing);
@@ -165,7 +207,9 @@ inline const char* block_boundary(const char* start, const char* p, std::uint64_
 
 AGENTCTX_AVX2 inline __m256i lookup(const nibble_table& t, __m256i nibbles)
 {
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data()))), nibbles);
+    return _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data()))), nibbles
+    );
 }
 
 AGENTCTX_AVX2 inline __m256i low_nibbles(__m256i x)
@@ -189,36 +233,51 @@ AGENTCTX_AVX2 inline __m256i utf8_errors(__m256i input, __m256i before)
 {
     const __m256i prev1 = preceding<1>(input, before);
     const __m256i special = _mm256_and_si256(
-        _mm256_and_si256(lookup(utf8::first_high, high_nibbles(prev1)), lookup(utf8::first_low, low_nibbles(prev1))),
-        lookup(utf8::second_high, high_nibbles(input)));
-    const __m256i third = _mm256_subs_epu8(preceding<2>(input, before), _mm256_set1_epi8(static_cast<char>(utf8::third_byte_lead)));
-    const __m256i fourth = _mm256_subs_epu8(preceding<3>(input, before), _mm256_set1_epi8(static_cast<char>(utf8::fourth_byte_lead)));
-    const __m256i must_continue = _mm256_and_si256(_mm256_or_si256(third, fourth), _mm256_set1_epi8(static_cast<char>(0x80)));
+        _mm256_and_si256(
+            lookup(utf8::first_high, high_nibbles(prev1)), lookup(utf8::first_low, low_nibbles(prev1))
+        ),
+        lookup(utf8::second_high, high_nibbles(input))
+    );
+    const __m256i third = _mm256_subs_epu8(
+        preceding<2>(input, before), _mm256_set1_epi8(static_cast<char>(utf8::third_byte_lead))
+    );
+    const __m256i fourth = _mm256_subs_epu8(
+        preceding<3>(input, before), _mm256_set1_epi8(static_cast<char>(utf8::fourth_byte_lead))
+    );
+    const __m256i must_continue =
+        _mm256_and_si256(_mm256_or_si256(third, fourth), _mm256_set1_epi8(static_cast<char>(0x80)));
     return _mm256_xor_si256(must_continue, special);
 }
 
 AGENTCTX_AVX2 inline std::uint64_t join(int lo, int hi)
 {
-    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(lo)) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(hi)) << 32;
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(lo)) |
+           static_cast<std::uint64_t>(static_cast<std::uint32_t>(hi)) << 32;
 }
 
 AGENTCTX_AVX2 inline std::uint64_t equal_bits(__m256i lo, __m256i hi, char c)
 {
     const __m256i v = _mm256_set1_epi8(c);
-    return join(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)), _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)));
+    return join(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)), _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v))
+    );
 }
 
 AGENTCTX_AVX2 inline std::uint64_t nonzero_bits(__m256i lo, __m256i hi)
 {
     const __m256i zero = _mm256_setzero_si256();
-    return ~join(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, zero)), _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, zero)));
+    return ~join(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, zero)), _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, zero))
+    );
 }
 
 AGENTCTX_AVX2 inline std::uint64_t control_bits(__m256i lo, __m256i hi)
 {
     const __m256i max = _mm256_set1_epi8(0x1F);
-    return join(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(lo, max), lo)),
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(hi, max), hi)));
+    return join(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(lo, max), lo)),
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(hi, max), hi))
+    );
 }
 
 AGENTCTX_AVX2 inline __m256i simple_escape_bytes(__m256i x)
@@ -230,7 +289,7 @@ AGENTCTX_AVX2 string_skip skip_avx2(const char* p, const char* end) noexcept
 {
     string_skip out;
     const char* const start = p;
-    std::uint64_t carry = 0;                  // the previous block's last backslash escapes this block's first byte
+    std::uint64_t carry = 0;  // the previous block's last backslash escapes this block's first byte
     __m256i before = _mm256_setzero_si256();  // the previous 32 bytes, for UTF-8 sequences across blocks
     bool open_sequence = false;               // the previous block ends inside a UTF-8 sequence
     for (; end - p >= 64; p += 64)
@@ -238,9 +297,12 @@ AGENTCTX_AVX2 string_skip skip_avx2(const char* p, const char* end) noexcept
         const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
         const bool check_utf8 = open_sequence || _mm256_movemask_epi8(_mm256_or_si256(lo, hi)) != 0;
-        const block_bits b{equal_bits(lo, hi, '"'), equal_bits(lo, hi, '\\'), control_bits(lo, hi),
-                           nonzero_bits(simple_escape_bytes(lo), simple_escape_bytes(hi)),
-                           check_utf8 ? nonzero_bits(utf8_errors(lo, before), utf8_errors(hi, lo)) : 0};
+        const block_bits b{
+            equal_bits(lo, hi, '"'),
+            equal_bits(lo, hi, '\\'),
+            control_bits(lo, hi),
+            nonzero_bits(simple_escape_bytes(lo), simple_escape_bytes(hi)),
+            check_utf8 ? nonzero_bits(utf8_errors(lo, before), utf8_errors(hi, lo)) : 0};
         const std::uint64_t carry_in = carry;
         if (decide(p, b, escaped_positions(b.backslashes, carry), out))
             return out.at ? out : string_skip{block_boundary(start, p, carry_in), false};
@@ -284,31 +346,38 @@ AGENTCTX_AVX512 inline __m512i back_index()
 
 AGENTCTX_AVX512 inline avx512_constants make_avx512_constants()
 {
-    return {_mm512_set1_epi8(0x0F),
-            _mm512_set1_epi8('"'),
-            _mm512_set1_epi8('\\'),
-            _mm512_set1_epi8(0x20),
-            _mm512_set1_epi8(static_cast<char>(utf8::third_byte_lead)),
-            _mm512_set1_epi8(static_cast<char>(utf8::fourth_byte_lead)),
-            _mm512_set1_epi8(static_cast<char>(0x80)),
-            broadcast_table(escape_low),
-            broadcast_table(escape_high),
-            broadcast_table(utf8::first_high),
-            broadcast_table(utf8::first_low),
-            broadcast_table(utf8::second_high),
-            back_index<1>(),
-            back_index<2>(),
-            back_index<3>()};
+    return {
+        _mm512_set1_epi8(0x0F),
+        _mm512_set1_epi8('"'),
+        _mm512_set1_epi8('\\'),
+        _mm512_set1_epi8(0x20),
+        _mm512_set1_epi8(static_cast<char>(utf8::third_byte_lead)),
+        _mm512_set1_epi8(static_cast<char>(utf8::fourth_byte_lead)),
+        _mm512_set1_epi8(static_cast<char>(0x80)),
+        broadcast_table(escape_low),
+        broadcast_table(escape_high),
+        broadcast_table(utf8::first_high),
+        broadcast_table(utf8::first_low),
+        broadcast_table(utf8::second_high),
+        back_index<1>(),
+        back_index<2>(),
+        back_index<3>()};
 }
 
 // `x_high`: the block's high nibbles (also used for the escapes).
-AGENTCTX_AVX512 inline std::uint64_t utf8_errors512(const avx512_constants& k, __m512i x, __m512i x_high, __m512i before)
+AGENTCTX_AVX512 inline std::uint64_t utf8_errors512(
+    const avx512_constants& k, __m512i x, __m512i x_high, __m512i before
+)
 {
     const __m512i prev1 = _mm512_permutex2var_epi8(before, k.back1, x);
     const __m512i prev1_high = _mm512_and_si512(_mm512_srli_epi16(prev1, 4), k.nibble_mask);
-    const __m512i special = _mm512_and_si512(_mm512_and_si512(_mm512_shuffle_epi8(k.first_high, prev1_high),
-                                                              _mm512_shuffle_epi8(k.first_low, _mm512_and_si512(prev1, k.nibble_mask))),
-                                             _mm512_shuffle_epi8(k.second_high, x_high));
+    const __m512i special = _mm512_and_si512(
+        _mm512_and_si512(
+            _mm512_shuffle_epi8(k.first_high, prev1_high),
+            _mm512_shuffle_epi8(k.first_low, _mm512_and_si512(prev1, k.nibble_mask))
+        ),
+        _mm512_shuffle_epi8(k.second_high, x_high)
+    );
     const __m512i third = _mm512_subs_epu8(_mm512_permutex2var_epi8(before, k.back2, x), k.third_lead);
     const __m512i fourth = _mm512_subs_epu8(_mm512_permutex2var_epi8(before, k.back3, x), k.fourth_lead);
     const __m512i must_continue = _mm512_and_si512(_mm512_or_si512(third, fourth), k.high_bit);
@@ -321,7 +390,7 @@ AGENTCTX_AVX512 string_skip skip_avx512(const char* p, const char* end) noexcept
     const avx512_constants k = make_avx512_constants();
     string_skip out;
     const char* const start = p;
-    std::uint64_t carry = 0;                  // the previous block's last backslash escapes this block's first byte
+    std::uint64_t carry = 0;  // the previous block's last backslash escapes this block's first byte
     __m512i before = _mm512_setzero_si512();  // the previous block, for UTF-8 sequences across blocks
     bool open_sequence = false;               // the previous block ends inside a UTF-8 sequence
     for (; end - p >= 64; p += 64)
@@ -329,11 +398,16 @@ AGENTCTX_AVX512 string_skip skip_avx512(const char* p, const char* end) noexcept
         const __m512i x = _mm512_loadu_si512(p);
         const __m512i x_high = _mm512_and_si512(_mm512_srli_epi16(x, 4), k.nibble_mask);
         const bool check_utf8 = open_sequence || _mm512_movepi8_mask(x) != 0;
-        const __m512i simple = _mm512_and_si512(_mm512_shuffle_epi8(k.escape_low, _mm512_and_si512(x, k.nibble_mask)),
-                                                _mm512_shuffle_epi8(k.escape_high, x_high));
-        const block_bits b{_mm512_cmpeq_epi8_mask(x, k.quote), _mm512_cmpeq_epi8_mask(x, k.backslash),
-                           _mm512_cmplt_epu8_mask(x, k.space), _mm512_test_epi8_mask(simple, simple),
-                           check_utf8 ? utf8_errors512(k, x, x_high, before) : 0};
+        const __m512i simple = _mm512_and_si512(
+            _mm512_shuffle_epi8(k.escape_low, _mm512_and_si512(x, k.nibble_mask)),
+            _mm512_shuffle_epi8(k.escape_high, x_high)
+        );
+        const block_bits b{
+            _mm512_cmpeq_epi8_mask(x, k.quote),
+            _mm512_cmpeq_epi8_mask(x, k.backslash),
+            _mm512_cmplt_epu8_mask(x, k.space),
+            _mm512_test_epi8_mask(simple, simple),
+            check_utf8 ? utf8_errors512(k, x, x_high, before) : 0};
         const std::uint64_t carry_in = carry;
         if (decide(p, b, escaped_positions(b.backslashes, carry), out))
             return out.at ? out : string_skip{block_boundary(start, p, carry_in), false};
@@ -349,7 +423,8 @@ string_skip_width machine_width() noexcept
 {
     static const string_skip_width w = [] {
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2"))
+        if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+            __builtin_cpu_supports("bmi2"))
             return string_skip_width::avx512;
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
             return string_skip_width::avx2;
@@ -377,9 +452,12 @@ bool has_string_skip_width(string_skip_width width) noexcept
     switch (width)
     {
     case string_skip_width::scalar:
-    case string_skip_width::best: return true;
-    case string_skip_width::avx2: return best == string_skip_width::avx2 || best == string_skip_width::avx512;
-    case string_skip_width::avx512: return best == string_skip_width::avx512;
+    case string_skip_width::best:
+        return true;
+    case string_skip_width::avx2:
+        return best == string_skip_width::avx2 || best == string_skip_width::avx512;
+    case string_skip_width::avx512:
+        return best == string_skip_width::avx512;
     }
     return false;
 }
@@ -393,9 +471,12 @@ string_skipper skipper_for(string_skip_width width) noexcept
 #if defined(AGENTCTX_STRING_SKIP_X86)
     switch (width)
     {
-    case string_skip_width::avx512: return &skip_avx512;
-    case string_skip_width::avx2: return &skip_avx2;
-    default: break;
+    case string_skip_width::avx512:
+        return &skip_avx512;
+    case string_skip_width::avx2:
+        return &skip_avx2;
+    default:
+        break;
     }
 #endif
     return nullptr;

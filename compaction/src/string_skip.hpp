@@ -33,7 +33,9 @@ struct string_skip
 /// fail. Escapes are resolved with bitmask arithmetic (a run of backslashes escapes the next byte
 /// when its length is odd), so the escape-dense text of tool outputs does not leave
 /// the vector loop. With `scalar`, or a width this machine does not have, it returns `{p, false}`.
-string_skip skip_string(const char* p, const char* end, string_skip_width width = string_skip_width::best) noexcept;
+string_skip skip_string(
+    const char* p, const char* end, string_skip_width width = string_skip_width::best
+) noexcept;
 
 /// The vector loop of skip_string() for `width`, without its first step for short strings (see
 /// short_string_end()); null for `scalar` or a width this machine lacks. For a caller that skips
@@ -52,8 +54,9 @@ inline const char* short_string_end(const char* p, const char* end) noexcept
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i space = _mm_set1_epi8(0x20);  // signed: non-ASCII is below it too
     const auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))));
-    const auto other =
-        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), _mm_cmpgt_epi8(space, x))));
+    const auto other = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), _mm_cmpgt_epi8(space, x)))
+    );
     if (quotes == 0 || (other & ((quotes & (0 - quotes)) - 1)) != 0)
         return nullptr;
     return p + __builtin_ctz(quotes) + 1;

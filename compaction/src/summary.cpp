@@ -12,24 +12,25 @@ std::string_view summary_label(summary_kind kind) noexcept
 {
     switch (kind)
     {
-    case summary_kind::history: return "Summarization";
-    case summary_kind::turn_prefix: return "Turn prefix summarization";
-    case summary_kind::branch: return "Branch summarization";
+    case summary_kind::history:
+        return "Summarization";
+    case summary_kind::turn_prefix:
+        return "Turn prefix summarization";
+    case summary_kind::branch:
+        return "Branch summarization";
     }
     return "Summarization";
 }
 
 result<void> check_summary_output(
-    const summary_output& out,
-    std::uint32_t max_output_tokens,
-    diagnostics& diag,
-    summary_kind kind
+    const summary_output& out, std::uint32_t max_output_tokens, diagnostics& diag, summary_kind kind
 )
 {
     const std::string label(summary_label(kind));
     if (out.stop == stop_reason::error)
     {
-        const std::string detail = out.error_message && !out.error_message->empty() ? *out.error_message : "Unknown error";
+        const std::string detail =
+            out.error_message && !out.error_message->empty() ? *out.error_message : "Unknown error";
         diag.message = label + " failed: " + detail;
         return errc::summary_failed;
     }
@@ -72,7 +73,9 @@ std::string merge_split_turn(
     const std::optional<std::string>& previous_summary
 )
 {
-    const std::string& base = history ? *history : previous_summary ? *previous_summary : std::string("No prior history.");
+    const std::string& base = history            ? *history
+                              : previous_summary ? *previous_summary
+                                                 : std::string("No prior history.");
     return base + "\n\n---\n\n**Turn Context (split turn):**\n\n" + prefix;
 }
 
@@ -142,7 +145,15 @@ std::int64_t tokens_after_compaction(
     const auto checkpoint = system_checkpoint(build_session_context(path), ts);
     std::vector<entry_ptr> next(path.begin(), path.end());
     next.push_back(std::make_shared<const entry>(make_compaction_entry(
-        "(after)", path.back()->id, ts, summary, path[first_kept_index]->id, 0, nullptr, false, std::nullopt,
+        "(after)",
+        path.back()->id,
+        ts,
+        summary,
+        path[first_kept_index]->id,
+        0,
+        nullptr,
+        false,
+        std::nullopt,
         checkpoint
     )));
     std::int64_t total = 0;

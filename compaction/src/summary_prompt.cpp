@@ -112,7 +112,9 @@ std::int64_t estimate_request_tokens(std::size_t chars) noexcept
 
 std::uint32_t saturate_u32(std::int64_t v) noexcept
 {
-    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, std::numeric_limits<std::uint32_t>::max()));
+    return static_cast<std::uint32_t>(
+        std::clamp<std::int64_t>(v, 0, std::numeric_limits<std::uint32_t>::max())
+    );
 }
 
 }  // namespace
@@ -142,16 +144,21 @@ std::uint32_t summary_output_budget(
     if (context_window <= 0)
         return saturate_u32(std::max<std::int64_t>(1, m));
     const std::int64_t input = estimate_request_tokens(system_chars) + estimate_request_tokens(prompt_chars);
-    const auto margin = std::max<std::int64_t>(4096, static_cast<std::int64_t>(std::ceil(0.15 * static_cast<double>(input))));
+    const auto margin =
+        std::max<std::int64_t>(4096, static_cast<std::int64_t>(std::ceil(0.15 * static_cast<double>(input))));
     std::int64_t room = context_window - input - margin;
     if (room < 32768)
         room = std::min<std::int64_t>(32768, context_window - input - 4096);
     return saturate_u32(std::min(m, std::max<std::int64_t>(1, room)));
 }
 
-std::uint32_t summary_output_budget(const summary_prompt& p, std::int64_t context_window, std::int64_t model_max_tokens) noexcept
+std::uint32_t summary_output_budget(
+    const summary_prompt& p, std::int64_t context_window, std::int64_t model_max_tokens
+) noexcept
 {
-    return summary_output_budget(context_window, model_max_tokens, utf16_length(p.system_prompt), utf16_length(p.prompt));
+    return summary_output_budget(
+        context_window, model_max_tokens, utf16_length(p.system_prompt), utf16_length(p.prompt)
+    );
 }
 
 summary_prompt history_summary_prompt(
@@ -176,8 +183,8 @@ summary_prompt turn_prefix_summary_prompt(
 {
     summary_prompt p;
     p.system_prompt = summarization_system_prompt;
-    p.prompt = "# Conversation\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) + "\n\n# Instructions\n" +
-               std::string(turn_prefix_instructions);
+    p.prompt = "# Conversation\n" + serialize_conversation(convert_to_llm(messages, summary_framing::pi)) +
+               "\n\n# Instructions\n" + std::string(turn_prefix_instructions);
     append_focus(p.prompt, custom_instructions);
     p.max_output_tokens = summary_output_budget(p, context_window, model_max_tokens);
     return p;
@@ -211,12 +218,17 @@ void append_history_instructions(std::string& prompt, const std::optional<std::s
 }
 
 // The instruction message's budget counts everything the request carries.
-summary_prompt over_head(std::shared_ptr<const request_head> head, std::string prompt, std::int64_t context_window,
-                         std::int64_t model_max_tokens)
+summary_prompt over_head(
+    std::shared_ptr<const request_head> head,
+    std::string prompt,
+    std::int64_t context_window,
+    std::int64_t model_max_tokens
+)
 {
     summary_prompt p;
     p.prompt = std::move(prompt);
-    p.max_output_tokens = summary_output_budget(context_window, model_max_tokens, 0, head->chars + utf16_length(p.prompt));
+    p.max_output_tokens =
+        summary_output_budget(context_window, model_max_tokens, 0, head->chars + utf16_length(p.prompt));
     p.head = std::move(head);
     return p;
 }
@@ -259,15 +271,19 @@ std::string checkpoint_scope_text(const checkpoint_scope& scope)
     const std::string quote = "\u201C" + scope.kept_quote + "\u201D";
     std::string s = "The part to checkpoint is ";
     if (scope.kept_inside)
-        s += (scope.kept > scope.first ? positions(scope.first, scope.kept - 1) + " of the conversation above and " : "") +
+        s += (scope.kept > scope.first
+                  ? positions(scope.first, scope.kept - 1) + " of the conversation above and "
+                  : "") +
              "message " + std::to_string(scope.kept) + " up to the text that begins " + quote +
              ". That text and everything after it are not part of it: they follow the checkpoint or are "
              "summarized separately, so leave them out.";
     else
         s += positions(scope.first, scope.kept - 1) + " of the conversation above. Messages from " +
              std::to_string(scope.kept) + " on (the first begins " + quote +
-             ") are not part of it: they follow the checkpoint or are summarized separately, so leave them out.";
-    return s + " Below, \"the conversation above\" and \"the messages above\" mean the part to checkpoint only.\n\n";
+             ") are not part of it: they follow the checkpoint or are summarized separately, so leave them "
+             "out.";
+    return s + " Below, \"the conversation above\" and \"the messages above\" mean the part to checkpoint "
+               "only.\n\n";
 }
 
 summary_prompt cache_friendly_history_prompt(
@@ -302,7 +318,8 @@ summary_prompt cache_friendly_turn_prefix_prompt(
 bool cache_friendly_fits(const summary_prompt& cache_friendly, std::int64_t model_max_tokens) noexcept
 {
     const std::int64_t m = model_max_tokens > 0 ? model_max_tokens : default_summary_max_output_tokens;
-    return static_cast<std::int64_t>(cache_friendly.max_output_tokens) >= std::min(m, cache_friendly_min_output);
+    return static_cast<std::int64_t>(cache_friendly.max_output_tokens) >=
+           std::min(m, cache_friendly_min_output);
 }
 
 summary_prompt history_summary_prompt(
@@ -322,8 +339,7 @@ summary_prompt history_summary_prompt(
 }
 
 summary_prompt turn_prefix_summary_prompt(
-    std::span<const std::shared_ptr<const message>> messages,
-    std::uint32_t max_output_tokens
+    std::span<const std::shared_ptr<const message>> messages, std::uint32_t max_output_tokens
 )
 {
     auto p = turn_prefix_summary_prompt(messages, std::nullopt, 0, 0);

@@ -91,15 +91,15 @@ std::optional<double> latest_compaction_time(const session_context& ctx) noexcep
     return std::nullopt;
 }
 
-bool should_compact(std::int64_t context_tokens, std::int64_t context_window, const compaction_settings& s) noexcept
+bool should_compact(
+    std::int64_t context_tokens, std::int64_t context_window, const compaction_settings& s
+) noexcept
 {
     return s.enabled && context_tokens > context_window - s.reserve_tokens;
 }
 
 std::optional<context_usage_report> context_usage(
-    const session_context& ctx,
-    std::int64_t context_window,
-    const token_counter& counter
+    const session_context& ctx, std::int64_t context_window, const token_counter& counter
 )
 {
     if (context_window <= 0)

@@ -32,7 +32,8 @@ std::size_t estimate_chars(const message& m)
     {
     case role::user:  // Pi 1.6 counts user images too (#4983)
     case role::custom:
-    case role::tool_result: return content_chars(m.content, true);
+    case role::tool_result:
+        return content_chars(m.content, true);
     case role::assistant:
     {
         std::size_t n = 0;
@@ -47,9 +48,11 @@ std::size_t estimate_chars(const message& m)
         }
         return n;
     }
-    case role::bash_execution: return utf16_length(m.command) + utf16_length(m.output);
+    case role::bash_execution:
+        return utf16_length(m.command) + utf16_length(m.output);
     case role::branch_summary:
-    case role::compaction_summary: return utf16_length(m.summary);
+    case role::compaction_summary:
+        return utf16_length(m.summary);
     case role::system:
     {
         std::size_t n = content_chars(m.content, true);
@@ -65,7 +68,8 @@ std::size_t estimate_chars(const message& m)
         }
         return n;
     }
-    case role::other: return 0;
+    case role::other:
+        return 0;
     }
     return 0;
 }

@@ -15,15 +15,21 @@ bool clearing_enabled(const clear_tool_results_settings& s, compat_mode mode) no
     return mode != compat_mode::pi && s.enabled.value_or(true);
 }
 
-std::string clearing_placeholder(std::string_view tool, std::string_view key, std::int64_t chars, std::int64_t tokens,
-                                 std::string_view entry_id)
+std::string clearing_placeholder(
+    std::string_view tool,
+    std::string_view key,
+    std::int64_t chars,
+    std::int64_t tokens,
+    std::string_view entry_id
+)
 {
     std::string out(cleared_marker);
     out += ": ";
     out += tool.empty() ? std::string_view("tool") : tool;
     out += "(";
     out += key;
-    out += "), " + std::to_string(chars) + " chars (~" + std::to_string(tokens) + " tokens); the original is entry ";
+    out += "), " + std::to_string(chars) + " chars (~" + std::to_string(tokens) +
+           " tokens); the original is entry ";
     out += entry_id;
     out += "]";
     return out;
@@ -31,7 +37,8 @@ std::string clearing_placeholder(std::string_view tool, std::string_view key, st
 
 std::string argument_key(const boost::json::object& arguments)
 {
-    static constexpr std::string_view keys[] = {"path", "file_path", "filePath", "command", "cmd", "url", "pattern", "query"};
+    static constexpr std::string_view keys[] = {
+        "path", "file_path", "filePath", "command", "cmd", "url", "pattern", "query"};
     for (const auto key : keys)
     {
         const auto* v = arguments.if_contains(key);
@@ -67,7 +74,8 @@ std::map<std::size_t, call_info> calls_by_result(std::span<const context_message
     std::map<std::size_t, call_info> out;
     for (const auto& r : pairing.results)
         if (r.kind != result_link_kind::no_call)
-            out[r.position] = {pairing.declarations[r.declaration].position, pairing.declarations[r.declaration].call};
+            out[r.position] = {
+                pairing.declarations[r.declaration].position, pairing.declarations[r.declaration].call};
     return out;
 }
 
@@ -115,8 +123,9 @@ std::set<std::size_t> protected_results(std::span<const context_message> ctx, st
 }
 
 // The edit that clears the arguments of `calls` in the assistant entry `id`, if any changes.
-std::optional<clearing_edit> clear_inputs(const std::string& id, const boost::json::array& content,
-                                          const std::set<std::string>& calls)
+std::optional<clearing_edit> clear_inputs(
+    const std::string& id, const boost::json::array& content, const std::set<std::string>& calls
+)
 {
     clearing_edit edit{id, {}, 0, true};
     boost::json::array blocks = content;
@@ -147,7 +156,8 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
     const auto trigger = s.trigger.of(in.threshold);
     if (in.context_tokens < trigger)
     {
-        plan.reason = "under the clearing trigger (" + std::to_string(in.context_tokens) + " < " + std::to_string(trigger) + ")";
+        plan.reason = "under the clearing trigger (" + std::to_string(in.context_tokens) + " < " +
+                      std::to_string(trigger) + ")";
         return plan;
     }
     const token_counter& counter = in.counter ? *in.counter : default_token_counter();
@@ -159,11 +169,12 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
     for (std::size_t i = 0; i < ctx.size(); ++i)
     {
         const auto& m = *ctx[i].msg;
-        if (m.role != role::tool_result || kept.count(i) || listed(s.exclude_tools, m.tool_name) || already_cleared(m) ||
-            (in.protected_entry && in.protected_entry(ctx[i].entry_id)))
+        if (m.role != role::tool_result || kept.count(i) || listed(s.exclude_tools, m.tool_name) ||
+            already_cleared(m) || (in.protected_entry && in.protected_entry(ctx[i].entry_id)))
             continue;
         const auto call = calls.find(i);
-        const std::string key = call == calls.end() ? std::string() : argument_key(call->second.call->arguments);
+        const std::string key =
+            call == calls.end() ? std::string() : argument_key(call->second.call->arguments);
         const auto tokens = static_cast<std::int64_t>(counter.count(m));
         const auto chars = static_cast<std::int64_t>(utf16_length(content_text(m.content)));
         const auto text = clearing_placeholder(m.tool_name, key, chars, tokens, ctx[i].entry_id);
@@ -173,7 +184,11 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
         if (freed <= 0)
             continue;
         boost::json::array blocks{boost::json::object{{"type", "text"}, {"text", text}}};
-        edits.push_back({i, clearing_edit{ctx[i].entry_id, boost::json::object{{"content", std::move(blocks)}}, freed, false}});
+        edits.push_back(
+            {i,
+             clearing_edit{
+                 ctx[i].entry_id, boost::json::object{{"content", std::move(blocks)}}, freed, false}}
+        );
         ++plan.results;
         plan.tokens += freed;
         if (call != calls.end() && (s.clear_all_inputs || listed(s.clear_input_tools, m.tool_name)))
@@ -197,7 +212,9 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
         plan.results = plan.tokens = 0;
         return plan;
     }
-    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first;
+    });
     for (auto& e : edits)
         plan.edits.push_back(std::move(e.second));
     return plan;

@@ -63,7 +63,8 @@ void walk_batches(std::span<const context_message> messages, OnClose&& on_close)
         if (is_transparent(m))
             continue;
         close();
-        if (m.role != role::assistant || m.stop_reason == stop_reason::error || m.stop_reason == stop_reason::aborted)
+        if (m.role != role::assistant || m.stop_reason == stop_reason::error ||
+            m.stop_reason == stop_reason::aborted)
             continue;
         for (const auto& b : m.content.blocks)
             if (const auto* c = std::get_if<tool_call_block>(&b))
@@ -76,12 +77,15 @@ void walk_batches(std::span<const context_message> messages, OnClose&& on_close)
 
 // The job an unanswered call launched, when a rule declares its tool (the id only from arguments:
 // no result carries it).
-std::optional<running_job> launched_job(const tool_call_block& c, const std::string& entry_id, const job_rules* jobs)
+std::optional<running_job> launched_job(
+    const tool_call_block& c, const std::string& entry_id, const job_rules* jobs
+)
 {
     if (!jobs)
         return std::nullopt;
     for (const auto& r : jobs->rules)
-        if (std::find(r.tools.begin(), r.tools.end(), c.name) != r.tools.end() || (r.launches && r.launches(c)))
+        if (std::find(r.tools.begin(), r.tools.end(), c.name) != r.tools.end() ||
+            (r.launches && r.launches(c)))
         {
             running_job j{{}, c.name, c.id, {entry_id}};
             if (r.id_source == job_rule::id_from::arguments)
@@ -92,8 +96,12 @@ std::optional<running_job> launched_job(const tool_call_block& c, const std::str
     return std::nullopt;
 }
 
-std::shared_ptr<const message> observation(const unresolved_call& call, double timestamp, compat_mode mode,
-                                           const std::optional<running_job>& job = std::nullopt)
+std::shared_ptr<const message> observation(
+    const unresolved_call& call,
+    double timestamp,
+    compat_mode mode,
+    const std::optional<running_job>& job = std::nullopt
+)
 {
     auto m = std::make_shared<message>();
     m->role = role::tool_result;
@@ -102,10 +110,10 @@ std::shared_ptr<const message> observation(const unresolved_call& call, double t
     m->tool_name = call.tool_name;
     m->is_error = true;
     m->timestamp = timestamp;
-    m->content.blocks.push_back(
-        text_block{mode == compat_mode::pi ? std::string(pi_no_result_text)
-                   : job                   ? running_job_outcome_text(*job)
-                                           : unknown_outcome_text(call)});
+    m->content.blocks.push_back(text_block{
+        mode == compat_mode::pi ? std::string(pi_no_result_text)
+        : job                   ? running_job_outcome_text(*job)
+                                : unknown_outcome_text(call)});
     return m;
 }
 
@@ -114,10 +122,13 @@ std::shared_ptr<const message> observation(const unresolved_call& call, double t
 std::vector<unresolved_call> find_unresolved_calls(std::span<const context_message> messages)
 {
     std::vector<unresolved_call> out;
-    walk_batches(messages, [&](const std::vector<const tool_call_block*>& open, const std::string& entry_id, std::size_t) {
-        for (const auto* c : open)
-            out.push_back({c->id, c->name, entry_id});
-    });
+    walk_batches(
+        messages,
+        [&](const std::vector<const tool_call_block*>& open, const std::string& entry_id, std::size_t) {
+            for (const auto* c : open)
+                out.push_back({c->id, c->name, entry_id});
+        }
+    );
     return out;
 }
 
@@ -128,20 +139,26 @@ std::string unknown_outcome_text(const unresolved_call& call)
            "have taken effect. Check the current state before repeating it.";
 }
 
-std::vector<context_message> with_unknown_outcomes(std::span<const context_message> messages, compat_mode mode,
-                                                   const job_rules* jobs)
+std::vector<context_message> with_unknown_outcomes(
+    std::span<const context_message> messages, compat_mode mode, const job_rules* jobs
+)
 {
     if (mode == compat_mode::pi)
-        jobs = nullptr;  // Pi's placeholder, unchanged
+        jobs = nullptr;                                            // Pi's placeholder, unchanged
     std::vector<std::pair<std::size_t, context_message>> inserts;  // (after index, observation)
-    walk_batches(messages, [&](const std::vector<const tool_call_block*>& open, const std::string& entry_id,
-                               std::size_t last) {
-        const double ts = messages[last].msg->timestamp;
-        for (const auto* c : open)
-            inserts.emplace_back(last, context_message{observation({c->id, c->name, entry_id}, ts, mode,
-                                                                   launched_job(*c, entry_id, jobs)),
-                                                       entry_id});
-    });
+    walk_batches(
+        messages,
+        [&](const std::vector<const tool_call_block*>& open, const std::string& entry_id, std::size_t last) {
+            const double ts = messages[last].msg->timestamp;
+            for (const auto* c : open)
+                inserts.emplace_back(
+                    last,
+                    context_message{
+                        observation({c->id, c->name, entry_id}, ts, mode, launched_job(*c, entry_id, jobs)),
+                        entry_id}
+                );
+        }
+    );
     std::vector<context_message> out;
     out.reserve(messages.size() + inserts.size());
     auto next = inserts.begin();

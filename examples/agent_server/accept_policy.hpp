@@ -21,7 +21,8 @@ enum class accept_action
 /// ENOBUFS/ENOMEM) back off so the process can close descriptors; everything else is retried.
 inline accept_action classify_accept_error(const boost::system::error_code& ec, bool acceptor_open)
 {
-    if (!acceptor_open || ec == boost::asio::error::operation_aborted || ec == boost::asio::error::bad_descriptor)
+    if (!acceptor_open || ec == boost::asio::error::operation_aborted ||
+        ec == boost::asio::error::bad_descriptor)
         return accept_action::stop;
     if (ec.category() == boost::system::system_category())
     {
@@ -30,8 +31,10 @@ inline accept_action classify_accept_error(const boost::system::error_code& ec, 
         case EMFILE:
         case ENFILE:
         case ENOBUFS:
-        case ENOMEM: return accept_action::back_off;
-        default: break;
+        case ENOMEM:
+            return accept_action::back_off;
+        default:
+            break;
         }
     }
     return accept_action::retry;

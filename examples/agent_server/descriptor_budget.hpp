@@ -26,15 +26,18 @@ inline constexpr std::size_t max_default_connections = 65536;
 /// anyway (`fixed_descriptors`, each io thread's provider client, each loader thread's file being
 /// opened, `database_connections`), half of the rest for connections and half for sessions (one
 /// descriptor each), each at least 1 and at most its cap.
-inline descriptor_budget budget_for(std::uint64_t nofile, std::size_t io_threads, std::size_t open_threads,
-                                    std::size_t database_connections)
+inline descriptor_budget budget_for(
+    std::uint64_t nofile, std::size_t io_threads, std::size_t open_threads, std::size_t database_connections
+)
 {
     const std::uint64_t reserved =
         fixed_descriptors + descriptors_per_io_thread * io_threads + open_threads + database_connections;
     const std::uint64_t spare = nofile > reserved ? nofile - reserved : 0;
     descriptor_budget b;
-    b.max_connections = static_cast<std::size_t>(std::clamp<std::uint64_t>(spare / 2, 1, max_default_connections));
-    b.max_open_sessions = static_cast<std::size_t>(std::clamp<std::uint64_t>(spare - spare / 2, 1, max_default_sessions));
+    b.max_connections =
+        static_cast<std::size_t>(std::clamp<std::uint64_t>(spare / 2, 1, max_default_connections));
+    b.max_open_sessions =
+        static_cast<std::size_t>(std::clamp<std::uint64_t>(spare - spare / 2, 1, max_default_sessions));
     return b;
 }
 

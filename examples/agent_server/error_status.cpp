@@ -20,8 +20,14 @@ http::status compaction_status(const error_code& ec)
 {
     // Bad input by the code's name, the name the client sees: this also covers the codes of
     // refused client input (a reserved entry type, a repeated key) wherever they arise.
-    static constexpr std::string_view bad_input[] = {"wrong_type",      "missing_field",   "invalid_json", "duplicate_id",
-                                                     "dangling_parent", "reserved_type", "duplicate_key"};
+    static constexpr std::string_view bad_input[] = {
+        "wrong_type",
+        "missing_field",
+        "invalid_json",
+        "duplicate_id",
+        "dangling_parent",
+        "reserved_type",
+        "duplicate_key"};
     if (std::find(std::begin(bad_input), std::end(bad_input), ec.message()) != std::end(bad_input))
         return http::status::bad_request;
     const auto e = static_cast<compaction::errc>(ec.value());
@@ -43,7 +49,8 @@ http::status status_for(const error_code& ec)
         ec == rt::errc::stale_plan || ec == rt::errc::stale_leaf || ec == rt::errc::compaction_in_progress ||
         ec == rt::errc::model_window_exceeded || ec == rt::errc::summarized_history)
         return http::status::conflict;  // stale_leaf: the session reloaded, retry the append
-    if (ec == rt::errc::database_error || ec == errc::too_many_open_sessions || ec == errc::out_of_descriptors)
+    if (ec == rt::errc::database_error || ec == errc::too_many_open_sessions ||
+        ec == errc::out_of_descriptors)
         return http::status::service_unavailable;
     if (ec == rt::errc::io_error)
         return http::status::internal_server_error;  // the session file could not be written

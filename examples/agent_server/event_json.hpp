@@ -9,7 +9,8 @@ namespace agentctx::server {
 
 struct event_text
 {
-    std::string name;  ///< compaction_start/_end/_progress/_finished/_prepared, remote_change, derived_state_dropped, budget_exceeded
+    std::string name;  ///< compaction_start/_end/_progress/_finished/_prepared, remote_change,
+                       ///< derived_state_dropped, budget_exceeded
     std::string data;  ///< one JSON object (counts and ids only, never source or summary text)
 };
 

@@ -53,12 +53,18 @@ std::string sse_frame(const runtime::session_event& e, const std::string& data_d
 namespace {
 
 // Writes events to the stream until the channel closes or a write fails.
-asio::awaitable<void> pump_events(beast::tcp_stream& stream, std::shared_ptr<event_channel> channel,
-                                  std::chrono::milliseconds write_timeout, const std::atomic<bool>& stopped)
+asio::awaitable<void> pump_events(
+    beast::tcp_stream& stream,
+    std::shared_ptr<event_channel> channel,
+    std::chrono::milliseconds write_timeout,
+    const std::atomic<bool>& stopped
+)
 {
     const std::string hello = ": subscribed\n\n";
     stream.expires_after(write_timeout);
-    auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(hello)), asio::as_tuple(asio::use_awaitable));
+    auto [wec, wn] = co_await asio::async_write(
+        stream, http::make_chunk(asio::buffer(hello)), asio::as_tuple(asio::use_awaitable)
+    );
     stream.expires_never();
     while (!wec && !stopped)
     {
@@ -66,7 +72,9 @@ asio::awaitable<void> pump_events(beast::tcp_stream& stream, std::shared_ptr<eve
         if (rec)
             break;
         stream.expires_after(write_timeout);  // a subscriber that stops reading is closed
-        auto [cec, cn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(frame)), asio::as_tuple(asio::use_awaitable));
+        auto [cec, cn] = co_await asio::async_write(
+            stream, http::make_chunk(asio::buffer(frame)), asio::as_tuple(asio::use_awaitable)
+        );
         stream.expires_never();
         if (cec)
             break;
@@ -80,7 +88,9 @@ asio::awaitable<void> watch_peer(beast::tcp_stream& stream)
     char scratch[512];
     for (;;)
     {
-        auto [ec, n] = co_await stream.socket().async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] = co_await stream.socket().async_read_some(
+            asio::buffer(scratch), asio::as_tuple(asio::use_awaitable)
+        );
         if (ec)
             co_return;
     }
@@ -88,8 +98,13 @@ asio::awaitable<void> watch_peer(beast::tcp_stream& stream)
 
 }  // namespace
 
-asio::awaitable<void> stream_events(beast::tcp_stream& stream, unsigned http_version, std::shared_ptr<event_channel> channel,
-                                    std::chrono::milliseconds write_timeout, const std::atomic<bool>& stopped)
+asio::awaitable<void> stream_events(
+    beast::tcp_stream& stream,
+    unsigned http_version,
+    std::shared_ptr<event_channel> channel,
+    std::chrono::milliseconds write_timeout,
+    const std::atomic<bool>& stopped
+)
 {
     http::response<http::empty_body> res{http::status::ok, http_version};
     res.set(http::field::content_type, "text/event-stream");
@@ -102,7 +117,9 @@ asio::awaitable<void> stream_events(beast::tcp_stream& stream, unsigned http_ver
     if (hec)
         co_return;
     using namespace asio::experimental::awaitable_operators;
-    co_await (pump_events(stream, channel, write_timeout, stopped) || watch_peer(stream));  // the first to end cancels the other
+    co_await (
+        pump_events(stream, channel, write_timeout, stopped) || watch_peer(stream)
+    );  // the first to end cancels the other
 }
 
 }  // namespace agentctx::server

@@ -17,7 +17,8 @@
 
 namespace agentctx::server {
 
-using event_channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
+using event_channel =
+    boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
 
 /// A session's subscribers; thread-safe. A slow subscriber misses events, it never blocks the
 /// session (each has a bounded channel).
@@ -41,8 +42,12 @@ std::string sse_frame(const runtime::session_event& e, const std::string& data_d
 
 /// Answers an event stream request on `stream` and sends `channel`'s frames until the channel
 /// closes, the peer goes away, a write takes longer than `write_timeout`, or `stopped` is set.
-boost::asio::awaitable<void> stream_events(boost::beast::tcp_stream& stream, unsigned http_version,
-                                           std::shared_ptr<event_channel> channel, std::chrono::milliseconds write_timeout,
-                                           const std::atomic<bool>& stopped);
+boost::asio::awaitable<void> stream_events(
+    boost::beast::tcp_stream& stream,
+    unsigned http_version,
+    std::shared_ptr<event_channel> channel,
+    std::chrono::milliseconds write_timeout,
+    const std::atomic<bool>& stopped
+);
 
 }  // namespace agentctx::server

@@ -51,15 +51,21 @@ asio::awaitable<void> answer_and_close(server_state& s, beast::tcp_stream& strea
     char scratch[16384];
     for (std::size_t drained = 0; drained < 4 * s.opts.body_limit;)
     {
-        auto [rec, n] = co_await stream.async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
+        auto [rec, n] =
+            co_await stream.async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
         if (rec)
             break;
         drained += n;
     }
 }
 
-asio::awaitable<void> refuse_and_close(server_state& s, beast::tcp_stream& stream, http::status st, std::string_view code,
-                                       std::string_view message)
+asio::awaitable<void> refuse_and_close(
+    server_state& s,
+    beast::tcp_stream& stream,
+    http::status st,
+    std::string_view code,
+    std::string_view message
+)
 {
     http_response res{st, 11};
     res.set(http::field::content_type, "application/json");
@@ -73,20 +79,35 @@ asio::awaitable<void> refuse_unreadable(server_state& s, beast::tcp_stream& stre
 {
     const auto& o = s.opts;
     if (ec == http::error::body_limit)
-        co_await refuse_and_close(s, stream, http::status::payload_too_large, "body_too_large",
-                                  "the request body is over " + std::to_string(o.body_limit) + " bytes");
+        co_await refuse_and_close(
+            s,
+            stream,
+            http::status::payload_too_large,
+            "body_too_large",
+            "the request body is over " + std::to_string(o.body_limit) + " bytes"
+        );
     else if (ec == http::error::header_limit)
-        co_await refuse_and_close(s, stream, http::status::request_header_fields_too_large, "header_too_large",
-                                  "the request header is over " + std::to_string(o.header_limit) + " bytes");
-    else if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream &&
-             ec != http::error::partial_message)
-        co_await refuse_and_close(s, stream, http::status::bad_request, "bad_request", "the request is not valid HTTP/1.1");
+        co_await refuse_and_close(
+            s,
+            stream,
+            http::status::request_header_fields_too_large,
+            "header_too_large",
+            "the request header is over " + std::to_string(o.header_limit) + " bytes"
+        );
+    else if (ec.category() == http::make_error_code(http::error::bad_target).category() && ec != http::error::end_of_stream && ec != http::error::partial_message)
+        co_await refuse_and_close(
+            s, stream, http::status::bad_request, "bad_request", "the request is not valid HTTP/1.1"
+        );
 }
 
 // Waits (up to the idle timeout) for the first byte of the next request. Meanwhile the
 // connection is idle: the accept loop may close it to make room for a new one.
-asio::awaitable<bool> await_request(server_state& s, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                    const std::shared_ptr<connection_state>& state)
+asio::awaitable<bool> await_request(
+    server_state& s,
+    beast::tcp_stream& stream,
+    beast::flat_buffer& buffer,
+    const std::shared_ptr<connection_state>& state
+)
 {
     if (buffer.size() != 0)
         co_return true;  // a pipelined request is here already
@@ -101,12 +122,15 @@ asio::awaitable<bool> await_request(server_state& s, beast::tcp_stream& stream, 
 }
 
 // Reads one request's header (bounded by the header timeout); nothing of the body.
-asio::awaitable<bool> read_header(server_state& s, beast::tcp_stream& stream, beast::flat_buffer& buffer, request_parser& parser)
+asio::awaitable<bool> read_header(
+    server_state& s, beast::tcp_stream& stream, beast::flat_buffer& buffer, request_parser& parser
+)
 {
     parser.header_limit(static_cast<std::uint32_t>(s.opts.header_limit));
     parser.body_limit(s.opts.body_limit);
     stream.expires_after(s.opts.header_timeout);
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+    auto [ec, n] =
+        co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
     stream.expires_never();
     if (ec)
         co_await refuse_unreadable(s, stream, ec);
@@ -114,7 +138,9 @@ asio::awaitable<bool> read_header(server_state& s, beast::tcp_stream& stream, be
 }
 
 // Reads the body of a request whose header was read and accepted (bounded by the idle timeout).
-asio::awaitable<bool> read_body(server_state& s, beast::tcp_stream& stream, beast::flat_buffer& buffer, request_parser& parser)
+asio::awaitable<bool> read_body(
+    server_state& s, beast::tcp_stream& stream, beast::flat_buffer& buffer, request_parser& parser
+)
 {
     if (parser.is_done())
         co_return true;
@@ -128,19 +154,28 @@ asio::awaitable<bool> read_body(server_state& s, beast::tcp_stream& stream, beas
 
 // The 401 of a request without the bearer token, answered from its header alone: its body is
 // never read into memory, and the connection is closed.
-asio::awaitable<void> refuse_unauthorized(server_state& s, beast::tcp_stream& stream, const http_request& req,
-                                          clock_type::time_point started)
+asio::awaitable<void> refuse_unauthorized(
+    server_state& s, beast::tcp_stream& stream, const http_request& req, clock_type::time_point started
+)
 {
-    auto res = reply(req, http::status::unauthorized,
-                     error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)"));
+    auto res = reply(
+        req,
+        http::status::unauthorized,
+        error_body("unauthorized", "a valid bearer token is required (Authorization: Bearer ...)")
+    );
     res.set(http::field::www_authenticate, "Bearer");
     s.record(req, res.result_int(), started);
     co_await answer_and_close(s, stream, std::move(res));
 }
 
 // Writes an answer (a peer that does not read it is closed). Returns false to close.
-asio::awaitable<bool> send(server_state& s, beast::tcp_stream& stream, const http_request& req, http_response res,
-                           clock_type::time_point started)
+asio::awaitable<bool> send(
+    server_state& s,
+    beast::tcp_stream& stream,
+    const http_request& req,
+    http_response res,
+    clock_type::time_point started
+)
 {
     s.record(req, res.result_int(), started);
     stream.expires_after(s.opts.idle_timeout);
@@ -168,8 +203,12 @@ asio::awaitable<void> until_disconnected(beast::tcp_stream& stream)
 
 // A session's event stream: the lease keeps the session open while it runs. Returns false
 // (the connection closes after a stream); true after an error answer.
-asio::awaitable<bool> serve_events(std::shared_ptr<server_state> s, beast::tcp_stream& stream, const http_request& req,
-                                   clock_type::time_point started)
+asio::awaitable<bool> serve_events(
+    std::shared_ptr<server_state> s,
+    beast::tcp_stream& stream,
+    const http_request& req,
+    clock_type::time_point started
+)
 {
     const auto id = split_target(req.target())[2];
     compaction::diagnostics diag;
@@ -180,7 +219,11 @@ asio::awaitable<bool> serve_events(std::shared_ptr<server_state> s, beast::tcp_s
     {
         auto res = held.error() == errc::too_many_open_sessions
                        ? busy_reply(req, s->sessions->max_open_sessions())
-                       : reply(req, status_for(held.error()), error_body(held.error().message(), public_message(held.error(), diag)));
+                       : reply(
+                             req,
+                             status_for(held.error()),
+                             error_body(held.error().message(), public_message(held.error(), diag))
+                         );
         co_return co_await send(*s, stream, req, std::move(res), started);
     }
     s->record(req, 200, started);
@@ -192,8 +235,12 @@ asio::awaitable<bool> serve_events(std::shared_ptr<server_state> s, beast::tcp_s
 }
 
 // Answers one read request. Returns false when the connection is to be closed.
-asio::awaitable<bool> answer(std::shared_ptr<server_state> s, beast::tcp_stream& stream, const http_request& req,
-                             clock_type::time_point started)
+asio::awaitable<bool> answer(
+    std::shared_ptr<server_state> s,
+    beast::tcp_stream& stream,
+    const http_request& req,
+    clock_type::time_point started
+)
 {
     if (is_event_stream(req))
         co_return co_await serve_events(s, stream, req, started);

@@ -13,6 +13,8 @@ namespace agentctx::server {
 /// Serves requests on `sock` until the peer closes, a timeout, a refused request, or the end
 /// of an event stream. The bearer token is checked on the header, before any byte of the body
 /// is read; while the connection waits for its next request it may be closed to make room.
-boost::asio::awaitable<void> serve_connection(std::shared_ptr<server_state> server, boost::asio::ip::tcp::socket sock);
+boost::asio::awaitable<void> serve_connection(
+    std::shared_ptr<server_state> server, boost::asio::ip::tcp::socket sock
+);
 
 }  // namespace agentctx::server

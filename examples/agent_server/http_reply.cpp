@@ -25,8 +25,14 @@ http_response reply(const http_request& req, http::status st, const boost::json:
 
 http_response busy_reply(const http_request& req, std::size_t limit)
 {
-    auto res = reply(req, http::status::service_unavailable,
-                     error_body("too_many_open_sessions", "all " + std::to_string(limit) + " open sessions are in use; retry later"));
+    auto res = reply(
+        req,
+        http::status::service_unavailable,
+        error_body(
+            "too_many_open_sessions",
+            "all " + std::to_string(limit) + " open sessions are in use; retry later"
+        )
+    );
     res.set(http::field::retry_after, "1");
     return res;
 }

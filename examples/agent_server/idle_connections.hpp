@@ -14,9 +14,9 @@ namespace agentctx::server {
 /// What the accept loop may touch of a connection: closing it while it is idle.
 struct connection_state
 {
-    boost::asio::any_io_executor strand;           ///< the connection's strand
-    boost::beast::tcp_stream* stream = nullptr;    ///< used on the strand only; null once the connection ended
-    std::uint64_t idle_key = 0;                    ///< its key while idle (guarded by idle_connections)
+    boost::asio::any_io_executor strand;         ///< the connection's strand
+    boost::beast::tcp_stream* stream = nullptr;  ///< used on the strand only; null once the connection ended
+    std::uint64_t idle_key = 0;                  ///< its key while idle (guarded by idle_connections)
 };
 
 /// Thread-safe.

@@ -29,10 +29,13 @@ namespace {
 // A connection over the cap: one fixed 503 (within a second) and the close; nothing is read.
 asio::awaitable<void> refuse_connection(tcp::socket sock, std::size_t limit)
 {
-    const std::string body = compaction::stringify(
-        error_body("too_many_connections", "all " + std::to_string(limit) + " connections are in use; retry later"));
-    const std::string text = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-                             "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string body = compaction::stringify(error_body(
+        "too_many_connections", "all " + std::to_string(limit) + " connections are in use; retry later"
+    ));
+    const std::string text =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        "Connection: close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::beast::tcp_stream stream(std::move(sock));
     stream.expires_after(std::chrono::seconds(1));
     co_await asio::async_write(stream, asio::buffer(text), asio::as_tuple(asio::use_awaitable));
@@ -49,8 +52,11 @@ void admit(const std::shared_ptr<server_state>& s, tcp::socket sock)
     case admission::refuse:
         asio::co_spawn(ex, refuse_connection(std::move(sock), s->opts.max_connections), asio::detached);
         return;
-    case admission::accept_after_idle: s->idle.close_longest(); break;
-    case admission::accept: break;
+    case admission::accept_after_idle:
+        s->idle.close_longest();
+        break;
+    case admission::accept:
+        break;
     }
     ++s->connections;
     asio::co_spawn(ex, serve_connection(s, std::move(sock)), asio::detached);
@@ -64,7 +70,8 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> s)
     std::uint64_t streak = 0;
     for (;;)
     {
-        auto [ec, sock] = co_await s->acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(asio::use_awaitable));
+        auto [ec, sock] =
+            co_await s->acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(asio::use_awaitable));
         if (!ec)
         {
             if (streak)

@@ -38,7 +38,8 @@ constexpr const char* usage =
     "usage: agent_server [--address A] [--port N] [--data-dir DIR | --store postgresql://...]\n"
     "                    [--threads N]\n"
     "                    [--header-timeout SECONDS (30)] [--idle-timeout SECONDS (60)]\n"
-    "                    [--max-open-sessions N] [--max-connections N] (0 = no limit; default: from ulimit -n)\n"
+    "                    [--max-open-sessions N] [--max-connections N] (0 = no limit; default: from ulimit "
+    "-n)\n"
     "                    [--max-body-bytes N (16 MiB: 413)] [--max-header-bytes N (8 KiB: 431)]\n"
     "                    (--token-file FILE | --no-auth) [--log-level LEVEL (info)]\n"
     "                    [--settings FILE] [--project-dir DIR (.)] [--trust-project]\n"
@@ -85,15 +86,20 @@ std::vector<std::pair<std::string_view, std::function<void(command_line&, const 
 {
     using std::chrono::seconds;
     return {
-        {"--port", [](command_line& c, const char* v) { c.opts.port = static_cast<std::uint16_t>(std::atoi(v)); }},
+        {"--port",
+         [](command_line& c, const char* v) { c.opts.port = static_cast<std::uint16_t>(std::atoi(v)); }},
         {"--store", [](command_line& c, const char* v) { c.store_url = v; }},
         {"--data-dir", [](command_line& c, const char* v) { c.opts.data_dir = v; }},
         {"--address", [](command_line& c, const char* v) { c.opts.address = v; }},
         {"--threads", [](command_line& c, const char* v) { c.threads = std::max(1, std::atoi(v)); }},
-        {"--header-timeout", [](command_line& c, const char* v) { c.opts.header_timeout = seconds(std::max(1, std::atoi(v))); }},
-        {"--idle-timeout", [](command_line& c, const char* v) { c.opts.idle_timeout = seconds(std::max(1, std::atoi(v))); }},
-        {"--max-body-bytes", [](command_line& c, const char* v) { c.opts.body_limit = std::max<std::size_t>(1, size_arg(v)); }},
-        {"--max-header-bytes", [](command_line& c, const char* v) { c.opts.header_limit = std::max<std::size_t>(1, size_arg(v)); }},
+        {"--header-timeout",
+         [](command_line& c, const char* v) { c.opts.header_timeout = seconds(std::max(1, std::atoi(v))); }},
+        {"--idle-timeout",
+         [](command_line& c, const char* v) { c.opts.idle_timeout = seconds(std::max(1, std::atoi(v))); }},
+        {"--max-body-bytes",
+         [](command_line& c, const char* v) { c.opts.body_limit = std::max<std::size_t>(1, size_arg(v)); }},
+        {"--max-header-bytes",
+         [](command_line& c, const char* v) { c.opts.header_limit = std::max<std::size_t>(1, size_arg(v)); }},
         {"--token-file", [](command_line& c, const char* v) { c.token_file = v; }},
         {"--log-level", [](command_line& c, const char* v) { c.log_level = v; }},
         {"--settings", [](command_line& c, const char* v) { c.settings_file = v; }},
@@ -115,7 +121,8 @@ std::optional<command_line> parse_arguments(int argc, char** argv)
     for (int i = 1; i < argc; ++i)
     {
         const std::string_view arg = argv[i];
-        const auto flag = std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == arg; });
+        const auto flag =
+            std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == arg; });
         if (flag != flags.end() && i + 1 < argc)
             flag->second(c, argv[++i]);
         else if (arg == "--no-auth")
@@ -168,35 +175,50 @@ std::optional<std::optional<std::string>> read_token(const char* file, bool no_a
         return std::optional<std::string>(std::move(token));
     if (no_auth)
     {
-        spdlog::warn("authentication is off (--no-auth): anyone who reaches the port can read and write every session");
+        spdlog::warn(
+            "authentication is off (--no-auth): anyone who reaches the port can read and write every session"
+        );
         return std::optional<std::string>();
     }
-    std::fprintf(stderr, "agent_server: no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth\n");
+    std::fprintf(
+        stderr, "agent_server: no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth\n"
+    );
     return std::nullopt;
 }
 
 // The summarizer factory for the configured provider, or the offline summarizer without one.
-server::summarizer_factory summarizers_for(const std::optional<providers::provider_config>& provider,
-                                           boost::asio::io_context& ioc, int threads)
+server::summarizer_factory summarizers_for(
+    const std::optional<providers::provider_config>& provider, boost::asio::io_context& ioc, int threads
+)
 {
     if (provider)
     {
         // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
-        spdlog::info("summaries from {}:{} at {}", provider->name, provider->model, providers::mask_url(provider->base_url));
-        return server::shared_http_summarizers(ioc.get_executor(), *provider, static_cast<std::size_t>(threads));
+        spdlog::info(
+            "summaries from {}:{} at {}",
+            provider->name,
+            provider->model,
+            providers::mask_url(provider->base_url)
+        );
+        return server::shared_http_summarizers(
+            ioc.get_executor(), *provider, static_cast<std::size_t>(threads)
+        );
     }
     // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (as in the CLI).
     const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
     const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
     spdlog::info("summaries from the offline summarizer (no provider configured)");
-    return [delay](boost::asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex, delay); };
+    return [delay](boost::asio::any_io_executor ex) {
+        return std::make_shared<providers::offline_summarizer>(ex, delay);
+    };
 }
 
 // Settings files + environment → provider → what every session is configured with (the
 // model, its summarizer, the compaction settings, redaction and pins). False after saying why.
 bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
 {
-    if (c.settings_file && !std::filesystem::exists(c.settings_file))  // a named file must exist; the default need not
+    if (c.settings_file &&
+        !std::filesystem::exists(c.settings_file))  // a named file must exist; the default need not
     {
         std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", c.settings_file);
         return false;
@@ -211,7 +233,9 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
         if (host.error() == providers::make_error_code(providers::errc::not_configured))
             std::fprintf(stderr, "agent_server: %s\n", sdiag.message.c_str());
         else
-            std::fprintf(stderr, "agent_server: %s: %s\n", host.error().message().c_str(), sdiag.message.c_str());
+            std::fprintf(
+                stderr, "agent_server: %s: %s\n", host.error().message().c_str(), sdiag.message.c_str()
+            );
         return false;
     }
     auto& o = c.opts;
@@ -223,8 +247,13 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
     o.pins = host->settings.pins;
     o.required = host->settings.required;
     o.jobs = host->settings.jobs;
-    spdlog::info("settings: keepRecentTokens={} reserveTokens={} (project {}{})", o.settings.keep_recent_tokens,
-                 o.settings.reserve_tokens, c.sources.project_dir->string(), c.sources.project_trusted ? ", trusted" : ", not read");
+    spdlog::info(
+        "settings: keepRecentTokens={} reserveTokens={} (project {}{})",
+        o.settings.keep_recent_tokens,
+        o.settings.reserve_tokens,
+        c.sources.project_dir->string(),
+        c.sources.project_trusted ? ", trusted" : ", not read"
+    );
     return true;
 }
 
@@ -236,7 +265,9 @@ std::optional<std::string> connect_store(command_line& c, boost::asio::io_contex
         return c.opts.data_dir.string();
     c.opts.pg = std::make_shared<runtime::pg_pool>(ioc.get_executor(), c.store_url);
     std::optional<std::pair<boost::system::error_code, std::string>> migrated;
-    c.opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) { migrated.emplace(ec, std::move(m)); });
+    c.opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) {
+        migrated.emplace(ec, std::move(m));
+    });
     while (!migrated)
         ioc.run_one();
     ioc.restart();  // in case it ran out of work with the migration (it stops then)
@@ -252,14 +283,20 @@ std::optional<std::string> connect_store(command_line& c, boost::asio::io_contex
 void apply_descriptor_budget(command_line& c)
 {
     rlimit lim{};
-    const std::uint64_t nofile = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? lim.rlim_cur : 1u << 20;
+    const std::uint64_t nofile =
+        ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? lim.rlim_cur : 1u << 20;
     const runtime::pg_pool_options pg_defaults;
     const std::size_t database = c.opts.pg ? pg_defaults.max_connections + 2 : 0;  // + LISTEN and a lease
-    const auto b = server::budget_for(nofile, static_cast<std::size_t>(c.threads), c.opts.open_threads, database);
+    const auto b =
+        server::budget_for(nofile, static_cast<std::size_t>(c.threads), c.opts.open_threads, database);
     c.opts.max_open_sessions = c.max_open_sessions.value_or(b.max_open_sessions);
     c.opts.max_connections = c.max_connections.value_or(b.max_connections);
-    spdlog::info("limits: {} open sessions, {} connections (descriptor limit {})", c.opts.max_open_sessions,
-                 c.opts.max_connections, nofile);
+    spdlog::info(
+        "limits: {} open sessions, {} connections (descriptor limit {})",
+        c.opts.max_open_sessions,
+        c.opts.max_connections,
+        nofile
+    );
 }
 
 // Runs the server until SIGINT or SIGTERM. Graceful shutdown: stop accepting and close every

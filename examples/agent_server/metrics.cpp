@@ -58,8 +58,13 @@ void server_metrics::turn_check(double seconds)
     stalls_.observe(seconds);
 }
 
-void server_metrics::model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
-                                 std::int64_t cache_write)
+void server_metrics::model_usage(
+    std::int64_t calls,
+    std::int64_t input,
+    std::int64_t output,
+    std::int64_t cache_read,
+    std::int64_t cache_write
+)
 {
     std::lock_guard lock(mu_);
     model_calls_ += calls;
@@ -99,15 +104,33 @@ std::string render_pg_metrics(const runtime::pg_pool_stats& s)
     auto counter = [&](const char* name, const char* help, std::uint64_t v) {
         out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
     };
-    counter("agentctx_pg_append_transactions_total", "Transactions that committed appends (group commit).", s.append_groups);
+    counter(
+        "agentctx_pg_append_transactions_total",
+        "Transactions that committed appends (group commit).",
+        s.append_groups
+    );
     counter("agentctx_pg_appends_total", "Appends those transactions carried.", s.appends);
-    counter("agentctx_pg_group_fallbacks_total", "Groups that failed whole and were retried one append at a time.",
-            s.group_fallbacks);
-    counter("agentctx_pg_listen_reconnects_total", "LISTEN connections re-established after a failure.", s.listen_reconnects);
-    counter("agentctx_pg_full_resyncs_total", "Re-syncs of every open session after a LISTEN reconnect.", s.full_resyncs);
+    counter(
+        "agentctx_pg_group_fallbacks_total",
+        "Groups that failed whole and were retried one append at a time.",
+        s.group_fallbacks
+    );
+    counter(
+        "agentctx_pg_listen_reconnects_total",
+        "LISTEN connections re-established after a failure.",
+        s.listen_reconnects
+    );
+    counter(
+        "agentctx_pg_full_resyncs_total",
+        "Re-syncs of every open session after a LISTEN reconnect.",
+        s.full_resyncs
+    );
     counter("agentctx_pg_checks_total", "Periodic checks of the open sessions' stored counts.", s.checks);
-    counter("agentctx_pg_missed_changes_total", "Sessions a periodic check found ahead of every notification.",
-            s.missed_changes);
+    counter(
+        "agentctx_pg_missed_changes_total",
+        "Sessions a periodic check found ahead of every notification.",
+        s.missed_changes
+    );
     return out;
 }
 
@@ -120,31 +143,52 @@ std::string server_metrics::render(std::size_t active_sessions) const
     };
     header("agentctx_http_requests_total", "counter", "HTTP requests by route and status.");
     for (const auto& [k, n] : requests_)
-        out += fmt::format("agentctx_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, n);
+        out += fmt::format(
+            "agentctx_http_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, n
+        );
     header("agentctx_compactions_total", "counter", "Compactions by reason and outcome.");
     for (const auto& [k, n] : compactions_)
-        out += fmt::format("agentctx_compactions_total{{reason=\"{}\",outcome=\"{}\"}} {}\n", k.first, k.second, n);
+        out += fmt::format(
+            "agentctx_compactions_total{{reason=\"{}\",outcome=\"{}\"}} {}\n", k.first, k.second, n
+        );
     header("agentctx_compaction_duration_seconds", "histogram", "Compaction duration, start to end.");
     durations_.render(out, "agentctx_compaction_duration_seconds");
-    header("agentctx_background_compactions_total", "counter",
-           "Background compactions by step: prepared, committed, discarded (with the reason).");
+    header(
+        "agentctx_background_compactions_total",
+        "counter",
+        "Background compactions by step: prepared, committed, discarded (with the reason)."
+    );
     for (const auto& [k, n] : background_)
         out += k.second.empty()
                    ? fmt::format("agentctx_background_compactions_total{{outcome=\"{}\"}} {}\n", k.first, n)
-                   : fmt::format("agentctx_background_compactions_total{{outcome=\"{}\",reason=\"{}\"}} {}\n", k.first,
-                                 k.second, n);
-    header("agentctx_turn_check_seconds", "histogram", "How long a turn-end or overflow check held the agent (its stall).");
+                   : fmt::format(
+                         "agentctx_background_compactions_total{{outcome=\"{}\",reason=\"{}\"}} {}\n",
+                         k.first,
+                         k.second,
+                         n
+                     );
+    header(
+        "agentctx_turn_check_seconds",
+        "histogram",
+        "How long a turn-end or overflow check held the agent (its stall)."
+    );
     stalls_.render(out, "agentctx_turn_check_seconds");
     header("agentctx_model_calls_total", "counter", "Summary model calls of committed compactions.");
     out += fmt::format("agentctx_model_calls_total {}\n", model_calls_);
-    header("agentctx_model_tokens_total", "counter", "Tokens of committed compactions' summary calls, by kind.");
+    header(
+        "agentctx_model_tokens_total", "counter", "Tokens of committed compactions' summary calls, by kind."
+    );
     out += fmt::format("agentctx_model_tokens_total{{kind=\"input\"}} {}\n", tokens_input_);
     out += fmt::format("agentctx_model_tokens_total{{kind=\"output\"}} {}\n", tokens_output_);
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_read\"}} {}\n", tokens_cache_read_);
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_write\"}} {}\n", tokens_cache_write_);
     header("agentctx_appends_total", "counter", "Entries appended through the API.");
     out += fmt::format("agentctx_appends_total {}\n", appends_);
-    header("agentctx_budget_exceeded_total", "counter", "Required context that did not fit: a compaction that could not cut far enough, or a request view.");
+    header(
+        "agentctx_budget_exceeded_total",
+        "counter",
+        "Required context that did not fit: a compaction that could not cut far enough, or a request view."
+    );
     out += fmt::format("agentctx_budget_exceeded_total {}\n", budget_exceeded_);
     header("agentctx_active_sessions", "gauge", "Sessions open now.");
     out += fmt::format("agentctx_active_sessions {}\n", active_sessions);
@@ -157,7 +201,8 @@ std::string route_label(std::string_view method, std::string_view target)
 {
     // Any token is a valid HTTP method: only the standard ones become labels, so that distinct
     // method names (sent before authentication) cannot grow the metrics.
-    static constexpr std::string_view known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    static constexpr std::string_view known[] = {
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
     if (std::find(std::begin(known), std::end(known), method) == std::end(known))
         return "other";
     target = target.substr(0, target.find('?'));
@@ -179,7 +224,8 @@ std::string route_label(std::string_view method, std::string_view target)
     if (parts.size() == 3)
         return m + " /v1/sessions/{id}";
     const auto a = parts[3];
-    static constexpr std::string_view actions[] = {"entries", "compact", "context", "events", "messages", "turn-end", "overflow", "view"};
+    static constexpr std::string_view actions[] = {
+        "entries", "compact", "context", "events", "messages", "turn-end", "overflow", "view"};
     if (std::find(std::begin(actions), std::end(actions), a) == std::end(actions))
         return m + " other";
     return m + " /v1/sessions/{id}/" + std::string(a);

@@ -44,8 +44,13 @@ public:
     /// How long a turn-end or overflow check held the agent: its stall.
     void turn_check(double seconds);
     /// One committed compaction's model calls and summed usage.
-    void model_usage(std::int64_t calls, std::int64_t input, std::int64_t output, std::int64_t cache_read,
-                     std::int64_t cache_write);
+    void model_usage(
+        std::int64_t calls,
+        std::int64_t input,
+        std::int64_t output,
+        std::int64_t cache_read,
+        std::int64_t cache_write
+    );
     void append();
     /// Required context could not be fitted (a budget_exceeded event).
     void budget_exceeded();

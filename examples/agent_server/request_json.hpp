@@ -121,8 +121,9 @@ private:
 /// Parses a request body that must be one JSON object nesting at most `max_depth` levels (the
 /// session file limit, so an accepted entry always loads again) with no key repeated in any
 /// object, in one pass. On failure returns nullopt and says why in `why`.
-inline std::optional<boost::json::object> parse_request_object(std::string_view body, std::size_t max_depth,
-                                                               std::string& why)
+inline std::optional<boost::json::object> parse_request_object(
+    std::string_view body, std::size_t max_depth, std::string& why
+)
 {
     boost::json::parse_options opts;
     opts.max_depth = max_depth;
@@ -138,8 +139,9 @@ inline std::optional<boost::json::object> parse_request_object(std::string_view 
     }
     if (ec)
     {
-        why = ec == boost::json::error::too_deep ? "the request body nests deeper than " + std::to_string(max_depth) + " levels"
-                                                 : "the request body is not valid JSON";
+        why = ec == boost::json::error::too_deep
+                  ? "the request body nests deeper than " + std::to_string(max_depth) + " levels"
+                  : "the request body is not valid JSON";
         return std::nullopt;
     }
     auto v = p.handler().stack.release();

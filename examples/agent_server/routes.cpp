@@ -41,7 +41,9 @@ std::vector<std::string> split_target(std::string_view target)
     for (std::size_t p = 1; p <= target.size();)
     {
         const auto slash = target.find('/', p);
-        parts.emplace_back(target.substr(p, slash == std::string_view::npos ? std::string_view::npos : slash - p));
+        parts.emplace_back(
+            target.substr(p, slash == std::string_view::npos ? std::string_view::npos : slash - p)
+        );
         if (slash == std::string_view::npos)
             break;
         p = slash + 1;
@@ -70,14 +72,16 @@ bool valid_id(std::string_view id)
 {
     if (id.empty() || id.size() > 64)
         return false;
-    return std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    });
 }
 
 bool is_event_stream(const http_request& req)
 {
     const auto parts = split_target(req.target());
-    return req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" && parts[1] == "sessions" &&
-           parts[3] == "events";
+    return req.method() == http::verb::get && parts.size() == 4 && parts[0] == "v1" &&
+           parts[1] == "sessions" && parts[3] == "events";
 }
 
 namespace {
@@ -107,8 +111,9 @@ asio::awaitable<http_response> get_openapi(request_context& c)
 
 // A session's own settings (`settings` of POST /v1/sessions): only the "jobs" section is
 // per session. Errors name the field (`settings.jobs.rules[0].id.from`).
-compaction::result<std::optional<compaction::job_rules>> session_settings(const json::object& body,
-                                                                          compaction::diagnostics& diag)
+compaction::result<std::optional<compaction::job_rules>> session_settings(
+    const json::object& body, compaction::diagnostics& diag
+)
 {
     const auto* s = body.if_contains("settings");
     if (!s)
@@ -169,7 +174,11 @@ asio::awaitable<http_response> create_session(request_context& c)
     if (!created)
     {
         spdlog::error("cannot create a session: {}", diag.message);
-        co_return reply(c.req, status_for(created.error()), error_body(created.error().message(), public_message(created.error(), diag)));
+        co_return reply(
+            c.req,
+            status_for(created.error()),
+            error_body(created.error().message(), public_message(created.error(), diag))
+        );
     }
     co_return reply(c.req, http::status::created, json::object{{"id", created->first}});
 }
@@ -183,7 +192,8 @@ asio::awaitable<http_response> use_post(request_context& c)
 std::optional<compaction::message> assistant_message(const json::object& body)
 {
     const auto* m = body.if_contains("message");
-    if (!m || !m->is_object() || !m->get_object().contains("role") || m->get_object().at("role") != "assistant")
+    if (!m || !m->is_object() || !m->get_object().contains("role") ||
+        m->get_object().at("role") != "assistant")
         return std::nullopt;
     compaction::diagnostics d;
     auto decoded = compaction::decode_message(m->get_object(), "message", d);
@@ -197,15 +207,22 @@ asio::awaitable<http_response> after_model_change(request_context& c, const leas
     auto [ec, outcome] = co_await held->session().async_before_prompt(asio::as_tuple(asio::use_awaitable));
     // As turn-end: a paused or exhausted automatic path is no failure of the append.
     if (ec && ec != runtime::errc::auto_compaction_paused && ec != runtime::errc::overflow_recovery_failed)
-        co_return reply(c.req, status_for(ec),
-                        error_body(ec.message(), "the model_change entry " + id + " is stored; " +
-                                                     without_data_dir(outcome.message, c.server.data_dir_prefix)));
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(
+                ec.message(),
+                "the model_change entry " + id + " is stored; " +
+                    without_data_dir(outcome.message, c.server.data_dir_prefix)
+            )
+        );
     json::object out{{"id", id}};
     if (outcome.compacted && outcome.result && outcome.reason)
-        out["compaction"] = json::object{{"entryId", outcome.entry_id},
-                                         {"reason", runtime::to_string(*outcome.reason)},
-                                         {"tokensBefore", outcome.result->tokens_before},
-                                         {"tokensAfter", outcome.result->tokens_after}};
+        out["compaction"] = json::object{
+            {"entryId", outcome.entry_id},
+            {"reason", runtime::to_string(*outcome.reason)},
+            {"tokensBefore", outcome.result->tokens_before},
+            {"tokensAfter", outcome.result->tokens_after}};
     co_return reply(c.req, http::status::created, std::move(out));
 }
 
@@ -214,17 +231,24 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
     // Only entries that may follow a header can be appended through the API.
     const auto* t = c.body.if_contains("type");
     if (t && t->is_string() && (t->get_string() == "session" || t->get_string() == "compaction"))
-        co_return reply(c.req, http::status::unprocessable_entity,
-                        error_body("entry_not_appendable", "session and compaction entries cannot be appended"));
+        co_return reply(
+            c.req,
+            http::status::unprocessable_entity,
+            error_body("entry_not_appendable", "session and compaction entries cannot be appended")
+        );
     auto turn_end = assistant_message(c.body);
     const bool model_change = t && t->is_string() && t->get_string() == "model_change";
     compaction::diagnostics diag;
-    auto [ec, id] = co_await held->session().async_append(std::move(c.body), diag, asio::as_tuple(asio::use_awaitable));
+    auto [ec, id] =
+        co_await held->session().async_append(std::move(c.body), diag, asio::as_tuple(asio::use_awaitable));
     if (ec)
     {
         // The diagnostics: the sentence (field path and reason) and the field on its own.
-        auto body = error_body(ec.message(), diag.message.empty() ? "the entry was rejected"
-                                                                   : without_data_dir(diag.message, c.server.data_dir_prefix));
+        auto body = error_body(
+            ec.message(),
+            diag.message.empty() ? "the entry was rejected"
+                                 : without_data_dir(diag.message, c.server.data_dir_prefix)
+        );
         if (!diag.field.empty())
             body["error"].as_object()["field"] = diag.field;
         co_return reply(c.req, status_for(ec), std::move(body));
@@ -234,7 +258,9 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
         co_return co_await after_model_change(c, held, std::move(id));
     // The automatic check after each assistant message; its result shows on the event stream.
     if (turn_end)
-        held->session().async_on_turn_end(std::move(*turn_end), [hold = held](error_code, runtime::compaction_outcome) {});
+        held->session().async_on_turn_end(
+            std::move(*turn_end), [hold = held](error_code, runtime::compaction_outcome) {}
+        );
     co_return reply(c.req, http::status::created, json::object{{"id", id}});
 }
 
@@ -243,43 +269,65 @@ asio::awaitable<http_response> compact(request_context& c, const lease& held)
     std::optional<std::string> instructions;
     if (const auto* i = c.body.if_contains("instructions"); i && i->is_string())
         instructions = std::string(i->get_string());
-    auto [ec, outcome] = co_await held->session().async_compact(std::move(instructions), asio::as_tuple(asio::use_awaitable));
+    auto [ec, outcome] =
+        co_await held->session().async_compact(std::move(instructions), asio::as_tuple(asio::use_awaitable));
     if (ec || !outcome.compacted)
-        co_return reply(c.req, status_for(ec),
-                        error_body(ec ? ec.message() : "not_compacted", without_data_dir(outcome.message, c.server.data_dir_prefix)));
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(
+                ec ? ec.message() : "not_compacted",
+                without_data_dir(outcome.message, c.server.data_dir_prefix)
+            )
+        );
     const auto& r = *outcome.result;
-    co_return reply(c.req, http::status::ok,
-                    json::object{{"entryId", outcome.entry_id},
-                                 {"firstKeptEntryId", r.first_kept_entry_id},
-                                 {"tokensBefore", r.tokens_before},
-                                 {"tokensAfter", r.tokens_after},
-                                 {"summary", r.summary}});
+    co_return reply(
+        c.req,
+        http::status::ok,
+        json::object{
+            {"entryId", outcome.entry_id},
+            {"firstKeptEntryId", r.first_kept_entry_id},
+            {"tokensBefore", r.tokens_before},
+            {"tokensAfter", r.tokens_after},
+            {"summary", r.summary}}
+    );
 }
 
 // The context a session's next request carries: messages (unresolved tool calls answered, see
 // unresolved_calls.hpp), the native state, and with `wire` the request body's messages / input.
-json::object context_json(const runtime::snapshot& snap, const std::optional<std::string>& wire,
-                          compaction::summary_framing framing, const compaction::job_rules* jobs)
+json::object context_json(
+    const runtime::snapshot& snap,
+    const std::optional<std::string>& wire,
+    compaction::summary_framing framing,
+    const compaction::job_rules* jobs
+)
 {
     json::array msgs;
-    const auto ctx = compaction::with_unknown_outcomes(snap.messages.to_vector(), compaction::compat_mode::agentctx, jobs);
+    const auto ctx =
+        compaction::with_unknown_outcomes(snap.messages.to_vector(), compaction::compat_mode::agentctx, jobs);
     for (const auto& m : ctx)
-        msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
-                                    {"entryId", m.entry_id},
-                                    {"tokens", compaction::estimate_tokens(*m.msg)}});
-    json::object out{{"leafId", snap.leaf_id ? json::value(*snap.leaf_id) : json::value(nullptr)},
-                     {"estimatedTokens", snap.context_tokens()},
-                     {"messages", std::move(msgs)}};
+        msgs.push_back(json::object{
+            {"role", compaction::to_string(m.msg->role)},
+            {"entryId", m.entry_id},
+            {"tokens", compaction::estimate_tokens(*m.msg)}});
+    json::object out{
+        {"leafId", snap.leaf_id ? json::value(*snap.leaf_id) : json::value(nullptr)},
+        {"estimatedTokens", snap.context_tokens()},
+        {"messages", std::move(msgs)}};
     const auto* native = snap.native.get();
     if (native)
-        out["native"] = json::object{{"provider", native->state.format == providers::wire_format::anthropic ? "anthropic" : "openai"},
-                                     {"entryId", native->entry_id}};
+        out["native"] = json::object{
+            {"provider", native->state.format == providers::wire_format::anthropic ? "anthropic" : "openai"},
+            {"entryId", native->entry_id}};
     if (wire == "responses")
         out["wire"] = providers::to_responses_input(ctx, native, framing);
     else if (wire)
         out["wire"] = providers::to_wire_messages(
-            *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai, ctx, native,
-            framing);
+            *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai,
+            ctx,
+            native,
+            framing
+        );
     return out;
 }
 
@@ -287,12 +335,23 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
 {
     const auto wire = query_param(c.req.target(), "wire");  // absent: no wire view; empty: refused
     if (wire && *wire != "anthropic" && *wire != "openai" && *wire != "responses")
-        co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "wire must be anthropic, openai or responses"));
+        co_return reply(
+            c.req,
+            http::status::bad_request,
+            error_body("invalid_request", "wire must be anthropic, openai or responses")
+        );
     const auto framing = providers::summary_framing_for(held->session().config().compat);
-    co_return reply(c.req, http::status::ok, context_json(*held->session().current(), wire, framing,
-                                                          held->session().config().compat == compaction::compat_mode::pi
-                                                              ? nullptr
-                                                              : &held->session().config().jobs));
+    co_return reply(
+        c.req,
+        http::status::ok,
+        context_json(
+            *held->session().current(),
+            wire,
+            framing,
+            held->session().config().compat == compaction::compat_mode::pi ? nullptr
+                                                                           : &held->session().config().jobs
+        )
+    );
 }
 
 // One entry exactly as stored: the original of a tool result the clearing tier replaced.
@@ -301,10 +360,16 @@ asio::awaitable<http_response> get_entry(request_context& c, const lease& held)
     const auto parts = split_target(c.req.target());
     const std::string entry_id = parts.size() == 5 ? parts[4] : std::string();
     if (!valid_id(entry_id))
-        co_return reply(c.req, http::status::bad_request, error_body("invalid_request", "the entry id is not valid"));
+        co_return reply(
+            c.req, http::status::bad_request, error_body("invalid_request", "the entry id is not valid")
+        );
     auto [ec, entry] = co_await held->session().async_original(entry_id, asio::as_tuple(asio::use_awaitable));
     if (ec == compaction::errc::entry_not_found)
-        co_return reply(c.req, http::status::not_found, error_body("not_found", "no entry '" + entry_id + "' in this session"));
+        co_return reply(
+            c.req,
+            http::status::not_found,
+            error_body("not_found", "no entry '" + entry_id + "' in this session")
+        );
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), "the entry could not be read"));
     co_return reply(c.req, http::status::ok, std::move(entry));
@@ -312,7 +377,11 @@ asio::awaitable<http_response> get_entry(request_context& c, const lease& held)
 
 asio::awaitable<http_response> no_such_action(request_context& c, const lease&)
 {
-    co_return reply(c.req, http::status::method_not_allowed, error_body("method_not_allowed", "no such action for this method"));
+    co_return reply(
+        c.req,
+        http::status::method_not_allowed,
+        error_body("method_not_allowed", "no such action for this method")
+    );
 }
 
 struct route_entry
@@ -360,15 +429,20 @@ bool matches(std::string_view pattern, const std::vector<std::string>& parts, st
     return true;
 }
 
-asio::awaitable<http_response> with_session(request_context& c, const std::string& id, session_handler handler)
+asio::awaitable<http_response> with_session(
+    request_context& c, const std::string& id, session_handler handler
+)
 {
     compaction::diagnostics diag;
     auto held = co_await c.server.sessions->find(id, diag);
     if (!held && held.error() == errc::too_many_open_sessions)
         co_return busy_reply(c.req, c.server.sessions->max_open_sessions());
     if (!held)
-        co_return reply(c.req, status_for(held.error()),
-                        error_body(held.error().message(), "session '" + id + "': " + public_message(held.error(), diag)));
+        co_return reply(
+            c.req,
+            status_for(held.error()),
+            error_body(held.error().message(), "session '" + id + "': " + public_message(held.error(), diag))
+        );
     co_return co_await handler(c, *held);
 }
 

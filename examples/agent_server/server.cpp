@@ -21,8 +21,7 @@ struct agent_server::impl
 
 agent_server::agent_server(asio::io_context& ioc, server_options opts)
     : impl_(std::make_shared<impl>(impl{server_state::make(ioc, std::move(opts))}))
-{
-}
+{}
 
 agent_server::~agent_server()
 {

@@ -20,11 +20,11 @@ namespace agentctx::server {
 
 struct server_options
 {
-    std::filesystem::path data_dir;      ///< one <id>.jsonl per session (unless `pg`)
+    std::filesystem::path data_dir;  ///< one <id>.jsonl per session (unless `pg`)
     /// Sessions in PostgreSQL instead of files (many server nodes on one database); migrated.
     std::shared_ptr<runtime::pg_pool> pg;
     std::string address = "127.0.0.1";
-    std::uint16_t port = 0;              ///< 0 = any free port
+    std::uint16_t port = 0;  ///< 0 = any free port
     runtime::model_identity model{"offline", "offline", 200000, 0};
     /// The settings' "models" section: the models a `model_change` entry may switch a session to.
     std::vector<runtime::model_identity> models;
@@ -40,8 +40,8 @@ struct server_options
     /// Time a keep-alive connection may wait for its next request, and the time allowed to
     /// receive a body or to write a response (a peer that stops reading is closed).
     std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
-    std::size_t header_limit = 8 * 1024;           ///< larger request headers get 431
-    std::size_t body_limit = 16 * 1024 * 1024;     ///< larger request bodies get 413
+    std::size_t header_limit = 8 * 1024;        ///< larger request headers get 431
+    std::size_t body_limit = 16 * 1024 * 1024;  ///< larger request bodies get 413
     /// Sessions kept open at once (each holds one descriptor, its file); 0 = no limit. When the
     /// limit is reached the least recently used idle session is closed; when none is idle the
     /// request gets 503 `too_many_open_sessions`. The binary derives it from RLIMIT_NOFILE

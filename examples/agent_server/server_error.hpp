@@ -24,8 +24,10 @@ public:
     {
         switch (static_cast<errc>(ev))
         {
-        case errc::too_many_open_sessions: return "too_many_open_sessions";
-        case errc::out_of_descriptors: return "out_of_descriptors";
+        case errc::too_many_open_sessions:
+            return "too_many_open_sessions";
+        case errc::out_of_descriptors:
+            return "out_of_descriptors";
         }
         return "unknown";
     }
@@ -48,5 +50,4 @@ inline boost::system::error_code make_error_code(errc e) noexcept
 
 template <>
 struct boost::system::is_error_code_enum<agentctx::server::errc> : std::true_type
-{
-};
+{};

@@ -21,7 +21,10 @@ std::shared_ptr<server_state> server_state::make(boost::asio::io_context& ioc, s
     r.max_open_sessions = s->opts.max_open_sessions;
     r.open_threads = s->opts.open_threads;
     r.before_load = s->opts.before_load;
-    r.session_config = [weak] { auto self = weak.lock(); return self ? self->session_config() : runtime::session_config{}; };
+    r.session_config = [weak] {
+        auto self = weak.lock();
+        return self ? self->session_config() : runtime::session_config{};
+    };
     r.configure = [weak](const std::string& id, runtime::session_config& c) {
         if (auto self = weak.lock())
             self->configure(id, c);
@@ -39,17 +42,23 @@ std::shared_ptr<server_state> server_state::make(boost::asio::io_context& ioc, s
 }
 
 server_state::server_state(boost::asio::io_context& c, server_options o)
-    : ioc(c), opts(std::move(o)), data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"),
-      acceptor(c)
-{
-}
+    : ioc(c), opts(std::move(o)),
+      data_dir_prefix(std::filesystem::absolute(opts.data_dir).lexically_normal().string() + "/"), acceptor(c)
+{}
 
-void server_state::record(const http_request& req, unsigned status, std::chrono::steady_clock::time_point started)
+void server_state::record(
+    const http_request& req, unsigned status, std::chrono::steady_clock::time_point started
+)
 {
     const auto route = route_label(req.method_string(), req.target());
     metrics.request(route, status);
-    spdlog::debug("request route=\"{}\" status={} body_bytes={} duration_ms={:.3f}", route, status, req.body().size(),
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    spdlog::debug(
+        "request route=\"{}\" status={} body_bytes={} duration_ms={:.3f}",
+        route,
+        status,
+        req.body().size(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count()
+    );
 }
 
 bool server_state::authorized(const http_request& req) const
@@ -62,7 +71,9 @@ void server_state::free_descriptors()
     constexpr std::size_t sessions_per_attempt = 4;
     const auto closed = sessions->shed_idle(sessions_per_attempt);
     const bool connection = idle.close_longest();
-    spdlog::warn("out of descriptors: closed {} idle sessions{}", closed, connection ? " and an idle connection" : "");
+    spdlog::warn(
+        "out of descriptors: closed {} idle sessions{}", closed, connection ? " and an idle connection" : ""
+    );
 }
 
 runtime::session_config server_state::session_config() const
@@ -102,11 +113,19 @@ void server_state::configure(const std::string& id, runtime::session_config& c) 
 namespace {
 
 // A compaction's end in the metrics: its outcome, its duration, and a background one's step.
-void count_end(server_metrics& m, const runtime::compaction_end_event& end, std::chrono::steady_clock::time_point started)
+void count_end(
+    server_metrics& m, const runtime::compaction_end_event& end, std::chrono::steady_clock::time_point started
+)
 {
-    const char* outcome = end.result ? "committed" : end.discarded ? "discarded" : end.aborted ? "cancelled" : "failed";
-    m.compaction(runtime::to_string(end.reason), outcome,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    const char* outcome = end.result      ? "committed"
+                          : end.discarded ? "discarded"
+                          : end.aborted   ? "cancelled"
+                                          : "failed";
+    m.compaction(
+        runtime::to_string(end.reason),
+        outcome,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+    );
     if (end.reason == runtime::compaction_reason::background && (end.result || end.discarded))
         m.background(outcome, end.discarded.value_or(""));
 }
@@ -127,7 +146,9 @@ void server_state::observe(const std::shared_ptr<session_slot>& slot)
         const auto u = e.entry.usage.value_or(compaction::usage{});
         self->metrics.model_usage(calls, u.input, u.output, u.cache_read, u.cache_write);
     });
-    slot->session->on_event([weak = std::weak_ptr(slot), owner = weak_from_this(), dir = data_dir_prefix](const runtime::session_event& e) {
+    slot->session->on_event([weak = std::weak_ptr(slot),
+                             owner = weak_from_this(),
+                             dir = data_dir_prefix](const runtime::session_event& e) {
         auto s = weak.lock();
         if (!s)
             return;

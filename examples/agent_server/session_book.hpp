@@ -1,4 +1,5 @@
-// The session registry's decisions without I/O: which sessions are open, opening, closing and leased, and what closes to make room.
+// The session registry's decisions without I/O: which sessions are open, opening, closing and leased, and
+// what closes to make room.
 #pragma once
 
 #include <algorithm>
@@ -137,7 +138,9 @@ public:
         for (const auto& [id, slot] : slots_)
             if (idle(*slot))
                 idle_slots.push_back(slot);
-        std::sort(idle_slots.begin(), idle_slots.end(), [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+        std::sort(idle_slots.begin(), idle_slots.end(), [](const auto& a, const auto& b) {
+            return a->last_used < b->last_used;
+        });
         idle_slots.resize(std::min(n, idle_slots.size()));
         for (const auto& slot : idle_slots)
             slot->phase = slot_phase::closing;
@@ -147,8 +150,9 @@ public:
     /// Sessions open now (not opening, not closing).
     std::size_t active() const
     {
-        return static_cast<std::size_t>(
-            std::count_if(slots_.begin(), slots_.end(), [](const auto& kv) { return kv.second->phase == slot_phase::open; }));
+        return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const auto& kv) {
+            return kv.second->phase == slot_phase::open;
+        }));
     }
 
     std::size_t size() const { return slots_.size(); }

@@ -55,10 +55,11 @@ struct session_registry::open_result
     compaction::diagnostics diag;
 };
 
-session_registry::lease_state::lease_state(std::shared_ptr<session_registry> owner, std::shared_ptr<session_slot> slot)
+session_registry::lease_state::lease_state(
+    std::shared_ptr<session_registry> owner, std::shared_ptr<session_slot> slot
+)
     : owner_(std::move(owner)), slot_(std::move(slot))
-{
-}
+{}
 
 session_registry::lease_state::~lease_state()
 {
@@ -67,9 +68,9 @@ session_registry::lease_state::~lease_state()
 }
 
 session_registry::session_registry(asio::io_context& ioc, registry_options opts)
-    : ioc_(ioc), opts_(std::move(opts)), loader_(std::max<std::size_t>(opts_.open_threads, 1)), book_(opts_.max_open_sessions)
-{
-}
+    : ioc_(ioc), opts_(std::move(opts)), loader_(std::max<std::size_t>(opts_.open_threads, 1)),
+      book_(opts_.max_open_sessions)
+{}
 
 // Wraps a lease the book took. Caller holds mu_.
 lease session_registry::take(const std::shared_ptr<session_slot>& slot)
@@ -92,14 +93,19 @@ lease session_registry::begin_open(const std::string& id, store_factory make_sto
 // Opens (or creates) the session's store and loads it on the loader pool, then publishes the
 // slot and wakes everyone waiting for it. Not cancellable: every waiter depends on it, and it
 // ends once the blocking read ends.
-asio::awaitable<void> session_registry::open_session(std::string id, std::shared_ptr<session_slot> slot, store_factory make_store)
+asio::awaitable<void> session_registry::open_session(
+    std::string id, std::shared_ptr<session_slot> slot, store_factory make_store
+)
 {
     auto self = shared_from_this();
     auto config = opts_.session_config();
     if (opts_.configure)
         opts_.configure(id, config);
-    auto work = [make_store = std::move(make_store), ex = ioc_.get_executor(), config = std::move(config),
-                 before = opts_.before_load, id]() -> asio::awaitable<open_result> {
+    auto work = [make_store = std::move(make_store),
+                 ex = ioc_.get_executor(),
+                 config = std::move(config),
+                 before = opts_.before_load,
+                 id]() -> asio::awaitable<open_result> {
         open_result r;
         if (before)
             before(id);
@@ -107,7 +113,8 @@ asio::awaitable<void> session_registry::open_session(std::string id, std::shared
         if (!store)
         {
             const int err = errno;  // what the failed open or create left, read before anything else runs
-            const bool exhausted = store.error() == runtime::errc::io_error && (err == EMFILE || err == ENFILE);
+            const bool exhausted =
+                store.error() == runtime::errc::io_error && (err == EMFILE || err == ENFILE);
             r.session = exhausted ? make_error_code(errc::out_of_descriptors) : store.error();
             co_return r;
         }
@@ -123,7 +130,9 @@ asio::awaitable<void> session_registry::open_session(std::string id, std::shared
 
 // The open finished: the slot is usable (its release will forget it), or forgotten with the
 // open's error for everyone who joined it.
-void session_registry::publish_open(const std::string& id, const std::shared_ptr<session_slot>& slot, open_result& r)
+void session_registry::publish_open(
+    const std::string& id, const std::shared_ptr<session_slot>& slot, open_result& r
+)
 {
     std::lock_guard lock(mu_);
     if (!r.session)
@@ -154,7 +163,9 @@ void session_registry::publish_open(const std::string& id, const std::shared_ptr
 }
 
 // Waits for a lease taken by begin_open (or on an opening slot) to be usable.
-asio::awaitable<compaction::result<lease>> session_registry::await_open(lease held, compaction::diagnostics& diag)
+asio::awaitable<compaction::result<lease>> session_registry::await_open(
+    lease held, compaction::diagnostics& diag
+)
 {
     const auto opened = held->slot().opened;
     co_await opened->async_receive(asio::as_tuple(asio::use_awaitable));  // closed when done
@@ -174,7 +185,9 @@ asio::awaitable<void> session_registry::after_freeing_descriptors()
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-asio::awaitable<compaction::result<lease>> session_registry::find(const std::string& id, compaction::diagnostics& diag)
+asio::awaitable<compaction::result<lease>> session_registry::find(
+    const std::string& id, compaction::diagnostics& diag
+)
 {
     for (int attempt = 0;; ++attempt)
     {
@@ -186,7 +199,10 @@ asio::awaitable<compaction::result<lease>> session_registry::find(const std::str
 }
 
 asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create(
-    const std::string& cwd, compaction::diagnostics& diag, const std::function<void(const std::string& id)>& before_open)
+    const std::string& cwd,
+    compaction::diagnostics& diag,
+    const std::function<void(const std::string& id)>& before_open
+)
 {
     const std::string id = new_session_id();
     if (before_open)
@@ -202,7 +218,9 @@ asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_regis
 
 // One try of find(): requests for a session being opened wait for that one open and share its
 // session (or its error); a session being closed is waited for and reopened.
-asio::awaitable<compaction::result<lease>> session_registry::find_once(const std::string& id, compaction::diagnostics& diag)
+asio::awaitable<compaction::result<lease>> session_registry::find_once(
+    const std::string& id, compaction::diagnostics& diag
+)
 {
     const auto path = opts_.data_dir / (id + ".jsonl");
     for (;;)
@@ -231,7 +249,9 @@ asio::awaitable<compaction::result<lease>> session_registry::find_once(const std
             else if (opts_.pg)
                 break;  // opened below, outside mu_: the database read is asynchronous
             else
-                opening = begin_open(id, [path](compaction::diagnostics& d) { return runtime::jsonl_store::open(path, {}, d); });
+                opening = begin_open(id, [path](compaction::diagnostics& d) {
+                    return runtime::jsonl_store::open(path, {}, d);
+                });
         }
         if (opening)
             co_return co_await await_open(std::move(opening), diag);
@@ -250,9 +270,9 @@ asio::awaitable<compaction::result<lease>> session_registry::find_once(const std
 // A store opened outside mu_ (read from the database): another request may have opened the
 // session meanwhile, and then that one is used; else the session is built from the store on
 // the loader pool like a file's.
-asio::awaitable<compaction::result<lease>> session_registry::adopt_opened(const std::string& id,
-                                                                          std::unique_ptr<runtime::store> store,
-                                                                          compaction::diagnostics& diag)
+asio::awaitable<compaction::result<lease>> session_registry::adopt_opened(
+    const std::string& id, std::unique_ptr<runtime::store> store, compaction::diagnostics& diag
+)
 {
     lease opening;
     {
@@ -264,18 +284,21 @@ asio::awaitable<compaction::result<lease>> session_registry::adopt_opened(const 
         else
         {
             auto held = std::make_shared<std::unique_ptr<runtime::store>>(std::move(store));
-            opening = begin_open(id, [held](compaction::diagnostics&) -> compaction::result<std::unique_ptr<runtime::store>> {
-                return std::move(*held);
-            });
+            opening = begin_open(
+                id,
+                [held](compaction::diagnostics&) -> compaction::result<std::unique_ptr<runtime::store>> {
+                    return std::move(*held);
+                }
+            );
         }
     }
     co_return co_await await_open(std::move(opening), diag);
 }
 
 // One try of create(): makes room, then creates the file (or the database row) and opens it.
-asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create_once(const std::string& id,
-                                                                                                 const std::string& cwd,
-                                                                                                 compaction::diagnostics& diag)
+asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_registry::create_once(
+    const std::string& id, const std::string& cwd, compaction::diagnostics& diag
+)
 {
     auto header = compaction::make_header(id, compaction::iso_timestamp_now(), cwd);
     for (;;)
@@ -295,9 +318,12 @@ asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_regis
             else if (opts_.pg)
                 break;
             else
-                opening = begin_open(id, [path = opts_.data_dir / (id + ".jsonl"), header](compaction::diagnostics& d) {
-                    return runtime::jsonl_store::create(path, header, {}, d);
-                });
+                opening = begin_open(
+                    id,
+                    [path = opts_.data_dir / (id + ".jsonl"), header](compaction::diagnostics& d) {
+                        return runtime::jsonl_store::create(path, header, {}, d);
+                    }
+                );
         }
         if (opening)
         {

@@ -44,8 +44,8 @@ struct registry_options
     std::shared_ptr<runtime::pg_pool> pg;  ///< sessions in PostgreSQL instead of files
     std::size_t max_open_sessions = 0;     ///< 0 = no limit
     std::size_t open_threads = 2;
-    std::function<void(const std::string&)> before_load;        ///< test hook, on the open thread
-    std::function<runtime::session_config()> session_config;    ///< for each session opened
+    std::function<void(const std::string&)> before_load;      ///< test hook, on the open thread
+    std::function<runtime::session_config()> session_config;  ///< for each session opened
     /// Adjusts session `id`'s configuration before it opens (its per-session declarations).
     std::function<void(const std::string& id, runtime::session_config&)> configure;
     std::function<void(const std::shared_ptr<session_slot>&)> on_open;  ///< observe a session just opened
@@ -82,13 +82,17 @@ public:
 
     /// A lease on session `id`, opening it if needed (not_found when it does not exist,
     /// too_many_open_sessions when every open one is busy).
-    boost::asio::awaitable<compaction::result<lease>> find(const std::string& id, compaction::diagnostics& diag);
+    boost::asio::awaitable<compaction::result<lease>> find(
+        const std::string& id, compaction::diagnostics& diag
+    );
     /// Creates a session (a new id, a header with `cwd`) and leases it. `before_open`, when set,
     /// is called with the new id before the session opens (to declare its configuration);
     /// it must outlive the operation.
     boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create(
-        const std::string& cwd, compaction::diagnostics& diag,
-        const std::function<void(const std::string& id)>& before_open);
+        const std::string& cwd,
+        compaction::diagnostics& diag,
+        const std::function<void(const std::string& id)>& before_open
+    );
     /// Closes up to `n` idle sessions, least recently used first; returns how many.
     std::size_t shed_idle(std::size_t n);
     /// Sessions open now.
@@ -98,20 +102,28 @@ public:
     void close_all();
 
 private:
-    using store_factory = std::function<compaction::result<std::unique_ptr<runtime::store>>(compaction::diagnostics&)>;
+    using store_factory =
+        std::function<compaction::result<std::unique_ptr<runtime::store>>(compaction::diagnostics&)>;
     struct open_result;
 
     lease take(const std::shared_ptr<session_slot>& slot);
     lease begin_open(const std::string& id, store_factory make_store);
-    boost::asio::awaitable<void> open_session(std::string id, std::shared_ptr<session_slot> slot, store_factory make_store);
+    boost::asio::awaitable<void> open_session(
+        std::string id, std::shared_ptr<session_slot> slot, store_factory make_store
+    );
     void publish_open(const std::string& id, const std::shared_ptr<session_slot>& slot, open_result& r);
-    static boost::asio::awaitable<compaction::result<lease>> await_open(lease held, compaction::diagnostics& diag);
-    boost::asio::awaitable<compaction::result<lease>> find_once(const std::string& id, compaction::diagnostics& diag);
-    boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create_once(const std::string& id,
-                                                                                          const std::string& cwd,
-                                                                                          compaction::diagnostics& diag);
-    boost::asio::awaitable<compaction::result<lease>> adopt_opened(const std::string& id, std::unique_ptr<runtime::store> store,
-                                                                   compaction::diagnostics& diag);
+    static boost::asio::awaitable<compaction::result<lease>> await_open(
+        lease held, compaction::diagnostics& diag
+    );
+    boost::asio::awaitable<compaction::result<lease>> find_once(
+        const std::string& id, compaction::diagnostics& diag
+    );
+    boost::asio::awaitable<compaction::result<std::pair<std::string, lease>>> create_once(
+        const std::string& id, const std::string& cwd, compaction::diagnostics& diag
+    );
+    boost::asio::awaitable<compaction::result<lease>> adopt_opened(
+        const std::string& id, std::unique_ptr<runtime::store> store, compaction::diagnostics& diag
+    );
     boost::asio::awaitable<void> after_freeing_descriptors();
 
     boost::asio::io_context& ioc_;

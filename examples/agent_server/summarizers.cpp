@@ -5,7 +5,9 @@
 
 namespace agentctx::server {
 
-summarizer_factory shared_http_summarizers(boost::asio::any_io_executor ex, providers::provider_config cfg, std::size_t io_threads)
+summarizer_factory shared_http_summarizers(
+    boost::asio::any_io_executor ex, providers::provider_config cfg, std::size_t io_threads
+)
 {
     auto pool = std::make_shared<providers::http_client_pool>(ex, io_threads);
     return [pool, cfg = std::move(cfg)](boost::asio::any_io_executor session_ex) {

@@ -11,11 +11,14 @@
 
 namespace agentctx::server {
 
-using summarizer_factory = std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)>;
+using summarizer_factory =
+    std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)>;
 
 /// A server_options::make_summarizer that gives every session an http_summarizer for `cfg`
 /// sending through one of `io_threads` http_clients on `ex` (a providers::http_client_pool), so
 /// the server holds `io_threads` curl multi handles and connection caches, not one per session.
-summarizer_factory shared_http_summarizers(boost::asio::any_io_executor ex, providers::provider_config cfg, std::size_t io_threads);
+summarizer_factory shared_http_summarizers(
+    boost::asio::any_io_executor ex, providers::provider_config cfg, std::size_t io_threads
+);
 
 }  // namespace agentctx::server

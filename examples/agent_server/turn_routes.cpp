@@ -65,7 +65,8 @@ http_response bad(const http_request& req, std::string_view why)
 asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
 {
     const auto* f = c.body.if_contains("format");
-    const auto format = f && f->is_string() ? providers::input_format_from_string(f->get_string()) : std::nullopt;
+    const auto format =
+        f && f->is_string() ? providers::input_format_from_string(f->get_string()) : std::nullopt;
     if (!format)
         co_return bad(c.req, "format: must be openai, responses or anthropic");
     const auto* usage = c.body.if_contains("usage");
@@ -74,23 +75,36 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
     const auto snap = held->session().current();
     auto m = last_assistant(*snap);
     if (!m)
-        co_return reply(c.req, http::status::conflict, error_body("no_assistant_message", "the session has no assistant message to check"));
+        co_return reply(
+            c.req,
+            http::status::conflict,
+            error_body("no_assistant_message", "the session has no assistant message to check")
+        );
     if (usage)
         m->usage = providers::usage_from_wire(*format, usage->get_object());
     const auto& cfg = held->session().config();
     // The window the check uses: the serving model's after a model_change (not with `--compat pi`).
-    const auto window = cfg.compat == compaction::compat_mode::pi ? cfg.model.context_window
-                                                                   : held->session().serving_model().context_window;
-    json::object out{{"compacted", false},
-                     {"retry", false},
-                     {"tokens", checked_tokens(*snap, *m)},
-                     {"contextWindow", window},
-                     {"threshold", compaction::automatic_threshold(window, cfg.settings, cfg.compat)}};
+    const auto window = cfg.compat == compaction::compat_mode::pi
+                            ? cfg.model.context_window
+                            : held->session().serving_model().context_window;
+    json::object out{
+        {"compacted", false},
+        {"retry", false},
+        {"tokens", checked_tokens(*snap, *m)},
+        {"contextWindow", window},
+        {"threshold", compaction::automatic_threshold(window, cfg.settings, cfg.compat)}};
     const auto started = std::chrono::steady_clock::now();
-    auto [ec, outcome] = co_await held->session().async_on_turn_end(std::move(*m), asio::as_tuple(asio::use_awaitable));
-    c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    auto [ec, outcome] =
+        co_await held->session().async_on_turn_end(std::move(*m), asio::as_tuple(asio::use_awaitable));
+    c.server.metrics.turn_check(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+    );
     if (ec && ec != rt::errc::auto_compaction_paused && ec != rt::errc::overflow_recovery_failed)
-        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(outcome.message, c.server.data_dir_prefix)));
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(ec.message(), without_data_dir(outcome.message, c.server.data_dir_prefix))
+        );
     out["compacted"] = outcome.compacted;
     out["retry"] = outcome.compacted && outcome.will_retry;
     add_compaction(out, outcome);
@@ -111,14 +125,29 @@ asio::awaitable<http_response> overflow(request_context& c, const lease& held)
     std::string error = std::to_string(status->get_int64()) + " ";
     error += body && !body->get_string().empty() ? std::string(body->get_string()) : std::string("(no body)");
     const auto started = std::chrono::steady_clock::now();
-    auto [ec, outcome] = co_await held->session().async_recover_overflow(std::move(error), asio::as_tuple(asio::use_awaitable));
-    c.server.metrics.turn_check(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    auto [ec, outcome] = co_await held->session().async_recover_overflow(
+        std::move(error), asio::as_tuple(asio::use_awaitable)
+    );
+    c.server.metrics.turn_check(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+    );
     if (ec == rt::errc::not_overflow)
-        co_return reply(c.req, http::status::ok,
-                        json::object{{"overflow", false}, {"retry", false}, {"compacted", false}, {"message", outcome.message}});
+        co_return reply(
+            c.req,
+            http::status::ok,
+            json::object{
+                {"overflow", false}, {"retry", false}, {"compacted", false}, {"message", outcome.message}}
+        );
     if (ec && ec != rt::errc::overflow_recovery_failed && ec != rt::errc::auto_compaction_paused)
-        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(outcome.message, c.server.data_dir_prefix)));
-    json::object out{{"overflow", true}, {"retry", !ec && outcome.compacted && outcome.will_retry}, {"compacted", outcome.compacted}};
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(ec.message(), without_data_dir(outcome.message, c.server.data_dir_prefix))
+        );
+    json::object out{
+        {"overflow", true},
+        {"retry", !ec && outcome.compacted && outcome.will_retry},
+        {"compacted", outcome.compacted}};
     add_compaction(out, outcome);
     if (!outcome.message.empty())
         out["message"] = outcome.message;

@@ -25,7 +25,9 @@ namespace json = boost::json;
 namespace {
 
 // A non-negative integer field (absent: `fallback`); nullopt when it is something else.
-std::optional<std::int64_t> count_field(const json::object& body, std::string_view name, std::int64_t fallback)
+std::optional<std::int64_t> count_field(
+    const json::object& body, std::string_view name, std::int64_t fallback
+)
 {
     const auto* v = body.if_contains(name);
     if (!v)
@@ -55,9 +57,10 @@ std::optional<compaction::request_budget> budget_of(const json::object& body, st
         return std::nullopt;
     }
     b.max_tokens = *max;
-    for (auto [name, out] : {std::pair<std::string_view, std::int64_t*>{"reservedOutput", &b.reserved_output},
-                             {"safetyMargin", &b.safety_margin},
-                             {"systemTokens", &b.system_tokens}})
+    for (auto [name, out] :
+         {std::pair<std::string_view, std::int64_t*>{"reservedOutput", &b.reserved_output},
+          {"safetyMargin", &b.safety_margin},
+          {"systemTokens", &b.system_tokens}})
     {
         const auto n = count_field(body, name, 0);
         if (!n)
@@ -70,8 +73,11 @@ std::optional<compaction::request_budget> budget_of(const json::object& body, st
     if (const auto* r = body.if_contains("requiredEntryIds"))
     {
         std::vector<std::string> ids;
-        const bool strings = r->is_array() && std::all_of(r->get_array().begin(), r->get_array().end(),
-                                                            [](const json::value& v) { return v.is_string(); });
+        const bool strings =
+            r->is_array() &&
+            std::all_of(r->get_array().begin(), r->get_array().end(), [](const json::value& v) {
+                return v.is_string();
+            });
         if (!strings)
         {
             why = "requiredEntryIds: expected an array of entry ids";
@@ -91,32 +97,37 @@ json::object view_json(const compaction::fit_result& v)
 {
     json::array msgs;
     for (const auto& m : v.messages)
-        msgs.push_back(json::object{{"role", compaction::to_string(m.msg->role)},
-                                    {"entryId", m.entry_id},
-                                    {"tokens", compaction::estimate_tokens(*m.msg)}});
+        msgs.push_back(json::object{
+            {"role", compaction::to_string(m.msg->role)},
+            {"entryId", m.entry_id},
+            {"tokens", compaction::estimate_tokens(*m.msg)}});
     const auto& t = v.tokens;
-    return json::object{{"reason", compaction::to_string(v.reason)},
-                        {"messages", std::move(msgs)},
-                        {"keptEntryIds", json::array(v.kept_entry_ids.begin(), v.kept_entry_ids.end())},
-                        {"tokens", json::object{{"maxTokens", t.max_tokens},
-                                                {"system", t.system},
-                                                {"fixed", t.fixed},
-                                                {"messages", t.messages},
-                                                {"reservedOutput", t.reserved_output},
-                                                {"safetyMargin", t.safety_margin},
-                                                {"availableForMessages", t.available_for_messages},
-                                                {"total", t.total}}}};
+    return json::object{
+        {"reason", compaction::to_string(v.reason)},
+        {"messages", std::move(msgs)},
+        {"keptEntryIds", json::array(v.kept_entry_ids.begin(), v.kept_entry_ids.end())},
+        {"tokens",
+         json::object{
+             {"maxTokens", t.max_tokens},
+             {"system", t.system},
+             {"fixed", t.fixed},
+             {"messages", t.messages},
+             {"reservedOutput", t.reserved_output},
+             {"safetyMargin", t.safety_margin},
+             {"availableForMessages", t.available_for_messages},
+             {"total", t.total}}}};
 }
 
 // The numbers of the budget_exceeded event, as the event stream shows them.
 json::object shortfall_json(const compaction::fit_result& v)
 {
     const auto& s = *v.shortfall;
-    return json::object{{"inputTokens", s.input_tokens},
-                        {"allowance", v.tokens.available_for_messages},
-                        {"requiredTokens", s.required_tokens},
-                        {"boundary", json::object{{"entryId", s.boundary_entry_id}, {"position", s.boundary_position}}},
-                        {"required", json::object{{"entryId", s.required_entry_id}, {"position", s.required_position}}}};
+    return json::object{
+        {"inputTokens", s.input_tokens},
+        {"allowance", v.tokens.available_for_messages},
+        {"requiredTokens", s.required_tokens},
+        {"boundary", json::object{{"entryId", s.boundary_entry_id}, {"position", s.boundary_position}}},
+        {"required", json::object{{"entryId", s.required_entry_id}, {"position", s.required_position}}}};
 }
 
 }  // namespace
@@ -131,15 +142,20 @@ asio::awaitable<http_response> request_view(request_context& c, const lease& hel
         body["error"].as_object()["field"] = why.substr(0, why.find(':'));
         co_return reply(c.req, http::status::bad_request, std::move(body));
     }
-    auto [ec, view] = co_await held->session().async_request_view(std::move(*budget), asio::as_tuple(asio::use_awaitable));
+    auto [ec, view] =
+        co_await held->session().async_request_view(std::move(*budget), asio::as_tuple(asio::use_awaitable));
     if (ec)
-        co_return reply(c.req, status_for(ec), error_body(ec.message(), "the request view could not be built"));
+        co_return reply(
+            c.req, status_for(ec), error_body(ec.message(), "the request view could not be built")
+        );
     if (view.shortfall)
     {
-        auto body = error_body("budget_exceeded",
-                               "what must stay (" + std::to_string(view.shortfall->required_tokens) +
-                                   " tokens) does not fit the view's room for messages (" +
-                                   std::to_string(view.tokens.available_for_messages) + ")");
+        auto body = error_body(
+            "budget_exceeded",
+            "what must stay (" + std::to_string(view.shortfall->required_tokens) +
+                " tokens) does not fit the view's room for messages (" +
+                std::to_string(view.tokens.available_for_messages) + ")"
+        );
         body["error"].as_object()["budget"] = shortfall_json(view);
         co_return reply(c.req, http::status::conflict, std::move(body));
     }

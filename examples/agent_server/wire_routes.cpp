@@ -54,12 +54,13 @@ std::optional<std::string> string_field(const json::object& body, std::string_vi
 }
 
 // The conversion options the body asks for, or the reason it cannot (a field path and why).
-std::optional<providers::wire_input_options> options_of(const json::object& body, std::string_view items_key,
-                                                        const runtime::session& s, std::string& why)
+std::optional<providers::wire_input_options> options_of(
+    const json::object& body, std::string_view items_key, const runtime::session& s, std::string& why
+)
 {
     for (const auto& kv : body)
-        if (kv.key() != items_key && kv.key() != "usage" && kv.key() != "stop_reason" && kv.key() != "provider" &&
-            kv.key() != "model")
+        if (kv.key() != items_key && kv.key() != "usage" && kv.key() != "stop_reason" &&
+            kv.key() != "provider" && kv.key() != "model")
         {
             why = std::string(kv.key()) + ": unknown field";
             return std::nullopt;
@@ -71,13 +72,16 @@ std::optional<providers::wire_input_options> options_of(const json::object& body
     // The serving model by default: the session's checks compare an assistant message's
     // provider and model with it (an overflow counts only for the model being served). `--compat
     // pi` keeps the configured model's budgets after a model_change, so it keeps its name too.
-    const auto serving = s.config().compat == compaction::compat_mode::pi ? s.config().model : s.serving_model();
+    const auto serving =
+        s.config().compat == compaction::compat_mode::pi ? s.config().model : s.serving_model();
     opt.provider = string_field(body, "provider", why).value_or(serving.provider);
     opt.model = string_field(body, "model", why).value_or(serving.model_id);
     if (!why.empty())
         return std::nullopt;
-    opt.timestamp = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    opt.timestamp = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch()
+    )
+                                            .count());
     opt.tool_name = [snap = s.current()](std::string_view id) { return earlier_call_name(*snap, id); };
     return opt;
 }
@@ -89,12 +93,18 @@ http_response invalid(const http_request& req, std::string_view why)
 
 // The body's messages in the `format` query parameter's format, converted to Pi messages; or
 // the 400 answer that names the field. `allow_empty`: an empty list is a list (a replacement).
-std::variant<std::vector<json::object>, http_response> converted_body(request_context& c, const lease& held, bool allow_empty)
+std::variant<std::vector<json::object>, http_response> converted_body(
+    request_context& c, const lease& held, bool allow_empty
+)
 {
     const auto name = query_param(c.req.target(), "format");
     const auto format = name ? providers::input_format_from_string(*name) : std::nullopt;
     if (!format)
-        return reply(c.req, http::status::bad_request, error_body("invalid_request", "format must be openai, responses or anthropic"));
+        return reply(
+            c.req,
+            http::status::bad_request,
+            error_body("invalid_request", "format must be openai, responses or anthropic")
+        );
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
     std::string why;
     const auto opt = options_of(c.body, key, held->session(), why);
@@ -132,9 +142,15 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
-    auto [ec, r] = co_await held->session().async_append_messages(std::move(converted), asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await held->session().async_append_messages(
+        std::move(converted), asio::as_tuple(asio::use_awaitable)
+    );
     if (ec)
-        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
+        );
     json::array ids = counted_appends(c, r.ids);
     co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
 }
@@ -145,16 +161,26 @@ asio::awaitable<http_response> replace_wire_messages(request_context& c, const l
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
-    auto [ec, r] = co_await held->session().async_replace_history(std::move(converted), asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await held->session().async_replace_history(
+        std::move(converted), asio::as_tuple(asio::use_awaitable)
+    );
     if (ec)
-        co_return reply(c.req, status_for(ec), error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix)));
+        co_return reply(
+            c.req,
+            status_for(ec),
+            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
+        );
     json::array ids = counted_appends(c, r.ids);
-    co_return reply(c.req, http::status::ok,
-                    json::object{{"changed", r.changed},
-                                 {"shared", r.shared},
-                                 {"forkId", r.fork_id.empty() ? json::value(nullptr) : json::value(r.fork_id)},
-                                 {"oldLeafId", r.old_leaf_id.empty() ? json::value(nullptr) : json::value(r.old_leaf_id)},
-                                 {"ids", std::move(ids)}});
+    co_return reply(
+        c.req,
+        http::status::ok,
+        json::object{
+            {"changed", r.changed},
+            {"shared", r.shared},
+            {"forkId", r.fork_id.empty() ? json::value(nullptr) : json::value(r.fork_id)},
+            {"oldLeafId", r.old_leaf_id.empty() ? json::value(nullptr) : json::value(r.old_leaf_id)},
+            {"ids", std::move(ids)}}
+    );
 }
 
 }  // namespace agentctx::server

@@ -1,4 +1,5 @@
-// POST and PUT /v1/sessions/{id}/messages: an agent's provider-format messages appended as one batch, or replacing the history.
+// POST and PUT /v1/sessions/{id}/messages: an agent's provider-format messages appended as one batch, or
+// replacing the history.
 #pragma once
 
 #include "route_context.hpp"

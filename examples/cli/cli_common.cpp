@@ -35,8 +35,14 @@ std::optional<std::string> args::get(std::string_view name) const
     return std::nullopt;
 }
 
-std::optional<args> parse_args(int argc, char** argv, int first, const std::vector<std::string_view>& valued,
-                               const std::vector<std::string_view>& flags, std::string& error)
+std::optional<args> parse_args(
+    int argc,
+    char** argv,
+    int first,
+    const std::vector<std::string_view>& valued,
+    const std::vector<std::string_view>& flags,
+    std::string& error
+)
 {
     args a;
     for (int i = first; i < argc; ++i)
@@ -58,7 +64,9 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
                     error = "option --" + std::string(name) + " needs a value";
                     return std::nullopt;
                 }
-                a.options.emplace_back(std::string(name), inline_value ? *inline_value : std::string(argv[++i]));
+                a.options.emplace_back(
+                    std::string(name), inline_value ? *inline_value : std::string(argv[++i])
+                );
             }
             else if (std::find(flags.begin(), flags.end(), name) != flags.end() && !inline_value)
                 a.options.emplace_back(std::string(name), "");
@@ -74,8 +82,15 @@ std::optional<args> parse_args(int argc, char** argv, int first, const std::vect
     return a;
 }
 
-std::optional<args> command_args(int argc, char** argv, const char* name, const char* usage,
-                                 const std::vector<std::string_view>& valued, std::vector<std::string_view> flags, int& code)
+std::optional<args> command_args(
+    int argc,
+    char** argv,
+    const char* name,
+    const char* usage,
+    const std::vector<std::string_view>& valued,
+    std::vector<std::string_view> flags,
+    int& code
+)
 {
     flags.push_back("help");
     std::string error;
@@ -116,15 +131,18 @@ boost::json::array messages_json(const std::vector<compaction::context_message>&
     for (const auto& m : messages)
         out.push_back(boost::json::object{
             // An unknown role is printed as written, as Pi keeps it.
-            {"role", m.msg->role == compaction::role::other ? std::string_view(m.msg->role_name)
-                                                            : compaction::to_string(m.msg->role)},
+            {"role",
+             m.msg->role == compaction::role::other ? std::string_view(m.msg->role_name)
+                                                    : compaction::to_string(m.msg->role)},
             {"entryId", m.entry_id},
             {"tokens", compaction::estimate_tokens(*m.msg)},
         });
     return out;
 }
 
-std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok)
+std::optional<std::int64_t> count_option(
+    const args& a, std::string_view name, std::int64_t fallback, bool& ok
+)
 {
     const auto v = a.get(name);
     if (!v)
@@ -133,7 +151,12 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
     const auto r = std::from_chars(v->data(), v->data() + v->size(), n);
     if (r.ec != std::errc{} || r.ptr != v->data() + v->size() || n < 0)
     {
-        std::fprintf(stderr, "agentctx: --%s needs a non-negative integer, got '%s'\n", std::string(name).c_str(), v->c_str());
+        std::fprintf(
+            stderr,
+            "agentctx: --%s needs a non-negative integer, got '%s'\n",
+            std::string(name).c_str(),
+            v->c_str()
+        );
         ok = false;
         return std::nullopt;
     }
@@ -157,9 +180,11 @@ std::optional<runtime::settings_sources> cli_sources(const args& a, bool json, i
 {
     bool ok = true;
     boost::json::object compaction_overrides;
-    for (const auto& [flag, key] : {std::pair{"keep-recent", "keepRecentTokens"}, std::pair{"reserve", "reserveTokens"},
-                                    std::pair{"max-source-chars", "summaryMaxSourceChars"},
-                                    std::pair{"max-calls", "summaryMaxCalls"}})
+    for (const auto& [flag, key] :
+         {std::pair{"keep-recent", "keepRecentTokens"},
+          std::pair{"reserve", "reserveTokens"},
+          std::pair{"max-source-chars", "summaryMaxSourceChars"},
+          std::pair{"max-calls", "summaryMaxCalls"}})
         if (a.has(flag))
         {
             const auto n = count_option(a, flag, 0, ok);
@@ -178,7 +203,8 @@ std::optional<runtime::settings_sources> cli_sources(const args& a, bool json, i
         return std::nullopt;
     }
     runtime::settings_sources sources;
-    sources.global = explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
+    sources.global =
+        explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
     if (const auto dir = a.get("project-dir"))
         sources.project_dir = *dir;
     sources.project_trusted = a.has("trust-project");
@@ -208,7 +234,8 @@ std::optional<runtime::host_config> cli_host_config(const args& a, bool json, in
     }
     if (model_is_key && a.get("model"))
         in.model = model_ref_of(*a.get("model"));
-    for (const auto& [flag, key] : {std::pair{"provider", "name"}, std::pair{"model", "model"}, std::pair{"base-url", "baseUrl"}})
+    for (const auto& [flag, key] :
+         {std::pair{"provider", "name"}, std::pair{"model", "model"}, std::pair{"base-url", "baseUrl"}})
         if (const auto v = a.get(flag))
             in.provider_flags[key] = *v;
     compaction::diagnostics diag;

@@ -22,11 +22,11 @@ namespace agentctx::cli {
 enum exit_code : int
 {
     exit_ok = 0,
-    exit_failed = 1,        ///< the operation ran and failed (e.g. a compaction was rejected)
-    exit_usage = 2,         ///< bad command line
-    exit_bad_session = 3,   ///< the session file is invalid (error code and line printed)
-    exit_io = 4,            ///< missing or unreadable file
-    exit_locked = 5,        ///< another writer holds the session's lock
+    exit_failed = 1,       ///< the operation ran and failed (e.g. a compaction was rejected)
+    exit_usage = 2,        ///< bad command line
+    exit_bad_session = 3,  ///< the session file is invalid (error code and line printed)
+    exit_io = 4,           ///< missing or unreadable file
+    exit_locked = 5,       ///< another writer holds the session's lock
 };
 
 struct args
@@ -38,8 +38,14 @@ struct args
 };
 
 /// Splits argv after the subcommand. `valued` lists options that take a value.
-std::optional<args> parse_args(int argc, char** argv, int first, const std::vector<std::string_view>& valued,
-                               const std::vector<std::string_view>& flags, std::string& error);
+std::optional<args> parse_args(
+    int argc,
+    char** argv,
+    int first,
+    const std::vector<std::string_view>& valued,
+    const std::vector<std::string_view>& flags,
+    std::string& error
+);
 
 struct opened_session
 {
@@ -79,11 +85,20 @@ boost::json::array messages_json(const std::vector<compaction::context_message>&
 /// The common preamble of a subcommand: parses arguments after the subcommand name, prints
 /// `usage` for --help (exit 0) or on a usage error (exit 2, set in `code`), and requires exactly
 /// one positional argument (the session file). nullopt means: return `code`.
-std::optional<args> command_args(int argc, char** argv, const char* name, const char* usage,
-                                 const std::vector<std::string_view>& valued, std::vector<std::string_view> flags, int& code);
+std::optional<args> command_args(
+    int argc,
+    char** argv,
+    const char* name,
+    const char* usage,
+    const std::vector<std::string_view>& valued,
+    std::vector<std::string_view> flags,
+    int& code
+);
 
 /// Parses a non-negative integer option; prints a usage error and returns nullopt when invalid.
-std::optional<std::int64_t> count_option(const args& a, std::string_view name, std::int64_t fallback, bool& ok);
+std::optional<std::int64_t> count_option(
+    const args& a, std::string_view name, std::int64_t fallback, bool& ok
+);
 
 /// The host configuration, as the agent server reads it (runtime::load_host_config): settings
 /// from `--settings FILE` (else the global file) and `--project-dir DIR` with `--trust-project`,
@@ -92,7 +107,9 @@ std::optional<std::int64_t> count_option(const args& a, std::string_view name, s
 /// the environment; `--context-window` over the provider's window. With `model_is_key`, `--model
 /// PROVIDER/ID` names the model alone and no provider is read (plan). The compaction settings are
 /// resolved for the model's `modelOverrides` key. Prints the error and sets `code` on failure.
-std::optional<runtime::host_config> cli_host_config(const args& a, bool json, int& code, bool model_is_key = false);
+std::optional<runtime::host_config> cli_host_config(
+    const args& a, bool json, int& code, bool model_is_key = false
+);
 
 /// cli_host_config's settings.
 std::optional<runtime::loaded_settings> cli_settings(const args& a, bool json, int& code);

@@ -9,9 +9,14 @@
 
 namespace agentctx::cli {
 
-compaction_run run_compaction(boost::asio::io_context& ioc, runtime::session& session,
-                              std::optional<std::string> instructions, bool tty, std::chrono::milliseconds period,
-                              std::function<void()> draw)
+compaction_run run_compaction(
+    boost::asio::io_context& ioc,
+    runtime::session& session,
+    std::optional<std::string> instructions,
+    bool tty,
+    std::chrono::milliseconds period,
+    std::function<void()> draw
+)
 {
     compaction_run run;
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -34,13 +39,16 @@ compaction_run run_compaction(boost::asio::io_context& ioc, runtime::session& se
         });
     };
     tick();
-    session.async_compact(std::move(instructions), [&](boost::system::error_code ec, runtime::compaction_outcome o) {
-        run.ec = ec;
-        run.outcome = std::move(o);
-        signals.cancel();
-        finished = true;
-        ticker.cancel();
-    });
+    session.async_compact(
+        std::move(instructions),
+        [&](boost::system::error_code ec, runtime::compaction_outcome o) {
+            run.ec = ec;
+            run.outcome = std::move(o);
+            signals.cancel();
+            finished = true;
+            ticker.cancel();
+        }
+    );
     ioc.run();
     if (tty)
         std::fputs("\r\033[K", stderr);

@@ -23,8 +23,13 @@ struct compaction_run
 /// Compacts `session` (with `instructions`) and runs `ioc` until the compaction completes.
 /// SIGINT and SIGTERM abort the compaction. With `tty`, `draw` is called at once and then every
 /// `period` while the compaction runs, and the line it drew on stderr is cleared at the end.
-compaction_run run_compaction(boost::asio::io_context& ioc, runtime::session& session,
-                              std::optional<std::string> instructions, bool tty, std::chrono::milliseconds period,
-                              std::function<void()> draw);
+compaction_run run_compaction(
+    boost::asio::io_context& ioc,
+    runtime::session& session,
+    std::optional<std::string> instructions,
+    bool tty,
+    std::chrono::milliseconds period,
+    std::function<void()> draw
+);
 
 }  // namespace agentctx::cli

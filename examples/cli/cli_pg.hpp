@@ -5,7 +5,8 @@
 
 namespace agentctx::cli {
 
-/// The result of one PostgreSQL operation: the text (or session id) on success, else an error code name and message.
+/// The result of one PostgreSQL operation: the text (or session id) on success, else an error code name and
+/// message.
 struct pg_outcome
 {
     bool ok = false;

@@ -15,11 +15,21 @@
 
 namespace agentctx::cli {
 
-const std::vector<std::string_view> session_valued_options = {"provider", "model", "base-url", "keep-recent", "reserve",
-                                                              "max-source-chars", "max-calls",
-                                                              "context-window", "settings", "project-dir"};
+const std::vector<std::string_view> session_valued_options = {
+    "provider",
+    "model",
+    "base-url",
+    "keep-recent",
+    "reserve",
+    "max-source-chars",
+    "max-calls",
+    "context-window",
+    "settings",
+    "project-dir"};
 
-std::optional<cli_session_setup> cli_session_config(const args& a, bool json, boost::asio::io_context& ioc, int& code)
+std::optional<cli_session_setup> cli_session_config(
+    const args& a, bool json, boost::asio::io_context& ioc, int& code
+)
 {
     auto host = cli_host_config(a, json, code);
     if (!host)
@@ -30,7 +40,8 @@ std::optional<cli_session_setup> cli_session_config(const args& a, bool json, bo
     config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
     if (host->provider)
     {
-        out.http = std::make_shared<providers::http_summarizer>(ioc.get_executor(), *host->provider, config.logger);
+        out.http =
+            std::make_shared<providers::http_summarizer>(ioc.get_executor(), *host->provider, config.logger);
         config.summarizer = out.http;
     }
     else
@@ -43,9 +54,14 @@ std::optional<cli_session_setup> cli_session_config(const args& a, bool json, bo
     return out;
 }
 
-std::shared_ptr<runtime::session> open_writable_session(boost::asio::io_context& ioc, const std::string& path,
-                                                        const runtime::session_config& config, bool json,
-                                                        bool dry_run, int& code)
+std::shared_ptr<runtime::session> open_writable_session(
+    boost::asio::io_context& ioc,
+    const std::string& path,
+    const runtime::session_config& config,
+    bool json,
+    bool dry_run,
+    int& code
+)
 {
     compaction::diagnostics diag;
     std::unique_ptr<runtime::store> store;
@@ -68,7 +84,8 @@ std::shared_ptr<runtime::session> open_writable_session(boost::asio::io_context&
         if (!s)
         {
             print_error(json, s.error().message(), diag.message);
-            code = s.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
+            code =
+                s.error() == runtime::make_error_code(runtime::errc::session_locked) ? exit_locked : exit_io;
             return nullptr;
         }
         store = std::move(*s);

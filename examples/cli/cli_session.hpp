@@ -28,14 +28,21 @@ extern const std::vector<std::string_view> session_valued_options;
 /// section, and the summarizer: `--provider`/`--model`/`--base-url`, else the settings file's
 /// `provider` section or the environment; offline when none. Prints the error and sets `code`
 /// on failure.
-std::optional<cli_session_setup> cli_session_config(const args& a, bool json, boost::asio::io_context& ioc, int& code);
+std::optional<cli_session_setup> cli_session_config(
+    const args& a, bool json, boost::asio::io_context& ioc, int& code
+);
 
 /// Opens `path` as a writable session with `config`: through jsonl_store, holding the file's
 /// write lock (`exit_locked` when another writer has it, `exit_io` otherwise), or with `dry_run`
 /// on a copy in memory (`exit_io` without the file); `exit_bad_session` for an invalid file.
 /// Prints the error and sets `code` on failure (nullptr).
-std::shared_ptr<runtime::session> open_writable_session(boost::asio::io_context& ioc, const std::string& path,
-                                                        const runtime::session_config& config, bool json,
-                                                        bool dry_run, int& code);
+std::shared_ptr<runtime::session> open_writable_session(
+    boost::asio::io_context& ioc,
+    const std::string& path,
+    const runtime::session_config& config,
+    bool json,
+    bool dry_run,
+    int& code
+);
 
 }  // namespace agentctx::cli

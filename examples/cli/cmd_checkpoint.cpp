@@ -47,7 +47,8 @@ const char* const verify_usage =
     "For every compaction entry: whether the history it covers still hashes as its recorded\n"
     "sourceRevision (ok), does not (changed: the history was edited), or has none (unrecorded).\n"
     "Exits 1 when any is changed. Never writes.\n"
-    "  --json  {\"compactions\": [{\"id\", \"line\", \"covered\", \"sourceRevision\", \"actual\", \"status\"}], \"changed\"}\n";
+    "  --json  {\"compactions\": [{\"id\", \"line\", \"covered\", \"sourceRevision\", \"actual\", "
+    "\"status\"}], \"changed\"}\n";
 
 // A refusal: the code, the named reason, and that nothing was touched.
 void print_rejection(bool json, std::string_view code, std::string_view reason, std::string_view message)
@@ -56,7 +57,8 @@ void print_rejection(bool json, std::string_view code, std::string_view reason, 
     {
         print_json(boost::json::object{
             {"error",
-             boost::json::object{{"code", code}, {"reason", reason}, {"message", message}, {"originalsAvailable", true}}}});
+             boost::json::object{
+                 {"code", code}, {"reason", reason}, {"message", message}, {"originalsAvailable", true}}}});
         return;
     }
     std::cerr << "agentctx: " << code << " (" << reason << "): " << message
@@ -85,7 +87,9 @@ int checkpoint_export(const args& a)
     const auto c = compaction::latest_compaction(opened->log);
     if (!c)
     {
-        print_rejection(json, "checkpoint_unavailable", "no_compaction", "the active path has no compaction to export");
+        print_rejection(
+            json, "checkpoint_unavailable", "no_compaction", "the active path has no compaction to export"
+        );
         return exit_failed;
     }
     compaction::checkpoint_reason why{};
@@ -119,22 +123,29 @@ int checkpoint_status(const args& a)
     if (!opened)
         return code;
     compaction::diagnostics diag;
-    auto st = runtime::checkpoint_status_of(opened->log, runtime::checkpoint_identity_of(setup->config),
-                                            runtime::config_digest_of(setup->config), diag);
+    auto st = runtime::checkpoint_status_of(
+        opened->log,
+        runtime::checkpoint_identity_of(setup->config),
+        runtime::config_digest_of(setup->config),
+        diag
+    );
     if (!st)
     {
         print_error(json, st.error().message(), diag.message);
         return exit_bad_session;
     }
     boost::json::object out{
-        {"current", boost::json::object{{"identity", compaction::to_json(st->identity)}, {"configDigest", st->config_digest}}}};
+        {"current",
+         boost::json::object{
+             {"identity", compaction::to_json(st->identity)}, {"configDigest", st->config_digest}}}};
     if (st->latest)
     {
         const auto& l = *st->latest;
-        boost::json::object latest{{"id", l.id},
-                                   {"covered", l.covered},
-                                   {"status", compaction::to_string(l.status)},
-                                   {"actual", compaction::to_json(l.actual)}};
+        boost::json::object latest{
+            {"id", l.id},
+            {"covered", l.covered},
+            {"status", compaction::to_string(l.status)},
+            {"actual", compaction::to_json(l.actual)}};
         if (st->recorded)
         {
             latest["sourceRevision"] = compaction::to_json(st->recorded->revision);
@@ -160,12 +171,20 @@ int checkpoint_status(const args& a)
         std::printf("no compaction on the active path\n");
         return exit_ok;
     }
-    std::printf("latest compaction %s: %s, covers %zu entries\n", st->latest->id.c_str(), compaction::to_string(st->latest->status),
-                st->latest->covered);
+    std::printf(
+        "latest compaction %s: %s, covers %zu entries\n",
+        st->latest->id.c_str(),
+        compaction::to_string(st->latest->status),
+        st->latest->covered
+    );
     if (st->recorded)
-        std::printf("written by %s/%s under %s configuration; %s\n", st->recorded->identity.provider.c_str(),
-                    st->recorded->identity.model.c_str(), st->recorded->config_digest == st->config_digest ? "this" : "another",
-                    st->restorable ? "a record of it restores here" : "a record of it would be refused here");
+        std::printf(
+            "written by %s/%s under %s configuration; %s\n",
+            st->recorded->identity.provider.c_str(),
+            st->recorded->identity.model.c_str(),
+            st->recorded->config_digest == st->config_digest ? "this" : "another",
+            st->restorable ? "a record of it restores here" : "a record of it would be refused here"
+        );
     return exit_ok;
 }
 
@@ -175,7 +194,9 @@ int checkpoint_restore(const args& a)
     int code = exit_ok;
     if (a.positional.size() != 2)
     {
-        std::fprintf(stderr, "agentctx checkpoint restore: expected SESSION.jsonl and RECORD\n\n%s", checkpoint_usage);
+        std::fprintf(
+            stderr, "agentctx checkpoint restore: expected SESSION.jsonl and RECORD\n\n%s", checkpoint_usage
+        );
         return exit_usage;
     }
     boost::asio::io_context ioc(1);
@@ -202,30 +223,39 @@ int checkpoint_restore(const args& a)
         return code;
     boost::system::error_code ec;
     runtime::checkpoint_outcome out;
-    session->async_restore_checkpoint(std::move(*record), [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
-        ec = e;
-        out = std::move(o);
-    });
+    session->async_restore_checkpoint(
+        std::move(*record),
+        [&](boost::system::error_code e, runtime::checkpoint_outcome o) {
+            ec = e;
+            out = std::move(o);
+        }
+    );
     ioc.run();
     if (ec)
     {
-        const std::string reason =
-            out.reason == compaction::checkpoint_reason::none ? ec.message() : std::string(compaction::to_string(out.reason));
+        const std::string reason = out.reason == compaction::checkpoint_reason::none
+                                       ? ec.message()
+                                       : std::string(compaction::to_string(out.reason));
         print_rejection(json, ec.message(), reason, out.message);
         return exit_failed;
     }
     if (json)
     {
-        print_json(boost::json::object{{"restored", true},
-                                       {"entryId", out.entry_id},
-                                       {"covered", out.record->revision.count},
-                                       {"recordDigest", out.record->digest},
-                                       {"contextMessages", session->current()->messages.size()},
-                                       {"error", nullptr}});
+        print_json(boost::json::object{
+            {"restored", true},
+            {"entryId", out.entry_id},
+            {"covered", out.record->revision.count},
+            {"recordDigest", out.record->digest},
+            {"contextMessages", session->current()->messages.size()},
+            {"error", nullptr}});
         return exit_ok;
     }
-    std::printf("restored: compaction entry %s appended, covering %zu entries (record %s)\n", out.entry_id.c_str(),
-                out.record->revision.count, out.record->digest.substr(0, 12).c_str());
+    std::printf(
+        "restored: compaction entry %s appended, covering %zu entries (record %s)\n",
+        out.entry_id.c_str(),
+        out.record->revision.count,
+        out.record->digest.substr(0, 12).c_str()
+    );
     return exit_ok;
 }
 
@@ -241,17 +271,26 @@ int cmd_checkpoint(int argc, char** argv)
     const std::string sub = argv[2];
     if (sub != "export" && sub != "restore" && sub != "status")
     {
-        std::fprintf(stderr, "agentctx checkpoint: unknown subcommand '%s'\n\n%s", sub.c_str(), checkpoint_usage);
+        std::fprintf(
+            stderr, "agentctx checkpoint: unknown subcommand '%s'\n\n%s", sub.c_str(), checkpoint_usage
+        );
         return exit_usage;
     }
     std::string error;
-    auto a = parse_args(argc, argv, 3, sub == "export" ? std::vector<std::string_view>{} : session_valued_options,
-                        sub == "export" ? std::vector<std::string_view>{"json", "help"}
-                                        : std::vector<std::string_view>{"json", "trust-project", "help"},
-                        error);
+    auto a = parse_args(
+        argc,
+        argv,
+        3,
+        sub == "export" ? std::vector<std::string_view>{} : session_valued_options,
+        sub == "export" ? std::vector<std::string_view>{"json", "help"}
+                        : std::vector<std::string_view>{"json", "trust-project", "help"},
+        error
+    );
     if (!a)
     {
-        std::fprintf(stderr, "agentctx checkpoint %s: %s\n\n%s", sub.c_str(), error.c_str(), checkpoint_usage);
+        std::fprintf(
+            stderr, "agentctx checkpoint %s: %s\n\n%s", sub.c_str(), error.c_str(), checkpoint_usage
+        );
         return exit_usage;
     }
     if (a->has("help"))
@@ -263,7 +302,9 @@ int cmd_checkpoint(int argc, char** argv)
         return checkpoint_restore(*a);
     if (a->positional.size() != 1)
     {
-        std::fprintf(stderr, "agentctx checkpoint %s: expected one SESSION.jsonl\n\n%s", sub.c_str(), checkpoint_usage);
+        std::fprintf(
+            stderr, "agentctx checkpoint %s: expected one SESSION.jsonl\n\n%s", sub.c_str(), checkpoint_usage
+        );
         return exit_usage;
     }
     return sub == "export" ? checkpoint_export(*a) : checkpoint_status(*a);
@@ -273,7 +314,9 @@ namespace {
 
 // The native-state check (the provider's validation, size, ownership) of each row's compaction,
 // as a session applies it before it replays the state.
-void add_native_problems(const compaction::session_log& log, std::vector<compaction::compaction_verification>& rows)
+void add_native_problems(
+    const compaction::session_log& log, std::vector<compaction::compaction_verification>& rows
+)
 {
     std::size_t row = 0;
     for (std::size_t i = 0; i < log.size() && row < rows.size(); ++i)
@@ -284,7 +327,8 @@ void add_native_problems(const compaction::session_log& log, std::vector<compact
         compaction::diagnostics diag;
         auto e = log.get(i, diag);
         const auto* details = e ? (*e)->details.if_object() : nullptr;
-        const auto* ours = details && details->contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
+        const auto* ours =
+            details && details->contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
         if (!ours || !ours->contains("native"))
             continue;
         if (auto problem = runtime::native_problem(**e, ours->at("native")); !problem.empty())
@@ -329,22 +373,30 @@ int cmd_verify(int argc, char** argv)
             {"id", r.id},
             {"line", r.line},
             {"covered", r.covered},
-            {"sourceRevision", r.recorded ? boost::json::value(compaction::to_json(*r.recorded)) : boost::json::value(nullptr)},
+            {"sourceRevision",
+             r.recorded ? boost::json::value(compaction::to_json(*r.recorded)) : boost::json::value(nullptr)},
             {"actual", compaction::to_json(r.actual)},
             {"status", compaction::to_string(r.status)},
             {"problems", std::move(problems)},
         });
     }
     if (json)
-        print_json(boost::json::object{{"compactions", std::move(list)}, {"changed", changed}, {"invalid", invalid}});
+        print_json(boost::json::object{
+            {"compactions", std::move(list)}, {"changed", changed}, {"invalid", invalid}});
     else
     {
         if (rows->empty())
             std::printf("no compactions\n");
         for (const auto& r : *rows)
         {
-            std::printf("%-10s line %-6zu covers %-6zu %s%s\n", r.id.c_str(), r.line, r.covered, compaction::to_string(r.status),
-                        r.status == compaction::verify_status::changed ? ": the covered history was edited" : "");
+            std::printf(
+                "%-10s line %-6zu covers %-6zu %s%s\n",
+                r.id.c_str(),
+                r.line,
+                r.covered,
+                compaction::to_string(r.status),
+                r.status == compaction::verify_status::changed ? ": the covered history was edited" : ""
+            );
             for (const auto& p : r.problems)
                 std::printf("           %s (not used: the portable summary stands in)\n", p.c_str());
         }

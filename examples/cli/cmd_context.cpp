@@ -7,7 +7,6 @@
 #include <agentctx/compaction/token_accounting.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
-
 #include <cstdio>
 
 namespace agentctx::cli {
@@ -21,9 +20,13 @@ std::string preview(const compaction::message& m)
     std::string text;
     switch (m.role)
     {
-    case role::bash_execution: text = "$ " + m.command; break;
+    case role::bash_execution:
+        text = "$ " + m.command;
+        break;
     case role::branch_summary:
-    case role::compaction_summary: text = m.summary; break;
+    case role::compaction_summary:
+        text = m.summary;
+        break;
     case role::assistant:
         for (const auto& b : m.content.blocks)
         {
@@ -33,7 +36,9 @@ std::string preview(const compaction::message& m)
                 text += c->name + "(" + compaction::stringify(c->arguments) + ") ";
         }
         break;
-    default: text = compaction::content_text(m.content); break;
+    default:
+        text = compaction::content_text(m.content);
+        break;
     }
     for (auto& c : text)
         if (c == '\n' || c == '\t' || c == '\r')
@@ -49,14 +54,14 @@ namespace {
 
 const char* const context_usage =
     "usage: agentctx context SESSION.jsonl [--json]\n\n"
-                     "Prints the context the next model request would carry: the projected messages\n"
-                     "(latest compaction summary, kept entries, later entries), each with the entry it\n"
-                     "came from and its estimated tokens (chars/4).\n"
-                     "System messages (Pi 1.6) show with role system; the replayed prompt sections and\n"
-                     "tool set the next request carries are printed after the messages.\n"
-                     "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\",\n"
-                     "\"tokens\", \"edited\"?}], \"system\": <replayed system message or null>,\n"
-                     "\"estimatedTokens\" (Pi 1.6's projected estimate)}.\n";
+    "Prints the context the next model request would carry: the projected messages\n"
+    "(latest compaction summary, kept entries, later entries), each with the entry it\n"
+    "came from and its estimated tokens (chars/4).\n"
+    "System messages (Pi 1.6) show with role system; the replayed prompt sections and\n"
+    "tool set the next request carries are printed after the messages.\n"
+    "--json prints {\"leafId\", \"thinkingLevel\", \"model\", \"messages\": [{\"role\", \"entryId\",\n"
+    "\"tokens\", \"edited\"?}], \"system\": <replayed system message or null>,\n"
+    "\"estimatedTokens\" (Pi 1.6's projected estimate)}.\n";
 
 // The `--json` answer.
 boost::json::object context_json(const compaction::session_context& ctx)
@@ -65,7 +70,8 @@ boost::json::object context_json(const compaction::session_context& ctx)
     out["leafId"] = ctx.leaf_id ? boost::json::value(*ctx.leaf_id) : boost::json::value(nullptr);
     out["thinkingLevel"] = ctx.thinking_level;
     if (ctx.model)
-        out["model"] = boost::json::object{{"provider", ctx.model->provider}, {"modelId", ctx.model->model_id}};
+        out["model"] =
+            boost::json::object{{"provider", ctx.model->provider}, {"modelId", ctx.model->model_id}};
     else
         out["model"] = nullptr;
     auto messages = messages_json(ctx.messages);
@@ -90,8 +96,14 @@ void print_system(const compaction::message& system)
     if (system.tools_added)
         for (const auto& t : *system.tools_added)
             tools += (tools.empty() ? "" : ", ") + std::string(t.at("name").get_string());
-    std::printf("system prompt: %zu sections (%s), %zu tools (%s), ~%zu tokens\n", system.sections.size(), sections.c_str(),
-                system.tools_added ? system.tools_added->size() : 0, tools.c_str(), compaction::estimate_tokens(system));
+    std::printf(
+        "system prompt: %zu sections (%s), %zu tools (%s), ~%zu tokens\n",
+        system.sections.size(),
+        sections.c_str(),
+        system.tools_added ? system.tools_added->size() : 0,
+        tools.c_str(),
+        compaction::estimate_tokens(system)
+    );
 }
 
 // The text answer: a table of the messages, then the system prompt and the load's notes.
@@ -99,19 +111,32 @@ void print_context(const opened_context& s)
 {
     const auto& ctx = s.context;
     std::size_t total = 0;
-    std::printf("session %s (v%d)  entries %zu  leaf %s\n", s.log.header().id.c_str(), s.log.source_version(),
-                s.log.size(), ctx.leaf_id ? ctx.leaf_id->c_str() : "-");
-    std::printf("model %s  thinking %s\n\n",
-                ctx.model ? (ctx.model->provider + "/" + ctx.model->model_id).c_str() : "-",
-                ctx.thinking_level.c_str());
+    std::printf(
+        "session %s (v%d)  entries %zu  leaf %s\n",
+        s.log.header().id.c_str(),
+        s.log.source_version(),
+        s.log.size(),
+        ctx.leaf_id ? ctx.leaf_id->c_str() : "-"
+    );
+    std::printf(
+        "model %s  thinking %s\n\n",
+        ctx.model ? (ctx.model->provider + "/" + ctx.model->model_id).c_str() : "-",
+        ctx.thinking_level.c_str()
+    );
     std::printf("  #  %-17s %-8s %7s  %s\n", "role", "entry", "tokens", "preview");
     for (std::size_t i = 0; i < ctx.messages.size(); ++i)
     {
         const auto& m = ctx.messages[i];
         const std::size_t t = compaction::estimate_tokens(*m.msg);
         total += t;
-        std::printf("%3zu  %-17s %-8s %7zu  %s\n", i, std::string(compaction::to_string(m.msg->role)).c_str(),
-                    m.entry_id.c_str(), t, preview(*m.msg).c_str());
+        std::printf(
+            "%3zu  %-17s %-8s %7zu  %s\n",
+            i,
+            std::string(compaction::to_string(m.msg->role)).c_str(),
+            m.entry_id.c_str(),
+            t,
+            preview(*m.msg).c_str()
+        );
     }
     std::printf("\n%zu messages, ~%zu tokens estimated (chars/4)\n", ctx.messages.size(), total);
     if (ctx.system)
@@ -119,7 +144,10 @@ void print_context(const opened_context& s)
     for (const auto& n : s.report.notes)
         std::printf("note: %s\n", n.message.c_str());
     if (s.report.torn)
-        std::printf("note: line %zu is a torn (incomplete) final line; the next append repairs it\n", s.report.torn->line);
+        std::printf(
+            "note: line %zu is a torn (incomplete) final line; the next append repairs it\n",
+            s.report.torn->line
+        );
 }
 
 }  // namespace

@@ -13,9 +13,9 @@ namespace {
 
 const char* const inspect_usage =
     "usage: agentctx inspect SESSION.jsonl [--context-window N] [--reserve N] [--json]\n\n"
-                   "Header, entry counts by type, branches, compactions, the active leaf, and the context's\n"
-                   "usage against the model window (provider-reported usage; \"unknown\" right after a\n"
-                   "compaction until the model reports fresh usage), and whether a compaction would trigger.\n";
+    "Header, entry counts by type, branches, compactions, the active leaf, and the context's\n"
+    "usage against the model window (provider-reported usage; \"unknown\" right after a\n"
+    "compaction until the model reports fresh usage), and whether a compaction would trigger.\n";
 
 // What inspect reports beyond the context: the entries by type, the branches, the window.
 struct inspection
@@ -64,8 +64,10 @@ void print_inspection_json(const opened_context& s, const inspection& in)
         {"leafId", ctx.leaf_id ? boost::json::value(*ctx.leaf_id) : boost::json::value(nullptr)},
         {"contextMessages", ctx.messages.size()},
         {"contextWindow", in.window},
-        {"usageTokens", usage && usage->tokens ? boost::json::value(*usage->tokens) : boost::json::value(nullptr)},
-        {"usagePercent", usage && usage->percent ? boost::json::value(*usage->percent) : boost::json::value(nullptr)},
+        {"usageTokens",
+         usage && usage->tokens ? boost::json::value(*usage->tokens) : boost::json::value(nullptr)},
+        {"usagePercent",
+         usage && usage->percent ? boost::json::value(*usage->percent) : boost::json::value(nullptr)},
         {"estimatedTokens", in.estimate},
         {"wouldCompact", in.would},
     });
@@ -74,27 +76,47 @@ void print_inspection_json(const opened_context& s, const inspection& in)
 void print_inspection(const opened_context& s, const inspection& in)
 {
     const auto& log = s.log;
-    std::printf("session   %s (format v%d)%s\n", log.header().id.c_str(), log.source_version(),
-                log.source_version() < 3 ? "  - run `agentctx migrate` before writing to it" : "");
+    std::printf(
+        "session   %s (format v%d)%s\n",
+        log.header().id.c_str(),
+        log.source_version(),
+        log.source_version() < 3 ? "  - run `agentctx migrate` before writing to it" : ""
+    );
     if (log.header().cwd)
         std::printf("cwd       %s\n", log.header().cwd->c_str());
     std::printf("entries   %zu:", log.size());
     for (const auto& [t, n] : in.by_type)
         std::printf(" %s %zu", t.c_str(), n);
-    std::printf("\nbranches  %zu leaves; compactions %zu; active leaf %s\n", in.leaves, in.compactions,
-                s.context.leaf_id ? s.context.leaf_id->c_str() : "-");
+    std::printf(
+        "\nbranches  %zu leaves; compactions %zu; active leaf %s\n",
+        in.leaves,
+        in.compactions,
+        s.context.leaf_id ? s.context.leaf_id->c_str() : "-"
+    );
     if (in.usage && in.usage->tokens)
-        std::printf("usage     %s %lld / %lld tokens (%.1f%%)\n", bar(*in.usage->percent / 100).c_str(),
-                    static_cast<long long>(*in.usage->tokens), static_cast<long long>(in.window), *in.usage->percent);
+        std::printf(
+            "usage     %s %lld / %lld tokens (%.1f%%)\n",
+            bar(*in.usage->percent / 100).c_str(),
+            static_cast<long long>(*in.usage->tokens),
+            static_cast<long long>(in.window),
+            *in.usage->percent
+        );
     else
-        std::printf("usage     unknown (no model response since the latest compaction); estimate %lld tokens\n",
-                    static_cast<long long>(in.estimate));
-    std::printf("compact   %s (threshold %lld)\n", in.would ? "yes - over the threshold" : "no - under the threshold",
-                static_cast<long long>(in.window - in.reserve));
+        std::printf(
+            "usage     unknown (no model response since the latest compaction); estimate %lld tokens\n",
+            static_cast<long long>(in.estimate)
+        );
+    std::printf(
+        "compact   %s (threshold %lld)\n",
+        in.would ? "yes - over the threshold" : "no - under the threshold",
+        static_cast<long long>(in.window - in.reserve)
+    );
     for (const auto& n : s.report.notes)
         std::printf("note      %s\n", n.message.c_str());
     if (s.report.torn)
-        std::printf("note      line %zu is a torn final line; the next append repairs it\n", s.report.torn->line);
+        std::printf(
+            "note      line %zu is a torn final line; the next append repairs it\n", s.report.torn->line
+        );
 }
 
 }  // namespace
@@ -102,7 +124,8 @@ void print_inspection(const opened_context& s, const inspection& in)
 int cmd_inspect(int argc, char** argv)
 {
     int code = exit_ok;
-    auto a = command_args(argc, argv, "inspect", inspect_usage, {"context-window", "reserve"}, {"json"}, code);
+    auto a =
+        command_args(argc, argv, "inspect", inspect_usage, {"context-window", "reserve"}, {"json"}, code);
     if (!a)
         return code;
     const bool json = a->has("json");
@@ -121,8 +144,11 @@ int cmd_inspect(int argc, char** argv)
     in.usage = compaction::context_usage(s->context, *window);
     compaction::compaction_settings settings;
     settings.reserve_tokens = *reserve;
-    in.estimate = compaction::estimate_context_tokens(s->context.messages, compaction::default_token_counter(),
-                                                      compaction::latest_compaction_time(s->context))
+    in.estimate = compaction::estimate_context_tokens(
+                      s->context.messages,
+                      compaction::default_token_counter(),
+                      compaction::latest_compaction_time(s->context)
+    )
                       .tokens;
     in.would = compaction::should_compact(in.estimate, *window, settings);
     if (json)

@@ -13,9 +13,9 @@ namespace {
 
 const char* const migrate_usage =
     "usage: agentctx migrate SESSION.jsonl [--json]\n\n"
-                   "Rewrites a v1/v2 session as v3 (ids, parent links, firstKeptEntryId, custom roles),\n"
-                   "atomically: a temporary file is written, synced and renamed over the original.\n"
-                   "A v3 file is left untouched.\n";
+    "Rewrites a v1/v2 session as v3 (ids, parent links, firstKeptEntryId, custom roles),\n"
+    "atomically: a temporary file is written, synced and renamed over the original.\n"
+    "A v3 file is left untouched.\n";
 
 }  // namespace
 

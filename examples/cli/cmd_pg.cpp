@@ -25,8 +25,11 @@ pg_outcome run_pg(const std::string& conninfo, bool migrate, Start start)
     runtime::pg_pool pool(ioc.get_executor(), conninfo, {.max_connections = 1, .listen = false});
     std::optional<pg_outcome> out;
     auto finish = [&](error_code ec, std::string v) {
-        out.emplace(pg_outcome{!ec, ec ? std::string() : std::move(v), ec ? ec.message() : std::string(),
-                               ec ? std::move(v) : std::string()});
+        out.emplace(pg_outcome{
+            !ec,
+            ec ? std::string() : std::move(v),
+            ec ? ec.message() : std::string(),
+            ec ? std::move(v) : std::string()});
     };
     if (migrate)
         pool.async_migrate([&](error_code ec, std::string m) {
@@ -37,8 +40,7 @@ pg_outcome run_pg(const std::string& conninfo, bool migrate, Start start)
     else
         start(pool, finish);
     while (!out && ioc.run_one() > 0)
-    {
-    }
+    {}
     pool.close();
     return out.value_or(pg_outcome{false, {}, "database_error", "the operation did not complete"});
 }
@@ -56,12 +58,16 @@ std::string read_all(const std::string& path, bool& ok)
 
 pg_outcome pg_export_text(const std::string& conninfo, const std::string& session_id)
 {
-    return run_pg(conninfo, false, [&](runtime::pg_pool& p, auto finish) { p.async_export(session_id, finish); });
+    return run_pg(conninfo, false, [&](runtime::pg_pool& p, auto finish) {
+        p.async_export(session_id, finish);
+    });
 }
 
 pg_outcome pg_import_text(const std::string& conninfo, std::string jsonl)
 {
-    return run_pg(conninfo, true, [&](runtime::pg_pool& p, auto finish) { p.async_import(std::move(jsonl), finish); });
+    return run_pg(conninfo, true, [&](runtime::pg_pool& p, auto finish) {
+        p.async_import(std::move(jsonl), finish);
+    });
 }
 
 int cmd_export(int argc, char** argv)
@@ -70,9 +76,12 @@ int cmd_export(int argc, char** argv)
     auto a = parse_args(argc, argv, 2, {}, {"json", "help"}, error);
     if (!a || a->has("help") || a->positional.size() != 2)
     {
-        std::fprintf(stderr, "%susage: agentctx export postgresql://...#SESSION_ID OUT.jsonl [--json]\n"
-                             "Writes the stored session as a Pi JSONL file, byte for byte (refuses to overwrite).\n",
-                     error.empty() ? "" : (error + "\n").c_str());
+        std::fprintf(
+            stderr,
+            "%susage: agentctx export postgresql://...#SESSION_ID OUT.jsonl [--json]\n"
+            "Writes the stored session as a Pi JSONL file, byte for byte (refuses to overwrite).\n",
+            error.empty() ? "" : (error + "\n").c_str()
+        );
         return a && a->has("help") ? exit_ok : exit_usage;
     }
     const bool json = a->has("json");
@@ -98,7 +107,9 @@ int cmd_export(int argc, char** argv)
     if (json)
         print_json(boost::json::object{{"sessionId", id}, {"file", out.string()}, {"bytes", r.value.size()}});
     else
-        std::printf("exported session %s to %s (%zu bytes)\n", id.c_str(), out.string().c_str(), r.value.size());
+        std::printf(
+            "exported session %s to %s (%zu bytes)\n", id.c_str(), out.string().c_str(), r.value.size()
+        );
     return exit_ok;
 }
 
@@ -108,9 +119,12 @@ int cmd_import(int argc, char** argv)
     auto a = parse_args(argc, argv, 2, {}, {"json", "help"}, error);
     if (!a || a->has("help") || a->positional.size() != 2)
     {
-        std::fprintf(stderr, "%susage: agentctx import SESSION.jsonl postgresql://... [--json]\n"
-                             "Stores a v3 session file in PostgreSQL, each line byte for byte; prints its reference.\n",
-                     error.empty() ? "" : (error + "\n").c_str());
+        std::fprintf(
+            stderr,
+            "%susage: agentctx import SESSION.jsonl postgresql://... [--json]\n"
+            "Stores a v3 session file in PostgreSQL, each line byte for byte; prints its reference.\n",
+            error.empty() ? "" : (error + "\n").c_str()
+        );
         return a && a->has("help") ? exit_ok : exit_usage;
     }
     const bool json = a->has("json");

@@ -28,9 +28,11 @@ const char* const plan_usage =
     "  --compat pi          Pi 1.6.0's exact decisions, quirks included\n"
     "  --model PROVIDER/ID  the active model: its compaction.modelOverrides entry applies (default:\n"
     "                       the settings' or the environment's provider and model, as for compact)\n"
-    "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: $PI_CODING_AGENT_DIR/settings.json\n"
+    "  --settings FILE      the settings JSON ({\"compaction\": {...}}); default: "
+    "$PI_CODING_AGENT_DIR/settings.json\n"
     "                       or ~/.pi/agent/settings.json\n"
-    "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: ignored)\n"
+    "  --project-dir DIR    with --trust-project, DIR/.pi/settings.json is merged on top (untrusted: "
+    "ignored)\n"
     "  --json               one JSON object: leafId, context, threshold, shouldCompact, plan, error\n";
 
 std::string serialized(const std::vector<compaction::context_message>& msgs)
@@ -59,13 +61,19 @@ boost::json::array strings(const std::vector<std::string>& v)
 }
 
 // The `--json` answer: the context, the threshold and the plan (or why there is none).
-boost::json::object plan_json(const compaction::session_context& ctx, std::int64_t estimated, std::int64_t threshold,
-                              bool should, const compaction::result<compaction::compaction_preparation>& prep,
-                              const compaction::diagnostics& plan_diag)
+boost::json::object plan_json(
+    const compaction::session_context& ctx,
+    std::int64_t estimated,
+    std::int64_t threshold,
+    bool should,
+    const compaction::result<compaction::compaction_preparation>& prep,
+    const compaction::diagnostics& plan_diag
+)
 {
     boost::json::object out;
     out["leafId"] = ctx.leaf_id ? boost::json::value(*ctx.leaf_id) : boost::json::value(nullptr);
-    out["context"] = boost::json::object{{"messages", messages_json(ctx.messages)}, {"estimatedTokens", estimated}};
+    out["context"] =
+        boost::json::object{{"messages", messages_json(ctx.messages)}, {"estimatedTokens", estimated}};
     out["threshold"] = threshold;
     out["shouldCompact"] = should;
     if (!prep)
@@ -101,10 +109,16 @@ void print_cut(const compaction::session_context& ctx, const compaction::compact
         kept += in_kept;
     }
     const auto lists = compaction::compute_file_lists(prep.file_ops, prep.file_bounds);
-    std::printf("cut at    %s%s\n", prep.first_kept_entry_id.c_str(),
-                prep.is_split_turn ? "  (split turn: the turn's start is summarized separately)" : "");
-    std::printf("summarize %zu messages%s\n", prep.messages_to_summarize.size(),
-                prep.previous_summary ? " into the previous summary" : "");
+    std::printf(
+        "cut at    %s%s\n",
+        prep.first_kept_entry_id.c_str(),
+        prep.is_split_turn ? "  (split turn: the turn's start is summarized separately)" : ""
+    );
+    std::printf(
+        "summarize %zu messages%s\n",
+        prep.messages_to_summarize.size(),
+        prep.previous_summary ? " into the previous summary" : ""
+    );
     if (prep.is_split_turn)
         std::printf("prefix    %zu messages of the split turn\n", prep.turn_prefix_messages.size());
     std::printf("keep      %zu messages, from %s on\n", kept, prep.first_kept_entry_id.c_str());
@@ -113,18 +127,35 @@ void print_cut(const compaction::session_context& ctx, const compaction::compact
 }
 
 // The text answer's context and threshold lines.
-void print_budget(const compaction::context_estimate& est, std::int64_t window, std::int64_t threshold, bool should,
-                  const compaction::compaction_settings& settings, bool pi)
+void print_budget(
+    const compaction::context_estimate& est,
+    std::int64_t window,
+    std::int64_t threshold,
+    bool should,
+    const compaction::compaction_settings& settings,
+    bool pi
+)
 {
     const double frac = static_cast<double>(est.tokens) / static_cast<double>(window);
-    std::printf("context  %s %lld / %lld tokens (%.1f%%)%s\n", bar(frac).c_str(), static_cast<long long>(est.tokens),
-                static_cast<long long>(window), frac * 100,
-                est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)");
-    std::printf("threshold %lld (window - reserve %lld): %s\n", static_cast<long long>(threshold),
-                static_cast<long long>(settings.reserve_tokens),
-                should ? "over - a compaction would trigger" : "under - no automatic compaction");
-    std::printf("mode      %s, keep recent %lld tokens\n\n", pi ? "compat pi" : "agentctx",
-                static_cast<long long>(settings.keep_recent_tokens));
+    std::printf(
+        "context  %s %lld / %lld tokens (%.1f%%)%s\n",
+        bar(frac).c_str(),
+        static_cast<long long>(est.tokens),
+        static_cast<long long>(window),
+        frac * 100,
+        est.last_usage_index ? "  (provider usage + estimates)" : "  (estimated, chars/4)"
+    );
+    std::printf(
+        "threshold %lld (window - reserve %lld): %s\n",
+        static_cast<long long>(threshold),
+        static_cast<long long>(settings.reserve_tokens),
+        should ? "over - a compaction would trigger" : "under - no automatic compaction"
+    );
+    std::printf(
+        "mode      %s, keep recent %lld tokens\n\n",
+        pi ? "compat pi" : "agentctx",
+        static_cast<long long>(settings.keep_recent_tokens)
+    );
 }
 
 }  // namespace
@@ -132,7 +163,15 @@ void print_budget(const compaction::context_estimate& est, std::int64_t window, 
 int cmd_plan(int argc, char** argv)
 {
     int code = exit_ok;
-    auto a = command_args(argc, argv, "plan", plan_usage, {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir", "model"}, {"json", "trust-project"}, code);
+    auto a = command_args(
+        argc,
+        argv,
+        "plan",
+        plan_usage,
+        {"keep-recent", "reserve", "context-window", "compat", "settings", "project-dir", "model"},
+        {"json", "trust-project"},
+        code
+    );
     if (!a)
         return code;
     const bool json = a->has("json");
@@ -142,7 +181,8 @@ int cmd_plan(int argc, char** argv)
         std::fprintf(stderr, "agentctx plan: --compat takes only 'pi'\n");
         return exit_usage;
     }
-    const compaction::compat_mode mode = compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
+    const compaction::compat_mode mode =
+        compat ? compaction::compat_mode::pi : compaction::compat_mode::agentctx;
 
     const auto host = cli_host_config(*a, json, code, true);
     if (!host)
@@ -160,7 +200,17 @@ int cmd_plan(int argc, char** argv)
     const bool should = compaction::should_compact(est.tokens, window, settings);
 
     compaction::diagnostics plan_diag;
-    auto prep = compaction::prepare_compaction(s->log, ctx, settings, {.mode = mode, .pins = &loaded.pins, .required = &loaded.required, .jobs = &loaded.jobs, .context_window = window}, plan_diag);
+    auto prep = compaction::prepare_compaction(
+        s->log,
+        ctx,
+        settings,
+        {.mode = mode,
+         .pins = &loaded.pins,
+         .required = &loaded.required,
+         .jobs = &loaded.jobs,
+         .context_window = window},
+        plan_diag
+    );
 
     if (json)
     {

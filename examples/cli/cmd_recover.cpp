@@ -31,7 +31,8 @@ const char* const recover_usage =
     "appended only once the final note covers the whole prefix and validates. No tool runs and no\n"
     "model turn is taken. Holds the session's write lock throughout.\n"
     "\n"
-    "  --max-source-chars N  the most serialized history one request carries (compaction.summaryMaxSourceChars;\n"
+    "  --max-source-chars N  the most serialized history one request carries "
+    "(compaction.summaryMaxSourceChars;\n"
     "                        default: 60% of --context-window at 3 characters per token)\n"
     "  --max-calls N         stop after N model calls (compaction.summaryMaxCalls); the next run continues\n"
     "  --json                {\"compacted\", \"entryId\", \"evidence\", \"error\"}\n"
@@ -39,43 +40,64 @@ const char* const recover_usage =
     "Provider and budget options as for `agentctx compact`.\n";
 
 // A recovery that did not install its compaction: why, and how much of it the file keeps.
-int report_unfinished(bool json, const compaction_run& run, const std::optional<runtime::compaction_evidence>& evidence,
-                      const boost::json::value& ev)
+int report_unfinished(
+    bool json,
+    const compaction_run& run,
+    const std::optional<runtime::compaction_evidence>& evidence,
+    const boost::json::value& ev
+)
 {
     const std::string code_name = run.ec ? run.ec.message() : "not_compacted";
     std::string why = run.interrupted ? "interrupted" : run.outcome.message;
     if (evidence && evidence->pieces_completed > 0)
-        why += "; " + std::to_string(evidence->pieces_completed) + " of " + std::to_string(evidence->pieces_total) +
+        why += "; " + std::to_string(evidence->pieces_completed) + " of " +
+               std::to_string(evidence->pieces_total) +
                " pieces are kept in the file: run `agentctx recover` again to continue";
     if (json)
-        print_json(boost::json::object{{"compacted", false},
-                                       {"evidence", ev},
-                                       {"error", boost::json::object{{"code", code_name}, {"message", why}}}});
+        print_json(boost::json::object{
+            {"compacted", false},
+            {"evidence", ev},
+            {"error", boost::json::object{{"code", code_name}, {"message", why}}}});
     else
         std::fprintf(stderr, "agentctx: %s: %s\n", code_name.c_str(), why.c_str());
     return exit_failed;
 }
 
 // The answer for a recovery whose compaction entry was appended.
-void print_recovered(bool json, const runtime::compaction_outcome& outcome,
-                     const std::optional<runtime::compaction_evidence>& evidence, const boost::json::value& ev, double secs)
+void print_recovered(
+    bool json,
+    const runtime::compaction_outcome& outcome,
+    const std::optional<runtime::compaction_evidence>& evidence,
+    const boost::json::value& ev,
+    double secs
+)
 {
     if (json)
     {
-        print_json(boost::json::object{{"compacted", true},
-                                       {"entryId", outcome.entry_id},
-                                       {"firstKeptEntryId", outcome.result->first_kept_entry_id},
-                                       {"tokensBefore", outcome.result->tokens_before},
-                                       {"tokensAfter", outcome.result->tokens_after},
-                                       {"evidence", ev},
-                                       {"error", nullptr}});
+        print_json(boost::json::object{
+            {"compacted", true},
+            {"entryId", outcome.entry_id},
+            {"firstKeptEntryId", outcome.result->first_kept_entry_id},
+            {"tokensBefore", outcome.result->tokens_before},
+            {"tokensAfter", outcome.result->tokens_after},
+            {"evidence", ev},
+            {"error", nullptr}});
         return;
     }
-    std::printf("recovered: entry %s, kept from %s; %zu pieces (%zu resumed), %d calls, %.1fs\n", outcome.entry_id.c_str(),
-                outcome.result->first_kept_entry_id.c_str(), evidence ? evidence->pieces_total : 1,
-                evidence ? evidence->pieces_resumed : 0, evidence ? evidence->calls : 0, secs);
-    std::printf("tokens    %lld -> %lld\n", static_cast<long long>(outcome.result->tokens_before),
-                static_cast<long long>(outcome.result->tokens_after));
+    std::printf(
+        "recovered: entry %s, kept from %s; %zu pieces (%zu resumed), %d calls, %.1fs\n",
+        outcome.entry_id.c_str(),
+        outcome.result->first_kept_entry_id.c_str(),
+        evidence ? evidence->pieces_total : 1,
+        evidence ? evidence->pieces_resumed : 0,
+        evidence ? evidence->calls : 0,
+        secs
+    );
+    std::printf(
+        "tokens    %lld -> %lld\n",
+        static_cast<long long>(outcome.result->tokens_before),
+        static_cast<long long>(outcome.result->tokens_after)
+    );
 }
 
 }  // namespace
@@ -83,7 +105,9 @@ void print_recovered(bool json, const runtime::compaction_outcome& outcome,
 int cmd_recover(int argc, char** argv)
 {
     int code = exit_ok;
-    auto a = command_args(argc, argv, "recover", recover_usage, session_valued_options, {"json", "trust-project"}, code);
+    auto a = command_args(
+        argc, argv, "recover", recover_usage, session_valued_options, {"json", "trust-project"}, code
+    );
     if (!a)
         return code;
     const bool json = a->has("json");
@@ -99,7 +123,9 @@ int cmd_recover(int argc, char** argv)
 
     const bool tty = !json && ::isatty(STDERR_FILENO);
     const auto started = std::chrono::steady_clock::now();
-    const auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+    const auto secs = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
     std::size_t done = 0, left = 0;
     std::optional<runtime::compaction_evidence> evidence;
     session->on_event([&](const runtime::session_event& e) {
@@ -114,13 +140,23 @@ int cmd_recover(int argc, char** argv)
             evidence = f->evidence;
     });
     if (!json)
-        std::fprintf(stderr, "recovering %s with the %s summarizer...\n", path.c_str(),
-                     setup->config.summarizer->name().c_str());
+        std::fprintf(
+            stderr,
+            "recovering %s with the %s summarizer...\n",
+            path.c_str(),
+            setup->config.summarizer->name().c_str()
+        );
 
     const auto run = run_compaction(ioc, *session, std::nullopt, tty, std::chrono::milliseconds(200), [&] {
         const double total = static_cast<double>(done + left);
-        std::fprintf(stderr, "\r%s %zu/%s pieces, %.1fs", bar(total > 0 ? done / total : 0.0, 30).c_str(), done,
-                     total > 0 ? std::to_string(done + left).c_str() : "?", secs());
+        std::fprintf(
+            stderr,
+            "\r%s %zu/%s pieces, %.1fs",
+            bar(total > 0 ? done / total : 0.0, 30).c_str(),
+            done,
+            total > 0 ? std::to_string(done + left).c_str() : "?",
+            secs()
+        );
     });
     const auto ev = evidence ? boost::json::value(runtime::to_json(*evidence)) : boost::json::value(nullptr);
     if (run.ec || !run.outcome.compacted)

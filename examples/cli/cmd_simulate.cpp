@@ -1,4 +1,5 @@
-// `agentctx simulate SESSION...`: what each compaction policy bills on recorded sessions, and how long the agent waits.
+// `agentctx simulate SESSION...`: what each compaction policy bills on recorded sessions, and how long the
+// agent waits.
 #include "cli_common.hpp"
 #include "commands.hpp"
 
@@ -72,13 +73,16 @@ bool add_sweep(const std::string& spec, sim_setup& s, std::string& error)
     if (spec.rfind(key, 0) == 0 && dots != std::string::npos)
     {
         lo = whole_number(std::string_view(spec).substr(key.size(), dots - key.size()));
-        hi = whole_number(std::string_view(spec).substr(dots + 2, slash == std::string::npos ? std::string::npos : slash - dots - 2));
+        hi = whole_number(std::string_view(spec).substr(
+            dots + 2, slash == std::string::npos ? std::string::npos : slash - dots - 2
+        ));
         if (slash != std::string::npos)
             step = whole_number(std::string_view(spec).substr(slash + 1));
     }
     if (!lo || !hi || !step || *step == 0 || *lo == 0 || *lo > *hi || (*hi - *lo) / *step > 100)
     {
-        error = "--sweep takes workingBudget=LO..HI[/STEP] (tokens, LO <= HI, at most 100 steps), not '" + spec + "'";
+        error = "--sweep takes workingBudget=LO..HI[/STEP] (tokens, LO <= HI, at most 100 steps), not '" +
+                spec + "'";
         return false;
     }
     for (auto v = *lo; v <= *hi; v += *step)
@@ -117,7 +121,8 @@ std::optional<runtime::simulate_policy> settings_policy(const std::string& file,
     auto s = runtime::load_settings(std::filesystem::path(file), std::nullopt, false, {}, diag);
     if (!s)
         return error = "--settings " + file + ": " + diag.message, std::nullopt;
-    return runtime::simulate_policy{std::filesystem::path(file).stem().string(), *s, compaction::compat_mode::agentctx, false};
+    return runtime::simulate_policy{
+        std::filesystem::path(file).stem().string(), *s, compaction::compat_mode::agentctx, false};
 }
 
 std::optional<sim_setup> setup(const args& a, std::string& error)
@@ -181,17 +186,37 @@ std::string ratio(double x, const compaction::policy_cost* base)
 void print_table(const std::string& title, const costs& c)
 {
     std::printf("\n%s\n", title.c_str());
-    std::printf("  %-12s %8s %14s %8s %8s %10s %11s %13s %10s %10s\n", "policy", "requests", "billed input", "vs none",
-                "vs pi", "cost $", "compactions", "summary calls", "stall s", "stall p95");
+    std::printf(
+        "  %-12s %8s %14s %8s %8s %10s %11s %13s %10s %10s\n",
+        "policy",
+        "requests",
+        "billed input",
+        "vs none",
+        "vs pi",
+        "cost $",
+        "compactions",
+        "summary calls",
+        "stall s",
+        "stall p95"
+    );
     const auto* none = find(c, "none");
     const auto* pi = find(c, "pi");
     for (const auto& [name, cost] : c)
     {
         const auto st = compaction::summarize_stalls(cost.stalls);
-        std::printf("  %-12s %8lld %14.0f %8s %8s %10.4f %11lld %13lld %10.1f %10.1f\n", name.c_str(),
-                    static_cast<long long>(cost.requests), cost.billed_input, ratio(cost.billed_input, none).c_str(),
-                    ratio(cost.billed_input, pi).c_str(), cost.cost, static_cast<long long>(cost.compactions),
-                    static_cast<long long>(cost.summary_requests), st.total, st.p95);
+        std::printf(
+            "  %-12s %8lld %14.0f %8s %8s %10.4f %11lld %13lld %10.1f %10.1f\n",
+            name.c_str(),
+            static_cast<long long>(cost.requests),
+            cost.billed_input,
+            ratio(cost.billed_input, none).c_str(),
+            ratio(cost.billed_input, pi).c_str(),
+            cost.cost,
+            static_cast<long long>(cost.compactions),
+            static_cast<long long>(cost.summary_requests),
+            st.total,
+            st.p95
+        );
     }
 }
 
@@ -199,17 +224,33 @@ void print_table(const std::string& title, const costs& c)
 void print_sweep(const std::vector<std::string>& swept, const costs& totals)
 {
     std::printf("\nworking budget sweep (all sessions)\n");
-    std::printf("  %-14s %14s %8s %10s %11s %13s %16s %10s\n", "workingBudget", "billed input", "vs pi", "cost $",
-                "compactions", "summary calls", "to summarizers", "stall s");
+    std::printf(
+        "  %-14s %14s %8s %10s %11s %13s %16s %10s\n",
+        "workingBudget",
+        "billed input",
+        "vs pi",
+        "cost $",
+        "compactions",
+        "summary calls",
+        "to summarizers",
+        "stall s"
+    );
     const auto* pi = find(totals, "pi");
     for (const auto& name : swept)
     {
         const auto* cost = find(totals, name);
         const auto st = compaction::summarize_stalls(cost->stalls);
-        std::printf("  %-14s %14.0f %8s %10.4f %11lld %13lld %16lld %10.1f\n", name.substr(name.find('=') + 1).c_str(),
-                    cost->billed_input, ratio(cost->billed_input, pi).c_str(), cost->cost,
-                    static_cast<long long>(cost->compactions), static_cast<long long>(cost->summary_requests),
-                    static_cast<long long>(cost->summarizer_input_tokens), st.total);
+        std::printf(
+            "  %-14s %14.0f %8s %10.4f %11lld %13lld %16lld %10.1f\n",
+            name.substr(name.find('=') + 1).c_str(),
+            cost->billed_input,
+            ratio(cost->billed_input, pi).c_str(),
+            cost->cost,
+            static_cast<long long>(cost->compactions),
+            static_cast<long long>(cost->summary_requests),
+            static_cast<long long>(cost->summarizer_input_tokens),
+            st.total
+        );
     }
 }
 
@@ -233,7 +274,9 @@ void progress(std::size_t done, std::size_t total, const std::string& file)
 }
 
 // Every policy's cost on one session file, added to `totals` (nullopt: the error is printed, `code` set).
-std::optional<costs> simulate_file(const std::string& file, const sim_setup& s, bool json, costs& totals, int& code)
+std::optional<costs> simulate_file(
+    const std::string& file, const sim_setup& s, bool json, costs& totals, int& code
+)
 {
     auto opened = open_session(file, json, code);
     if (!opened)
@@ -245,7 +288,9 @@ std::optional<costs> simulate_file(const std::string& file, const sim_setup& s, 
         auto cost = runtime::simulate_session(opened->log, s.policies[k], s.options, diag);
         if (!cost)
         {
-            print_error(json, cost.error().message(), file + ": policy " + s.policies[k].name + ": " + diag.message);
+            print_error(
+                json, cost.error().message(), file + ": policy " + s.policies[k].name + ": " + diag.message
+            );
             code = exit_failed;
             return std::nullopt;
         }
@@ -259,10 +304,16 @@ void print_simulation_json(const sim_setup& s, const costs& totals, boost::json:
 {
     const auto& p = s.options.prices;
     print_json(boost::json::object{
-        {"model", {{"prices", p.name}, {"ttl", p.ttl_seconds}, {"minPrefix", p.min_prefix},
-                   {"writeMultiplier", p.write_multiplier}, {"readMultiplier", p.read_multiplier},
-                   {"inputPrice", p.input_price}, {"outputPrice", p.output_price},
-                   {"contextWindow", s.options.context_window}, {"systemTokens", s.options.system_tokens}}},
+        {"model",
+         {{"prices", p.name},
+          {"ttl", p.ttl_seconds},
+          {"minPrefix", p.min_prefix},
+          {"writeMultiplier", p.write_multiplier},
+          {"readMultiplier", p.read_multiplier},
+          {"inputPrice", p.input_price},
+          {"outputPrice", p.output_price},
+          {"contextWindow", s.options.context_window},
+          {"systemTokens", s.options.system_tokens}}},
         {"policies", policies_json(totals)},
         {"sessions", std::move(sessions)}});
 }
@@ -272,13 +323,24 @@ void print_simulation_json(const sim_setup& s, const costs& totals, boost::json:
 int cmd_simulate(int argc, char** argv)
 {
     std::string error;
-    auto a = parse_args(argc, argv, 2, {"policy", "settings", "prices", "context-window", "system-tokens", "sweep"},
-                        {"json", "help"}, error);
+    auto a = parse_args(
+        argc,
+        argv,
+        2,
+        {"policy", "settings", "prices", "context-window", "system-tokens", "sweep"},
+        {"json", "help"},
+        error
+    );
     if (!a || a->has("help") || a->positional.empty())
     {
         if (a && a->has("help"))
             return std::fputs(simulate_usage, stdout), exit_ok;
-        std::fprintf(stderr, "agentctx simulate: %s\n%s", error.empty() ? "no session file" : error.c_str(), simulate_usage);
+        std::fprintf(
+            stderr,
+            "agentctx simulate: %s\n%s",
+            error.empty() ? "no session file" : error.c_str(),
+            simulate_usage
+        );
         return exit_usage;
     }
     const bool json = a->has("json");

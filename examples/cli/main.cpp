@@ -42,7 +42,8 @@ const char* const usage_text =
 
 int main(int argc, char** argv)
 {
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help"))
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+        !std::strcmp(argv[1], "help"))
     {
         std::fputs(usage_text, argc < 2 ? stderr : stdout);
         return argc < 2 ? agentctx::cli::exit_usage : agentctx::cli::exit_ok;

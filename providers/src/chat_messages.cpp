@@ -18,7 +18,8 @@ namespace {
 bool sendable(const message& m)
 {
     if (m.role == role::assistant)
-        return m.stop_reason != compaction::stop_reason::error && m.stop_reason != compaction::stop_reason::aborted;
+        return m.stop_reason != compaction::stop_reason::error &&
+               m.stop_reason != compaction::stop_reason::aborted;
     return m.role == role::user || m.role == role::tool_result;
 }
 
@@ -48,10 +49,15 @@ json::value openai_user_content(const compaction::content& c)
         return json::value(c.text);
     json::array parts;
     for_each_part(
-        c, [&](const std::string& t) { parts.push_back(json::object{{"type", "text"}, {"text", t}}); },
+        c,
+        [&](const std::string& t) {
+            parts.push_back(json::object{{"type", "text"}, {"text", t}});
+        },
         [&](const compaction::image_block& i) {
-            parts.push_back(json::object{{"type", "image_url"}, {"image_url", json::object{{"url", data_url(i)}}}});
-        });
+            parts.push_back(json::object{
+                {"type", "image_url"}, {"image_url", json::object{{"url", data_url(i)}}}});
+        }
+    );
     return parts;
 }
 
@@ -60,9 +66,10 @@ void push_openai(const message& m, json::array& out)
     if (m.role == role::user)
         return out.push_back(json::object{{"role", "user"}, {"content", openai_user_content(m.content)}});
     if (m.role == role::tool_result)
-        return out.push_back(json::object{{"role", "tool"},
-                                          {"tool_call_id", m.tool_call_id},
-                                          {"content", compaction::content_text(m.content)}});
+        return out.push_back(json::object{
+            {"role", "tool"},
+            {"tool_call_id", m.tool_call_id},
+            {"content", compaction::content_text(m.content)}});
     std::string text;
     json::array calls;
     for (const auto& b : m.content.blocks)
@@ -70,12 +77,13 @@ void push_openai(const message& m, json::array& out)
         if (const auto* t = std::get_if<compaction::text_block>(&b))
             text += t->text;
         else if (const auto* c = std::get_if<compaction::tool_call_block>(&b))
-            calls.push_back(json::object{{"id", c->id},
-                                         {"type", "function"},
-                                         {"function", json::object{{"name", c->name},
-                                                                   {"arguments", json::serialize(c->arguments)}}}});
+            calls.push_back(json::object{
+                {"id", c->id},
+                {"type", "function"},
+                {"function", json::object{{"name", c->name}, {"arguments", json::serialize(c->arguments)}}}});
     }
-    json::object a{{"role", "assistant"}, {"content", text.empty() ? json::value(nullptr) : json::value(text)}};
+    json::object a{
+        {"role", "assistant"}, {"content", text.empty() ? json::value(nullptr) : json::value(text)}};
     if (!calls.empty())
         a["tool_calls"] = std::move(calls);
     out.push_back(std::move(a));
@@ -94,7 +102,8 @@ json::array anthropic_parts(const compaction::content& c)
             parts.push_back(json::object{
                 {"type", "image"},
                 {"source", json::object{{"type", "base64"}, {"media_type", i.mime_type}, {"data", i.data}}}});
-        });
+        }
+    );
     return parts;
 }
 
@@ -127,7 +136,10 @@ void push_anthropic(const message& m, json::array& out)
         return append_turn(out, "user", anthropic_parts(m.content), false);
     if (m.role == role::tool_result)
     {
-        json::object r{{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}, {"content", anthropic_parts(m.content)}};
+        json::object r{
+            {"type", "tool_result"},
+            {"tool_use_id", m.tool_call_id},
+            {"content", anthropic_parts(m.content)}};
         if (m.is_error)
             r["is_error"] = true;
         return append_turn(out, "user", json::array{std::move(r)}, true);
@@ -138,15 +150,17 @@ void push_anthropic(const message& m, json::array& out)
         if (const auto* t = std::get_if<compaction::text_block>(&b); t && !t->text.empty())
             blocks.push_back(json::object{{"type", "text"}, {"text", t->text}});
         else if (const auto* c = std::get_if<compaction::tool_call_block>(&b))
-            blocks.push_back(json::object{{"type", "tool_use"}, {"id", c->id}, {"name", c->name}, {"input", c->arguments}});
+            blocks.push_back(json::object{
+                {"type", "tool_use"}, {"id", c->id}, {"name", c->name}, {"input", c->arguments}});
     }
     append_turn(out, "assistant", std::move(blocks), false);
 }
 
 // The position in `context` of the summary message `native` stands for (nullopt: not there, or
 // the state is another wire format's).
-std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compaction::context_message> context,
-                                            const native_replay* native)
+std::optional<std::size_t> replaced_summary(
+    wire_format f, std::span<const compaction::context_message> context, const native_replay* native
+)
 {
     if (!native || native->state.format != f)
         return std::nullopt;
@@ -161,14 +175,16 @@ std::optional<std::size_t> replaced_summary(wire_format f, std::span<const compa
 std::shared_ptr<const message> with_authorship(const message& m)
 {
     auto framed = std::make_shared<message>(m);
-    framed->content.blocks.insert(framed->content.blocks.begin(),
-                                  compaction::text_block{compaction::peer_label(m.peer) + "\n"});
+    framed->content.blocks.insert(
+        framed->content.blocks.begin(), compaction::text_block{compaction::peer_label(m.peer) + "\n"}
+    );
     return framed;
 }
 
 // convert_to_llm over `context`, sendable messages only.
-std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compaction::context_message> context,
-                                                         compaction::summary_framing framing)
+std::vector<std::shared_ptr<const message>> llm_messages(
+    std::span<const compaction::context_message> context, compaction::summary_framing framing
+)
 {
     std::vector<std::shared_ptr<const message>> agent;
     agent.reserve(context.size());
@@ -177,7 +193,10 @@ std::vector<std::shared_ptr<const message>> llm_messages(std::span<const compact
     std::vector<std::shared_ptr<const message>> out;
     for (auto& m : compaction::convert_to_llm(agent, framing))
         if (sendable(*m))
-            out.push_back(m->peer.empty() || framing == compaction::summary_framing::pi ? std::move(m) : with_authorship(*m));
+            out.push_back(
+                m->peer.empty() || framing == compaction::summary_framing::pi ? std::move(m)
+                                                                              : with_authorship(*m)
+            );
     return out;
 }
 
@@ -185,10 +204,14 @@ json::array responses_user_content(const compaction::content& c)
 {
     json::array parts;
     for_each_part(
-        c, [&](const std::string& t) { parts.push_back(json::object{{"type", "input_text"}, {"text", t}}); },
+        c,
+        [&](const std::string& t) {
+            parts.push_back(json::object{{"type", "input_text"}, {"text", t}});
+        },
         [&](const compaction::image_block& i) {
             parts.push_back(json::object{{"type", "input_image"}, {"image_url", data_url(i)}});
-        });
+        }
+    );
     return parts;
 }
 
@@ -197,23 +220,26 @@ void push_responses(const message& m, json::array& out)
     if (m.role == role::user)
         return out.push_back(json::object{{"role", "user"}, {"content", responses_user_content(m.content)}});
     if (m.role == role::tool_result)
-        return out.push_back(json::object{{"type", "function_call_output"},
-                                          {"call_id", m.tool_call_id},
-                                          {"output", compaction::content_text(m.content)}});
+        return out.push_back(json::object{
+            {"type", "function_call_output"},
+            {"call_id", m.tool_call_id},
+            {"output", compaction::content_text(m.content)}});
     std::string text;
     for (const auto& b : m.content.blocks)
         if (const auto* t = std::get_if<compaction::text_block>(&b))
             text += t->text;
     if (!text.empty())
-        out.push_back(json::object{{"type", "message"},
-                                   {"role", "assistant"},
-                                   {"content", json::array{json::object{{"type", "output_text"}, {"text", text}}}}});
+        out.push_back(json::object{
+            {"type", "message"},
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "output_text"}, {"text", text}}}}});
     for (const auto& b : m.content.blocks)
         if (const auto* c = std::get_if<compaction::tool_call_block>(&b))
-            out.push_back(json::object{{"type", "function_call"},
-                                       {"call_id", c->id},
-                                       {"name", c->name},
-                                       {"arguments", json::serialize(c->arguments)}});
+            out.push_back(json::object{
+                {"type", "function_call"},
+                {"call_id", c->id},
+                {"name", c->name},
+                {"arguments", json::serialize(c->arguments)}});
 }
 
 }  // namespace
@@ -223,8 +249,12 @@ json::array to_wire_messages(wire_format f, std::span<const compaction::context_
     return to_wire_messages(f, context, nullptr);
 }
 
-json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
-                             const native_replay* native, compaction::summary_framing framing)
+json::array to_wire_messages(
+    wire_format f,
+    std::span<const compaction::context_message> context,
+    const native_replay* native,
+    compaction::summary_framing framing
+)
 {
     json::array out;
     // OpenAI's compact output belongs to the Responses API (to_responses_input): Chat Completions
@@ -246,8 +276,11 @@ json::array to_wire_messages(wire_format f, std::span<const compaction::context_
     return out;
 }
 
-json::array to_responses_input(std::span<const compaction::context_message> context, const native_replay* native,
-                               compaction::summary_framing framing)
+json::array to_responses_input(
+    std::span<const compaction::context_message> context,
+    const native_replay* native,
+    compaction::summary_framing framing
+)
 {
     json::array out;
     const auto at = replaced_summary(wire_format::openai, context, native);

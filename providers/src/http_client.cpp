@@ -40,7 +40,7 @@ transfer_deadlines deadlines_of(const http_request& r) noexcept
 {
     transfer_deadlines d;
     d.connect_timeout_ms = static_cast<long>(r.connect_timeout.count());
-    d.total_timeout_ms = 0;  // never: a healthy generation may take minutes
+    d.total_timeout_ms = 0;                        // never: a healthy generation may take minutes
     const bool idle = r.idle_timeout.count() > 0;  // an explicit opt-in only
     d.low_speed_time = idle ? static_cast<long>(r.idle_timeout.count()) : 0L;
     d.low_speed_limit = idle ? r.low_speed_bytes : 0L;
@@ -65,11 +65,15 @@ error_code from_curl(CURLcode c)
 {
     switch (c)
     {
-    case CURLE_OK: return {};
+    case CURLE_OK:
+        return {};
     case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT: return make_error_code(errc::invalid_request);
-    case CURLE_FILESIZE_EXCEEDED: return make_error_code(errc::response_too_large);  // Content-Length over the cap
-    default: return make_error_code(errc::transient);  // connect, reset, timeouts, TLS, ...
+    case CURLE_URL_MALFORMAT:
+        return make_error_code(errc::invalid_request);
+    case CURLE_FILESIZE_EXCEEDED:
+        return make_error_code(errc::response_too_large);  // Content-Length over the cap
+    default:
+        return make_error_code(errc::transient);  // connect, reset, timeouts, TLS, ...
     }
 }
 
@@ -79,7 +83,7 @@ error_code from_curl(CURLcode c)
 struct sock_watch
 {
     explicit sock_watch(asio::strand<asio::any_io_executor> ex) : socket(ex), foreign(ex) {}
-    asio::ip::tcp::socket socket;          // sockets we opened for curl
+    asio::ip::tcp::socket socket;            // sockets we opened for curl
     asio::posix::stream_descriptor foreign;  // fds curl opened itself (threaded resolver)
     bool is_foreign = false;
     int want = 0;  // CURL_POLL_IN / OUT / INOUT
@@ -178,9 +182,9 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     std::map<std::uint64_t, std::unique_ptr<transfer>> transfers;
     std::atomic<std::uint64_t> next_id{1};  // allocated at initiation, on any thread
     bool shut_down = false;
-    bool timer_armed = false;     // `timer` has a wait pending (see on_timer)
+    bool timer_armed = false;                                     // `timer` has a wait pending (see on_timer)
     std::optional<std::chrono::steady_clock::time_point> wanted;  // curl's latest deadline
-    bool timeout_posted = false;  // a 0 ms timeout action is posted
+    bool timeout_posted = false;                                  // a 0 ms timeout action is posted
     // Finished easy handles, reset and kept for the next request: creating and destroying one
     // per request allocates and frees its state and buffers each time.
     std::vector<CURL*> idle_easy;
@@ -340,7 +344,9 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         if (colon != std::string_view::npos)
         {
             std::string name(line.substr(0, colon));
-            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+                return static_cast<char>(std::tolower(c));
+            });
             std::string_view value = line.substr(colon + 1);
             while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
                 value.remove_prefix(1);
@@ -369,13 +375,19 @@ struct http_client::impl : std::enable_shared_from_this<impl>
                     return;
                 const int bit = read ? CURL_POLL_IN : CURL_POLL_OUT;
                 if (ec != asio::error::operation_aborted && (w->want & bit))
-                    self->socket_action(s, ec ? CURL_CSELECT_ERR : (read ? CURL_CSELECT_IN : CURL_CSELECT_OUT));
+                    self->socket_action(
+                        s, ec ? CURL_CSELECT_ERR : (read ? CURL_CSELECT_IN : CURL_CSELECT_OUT)
+                    );
                 if (!w->closed)
                     self->arm(w, s);  // keep watching while curl wants it (level semantics)
             };
             const auto type = read ? asio::socket_base::wait_read : asio::socket_base::wait_write;
             if (w->is_foreign)
-                w->foreign.async_wait(read ? asio::posix::stream_descriptor::wait_read : asio::posix::stream_descriptor::wait_write, handler);
+                w->foreign.async_wait(
+                    read ? asio::posix::stream_descriptor::wait_read
+                         : asio::posix::stream_descriptor::wait_write,
+                    handler
+                );
             else
                 w->socket.async_wait(type, handler);
         };
@@ -476,10 +488,12 @@ struct http_client::impl : std::enable_shared_from_this<impl>
     struct clear_then_call
     {
         using executor_type = asio::any_completion_executor;
-        clear_then_call(const asio::strand<asio::any_io_executor>& fallback, asio::any_completion_handler<http_signature> handler)
+        clear_then_call(
+            const asio::strand<asio::any_io_executor>& fallback,
+            asio::any_completion_handler<http_signature> handler
+        )
             : ex(asio::get_associated_executor(handler, fallback)), h(std::move(handler))
-        {
-        }
+        {}
         executor_type get_executor() const noexcept { return ex; }
         void operator()(error_code ec, http_response resp)
         {
@@ -495,7 +509,8 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         auto it = transfers.find(id);  // by id: a late cancellation after completion is a no-op
         if (it == transfers.end())
             return;
-        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) == asio::cancellation_type::none)
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+            asio::cancellation_type::none)
         {
             curl_off_t pretransfer = 0;
             curl_easy_getinfo(it->second->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
@@ -505,8 +520,12 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         finish(id, asio::error::operation_aborted);
     }
 
-    void start(std::uint64_t id, http_request req, std::shared_ptr<std::atomic<bool>> aborting,
-               asio::any_completion_handler<http_signature> h)
+    void start(
+        std::uint64_t id,
+        http_request req,
+        std::shared_ptr<std::atomic<bool>> aborting,
+        asio::any_completion_handler<http_signature> h
+    )
     {
         if (shut_down)
         {
@@ -541,9 +560,14 @@ struct http_client::impl : std::enable_shared_from_this<impl>
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, d.keepalive_interval);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);  // HTTP/2 where offered
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // decoded bytes count against the cap
-        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
-                         static_cast<curl_off_t>(std::min<std::uint64_t>(t->req.max_response_bytes, INT64_MAX)));
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a 3xx is the answer: never resend the key elsewhere
+        curl_easy_setopt(
+            e,
+            CURLOPT_MAXFILESIZE_LARGE,
+            static_cast<curl_off_t>(std::min<std::uint64_t>(t->req.max_response_bytes, INT64_MAX))
+        );
+        curl_easy_setopt(
+            e, CURLOPT_FOLLOWLOCATION, 0L
+        );  // a 3xx is the answer: never resend the key elsewhere
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         if (t->req.method == "POST")
         {
@@ -611,20 +635,24 @@ void http_client::request_impl(http_request req, asio::any_completion_handler<ht
     auto aborting = std::make_shared<std::atomic<bool>>(false);
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr(impl_), id, s = impl_->strand, aborting](asio::cancellation_type type) {
-            // The flag stops a body mid-burst (checked per chunk); the posted cancel completes it.
-            if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) != asio::cancellation_type::none)
-                aborting->store(true, std::memory_order_relaxed);
-            asio::post(s, [weak, id, type] {
-                if (auto self = weak.lock())
-                    self->cancel(id, type);
-            });
-        });
+        slot.assign(
+            [weak = std::weak_ptr(impl_), id, s = impl_->strand, aborting](asio::cancellation_type type) {
+                // The flag stops a body mid-burst (checked per chunk); the posted cancel completes it.
+                if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
+                    asio::cancellation_type::none)
+                    aborting->store(true, std::memory_order_relaxed);
+                asio::post(s, [weak, id, type] {
+                    if (auto self = weak.lock())
+                        self->cancel(id, type);
+                });
+            }
+        );
     // Hop onto the strand; curl calls for this multi stay on it.
-    asio::post(impl_->strand, [self = impl_, id, req = std::move(req), aborting = std::move(aborting),
-                               h = std::move(handler)]() mutable {
-        self->start(id, std::move(req), std::move(aborting), std::move(h));
-    });
+    asio::post(
+        impl_->strand,
+        [self = impl_, id, req = std::move(req), aborting = std::move(aborting), h = std::move(handler)](
+        ) mutable { self->start(id, std::move(req), std::move(aborting), std::move(h)); }
+    );
 }
 
 std::size_t http_client::live_transfers() const

@@ -70,12 +70,19 @@ std::string failure_detail(const diagnostics& d)
 
 // What one attempt came to: the transport's error, a redirect, an HTTP error, or what `accept`
 // makes of a 2xx response (empty: success).
-error_code attempt_failure(const provider_config& cfg, error_code ec, const http_response& resp, const accept_fn& accept,
-                           int attempt, diagnostics& diag)
+error_code attempt_failure(
+    const provider_config& cfg,
+    error_code ec,
+    const http_response& resp,
+    const accept_fn& accept,
+    int attempt,
+    diagnostics& diag
+)
 {
     if (ec == make_error_code(errc::response_too_large))
     {
-        diag.message = "the response exceeded the cap of " + std::to_string(cfg.max_response_bytes) + " bytes";
+        diag.message =
+            "the response exceeded the cap of " + std::to_string(cfg.max_response_bytes) + " bytes";
         return ec;
     }
     if (ec)
@@ -106,10 +113,17 @@ struct retry_plan
 
 // The retry policy for `failure`: a Retry-After over max_retry_wait turns it into a final
 // rate_limited (rewriting `failure` and `diag`).
-retry_plan plan_retry(const provider_config& cfg, const http_response& resp, int attempt, std::uint64_t seed,
-                      error_code& failure, diagnostics& diag)
+retry_plan plan_retry(
+    const provider_config& cfg,
+    const http_response& resp,
+    int attempt,
+    std::uint64_t seed,
+    error_code& failure,
+    diagnostics& diag
+)
 {
-    const bool retryable = failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
+    const bool retryable =
+        failure == make_error_code(errc::rate_limited) || failure == make_error_code(errc::transient);
     const auto advised = retryable ? parse_retry_after(resp.header("retry-after")) : std::nullopt;
     const bool wait_too_long = advised && *advised > cfg.max_retry_wait;
     if (wait_too_long)
@@ -124,8 +138,12 @@ retry_plan plan_retry(const provider_config& cfg, const http_response& resp, int
     return {true, advised.value_or(backoff_delay(cfg, attempt, seed))};
 }
 
-asio::awaitable<exchange_result> exchange(const call_context& call, std::string_view what,
-                                          const std::function<http_request()>& build, const accept_fn& accept)
+asio::awaitable<exchange_result> exchange(
+    const call_context& call,
+    std::string_view what,
+    const std::function<http_request()>& build,
+    const accept_fn& accept
+)
 {
     const provider_config& cfg = call.self.config();
     const auto& log = call.log;
@@ -142,9 +160,17 @@ asio::awaitable<exchange_result> exchange(const call_context& call, std::string_
         diag = {};
         diag.attempts = attempt;
         http_request req = build();
-        log->debug("model request ({}) provider={} model={} url={} headers=[{}] attempt={}", what, cfg.name, cfg.model,
-                   mask_url(req.url), redacted_headers(req), attempt);
-        auto [ec, resp] = co_await call.self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
+        log->debug(
+            "model request ({}) provider={} model={} url={} headers=[{}] attempt={}",
+            what,
+            cfg.name,
+            cfg.model,
+            mask_url(req.url),
+            redacted_headers(req),
+            attempt
+        );
+        auto [ec, resp] =
+            co_await call.self.client().async_request(std::move(req), asio::as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted || cancelled(co_await asio::this_coro::cancellation_state))
             co_return aborted;
         error_code failure = attempt_failure(cfg, ec, resp, accept, attempt, diag);
@@ -155,12 +181,27 @@ asio::awaitable<exchange_result> exchange(const call_context& call, std::string_
         call.last_failure = diag;
         if (!next.retry)
         {
-            log->warn("model request ({}) failed provider={} code={} status={} attempts={}: {}", what, cfg.name,
-                      failure.message(), diag.http_status, attempt, diag.message);
+            log->warn(
+                "model request ({}) failed provider={} code={} status={} attempts={}: {}",
+                what,
+                cfg.name,
+                failure.message(),
+                diag.http_status,
+                attempt,
+                diag.message
+            );
             co_return exchange_result{failure, diag};
         }
-        log->info("model request ({}) retry provider={} code={} status={} in {} ms (attempt {} of {})", what, cfg.name,
-                  failure.message(), diag.http_status, next.delay.count(), attempt, cfg.max_retries + 1);
+        log->info(
+            "model request ({}) retry provider={} code={} status={} in {} ms (attempt {} of {})",
+            what,
+            cfg.name,
+            failure.message(),
+            diag.http_status,
+            next.delay.count(),
+            attempt,
+            cfg.max_retries + 1
+        );
         asio::steady_timer timer(co_await asio::this_coro::executor, next.delay);
         auto [tec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (tec || cancelled(co_await asio::this_coro::cancellation_state))
@@ -236,8 +277,14 @@ asio::awaitable<run_result> run(
         co_return run_result{r.ec, std::move(failed)};
     }
     last_usage = reply.usage;
-    call.log->debug("model reply provider={} status={} stop={} output_tokens={} attempt={}", cfg.name, r.diag.http_status,
-               static_cast<int>(reply.output.stop), reply.usage.output, r.diag.attempts);
+    call.log->debug(
+        "model reply provider={} status={} stop={} output_tokens={} attempt={}",
+        cfg.name,
+        r.diag.http_status,
+        static_cast<int>(reply.output.stop),
+        reply.usage.output,
+        r.diag.attempts
+    );
     co_return run_result{error_code{}, std::move(reply.output)};
 }
 
@@ -270,9 +317,7 @@ native_result native_failure(error_code ec, std::string detail)
 
 // Anthropic `auto`: whether the models API says `model` supports compact_20260112 (asked once).
 asio::awaitable<std::pair<error_code, std::string>> probe_support(
-    const call_context& call,
-    const std::string& model,
-    std::map<std::string, bool>& probed
+    const call_context& call, const std::string& model, std::map<std::string, bool>& probed
 )
 {
     const provider_config& cfg = call.self.config();
@@ -288,18 +333,23 @@ asio::awaitable<std::pair<error_code, std::string>> probe_support(
             supported = *s;
             return {};
         };
-        auto r = co_await exchange(call, "models", [&] { return build_model_request(cfg, model); }, accept);
+        auto r = co_await exchange(
+            call, "models", [&] { return build_model_request(cfg, model); }, accept
+        );
         if (r.ec)
             co_return std::pair{r.ec, "the models API did not answer: " + failure_detail(r.diag)};
         probed[model] = supported;
     }
     if (!probed[model])
-        co_return std::pair{make_error_code(errc::not_supported),
-                            "the models API says " + model + " does not support compact_20260112"};
+        co_return std::pair{
+            make_error_code(errc::not_supported),
+            "the models API says " + model + " does not support compact_20260112"};
     co_return std::pair{error_code{}, std::string()};
 }
 
-asio::awaitable<native_result> native(call_context call, native_request request, std::map<std::string, bool>& probed)
+asio::awaitable<native_result> native(
+    call_context call, native_request request, std::map<std::string, bool>& probed
+)
 {
     const provider_config& cfg = call.self.config();
     const std::string model = request.model.empty() ? cfg.model : request.model;
@@ -326,7 +376,8 @@ asio::awaitable<native_result> native(call_context call, native_request request,
                 return ec;
             streamed = acc->body();
         }
-        const std::string_view body = streamed.empty() ? std::string_view(resp.body) : std::string_view(streamed);
+        const std::string_view body =
+            streamed.empty() ? std::string_view(resp.body) : std::string_view(streamed);
         auto r = parse_native_response(cfg.format, body, model, diag);
         if (!r)
         {
@@ -339,7 +390,9 @@ asio::awaitable<native_result> native(call_context call, native_request request,
     auto r = co_await exchange(call, "native compaction", build, accept);
     if (r.ec)
     {
-        auto failed = native_failure(r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag));
+        auto failed = native_failure(
+            r.ec, r.ec == asio::error::operation_aborted ? std::string() : failure_detail(r.diag)
+        );
         failed.second.usage = reply.usage;
         co_return failed;
     }
@@ -366,12 +419,16 @@ error_code from_exception(std::exception_ptr ep)
 
 }  // namespace
 
-http_summarizer::http_summarizer(asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger,
-                                 std::shared_ptr<http_client> client)
-    : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), logger_(logger ? std::move(logger) : spdlog::default_logger()),
+http_summarizer::http_summarizer(
+    asio::any_io_executor ex,
+    provider_config cfg,
+    std::shared_ptr<spdlog::logger> logger,
+    std::shared_ptr<http_client> client
+)
+    : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)),
+      logger_(logger ? std::move(logger) : spdlog::default_logger()),
       client_(client ? std::move(client) : std::make_shared<http_client>(strand_))
-{
-}
+{}
 
 http_summarizer::~http_summarizer()
 {
@@ -396,47 +453,73 @@ void spawn_on(asio::strand<asio::any_io_executor> strand, asio::awaitable<Result
 }  // namespace
 
 void http_summarizer::summarize_impl(
-    compaction::summary_prompt prompt,
-    asio::any_completion_handler<summarize_signature> handler
+    compaction::summary_prompt prompt, asio::any_completion_handler<summarize_signature> handler
 )
 {
     spawn_on<summarize_signature>(
-        strand_, run(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(prompt), progress_, last_usage_),
-        std::move(handler));
+        strand_,
+        run(call_context{*this, alive_, ++calls_, logger_, last_failure_},
+            std::move(prompt),
+            progress_,
+            last_usage_),
+        std::move(handler)
+    );
 }
 
 summarizer_capabilities http_summarizer::capabilities() const
 {
-    return {cfg_.exact_counting, cfg_.native != native_mode::off,
-            cfg_.format == wire_format::anthropic ? anthropic_min_compaction_trigger : 0, cfg_.format, cfg_.name,
-            cfg_.model};
+    return {
+        cfg_.exact_counting,
+        cfg_.native != native_mode::off,
+        cfg_.format == wire_format::anthropic ? anthropic_min_compaction_trigger : 0,
+        cfg_.format,
+        cfg_.name,
+        cfg_.model};
 }
 
-void http_summarizer::count_impl(compaction::summary_prompt prompt, asio::any_completion_handler<count_signature> handler)
+void http_summarizer::count_impl(
+    compaction::summary_prompt prompt, asio::any_completion_handler<count_signature> handler
+)
 {
     if (!cfg_.exact_counting)
         return summarizer::count_impl(std::move(prompt), std::move(handler));
     auto build = [cfg = &cfg_, prompt = std::move(prompt)] { return build_count_request(*cfg, prompt); };
-    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
-                              std::move(handler));
+    spawn_on<count_signature>(
+        strand_,
+        count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
+        std::move(handler)
+    );
 }
 
-void http_summarizer::count_native_impl(native_request request, asio::any_completion_handler<count_signature> handler)
+void http_summarizer::count_native_impl(
+    native_request request, asio::any_completion_handler<count_signature> handler
+)
 {
     if (!cfg_.exact_counting)
         return summarizer::count_native_impl(std::move(request), std::move(handler));
-    auto build = [cfg = &cfg_, request = std::move(request)] { return build_native_count_request(*cfg, request); };
-    spawn_on<count_signature>(strand_, count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
-                              std::move(handler));
+    auto build = [cfg = &cfg_, request = std::move(request)] {
+        return build_native_count_request(*cfg, request);
+    };
+    spawn_on<count_signature>(
+        strand_,
+        count(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(build)),
+        std::move(handler)
+    );
 }
 
-void http_summarizer::native_impl(native_request request, asio::any_completion_handler<native_signature> handler)
+void http_summarizer::native_impl(
+    native_request request, asio::any_completion_handler<native_signature> handler
+)
 {
     if (cfg_.native == native_mode::off)
         return summarizer::native_impl(std::move(request), std::move(handler));
     spawn_on<native_signature>(
-        strand_, native(call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(request), native_probed_),
-        std::move(handler));
+        strand_,
+        native(
+            call_context{*this, alive_, ++calls_, logger_, last_failure_}, std::move(request), native_probed_
+        ),
+        std::move(handler)
+    );
 }
 
 }  // namespace agentctx::providers

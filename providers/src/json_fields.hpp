@@ -67,8 +67,12 @@ inline std::string str_of(const json::object& o, std::string_view key)
 /// OpenAI's usage object, Chat Completions (`prompt_tokens`, `prompt_tokens_details`,
 /// `completion_tokens`) or Responses (`input_tokens`, `input_tokens_details`, `output_tokens`)
 /// spelling: input excludes the cached tokens, which are cache reads; a missing total is summed.
-inline compaction::usage openai_style_usage(const json::object& u, std::string_view input_key,
-                                            std::string_view details_key, std::string_view output_key)
+inline compaction::usage openai_style_usage(
+    const json::object& u,
+    std::string_view input_key,
+    std::string_view details_key,
+    std::string_view output_key
+)
 {
     compaction::usage out;
     const std::int64_t in = int_of(u, input_key);
@@ -140,9 +144,9 @@ inline void anthropic_usage(const json::object& u, compaction::usage& out)
 
 /// One event of a stream as a JSON object. An event that is not JSON (`malformed_response`) or
 /// an error event (classified like an HTTP error) sets `error` and `diag` and gives nullopt.
-inline std::optional<json::object> event_object(const sse_parser::event& e,
-                                                std::optional<boost::system::error_code>& error,
-                                                diagnostics& diag)
+inline std::optional<json::object> event_object(
+    const sse_parser::event& e, std::optional<boost::system::error_code>& error, diagnostics& diag
+)
 {
     boost::system::error_code ec;
     auto v = json::parse(e.data, ec);

@@ -92,12 +92,15 @@ bool valid_openai_output(const json::value& v, std::string& why)
                 return why = "a user message follows the compaction item", false;
             continue;
         }
-        return why = "output item " + std::to_string(i) + " is a '" + (type.empty() ? str_of(o, "role") : type) +
+        return why = "output item " + std::to_string(i) + " is a '" +
+                     (type.empty() ? str_of(o, "role") : type) +
                      "', not a user message or the compaction item",
                false;
     }
     if (compactions != 1)
-        return why = "the output has " + std::to_string(compactions) + " compaction items; exactly one is required", false;
+        return why = "the output has " + std::to_string(compactions) +
+                     " compaction items; exactly one is required",
+               false;
     return true;
 }
 
@@ -144,8 +147,17 @@ bool blank(std::string_view s)
 // The parameters a native request sets itself; the loop's values for them are not copied.
 bool set_by_the_request(std::string_view key)
 {
-    for (const std::string_view own : {"model", "messages", "system", "max_tokens", "stream", "context_management",
-                                       "compaction", "metadata", "tools", "tool_choice"})
+    for (const std::string_view own :
+         {"model",
+          "messages",
+          "system",
+          "max_tokens",
+          "stream",
+          "context_management",
+          "compaction",
+          "metadata",
+          "tools",
+          "tool_choice"})
         if (key == own)
             return true;
     return false;
@@ -178,7 +190,8 @@ std::int64_t anthropic_max_tokens(const native_request& req)
 {
     std::int64_t cap = req.max_output_tokens > 0 ? static_cast<std::int64_t>(req.max_output_tokens) : 4096;
     if (const auto* t = req.parameters.if_contains("thinking"); t && t->is_object())
-        if (const auto* b = t->get_object().if_contains("budget_tokens"); b && b->is_int64() && b->get_int64() >= cap)
+        if (const auto* b = t->get_object().if_contains("budget_tokens");
+            b && b->is_int64() && b->get_int64() >= cap)
             cap = b->get_int64() + 4096;
     return cap;
 }
@@ -186,8 +199,9 @@ std::int64_t anthropic_max_tokens(const native_request& req)
 // The compaction request: the edit form (`context_management.edits[compact_20260112]`, paused
 // after the compaction) or, with `compaction_parameter`, the on-demand `compaction` parameter,
 // which takes no trigger and no pause flag and treats blank instructions as absent.
-void anthropic_native_body(const provider_config& cfg, const native_request& req, const native_replay* previous,
-                           json::object& body)
+void anthropic_native_body(
+    const provider_config& cfg, const native_request& req, const native_replay* previous, json::object& body
+)
 {
     add_loop_request(req, body);
     body["max_tokens"] = anthropic_max_tokens(req);
@@ -203,9 +217,10 @@ void anthropic_native_body(const provider_config& cfg, const native_request& req
     }
     else
     {
-        json::object edit{{"type", "compact_20260112"},
-                          {"trigger", json::object{{"type", "input_tokens"}, {"value", req.trigger_tokens}}},
-                          {"pause_after_compaction", true}};
+        json::object edit{
+            {"type", "compact_20260112"},
+            {"trigger", json::object{{"type", "input_tokens"}, {"value", req.trigger_tokens}}},
+            {"pause_after_compaction", true}};
         edit["instructions"] = req.instructions ? json::value(*req.instructions) : json::value(nullptr);
         body["context_management"] = json::object{{"edits", json::array{std::move(edit)}}};
     }
@@ -251,7 +266,8 @@ compaction::result<native_state> parse_native_state(const json::value& v, diagno
     const auto* item = o.if_contains(s.format == wire_format::anthropic ? "block" : "output");
     if (!item)
         return bad(s.format == wire_format::anthropic ? "block is missing" : "output is missing");
-    if (s.format == wire_format::anthropic ? !valid_anthropic_block(*item, why) : !valid_openai_output(*item, why))
+    if (s.format == wire_format::anthropic ? !valid_anthropic_block(*item, why)
+                                           : !valid_openai_output(*item, why))
         return bad(why);
     s.item = *item;
     return s;
@@ -293,8 +309,9 @@ http_request build_native_request(const provider_config& cfg, const native_reque
     return r;
 }
 
-compaction::result<native_reply> parse_native_response(wire_format f, std::string_view body, const std::string& model,
-                                                       diagnostics& diag)
+compaction::result<native_reply> parse_native_response(
+    wire_format f, std::string_view body, const std::string& model, diagnostics& diag
+)
 {
     bool ok = false;
     const auto o = parse_object(body, diag, ok);
@@ -315,7 +332,10 @@ compaction::result<native_reply> parse_native_response(wire_format f, std::strin
             if (b.is_object() && str_of(b.get_object(), "type") == "compaction")
                 block = (++blocks, &b);
         if (blocks != 1)
-            return invalid(diag, "the response has " + std::to_string(blocks) + " compaction blocks; exactly one is required");
+            return invalid(
+                diag,
+                "the response has " + std::to_string(blocks) + " compaction blocks; exactly one is required"
+            );
         if (!valid_anthropic_block(*block, why))
             return invalid(diag, why);
         r.state.item = *block;
@@ -324,7 +344,8 @@ compaction::result<native_reply> parse_native_response(wire_format f, std::strin
             r.usage = anthropic_native_usage(u->get_object());
         return r;
     }
-    if (const auto* kind = o.if_contains("object"); kind && (!kind->is_string() || kind->get_string() != "response.compaction"))
+    if (const auto* kind = o.if_contains("object");
+        kind && (!kind->is_string() || kind->get_string() != "response.compaction"))
         return invalid(diag, "the response is not a response.compaction object");
     const auto* output = o.if_contains("output");
     if (!output)
@@ -344,7 +365,8 @@ compaction::usage native_response_usage(wire_format f, std::string_view body)
     const auto* u = !ec && v.is_object() ? v.get_object().if_contains("usage") : nullptr;
     if (!u || !u->is_object())
         return {};
-    return f == wire_format::anthropic ? anthropic_native_usage(u->get_object()) : responses_usage(u->get_object());
+    return f == wire_format::anthropic ? anthropic_native_usage(u->get_object())
+                                       : responses_usage(u->get_object());
 }
 
 void native_stream_accumulator::feed(std::string_view chunk)
@@ -373,7 +395,8 @@ void start_block(const json::object& o, json::array& content)
 void apply_block_delta(const json::object& o, json::array& content)
 {
     const auto i = int_of(o, "index");
-    if (i < 0 || static_cast<std::size_t>(i) >= content.size() || !content[static_cast<std::size_t>(i)].is_object())
+    if (i < 0 || static_cast<std::size_t>(i) >= content.size() ||
+        !content[static_cast<std::size_t>(i)].is_object())
         return;
     json::object& b = content[static_cast<std::size_t>(i)].get_object();
     const auto* d = o.if_contains("delta");
@@ -387,7 +410,8 @@ void apply_block_delta(const json::object& o, json::array& content)
         if (const auto* c = delta.if_contains("content"); c && c->is_string())
         {
             auto& cur = b["content"];
-            cur = cur.is_string() ? json::value(std::string(cur.get_string()) + std::string(c->get_string())) : *c;
+            cur = cur.is_string() ? json::value(std::string(cur.get_string()) + std::string(c->get_string()))
+                                  : *c;
         }
         if (const auto* enc = delta.if_contains("encrypted_content"))
             b["encrypted_content"] = *enc;
@@ -502,7 +526,8 @@ compaction::result<std::int64_t> parse_count_response(wire_format f, std::string
     if (!ok)
         return make_error_code(errc::malformed_response);
     if (f == wire_format::openai)
-        if (const auto* kind = o.if_contains("object"); !kind || !kind->is_string() || kind->get_string() != "response.input_tokens")
+        if (const auto* kind = o.if_contains("object");
+            !kind || !kind->is_string() || kind->get_string() != "response.input_tokens")
         {
             diag.message = "the count response is not a response.input_tokens object";
             return make_error_code(errc::malformed_response);
@@ -529,7 +554,9 @@ compaction::result<bool> parse_model_compaction_support(std::string_view body, d
     bool ok = false;
     const auto o = parse_object(body, diag, ok);
     if (!ok)
-        return compaction::result<bool>(boost::system::in_place_error, make_error_code(errc::malformed_response));
+        return compaction::result<bool>(
+            boost::system::in_place_error, make_error_code(errc::malformed_response)
+        );
     const json::object* cur = &o;
     const json::value* v = nullptr;
     for (const char* key : {"capabilities", "context_management", "compact_20260112", "supported"})

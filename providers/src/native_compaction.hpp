@@ -36,8 +36,9 @@ http_request build_native_request(const provider_config& cfg, const native_reque
  * Anything else is `native_invalid`, the reason in `diag.message` (no body text); a body that is
  * not JSON is `malformed_response`.
  */
-compaction::result<native_reply> parse_native_response(wire_format f, std::string_view body, const std::string& model,
-                                                       diagnostics& diag);
+compaction::result<native_reply> parse_native_response(
+    wire_format f, std::string_view body, const std::string& model, diagnostics& diag
+);
 
 /// The usage a native compaction response reports, valid or not (billed either way); zero when
 /// the body is not JSON or has none.
@@ -75,7 +76,9 @@ http_request build_count_request(const provider_config& cfg, const compaction::s
 /// `responses/input_tokens` (input, instructions).
 http_request build_native_count_request(const provider_config& cfg, const native_request& req);
 /// `malformed_response` unless the body is the documented shape with a non-negative integer.
-compaction::result<std::int64_t> parse_count_response(wire_format f, std::string_view body, diagnostics& diag);
+compaction::result<std::int64_t> parse_count_response(
+    wire_format f, std::string_view body, diagnostics& diag
+);
 
 /// Anthropic `GET {base}/v1/models/{model}`.
 http_request build_model_request(const provider_config& cfg, const std::string& model);

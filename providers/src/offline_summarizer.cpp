@@ -35,7 +35,9 @@ std::vector<std::string> previous_items(const std::string& summary, std::string_
     return out;
 }
 
-std::vector<std::string> merged(std::vector<std::string> older, const std::vector<std::string>& newer, std::size_t keep)
+std::vector<std::string> merged(
+    std::vector<std::string> older, const std::vector<std::string>& newer, std::size_t keep
+)
 {
     for (const auto& n : newer)
         add_unique(older, n, true);
@@ -110,12 +112,19 @@ std::vector<section> history_sections(const prompt_view& pv, const request_facts
         goal = r.goal.empty() ? "(not stated in the summarized messages)" : r.goal;
     return {
         {"## Goal", {goal}},
-        {"## Constraints & Preferences", merged(previous_items(prev, "## Constraints & Preferences"), bullets(r.constraints, "- "), 12)},
-        {"## Progress\n### Done", merged(previous_items(prev, "### Done"), w.done, 20), "- [x] (nothing completed yet)"},
+        {"## Constraints & Preferences",
+         merged(previous_items(prev, "## Constraints & Preferences"), bullets(r.constraints, "- "), 12)},
+        {"## Progress\n### Done",
+         merged(previous_items(prev, "### Done"), w.done, 20),
+         "- [x] (nothing completed yet)"},
         {"### In Progress", w.in_progress, "- [ ] (none)"},
         {"### Blocked", w.blocked},
         {"## Key Decisions",
-         merged(previous_items(prev, "## Key Decisions"), decision_bullets(merged(r.decisions, w.decisions, 100)), 10)},
+         merged(
+             previous_items(prev, "## Key Decisions"),
+             decision_bullets(merged(r.decisions, w.decisions, 100)),
+             10
+         )},
         {"## Next Steps", next_steps(r, w, pv.focus), "1. Ask the user for the next task."},
         {"## Critical Context", w.critical, "- (none)", true},
     };
@@ -128,20 +137,22 @@ compaction::summary_output offline_summary(const compaction::summary_prompt& pro
     const auto pv = read_prompt(prompt.prompt);
     const auto requests = extract_requests(pv.parts);
     const auto work = extract_work(pv.parts, requests.redefined ? requests.goal_at : 0);
-    auto sections = pv.turn_prefix ? prefix_sections(pv, requests, work) : history_sections(pv, requests, work);
+    auto sections =
+        pv.turn_prefix ? prefix_sections(pv, requests, work) : history_sections(pv, requests, work);
     return {fit(std::move(sections), prompt.max_output_tokens), compaction::stop_reason::stop, std::nullopt};
 }
 
 void offline_summarizer::summarize_impl(
-    compaction::summary_prompt prompt,
-    boost::asio::any_completion_handler<summarize_signature> handler
+    compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler
 )
 {
     // Synchronous work, completed through the executor so the handler never runs inline.
     auto out = offline_summary(prompt);
     if (delay_.count() == 0)
     {
-        boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::system::error_code{}, std::move(out)));
+        boost::asio::post(
+            ex_, boost::asio::append(std::move(handler), boost::system::error_code{}, std::move(out))
+        );
         return;
     }
     auto strand = boost::asio::make_strand(ex_);
@@ -151,7 +162,8 @@ void offline_summarizer::summarize_impl(
         slot.assign([timer, strand](boost::asio::cancellation_type) {
             boost::asio::post(strand, [timer] { timer->cancel(); });
         });
-    timer->async_wait([timer, handler = std::move(handler), out = std::move(out)](boost::system::error_code ec) mutable {
+    timer->async_wait([timer, handler = std::move(handler), out = std::move(out)](boost::system::error_code ec
+                      ) mutable {
         boost::asio::get_associated_cancellation_slot(handler).clear();
         if (ec)
             std::move(handler)(boost::asio::error::operation_aborted, compaction::summary_output{});

@@ -9,7 +9,9 @@ namespace agentctx::providers {
 namespace {
 
 // A positive whole number of `key`, or an error naming the field.
-compaction::result<std::optional<std::int64_t>> positive(const boost::json::object& section, const char* key, diagnostics& diag)
+compaction::result<std::optional<std::int64_t>> positive(
+    const boost::json::object& section, const char* key, diagnostics& diag
+)
 {
     const auto* v = section.if_contains(key);
     if (!v)
@@ -23,8 +25,9 @@ compaction::result<std::optional<std::int64_t>> positive(const boost::json::obje
 }
 
 // A whole number of `key`, 0 or more (0 = off), or an error naming the field.
-compaction::result<std::optional<std::int64_t>> non_negative(const boost::json::object& section, const char* key,
-                                                             diagnostics& diag)
+compaction::result<std::optional<std::int64_t>> non_negative(
+    const boost::json::object& section, const char* key, diagnostics& diag
+)
 {
     const auto* v = section.if_contains(key);
     if (v && ((v->is_int64() && v->get_int64() == 0) || (v->is_uint64() && v->get_uint64() == 0)))
@@ -36,7 +39,9 @@ compaction::result<std::optional<std::int64_t>> non_negative(const boost::json::
 }
 
 // `autoContinue`, `idleTimeoutMs` (streams, opt-in; rounded up to seconds; 0 = off), `keepAliveSeconds`.
-compaction::result<void> read_timing(const boost::json::object& section, provider_config& c, diagnostics& diag)
+compaction::result<void> read_timing(
+    const boost::json::object& section, provider_config& c, diagnostics& diag
+)
 {
     if (const auto* v = section.if_contains("autoContinue"))
     {
@@ -61,8 +66,11 @@ compaction::result<void> read_timing(const boost::json::object& section, provide
 }
 
 // The section's limits and switches (`contextWindow`, `maxOutputTokens`, `maxRetries`,
-// `maxRetryWaitMs`, `maxResponseBytes`, `stream`, `countTokens`, `compactionParameter`, `nativeCompaction`) over `c`.
-compaction::result<void> read_limits(const boost::json::object& section, provider_config& c, diagnostics& diag)
+// `maxRetryWaitMs`, `maxResponseBytes`, `stream`, `countTokens`, `compactionParameter`, `nativeCompaction`)
+// over `c`.
+compaction::result<void> read_limits(
+    const boost::json::object& section, provider_config& c, diagnostics& diag
+)
 {
     auto num = [&](const char* key, std::int64_t& out) {
         if (const auto* v = section.if_contains(key); v && v->is_number())
@@ -153,9 +161,11 @@ compaction::result<std::optional<provider_config>> provider_from_environment(
     c.name = name;
     const bool anthropic = name == "anthropic";
     const bool compatible = !anthropic && name != "openai";  // vllm, ollama, llamacpp, openai-compatible
-    if (!anthropic && name != "openai" && name != "openai-compatible" && name != "vllm" && name != "ollama" && name != "llamacpp")
+    if (!anthropic && name != "openai" && name != "openai-compatible" && name != "vllm" && name != "ollama" &&
+        name != "llamacpp")
     {
-        diag.message = "unknown provider '" + name + "' (offline, openai, anthropic, openai-compatible, vllm, ollama, llamacpp)";
+        diag.message = "unknown provider '" + name +
+                       "' (offline, openai, anthropic, openai-compatible, vllm, ollama, llamacpp)";
         return make_error_code(errc::not_configured);
     }
     c.format = anthropic ? wire_format::anthropic : wire_format::openai;
@@ -164,7 +174,9 @@ compaction::result<std::optional<provider_config>> provider_from_environment(
         c.base_url = env(anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL");
     if (c.base_url.empty())
         c.base_url = default_base_url(name);
-    const std::string key_env = setting("apiKeyEnv").empty() ? (anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY") : setting("apiKeyEnv");
+    const std::string key_env = setting("apiKeyEnv").empty()
+                                    ? (anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY")
+                                    : setting("apiKeyEnv");
     c.api_key = env(key_env.c_str());
     c.model = setting("model");
     if (c.model.empty())

@@ -75,9 +75,10 @@ struct cursor
 };
 
 constexpr std::array<std::string_view, 7> short_days{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-constexpr std::array<std::string_view, 7> long_days{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
-constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr std::array<std::string_view, 7> long_days{
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
+constexpr std::array<std::string_view, 12> months{
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 struct civil
 {
@@ -117,7 +118,9 @@ void time_of_day(cursor& c, civil& out)
 
 // "<weekday>, DD<sep>Mon<sep>": how IMF-fixdate and RFC 850 dates start.
 template <std::size_t N>
-void weekday_day_month(cursor& c, const std::array<std::string_view, N>& days, std::string_view sep, civil& out)
+void weekday_day_month(
+    cursor& c, const std::array<std::string_view, N>& days, std::string_view sep, civil& out
+)
 {
     c.one_of(days);
     c.literal(", ");
@@ -190,7 +193,9 @@ std::optional<civil> asctime_date(std::string_view v)
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now)
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value, std::chrono::system_clock::time_point now
+)
 {
     using std::chrono::milliseconds;
     using std::chrono::seconds;
@@ -217,8 +222,8 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
         d = asctime_date(value);
     if (!d || !valid(*d))
         return std::nullopt;
-    const std::int64_t when = days_from_civil(d->year, d->month, d->day) * 86400 + d->hour * 3600 + d->minute * 60 +
-                              std::min(d->second, 59);
+    const std::int64_t when = days_from_civil(d->year, d->month, d->day) * 86400 + d->hour * 3600 +
+                              d->minute * 60 + std::min(d->second, 59);
     const std::int64_t delta = when - now_s;
     return milliseconds(delta > 0 ? std::min(delta, saturation_seconds) * 1000 : 0);
 }

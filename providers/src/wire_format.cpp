@@ -41,8 +41,9 @@ void count_openai_tool_calls(const json::object& message_or_delta, std::size_t& 
     if (const auto* calls = message_or_delta.if_contains("tool_calls"); calls && calls->is_array())
         for (const auto& c : calls->get_array())
         {
-            const auto idx = c.is_object() && c.get_object().contains("index") ? int_of(c.get_object(), "index")
-                                                                                : static_cast<std::int64_t>(count);
+            const auto idx = c.is_object() && c.get_object().contains("index")
+                                 ? int_of(c.get_object(), "index")
+                                 : static_cast<std::int64_t>(count);
             count = std::max(count, static_cast<std::size_t>(std::max<std::int64_t>(idx, 0)) + 1);
         }
     if (const auto* f = message_or_delta.if_contains("function_call"); f && f->is_object())
@@ -98,9 +99,11 @@ void anthropic_head(const compaction::request_head& head, const std::string& pro
                     b.get_object().erase("cache_control");
     }
     if (!messages.empty() && messages.back().is_object())
-        if (auto* content = messages.back().get_object().if_contains("content"); content && content->is_array())
+        if (auto* content = messages.back().get_object().if_contains("content");
+            content && content->is_array())
             mark_last(content->get_array(), used);
-    messages.push_back(json::object{{"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", prompt}}}}});
+    messages.push_back(json::object{
+        {"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", prompt}}}}});
     body["messages"] = std::move(messages);
 }
 
@@ -125,8 +128,10 @@ void openai_head(const compaction::request_head& head, const std::string& prompt
 std::string new_routing_id()
 {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    const auto ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const auto ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   std::chrono::system_clock::now().time_since_epoch()
+    )
+                                                   .count());
     std::uint8_t b[16];
     for (int i = 0; i < 6; ++i)
         b[i] = static_cast<std::uint8_t>(ms >> (8 * (5 - i)));
@@ -178,8 +183,9 @@ http_request build_request(const provider_config& cfg, const compaction::summary
         if (prompt.head)
             openai_head(*prompt.head, prompt.prompt, body);
         else
-            body["messages"] = json::array{json::object{{"role", "system"}, {"content", prompt.system_prompt}},
-                                           json::object{{"role", "user"}, {"content", prompt.prompt}}};
+            body["messages"] = json::array{
+                json::object{{"role", "system"}, {"content", prompt.system_prompt}},
+                json::object{{"role", "user"}, {"content", prompt.prompt}}};
         if (cap > 0)
             body["max_tokens"] = cap;  // understood by OpenAI and every compatible server
         if (prompt.reasoning_effort)
@@ -192,7 +198,8 @@ http_request build_request(const provider_config& cfg, const compaction::summary
     }
     else
     {
-        r.url = join_url(cfg.base_url, url_path_ends_with(cfg.base_url, "/v1") ? "/messages" : "/v1/messages");
+        r.url =
+            join_url(cfg.base_url, url_path_ends_with(cfg.base_url, "/v1") ? "/messages" : "/v1/messages");
         if (!cfg.api_key.empty())
             r.headers.emplace_back("x-api-key", cfg.api_key);
         r.headers.emplace_back("anthropic-version", cfg.anthropic_version);
@@ -204,7 +211,8 @@ http_request build_request(const provider_config& cfg, const compaction::summary
             body["system"] = prompt.system_prompt;
             body["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt.prompt}}};
         }
-        body["metadata"] = json::object{{"user_id", prompt.routing_id ? *prompt.routing_id : new_routing_id()}};
+        body["metadata"] =
+            json::object{{"user_id", prompt.routing_id ? *prompt.routing_id : new_routing_id()}};
         if (cfg.stream)
             body["stream"] = true;
     }
@@ -228,7 +236,8 @@ compaction::result<model_reply> parse_response(wire_format f, std::string_view b
     if (f == wire_format::openai)
     {
         const auto* choices = o.if_contains("choices");
-        if (!choices || !choices->is_array() || choices->get_array().empty() || !choices->get_array()[0].is_object())
+        if (!choices || !choices->is_array() || choices->get_array().empty() ||
+            !choices->get_array()[0].is_object())
         {
             diag.message = "the response has no choices";
             return make_error_code(errc::malformed_response);
@@ -301,7 +310,8 @@ std::vector<sse_parser::event> sse_parser::feed(std::string_view chunk)
             continue;  // comment / keep-alive
         const auto colon = line.find(':');
         std::string_view field = line.substr(0, colon);
-        std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+        std::string_view value =
+            colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
         if (!value.empty() && value.front() == ' ')
             value.remove_prefix(1);
         if (field == "event")
@@ -332,7 +342,8 @@ void openai_chunk(const json::object& o, model_reply& reply, bool& complete)
 {
     if (const auto m = str_of(o, "model"); !m.empty())
         reply.model = m;
-    if (const auto* choices = o.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty())
+    if (const auto* choices = o.if_contains("choices");
+        choices && choices->is_array() && !choices->get_array().empty())
     {
         const auto& c = choices->get_array()[0];
         if (c.is_object())
@@ -382,7 +393,8 @@ void anthropic_event(const json::object& o, model_reply& reply, bool& complete)
     }
     else if (type == "content_block_delta")
     {
-        if (const auto* d = o.if_contains("delta"); d && d->is_object() && str_of(d->get_object(), "type") == "text_delta")
+        if (const auto* d = o.if_contains("delta");
+            d && d->is_object() && str_of(d->get_object(), "type") == "text_delta")
             reply.output.text += str_of(d->get_object(), "text");  // thinking_delta is not summary text
     }
     else if (type == "content_block_start")

@@ -30,8 +30,9 @@ struct model_reply
 /// (Anthropic), no `prompt_cache_key` (OpenAI). A cache-friendly one (`prompt.head`) starts with
 /// the conversation's system prompt, tools and messages, then `prompt.prompt` as one user message:
 /// Anthropic `cache_control` breakpoints on the system prompt, the tool list and the last
-/// conversation block (at most 4 in all); OpenAI the conversation's `prompt_cache_key`. Anthropic requests carry `metadata.user_id` = the prompt's
-/// routing_id, else a fresh new_routing_id() per request; Chat Completions has no such field.
+/// conversation block (at most 4 in all); OpenAI the conversation's `prompt_cache_key`. Anthropic requests
+/// carry `metadata.user_id` = the prompt's routing_id, else a fresh new_routing_id() per request; Chat
+/// Completions has no such field.
 http_request build_request(const provider_config& cfg, const compaction::summary_prompt& prompt);
 
 /// A fresh UUID v7 (RFC 9562: 48-bit Unix ms, version 7, random bits), lowercase.

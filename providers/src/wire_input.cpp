@@ -20,9 +20,12 @@ std::string_view pi_api(input_format f)
 {
     switch (f)
     {
-    case input_format::openai: return "openai-completions";
-    case input_format::responses: return "openai-responses";
-    case input_format::anthropic: return "anthropic-messages";
+    case input_format::openai:
+        return "openai-completions";
+    case input_format::responses:
+        return "openai-responses";
+    case input_format::anthropic:
+        return "anthropic-messages";
     }
     return "";
 }
@@ -31,11 +34,16 @@ std::string_view pi_stop(stop_reason r)
 {
     switch (r)
     {
-    case stop_reason::length: return "length";
-    case stop_reason::tool_use: return "toolUse";
-    case stop_reason::error: return "error";
-    case stop_reason::aborted: return "aborted";
-    default: return "stop";
+    case stop_reason::length:
+        return "length";
+    case stop_reason::tool_use:
+        return "toolUse";
+    case stop_reason::error:
+        return "error";
+    case stop_reason::aborted:
+        return "aborted";
+    default:
+        return "stop";
     }
 }
 
@@ -56,9 +64,12 @@ stop_reason provider_stop(input_format f, std::string_view s)
 {
     switch (f)
     {
-    case input_format::openai: return openai_stop(s);
-    case input_format::responses: return responses_stop(s);
-    case input_format::anthropic: return anthropic_stop(s);
+    case input_format::openai:
+        return openai_stop(s);
+    case input_format::responses:
+        return responses_stop(s);
+    case input_format::anthropic:
+        return anthropic_stop(s);
     }
     return stop_reason::stop;
 }
@@ -163,9 +174,12 @@ std::string_view to_string(input_format f) noexcept
 {
     switch (f)
     {
-    case input_format::openai: return "openai";
-    case input_format::responses: return "responses";
-    case input_format::anthropic: return "anthropic";
+    case input_format::openai:
+        return "openai";
+    case input_format::responses:
+        return "responses";
+    case input_format::anthropic:
+        return "anthropic";
     }
     return "openai";
 }
@@ -175,8 +189,9 @@ compaction::usage usage_from_wire(input_format f, const json::object& usage)
     return provider_usage(f, usage);
 }
 
-compaction::result<std::vector<json::object>> from_wire_messages(input_format f, const json::value& items,
-                                                                 const wire_input_options& options, diagnostics& diag)
+compaction::result<std::vector<json::object>> from_wire_messages(
+    input_format f, const json::value& items, const wire_input_options& options, diagnostics& diag
+)
 {
     wire_reader rd(diag);
     const std::string root = f == input_format::responses ? "input" : "messages";
@@ -189,14 +204,23 @@ compaction::result<std::vector<json::object>> from_wire_messages(input_format f,
     bool ok = false;
     switch (f)
     {
-    case input_format::openai: ok = read_chat_messages(items.get_array(), root, rd, batch); break;
-    case input_format::responses: ok = read_responses_items(items.get_array(), root, rd, batch); break;
-    case input_format::anthropic: ok = read_anthropic_messages(items.get_array(), root, rd, batch); break;
+    case input_format::openai:
+        ok = read_chat_messages(items.get_array(), root, rd, batch);
+        break;
+    case input_format::responses:
+        ok = read_responses_items(items.get_array(), root, rd, batch);
+        break;
+    case input_format::anthropic:
+        ok = read_anthropic_messages(items.get_array(), root, rd, batch);
+        break;
     }
     if (!ok)
         return invalid;
     if ((options.usage || options.stop_reason) && !has_assistant(batch.messages))
-        return rd.fail(options.usage ? "usage" : "stop_reason", "the batch has no assistant message to attach it to"),
+        return rd.fail(
+                   options.usage ? "usage" : "stop_reason",
+                   "the batch has no assistant message to attach it to"
+               ),
                invalid;
     complete(f, options, batch.messages);
     return std::move(batch.messages);

@@ -14,7 +14,9 @@ std::optional<json::object> read_image(const json::object& b, const std::string&
     if (!type)
         return std::nullopt;
     if (*type != "base64")
-        return rd.fail(field_path(at, "type"), "only base64 image sources are accepted (images are not fetched)"),
+        return rd.fail(
+                   field_path(at, "type"), "only base64 image sources are accepted (images are not fetched)"
+               ),
                std::nullopt;
     auto mime = rd.string(*source, "media_type", at);
     auto data = rd.string(*source, "data", at);
@@ -24,8 +26,9 @@ std::optional<json::object> read_image(const json::object& b, const std::string&
 }
 
 // Text and image blocks (user content, tool result content).
-std::optional<json::object> read_plain_block(const json::object& b, const std::string& type, const std::string& path,
-                                             wire_reader& rd)
+std::optional<json::object> read_plain_block(
+    const json::object& b, const std::string& type, const std::string& path, wire_reader& rd
+)
 {
     if (type == "text")
     {
@@ -60,18 +63,25 @@ bool for_each_block(const json::object& m, const std::string& path, wire_reader&
     return true;
 }
 
-std::optional<json::array> read_result_content(const json::object& r, const std::string& path, wire_reader& rd)
+std::optional<json::array> read_result_content(
+    const json::object& r, const std::string& path, wire_reader& rd
+)
 {
     json::array blocks;
     const auto* v = r.if_contains("content");
     if (!v || v->is_null())
         return blocks;
-    const bool ok = for_each_block(r, path, rd, [&](const json::object& b, const std::string& type, const std::string& at) {
-        auto block = read_plain_block(b, type, at, rd);
-        if (block)
-            blocks.push_back(std::move(*block));
-        return block.has_value();
-    });
+    const bool ok = for_each_block(
+        r,
+        path,
+        rd,
+        [&](const json::object& b, const std::string& type, const std::string& at) {
+            auto block = read_plain_block(b, type, at, rd);
+            if (block)
+                blocks.push_back(std::move(*block));
+            return block.has_value();
+        }
+    );
     return ok ? std::optional<json::array>(std::move(blocks)) : std::nullopt;
 }
 
@@ -82,30 +92,36 @@ bool read_user(const json::object& m, const std::string& path, wire_reader& rd, 
     if (const auto* c = m.if_contains("content"); c && c->is_string())
         return out.user(json::value(c->get_string())), true;
     json::array blocks;
-    const bool ok = for_each_block(m, path, rd, [&](const json::object& b, const std::string& type, const std::string& at) {
-        if (type != "tool_result")
-        {
-            auto block = read_plain_block(b, type, at, rd);
-            if (block)
-                blocks.push_back(std::move(*block));
-            return block.has_value();
+    const bool ok = for_each_block(
+        m,
+        path,
+        rd,
+        [&](const json::object& b, const std::string& type, const std::string& at) {
+            if (type != "tool_result")
+            {
+                auto block = read_plain_block(b, type, at, rd);
+                if (block)
+                    blocks.push_back(std::move(*block));
+                return block.has_value();
+            }
+            auto id = rd.string(b, "tool_use_id", at);
+            bool is_error = false;
+            rd.opt_bool(b, "is_error", at, is_error);
+            auto content = id ? read_result_content(b, at, rd) : std::nullopt;
+            if (!content || rd.failed())
+                return false;
+            out.tool_result(std::move(*id), std::move(*content), is_error);
+            return true;
         }
-        auto id = rd.string(b, "tool_use_id", at);
-        bool is_error = false;
-        rd.opt_bool(b, "is_error", at, is_error);
-        auto content = id ? read_result_content(b, at, rd) : std::nullopt;
-        if (!content || rd.failed())
-            return false;
-        out.tool_result(std::move(*id), std::move(*content), is_error);
-        return true;
-    });
+    );
     if (ok && !blocks.empty())
         out.user(std::move(blocks));
     return ok;
 }
 
-std::optional<json::object> read_assistant_block(const json::object& b, const std::string& type, const std::string& at,
-                                                 wire_reader& rd)
+std::optional<json::object> read_assistant_block(
+    const json::object& b, const std::string& type, const std::string& at, wire_reader& rd
+)
 {
     if (type == "thinking")
     {
@@ -126,7 +142,10 @@ std::optional<json::object> read_assistant_block(const json::object& b, const st
         if (!data)
             return std::nullopt;
         return json::object{
-            {"type", "thinking"}, {"thinking", "[Reasoning redacted]"}, {"thinkingSignature", std::move(*data)}, {"redacted", true}};
+            {"type", "thinking"},
+            {"thinking", "[Reasoning redacted]"},
+            {"thinkingSignature", std::move(*data)},
+            {"redacted", true}};
     }
     if (type == "tool_use")
     {
@@ -145,12 +164,17 @@ std::optional<json::object> read_assistant_block(const json::object& b, const st
 bool read_assistant(const json::object& m, const std::string& path, wire_reader& rd, pi_batch& out)
 {
     json::array blocks;
-    const bool ok = for_each_block(m, path, rd, [&](const json::object& b, const std::string& type, const std::string& at) {
-        auto block = read_assistant_block(b, type, at, rd);
-        if (block)
-            blocks.push_back(std::move(*block));
-        return block.has_value();
-    });
+    const bool ok = for_each_block(
+        m,
+        path,
+        rd,
+        [&](const json::object& b, const std::string& type, const std::string& at) {
+            auto block = read_assistant_block(b, type, at, rd);
+            if (block)
+                blocks.push_back(std::move(*block));
+            return block.has_value();
+        }
+    );
     if (ok)
         out.assistant(std::move(blocks));
     return ok;
@@ -158,7 +182,9 @@ bool read_assistant(const json::object& m, const std::string& path, wire_reader&
 
 }  // namespace
 
-bool read_anthropic_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
+bool read_anthropic_messages(
+    const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out
+)
 {
     return read_each_object(items, path, rd, [&](const json::object& m, const std::string& at) {
         const auto role = rd.string(m, "role", at);

@@ -12,41 +12,50 @@ struct part_kinds
 };
 
 // Content parts as Pi blocks: `text`, and `image_url` / `refusal` where allowed.
-bool read_parts(const json::array& parts, const std::string& path, part_kinds kinds, wire_reader& rd, json::array& out)
+bool read_parts(
+    const json::array& parts, const std::string& path, part_kinds kinds, wire_reader& rd, json::array& out
+)
 {
-    return read_each_typed(parts, path, rd, [&](const json::object& p, const std::string& type, const std::string& at) {
-        if (type == "text")
-        {
-            if (auto t = rd.string(p, "text", at))
-                out.push_back(pi_text(std::move(*t)));
+    return read_each_typed(
+        parts,
+        path,
+        rd,
+        [&](const json::object& p, const std::string& type, const std::string& at) {
+            if (type == "text")
+            {
+                if (auto t = rd.string(p, "text", at))
+                    out.push_back(pi_text(std::move(*t)));
+            }
+            else if (type == "image_url" && kinds.images)
+            {
+                if (const auto* u = rd.object_field(p, "image_url", at))
+                    if (auto image = rd.data_url_image(*u, "url", field_path(at, "image_url")))
+                        out.push_back(std::move(*image));
+            }
+            else if (type == "refusal" && kinds.refusal)
+            {
+                if (auto t = rd.string(p, "refusal", at))
+                    out.push_back(pi_text(std::move(*t)));
+            }
+            else
+                return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
+            return !rd.failed();
         }
-        else if (type == "image_url" && kinds.images)
-        {
-            if (const auto* u = rd.object_field(p, "image_url", at))
-                if (auto image = rd.data_url_image(*u, "url", field_path(at, "image_url")))
-                    out.push_back(std::move(*image));
-        }
-        else if (type == "refusal" && kinds.refusal)
-        {
-            if (auto t = rd.string(p, "refusal", at))
-                out.push_back(pi_text(std::move(*t)));
-        }
-        else
-            return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
-        return !rd.failed();
-    });
+    );
 }
 
 // `content`: a string (kept as a string when `keep_string`, else one text block) or parts.
-std::optional<json::value> read_content(const json::object& m, const std::string& path, part_kinds kinds,
-                                        bool keep_string, wire_reader& rd)
+std::optional<json::value> read_content(
+    const json::object& m, const std::string& path, part_kinds kinds, bool keep_string, wire_reader& rd
+)
 {
     const std::string at = field_path(path, "content");
     const auto* v = m.if_contains("content");
     if (!v || v->is_null())
         return json::value(json::array{});
     if (v->is_string())
-        return keep_string ? json::value(v->get_string()) : json::value(json::array{pi_text(std::string(v->get_string()))});
+        return keep_string ? json::value(v->get_string())
+                           : json::value(json::array{pi_text(std::string(v->get_string()))});
     if (!v->is_array())
         return rd.fail(at, "expected a string, an array or null"), std::nullopt;
     json::array blocks;
@@ -108,7 +117,9 @@ bool read_message(const json::object& m, const std::string& path, wire_reader& r
         return true;
     }
     if (*role == "tool")
-        return read_tool_result(m, "tool_call_id", path, rd, out, [&] { return read_content(m, path, {}, false, rd); });
+        return read_tool_result(m, "tool_call_id", path, rd, out, [&] {
+            return read_content(m, path, {}, false, rd);
+        });
     return rd.fail(field_path(path, "role"), "unsupported role '" + *role + "'");
 }
 
@@ -116,8 +127,9 @@ bool read_message(const json::object& m, const std::string& path, wire_reader& r
 
 bool read_chat_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
 {
-    return read_each_object(items, path, rd,
-                            [&](const json::object& m, const std::string& at) { return read_message(m, at, rd, out); });
+    return read_each_object(items, path, rd, [&](const json::object& m, const std::string& at) {
+        return read_message(m, at, rd, out);
+    });
 }
 
 }  // namespace agentctx::providers::detail

@@ -11,14 +11,20 @@ std::string_view kind_of(const json::value& v)
 {
     switch (v.kind())
     {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+        return "null";
+    case json::kind::bool_:
+        return "a boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::double_:
+        return "a number";
+    case json::kind::string:
+        return "a string";
+    case json::kind::array:
+        return "an array";
+    case json::kind::object:
+        return "an object";
     }
     return "a value";
 }
@@ -49,7 +55,9 @@ const json::object* wire_reader::object(const json::value& v, const std::string&
     return &v.get_object();
 }
 
-std::optional<std::string> wire_reader::string(const json::object& o, std::string_view key, const std::string& path)
+std::optional<std::string> wire_reader::string(
+    const json::object& o, std::string_view key, const std::string& path
+)
 {
     const auto* v = o.if_contains(key);
     if (failed_)
@@ -61,7 +69,9 @@ std::optional<std::string> wire_reader::string(const json::object& o, std::strin
     return std::string(v->get_string());
 }
 
-std::optional<std::string> wire_reader::opt_string(const json::object& o, std::string_view key, const std::string& path)
+std::optional<std::string> wire_reader::opt_string(
+    const json::object& o, std::string_view key, const std::string& path
+)
 {
     const auto* v = o.if_contains(key);
     if (failed_ || !v || v->is_null())
@@ -97,7 +107,9 @@ const json::array* wire_reader::array(const json::object& o, std::string_view ke
     return &v->get_array();
 }
 
-const json::object* wire_reader::object_field(const json::object& o, std::string_view key, const std::string& path)
+const json::object* wire_reader::object_field(
+    const json::object& o, std::string_view key, const std::string& path
+)
 {
     const auto* v = o.if_contains(key);
     if (failed_)
@@ -107,8 +119,9 @@ const json::object* wire_reader::object_field(const json::object& o, std::string
     return object(*v, field_path(path, key));
 }
 
-std::optional<json::object> wire_reader::arguments_text(const json::object& o, std::string_view key,
-                                                        const std::string& path)
+std::optional<json::object> wire_reader::arguments_text(
+    const json::object& o, std::string_view key, const std::string& path
+)
 {
     const auto text = string(o, key, path);
     if (!text)
@@ -125,8 +138,9 @@ std::optional<json::object> wire_reader::arguments_text(const json::object& o, s
     return std::move(v.get_object());
 }
 
-std::optional<json::object> wire_reader::data_url_image(const json::object& o, std::string_view key,
-                                                        const std::string& path)
+std::optional<json::object> wire_reader::data_url_image(
+    const json::object& o, std::string_view key, const std::string& path
+)
 {
     const auto url = string(o, key, path);
     if (!url)
@@ -134,7 +148,8 @@ std::optional<json::object> wire_reader::data_url_image(const json::object& o, s
     constexpr std::string_view scheme = "data:", marker = ";base64,";
     const auto at = url->find(marker);
     if (!url->starts_with(scheme) || at == std::string::npos || at == scheme.size())
-        return fail(field_path(path, key), "only base64 data: URLs are accepted (images are not fetched)"), std::nullopt;
+        return fail(field_path(path, key), "only base64 data: URLs are accepted (images are not fetched)"),
+               std::nullopt;
     return pi_image(url->substr(at + marker.size()), url->substr(scheme.size(), at - scheme.size()));
 }
 
@@ -150,7 +165,11 @@ json::object pi_image(std::string data, std::string mime_type)
 
 json::object pi_tool_call(std::string id, std::string name, json::object arguments)
 {
-    return json::object{{"type", "toolCall"}, {"id", std::move(id)}, {"name", std::move(name)}, {"arguments", std::move(arguments)}};
+    return json::object{
+        {"type", "toolCall"},
+        {"id", std::move(id)},
+        {"name", std::move(name)},
+        {"arguments", std::move(arguments)}};
 }
 
 }  // namespace agentctx::providers::detail

@@ -41,7 +41,9 @@ public:
     /// A required string field.
     std::optional<std::string> string(const json::object& o, std::string_view key, const std::string& path);
     /// A string field that may be absent or null (nullopt then, without failing).
-    std::optional<std::string> opt_string(const json::object& o, std::string_view key, const std::string& path);
+    std::optional<std::string> opt_string(
+        const json::object& o, std::string_view key, const std::string& path
+    );
     /// A boolean field that may be absent or null (false then).
     bool opt_bool(const json::object& o, std::string_view key, const std::string& path, bool& out);
     /// A required array field.
@@ -50,9 +52,13 @@ public:
     const json::object* object_field(const json::object& o, std::string_view key, const std::string& path);
 
     /// Tool-call arguments sent as a JSON string: a JSON object ("" counts as `{}`).
-    std::optional<json::object> arguments_text(const json::object& o, std::string_view key, const std::string& path);
+    std::optional<json::object> arguments_text(
+        const json::object& o, std::string_view key, const std::string& path
+    );
     /// `data:<mime>;base64,<data>` as a Pi image block.
-    std::optional<json::object> data_url_image(const json::object& o, std::string_view key, const std::string& path);
+    std::optional<json::object> data_url_image(
+        const json::object& o, std::string_view key, const std::string& path
+    );
 
 private:
     diagnostics& diag_;
@@ -68,7 +74,10 @@ struct pi_batch
 {
     std::vector<json::object> messages;
 
-    void user(json::value content) { messages.push_back(json::object{{"role", "user"}, {"content", std::move(content)}}); }
+    void user(json::value content)
+    {
+        messages.push_back(json::object{{"role", "user"}, {"content", std::move(content)}});
+    }
     void system(json::value content)
     {
         messages.push_back(json::object{{"role", "system"}, {"content", std::move(content)}});
@@ -80,11 +89,12 @@ struct pi_batch
     }
     void tool_result(std::string call_id, json::array content, bool is_error)
     {
-        messages.push_back(json::object{{"role", "toolResult"},
-                                        {"toolCallId", std::move(call_id)},
-                                        {"toolName", ""},
-                                        {"content", std::move(content)},
-                                        {"isError", is_error}});
+        messages.push_back(json::object{
+            {"role", "toolResult"},
+            {"toolCallId", std::move(call_id)},
+            {"toolName", ""},
+            {"content", std::move(content)},
+            {"isError", is_error}});
     }
 };
 
@@ -116,8 +126,14 @@ bool read_each_typed(const json::array& items, const std::string& path, wire_rea
 /// A tool result into `out`: the call id from `id_key`, then the content `read_content()` reads
 /// (std::optional<json::value> holding an array; nullopt when refused).
 template <class ReadContent>
-bool read_tool_result(const json::object& o, std::string_view id_key, const std::string& path, wire_reader& rd,
-                      pi_batch& out, ReadContent&& read_content)
+bool read_tool_result(
+    const json::object& o,
+    std::string_view id_key,
+    const std::string& path,
+    wire_reader& rd,
+    pi_batch& out,
+    ReadContent&& read_content
+)
 {
     auto id = rd.string(o, id_key, path);
     auto content = id ? read_content() : std::nullopt;
@@ -130,6 +146,8 @@ bool read_tool_result(const json::object& o, std::string_view id_key, const std:
 /// One converter per format: false (the failure in `rd`) at the first bad item.
 bool read_chat_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
 bool read_responses_items(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
-bool read_anthropic_messages(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out);
+bool read_anthropic_messages(
+    const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out
+);
 
 }  // namespace agentctx::providers::detail

@@ -13,42 +13,56 @@ enum class side
     output,  ///< assistant messages: `output_text`, `refusal` (kept as text), `input_text`
 };
 
-bool read_parts(const json::array& parts, const std::string& path, side s, bool images, wire_reader& rd,
-                json::array& out)
+bool read_parts(
+    const json::array& parts, const std::string& path, side s, bool images, wire_reader& rd, json::array& out
+)
 {
-    return read_each_typed(parts, path, rd, [&](const json::object& p, const std::string& type, const std::string& at) {
-        std::optional<json::object> block;
-        if (type == "input_text" || (type == "output_text" && s == side::output))
-        {
-            if (auto t = rd.string(p, "text", at))
-                block = pi_text(std::move(*t));
+    return read_each_typed(
+        parts,
+        path,
+        rd,
+        [&](const json::object& p, const std::string& type, const std::string& at) {
+            std::optional<json::object> block;
+            if (type == "input_text" || (type == "output_text" && s == side::output))
+            {
+                if (auto t = rd.string(p, "text", at))
+                    block = pi_text(std::move(*t));
+            }
+            else if (type == "refusal" && s == side::output)
+            {
+                if (auto t = rd.string(p, "refusal", at))
+                    block = pi_text(std::move(*t));
+            }
+            else if (type == "input_image" && images)
+                block = rd.data_url_image(p, "image_url", at);
+            else
+                return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
+            if (!block)
+                return false;
+            out.push_back(std::move(*block));
+            return true;
         }
-        else if (type == "refusal" && s == side::output)
-        {
-            if (auto t = rd.string(p, "refusal", at))
-                block = pi_text(std::move(*t));
-        }
-        else if (type == "input_image" && images)
-            block = rd.data_url_image(p, "image_url", at);
-        else
-            return rd.fail(field_path(at, "type"), "unsupported content part '" + type + "'");
-        if (!block)
-            return false;
-        out.push_back(std::move(*block));
-        return true;
-    });
+    );
 }
 
 // `key`: a string (kept when `keep_string`, else one text block) or an array of parts.
-std::optional<json::value> read_content(const json::object& o, std::string_view key, const std::string& path, side s,
-                                        bool images, bool keep_string, wire_reader& rd)
+std::optional<json::value> read_content(
+    const json::object& o,
+    std::string_view key,
+    const std::string& path,
+    side s,
+    bool images,
+    bool keep_string,
+    wire_reader& rd
+)
 {
     const std::string at = field_path(path, key);
     const auto* v = o.if_contains(key);
     if (!v)
         return rd.fail(at, "required field is missing"), std::nullopt;
     if (v->is_string())
-        return keep_string ? json::value(v->get_string()) : json::value(json::array{pi_text(std::string(v->get_string()))});
+        return keep_string ? json::value(v->get_string())
+                           : json::value(json::array{pi_text(std::string(v->get_string()))});
     if (!v->is_array())
         return rd.fail(at, "expected a string or an array"), std::nullopt;
     json::array blocks;
@@ -74,7 +88,10 @@ std::optional<json::object> read_reasoning(const json::object& item, const std::
     }
     if (!summary)
         return std::nullopt;
-    return json::object{{"type", "thinking"}, {"thinking", std::move(text)}, {"thinkingSignature", compaction::stringify(item)}};
+    return json::object{
+        {"type", "thinking"},
+        {"thinking", std::move(text)},
+        {"thinkingSignature", compaction::stringify(item)}};
 }
 
 // Consecutive assistant-side items (reasoning, assistant message, function calls) form one Pi
@@ -134,7 +151,8 @@ bool reader::message(const json::object& o, const std::string& path)
 
 bool reader::item(const json::object& o, const std::string& path)
 {
-    const auto type = o.contains("type") ? rd_.string(o, "type", path) : std::optional<std::string>("message");
+    const auto type =
+        o.contains("type") ? rd_.string(o, "type", path) : std::optional<std::string>("message");
     if (!type)
         return false;
     if (*type == "message")
@@ -159,8 +177,9 @@ bool reader::item(const json::object& o, const std::string& path)
     }
     open_ = false;
     if (*type == "function_call_output")
-        return read_tool_result(o, "call_id", path, rd_, out_,
-                                [&] { return read_content(o, "output", path, side::input, true, false, rd_); });
+        return read_tool_result(o, "call_id", path, rd_, out_, [&] {
+            return read_content(o, "output", path, side::input, true, false, rd_);
+        });
     return rd_.fail(field_path(path, "type"), "unsupported item type '" + *type + "'");
 }
 
@@ -169,7 +188,9 @@ bool reader::item(const json::object& o, const std::string& path)
 bool read_responses_items(const json::array& items, const std::string& path, wire_reader& rd, pi_batch& out)
 {
     reader r(rd, out);
-    return read_each_object(items, path, rd, [&](const json::object& o, const std::string& at) { return r.item(o, at); });
+    return read_each_object(items, path, rd, [&](const json::object& o, const std::string& at) {
+        return r.item(o, at);
+    });
 }
 
 }  // namespace agentctx::providers::detail

@@ -31,15 +31,21 @@ namespace {
 using batch_handler = asio::any_completion_handler<append_batch_signature>;
 
 // Never inside the initiating call: through the strand's queue.
-void finish(batch_handler h, const asio::strand<asio::any_io_executor>& strand, error_code ec, append_batch_result r)
+void finish(
+    batch_handler h, const asio::strand<asio::any_io_executor>& strand, error_code ec, append_batch_result r
+)
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::post(strand, asio::append(std::move(h), ec, std::move(r)));
 }
 
 // Pi's field order: type, id, parentId, timestamp, then the type's fields.
-boost::json::object raw_entry(boost::json::object fields, const std::string& id, const std::optional<std::string>& parent,
-                              const std::string& now)
+boost::json::object raw_entry(
+    boost::json::object fields,
+    const std::string& id,
+    const std::optional<std::string>& parent,
+    const std::string& now
+)
 {
     boost::json::object raw;
     const auto* type = fields.if_contains("type");
@@ -55,8 +61,12 @@ boost::json::object raw_entry(boost::json::object fields, const std::string& id,
 
 }  // namespace
 
-compaction::result<std::vector<entry_ptr>> prepare_batch(const session_core& s, std::vector<boost::json::object> fields,
-                                                         std::optional<std::string> parent, std::string& reason)
+compaction::result<std::vector<entry_ptr>> prepare_batch(
+    const session_core& s,
+    std::vector<boost::json::object> fields,
+    std::optional<std::string> parent,
+    std::string& reason
+)
 {
     std::vector<entry_ptr> out;
     std::set<std::string> ids;
@@ -93,7 +103,9 @@ void write_batch(std::shared_ptr<session_core> self, std::vector<entry_ptr> entr
 {
     auto batch = entries;
     self->store_->async_write_batch(
-        self->strand_, std::move(batch), self->log_.size(),
+        self->strand_,
+        std::move(batch),
+        self->log_.size(),
         [self, entries = std::move(entries), h = std::move(h)](error_code ec, std::string message) mutable {
             append_batch_result r;
             for (std::size_t i = 0; !ec && i < entries.size(); ++i)
@@ -119,10 +131,13 @@ void write_batch(std::shared_ptr<session_core> self, std::vector<entry_ptr> entr
                 return done();
             // Another node appended first: catch up so that a retry sees its entries.
             self->reload([done = std::move(done)](error_code) mutable { done(); });
-        });
+        }
+    );
 }
 
-void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json::object> fields, batch_handler h)
+void append_entries(
+    std::shared_ptr<session_core> core, std::vector<boost::json::object> fields, batch_handler h
+)
 {
     auto strand = core->strand_;
     asio::post(strand, [self = std::move(core), fields = std::move(fields), h = std::move(h)]() mutable {
@@ -130,19 +145,25 @@ void append_entries(std::shared_ptr<session_core> core, std::vector<boost::json:
             return finish(std::move(h), self->strand_, make_error_code(errc::session_closed), {});
         self->enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
             std::string reason;
-            auto entries = self->closed_ ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
-                                         : prepare_batch(*self, std::move(fields), self->log_.leaf_id(), reason);
+            auto entries =
+                self->closed_
+                    ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
+                    : prepare_batch(*self, std::move(fields), self->log_.leaf_id(), reason);
             if (!entries)
             {
                 self->leave_writes();
-                return finish(std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)});
+                return finish(
+                    std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)}
+                );
             }
             write_batch(self, std::move(*entries), std::move(h));
         });
     });
 }
 
-void append_messages(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages, batch_handler h)
+void append_messages(
+    std::shared_ptr<session_core> core, std::vector<boost::json::object> messages, batch_handler h
+)
 {
     std::vector<boost::json::object> fields;
     fields.reserve(messages.size());

@@ -14,8 +14,9 @@ namespace agentctx::runtime::detail {
 /// transaction). The store is written only after this passes, so file and tree never diverge.
 /// Errors: wrong_type (type not appendable), migration_required, missing_field/duplicate_id (id),
 /// dangling_parent, entry_not_found (label target).
-inline compaction::result<void> check_appendable(const compaction::session_log& log, const compaction::entry& e,
-                                                 compaction::diagnostics& diag)
+inline compaction::result<void> check_appendable(
+    const compaction::session_log& log, const compaction::entry& e, compaction::diagnostics& diag
+)
 {
     using compaction::errc;
     if (e.type_name == "session" || e.type == compaction::entry_type::compaction)

@@ -20,8 +20,7 @@ using detail::discard_reason;
 using namespace compaction;
 
 asio::awaitable<transaction::result_type> transaction::run_background(
-    session_core& s,
-    const std::shared_ptr<session_core::job>& job
+    session_core& s, const std::shared_ptr<session_core::job>& job
 )
 {
     session_core::job& j = *job;
@@ -52,16 +51,24 @@ asio::awaitable<transaction::result_type> transaction::run_background(
     s.prepared_ = std::move(**r);
     const auto& p = *s.prepared_;
     const auto ev = finished_evidence(j, std::nullopt);
-    s.emit(compaction_prepared_event{p.first_kept, p.binding.kept_index, p.plan.prep.tokens_before, ev.elapsed_ms, ev.calls});
-    s.logger_->info("compaction reason=background outcome=prepared first_kept={} covered={} duration_ms={} model_calls={}",
-                    p.first_kept, p.binding.kept_index, ev.elapsed_ms, ev.calls);
-    co_return result_type{error_code{},
-                          compaction_outcome{.attempted = true, .reason = compaction_reason::background, .message = "prepared"}};
+    s.emit(compaction_prepared_event{
+        p.first_kept, p.binding.kept_index, p.plan.prep.tokens_before, ev.elapsed_ms, ev.calls});
+    s.logger_->info(
+        "compaction reason=background outcome=prepared first_kept={} covered={} duration_ms={} "
+        "model_calls={}",
+        p.first_kept,
+        p.binding.kept_index,
+        ev.elapsed_ms,
+        ev.calls
+    );
+    co_return result_type{
+        error_code{},
+        compaction_outcome{
+            .attempted = true, .reason = compaction_reason::background, .message = "prepared"}};
 }
 
 asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> transaction::prepare(
-    session_core& s,
-    const std::shared_ptr<session_core::job>& job
+    session_core& s, const std::shared_ptr<session_core::job>& job
 )
 {
     session_core::job& j = *job;
@@ -70,7 +77,8 @@ asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> tran
     // then joins the kept suffix.
     auto settings = s.config_.settings;
     const auto threshold = s.threshold();
-    settings.keep_recent_tokens = detail::background_keep(settings.keep_recent_tokens, s.current()->context_tokens(), threshold);
+    settings.keep_recent_tokens =
+        detail::background_keep(settings.keep_recent_tokens, s.current()->context_tokens(), threshold);
     auto r = co_await plan_and_summarize(s, j, &settings);
     if (!r)
         co_return r.error();
@@ -93,9 +101,12 @@ asio::awaitable<transaction::step<std::shared_ptr<session_core::prepared>>> tran
     co_return out;
 }
 
-asio::awaitable<std::optional<transaction::result_type>> transaction::use_prepared(session_core& s, session_core::job& j)
+asio::awaitable<std::optional<transaction::result_type>> transaction::use_prepared(
+    session_core& s, session_core::job& j
+)
 {
-    const result_type nothing{error_code{}, compaction_outcome{.reason = j.request.reason, .message = "nothing prepared"}};
+    const result_type nothing{
+        error_code{}, compaction_outcome{.reason = j.request.reason, .message = "nothing prepared"}};
     if (j.request.reason == compaction_reason::manual)
         co_return std::nullopt;
     if (!s.prepared_)
@@ -116,16 +127,19 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
     // swap, and no co_await either except the store's write (as a foreground commit).
     auto lease = co_await take_lease(s, j);
     if (!lease && agentctx::is_cancelled(lease.error().ec))
-        co_return prepared_use{result_type{lease.error().ec, compaction_outcome{.reason = j.request.reason, .message = "cancelled"}}};
+        co_return prepared_use{result_type{
+            lease.error().ec, compaction_outcome{.reason = j.request.reason, .message = "cancelled"}}};
     if (!lease)
         co_return prepared_use{std::nullopt, true};  // the foreground pass meets the same refusal
     co_await asio::async_initiate<decltype(asio::use_awaitable), void()>(
-        [&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
+        [&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable
+    );
     const write_turn turn(s);
     // Cancelled while waiting: the prepared result stays for the next check.
     if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()) || s.closed_)
-        co_return prepared_use{result_type{make_error_code(errc::cancelled),
-                                           compaction_outcome{.reason = j.request.reason, .message = "cancelled"}}};
+        co_return prepared_use{result_type{
+            make_error_code(errc::cancelled),
+            compaction_outcome{.reason = j.request.reason, .message = "cancelled"}}};
     if (!s.prepared_)
         co_return prepared_use{std::nullopt, true};  // dropped while we waited
     // 2. Taken: from here it is committed or discarded, never used again.
@@ -133,7 +147,8 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
     s.prepared_.reset();
     s.coordinator_->consume_prepared();
     session_core::job& bg = *p->job;
-    if (const auto why = detail::check_binding(p->binding, detail::path_steps(s.log_), config_digest_of(s.config_)))
+    if (const auto why =
+            detail::check_binding(p->binding, detail::path_steps(s.log_), config_digest_of(s.config_)))
     {
         report_discard(s, bg, *why);
         co_return prepared_use{std::nullopt, true};
@@ -143,9 +158,11 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
                     : step<compaction_result>(boost::system::in_place_error, v.error());
     const auto& model = s.config_.model;
     const auto threshold = model.context_window > 0 ? s.threshold() : 0;
-    const auto verdict = result ? detail::judge_size(s.current()->context_tokens(), result->tokens_after, threshold,
-                                                     !j.request.prepared_only)
-                                : detail::size_verdict::discard;
+    const auto verdict =
+        result ? detail::judge_size(
+                     s.current()->context_tokens(), result->tokens_after, threshold, !j.request.prepared_only
+                 )
+               : detail::size_verdict::discard;
     if (verdict == detail::size_verdict::discard)
     {
         report_discard(s, bg, result ? discard_reason::over_threshold : discard_reason::failed);
@@ -168,12 +185,21 @@ asio::awaitable<transaction::prepared_use> transaction::commit_prepared(session_
 void transaction::report_discard(session_core& s, session_core::job& background, discard_reason why)
 {
     background.evidence.discarded = detail::to_string(why);
-    s.emit(compaction_end_event{compaction_reason::background, std::nullopt, false, false, std::nullopt,
-                                background.evidence.discarded});
+    s.emit(compaction_end_event{
+        compaction_reason::background,
+        std::nullopt,
+        false,
+        false,
+        std::nullopt,
+        background.evidence.discarded});
     const auto ev = finished_evidence(background, std::nullopt);
     s.emit(compaction_finished_event{compaction_reason::background, ev});
-    s.logger_->info("compaction reason=background outcome=discarded discarded={} duration_ms={} model_calls={}",
-                    detail::to_string(why), ev.elapsed_ms, ev.calls);
+    s.logger_->info(
+        "compaction reason=background outcome=discarded discarded={} duration_ms={} model_calls={}",
+        detail::to_string(why),
+        ev.elapsed_ms,
+        ev.calls
+    );
 }
 
 }  // namespace agentctx::runtime

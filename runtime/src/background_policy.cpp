@@ -11,15 +11,24 @@ const char* to_string(discard_reason r) noexcept
 {
     switch (r)
     {
-    case discard_reason::branched: return "branched";
-    case discard_reason::edited: return "edited";
-    case discard_reason::restored: return "restored";
-    case discard_reason::settings_changed: return "settings_changed";
-    case discard_reason::over_threshold: return "over_threshold";
-    case discard_reason::superseded: return "superseded";
-    case discard_reason::cancelled: return "cancelled";
-    case discard_reason::closed: return "closed";
-    case discard_reason::failed: return "failed";
+    case discard_reason::branched:
+        return "branched";
+    case discard_reason::edited:
+        return "edited";
+    case discard_reason::restored:
+        return "restored";
+    case discard_reason::settings_changed:
+        return "settings_changed";
+    case discard_reason::over_threshold:
+        return "over_threshold";
+    case discard_reason::superseded:
+        return "superseded";
+    case discard_reason::cancelled:
+        return "cancelled";
+    case discard_reason::closed:
+        return "closed";
+    case discard_reason::failed:
+        return "failed";
     }
     return "cancelled";
 }
@@ -37,8 +46,9 @@ std::vector<path_step> path_steps(const compaction::session_log& log)
     return out;
 }
 
-std::optional<discard_reason> check_binding(const prepared_binding& b, std::span<const path_step> now,
-                                            std::string_view config_digest_now)
+std::optional<discard_reason> check_binding(
+    const prepared_binding& b, std::span<const path_step> now, std::string_view config_digest_now
+)
 {
     const auto& planned = b.planned_path;
     if (now.size() < planned.size())
@@ -46,8 +56,11 @@ std::optional<discard_reason> check_binding(const prepared_binding& b, std::span
     for (std::size_t i = 0; i < planned.size(); ++i)
         if (now[i].id != planned[i])
             return discard_reason::branched;
-    const auto covered_end = planned.begin() + static_cast<std::ptrdiff_t>(std::min(b.kept_index, planned.size()));
-    const auto covers = [&](const std::string& id) { return std::find(planned.begin(), covered_end, id) != covered_end; };
+    const auto covered_end =
+        planned.begin() + static_cast<std::ptrdiff_t>(std::min(b.kept_index, planned.size()));
+    const auto covers = [&](const std::string& id) {
+        return std::find(planned.begin(), covered_end, id) != covered_end;
+    };
     // Entries after the plan: appends join the kept suffix; an edit reaching back into the
     // covered range changes what the summary stands for.
     for (std::size_t i = planned.size(); i < now.size(); ++i)
@@ -62,7 +75,9 @@ std::optional<discard_reason> check_binding(const prepared_binding& b, std::span
     return std::nullopt;
 }
 
-size_verdict judge_size(std::int64_t tokens_now, std::int64_t tokens_after, std::int64_t threshold, bool may_continue)
+size_verdict judge_size(
+    std::int64_t tokens_now, std::int64_t tokens_after, std::int64_t threshold, bool may_continue
+)
 {
     if (threshold <= 0 || tokens_after <= threshold)
         return size_verdict::commit;
@@ -73,7 +88,9 @@ size_verdict judge_size(std::int64_t tokens_now, std::int64_t tokens_after, std:
     return size_verdict::discard;
 }
 
-std::int64_t background_keep(std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold) noexcept
+std::int64_t background_keep(
+    std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold
+) noexcept
 {
     const auto headroom = std::max<std::int64_t>(0, threshold - tokens_now);
     return std::max<std::int64_t>(0, keep_recent - headroom);

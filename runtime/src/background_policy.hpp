@@ -1,4 +1,5 @@
-// When a background compaction starts, and whether its prepared result may still be committed: pure decisions.
+// When a background compaction starts, and whether its prepared result may still be committed: pure
+// decisions.
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
@@ -30,7 +31,8 @@ enum class discard_reason
     failed,            ///< its summary failed or did not validate
 };
 
-/// `branched`, `edited`, `restored`, `settings_changed`, `over_threshold`, `superseded`, `cancelled`, `closed`, `failed`.
+/// `branched`, `edited`, `restored`, `settings_changed`, `over_threshold`, `superseded`, `cancelled`,
+/// `closed`, `failed`.
 const char* to_string(discard_reason r) noexcept;
 
 /// One entry of a session path, as the commit rules see it.
@@ -56,8 +58,9 @@ struct prepared_binding
 /// prefix of `now` (appends after it join the kept suffix), no compaction entry follows it, no
 /// later context_edit targets a covered entry (before planned_path[kept_index]), and the digest
 /// is unchanged. nullopt = it may be committed.
-std::optional<discard_reason> check_binding(const prepared_binding& b, std::span<const path_step> now,
-                                            std::string_view config_digest_now);
+std::optional<discard_reason> check_binding(
+    const prepared_binding& b, std::span<const path_step> now, std::string_view config_digest_now
+);
 
 /// What to do with a prepared compaction whose binding holds.
 enum class size_verdict
@@ -70,13 +73,17 @@ enum class size_verdict
 /// `tokens_after` (the context once committed) against `threshold` (contextWindow − reserveTokens;
 /// <= 0: no window, always `commit`) and `tokens_now`. `may_continue` = false (a commit when ready,
 /// below the threshold) never asks for a foreground compaction.
-size_verdict judge_size(std::int64_t tokens_now, std::int64_t tokens_after, std::int64_t threshold, bool may_continue);
+size_verdict judge_size(
+    std::int64_t tokens_now, std::int64_t tokens_after, std::int64_t threshold, bool may_continue
+);
 
 /// keepRecentTokens for a background cut planned at `tokens_now`: what the context gains until
 /// `threshold` joins the kept suffix before the commit, so the cut keeps only the rest
 /// (`keep_recent − (threshold − tokens_now)`, at least 0). Committed at the threshold, the kept
 /// suffix then holds about keep_recent tokens, as a foreground compaction's.
-std::int64_t background_keep(std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold) noexcept;
+std::int64_t background_keep(
+    std::int64_t keep_recent, std::int64_t tokens_now, std::int64_t threshold
+) noexcept;
 
 /// What a trigger check does about compaction, given the tokens and the lifecycle.
 enum class check_action
@@ -134,7 +141,9 @@ struct check_state
 /// `tokens > threshold` → foreground (as should_compact); else background when enabled, idle,
 /// `threshold` > 0, `tokens > start_at × threshold`, and (with `st.growth`) the threshold is at
 /// most `tokens_per_second × summary_seconds × start_lead` tokens away.
-check_action decide_check(std::int64_t tokens, std::int64_t threshold, double start_at, const check_state& st);
+check_action decide_check(
+    std::int64_t tokens, std::int64_t threshold, double start_at, const check_state& st
+);
 
 /// `settings.background.enabled`, defaulting by mode: on in agentctx, off in Pi compatibility.
 bool background_enabled(const compaction::compaction_settings& s, compaction::compat_mode mode) noexcept;

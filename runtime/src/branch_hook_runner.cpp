@@ -10,9 +10,11 @@ namespace agentctx::runtime::detail {
 void branch_hook_runner::add(before_branch_hook h)
 {
     // One list, awaited in order: a synchronous hook is an awaitable that never suspends.
-    before_.push_back([h = std::move(h)](const before_branch_event& e) -> boost::asio::awaitable<before_branch_decision> {
-        co_return h(e);
-    });
+    before_.push_back(
+        [h = std::move(h)](const before_branch_event& e) -> boost::asio::awaitable<before_branch_decision> {
+            co_return h(e);
+        }
+    );
 }
 
 void branch_hook_runner::add(branched_hook h)
@@ -24,7 +26,8 @@ void branch_hook_runner::add(branched_hook h)
 }
 
 boost::asio::awaitable<branch_hook_runner::before_result> branch_hook_runner::run_before(
-    const before_branch_event& e, spdlog::logger& log, std::function<bool()> stopped) const
+    const before_branch_event& e, spdlog::logger& log, std::function<bool()> stopped
+) const
 {
     before_result out;
     for (const auto& h : before_)

@@ -1,4 +1,5 @@
-// The before_branch and branched hooks of a session, run as Pi 1.6's runner runs session_before_tree and session_tree.
+// The before_branch and branched hooks of a session, run as Pi 1.6's runner runs session_before_tree and
+// session_tree.
 #pragma once
 
 #include <agentctx/runtime/branch_hooks.hpp>
@@ -33,8 +34,9 @@ public:
         bool stopped = false;
         before_branch_decision decision;
     };
-    boost::asio::awaitable<before_result> run_before(const before_branch_event& e, spdlog::logger& log,
-                                                     std::function<bool()> stopped) const;
+    boost::asio::awaitable<before_result> run_before(
+        const before_branch_event& e, spdlog::logger& log, std::function<bool()> stopped
+    ) const;
 
     /// Awaits every branched hook in registration order; one that throws is logged and skipped.
     boost::asio::awaitable<void> run_after(const branched_event& e, spdlog::logger& log) const;

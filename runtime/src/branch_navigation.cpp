@@ -1,4 +1,5 @@
-// Pi 1.6's tree navigation: the before_branch hooks, the branch summary, the leaf's move, the summary and label entries, the branched hooks.
+// Pi 1.6's tree navigation: the before_branch hooks, the branch summary, the leaf's move, the summary and
+// label entries, the branched hooks.
 #include "session_core.hpp"
 
 #include "append_check.hpp"
@@ -41,7 +42,8 @@ auto awaited(Initiation init, Token token)
 // returns to the host's editor; none for a first entry), anything else is the new leaf itself.
 std::optional<std::string> new_leaf_for(const entry& target)
 {
-    const bool user = target.type == entry_type::message && target.message && target.message->role == role::user;
+    const bool user =
+        target.type == entry_type::message && target.message && target.message->role == role::user;
     if (user || target.type == entry_type::custom_message)
         return target.parent_id;
     return target.id;
@@ -77,16 +79,21 @@ struct instructions
 
 // The model's summary of `prep`'s messages (redacted both ways, as a compaction's), asked with
 // the session's thinking level.
-asio::awaitable<result<branch_text>> summarize_branch(session_core& s, const branch_preparation& prep,
-                                                      const instructions& instr, std::string& why)
+asio::awaitable<result<branch_text>> summarize_branch(
+    session_core& s, const branch_preparation& prep, const instructions& instr, std::string& why
+)
 {
     const auto& model = s.config_.model;
-    auto prompt = branch_summary_prompt(prep.messages, instr.custom, instr.replace, model.context_window, model.max_output_tokens);
+    auto prompt = branch_summary_prompt(
+        prep.messages, instr.custom, instr.replace, model.context_window, model.max_output_tokens
+    );
     prompt.prompt = s.redactor_->redact(prompt.prompt).text;
     if (const auto snap = s.current(); snap->thinking_level != "off")
         prompt.reasoning_effort = snap->thinking_level;
     const auto cap = prompt.max_output_tokens;
-    auto [ec, out] = co_await s.config_.summarizer->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
+    auto [ec, out] = co_await s.config_.summarizer->async_summarize(
+        std::move(prompt), asio::as_tuple(asio::use_awaitable)
+    );
     if (agentctx::is_cancelled(ec))
         co_return make_error_code(errc::cancelled);
     if (ec)
@@ -108,15 +115,18 @@ asio::awaitable<result<branch_text>> summarize_branch(session_core& s, const bra
 }
 
 // The model's summary of `entries` (not empty), or Pi's fixed text when they hold no message.
-asio::awaitable<result<branch_text>> model_summary(session_core& s, const std::vector<entry_ptr>& entries,
-                                                   const instructions& instr, std::string& why)
+asio::awaitable<result<branch_text>> model_summary(
+    session_core& s, const std::vector<entry_ptr>& entries, const instructions& instr, std::string& why
+)
 {
     const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
     const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
     if (prep.messages.empty())
-        co_return branch_text{std::string(branch_nothing_to_summarize),
-                              boost::json::object{{"readFiles", boost::json::array{}}, {"modifiedFiles", boost::json::array{}}},
-                              std::nullopt, false};
+        co_return branch_text{
+            std::string(branch_nothing_to_summarize),
+            boost::json::object{{"readFiles", boost::json::array{}}, {"modifiedFiles", boost::json::array{}}},
+            std::nullopt,
+            false};
     co_return co_await summarize_branch(s, prep, instr, why);
 }
 
@@ -161,10 +171,14 @@ result<void> collect(const session_core& s, navigation& n, std::string& why)
 
 // The summary and label entries, chained from `new_leaf` (the label on the summary, else on the
 // target), each validated as an append would be; nothing is written. Pi's field order.
-result<std::vector<entry_ptr>> navigation_entries(const session_core& s, const navigation& n,
-                                                  const std::optional<std::string>& new_leaf,
-                                                  const std::optional<branch_text>& text, const std::string& label,
-                                                  diagnostics& diag)
+result<std::vector<entry_ptr>> navigation_entries(
+    const session_core& s,
+    const navigation& n,
+    const std::optional<std::string>& new_leaf,
+    const std::optional<branch_text>& text,
+    const std::string& label,
+    diagnostics& diag
+)
 {
     std::vector<entry_ptr> out;
     std::optional<std::string> parent = new_leaf;
@@ -173,10 +187,11 @@ result<std::vector<entry_ptr>> navigation_entries(const session_core& s, const n
         std::string id = s.log_.new_id();
         while (!out.empty() && out.front()->id == id)
             id = s.log_.new_id();
-        boost::json::object raw{{"type", f["type"]},
-                                {"id", id},
-                                {"parentId", parent ? boost::json::value(*parent) : boost::json::value(nullptr)},
-                                {"timestamp", now}};
+        boost::json::object raw{
+            {"type", f["type"]},
+            {"id", id},
+            {"parentId", parent ? boost::json::value(*parent) : boost::json::value(nullptr)},
+            {"timestamp", now}};
         for (auto& kv : f)
             if (kv.key() != "type")
                 raw[kv.key()] = std::move(kv.value());
@@ -197,7 +212,8 @@ result<std::vector<entry_ptr>> navigation_entries(const session_core& s, const n
             return r.error();
     if (!label.empty())
     {
-        boost::json::object f{{"type", "label"}, {"targetId", text ? out.front()->id : n.target_id}, {"label", label}};
+        boost::json::object f{
+            {"type", "label"}, {"targetId", text ? out.front()->id : n.target_id}, {"label", label}};
         if (auto r = add(std::move(f)); !r)
             return r.error();
     }
@@ -225,8 +241,13 @@ result<void> set_leaf(session_core& s, const std::optional<std::string>& id, dia
 
 // The move computed at the new leaf, then the leaf put back where it was: nothing is moved
 // until the entries are stored.
-result<planned_move> plan_move(session_core& s, const navigation& n, const std::optional<branch_text>& text,
-                               const std::string& label, diagnostics& diag)
+result<planned_move> plan_move(
+    session_core& s,
+    const navigation& n,
+    const std::optional<branch_text>& text,
+    const std::string& label,
+    diagnostics& diag
+)
 {
     planned_move m{new_leaf_for(*n.target), nullptr, {}};
     if (auto b = set_leaf(s, m.new_leaf, diag); !b)
@@ -246,8 +267,9 @@ result<planned_move> plan_move(session_core& s, const navigation& n, const std::
 // In one write turn: the summary and label entries are written in one store write, and only
 // then does the leaf move and the new snapshot go out; a refusal or a failed write leaves the
 // leaf where it was. Completes with the summary's id.
-asio::awaitable<navigation_result> move_and_write(session_core& s, const navigation& n,
-                                                  const std::optional<branch_text>& text, const std::string& label)
+asio::awaitable<navigation_result> move_and_write(
+    session_core& s, const navigation& n, const std::optional<branch_text>& text, const std::string& label
+)
 {
     co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
     auto give_up = [&s](error_code ec, std::string message) {
@@ -270,11 +292,15 @@ asio::awaitable<navigation_result> move_and_write(session_core& s, const navigat
     {
         // Not cancellable: once sent, only the store's answer says whether it committed.
         auto [ec, message] = co_await awaited<store_write_signature>(
-            [&s, &m](auto h) { s.store_->async_write_batch(s.strand_, m->entries, s.log_.size(), std::move(h)); },
-            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+            [&s, &m](auto h) {
+                s.store_->async_write_batch(s.strand_, m->entries, s.log_.size(), std::move(h));
+            },
+            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
+        );
         if (ec == make_error_code(errc::stale_leaf))
-            (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
-                                                   asio::as_tuple(asio::use_awaitable));
+            (void)co_await awaited<void_signature>(
+                [&s](auto h) { s.reload(std::move(h)); }, asio::as_tuple(asio::use_awaitable)
+            );
         if (ec)
         {
             s.logger_->warn("branch navigation's write failed: {}", message);
@@ -291,7 +317,8 @@ asio::awaitable<navigation_result> move_and_write(session_core& s, const navigat
     }
     s.publish(std::move(snap));
     s.leave_writes();
-    co_return navigation_result{error_code{}, text && !m->entries.empty() ? m->entries.front()->id : std::string()};
+    co_return navigation_result{
+        error_code{}, text && !m->entries.empty() ? m->entries.front()->id : std::string()};
 }
 
 // The checks Pi makes before anything runs; fills `n`. A set error code ends the navigation
@@ -313,7 +340,8 @@ navigation_result start(session_core& s, navigation& n, const branch_options& op
         return {make_error_code(errc::no_summarizer), "no summarizer is configured"};
     diagnostics diag;
     const auto target = s.log_.find(n.target_id);
-    auto target_entry = target ? s.log_.get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    auto target_entry =
+        target ? s.log_.get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
     if (!target_entry)
         return {target_entry.error(), "entry '" + n.target_id + "' is not in the session"};
     n.target = std::move(*target_entry);
@@ -333,15 +361,27 @@ struct after_hooks
 
 // The before_branch hooks (Pi's session_before_tree) and their answer applied to the options.
 // A set error code ends the navigation: cancelled meanwhile, or a hook's cancel.
-asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navigation& n, const branch_options& opts,
-                                                    after_hooks& out)
+asio::awaitable<navigation_result> run_before_hooks(
+    session_core& s, const navigation& n, const branch_options& opts, after_hooks& out
+)
 {
-    out = after_hooks{{opts.custom_instructions, opts.replace_instructions}, opts.label.value_or(std::string()), std::nullopt};
+    out = after_hooks{
+        {opts.custom_instructions, opts.replace_instructions},
+        opts.label.value_or(std::string()),
+        std::nullopt};
     if (!s.branch_hooks_.has_before())
         co_return navigation_result{};
     auto cs = co_await asio::this_coro::cancellation_state;
-    const before_branch_event e{n.target_id, n.old_leaf_id, n.common_ancestor_id, n.entries, opts.summarize,
-                                opts.custom_instructions, opts.replace_instructions, opts.label, cs.slot()};
+    const before_branch_event e{
+        n.target_id,
+        n.old_leaf_id,
+        n.common_ancestor_id,
+        n.entries,
+        opts.summarize,
+        opts.custom_instructions,
+        opts.replace_instructions,
+        opts.label,
+        cs.slot()};
     auto r = co_await s.branch_hooks_.run_before(e, *s.logger_, [&s, cs] {
         return s.closed_ || cs.cancelled() != asio::cancellation_type::none;
     });
@@ -349,7 +389,8 @@ asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navig
         co_return navigation_result{make_error_code(errc::cancelled), "cancelled"};
     auto& d = r.decision;
     if (d.cancel)
-        co_return navigation_result{make_error_code(errc::hook_cancelled), "cancelled by a before_branch hook"};
+        co_return navigation_result{
+            make_error_code(errc::hook_cancelled), "cancelled by a before_branch hook"};
     if (opts.summarize)
         out.supplied = std::move(d.summary);
     if (d.custom_instructions)
@@ -362,8 +403,12 @@ asio::awaitable<navigation_result> run_before_hooks(session_core& s, const navig
 }
 
 // The branched hooks (Pi's session_tree), once the context is installed; awaited.
-asio::awaitable<void> run_after_hooks(session_core& s, const navigation& n, const std::optional<branch_text>& text,
-                                      const std::string& summary_id)
+asio::awaitable<void> run_after_hooks(
+    session_core& s,
+    const navigation& n,
+    const std::optional<branch_text>& text,
+    const std::string& summary_id
+)
 {
     diagnostics diag;
     entry_ptr summary;
@@ -371,12 +416,17 @@ asio::awaitable<void> run_after_hooks(session_core& s, const navigation& n, cons
         if (auto e = s.log_.get(*i, diag))
             summary = std::move(*e);
     const auto new_leaf_id = s.log_.leaf_id();
-    const branched_event after{new_leaf_id, n.old_leaf_id, summary.get(),
-                               text ? std::optional<bool>(text->from_hook) : std::nullopt};
+    const branched_event after{
+        new_leaf_id,
+        n.old_leaf_id,
+        summary.get(),
+        text ? std::optional<bool>(text->from_hook) : std::nullopt};
     co_await s.branch_hooks_.run_after(after, *s.logger_);
 }
 
-asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, std::string id, branch_options opts)
+asio::awaitable<navigation_result> navigate(
+    std::shared_ptr<session_core> self, std::string id, branch_options opts
+)
 {
     session_core& s = *self;
     co_await asio::this_coro::throw_if_cancelled(false);
@@ -412,20 +462,28 @@ asio::awaitable<navigation_result> navigate(std::shared_ptr<session_core> self, 
 
 }  // namespace
 
-void session_core::navigate_impl(std::string id, branch_options opts, asio::any_completion_handler<append_signature> h)
+void session_core::navigate_impl(
+    std::string id, branch_options opts, asio::any_completion_handler<append_signature> h
+)
 {
     // A signal of its own, so that hooks always get a connected slot; the caller's cancellation
     // is forwarded to it.
     auto signal = std::make_shared<asio::cancellation_signal>();
     if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected())
         slot.assign([signal](asio::cancellation_type t) { signal->emit(t); });
-    asio::co_spawn(strand_, navigate(shared_from_this(), std::move(id), std::move(opts)),
-                   asio::bind_cancellation_slot(signal->slot(), [h = std::move(h), signal](std::exception_ptr ep, navigation_result r) mutable {
-                       if (ep)
-                           r = {make_error_code(errc::io_error), "the branch summary failed unexpectedly"};
-                       asio::get_associated_cancellation_slot(h).clear();
-                       asio::dispatch(asio::append(std::move(h), r.first, std::move(r.second)));
-                   }));
+    asio::co_spawn(
+        strand_,
+        navigate(shared_from_this(), std::move(id), std::move(opts)),
+        asio::bind_cancellation_slot(
+            signal->slot(),
+            [h = std::move(h), signal](std::exception_ptr ep, navigation_result r) mutable {
+                if (ep)
+                    r = {make_error_code(errc::io_error), "the branch summary failed unexpectedly"};
+                asio::get_associated_cancellation_slot(h).clear();
+                asio::dispatch(asio::append(std::move(h), r.first, std::move(r.second)));
+            }
+        )
+    );
 }
 
 }  // namespace agentctx::runtime::detail

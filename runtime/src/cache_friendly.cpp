@@ -1,4 +1,5 @@
-// Cache-friendly summary requests: the conversation's own request, then the checkpoint instructions; the standalone fallback.
+// Cache-friendly summary requests: the conversation's own request, then the checkpoint instructions; the
+// standalone fallback.
 #include "scrub_strings.hpp"
 #include "transaction.hpp"
 
@@ -20,7 +21,9 @@ using namespace compaction;
 namespace {
 
 // nullopt: cache-friendly; otherwise what evidence.request says instead.
-std::optional<std::string> standalone_because(const session_config& c, const providers::summarizer_capabilities& caps)
+std::optional<std::string> standalone_because(
+    const session_config& c, const providers::summarizer_capabilities& caps
+)
 {
     const auto mode = c.settings.summary_request;
     if (mode == summary_request_mode::standalone)
@@ -51,8 +54,12 @@ struct boundary
     bool inside = false;    ///< the last of them continues past `at` (a merged turn)
 };
 
-boundary boundary_at(const render_fn& render, std::span<const context_message> context, const json::array& whole,
-                     std::size_t at)
+boundary boundary_at(
+    const render_fn& render,
+    std::span<const context_message> context,
+    const json::array& whole,
+    std::size_t at
+)
 {
     const auto part = render(context.first(at));
     boundary b{part.size(), false};
@@ -80,10 +87,13 @@ checkpoint_scope scope_of(const std::optional<boundary>& from, const boundary& t
 }
 
 // The conversation's request as the host sends it (or agentctx's view of it), redacted.
-std::shared_ptr<request_head> make_head(const std::function<void(std::string&)>& scrub, const snapshot& snap,
-                                        const render_fn& render,
-                                        const std::optional<conversation_request>& host,
-                                        std::span<const context_message> context)
+std::shared_ptr<request_head> make_head(
+    const std::function<void(std::string&)>& scrub,
+    const snapshot& snap,
+    const render_fn& render,
+    const std::optional<conversation_request>& host,
+    std::span<const context_message> context
+)
 {
     auto head = std::make_shared<request_head>();
     if (host)
@@ -99,15 +109,21 @@ std::shared_ptr<request_head> make_head(const std::function<void(std::string&)>&
         detail::scrub_strings(scrub, *v);
     head->tools = std::move(tools.get_array());
     head->messages = std::move(messages.get_array());
-    head->chars = serialized_size(head->system) + serialized_size(head->tools) + serialized_size(head->messages);
+    head->chars =
+        serialized_size(head->system) + serialized_size(head->tools) + serialized_size(head->messages);
     return head;
 }
 
 }  // namespace
 
-transaction::cache_friendly_calls transaction::plan_cache_friendly(session_core& s, session_core::job& j, const plan& p,
-                                                                   const scrub_fn& scrub, bool need_history,
-                                                                   bool need_prefix)
+transaction::cache_friendly_calls transaction::plan_cache_friendly(
+    session_core& s,
+    session_core::job& j,
+    const plan& p,
+    const scrub_fn& scrub,
+    bool need_history,
+    bool need_prefix
+)
 {
     if (s.config_.compat == compat_mode::pi)
         return {};  // Pi 1.6: standalone, and the evidence stays as it was
@@ -115,10 +131,12 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(session_core&
     if (auto why = standalone_because(s.config_, caps))
         return j.evidence.request = std::move(*why), cache_friendly_calls{};
     const auto snap = s.current();
-    const auto context = with_unknown_outcomes(snap->messages.to_vector(), compat_mode::agentctx, &s.config_.jobs);
+    const auto context =
+        with_unknown_outcomes(snap->messages.to_vector(), compat_mode::agentctx, &s.config_.jobs);
     const auto& prep = p.prep;
     const auto kept_at = position_of(context, prep.first_kept_entry_id);
-    const auto turn_at = need_prefix ? position_of(context, prep.turn_prefix_messages.front().entry_id) : std::nullopt;
+    const auto turn_at =
+        need_prefix ? position_of(context, prep.turn_prefix_messages.front().entry_id) : std::nullopt;
     if (!kept_at || (need_prefix && !turn_at))
         return j.evidence.request = "standalone: the cut is not in the context", cache_friendly_calls{};
 
@@ -126,9 +144,10 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(session_core&
     if (s.config_.conversation)
         host = s.config_.conversation();
     const auto framing = providers::summary_framing_for(s.config_.compat);
-    const render_fn render = host && host->render ? host->render : render_fn([&](std::span<const context_message> c) {
-        return providers::to_wire_messages(*caps.head_format, c, snap->native.get(), framing);
-    });
+    const render_fn render =
+        host && host->render ? host->render : render_fn([&](std::span<const context_message> c) {
+            return providers::to_wire_messages(*caps.head_format, c, snap->native.get(), framing);
+        });
     const auto head = make_head(scrub, *snap, render, host, context);
     const json::array whole = render(context);  // unredacted: positions are found on what the host renders
     const auto kept = boundary_at(render, context, whole, *kept_at);
@@ -153,12 +172,21 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(session_core&
     cache_friendly_calls calls;
     if (need_history)
         calls.history = finish(cache_friendly_history_prompt(
-            head, scope_of(std::nullopt, turn.value_or(kept), *context[history_end].msg),
-            prep.previous_summary, j.request.instructions, model.context_window, model.max_output_tokens));
+            head,
+            scope_of(std::nullopt, turn.value_or(kept), *context[history_end].msg),
+            prep.previous_summary,
+            j.request.instructions,
+            model.context_window,
+            model.max_output_tokens
+        ));
     if (need_prefix)
-        calls.prefix = finish(cache_friendly_turn_prefix_prompt(head, scope_of(turn, kept, *context[*kept_at].msg),
-                                                                j.request.instructions, model.context_window,
-                                                                model.max_output_tokens));
+        calls.prefix = finish(cache_friendly_turn_prefix_prompt(
+            head,
+            scope_of(turn, kept, *context[*kept_at].msg),
+            j.request.instructions,
+            model.context_window,
+            model.max_output_tokens
+        ));
     for (const auto* c : {&calls.history, &calls.prefix})
         if (*c && !cache_friendly_fits(**c, model.max_output_tokens))
             return j.evidence.request = "standalone: the conversation and instructions do not fit the window",
@@ -176,14 +204,20 @@ bool falls_back(const boost::system::error_code& ec)
     using compaction::errc;
     return ec == make_error_code(errc::summary_tool_call) || ec == make_error_code(errc::summary_truncated) ||
            ec == make_error_code(errc::summary_empty) || ec == make_error_code(errc::summary_too_long) ||
-           ec == make_error_code(errc::summary_failed) || ec == make_error_code(providers::errc::context_overflow);
+           ec == make_error_code(errc::summary_failed) ||
+           ec == make_error_code(providers::errc::context_overflow);
 }
 
 }  // namespace
 
-asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(session_core& s, session_core::job& j,
-                                                                               const plan& p, const scrub_fn& scrub,
-                                                                               cache_friendly_calls calls, summaries& out)
+asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(
+    session_core& s,
+    session_core::job& j,
+    const plan& p,
+    const scrub_fn& scrub,
+    cache_friendly_calls calls,
+    summaries& out
+)
 {
     // In turn, as standalone requests go by default: both read the conversation's cache.
     const auto refused = [&](const failure& f) {
@@ -191,7 +225,9 @@ asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(s
             return false;
         if (!j.evidence.request->starts_with("fallback"))
             j.evidence.request = "fallback: " + f.ec.message();
-        s.logger_->info("cache-friendly summary request refused ({}): one standalone request instead", f.ec.message());
+        s.logger_->info(
+            "cache-friendly summary request refused ({}): one standalone request instead", f.ec.message()
+        );
         return true;
     };
     const summary_kind kinds[] = {summary_kind::history, summary_kind::turn_prefix};

@@ -65,8 +65,9 @@ std::string config_digest_of(const session_config& c)
     return config_digest(summary_config_of(c));
 }
 
-result<checkpoint_status> checkpoint_status_of(const session_log& log, const checkpoint_identity& identity,
-                                               std::string config_digest, diagnostics& diag)
+result<checkpoint_status> checkpoint_status_of(
+    const session_log& log, const checkpoint_identity& identity, std::string config_digest, diagnostics& diag
+)
 {
     checkpoint_status out;
     out.identity = identity;
@@ -82,13 +83,19 @@ result<checkpoint_status> checkpoint_status_of(const session_log& log, const che
     if (!e)
         return e.error();
     out.recorded = recorded_fields(**e);
-    out.restorable = out.recorded && out.latest->status == verify_status::ok && out.recorded->identity == out.identity &&
+    out.restorable = out.recorded && out.latest->status == verify_status::ok &&
+                     out.recorded->identity == out.identity &&
                      out.recorded->config_digest == out.config_digest;
     return out;
 }
 
-result<void> checkpoint_ops::add_fields(const session_core& s, json::object& agentctx, std::string_view first_kept,
-                                        bool from_hook, diagnostics& diag)
+result<void> checkpoint_ops::add_fields(
+    const session_core& s,
+    json::object& agentctx,
+    std::string_view first_kept,
+    bool from_hook,
+    diagnostics& diag
+)
 {
     const auto kept = s.log_.find(first_kept);
     if (!kept)
@@ -158,15 +165,17 @@ result<std::vector<entry_ptr>> restore_path(const session_log& log, std::size_t 
 namespace {
 
 // A record parsed, with its summary judged as the model's would be.
-result<checkpoint_record> parse_restorable(const session_core& s, const json::value& record, checkpoint_reason& why,
-                                           diagnostics& diag)
+result<checkpoint_record> parse_restorable(
+    const session_core& s, const json::value& record, checkpoint_reason& why, diagnostics& diag
+)
 {
     auto r = parse_checkpoint(record, why, diag);
     if (!r)
         return r.error();
     // Not empty, within the output cap (twice it: a split turn joins the history's summary and
     // the turn prefix's).
-    const std::uint32_t cap = summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
+    const std::uint32_t cap =
+        summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
     if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
     {
         why = checkpoint_reason::corrupt;
@@ -176,8 +185,12 @@ result<checkpoint_record> parse_restorable(const session_core& s, const json::va
 }
 
 // The entries the record keeps verbatim: their own lines, from this prefix (it hashes the same).
-result<json::array> kept_verbatim_lines(const session_core& s, const checkpoint_record& r,
-                                        const std::vector<std::uint32_t>& path, diagnostics& diag)
+result<json::array> kept_verbatim_lines(
+    const session_core& s,
+    const checkpoint_record& r,
+    const std::vector<std::uint32_t>& path,
+    diagnostics& diag
+)
 {
     json::array kept;
     for (const auto& kid : r.kept_verbatim_ids)
@@ -195,8 +208,14 @@ result<json::array> kept_verbatim_lines(const session_core& s, const checkpoint_
 
 // The restored compaction entry, written like a compaction: secrets replaced in the summary,
 // the file lists and the entries kept verbatim, under this session's redaction settings.
-result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record& r, const std::vector<std::uint32_t>& path,
-                                 const std::string& id, const std::string& first_kept, diagnostics& diag)
+result<entry_ptr> restored_entry(
+    const session_core& s,
+    const checkpoint_record& r,
+    const std::vector<std::uint32_t>& path,
+    const std::string& id,
+    const std::string& first_kept,
+    diagnostics& diag
+)
 {
     json::array read_files, modified_files;
     for (const auto& f : r.read_files)
@@ -235,8 +254,16 @@ result<entry_ptr> restored_entry(const session_core& s, const checkpoint_record&
         written.as_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
     const std::string ts = iso_timestamp_now();
     return std::make_shared<const entry>(make_compaction_entry(
-        id, s.log_.leaf_id(), ts, summary, first_kept, static_cast<double>(r.tokens_before), std::move(written), false,
-        std::nullopt, system_checkpoint(s.current()->system, ts)
+        id,
+        s.log_.leaf_id(),
+        ts,
+        summary,
+        first_kept,
+        static_cast<double>(r.tokens_before),
+        std::move(written),
+        false,
+        std::nullopt,
+        system_checkpoint(s.current()->system, ts)
     ));
 }
 
@@ -253,15 +280,18 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     if (s.closed_)
         return refuse(make_error_code(errc::session_closed), "the session was closed");
     if (s.coordinator_->running())
-        return refuse(make_error_code(errc::compaction_running), "a compaction is running; restore after it ends");
+        return refuse(
+            make_error_code(errc::compaction_running), "a compaction is running; restore after it ends"
+        );
     diagnostics diag;
     auto r = parse_restorable(s, record, out.reason, diag);
     if (!r)
         return refuse(r.error(), diag.message);
     out.record = *r;
     const auto path = s.log_.active_path();
-    if (auto ok = check_checkpoint(*r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_),
-                                   out.reason, diag);
+    if (auto ok = check_checkpoint(
+            *r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_), out.reason, diag
+        );
         !ok)
         return refuse(ok.error(), diag.message);
 
@@ -282,7 +312,8 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     if (!next_path)
         return refuse(next_path.error(), diag.message);
     next_path->push_back(*e);
-    auto next = snapshot_from_context(build_session_context(*next_path, &s.log_), s.log_.size() + 1, s.counter());
+    auto next =
+        snapshot_from_context(build_session_context(*next_path, &s.log_), s.log_.size() + 1, s.counter());
     if (auto w = s.store_->append(**e, diag); !w)
         return refuse(w.error(), diag.message);
     if (auto w = s.log_.append(*e, diag); !w)
@@ -290,15 +321,24 @@ checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& r
     s.publish(std::move(next));
     s.suppression_.reset();
     out.entry_id = id;
-    s.logger_->info("checkpoint restored entry={} covered={} first_kept={} record={}", id, count, first_kept,
-                    r->digest.substr(0, 12));
+    s.logger_->info(
+        "checkpoint restored entry={} covered={} first_kept={} record={}",
+        id,
+        count,
+        first_kept,
+        r->digest.substr(0, 12)
+    );
     return out;
 }
 
 namespace {
 
-void complete(asio::any_completion_handler<checkpoint_signature> h, const asio::strand<asio::any_io_executor>& strand,
-              error_code ec, checkpoint_outcome out)
+void complete(
+    asio::any_completion_handler<checkpoint_signature> h,
+    const asio::strand<asio::any_io_executor>& strand,
+    error_code ec,
+    checkpoint_outcome out
+)
 {
     asio::post(strand, asio::append(std::move(h), ec, std::move(out)));
 }
@@ -318,13 +358,17 @@ void session_core::checkpoint_status_impl(asio::any_completion_handler<checkpoin
 {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         diagnostics diag;
-        auto st = checkpoint_status_of(self->log_, checkpoint_identity_of(self->config_), config_digest_of(self->config_), diag);
+        auto st = checkpoint_status_of(
+            self->log_, checkpoint_identity_of(self->config_), config_digest_of(self->config_), diag
+        );
         const error_code ec = st ? error_code{} : st.error();
         asio::post(self->strand_, asio::append(std::move(h), ec, st ? std::move(*st) : checkpoint_status{}));
     });
 }
 
-void session_core::restore_checkpoint_impl(json::value record, asio::any_completion_handler<checkpoint_signature> h)
+void session_core::restore_checkpoint_impl(
+    json::value record, asio::any_completion_handler<checkpoint_signature> h
+)
 {
     asio::post(strand_, [self = shared_from_this(), record = std::move(record), h = std::move(h)]() mutable {
         error_code ec;

@@ -16,11 +16,18 @@ struct checkpoint_ops
 {
     /// Adds `sourceRevision`, `identity` and `configDigest` to a compaction's `details.agentctx`,
     /// for a compaction keeping from `first_kept` (an entry of the log).
-    static compaction::result<void> add_fields(const session_core& s, boost::json::object& agentctx, std::string_view first_kept,
-                                               bool from_hook, compaction::diagnostics& diag);
+    static compaction::result<void> add_fields(
+        const session_core& s,
+        boost::json::object& agentctx,
+        std::string_view first_kept,
+        bool from_hook,
+        compaction::diagnostics& diag
+    );
 
     static checkpoint_outcome export_latest(const session_core& s, boost::system::error_code& ec);
-    static checkpoint_outcome restore(session_core& s, const boost::json::value& record, boost::system::error_code& ec);
+    static checkpoint_outcome restore(
+        session_core& s, const boost::json::value& record, boost::system::error_code& ec
+    );
 };
 
 }  // namespace agentctx::runtime

@@ -1,4 +1,5 @@
-// The tool-result clearing tier on the session: the plan on the snapshot, the host's evidence store, one batch of context edits, the event.
+// The tool-result clearing tier on the session: the plan on the snapshot, the host's evidence store, one
+// batch of context edits, the event.
 #include "append_batch.hpp"
 #include "clearing_evidence.hpp"
 #include "compaction_coordinator.hpp"
@@ -37,7 +38,9 @@ bool host_protects(const session_core& s, const std::string& id)
 }
 
 // An assistant entry's content as projected now: the last edit on the path that replaces it, else its own.
-const boost::json::array* projected_content(const session_core& s, const std::string& id, std::vector<entry_ptr>& hold)
+const boost::json::array* projected_content(
+    const session_core& s, const std::string& id, std::vector<entry_ptr>& hold
+)
 {
     diagnostics diag;
     const auto path = s.log_.active_path();
@@ -72,42 +75,61 @@ namespace {
 using next_handler = asio::any_completion_handler<void(std::int64_t)>;
 
 // One batch of context edits, then the event; `next` gets the context's size as it is now.
-void write_clearing(std::shared_ptr<session_core> self, std::vector<boost::json::object> fields,
-                    context_cleared_event event, std::int64_t tokens, next_handler next)
+void write_clearing(
+    std::shared_ptr<session_core> self,
+    std::vector<boost::json::object> fields,
+    context_cleared_event event,
+    std::int64_t tokens,
+    next_handler next
+)
 {
-    append_entries(self, std::move(fields),
-                   [self, event = std::move(event), next = std::move(next), tokens](error_code ec,
-                                                                                  append_batch_result r) mutable {
-                       if (ec)
-                       {
-                           // The session goes on without clearing; the next check tries again.
-                           self->logger_->warn("clearing tool results failed: {}", r.reason);
-                           return std::move(next)(tokens);
-                       }
-                       event.edit_ids = std::move(r.ids);
-                       self->emit(event);
-                       std::move(next)(self->current()->context_tokens());
-                   });
+    append_entries(
+        self,
+        std::move(fields),
+        [self, event = std::move(event), next = std::move(next), tokens](
+            error_code ec, append_batch_result r
+        ) mutable {
+            if (ec)
+            {
+                // The session goes on without clearing; the next check tries again.
+                self->logger_->warn("clearing tool results failed: {}", r.reason);
+                return std::move(next)(tokens);
+            }
+            event.edit_ids = std::move(r.ids);
+            self->emit(event);
+            std::move(next)(self->current()->context_tokens());
+        }
+    );
 }
 
 // The host's answer for the batch's originals: a refusal pauses those entries and writes nothing;
 // references go into each edit's details.agentctx.evidenceRefs. Clearing is an optimisation: in
 // every case the check goes on.
-void after_evidence(std::shared_ptr<session_core> self, clearing_evidence ev, std::vector<boost::json::object> fields,
-                    context_cleared_event event, std::int64_t tokens, std::optional<std::size_t> leaf, next_handler next)
+void after_evidence(
+    std::shared_ptr<session_core> self,
+    clearing_evidence ev,
+    std::vector<boost::json::object> fields,
+    context_cleared_event event,
+    std::int64_t tokens,
+    std::optional<std::size_t> leaf,
+    next_handler next
+)
 {
     session_core& s = *self;
     if (ev.cancelled || s.closed_)
         return std::move(next)(tokens);
     if (!ev.refused.empty())
     {
-        s.logger_->warn("clearing tool results paused for {} entries: {}", event.target_ids.size(), ev.refused);
+        s.logger_->warn(
+            "clearing tool results paused for {} entries: {}", event.target_ids.size(), ev.refused
+        );
         s.suppression_.clearing_refused(event.target_ids);
         s.emit(clearing_refused_event{event.target_ids, std::move(ev.refused), tokens});
         return std::move(next)(tokens);
     }
     // The plan was made on the history before the host answered: only that history is edited.
-    if (ev.failed.empty() && (s.log_.leaf() != leaf || s.coordinator_->running() || s.coordinator_->prepared()))
+    if (ev.failed.empty() &&
+        (s.log_.leaf() != leaf || s.coordinator_->running() || s.coordinator_->prepared()))
         ev.failed = "the session changed while the evidence store was asked";
     if (!ev.failed.empty())
     {
@@ -119,30 +141,48 @@ void after_evidence(std::shared_ptr<session_core> self, clearing_evidence ev, st
         boost::json::array refs;
         for (const auto& r : ev.references[k])
             refs.push_back(to_json(r));
-        fields[k]["details"] = boost::json::object{{"agentctx", boost::json::object{{"evidenceRefs", std::move(refs)}}}};
+        fields[k]["details"] =
+            boost::json::object{{"agentctx", boost::json::object{{"evidenceRefs", std::move(refs)}}}};
     }
     write_clearing(std::move(self), std::move(fields), std::move(event), tokens, std::move(next));
 }
 
 // Asks the host's evidence store on the strand (close() cancels it), then after_evidence.
-void ask_then_write(std::shared_ptr<session_core> self, std::vector<boost::json::object> fields,
-                    context_cleared_event event, std::int64_t tokens, next_handler next)
+void ask_then_write(
+    std::shared_ptr<session_core> self,
+    std::vector<boost::json::object> fields,
+    context_cleared_event event,
+    std::int64_t tokens,
+    next_handler next
+)
 {
     session_core& s = *self;
     s.clearing_asking_ = true;
     auto targets = event.target_ids;
     asio::co_spawn(
-        s.strand_, ask_clearing_evidence(self, std::move(targets)),
+        s.strand_,
+        ask_clearing_evidence(self, std::move(targets)),
         asio::bind_cancellation_slot(
             s.clearing_abort_.slot(),
-            [self, fields = std::move(fields), event = std::move(event), tokens, leaf = s.log_.leaf(),
+            [self,
+             fields = std::move(fields),
+             event = std::move(event),
+             tokens,
+             leaf = s.log_.leaf(),
              next = std::move(next)](std::exception_ptr ep, clearing_evidence ev) mutable {
                 self->clearing_asking_ = false;
                 self->clearing_abort_.slot().clear();
                 if (ep)
                     ev.failed = "the evidence store's answer failed unexpectedly";
-                after_evidence(std::move(self), std::move(ev), std::move(fields), std::move(event), tokens, leaf,
-                               std::move(next));
+                after_evidence(
+                    std::move(self),
+                    std::move(ev),
+                    std::move(fields),
+                    std::move(event),
+                    tokens,
+                    leaf,
+                    std::move(next)
+                );
             }
         )
     );
@@ -155,8 +195,8 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     const auto& settings = config_.settings.clear_tool_results;
     // A running or held compaction is not disturbed: its covered prefix would no longer hold.
     // One clearing at a time: another check's clearing may be waiting for the evidence store.
-    if (!clearing_enabled(settings, config_.compat) || config_.model.context_window <= 0 || coordinator_->running() ||
-        coordinator_->prepared() || clearing_asking_)
+    if (!clearing_enabled(settings, config_.compat) || config_.model.context_window <= 0 ||
+        coordinator_->running() || coordinator_->prepared() || clearing_asking_)
         return std::move(next)(tokens);
     const auto snap = current();
     const auto context = snap->messages.to_vector();
@@ -178,7 +218,9 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     in.protected_entry = [this, &jobs](const std::string& id) {
         return suppression_.clearing_paused(id) || host_protects(*this, id) || in_running_job(jobs, id);
     };
-    in.assistant_content = [this, &hold](const std::string& id) { return projected_content(*this, id, hold); };
+    in.assistant_content = [this, &hold](const std::string& id) {
+        return projected_content(*this, id, hold);
+    };
     auto plan = plan_tool_clearing(settings, in);
     if (plan.edits.empty())
         return std::move(next)(tokens);
@@ -187,10 +229,14 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     for (auto& e : plan.edits)
     {
         event.target_ids.push_back(e.target_id);
-        fields.push_back({{"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}});
+        fields.push_back(
+            {{"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}}
+        );
     }
     if (!config_.preserve_evidence)
-        return write_clearing(shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next));
+        return write_clearing(
+            shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next)
+        );
     ask_then_write(shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next));
 }
 

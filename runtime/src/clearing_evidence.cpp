@@ -38,8 +38,9 @@ located locate(const session_log& log, const std::vector<std::string>& target_id
 
 }  // namespace
 
-asio::awaitable<clearing_evidence> ask_clearing_evidence(std::shared_ptr<session_core> self,
-                                                         std::vector<std::string> target_ids)
+asio::awaitable<clearing_evidence> ask_clearing_evidence(
+    std::shared_ptr<session_core> self, std::vector<std::string> target_ids
+)
 {
     session_core& s = *self;
     clearing_evidence out;
@@ -71,8 +72,13 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(std::shared_ptr<session
         co_return out;
     }
     auto cs = co_await asio::this_coro::cancellation_state;
-    const evidence_request req{compaction_reason::threshold, entries, at.positions.front(), all->sha256, cs.slot(),
-                               evidence_kind::cleared};
+    const evidence_request req{
+        compaction_reason::threshold,
+        entries,
+        at.positions.front(),
+        all->sha256,
+        cs.slot(),
+        evidence_kind::cleared};
     evidence_decision d;
     try
     {

@@ -34,7 +34,8 @@ struct clearing_evidence
  * path order, kind `cleared`) to session_config::preserve_evidence and awaits its answer. The
  * coroutine's cancellation (close()) reaches the host through the request's slot.
  */
-boost::asio::awaitable<clearing_evidence> ask_clearing_evidence(std::shared_ptr<session_core> self,
-                                                                std::vector<std::string> target_ids);
+boost::asio::awaitable<clearing_evidence> ask_clearing_evidence(
+    std::shared_ptr<session_core> self, std::vector<std::string> target_ids
+);
 
 }  // namespace agentctx::runtime::detail

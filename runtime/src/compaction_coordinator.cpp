@@ -10,8 +10,8 @@ namespace asio = boost::asio;
 
 bool honours(asio::cancellation_type t) noexcept
 {
-    constexpr auto accepted = asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                              asio::cancellation_type::total;
+    constexpr auto accepted =
+        asio::cancellation_type::terminal | asio::cancellation_type::partial | asio::cancellation_type::total;
     return (t & accepted) != asio::cancellation_type::none;
 }
 
@@ -35,9 +35,7 @@ bool compaction_coordinator::aborted(operation_id id) const
 }
 
 compaction_coordinator::operation compaction_coordinator::make(
-    caller_id initiator,
-    operation_request req,
-    bool cancelled_early
+    caller_id initiator, operation_request req, bool cancelled_early
 )
 {
     operation op;
@@ -50,16 +48,16 @@ compaction_coordinator::operation compaction_coordinator::make(
     return op;
 }
 
-coordinator_effects compaction_coordinator::start(caller_id caller, operation_request req, bool cancelled_early)
+coordinator_effects compaction_coordinator::start(
+    caller_id caller, operation_request req, bool cancelled_early
+)
 {
     current_ = make(caller, std::move(req), cancelled_early);
     return {.launch = current_->id};
 }
 
 coordinator_effects compaction_coordinator::compact(
-    caller_id caller,
-    std::optional<std::string> instructions,
-    bool cancelled_early
+    caller_id caller, std::optional<std::string> instructions, bool cancelled_early
 )
 {
     const bool manual_running = current_ && current_->request.reason == compaction_reason::manual;
@@ -186,7 +184,8 @@ finished_operation compaction_coordinator::finish(operation_id id, bool held, bo
 
 bool compaction_coordinator::background_running() const noexcept
 {
-    return current_ && current_->request.reason == compaction_reason::background && !current_->request.prepared_only;
+    return current_ && current_->request.reason == compaction_reason::background &&
+           !current_->request.prepared_only;
 }
 
 bool compaction_coordinator::superseded(operation_id id) const
@@ -202,9 +201,7 @@ coordinator_effects compaction_coordinator::start_background()
 }
 
 coordinator_effects compaction_coordinator::await_background(
-    caller_id caller,
-    operation_request req,
-    bool cancelled_early
+    caller_id caller, operation_request req, bool cancelled_early
 )
 {
     if (cancelled_early)

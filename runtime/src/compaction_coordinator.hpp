@@ -85,7 +85,9 @@ public:
     /// Starts a compaction. Precondition: !running() (automatic checks skip while one runs).
     coordinator_effects start(caller_id caller, operation_request req, bool cancelled_early);
     /// The manual path: joins, queues behind an automatic operation (interrupting it), or starts.
-    coordinator_effects compact(caller_id caller, std::optional<std::string> instructions, bool cancelled_early);
+    coordinator_effects compact(
+        caller_id caller, std::optional<std::string> instructions, bool cancelled_early
+    );
     /// A caller's cancellation slot fired; types that honours() rejects change nothing.
     coordinator_effects cancel(caller_id caller, boost::asio::cancellation_type type);
     /// abort_compaction() and close() (`closing`): the running and the pending operation are

@@ -17,8 +17,9 @@ namespace agentctx::runtime::detail {
 /// editable content — a custom_message or a user/assistant/toolResult message (wrong_type).
 /// A string replacement of an assistant or toolResult target is stored as one text block.
 /// Other entry types pass unchanged.
-inline compaction::result<void> check_context_edit(const compaction::session_log& log, boost::json::object& raw,
-                                                   compaction::diagnostics& diag)
+inline compaction::result<void> check_context_edit(
+    const compaction::session_log& log, boost::json::object& raw, compaction::diagnostics& diag
+)
 {
     using compaction::errc;
     const auto* type = raw.if_contains("type");
@@ -28,7 +29,8 @@ inline compaction::result<void> check_context_edit(const compaction::session_log
     const boost::json::value* content = nullptr;
     if (replacement && replacement->is_object())
         content = replacement->get_object().if_contains("content");
-    if (!replacement || !(replacement->is_null() || (content && (content->is_string() || content->is_array()))))
+    if (!replacement ||
+        !(replacement->is_null() || (content && (content->is_string() || content->is_array()))))
     {
         diag.field = "replacement";
         diag.message = "Context edit replacement must be null or contain string/array content";
@@ -53,9 +55,10 @@ inline compaction::result<void> check_context_edit(const compaction::session_log
     const auto& meta = log.meta(*index);
     using compaction::role;
     const bool message = meta.type == compaction::entry_type::message;
-    const bool editable = meta.type == compaction::entry_type::custom_message ||
-                          (message && (meta.message_role == role::user || meta.message_role == role::assistant ||
-                                       meta.message_role == role::tool_result));
+    const bool editable =
+        meta.type == compaction::entry_type::custom_message ||
+        (message && (meta.message_role == role::user || meta.message_role == role::assistant ||
+                     meta.message_role == role::tool_result));
     if (!editable)
     {
         diag.field = "targetId";

@@ -10,17 +10,17 @@ boost::json::object to_json(const compaction_evidence& e)
         out["failure"] = *e.failure;
     out["elapsedMs"] = e.elapsed_ms;
     out["calls"] = e.calls;
-    boost::json::object u{{"input", e.usage.input},
-                          {"output", e.usage.output},
-                          {"cacheRead", e.usage.cache_read},
-                          {"cacheWrite", e.usage.cache_write}};
+    boost::json::object u{
+        {"input", e.usage.input},
+        {"output", e.usage.output},
+        {"cacheRead", e.usage.cache_read},
+        {"cacheWrite", e.usage.cache_write}};
     if (e.usage.cache_write_1h)
         u["cacheWrite1h"] = *e.usage.cache_write_1h;
     out["usage"] = std::move(u);
     if (e.pieces_total > 0)
-        out["pieces"] = boost::json::object{{"total", e.pieces_total},
-                                            {"completed", e.pieces_completed},
-                                            {"resumed", e.pieces_resumed}};
+        out["pieces"] = boost::json::object{
+            {"total", e.pieces_total}, {"completed", e.pieces_completed}, {"resumed", e.pieces_resumed}};
     out["nativeSelection"] = e.native_selection;
     if (e.progress_rejected)
         out["progressRejected"] = *e.progress_rejected;

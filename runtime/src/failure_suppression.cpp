@@ -14,20 +14,32 @@ failure_kind classify_failure(const boost::system::error_code& ec) noexcept
         ec == make_error_code(errc::session_closed))
         return failure_kind::aborted;
     using ce = compaction::errc;
-    for (const auto c : {ce::summary_truncated, ce::summary_empty, ce::summary_too_long, ce::insufficient_reduction,
-                         ce::summary_tool_call, ce::budget_exceeded, ce::over_limit, ce::transcript_invalid})
+    for (const auto c :
+         {ce::summary_truncated,
+          ce::summary_empty,
+          ce::summary_too_long,
+          ce::insufficient_reduction,
+          ce::summary_tool_call,
+          ce::budget_exceeded,
+          ce::over_limit,
+          ce::transcript_invalid})
         if (ec == compaction::make_error_code(c))
             return failure_kind::deterministic;
     using pe = providers::errc;
-    for (const auto c : {pe::context_overflow, pe::invalid_request, pe::truncated, pe::native_invalid,
-                         pe::response_too_large})
+    for (const auto c :
+         {pe::context_overflow,
+          pe::invalid_request,
+          pe::truncated,
+          pe::native_invalid,
+          pe::response_too_large})
         if (ec == providers::make_error_code(c))
             return failure_kind::deterministic;
     return failure_kind::transient;
 }
 
-void failure_suppression::failed(compaction_reason reason, failure_kind kind, const std::optional<prefix_key>& key,
-                                 std::size_t log_size)
+void failure_suppression::failed(
+    compaction_reason reason, failure_kind kind, const std::optional<prefix_key>& key, std::size_t log_size
+)
 {
     if (reason == compaction_reason::manual || kind == failure_kind::aborted)
         return;

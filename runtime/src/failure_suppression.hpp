@@ -54,8 +54,12 @@ class failure_suppression
 public:
     /// A compaction failed. `key`: the prefix it had planned (nullopt: none). Manual failures
     /// and aborted ones change nothing.
-    void failed(compaction_reason reason, failure_kind kind, const std::optional<prefix_key>& key,
-                std::size_t log_size);
+    void failed(
+        compaction_reason reason,
+        failure_kind kind,
+        const std::optional<prefix_key>& key,
+        std::size_t log_size
+    );
     /// A compaction committed, or the session's history was replaced: every pause ends.
     void reset() noexcept;
 
@@ -67,12 +71,15 @@ public:
     /// The host's evidence store refused the originals of a clearing: those entries are not
     /// cleared (nor asked about) again until reset(), so a refusing store is not asked every turn.
     void clearing_refused(const std::vector<std::string>& entry_ids);
-    bool clearing_paused(const std::string& entry_id) const noexcept { return refused_clearing_.count(entry_id) > 0; }
+    bool clearing_paused(const std::string& entry_id) const noexcept
+    {
+        return refused_clearing_.count(entry_id) > 0;
+    }
 
 private:
     std::set<std::string> refused_clearing_;  ///< entries whose clearing the evidence store refused
-    std::optional<std::size_t> failed_at_;  ///< log size at a failure without a keyed pause
-    std::optional<prefix_key> failed_key_;  ///< the prefix of the last deterministic failure
+    std::optional<std::size_t> failed_at_;    ///< log size at a failure without a keyed pause
+    std::optional<prefix_key> failed_key_;    ///< the prefix of the last deterministic failure
 };
 
 }  // namespace agentctx::runtime::detail

@@ -1,4 +1,5 @@
-// History replacement: a host's whole transcript compared with the context, the difference appended as a branch.
+// History replacement: a host's whole transcript compared with the context, the difference appended as a
+// branch.
 #include "history_replacement.hpp"
 
 #include "append_batch.hpp"
@@ -30,7 +31,12 @@ namespace {
 using replace_handler = asio::any_completion_handler<replace_history_signature>;
 
 // Never inside the initiating call: through the strand's queue.
-void finish(replace_handler h, const asio::strand<asio::any_io_executor>& strand, error_code ec, replace_history_result r)
+void finish(
+    replace_handler h,
+    const asio::strand<asio::any_io_executor>& strand,
+    error_code ec,
+    replace_history_result r
+)
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::post(strand, asio::append(std::move(h), ec, std::move(r)));
@@ -53,14 +59,19 @@ json::array comparable_content(const content& c)
         else if (const auto* i = std::get_if<image_block>(&b))
             out.push_back(json::object{{"type", "image"}, {"data", i->data}, {"mimeType", i->mime_type}});
         else if (const auto* call = std::get_if<tool_call_block>(&b))
-            out.push_back(json::object{{"type", "toolCall"}, {"id", call->id}, {"name", call->name}, {"arguments", call->arguments}});
+            out.push_back(json::object{
+                {"type", "toolCall"}, {"id", call->id}, {"name", call->name}, {"arguments", call->arguments}}
+            );
         else if (const auto* other = std::get_if<other_block>(&b))
             out.push_back(json::object{{"type", other->type}});
     }
     return out;
 }
 
-bool is_system(const message& m) { return m.role == role::system; }
+bool is_system(const message& m)
+{
+    return m.role == role::system;
+}
 
 }  // namespace
 
@@ -70,13 +81,19 @@ json::value comparable_message(const message& m)
     switch (m.role)
     {
     case role::compaction_summary:
-    case role::branch_summary: o["summary"] = m.summary; break;
+    case role::branch_summary:
+        o["summary"] = m.summary;
+        break;
     case role::bash_execution:
         o["command"] = m.command;
         o["output"] = m.output;
         break;
-    case role::system: o["content"] = content_text(m.content); break;
-    default: o["content"] = comparable_content(m.content); break;
+    case role::system:
+        o["content"] = content_text(m.content);
+        break;
+    default:
+        o["content"] = comparable_content(m.content);
+        break;
     }
     if (m.role == role::tool_result)
     {
@@ -133,8 +150,13 @@ std::size_t matched_run(std::span<const context_message> view, std::size_t i, co
 
 }  // namespace
 
-result<replacement_plan> plan_replacement(const session_log& log, std::span<const context_message> view,
-                                          const std::vector<bool>& own, std::span<const message> host, diagnostics& diag)
+result<replacement_plan> plan_replacement(
+    const session_log& log,
+    std::span<const context_message> view,
+    const std::vector<bool>& own,
+    std::span<const message> host,
+    diagnostics& diag
+)
 {
     replacement_plan p;
     std::size_t i = 0;  // the context's next message
@@ -205,15 +227,18 @@ result<std::vector<message>> decode_all(const std::vector<json::object>& message
 
 // The entries the replacement appends: the tail as message entries, or, when the list only
 // shortens the context, one marker entry so that the leaf's move survives a reopen.
-std::vector<json::object> tail_fields(std::vector<json::object>& messages, std::size_t from, const std::string& old_leaf)
+std::vector<json::object> tail_fields(
+    std::vector<json::object>& messages, std::size_t from, const std::string& old_leaf
+)
 {
     std::vector<json::object> fields;
     for (std::size_t i = from; i < messages.size(); ++i)
         fields.push_back(json::object{{"type", "message"}, {"message", std::move(messages[i])}});
     if (fields.empty())
-        fields.push_back(json::object{{"type", "custom"},
-                                      {"customType", history_replaced_type},
-                                      {"data", json::object{{"fromId", old_leaf}}}});
+        fields.push_back(json::object{
+            {"type", "custom"},
+            {"customType", history_replaced_type},
+            {"data", json::object{{"fromId", old_leaf}}}});
     return fields;
 }
 
@@ -228,7 +253,9 @@ std::string in_host_list(const std::string& reason, std::size_t tail_from)
 }
 
 // Inside the write turn: compare, then write the tail through the batch path (or nothing).
-void replace_in_turn(std::shared_ptr<session_core> self, std::vector<json::object> messages, replace_handler h)
+void replace_in_turn(
+    std::shared_ptr<session_core> self, std::vector<json::object> messages, replace_handler h
+)
 {
     session_core& s = *self;
     auto give_up = [&s](replace_handler h, error_code ec, replace_history_result r) {
@@ -276,21 +303,28 @@ void replace_in_turn(std::shared_ptr<session_core> self, std::vector<json::objec
         return give_up(std::move(h), entries.error(), std::move(r));
     }
     r.fork_id = plan->fork.value_or(std::string());
-    write_batch(self, std::move(*entries),
-                [self, r = std::move(r), h = std::move(h)](error_code ec, append_batch_result written) mutable {
-                    r.changed = !ec;
-                    r.ids = std::move(written.ids);
-                    if (ec)
-                        r.reason = std::move(written.reason);
-                    else
-                        self->logger_->debug("history replaced: {} messages shared, branch from '{}'", r.shared, r.fork_id);
-                    finish(std::move(h), self->strand_, ec, std::move(r));
-                });
+    write_batch(
+        self,
+        std::move(*entries),
+        [self, r = std::move(r), h = std::move(h)](error_code ec, append_batch_result written) mutable {
+            r.changed = !ec;
+            r.ids = std::move(written.ids);
+            if (ec)
+                r.reason = std::move(written.reason);
+            else
+                self->logger_->debug(
+                    "history replaced: {} messages shared, branch from '{}'", r.shared, r.fork_id
+                );
+            finish(std::move(h), self->strand_, ec, std::move(r));
+        }
+    );
 }
 
 }  // namespace
 
-void replace_history(std::shared_ptr<session_core> core, std::vector<json::object> messages, replace_handler h)
+void replace_history(
+    std::shared_ptr<session_core> core, std::vector<json::object> messages, replace_handler h
+)
 {
     auto strand = core->strand_;
     asio::post(strand, [self = std::move(core), messages = std::move(messages), h = std::move(h)]() mutable {

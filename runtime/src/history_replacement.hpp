@@ -1,4 +1,5 @@
-// History replacement: a host's whole transcript compared with the context, the difference appended as a branch.
+// History replacement: a host's whole transcript compared with the context, the difference appended as a
+// branch.
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>
@@ -37,23 +38,28 @@ bool same_message(const std::shared_ptr<const compaction::message>& ctx, const c
 struct replacement_plan
 {
     bool changed = false;
-    std::size_t shared = 0;            ///< host messages matched, in order
-    std::size_t tail_from = 0;         ///< the host's index where the appended tail starts
-    std::optional<std::string> fork;   ///< the tail's parent; nullopt = a new root
-    bool refused = false;              ///< the difference lies inside the latest compaction's summary
+    std::size_t shared = 0;           ///< host messages matched, in order
+    std::size_t tail_from = 0;        ///< the host's index where the appended tail starts
+    std::optional<std::string> fork;  ///< the tail's parent; nullopt = a new root
+    bool refused = false;             ///< the difference lies inside the latest compaction's summary
 };
 
 /// Compares `host` with `view` (the context with its unknown-outcome observations; `own` tells
 /// which of its messages are the snapshot's, the others are observations no entry holds) on the
 /// log's active path. System messages are skipped on both sides (wire views leave them out).
-compaction::result<replacement_plan> plan_replacement(const compaction::session_log& log,
-                                                      std::span<const compaction::context_message> view,
-                                                      const std::vector<bool>& own,
-                                                      std::span<const compaction::message> host,
-                                                      compaction::diagnostics& diag);
+compaction::result<replacement_plan> plan_replacement(
+    const compaction::session_log& log,
+    std::span<const compaction::context_message> view,
+    const std::vector<bool>& own,
+    std::span<const compaction::message> host,
+    compaction::diagnostics& diag
+);
 
 /// session::async_replace_history on the core: see session.hpp. Completes on the strand's queue.
-void replace_history(std::shared_ptr<session_core> core, std::vector<boost::json::object> messages,
-                     boost::asio::any_completion_handler<replace_history_signature> h);
+void replace_history(
+    std::shared_ptr<session_core> core,
+    std::vector<boost::json::object> messages,
+    boost::asio::any_completion_handler<replace_history_signature> h
+);
 
 }  // namespace agentctx::runtime::detail

@@ -28,14 +28,18 @@ std::string why_not_allowed(const projected_entry& p)
 
 }  // namespace
 
-transaction::step<void> transaction::check_hook_cut(const session_core& s, const plan& p, const std::string& first_kept)
+transaction::step<void> transaction::check_hook_cut(
+    const session_core& s, const plan& p, const std::string& first_kept
+)
 {
     // Pi 1.6 takes a hook's cut as it is: `--compat pi` keeps that. The plan's own cut is valid.
     if (s.config_.compat == compat_mode::pi || first_kept == p.prep.first_kept_entry_id)
         return {};
     const auto refuse = [&first_kept](const std::string& why) {
-        return failure{make_error_code(errc::hook_invalid_cut),
-                       "a before_compact hook's firstKeptEntryId '" + first_kept + "' " + why, true};
+        return failure{
+            make_error_code(errc::hook_invalid_cut),
+            "a before_compact hook's firstKeptEntryId '" + first_kept + "' " + why,
+            true};
     };
     const auto ctx = build_session_context(p.path);
     const auto& e = ctx.entries;
@@ -46,9 +50,14 @@ transaction::step<void> transaction::check_hook_cut(const session_core& s, const
             k = i;
     if (!k || *k < start)
     {
-        const bool on_path = std::any_of(p.path.begin(), p.path.end(), [&](const entry_ptr& x) { return x->id == first_kept; });
-        return refuse(on_path ? "lies before the range this compaction may summarize (the previous compaction's kept part starts later)"
-                              : "is not an entry of the active path");
+        const bool on_path = std::any_of(p.path.begin(), p.path.end(), [&](const entry_ptr& x) {
+            return x->id == first_kept;
+        });
+        return refuse(
+            on_path ? "lies before the range this compaction may summarize (the previous compaction's kept "
+                      "part starts later)"
+                    : "is not an entry of the active path"
+        );
     }
     // The cut it stands for: itself, or the next entry the context sees (the plan's own cut
     // looks back over context-invisible entries the same way).
@@ -67,12 +76,16 @@ transaction::step<void> transaction::check_hook_cut(const session_core& s, const
     // Pins the plan keeps are not among those this compaction carries: cutting past one would lose it.
     for (auto i = std::max(start, p.prep.first_kept_projected); i < *k; ++i)
         if (!e[i].messages.empty() && s.config_.pins.pins(*e[i].source))
-            return refuse("lies past pinned entry '" + e[i].source->id + "', which this compaction would not carry");
+            return refuse(
+                "lies past pinned entry '" + e[i].source->id + "', which this compaction would not carry"
+            );
     // So are the launch exchanges of running jobs the plan keeps (session_config::jobs).
     for (auto i = std::max(start, p.prep.first_kept_projected); i < *k; ++i)
         if (!e[i].messages.empty() && in_running_job(p.prep.running_jobs, e[i].source->id))
-            return refuse("lies past entry '" + e[i].source->id +
-                          "' of a running job's launch, which this compaction would not carry");
+            return refuse(
+                "lies past entry '" + e[i].source->id +
+                "' of a running job's launch, which this compaction would not carry"
+            );
     return {};
 }
 

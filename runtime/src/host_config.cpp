@@ -12,24 +12,34 @@ namespace agentctx::runtime {
 
 namespace {
 
-model_identity model_of(const std::optional<providers::provider_config>& p, std::optional<std::int64_t> window_flag)
+model_identity model_of(
+    const std::optional<providers::provider_config>& p, std::optional<std::int64_t> window_flag
+)
 {
     model_identity m{"offline", "offline", default_context_window, 0};
     if (p)
-        m = {p->name, p->model, p->context_window > 0 ? p->context_window : default_context_window, p->max_output_tokens};
+        m = {
+            p->name,
+            p->model,
+            p->context_window > 0 ? p->context_window : default_context_window,
+            p->max_output_tokens};
     if (window_flag)
         m.context_window = *window_flag;
     return m;
 }
 
-result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag);
+result<std::vector<model_identity>> parse_models(
+    const compaction::settings_layers& layers, diagnostics& diag
+);
 
 // The compaction settings resolved for `m`: its modelOverrides entry over the ordinary ones. The
 // model keeps its reserveTokens and keepRecentTokens, which a session applies while serving it.
-result<compaction::compaction_settings> resolve_overrides(const compaction::settings_layers& layers, model_identity& m,
-                                                          diagnostics& diag)
+result<compaction::compaction_settings> resolve_overrides(
+    const compaction::settings_layers& layers, model_identity& m, diagnostics& diag
+)
 {
-    auto resolved = compaction::resolve_settings(layers, diag, compaction::override_key({m.provider, m.model_id}));
+    auto resolved =
+        compaction::resolve_settings(layers, diag, compaction::override_key({m.provider, m.model_id}));
     if (!resolved)
         return resolved.error();
     m.reserve_tokens = resolved->reserve_tokens;
@@ -63,17 +73,28 @@ result<void> bad_models(diagnostics& diag, std::string field, std::string why)
 }
 
 // A count field of a `models` entry: absent = nullopt; else an integer of at least `min`.
-result<std::optional<std::int64_t>> count_field(const boost::json::object& o, std::string_view key, std::int64_t min,
-                                                const std::string& path, diagnostics& diag)
+result<std::optional<std::int64_t>> count_field(
+    const boost::json::object& o,
+    std::string_view key,
+    std::int64_t min,
+    const std::string& path,
+    diagnostics& diag
+)
 {
     const auto* v = o.if_contains(key);
     if (!v)
         return std::optional<std::int64_t>{};
     const bool integer = v->is_int64() || (v->is_uint64() && v->get_uint64() <= INT64_MAX);
-    const std::int64_t n = v->is_int64() ? v->get_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64()) : 0;
+    const std::int64_t n = v->is_int64()    ? v->get_int64()
+                           : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64())
+                                            : 0;
     if (!integer || n < min)
-        return bad_models(diag, path + "." + std::string(key),
-                          min > 0 ? "must be a positive integer" : "must be a non-negative integer").error();
+        return bad_models(
+                   diag,
+                   path + "." + std::string(key),
+                   min > 0 ? "must be a positive integer" : "must be a non-negative integer"
+        )
+            .error();
     return std::optional<std::int64_t>(n);
 }
 
@@ -127,8 +148,10 @@ result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
         section[kv.key()] = kv.value();
     if (in.model)
     {
-        host_config out{std::move(*loaded), std::nullopt, {in.model->provider, in.model->model_id,
-                                                           in.context_window.value_or(default_context_window), 0}};
+        host_config out{
+            std::move(*loaded),
+            std::nullopt,
+            {in.model->provider, in.model->model_id, in.context_window.value_or(default_context_window), 0}};
         return resolve_for_model(std::move(out), diag);
     }
     const std::function<const char*(const char*)> getenv =

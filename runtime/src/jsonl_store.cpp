@@ -89,7 +89,9 @@ public:
     {
         if (offset >= end_)
             return std::size_t{0};
-        return file_.read(offset, into, static_cast<std::size_t>(std::min<std::uint64_t>(size, end_ - offset)));
+        return file_.read(
+            offset, into, static_cast<std::size_t>(std::min<std::uint64_t>(size, end_ - offset))
+        );
     }
 
 private:
@@ -111,7 +113,8 @@ public:
         std::size_t done = 0;
         while (done < length)
         {
-            const ssize_t n = ::pread(fd_, buf.data() + done, length - done, static_cast<off_t>(offset + done));
+            const ssize_t n =
+                ::pread(fd_, buf.data() + done, length - done, static_cast<off_t>(offset + done));
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
@@ -130,8 +133,7 @@ private:
 
 jsonl_store::jsonl_store(fs::path path, std::shared_ptr<fd_holder> fd, jsonl_store_options opts)
     : path_(std::move(path)), fd_(std::move(fd)), opts_(opts)
-{
-}
+{}
 
 jsonl_store::~jsonl_store()
 {
@@ -140,7 +142,9 @@ jsonl_store::~jsonl_store()
         ::flock(fd_->fd, LOCK_UN);
 }
 
-result<std::unique_ptr<jsonl_store>> jsonl_store::open(const fs::path& path, jsonl_store_options opts, diagnostics& diag)
+result<std::unique_ptr<jsonl_store>> jsonl_store::open(
+    const fs::path& path, jsonl_store_options opts, diagnostics& diag
+)
 {
     const int fd = ::open(path.c_str(), (opts.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     if (fd < 0)
@@ -227,7 +231,8 @@ result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnos
         return errc::read_only;
     }
     const int fd = fd_->fd;
-    struct stat st{};
+    struct stat st
+    {};
     if (::fstat(fd, &st) != 0)
         return io_failure(diag, "cannot stat", path_, errno);
     off_t size = st.st_size;
@@ -242,7 +247,8 @@ result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnos
         const int sfd = ::open(side.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (sfd < 0)
             return io_failure(diag, "cannot save torn line to", side, errno);
-        if (fragment.empty() || fragment.back() != '\n')  // a set-aside batch ends with its newline; a torn line does not
+        if (fragment.empty() ||
+            fragment.back() != '\n')  // a set-aside batch ends with its newline; a torn line does not
             fragment += '\n';
         const bool ok = write_all(sfd, fragment.data(), fragment.size()) && ::fsync(sfd) == 0;
         ::close(sfd);
@@ -263,7 +269,8 @@ result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnos
     if (::lseek(fd, 0, SEEK_END) < 0 || !write_all(fd, data->data(), data->size()))
     {
         const int err = errno;
-        if (::ftruncate(fd, size) != 0) {}  // roll back a partial line; best effort
+        if (::ftruncate(fd, size) != 0)
+        {}  // roll back a partial line; best effort
         return io_failure(diag, "cannot append to", path_, err);
     }
     needs_newline_ = false;
@@ -274,7 +281,8 @@ result<void> jsonl_store::write_line(const std::string& line, bool sync, diagnos
 
 result<void> jsonl_store::write_header(const compaction::session_header& h, diagnostics& diag)
 {
-    struct stat st{};
+    struct stat st
+    {};
     if (::fstat(fd_->fd, &st) != 0)
         return io_failure(diag, "cannot stat", path_, errno);
     if (st.st_size != 0)
@@ -287,8 +295,8 @@ result<void> jsonl_store::write_header(const compaction::session_header& h, diag
 
 result<void> jsonl_store::append(const compaction::entry& e, diagnostics& diag)
 {
-    const bool sync = opts_.fsync == fsync_policy::always ||
-                      (opts_.fsync == fsync_policy::on_compaction && e.type == compaction::entry_type::compaction);
+    const bool sync = opts_.fsync == fsync_policy::always || (opts_.fsync == fsync_policy::on_compaction &&
+                                                              e.type == compaction::entry_type::compaction);
     return write_line(to_jsonl_line(e.raw), sync, diag);
 }
 
@@ -301,15 +309,14 @@ result<void> jsonl_store::append_all(const std::vector<compaction::entry_ptr>& e
     for (const auto& e : entries)
     {
         lines += to_jsonl_line(e->raw);
-        sync = sync || (opts_.fsync == fsync_policy::on_compaction && e->type == compaction::entry_type::compaction);
+        sync = sync ||
+               (opts_.fsync == fsync_policy::on_compaction && e->type == compaction::entry_type::compaction);
     }
     return write_line(lines, sync, diag);
 }
 
 result<compaction::session_log> jsonl_store::load(
-    const compaction::load_options& opts,
-    compaction::load_report& report,
-    diagnostics& diag
+    const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
 )
 {
     // The store's descriptor (appends keep offsets valid; a migrate renames a new file over the
@@ -334,12 +341,17 @@ result<compaction::session_log> jsonl_store::load(
 // A batch is written with one write(2), but a crash can still keep part of it (a kill between
 // pages, a power loss before the sync). Its lines were never acknowledged: the log is loaded
 // without them and the next append moves them to `<file>.torn`, as a torn line is.
-result<compaction::session_log> jsonl_store::load_without_batch(const compaction::load_options& opts,
-                                                                const compaction::session_log& full, std::size_t first,
-                                                                std::shared_ptr<const compaction::line_reader> reader,
-                                                                compaction::load_report& report, diagnostics& diag)
+result<compaction::session_log> jsonl_store::load_without_batch(
+    const compaction::load_options& opts,
+    const compaction::session_log& full,
+    std::size_t first,
+    std::shared_ptr<const compaction::line_reader> reader,
+    compaction::load_report& report,
+    diagnostics& diag
+)
 {
-    struct stat st{};
+    struct stat st
+    {};
     if (::fstat(fd_->fd, &st) != 0)
         return io_failure(diag, "cannot stat", path_, errno).error();
     const auto& meta = full.meta(first);
@@ -352,11 +364,15 @@ result<compaction::session_log> jsonl_store::load_without_batch(const compaction
     auto log = builder.finish(std::move(reader), prefix_report, diag);
     if (!log)
         return log;
-    prefix_report.notes.push_back({{}, meta.line,
-                                   "an incomplete batch (" + std::to_string(kept) +
-                                       " of its entries) ends the file: left out, and moved to the .torn file on the next append"});
+    prefix_report.notes.push_back(
+        {{},
+         meta.line,
+         "an incomplete batch (" + std::to_string(kept) +
+             " of its entries) ends the file: left out, and moved to the .torn file on the next append"}
+    );
     report = std::move(prefix_report);
-    torn_ = compaction::torn_tail{meta.offset, static_cast<std::uint64_t>(st.st_size) - meta.offset, meta.line};
+    torn_ =
+        compaction::torn_tail{meta.offset, static_cast<std::uint64_t>(st.st_size) - meta.offset, meta.line};
     report.incomplete_batch = torn_;
     needs_newline_ = false;
     return log;

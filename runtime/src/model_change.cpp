@@ -22,7 +22,9 @@ namespace {
 
 // Completes a handler on the strand, never inline.
 template <class Signature, class... Args>
-void complete(asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args)
+void complete(
+    asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args
+)
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::post(strand, asio::append(std::move(h), std::move(args)...));
@@ -60,13 +62,16 @@ void session_core::change_model_impl(model_identity m, asio::any_completion_hand
         std::erase_if(s.changed_to_, [&m](const model_identity& k) {
             return k.provider == m.provider && k.model_id == m.model_id;
         });
-        boost::json::object fields{{"type", "model_change"}, {"provider", m.provider}, {"modelId", m.model_id}};
+        boost::json::object fields{
+            {"type", "model_change"}, {"provider", m.provider}, {"modelId", m.model_id}};
         s.changed_to_.push_back(std::move(m));
         s.append_in_turn(std::move(fields), std::move(h));
     });
 }
 
-std::optional<model_identity> session_core::known_model(const std::string& provider, const std::string& model_id) const
+std::optional<model_identity> session_core::known_model(
+    const std::string& provider, const std::string& model_id
+) const
 {
     auto same = [&](const model_identity& k) { return k.provider == provider && k.model_id == model_id; };
     // A window given to async_change_model is the newer word on that model.
@@ -86,7 +91,9 @@ void session_core::model_changed(const entry& e)
     auto m = known_model(e.provider, e.model_id);
     if (!m)
     {
-        logger_->debug("model_change to {}/{}: not a known model, the serving model stays", e.provider, e.model_id);
+        logger_->debug(
+            "model_change to {}/{}: not a known model, the serving model stays", e.provider, e.model_id
+        );
         return;
     }
     serving_.store(std::make_shared<const model_identity>(*m), std::memory_order_release);
@@ -124,7 +131,9 @@ void session_core::follow_path_model()
     use_budgets_of(*this, serving);
 }
 
-bool session_core::downshift_first(asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c)
+bool session_core::downshift_first(
+    asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c
+)
 {
     if (!pending_model_ || closed_)
         return false;
@@ -133,17 +142,23 @@ bool session_core::downshift_first(asio::any_completion_handler<outcome_signatur
         return false;
     const auto tokens = current()->context_tokens();
     const auto next_settings = settings_for(*pending_model_, given_config_.settings);
-    const auto action = config_.settings.enabled
-                            ? decide_downshift({config_.model, *pending_model_, tokens, &next_settings, config_.compat})
-                            : downshift_action::none;
+    const auto action =
+        config_.settings.enabled
+            ? decide_downshift({config_.model, *pending_model_, tokens, &next_settings, config_.compat})
+            : downshift_action::none;
     if (action == downshift_action::none)
     {
         use_budgets_of(*this, std::move(*pending_model_));
         pending_model_.reset();
         return false;
     }
-    logger_->info("model change {} -> {}: the context ({} tokens) exceeds the new threshold; compacting for {} first",
-                  name_of(config_.model), name_of(*pending_model_), tokens, name_of(config_.model));
+    logger_->info(
+        "model change {} -> {}: the context ({} tokens) exceeds the new threshold; compacting for {} first",
+        name_of(config_.model),
+        name_of(*pending_model_),
+        tokens,
+        name_of(config_.model)
+    );
     auto then = [self = shared_from_this(), h = std::move(h)](error_code ec, compaction_outcome out) mutable {
         self->after_downshift(ec, std::move(out), std::move(h));
     };
@@ -152,7 +167,9 @@ bool session_core::downshift_first(asio::any_completion_handler<outcome_signatur
     return true;
 }
 
-void session_core::after_downshift(error_code ec, compaction_outcome out, asio::any_completion_handler<outcome_signature> h)
+void session_core::after_downshift(
+    error_code ec, compaction_outcome out, asio::any_completion_handler<outcome_signature> h
+)
 {
     // A failed or cancelled compaction leaves the change pending: the next check tries again.
     if (ec || closed_ || !pending_model_)
@@ -171,7 +188,8 @@ void session_core::after_downshift(error_code ec, compaction_outcome out, asio::
     out.message = "after compacting for the model change, the context (" + std::to_string(tokens) +
                   " tokens) still exceeds " + name_of(config_.model) + "'s window: contextWindow " +
                   std::to_string(config_.model.context_window) + " - reserveTokens " +
-                  std::to_string(config_.settings.reserve_tokens) + " = " + std::to_string(allowance) + " tokens";
+                  std::to_string(config_.settings.reserve_tokens) + " = " + std::to_string(allowance) +
+                  " tokens";
     logger_->warn("{}", out.message);
     complete(std::move(h), strand_, make_error_code(errc::model_window_exceeded), std::move(out));
 }

@@ -17,14 +17,18 @@ downshift_action decide_downshift(const downshift_input& in) noexcept
     return in.context_tokens > threshold ? downshift_action::compact_with_previous : downshift_action::none;
 }
 
-compaction::compaction_settings settings_for(const model_identity& model, compaction::compaction_settings base)
+compaction::compaction_settings settings_for(
+    const model_identity& model, compaction::compaction_settings base
+)
 {
     base.reserve_tokens = model.reserve_tokens.value_or(base.reserve_tokens);
     base.keep_recent_tokens = model.keep_recent_tokens.value_or(base.keep_recent_tokens);
     return base;
 }
 
-bool fits_window(const model_identity& model, std::int64_t tokens, const compaction::compaction_settings& s) noexcept
+bool fits_window(
+    const model_identity& model, std::int64_t tokens, const compaction::compaction_settings& s
+) noexcept
 {
     return model.context_window <= 0 || tokens <= model.context_window - s.reserve_tokens;
 }

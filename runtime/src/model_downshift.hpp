@@ -1,4 +1,5 @@
-// Model downshift: whether a model change to a smaller window must compact first, with the previous model's budgets.
+// Model downshift: whether a model change to a smaller window must compact first, with the previous model's
+// budgets.
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
@@ -37,10 +38,14 @@ struct downshift_input
 downshift_action decide_downshift(const downshift_input& in) noexcept;
 
 /// `base` with `model`'s own reserveTokens and keepRecentTokens (its `modelOverrides`), if any.
-compaction::compaction_settings settings_for(const model_identity& model, compaction::compaction_settings base);
+compaction::compaction_settings settings_for(
+    const model_identity& model, compaction::compaction_settings base
+);
 
 /// Whether `tokens` fit `model`'s window with the settings' reserve: `tokens ≤ contextWindow −
 /// reserveTokens` (true for an unknown window).
-bool fits_window(const model_identity& model, std::int64_t tokens, const compaction::compaction_settings& s) noexcept;
+bool fits_window(
+    const model_identity& model, std::int64_t tokens, const compaction::compaction_settings& s
+) noexcept;
 
 }  // namespace agentctx::runtime::detail

@@ -22,7 +22,9 @@ namespace {
 
 // The complete eligible window: the previous summary (replaced by its native state on the
 // wire when that state is the provider's), everything summarized, the turn prefix.
-std::vector<context_message> eligible_window(const compaction_preparation& prep, const std::optional<std::string>& previous)
+std::vector<context_message> eligible_window(
+    const compaction_preparation& prep, const std::optional<std::string>& previous
+)
 {
     std::vector<context_message> w;
     w.reserve(prep.messages_to_summarize.size() + prep.turn_prefix_messages.size() + 1);
@@ -41,25 +43,32 @@ std::vector<context_message> eligible_window(const compaction_preparation& prep,
 std::size_t secrets_in(const redactor& r, const std::vector<context_message>& window)
 {
     std::size_t n = 0;
-    for (const auto& [rule, count] : r.redact(serialize_conversation(convert_to_llm(messages_of(window)))).counts)
+    for (const auto& [rule, count] :
+         r.redact(serialize_conversation(convert_to_llm(messages_of(window)))).counts)
         n += count;
     return n;
 }
 
 // Why the summarizer may not compact natively for this session: native compaction replaces the
 // loop's own context with a block only the loop's model reads, so it runs on that model only.
-std::optional<std::string> other_model_because(const model_identity& serving,
-                                               const providers::summarizer_capabilities& caps)
+std::optional<std::string> other_model_because(
+    const model_identity& serving, const providers::summarizer_capabilities& caps
+)
 {
     if (caps.provider == serving.provider && caps.model == serving.model_id)
         return std::nullopt;
     return "portable: the summarizer (" + caps.provider + ":" + caps.model + ") is not the serving model (" +
-           serving.provider + ":" + serving.model_id + "); native compaction runs only on the loop's own model";
+           serving.provider + ":" + serving.model_id +
+           "); native compaction runs only on the loop's own model";
 }
 
 // Why the window goes portable after it was measured; nullopt when native may be tried.
-std::optional<std::string> portable_because(const session_config& config, const providers::summarizer_capabilities& caps,
-                                            std::int64_t tokens, const std::string& measured)
+std::optional<std::string> portable_because(
+    const session_config& config,
+    const providers::summarizer_capabilities& caps,
+    std::int64_t tokens,
+    const std::string& measured
+)
 {
     // Never split: a window that one request cannot carry goes to portable recovery directly.
     const auto budget = config.model.context_window - config.settings.reserve_tokens;
@@ -67,7 +76,8 @@ std::optional<std::string> portable_because(const session_config& config, const 
         return "portable: the eligible window (" + measured + ") is over what one request may carry (" +
                std::to_string(budget) + " = contextWindow - reserveTokens); native compaction is never split";
     if (tokens < caps.native_min_tokens)
-        return "portable: the eligible window (" + measured + ") is under the provider's minimum for native compaction (" +
+        return "portable: the eligible window (" + measured +
+               ") is under the provider's minimum for native compaction (" +
                std::to_string(caps.native_min_tokens) + " tokens)";
     return std::nullopt;
 }
@@ -103,7 +113,8 @@ bool holds_tool_results(const std::vector<context_message>& window)
 // The window's size in tokens and how it was measured: the provider's exact count of the native
 // request where the summarizer counts, else (and when the count fails) the estimate, said so.
 asio::awaitable<transaction::step<std::pair<std::int64_t, std::string>>> transaction::measure_native(
-    session_core& s, session_core::job& j, const providers::native_request& req)
+    session_core& s, session_core::job& j, const providers::native_request& req
+)
 {
     using measured = std::pair<std::int64_t, std::string>;
     std::int64_t estimate = 0;
@@ -115,7 +126,8 @@ asio::awaitable<transaction::step<std::pair<std::int64_t, std::string>>> transac
         co_return measured{estimate, approx + ": the provider offers no exact count"};
     ++j.evidence.counting_calls;
     auto [ec, tokens] = co_await summarizer.async_count_native(req, asio::as_tuple(asio::use_awaitable));
-    if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    if (agentctx::is_cancelled(ec) ||
+        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec || tokens <= 0)
     {
@@ -126,9 +138,9 @@ asio::awaitable<transaction::step<std::pair<std::int64_t, std::string>>> transac
     co_return measured{tokens, std::to_string(tokens) + " tokens, counted by the provider"};
 }
 
-asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(session_core& s,
-                                                                                                   session_core::job& j,
-                                                                                                   const plan& p)
+asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(
+    session_core& s, session_core::job& j, const plan& p
+)
 {
     using chosen = std::optional<providers::native_reply>;
     auto& why = j.evidence.native_selection;
@@ -159,14 +171,16 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     if (snap->native && previous && snap->native->entry_id == *previous)
         req.previous = *snap->native;
     add_loop_request(s.config_, *snap, req);
-    if (caps.head_format == providers::wire_format::anthropic && req.tools.empty() && holds_tool_results(req.window))
+    if (caps.head_format == providers::wire_format::anthropic && req.tools.empty() &&
+        holds_tool_results(req.window))
     {
         why = "portable: the eligible window holds tool calls and the session names no tools "
               "(session_config::conversation); Anthropic refuses tool_use blocks without them";
         co_return chosen{};
     }
-    req.instructions = std::string(initial_summary_instructions) +
-                       (j.request.instructions ? "\n\nAdditional focus: " + *j.request.instructions : std::string());
+    req.instructions =
+        std::string(initial_summary_instructions) +
+        (j.request.instructions ? "\n\nAdditional focus: " + *j.request.instructions : std::string());
     req.model = serving->model_id;
     auto size = co_await measure_native(s, j, req);
     if (!size)
@@ -182,7 +196,8 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
 
 // The native request itself, and what its reply means for the compaction.
 asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::call_native(
-    session_core& s, session_core::job& j, providers::native_request req, const std::string& measured)
+    session_core& s, session_core::job& j, providers::native_request req, const std::string& measured
+)
 {
     using chosen = std::optional<providers::native_reply>;
     auto& why = j.evidence.native_selection;
@@ -190,9 +205,11 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     ++j.model_calls;
-    auto [ec, reply] = co_await summarizer.async_compact_native(std::move(req), asio::as_tuple(asio::use_awaitable));
+    auto [ec, reply] =
+        co_await summarizer.async_compact_native(std::move(req), asio::as_tuple(asio::use_awaitable));
     j.evidence.usage = combine_usage(j.evidence.usage, reply.usage);  // billed whether or not it is used
-    if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    if (agentctx::is_cancelled(ec) ||
+        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec)
     {
@@ -205,7 +222,8 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
         why = "portable: the native summary holds a secret, and the block is kept verbatim";
         co_return chosen{};
     }
-    why = "native: " + summarizer.name() + " compacted the whole eligible window (" + measured + ") in one request";
+    why = "native: " + summarizer.name() + " compacted the whole eligible window (" + measured +
+          ") in one request";
     co_return chosen{std::move(reply)};
 }
 

@@ -63,8 +63,13 @@ void call_host(session_core& s, const progress_record& r, progress_position pos,
     };
     try
     {
-        s.config_.persist_checkpoint(r, pos, asio::any_completion_handler<persist_checkpoint_signature>(
-                                                  asio::bind_cancellation_slot(slot, asio::bind_executor(ex, once))));
+        s.config_.persist_checkpoint(
+            r,
+            pos,
+            asio::any_completion_handler<persist_checkpoint_signature>(
+                asio::bind_cancellation_slot(slot, asio::bind_executor(ex, once))
+            )
+        );
     }
     catch (const std::exception& e)
     {
@@ -106,13 +111,15 @@ std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& 
     return std::nullopt;
 }
 
-asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(session_core& s, session_core::job& j,
-                                                                                       const plan& p)
+asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(
+    session_core& s, session_core::job& j, const plan& p
+)
 {
     const auto& prefix = p.prep.messages_to_summarize;
     const auto& settings = s.config_.settings;
     const auto& model = s.config_.model;
-    portable_bound bound{portable_source_limit(settings.summary_max_source_chars, model.context_window), std::nullopt};
+    portable_bound bound{
+        portable_source_limit(settings.summary_max_source_chars, model.context_window), std::nullopt};
     auto& ev = j.evidence.preflight.emplace();
     if (!s.config_.summarizer->capabilities().exact_counting)
         co_return bound;
@@ -128,19 +135,28 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
         ev.note = "~" + std::to_string(chars / 4) + " tokens is over 4x the window; not counted";
         co_return bound;
     }
-    auto prompt = history_summary_prompt(messages_of(prefix), p.prep.previous_summary, j.request.instructions,
-                                         model.context_window, model.max_output_tokens);
+    auto prompt = history_summary_prompt(
+        messages_of(prefix),
+        p.prep.previous_summary,
+        j.request.instructions,
+        model.context_window,
+        model.max_output_tokens
+    );
     prompt.prompt += pinned_prompt_note(p.prep.pinned);
     prompt.prompt = s.redactor_->redact(prompt.prompt).text;  // what the request itself would send
-    const std::size_t overhead_chars = prompt.prompt.size() + prompt.system_prompt.size() - std::min(chars, prompt.prompt.size());
+    const std::size_t overhead_chars =
+        prompt.prompt.size() + prompt.system_prompt.size() - std::min(chars, prompt.prompt.size());
     ++j.evidence.counting_calls;
-    auto [ec, tokens] = co_await s.config_.summarizer->async_count_tokens(std::move(prompt),
-                                                                          asio::as_tuple(asio::use_awaitable));
-    if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    auto [ec, tokens] = co_await s.config_.summarizer->async_count_tokens(
+        std::move(prompt), asio::as_tuple(asio::use_awaitable)
+    );
+    if (agentctx::is_cancelled(ec) ||
+        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec || tokens <= 0)
     {
-        ev.note = "the count failed (" + (ec ? ec.message() : std::string("no tokens")) + "); the estimate decides";
+        ev.note =
+            "the count failed (" + (ec ? ec.message() : std::string("no tokens")) + "); the estimate decides";
         s.logger_->warn("compaction preflight: {}", ev.note);
         co_return bound;
     }
@@ -150,7 +166,8 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     const bool fits = tokens + headroom <= model.context_window;
     ev.fits = fits;
     bound.fits = fits;
-    const auto explicit_limit = static_cast<std::size_t>(std::max<std::int64_t>(settings.summary_max_source_chars, 0));
+    const auto explicit_limit =
+        static_cast<std::size_t>(std::max<std::int64_t>(settings.summary_max_source_chars, 0));
     if (fits)
     {
         bound.limit = explicit_limit;  // the count replaces the conservative share; the setting still bounds
@@ -181,19 +198,23 @@ void transaction::fold_oversized_turn_prefix(session_core& s, session_core::job&
     const std::size_t chars = source_chars(prep.turn_prefix_messages);
     if (chars <= limit)
         return;
-    prep.messages_to_summarize.insert(prep.messages_to_summarize.end(), prep.turn_prefix_messages.begin(),
-                                      prep.turn_prefix_messages.end());
+    prep.messages_to_summarize.insert(
+        prep.messages_to_summarize.end(), prep.turn_prefix_messages.begin(), prep.turn_prefix_messages.end()
+    );
     prep.turn_prefix_messages.clear();
     prep.is_split_turn = false;
     j.evidence.turn_prefix_folded = true;
-    s.logger_->info("compaction: the split turn's prefix ({} bytes) is over the portable bound ({}); it is "
-                    "summarized with the history",
-                    chars, limit);
+    s.logger_->info(
+        "compaction: the split turn's prefix ({} bytes) is over the portable bound ({}); it is "
+        "summarized with the history",
+        chars,
+        limit
+    );
 }
 
-transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(session_core& s, session_core::job& j,
-                                                                                     const plan& p,
-                                                                                     const portable_bound& bound)
+transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(
+    session_core& s, session_core::job& j, const plan& p, const portable_bound& bound
+)
 {
     const auto& prefix = p.prep.messages_to_summarize;
     if (prefix.empty())
@@ -223,7 +244,8 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
         auto& r = *found;
         if (r)
         {
-            const progress_context now{prefix, base, checkpoint_identity_of(s.config_), config_digest_of(s.config_)};
+            const progress_context now{
+                prefix, base, checkpoint_identity_of(s.config_), config_digest_of(s.config_)};
             if (auto ok = check_progress(*r, now, why, diag); !ok)
                 r = ok.error();
         }
@@ -235,7 +257,9 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
             j.evidence.pieces_resumed = done;
             j.evidence.pieces_completed = done;
             j.evidence.pieces_total = done + run.pieces.size();
-            s.logger_->info("compaction resumes {}: {} of {} pieces done", from, done, j.evidence.pieces_total);
+            s.logger_->info(
+                "compaction resumes {}: {} of {} pieces done", from, done, j.evidence.pieces_total
+            );
             return std::optional<piece_run>(std::move(run));
         }
         j.evidence.progress_rejected = std::string(to_string(why));
@@ -253,11 +277,7 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
 }
 
 asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    piece_run run,
-    const scrub_fn& scrub
+    session_core& s, session_core::job& j, const plan& p, piece_run run, const scrub_fn& scrub
 )
 {
     const auto& model = s.config_.model;
@@ -274,12 +294,18 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
     {
         const auto& piece = run.pieces[k];
         if (max_calls > 0 && j.model_calls >= max_calls)
-            co_return failure{make_error_code(errc::summary_call_limit),
-                              "summaryMaxCalls (" + std::to_string(max_calls) + ") reached with " +
-                                  std::to_string(run.pieces.size() - k) +
-                                  " pieces left; completed pieces are kept and the next pass continues"};
-        auto prompt = history_summary_prompt(messages_of(prefix.subspan(piece.begin, piece.end - piece.begin)), run.note,
-                                             j.request.instructions, model.context_window, model.max_output_tokens);
+            co_return failure{
+                make_error_code(errc::summary_call_limit),
+                "summaryMaxCalls (" + std::to_string(max_calls) + ") reached with " +
+                    std::to_string(run.pieces.size() - k) +
+                    " pieces left; completed pieces are kept and the next pass continues"};
+        auto prompt = history_summary_prompt(
+            messages_of(prefix.subspan(piece.begin, piece.end - piece.begin)),
+            run.note,
+            j.request.instructions,
+            model.context_window,
+            model.max_output_tokens
+        );
         prompt.reasoning_effort = effort;
         prompt.prompt += pinned_prompt_note(p.prep.pinned);
         scrub(prompt.prompt);
@@ -319,10 +345,7 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
 }
 
 asio::awaitable<transaction::step<bool>> transaction::persist_piece(
-    session_core& s,
-    session_core::job& j,
-    const progress_record& r,
-    progress_position pos
+    session_core& s, session_core::job& j, const progress_record& r, progress_position pos
 )
 {
     const auto refused = [](std::string why) {
@@ -330,11 +353,14 @@ asio::awaitable<transaction::step<bool>> transaction::persist_piece(
     };
     if (s.config_.persist_checkpoint)
     {
-        auto [ec, accepted] = co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>,
-                                                            persist_checkpoint_signature>(
-            [&](auto handler) { call_host(s, r, pos, std::move(handler)); }, asio::as_tuple(asio::use_awaitable));
+        auto [ec, accepted] = co_await asio::
+            async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, persist_checkpoint_signature>(
+                [&](auto handler) { call_host(s, r, pos, std::move(handler)); },
+                asio::as_tuple(asio::use_awaitable)
+            );
         // Cancelled while the host saved: the staged piece is not accepted (no entry, no event).
-        if (agentctx::is_cancelled(ec) || !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        if (agentctx::is_cancelled(ec) ||
+            !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
             co_return failure{make_error_code(errc::cancelled), "cancelled"};
         if (ec && is_agentctx_error(ec))
             co_return failure{ec, "persist_checkpoint failed: " + ec.message()};
@@ -345,10 +371,13 @@ asio::awaitable<transaction::step<bool>> transaction::persist_piece(
     }
     if (s.config_.progress_in_session)
     {
-        boost::json::object fields{{"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}};
-        auto [ec, id] = co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, append_signature>(
-            [&s, &fields](auto handler) { s.append_in_turn(std::move(fields), std::move(handler)); },
-            asio::as_tuple(asio::use_awaitable));
+        boost::json::object fields{
+            {"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}};
+        auto [ec, id] =
+            co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, append_signature>(
+                [&s, &fields](auto handler) { s.append_in_turn(std::move(fields), std::move(handler)); },
+                asio::as_tuple(asio::use_awaitable)
+            );
         if (ec)
             co_return failure{ec, "could not append the progress entry: " + ec.message()};
     }

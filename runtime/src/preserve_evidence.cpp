@@ -21,9 +21,12 @@ namespace {
 
 // Positions on the active path: the range runs from the previous compaction's first kept entry
 // (or the root) up to the entry this compaction keeps from. nullopt: `first_kept` is not on it.
-std::optional<std::pair<std::size_t, std::size_t>> summarized_range(const session_log& log,
-                                                                    const std::vector<std::uint32_t>& path,
-                                                                    const std::string& first_kept, diagnostics& diag)
+std::optional<std::pair<std::size_t, std::size_t>> summarized_range(
+    const session_log& log,
+    const std::vector<std::uint32_t>& path,
+    const std::string& first_kept,
+    diagnostics& diag
+)
 {
     std::optional<std::size_t> kept;
     for (std::size_t k = 0; k < path.size() && !kept; ++k)
@@ -54,18 +57,17 @@ std::string detail::check_evidence_answer(const evidence_decision& d)
     if (d.references.empty())
         return "the host's evidence store returned no reference";
     if (d.references.size() > max_evidence_references)
-        return "the host's evidence store returned " + std::to_string(d.references.size()) + " references, over " +
-               std::to_string(max_evidence_references);
+        return "the host's evidence store returned " + std::to_string(d.references.size()) +
+               " references, over " + std::to_string(max_evidence_references);
     for (const auto& r : d.references)
         if (r.empty() || r.size() > max_record_string_bytes)
-            return "an evidence reference is empty or over " + std::to_string(max_record_string_bytes) + " bytes";
+            return "an evidence reference is empty or over " + std::to_string(max_record_string_bytes) +
+                   " bytes";
     return {};
 }
 
 asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction::preserve_evidence(
-    session_core& s,
-    const session_core::job& j,
-    const std::string& first_kept
+    session_core& s, const session_core::job& j, const std::string& first_kept
 )
 {
     std::vector<evidence_reference> out;
@@ -76,7 +78,8 @@ asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction:
     const auto range = summarized_range(s.log_, path, first_kept, diag);
     if (!range || range->first >= range->second)
         co_return out;  // nothing of the path is summarized: nothing to keep
-    const auto span = std::span<const std::uint32_t>(path).subspan(range->first, range->second - range->first);
+    const auto span =
+        std::span<const std::uint32_t>(path).subspan(range->first, range->second - range->first);
     std::vector<entry_ptr> entries;
     for (const auto i : span)
     {

@@ -27,7 +27,8 @@ result<std::shared_ptr<session>> session::open(
     auto log = st->load(config.load, report ? *report : local, diag);
     if (!log)
         return log.error();
-    auto core = std::make_shared<session_core>(std::move(ex), std::move(st), std::move(config), std::move(*log));
+    auto core =
+        std::make_shared<session_core>(std::move(ex), std::move(st), std::move(config), std::move(*log));
     if (auto r = core->start_up(diag); !r)
         return r.error();
     return std::shared_ptr<session>(new session(std::move(core)));
@@ -46,98 +47,164 @@ result<std::shared_ptr<session>> session::create(
     return open(std::move(ex), std::move(st), std::move(config), diag);
 }
 
-std::shared_ptr<const snapshot> session::current() const noexcept { return core_->current(); }
+std::shared_ptr<const snapshot> session::current() const noexcept
+{
+    return core_->current();
+}
 
 std::vector<compaction::context_message> session::context() const
 {
     const auto& c = config();
-    return compaction::with_unknown_outcomes(current()->messages.to_vector(), compaction::compat_mode::agentctx,
-                                             c.compat == compaction::compat_mode::pi ? nullptr : &c.jobs);
+    return compaction::with_unknown_outcomes(
+        current()->messages.to_vector(),
+        compaction::compat_mode::agentctx,
+        c.compat == compaction::compat_mode::pi ? nullptr : &c.jobs
+    );
 }
 
-session::executor_type session::get_executor() const noexcept { return core_->strand_; }
+session::executor_type session::get_executor() const noexcept
+{
+    return core_->strand_;
+}
 
-boost::asio::cancellation_slot session::turn_abort_slot() { return core_->turn_abort_.slot(); }
+boost::asio::cancellation_slot session::turn_abort_slot()
+{
+    return core_->turn_abort_.slot();
+}
 
-void session::on_event(event_listener l) { core_->listeners_.push_back(std::move(l)); }
+void session::on_event(event_listener l)
+{
+    core_->listeners_.push_back(std::move(l));
+}
 void session::on_before_compact(before_compact_hook h)
 {
     // One list, awaited in order: a synchronous hook is an awaitable that never suspends. The
     // closure lives in the list, which is not changed while operations run.
-    core_->before_hooks_.push_back([h = std::move(h)](const before_compact_event& e) -> boost::asio::awaitable<before_compact_decision> {
-        co_return h(e);
-    });
+    core_->before_hooks_.push_back(
+        [h = std::move(h)](const before_compact_event& e) -> boost::asio::awaitable<before_compact_decision> {
+            co_return h(e);
+        }
+    );
 }
-void session::on_before_compact(async_before_compact_hook h) { core_->before_hooks_.push_back(std::move(h)); }
+void session::on_before_compact(async_before_compact_hook h)
+{
+    core_->before_hooks_.push_back(std::move(h));
+}
 void session::on_compacted(compacted_hook h)
 {
-    core_->compacted_hooks_.push_back([h = std::move(h)](const compacted_event& e) -> boost::asio::awaitable<void> {
-        h(e);
-        co_return;
-    });
+    core_->compacted_hooks_.push_back(
+        [h = std::move(h)](const compacted_event& e) -> boost::asio::awaitable<void> {
+            h(e);
+            co_return;
+        }
+    );
 }
-void session::on_compacted(async_compacted_hook h) { core_->compacted_hooks_.push_back(std::move(h)); }
+void session::on_compacted(async_compacted_hook h)
+{
+    core_->compacted_hooks_.push_back(std::move(h));
+}
 void session::on_compact_failed(compact_failed_hook h)
 {
-    core_->failed_hooks_.push_back([h = std::move(h)](const compact_failed_event& e) -> boost::asio::awaitable<void> {
-        h(e);
-        co_return;
-    });
+    core_->failed_hooks_.push_back(
+        [h = std::move(h)](const compact_failed_event& e) -> boost::asio::awaitable<void> {
+            h(e);
+            co_return;
+        }
+    );
 }
-void session::on_compact_failed(async_compact_failed_hook h) { core_->failed_hooks_.push_back(std::move(h)); }
-void session::on_before_branch(before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
-void session::on_before_branch(async_before_branch_hook h) { core_->branch_hooks_.add(std::move(h)); }
-void session::on_branched(branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
-void session::on_branched(async_branched_hook h) { core_->branch_hooks_.add(std::move(h)); }
+void session::on_compact_failed(async_compact_failed_hook h)
+{
+    core_->failed_hooks_.push_back(std::move(h));
+}
+void session::on_before_branch(before_branch_hook h)
+{
+    core_->branch_hooks_.add(std::move(h));
+}
+void session::on_before_branch(async_before_branch_hook h)
+{
+    core_->branch_hooks_.add(std::move(h));
+}
+void session::on_branched(branched_hook h)
+{
+    core_->branch_hooks_.add(std::move(h));
+}
+void session::on_branched(async_branched_hook h)
+{
+    core_->branch_hooks_.add(std::move(h));
+}
 
-const session_config& session::config() const noexcept { return core_->given_config_; }
+const session_config& session::config() const noexcept
+{
+    return core_->given_config_;
+}
 
-model_identity session::serving_model() const { return *core_->serving_.load(std::memory_order_acquire); }
+model_identity session::serving_model() const
+{
+    return *core_->serving_.load(std::memory_order_acquire);
+}
 
 void session::change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h)
 {
     core_->change_model_impl(std::move(model), std::move(h));
 }
 
-void session::abort_compaction() { core_->abort_compaction(); }
-void session::close() { core_->close(); }
+void session::abort_compaction()
+{
+    core_->abort_compaction();
+}
+void session::close()
+{
+    core_->close();
+}
 
 void session::append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h)
 {
     core_->append_impl(std::move(fields), std::move(h));
 }
 
-void session::navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h)
+void session::navigate_impl(
+    std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h
+)
 {
     core_->navigate_impl(std::move(id), std::move(opts), std::move(h));
 }
 
-void session::request_view_impl(compaction::request_budget budget,
-                                boost::asio::any_completion_handler<request_view_signature> h)
+void session::request_view_impl(
+    compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h
+)
 {
     core_->request_view_impl(std::move(budget), std::move(h));
 }
 
-void session::append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
-                               boost::asio::any_completion_handler<append_signature> h)
+void session::append_diag_impl(
+    boost::json::object fields,
+    compaction::diagnostics* diag,
+    boost::asio::any_completion_handler<append_signature> h
+)
 {
     diag->clear();
     core_->append_impl(std::move(fields), std::move(h), diag);
 }
 
-void session::append_messages_impl(std::vector<boost::json::object> messages,
-                                   boost::asio::any_completion_handler<append_batch_signature> h)
+void session::append_messages_impl(
+    std::vector<boost::json::object> messages, boost::asio::any_completion_handler<append_batch_signature> h
+)
 {
     detail::append_messages(core_, std::move(messages), std::move(h));
 }
 
-void session::replace_history_impl(std::vector<boost::json::object> messages,
-                                   boost::asio::any_completion_handler<replace_history_signature> h)
+void session::replace_history_impl(
+    std::vector<boost::json::object> messages,
+    boost::asio::any_completion_handler<replace_history_signature> h
+)
 {
     detail::replace_history(core_, std::move(messages), std::move(h));
 }
 
-void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h) { core_->refresh_impl(std::move(h)); }
+void session::refresh_impl(boost::asio::any_completion_handler<void_signature> h)
+{
+    core_->refresh_impl(std::move(h));
+}
 
 void session::original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h)
 {
@@ -149,7 +216,9 @@ void session::between_turns_impl(boost::asio::any_completion_handler<outcome_sig
     core_->between_turns_impl(std::move(h));
 }
 
-void session::check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h)
+void session::check_impl(
+    compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h
+)
 {
     core_->check_impl(std::move(m), skip_aborted, std::move(h));
 }
@@ -164,12 +233,16 @@ void session::before_prompt_impl(boost::asio::any_completion_handler<outcome_sig
     core_->before_prompt_impl(std::move(h));
 }
 
-void session::recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h)
+void session::recover_overflow_impl(
+    std::string error, boost::asio::any_completion_handler<outcome_signature> h
+)
 {
     core_->recover_overflow_impl(std::move(error), std::move(h));
 }
 
-void session::compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h)
+void session::compact_impl(
+    std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h
+)
 {
     core_->compact_impl(std::move(instr), std::move(h));
 }
@@ -184,7 +257,9 @@ void session::export_checkpoint_impl(boost::asio::any_completion_handler<checkpo
     core_->export_checkpoint_impl(std::move(h));
 }
 
-void session::restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h)
+void session::restore_checkpoint_impl(
+    boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h
+)
 {
     core_->restore_checkpoint_impl(std::move(record), std::move(h));
 }

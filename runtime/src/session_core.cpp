@@ -43,11 +43,16 @@ const char* to_string(compaction_reason r) noexcept
 {
     switch (r)
     {
-    case compaction_reason::threshold: return "threshold";
-    case compaction_reason::overflow: return "overflow";
-    case compaction_reason::manual: return "manual";
-    case compaction_reason::background: return "background";
-    case compaction_reason::model_change: return "model_change";
+    case compaction_reason::threshold:
+        return "threshold";
+    case compaction_reason::overflow:
+        return "overflow";
+    case compaction_reason::manual:
+        return "manual";
+    case compaction_reason::background:
+        return "background";
+    case compaction_reason::model_change:
+        return "model_change";
     }
     return "manual";
 }
@@ -62,7 +67,9 @@ constexpr std::string_view overflow_exhausted_message =
 
 // Completes a handler, never inline: post() runs it through its associated executor.
 template <class Signature, class... Args>
-void complete(asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args)
+void complete(
+    asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args
+)
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::post(strand, asio::append(std::move(h), std::move(args)...));
@@ -71,8 +78,9 @@ void complete(asio::any_completion_handler<Signature> h, const asio::strand<asio
 // Completes a handler from a later handler already on the strand (a store's completion): at once,
 // without a second trip through the queue; still never inside the initiating call.
 template <class Signature, class... Args>
-void complete_from_strand(asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand,
-                          Args... args)
+void complete_from_strand(
+    asio::any_completion_handler<Signature> h, const asio::strand<asio::any_io_executor>& strand, Args... args
+)
 {
     asio::get_associated_cancellation_slot(h).clear();
     asio::dispatch(strand, asio::append(std::move(h), std::move(args)...));
@@ -100,12 +108,13 @@ struct session_core::caller
 
 // ---------------------------------------------------------------------------------------------
 
-session_core::session_core(executor_type ex, std::unique_ptr<store> st, session_config config, session_log log)
+session_core::session_core(
+    executor_type ex, std::unique_ptr<store> st, session_config config, session_log log
+)
     : strand_(asio::make_strand(ex)), store_(std::move(st)), config_(std::move(config)), log_(std::move(log)),
       logger_(config_.logger ? config_.logger : spdlog::default_logger()),
       coordinator_(std::make_unique<detail::compaction_coordinator>()), given_config_(config_)
-{
-}
+{}
 
 session_core::~session_core()
 {
@@ -131,21 +140,23 @@ result<void> session_core::start_up(diagnostics& diag)
     follow_path_model();
     // Stores with a single writer never call it.
     store_->on_remote_change([weak = weak_from_this()](std::size_t stored) {
-            // From the store's listener thread: catch up on the strand, in the write turn.
-            auto self = weak.lock();
-            if (!self)
+        // From the store's listener thread: catch up on the strand, in the write turn.
+        auto self = weak.lock();
+        if (!self)
+            return;
+        asio::post(self->strand_, [self, stored] {
+            auto behind = [self, stored] {
+                return stored == std::string::npos || stored > self->log_.size();
+            };
+            if (self->closed_ || !behind())
                 return;
-            asio::post(self->strand_, [self, stored] {
-                auto behind = [self, stored] { return stored == std::string::npos || stored > self->log_.size(); };
+            self->enter_writes([self, behind] {
                 if (self->closed_ || !behind())
-                    return;
-                self->enter_writes([self, behind] {
-                    if (self->closed_ || !behind())
-                        return self->leave_writes();
-                    self->reload([self](error_code) { self->leave_writes(); });
-                });
+                    return self->leave_writes();
+                self->reload([self](error_code) { self->leave_writes(); });
             });
         });
+    });
     return {};
 }
 
@@ -163,9 +174,12 @@ void session_core::publish(std::shared_ptr<const snapshot> next, const entry* ap
     const auto prev = snapshot_.exchange(next, std::memory_order_acq_rel);
     for (const auto& note : next->dropped_derived)
     {
-        if (prev && std::find(prev->dropped_derived.begin(), prev->dropped_derived.end(), note) != prev->dropped_derived.end())
+        if (prev && std::find(prev->dropped_derived.begin(), prev->dropped_derived.end(), note) !=
+                        prev->dropped_derived.end())
             continue;
-        logger_->warn("compaction {}: its {} state is not used: {}", note.compaction_id, note.part, note.reason);
+        logger_->warn(
+            "compaction {}: its {} state is not used: {}", note.compaction_id, note.part, note.reason
+        );
         emit(derived_state_dropped_event{note});
     }
 }
@@ -234,27 +248,34 @@ asio::awaitable<void> session_core::run_compacted_hooks(const compacted_event& e
     co_await await_each(compacted_hooks_, e, *logger_, "compacted hook");
 }
 
-void session_core::append_impl(boost::json::object fields, asio::any_completion_handler<append_signature> h,
-                               diagnostics* out)
+void session_core::append_impl(
+    boost::json::object fields, asio::any_completion_handler<append_signature> h, diagnostics* out
+)
 {
-    asio::post(strand_, [self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
-        if (self->closed_)
-            return complete(std::move(h), self->strand_, make_error_code(errc::session_closed), std::string());
-        // Entries the runtime writes for itself (progress records) never come from a client.
-        diagnostics diag;
-        if (auto ok = check_client_entry(fields, diag); !ok)
-        {
-            self->logger_->debug("append refused: {}", diag.message);
-            if (out)
-                *out = diag;
-            return complete(std::move(h), self->strand_, ok.error(), std::move(diag.message));
+    asio::post(
+        strand_,
+        [self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
+            if (self->closed_)
+                return complete(
+                    std::move(h), self->strand_, make_error_code(errc::session_closed), std::string()
+                );
+            // Entries the runtime writes for itself (progress records) never come from a client.
+            diagnostics diag;
+            if (auto ok = check_client_entry(fields, diag); !ok)
+            {
+                self->logger_->debug("append refused: {}", diag.message);
+                if (out)
+                    *out = diag;
+                return complete(std::move(h), self->strand_, ok.error(), std::move(diag.message));
+            }
+            self->append_in_turn(std::move(fields), std::move(h), out);
         }
-        self->append_in_turn(std::move(fields), std::move(h), out);
-    });
+    );
 }
 
-void session_core::append_in_turn(boost::json::object fields, asio::any_completion_handler<append_signature> h,
-                                  diagnostics* out)
+void session_core::append_in_turn(
+    boost::json::object fields, asio::any_completion_handler<append_signature> h, diagnostics* out
+)
 {
     enter_writes([self = shared_from_this(), fields = std::move(fields), h = std::move(h), out]() mutable {
         self->append_async(std::move(fields), std::move(h), out);
@@ -325,11 +346,13 @@ void session_core::leave_writes()
     asio::post(strand_, std::move(next));
 }
 
-void session_core::append_async(boost::json::object fields, asio::any_completion_handler<append_signature> h,
-                                diagnostics* out)
+void session_core::append_async(
+    boost::json::object fields, asio::any_completion_handler<append_signature> h, diagnostics* out
+)
 {
     diagnostics diag;
-    auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed)) : prepare_entry(std::move(fields), diag);
+    auto e = closed_ ? result<entry_ptr>(make_error_code(errc::session_closed))
+                     : prepare_entry(std::move(fields), diag);
     if (!e)
     {
         leave_writes();
@@ -338,67 +361,77 @@ void session_core::append_async(boost::json::object fields, asio::any_completion
         // The refusal's reason (field path and why) is the string a failed append completes with.
         return complete(std::move(h), strand_, e.error(), std::move(diag.message));
     }
-    store_->async_write(strand_, *e, log_.size(),
-                        [self = shared_from_this(), e = *e, h = std::move(h), out](error_code ec, std::string message) mutable {
-                            session_core& s = *self;
-                            diagnostics diag;
-                            if (!ec)
-                            {
-                                auto r = s.adopt_entry(e, diag);
-                                ec = r ? error_code{} : r.error();
-                                message = diag.message;
-                            }
-                            if (ec && out)
-                                out->message = message;
-                            if (ec != make_error_code(errc::stale_leaf))
-                            {
-                                if (ec)
-                                    s.logger_->warn("append failed: {}", message);
-                                s.leave_writes();
-                                return complete_from_strand(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
-                            }
-                            // Another node appended first: catch up, then let the caller retry.
-                            s.reload([self, h = std::move(h)](error_code) mutable {
-                                self->leave_writes();
-                                complete(std::move(h), self->strand_, make_error_code(errc::stale_leaf), std::string());
-                            });
-                        });
+    store_->async_write(
+        strand_,
+        *e,
+        log_.size(),
+        [self = shared_from_this(), e = *e, h = std::move(h), out](
+            error_code ec, std::string message
+        ) mutable {
+            session_core& s = *self;
+            diagnostics diag;
+            if (!ec)
+            {
+                auto r = s.adopt_entry(e, diag);
+                ec = r ? error_code{} : r.error();
+                message = diag.message;
+            }
+            if (ec && out)
+                out->message = message;
+            if (ec != make_error_code(errc::stale_leaf))
+            {
+                if (ec)
+                    s.logger_->warn("append failed: {}", message);
+                s.leave_writes();
+                return complete_from_strand(std::move(h), s.strand_, ec, ec ? std::string() : e->id);
+            }
+            // Another node appended first: catch up, then let the caller retry.
+            s.reload([self, h = std::move(h)](error_code) mutable {
+                self->leave_writes();
+                complete(std::move(h), self->strand_, make_error_code(errc::stale_leaf), std::string());
+            });
+        }
+    );
 }
 
 void session_core::reload(asio::any_completion_handler<void_signature> h)
 {
-    store_->async_reload(strand_, [self = shared_from_this(), h = std::move(h)](error_code ec, std::string text) mutable {
-        session_core& s = *self;
-        if (ec)
-        {
-            s.logger_->warn("reloading the session failed: {}", text);
-            return std::move(h)(ec);
+    store_->async_reload(
+        strand_,
+        [self = shared_from_this(), h = std::move(h)](error_code ec, std::string text) mutable {
+            session_core& s = *self;
+            if (ec)
+            {
+                s.logger_->warn("reloading the session failed: {}", text);
+                return std::move(h)(ec);
+            }
+            if (text.empty())
+                return std::move(h)(error_code{});  // a single writer: nothing can be new
+            diagnostics diag;
+            load_report report;
+            auto log = session_log::load(std::move(text), s.config_.load, report, diag);
+            auto snap = log ? make_snapshot(*log, s.counter(), diag)
+                            : result<std::shared_ptr<const snapshot>>(log.error());
+            if (!snap)
+            {
+                s.logger_->warn("the stored session does not load: {}", diag.message);
+                return std::move(h)(snap.error());
+            }
+            const std::size_t before = s.log_.size();
+            if (log->size() <= before)
+                return std::move(h)(error_code{});
+            remote_change_event changed{log->size(), {}};
+            for (std::size_t i = before; i < log->size(); ++i)
+                if (log->meta(i).type == entry_type::compaction)
+                    changed.compactions.push_back(log->meta(i).id);
+            s.log_ = std::move(*log);
+            s.publish(std::move(*snap));
+            s.follow_path_model();
+            s.suppression_.reset();  // another node's history: what failed here may not fail there
+            s.emit(changed);
+            std::move(h)(error_code{});
         }
-        if (text.empty())
-            return std::move(h)(error_code{});  // a single writer: nothing can be new
-        diagnostics diag;
-        load_report report;
-        auto log = session_log::load(std::move(text), s.config_.load, report, diag);
-        auto snap = log ? make_snapshot(*log, s.counter(), diag) : result<std::shared_ptr<const snapshot>>(log.error());
-        if (!snap)
-        {
-            s.logger_->warn("the stored session does not load: {}", diag.message);
-            return std::move(h)(snap.error());
-        }
-        const std::size_t before = s.log_.size();
-        if (log->size() <= before)
-            return std::move(h)(error_code{});
-        remote_change_event changed{log->size(), {}};
-        for (std::size_t i = before; i < log->size(); ++i)
-            if (log->meta(i).type == entry_type::compaction)
-                changed.compactions.push_back(log->meta(i).id);
-        s.log_ = std::move(*log);
-        s.publish(std::move(*snap));
-        s.follow_path_model();
-        s.suppression_.reset();  // another node's history: what failed here may not fail there
-        s.emit(changed);
-        std::move(h)(error_code{});
-    });
+    );
 }
 
 void session_core::refresh_impl(asio::any_completion_handler<void_signature> h)
@@ -416,18 +449,26 @@ void session_core::refresh_impl(asio::any_completion_handler<void_signature> h)
     });
 }
 
-void session_core::append_all(std::vector<boost::json::object> fields, asio::any_completion_handler<void_signature> h)
+void session_core::append_all(
+    std::vector<boost::json::object> fields, asio::any_completion_handler<void_signature> h
+)
 {
     if (fields.empty())
         return complete(std::move(h), strand_, error_code{});
     auto first = std::move(fields.front());
     fields.erase(fields.begin());
-    enter_writes([self = shared_from_this(), first = std::move(first), rest = std::move(fields), h = std::move(h)]() mutable {
-        self->append_async(std::move(first), [self, rest = std::move(rest), h = std::move(h)](error_code ec, std::string) mutable {
-            if (ec)
-                return complete(std::move(h), self->strand_, ec);
-            self->append_all(std::move(rest), std::move(h));
-        });
+    enter_writes([self = shared_from_this(),
+                  first = std::move(first),
+                  rest = std::move(fields),
+                  h = std::move(h)]() mutable {
+        self->append_async(
+            std::move(first),
+            [self, rest = std::move(rest), h = std::move(h)](error_code ec, std::string) mutable {
+                if (ec)
+                    return complete(std::move(h), self->strand_, ec);
+                self->append_all(std::move(rest), std::move(h));
+            }
+        );
     });
 }
 
@@ -453,7 +494,9 @@ void session_core::branch_impl(std::string id, asio::any_completion_handler<void
     });
 }
 
-void session_core::request_view_impl(request_budget budget, asio::any_completion_handler<request_view_signature> h)
+void session_core::request_view_impl(
+    request_budget budget, asio::any_completion_handler<request_view_signature> h
+)
 {
     asio::post(strand_, [self = shared_from_this(), budget = std::move(budget), h = std::move(h)]() mutable {
         session_core& s = *self;
@@ -491,7 +534,9 @@ void session_core::request_view_impl(request_budget budget, asio::any_completion
     });
 }
 
-std::shared_ptr<session_core::caller> session_core::hook_cancellation(asio::any_completion_handler<outcome_signature>& h)
+std::shared_ptr<session_core::caller> session_core::hook_cancellation(
+    asio::any_completion_handler<outcome_signature>& h
+)
 {
     auto c = std::make_shared<caller>();
     c->id = next_caller_++;
@@ -512,9 +557,12 @@ std::shared_ptr<session_core::caller> session_core::hook_cancellation(asio::any_
 void session_core::check_impl(message m, bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
 {
     auto c = hook_cancellation(h);
-    asio::post(strand_, [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h), c]() mutable {
-        self->evaluate(m, skip_aborted, std::move(h), c);
-    });
+    asio::post(
+        strand_,
+        [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h), c]() mutable {
+            self->evaluate(m, skip_aborted, std::move(h), c);
+        }
+    );
 }
 
 void session_core::before_prompt_impl(asio::any_completion_handler<outcome_signature> h)
@@ -522,7 +570,9 @@ void session_core::before_prompt_impl(asio::any_completion_handler<outcome_signa
     last_assistant_check_impl(false, std::move(h));
 }
 
-void session_core::last_assistant_check_impl(bool skip_aborted, asio::any_completion_handler<outcome_signature> h)
+void session_core::last_assistant_check_impl(
+    bool skip_aborted, asio::any_completion_handler<outcome_signature> h
+)
 {
     auto c = hook_cancellation(h);
     asio::post(strand_, [self = shared_from_this(), skip_aborted, h = std::move(h), c]() mutable {
@@ -530,7 +580,12 @@ void session_core::last_assistant_check_impl(bool skip_aborted, asio::any_comple
             return;
         const auto last = self->current()->last_assistant();
         if (!last)
-            return complete(std::move(h), self->strand_, error_code{}, compaction_outcome{.message = "no assistant message yet"});
+            return complete(
+                std::move(h),
+                self->strand_,
+                error_code{},
+                compaction_outcome{.message = "no assistant message yet"}
+            );
         self->evaluate(*last, skip_aborted, std::move(h), c);
     });
 }
@@ -540,8 +595,12 @@ void session_core::recover_overflow_impl(std::string error, asio::any_completion
     auto c = hook_cancellation(h);
     asio::post(strand_, [self = shared_from_this(), error = std::move(error), h = std::move(h), c]() mutable {
         if (!is_overflow_error_message(error))
-            return complete(std::move(h), self->strand_, make_error_code(errc::not_overflow),
-                            compaction_outcome{.message = "the error is not a context overflow"});
+            return complete(
+                std::move(h),
+                self->strand_,
+                make_error_code(errc::not_overflow),
+                compaction_outcome{.message = "the error is not a context overflow"}
+            );
         message m;
         m.role = role::assistant;
         m.role_name = "assistant";
@@ -549,9 +608,10 @@ void session_core::recover_overflow_impl(std::string error, asio::any_completion
         m.error_message = error;
         m.provider = self->config_.model.provider;
         m.model = self->config_.model.model_id;
-        m.timestamp = static_cast<double>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()
-        );
+        m.timestamp = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch()
+        )
+                                              .count());
         // The failed call is reported now, so it follows the latest compaction even when both
         // fall in the same millisecond (a message not newer than it is not checked).
         if (const auto at = self->current()->compacted_at; at && m.timestamp <= *at)
@@ -589,7 +649,8 @@ void session_core::evaluate(
 
     // Pi 1.6: where the message is and what happened to it since.
     const auto where = locate_assistant(m);
-    const bool explicit_error = m.stop_reason == stop_reason::error && is_context_overflow(m, window);  // patterns
+    const bool explicit_error =
+        m.stop_reason == stop_reason::error && is_context_overflow(m, window);  // patterns
     const bool overflow = same_model && ((explicit_error && where.retained) ||
                                          (where.usage_matches && is_context_overflow(m, window)));
     const bool length = same_model && where.projected && m.stop_reason == stop_reason::length &&
@@ -609,27 +670,47 @@ void session_core::evaluate(
     });
 }
 
-void session_core::decide(std::int64_t tokens, bool mid_run, asio::any_completion_handler<outcome_signature> h,
-                          const std::shared_ptr<caller>& c)
+void session_core::decide(
+    std::int64_t tokens,
+    bool mid_run,
+    asio::any_completion_handler<outcome_signature> h,
+    const std::shared_ptr<caller>& c
+)
 {
     if (closed_)
         return complete(std::move(h), strand_, make_error_code(errc::session_closed), compaction_outcome{});
     if (!config_.settings.enabled || tokens <= threshold())
     {
         if (!mid_run && maybe_start_background(tokens))
-            return complete(std::move(h), strand_, error_code{},
-                            compaction_outcome{.reason = compaction_reason::background,
-                                               .message = "a background compaction started"});
-        return complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = "under the threshold"});
+            return complete(
+                std::move(h),
+                strand_,
+                error_code{},
+                compaction_outcome{
+                    .reason = compaction_reason::background, .message = "a background compaction started"}
+            );
+        return complete(
+            std::move(h), strand_, error_code{}, compaction_outcome{.message = "under the threshold"}
+        );
     }
     if (!mid_run && suppression_.paused(log_.size()))
     {
-        return complete(std::move(h), strand_, make_error_code(errc::auto_compaction_paused),
-                        compaction_outcome{.reason = compaction_reason::threshold,
-                                           .message = "the last automatic compaction failed on this path; waiting for new entries"});
+        return complete(
+            std::move(h),
+            strand_,
+            make_error_code(errc::auto_compaction_paused),
+            compaction_outcome{
+                .reason = compaction_reason::threshold,
+                .message = "the last automatic compaction failed on this path; waiting for new entries"}
+        );
     }
     if (coordinator_->running() && !coordinator_->background_running())
-        return complete(std::move(h), strand_, error_code{}, compaction_outcome{.message = "a compaction is already running"});
+        return complete(
+            std::move(h),
+            strand_,
+            error_code{},
+            compaction_outcome{.message = "a compaction is already running"}
+        );
     start(compaction_reason::threshold, std::nullopt, false, std::move(h), c);
 }
 
@@ -654,11 +735,18 @@ void session_core::recover(
             co_await self->run_failed_hooks(failed);
             co_return why;
         };
-        asio::co_spawn(strand_, hooks(shared_from_this(), why),
-                       [self = shared_from_this(), h = std::move(h)](std::exception_ptr, std::string why) mutable {
-                           complete(std::move(h), self->strand_, make_error_code(errc::overflow_recovery_failed),
-                                    compaction_outcome{.reason = compaction_reason::overflow, .message = std::move(why)});
-                       });
+        asio::co_spawn(
+            strand_,
+            hooks(shared_from_this(), why),
+            [self = shared_from_this(), h = std::move(h)](std::exception_ptr, std::string why) mutable {
+                complete(
+                    std::move(h),
+                    self->strand_,
+                    make_error_code(errc::overflow_recovery_failed),
+                    compaction_outcome{.reason = compaction_reason::overflow, .message = std::move(why)}
+                );
+            }
+        );
         return;
     }
     overflow_attempted_ = true;
@@ -670,11 +758,19 @@ void session_core::recover(
     auto edits = omissions(*where.entry, diag);
     if (!edits)
         return complete(std::move(h), strand_, edits.error(), compaction_outcome{.message = diag.message});
-    return append_all(std::move(*edits), [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
-        if (ec)
-            return complete(std::move(h), self->strand_, ec, compaction_outcome{.message = "omitting the failed attempt failed"});
-        self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
-    });
+    return append_all(
+        std::move(*edits),
+        [self = shared_from_this(), h = std::move(h), c](error_code ec) mutable {
+            if (ec)
+                return complete(
+                    std::move(h),
+                    self->strand_,
+                    ec,
+                    compaction_outcome{.message = "omitting the failed attempt failed"}
+                );
+            self->start(compaction_reason::overflow, std::nullopt, true, std::move(h), c);
+        }
+    );
 }
 
 session_core::assistant_location session_core::locate_assistant(const message& m) const
@@ -693,7 +789,8 @@ session_core::assistant_location session_core::locate_assistant(const message& m
             continue;
         ++looked;
         auto e = log_.get(path[k], diag);
-        if (e && (*e)->message && (*e)->message->timestamp == m.timestamp && (*e)->message->stop_reason == m.stop_reason)
+        if (e && (*e)->message && (*e)->message->timestamp == m.timestamp &&
+            (*e)->message->stop_reason == m.stop_reason)
         {
             where.entry = path[k];
             break;
@@ -763,7 +860,9 @@ void session_core::between_turns_impl(asio::any_completion_handler<outcome_signa
             complete(std::move(h), s.strand_, error_code{}, compaction_outcome{.message = std::move(why)});
         };
         if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
+            return complete(
+                std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{}
+            );
         if (s.downshift_first(h, c))
             return;
         if (!s.config_.settings.enabled)
@@ -779,13 +878,17 @@ void session_core::between_turns_impl(asio::any_completion_handler<outcome_signa
     });
 }
 
-void session_core::compact_impl(std::optional<std::string> instr, asio::any_completion_handler<outcome_signature> h)
+void session_core::compact_impl(
+    std::optional<std::string> instr, asio::any_completion_handler<outcome_signature> h
+)
 {
     auto c = hook_cancellation(h);
     asio::post(strand_, [self = shared_from_this(), instr = std::move(instr), h = std::move(h), c]() mutable {
         session_core& s = *self;
         if (s.closed_)
-            return complete(std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{});
+            return complete(
+                std::move(h), s.strand_, make_error_code(errc::session_closed), compaction_outcome{}
+            );
         s.turn_abort_.emit(asio::cancellation_type::terminal);  // interrupt the running turn
         // Joins a running or pending manual compaction, or aborts a running automatic one and
         // runs after it (lifecycles never overlap), or starts one.
@@ -805,8 +908,11 @@ void session_core::start(
     waiting_.emplace(c->id, std::move(h));
     detail::operation_request req{reason, std::move(instr), will_retry};
     // A running background compaction is awaited: the queued operation then uses its result.
-    apply(coordinator_->background_running() ? coordinator_->await_background(c->id, std::move(req), c->cancelled)
-                                             : coordinator_->start(c->id, std::move(req), c->cancelled));
+    apply(
+        coordinator_->background_running()
+            ? coordinator_->await_background(c->id, std::move(req), c->cancelled)
+            : coordinator_->start(c->id, std::move(req), c->cancelled)
+    );
 }
 
 void session_core::apply(const detail::coordinator_effects& fx)
@@ -836,7 +942,9 @@ void session_core::launch(std::uint64_t operation)
             j->signal.slot(),
             [self = shared_from_this(), j](std::exception_ptr ep, transaction::result_type r) {
                 if (ep)
-                    r = {make_error_code(errc::io_error), compaction_outcome{.attempted = true, .message = "internal error"}};
+                    r = {
+                        make_error_code(errc::io_error),
+                        compaction_outcome{.attempted = true, .message = "internal error"}};
                 self->finish(j->id, r.first, r.second);
             }
         )
@@ -890,11 +998,16 @@ void session_core::drop_prepared(detail::discard_reason why)
 bool session_core::maybe_start_background(std::int64_t tokens)
 {
     if (prepared_ && !coordinator_->running())
-        if (const auto why = detail::check_binding(prepared_->binding, detail::path_steps(log_), config_digest_of(config_)))
+        if (const auto why = detail::check_binding(
+                prepared_->binding, detail::path_steps(log_), config_digest_of(config_)
+            ))
             drop_prepared(*why);  // reported now, not at the threshold; a new one may start below
     const auto threshold = this->threshold();
-    growth_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(), tokens);
-    const detail::check_state st{background_on(), coordinator_->running(), coordinator_->prepared(), growth_.estimate()};
+    growth_.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(), tokens
+    );
+    const detail::check_state st{
+        background_on(), coordinator_->running(), coordinator_->prepared(), growth_.estimate()};
     if (detail::decide_check(tokens, threshold, config_.settings.background.start_at, st) !=
         detail::check_action::start_background)
         return false;

@@ -45,11 +45,13 @@ class session_core : public std::enable_shared_from_this<session_core>
 {
 public:
     using executor_type = session::executor_type;
-    struct job;     ///< the running compaction (transaction.hpp)
+    struct job;       ///< the running compaction (transaction.hpp)
     struct prepared;  ///< a background compaction's result, held (transaction.hpp)
-    struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
+    struct caller;    ///< one caller of a compacting operation: its id and early-cancellation flag
 
-    session_core(executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log);
+    session_core(
+        executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log
+    );
     ~session_core();
     session_core(const session_core&) = delete;
     session_core& operator=(const session_core&) = delete;
@@ -57,7 +59,10 @@ public:
     /// Builds the redactor and the first snapshot; listens to a shared store's remote changes.
     compaction::result<void> start_up(compaction::diagnostics& diag);
 
-    std::shared_ptr<const snapshot> current() const noexcept { return snapshot_.load(std::memory_order_acquire); }
+    std::shared_ptr<const snapshot> current() const noexcept
+    {
+        return snapshot_.load(std::memory_order_acquire);
+    }
     /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
     /// In agentctx mode, reminder snapshots a newer one replaces leave it first
     /// (without_replaced_snapshots). `appended`: `s` extends the current snapshot by this entry
@@ -67,24 +72,41 @@ public:
 
     // The public operations, from any thread (session.hpp documents them).
     /// `out`: where a refusal's diagnostics go (the caller's, alive until the handler runs), or nullptr.
-    void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
-                     compaction::diagnostics* out = nullptr);
+    void append_impl(
+        boost::json::object fields,
+        boost::asio::any_completion_handler<append_signature> h,
+        compaction::diagnostics* out = nullptr
+    );
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
-    void original_impl(std::string id, boost::asio::any_completion_handler<original_signature> h);  // clearing.cpp
+    void original_impl(
+        std::string id, boost::asio::any_completion_handler<original_signature> h
+    );  // clearing.cpp
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
-    void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void check_impl(
+        compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h
+    );
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     /// The post-run (`skip_aborted`) or pre-prompt check of the snapshot's latest assistant message.
-    void last_assistant_check_impl(bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void last_assistant_check_impl(
+        bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h
+    );
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
-    void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
+    void compact_impl(
+        std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h
+    );
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
     /// Pi 1.6's navigateTree (branch_navigation.cpp): completes with the branch summary's id.
-    void navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h);
-    void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
+    void navigate_impl(
+        std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h
+    );
+    void request_view_impl(
+        compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h
+    );
     // checkpoint_ops.cpp
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
-    void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
+    void restore_checkpoint_impl(
+        boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h
+    );
     void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
     void abort_compaction();
     void close();
@@ -102,18 +124,28 @@ public:
     /// Before an automatic check: a pending model change compacts first (reason `model_change`,
     /// the previous model's budgets) when decide_downshift says so, and takes `h` (true); else
     /// the new model's budgets apply and the check goes on (false).
-    bool downshift_first(boost::asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c);
+    bool downshift_first(
+        boost::asio::any_completion_handler<outcome_signature>& h, const std::shared_ptr<caller>& c
+    );
     /// After the downshift's compaction: the new budgets, and `model_window_exceeded` when the
     /// context still does not fit the new window.
-    void after_downshift(boost::system::error_code ec, compaction_outcome out,
-                         boost::asio::any_completion_handler<outcome_signature> h);
+    void after_downshift(
+        boost::system::error_code ec,
+        compaction_outcome out,
+        boost::asio::any_completion_handler<outcome_signature> h
+    );
 
     /// On the strand: waits for the write turn, then validates, writes, appends to the log and
     /// publishes the new snapshot (append_async).
-    void append_in_turn(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
-                        compaction::diagnostics* out = nullptr);
+    void append_in_turn(
+        boost::json::object fields,
+        boost::asio::any_completion_handler<append_signature> h,
+        compaction::diagnostics* out = nullptr
+    );
     /// The entry `fields` become as the leaf's child, validated completely (nothing written).
-    compaction::result<compaction::entry_ptr> prepare_entry(boost::json::object fields, compaction::diagnostics& diag);
+    compaction::result<compaction::entry_ptr> prepare_entry(
+        boost::json::object fields, compaction::diagnostics& diag
+    );
     /// After the store has the entry: the log, the snapshot, the trigger flags.
     compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
 
@@ -134,14 +166,21 @@ public:
     }
     void leave_writes();
     /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
-    void append_async(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h,
-                      compaction::diagnostics* out = nullptr);
+    void append_async(
+        boost::json::object fields,
+        boost::asio::any_completion_handler<append_signature> h,
+        compaction::diagnostics* out = nullptr
+    );
     /// Inside the write turn: replaces the log with the store's current content.
     void reload(boost::asio::any_completion_handler<void_signature> h);
     /// Appends several entries in order through the write turn (the overflow path's omissions).
-    void append_all(std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h);
+    void append_all(
+        std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h
+    );
     /// The context_edit entries that omit the attempt at `index` and its tool results.
-    compaction::result<std::vector<boost::json::object>> omissions(std::size_t index, compaction::diagnostics& diag) const;
+    compaction::result<std::vector<boost::json::object>> omissions(
+        std::size_t index, compaction::diagnostics& diag
+    ) const;
     struct assistant_location
     {
         std::optional<std::size_t> entry;  ///< log index; nullopt = unknown (not persisted)
@@ -166,15 +205,33 @@ public:
     void clear_then(std::int64_t tokens, boost::asio::any_completion_handler<void(std::int64_t)> next);
     /// An automatic check's decision once the context's size is known: compact, start a
     /// background compaction, or nothing. `mid_run` (between tool batches): only compact.
-    void decide(std::int64_t tokens, bool mid_run, boost::asio::any_completion_handler<outcome_signature> h,
-                const std::shared_ptr<caller>& c);
-    void evaluate(const compaction::message& m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h,
-                  const std::shared_ptr<caller>& c);
+    void decide(
+        std::int64_t tokens,
+        bool mid_run,
+        boost::asio::any_completion_handler<outcome_signature> h,
+        const std::shared_ptr<caller>& c
+    );
+    void evaluate(
+        const compaction::message& m,
+        bool skip_aborted,
+        boost::asio::any_completion_handler<outcome_signature> h,
+        const std::shared_ptr<caller>& c
+    );
     /// Overflow or early-`length` recovery, once per attempt: omits the failed attempt, then compacts.
-    void recover(const compaction::message& m, const assistant_location& where, bool overflow,
-                 boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
-    void start(compaction_reason reason, std::optional<std::string> instr, bool will_retry,
-               boost::asio::any_completion_handler<outcome_signature> h, const std::shared_ptr<caller>& c);
+    void recover(
+        const compaction::message& m,
+        const assistant_location& where,
+        bool overflow,
+        boost::asio::any_completion_handler<outcome_signature> h,
+        const std::shared_ptr<caller>& c
+    );
+    void start(
+        compaction_reason reason,
+        std::optional<std::string> instr,
+        bool will_retry,
+        boost::asio::any_completion_handler<outcome_signature> h,
+        const std::shared_ptr<caller>& c
+    );
     /// Carries out what the coordinator decided.
     void apply(const coordinator_effects& fx);
     void launch(std::uint64_t operation);
@@ -202,12 +259,14 @@ public:
     std::shared_ptr<spdlog::logger> logger_;
     std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
     /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
-    std::unique_ptr<compaction::source_revision_cache> revisions_ = std::make_unique<compaction::source_revision_cache>();
+    std::unique_ptr<compaction::source_revision_cache> revisions_ =
+        std::make_unique<compaction::source_revision_cache>();
 
     // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
     std::unique_ptr<compaction_coordinator> coordinator_;
     std::shared_ptr<job> job_;
-    std::shared_ptr<prepared> prepared_;  ///< set between a background compaction's end and its commit or discard
+    std::shared_ptr<prepared>
+        prepared_;  ///< set between a background compaction's end and its commit or discard
     /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
     std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
     std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread
@@ -227,16 +286,16 @@ public:
 
     std::vector<event_listener> listeners_;
     std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped
-    std::vector<async_compacted_hook> compacted_hooks_;  ///< synchronous ones wrapped
+    std::vector<async_compacted_hook> compacted_hooks_;    ///< synchronous ones wrapped
     std::vector<async_compact_failed_hook> failed_hooks_;  ///< synchronous ones wrapped
-    branch_hook_runner branch_hooks_;  ///< before_branch and branched
+    branch_hook_runner branch_hooks_;                      ///< before_branch and branched
 
     // Model changes. config_.model holds the budgets in use (the previous model's while a change
     // waits for its check); session::config() shows the configuration as given.
     const session_config given_config_;
     std::atomic<std::shared_ptr<const model_identity>> serving_;  ///< read from any thread
-    std::vector<model_identity> changed_to_;  ///< models async_change_model made known
-    std::optional<model_identity> pending_model_;  ///< served, its budgets not yet in use
+    std::vector<model_identity> changed_to_;                      ///< models async_change_model made known
+    std::optional<model_identity> pending_model_;                 ///< served, its budgets not yet in use
 };
 
 }  // namespace agentctx::runtime::detail

@@ -52,7 +52,8 @@ std::uint64_t digest_of(std::string_view text)
 
 providers::wire_format format_of(const compaction::price_table& prices)
 {
-    return prices.name.starts_with("openai") ? providers::wire_format::openai : providers::wire_format::anthropic;
+    return prices.name.starts_with("openai") ? providers::wire_format::openai
+                                             : providers::wire_format::anthropic;
 }
 
 // The priced provider as the summarizer: hosted Anthropic or OpenAI (whose prompt cache a
@@ -86,10 +87,11 @@ class replay
 public:
     replay(const simulate_policy& policy, const simulate_options& options)
         : policy_(policy), options_(options), cache_(options.prices)
-    {
-    }
+    {}
 
-    compaction::result<compaction::policy_cost> run(const compaction::session_log& log, compaction::diagnostics& diag)
+    compaction::result<compaction::policy_cost> run(
+        const compaction::session_log& log, compaction::diagnostics& diag
+    )
     {
         auto entries = kept_entries(log, diag);
         if (!entries)
@@ -100,16 +102,25 @@ public:
         config.settings.background.enabled = config.settings.background.enabled.value_or(false);
         config.compat = policy_.mode;
         config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
-        config.model = {simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
+        config.model = {
+            simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
         auto redactor = compaction::redactor::create(config.redaction, diag);
         if (!redactor)
             return redactor.error();
         redactor_ = std::make_shared<const compaction::redactor>(std::move(*redactor));
         auto summarizer = std::make_shared<detail::simulate_summarizer>(
-            ioc_.get_executor(), capabilities_of(options_.prices), redactor_, [this] { return head_parts(); }, calls_);
+            ioc_.get_executor(),
+            capabilities_of(options_.prices),
+            redactor_,
+            [this] { return head_parts(); },
+            calls_
+        );
         config.summarizer = summarizer;
-        auto header = compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
-        auto s = session::create(ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag);
+        auto header =
+            compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
+        auto s = session::create(
+            ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag
+        );
         if (!s)
             return s.error();
         session_ = *s;
@@ -131,8 +142,9 @@ public:
     }
 
 private:
-    static compaction::result<std::vector<compaction::entry_ptr>> kept_entries(const compaction::session_log& log,
-                                                                              compaction::diagnostics& diag)
+    static compaction::result<std::vector<compaction::entry_ptr>> kept_entries(
+        const compaction::session_log& log, compaction::diagnostics& diag
+    )
     {
         std::vector<compaction::entry_ptr> out;
         for (const auto i : log.active_path())
@@ -146,14 +158,18 @@ private:
         return out;
     }
 
-    asio::awaitable<void> replay_all(std::vector<compaction::entry_ptr> entries, boost::system::error_code& failed)
+    asio::awaitable<void> replay_all(
+        std::vector<compaction::entry_ptr> entries, boost::system::error_code& failed
+    )
     {
         for (std::size_t i = 0; i < entries.size() && !failed; ++i)
         {
             const auto& e = *entries[i];
             advance_clock(e);
             if (has_role(e, compaction::role::user))
-                co_await hook([this] { return session_->async_before_prompt(asio::as_tuple(asio::use_awaitable)); });
+                co_await hook([this] {
+                    return session_->async_before_prompt(asio::as_tuple(asio::use_awaitable));
+                });
             if (has_role(e, compaction::role::assistant))
                 bill_request(e);
             failed = co_await append(e);
@@ -162,7 +178,9 @@ private:
             if (has_role(e, compaction::role::assistant))
                 co_await turn_end(e);
             else if (has_role(e, compaction::role::tool_result) && run_continues(entries, i + 1))
-                co_await hook([this] { return session_->async_between_turns(asio::as_tuple(asio::use_awaitable)); });
+                co_await hook([this] {
+                    return session_->async_between_turns(asio::as_tuple(asio::use_awaitable));
+                });
         }
         session_->close();
     }
@@ -192,8 +210,9 @@ private:
         const auto billing = cache_.request(now_, conversation_parts(false), true);
         last_input_ = billing.total();
         const auto& msg = *e.message;
-        last_output_ = msg.usage && msg.usage->output > 0 ? msg.usage->output
-                                                          : static_cast<std::int64_t>(compaction::estimate_tokens(msg));
+        last_output_ = msg.usage && msg.usage->output > 0
+                           ? msg.usage->output
+                           : static_cast<std::int64_t>(compaction::estimate_tokens(msg));
         cost_.bill(options_.prices, billing, last_output_, false);
     }
 
@@ -224,10 +243,15 @@ private:
         auto [it, added] = parts_.try_emplace(m.msg.get(), message_part{m.msg, {}, std::nullopt});
         if (added)
         {
-            const auto wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1), nullptr,
-                                                          providers::summary_framing_for(policy_.mode));
-            it->second.part = {digest_of(compaction::stringify(wire)),
-                               static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
+            const auto wire = providers::to_wire_messages(
+                format_of(options_.prices),
+                std::span(&m, 1),
+                nullptr,
+                providers::summary_framing_for(policy_.mode)
+            );
+            it->second.part = {
+                digest_of(compaction::stringify(wire)),
+                static_cast<std::int64_t>(compaction::estimate_tokens(*m.msg))};
         }
         return it->second;
     }
@@ -239,11 +263,16 @@ private:
         auto& p = part_of(m);
         if (!p.head)
         {
-            json::value wire = providers::to_wire_messages(format_of(options_.prices), std::span(&m, 1), nullptr,
-                                                          providers::summary_framing_for(policy_.mode));
+            json::value wire = providers::to_wire_messages(
+                format_of(options_.prices),
+                std::span(&m, 1),
+                nullptr,
+                providers::summary_framing_for(policy_.mode)
+            );
             const auto scrub = [this](std::string& text) { text = redactor_->redact(text).text; };
-            p.head = detail::scrub_strings(scrub, wire) ? request_part{digest_of(compaction::stringify(wire)), p.part.tokens}
-                                                        : p.part;
+            p.head = detail::scrub_strings(scrub, wire)
+                         ? request_part{digest_of(compaction::stringify(wire)), p.part.tokens}
+                         : p.part;
         }
         return *p.head;
     }
@@ -265,9 +294,13 @@ private:
             m->as_object()["timestamp"] = message_clock_ms_++;
         if (has_role(e, compaction::role::assistant))
             fields["message"].as_object()["usage"] = json::object{
-                {"input", last_input_}, {"output", last_output_}, {"cacheRead", 0}, {"cacheWrite", 0},
+                {"input", last_input_},
+                {"output", last_output_},
+                {"cacheRead", 0},
+                {"cacheWrite", 0},
                 {"totalTokens", last_input_ + last_output_}};
-        auto [ec, id] = co_await session_->async_append(std::move(fields), asio::as_tuple(asio::use_awaitable));
+        auto [ec, id] =
+            co_await session_->async_append(std::move(fields), asio::as_tuple(asio::use_awaitable));
         if (ec)  // a refused append completes with its reason (the field and why)
             error_ = "entry " + e.id + (id.empty() ? std::string() : ": " + id);
         else
@@ -282,7 +315,8 @@ private:
         compaction::message m = *e.message;
         if (m.usage)
             *m.usage = compaction::usage{last_input_, last_output_, 0, 0, last_input_ + last_output_};
-        auto [ec, outcome] = co_await session_->async_on_turn_end(std::move(m), asio::as_tuple(asio::use_awaitable));
+        auto [ec, outcome] =
+            co_await session_->async_on_turn_end(std::move(m), asio::as_tuple(asio::use_awaitable));
         account(outcome);
     }
 
@@ -369,7 +403,7 @@ private:
                 if (end->result)
                     commit_wait_ = std::max(0.0, ready_at_ - now_);
             }
-                   else if (const auto* c = std::get_if<context_cleared_event>(&e))
+            else if (const auto* c = std::get_if<context_cleared_event>(&e))
             {
                 ++cost_.clearing_batches;
                 cost_.clearing_tokens += c->tokens;
@@ -389,9 +423,11 @@ private:
     std::unordered_map<const compaction::message*, message_part> parts_;  ///< by the message's address
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;
-    std::int64_t message_clock_ms_ =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() +
-        86'400'000;
+    std::int64_t message_clock_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch()
+                                     )
+                                         .count() +
+                                     86'400'000;
     double checked_at_ = 0;                     ///< the clock at the last check
     std::optional<double> background_started_;  ///< a background compaction is running since
     double ready_at_ = 0;                       ///< when the prepared result was ready
@@ -402,10 +438,12 @@ private:
 
 }  // namespace
 
-compaction::result<compaction::policy_cost> simulate_session(const compaction::session_log& log,
-                                                             const simulate_policy& policy,
-                                                             const simulate_options& options,
-                                                             compaction::diagnostics& diag)
+compaction::result<compaction::policy_cost> simulate_session(
+    const compaction::session_log& log,
+    const simulate_policy& policy,
+    const simulate_options& options,
+    compaction::diagnostics& diag
+)
 {
     replay r(policy, options);
     return r.run(log, diag);

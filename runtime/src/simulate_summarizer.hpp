@@ -1,4 +1,5 @@
-// The replay's summarizer: the offline summarizer behind the priced provider's capabilities, each request recorded for billing.
+// The replay's summarizer: the offline summarizer behind the priced provider's capabilities, each request
+// recorded for billing.
 #pragma once
 
 #include <agentctx/compaction/cost_model.hpp>
@@ -39,13 +40,16 @@ using conversation_parts_fn = std::function<std::vector<compaction::request_part
 class simulate_summarizer final : public providers::summarizer
 {
 public:
-    simulate_summarizer(boost::asio::any_io_executor ex, providers::summarizer_capabilities caps,
-                        std::shared_ptr<const compaction::redactor> redactor, conversation_parts_fn conversation,
-                        std::vector<summary_call>& calls)
+    simulate_summarizer(
+        boost::asio::any_io_executor ex,
+        providers::summarizer_capabilities caps,
+        std::shared_ptr<const compaction::redactor> redactor,
+        conversation_parts_fn conversation,
+        std::vector<summary_call>& calls
+    )
         : inner_(std::move(ex)), caps_(std::move(caps)), redactor_(std::move(redactor)),
           conversation_(std::move(conversation)), calls_(calls)
-    {
-    }
+    {}
     std::string name() const override { return inner_.name(); }
     providers::summarizer_capabilities capabilities() const override { return caps_; }
 
@@ -53,8 +57,10 @@ public:
     void planned(const before_compact_event& e);
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt,
-                        boost::asio::any_completion_handler<providers::summarize_signature> handler) override;
+    void summarize_impl(
+        compaction::summary_prompt prompt,
+        boost::asio::any_completion_handler<providers::summarize_signature> handler
+    ) override;
 
 private:
     struct plan

@@ -53,7 +53,9 @@ void set_system(snapshot& s, std::shared_ptr<const message> system, const token_
 
 // The native state of the latest compaction among the projected entries, if it passes
 // native_problem; a failed one is noted in `dropped`.
-std::shared_ptr<const providers::native_replay> native_of(const session_context& ctx, std::vector<derived_note>& dropped)
+std::shared_ptr<const providers::native_replay> native_of(
+    const session_context& ctx, std::vector<derived_note>& dropped
+)
 {
     for (std::size_t i = ctx.entries.size(); i-- > 0;)
     {
@@ -71,7 +73,8 @@ std::shared_ptr<const providers::native_replay> native_of(const session_context&
         }
         providers::diagnostics diag;
         auto state = providers::parse_native_state(*native, diag);
-        return std::make_shared<const providers::native_replay>(providers::native_replay{std::move(*state), e.id});
+        return std::make_shared<const providers::native_replay>(providers::native_replay{
+            std::move(*state), e.id});
     }
     return nullptr;
 }
@@ -95,13 +98,15 @@ std::string native_problem(const entry& c, const boost::json::value& native)
     if (!state)
         return diag.message;
     const auto* details = c.details.if_object();
-    const auto* ours = details && details->if_contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
+    const auto* ours =
+        details && details->if_contains("agentctx") ? details->at("agentctx").if_object() : nullptr;
     const auto* evidence = ours && ours->if_contains("evidence") ? ours->at("evidence").if_object() : nullptr;
     const auto* identity = ours && ours->if_contains("identity") ? ours->at("identity").if_object() : nullptr;
     if (string_at(evidence, "method") != "native")
         return "the compaction records no native summary (evidence.method is not \"native\")";
     const std::string_view provider = string_at(identity, "provider");
-    const std::string_view state_provider = state->format == providers::wire_format::anthropic ? "anthropic" : "openai";
+    const std::string_view state_provider =
+        state->format == providers::wire_format::anthropic ? "anthropic" : "openai";
     if (provider.empty() || provider == "hook" || provider == "offline")
         return "the compaction was not written by a provider's summarizer";
     if ((provider == "anthropic" || provider == "openai") && provider != state_provider)
@@ -110,7 +115,9 @@ std::string native_problem(const entry& c, const boost::json::value& native)
     return {};
 }
 
-std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::size_t entry_count, const token_counter& counter)
+std::shared_ptr<const snapshot> snapshot_from_context(
+    session_context ctx, std::size_t entry_count, const token_counter& counter
+)
 {
     auto s = std::make_shared<snapshot>();
     s->leaf_id = ctx.leaf_id;
@@ -133,7 +140,9 @@ std::shared_ptr<const snapshot> snapshot_from_context(session_context ctx, std::
     return s;
 }
 
-result<std::shared_ptr<const snapshot>> make_snapshot(const session_log& log, const token_counter& counter, diagnostics& diag)
+result<std::shared_ptr<const snapshot>> make_snapshot(
+    const session_log& log, const token_counter& counter, diagnostics& diag
+)
 {
     auto ctx = build_session_context(log, diag);
     if (!ctx)
@@ -141,7 +150,9 @@ result<std::shared_ptr<const snapshot>> make_snapshot(const session_log& log, co
     return snapshot_from_context(std::move(*ctx), log.size(), counter);
 }
 
-std::shared_ptr<const snapshot> extend_snapshot(const snapshot& prev, const entry& e, const token_counter& counter)
+std::shared_ptr<const snapshot> extend_snapshot(
+    const snapshot& prev, const entry& e, const token_counter& counter
+)
 {
     auto s = std::make_shared<snapshot>(prev);
     s->leaf_id = e.id;
@@ -157,7 +168,11 @@ std::shared_ptr<const snapshot> extend_snapshot(const snapshot& prev, const entr
         if (m->role == role::system)
         {
             const std::shared_ptr<const message> parts[] = {s->system, m};
-            set_system(*s, s->system ? replay_system_messages(parts) : replay_system_messages(std::span(parts + 1, 1)), counter);
+            set_system(
+                *s,
+                s->system ? replay_system_messages(parts) : replay_system_messages(std::span(parts + 1, 1)),
+                counter
+            );
         }
         account(*s, *m, s->messages.size(), true, counter);
         s->messages = s->messages.push_back({std::move(m), e.id});
@@ -168,7 +183,8 @@ std::shared_ptr<const snapshot> extend_snapshot(const snapshot& prev, const entr
 bool is_reminder_snapshot(const pin_policy& pins, const message& m)
 {
     return m.role == role::custom &&
-           std::find(pins.snapshot_types.begin(), pins.snapshot_types.end(), m.custom_type) != pins.snapshot_types.end();
+           std::find(pins.snapshot_types.begin(), pins.snapshot_types.end(), m.custom_type) !=
+               pins.snapshot_types.end();
 }
 
 namespace {
@@ -194,7 +210,9 @@ std::vector<std::optional<std::size_t>> replaced_by(const snapshot& s, const pin
 
 }  // namespace
 
-std::shared_ptr<const snapshot> without_replaced_snapshots(const snapshot& s, const pin_policy& pins, const token_counter& counter)
+std::shared_ptr<const snapshot> without_replaced_snapshots(
+    const snapshot& s, const pin_policy& pins, const token_counter& counter
+)
 {
     if (pins.snapshot_types.empty())
         return nullptr;

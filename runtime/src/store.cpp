@@ -1,4 +1,5 @@
-// The store interface's default asynchronous path: the synchronous calls, completed through the handler's executor.
+// The store interface's default asynchronous path: the synchronous calls, completed through the handler's
+// executor.
 #include <agentctx/runtime/store.hpp>
 
 #include <agentctx/runtime/error.hpp>
@@ -10,13 +11,19 @@ namespace agentctx::runtime {
 
 namespace asio = boost::asio;
 
-void store::async_write(asio::any_io_executor ex, compaction::entry_ptr e, std::size_t /*known_entries*/,
-                        asio::any_completion_handler<store_write_signature> h)
+void store::async_write(
+    asio::any_io_executor ex,
+    compaction::entry_ptr e,
+    std::size_t /*known_entries*/,
+    asio::any_completion_handler<store_write_signature> h
+)
 {
     // A single-writer store cannot fall behind: the count is the session's own.
     diagnostics diag;
     auto r = append(*e, diag);
-    asio::post(ex, asio::append(std::move(h), r ? boost::system::error_code{} : r.error(), std::move(diag.message)));
+    asio::post(
+        ex, asio::append(std::move(h), r ? boost::system::error_code{} : r.error(), std::move(diag.message))
+    );
 }
 
 result<void> store::append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag)
@@ -30,36 +37,58 @@ result<void> store::append_all(const std::vector<compaction::entry_ptr>& entries
 namespace {
 
 // The default batch of an asynchronous store: one async_write after the other.
-void write_each(store& s, asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t next,
-                std::size_t known, asio::any_completion_handler<store_write_signature> h)
+void write_each(
+    store& s,
+    asio::any_io_executor ex,
+    std::vector<compaction::entry_ptr> entries,
+    std::size_t next,
+    std::size_t known,
+    asio::any_completion_handler<store_write_signature> h
+)
 {
     if (next == entries.size())
         return asio::post(ex, asio::append(std::move(h), boost::system::error_code{}, std::string()));
     auto e = entries[next];
-    s.async_write(ex, std::move(e), known + next,
-                  [&s, ex, entries = std::move(entries), next, known, h = std::move(h)](boost::system::error_code ec,
-                                                                                       std::string message) mutable {
-                      if (ec)
-                          return std::move(h)(ec, std::move(message));
-                      write_each(s, std::move(ex), std::move(entries), next + 1, known, std::move(h));
-                  });
+    s.async_write(
+        ex,
+        std::move(e),
+        known + next,
+        [&s, ex, entries = std::move(entries), next, known, h = std::move(h)](
+            boost::system::error_code ec, std::string message
+        ) mutable {
+            if (ec)
+                return std::move(h)(ec, std::move(message));
+            write_each(s, std::move(ex), std::move(entries), next + 1, known, std::move(h));
+        }
+    );
 }
 
 }  // namespace
 
-void store::async_write_batch(asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
-                              asio::any_completion_handler<store_write_signature> h)
+void store::async_write_batch(
+    asio::any_io_executor ex,
+    std::vector<compaction::entry_ptr> entries,
+    std::size_t known_entries,
+    asio::any_completion_handler<store_write_signature> h
+)
 {
     if (asynchronous())
         return write_each(*this, std::move(ex), std::move(entries), 0, known_entries, std::move(h));
     diagnostics diag;
     auto r = append_all(entries, diag);
-    asio::post(ex, asio::append(std::move(h), r ? boost::system::error_code{} : r.error(), std::move(diag.message)));
+    asio::post(
+        ex, asio::append(std::move(h), r ? boost::system::error_code{} : r.error(), std::move(diag.message))
+    );
 }
 
 void store::async_lease(asio::any_io_executor ex, asio::any_completion_handler<store_lease_signature> h)
 {
-    asio::post(ex, asio::append(std::move(h), boost::system::error_code{}, std::make_shared<store_lease>(), std::string()));
+    asio::post(
+        ex,
+        asio::append(
+            std::move(h), boost::system::error_code{}, std::make_shared<store_lease>(), std::string()
+        )
+    );
 }
 
 void store::async_reload(asio::any_io_executor ex, asio::any_completion_handler<store_reload_signature> h)

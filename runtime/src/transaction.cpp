@@ -1,4 +1,5 @@
-// The compaction transaction: plan, hooks, summarize, revalidate, build, commit — each step returns its failure.
+// The compaction transaction: plan, hooks, summarize, revalidate, build, commit — each step returns its
+// failure.
 #include "transaction.hpp"
 
 #include "checkpoint_ops.hpp"
@@ -31,7 +32,8 @@ namespace {
 
 long long elapsed_ms(std::chrono::steady_clock::time_point since)
 {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since)
+        .count();
 }
 
 // An operation of the session or its store, as an awaitable with the given token.
@@ -51,7 +53,9 @@ void report_shortfall(session_core& s, compaction_reason reason, const budget_sh
     s.emit(budget_exceeded_event{
         .reason = reason,
         .input_tokens = b.input_tokens,
-        .allowance = window <= 0 ? 0 : automatic ? s.threshold() : window - s.config_.settings.reserve_tokens,
+        .allowance = window <= 0 ? 0
+                     : automatic ? s.threshold()
+                                 : window - s.config_.settings.reserve_tokens,
         .required_tokens = b.required_tokens,
         .boundary_entry_id = b.boundary_entry_id,
         .required_entry_id = b.required_entry_id,
@@ -77,12 +81,13 @@ compaction::result<std::vector<entry_ptr>> complete_active_path(const session_lo
 
 // Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
 struct request_failed
-{
-};
+{};
 
 }  // namespace
 
-asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<session_core> self, std::shared_ptr<session_core::job> job)
+asio::awaitable<transaction::result_type> transaction::run(
+    std::shared_ptr<session_core> self, std::shared_ptr<session_core::job> job
+)
 {
     session_core& s = *self;
     session_core::job& j = *job;
@@ -114,14 +119,18 @@ asio::awaitable<transaction::result_type> transaction::run(std::shared_ptr<sessi
     {
         // A paused compaction says so to its caller; nothing else does (no events, no hooks).
         const auto ec = r->error().ec == errc::auto_compaction_paused ? r->error().ec : error_code{};
-        co_return result_type{ec, j.prepared_commit.value_or(compaction_outcome{.reason = j.request.reason,
-                                                                                .message = r->error().message})};
+        co_return result_type{
+            ec,
+            j.prepared_commit.value_or(compaction_outcome{
+                .reason = j.request.reason, .message = r->error().message})};
     }
     emit_start(s, j);
     co_return co_await fail(s, j, r->error());
 }
 
-asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(session_core& s, session_core::job& j)
+asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
+    session_core& s, session_core::job& j
+)
 {
     // 1-4. Plan, hold the lease, run the hooks, summarize; still wanted.
     auto r = co_await plan_and_summarize(s, j);
@@ -154,9 +163,7 @@ asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
 }
 
 asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_and_summarize(
-    session_core& s,
-    session_core::job& j,
-    const compaction_settings* settings
+    session_core& s, session_core::job& j, const compaction_settings* settings
 )
 {
     // 1. Plan against the current leaf.
@@ -171,8 +178,12 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     if (!lease)
         co_return lease.error();
     emit_start(s, j);
-    s.logger_->debug("compaction plan: first kept {}, {} to summarize, {} in turn prefix", p->prep.first_kept_entry_id,
-                     p->prep.messages_to_summarize.size(), p->prep.turn_prefix_messages.size());
+    s.logger_->debug(
+        "compaction plan: first kept {}, {} to summarize, {} in turn prefix",
+        p->prep.first_kept_entry_id,
+        p->prep.messages_to_summarize.size(),
+        p->prep.turn_prefix_messages.size()
+    );
 
     // 2. before_compact hooks, in registration order.
     auto custom = co_await before_hooks(s, j, *p);
@@ -205,11 +216,14 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
-asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(session_core& s, const session_core::job& j)
+asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(
+    session_core& s, const session_core::job& j
+)
 {
     // A single-writer store's lease excludes nothing beyond the session's own lifecycle.
     auto [ec, lease, message] = co_await awaited<store_lease_signature>(
-        [&s](auto h) { s.store_->async_lease(s.strand_, std::move(h)); }, asio::as_tuple(asio::use_awaitable));
+        [&s](auto h) { s.store_->async_lease(s.strand_, std::move(h)); }, asio::as_tuple(asio::use_awaitable)
+    );
     if (ec == asio::error::operation_aborted)
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     // Another node is compacting: a manual request fails fast, an automatic one skips quietly.
@@ -220,8 +234,9 @@ asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::ta
     co_return std::move(lease);
 }
 
-transaction::step<transaction::plan> transaction::plan_compaction(session_core& s, const session_core::job& j,
-                                                                   const compaction_settings* settings)
+transaction::step<transaction::plan> transaction::plan_compaction(
+    session_core& s, const session_core::job& j, const compaction_settings* settings
+)
 {
     if (s.coordinator_->aborted(j.id))
         return failure{make_error_code(errc::cancelled), "cancelled before it started"};
@@ -238,15 +253,29 @@ transaction::step<transaction::plan> transaction::plan_compaction(session_core& 
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
         j.request.reason == compaction_reason::background ? s.config_.settings.keep_recent_tokens : 0;
-    auto prep = prepare_compaction(path->entries, settings ? *settings : s.config_.settings, {.mode = s.config_.compat, .counter = &s.counter(), .pins = &s.config_.pins, .required = &s.config_.required, .jobs = &s.config_.jobs, .shortfall = &shortfall, .context_window = s.config_.model.context_window, .model_max_tokens = s.config_.model.max_output_tokens, .reserve_summary_room = j.request.reason != compaction_reason::background, .whole_turn_tokens = whole_turn},
-                                   diag);
+    auto prep = prepare_compaction(
+        path->entries,
+        settings ? *settings : s.config_.settings,
+        {.mode = s.config_.compat,
+         .counter = &s.counter(),
+         .pins = &s.config_.pins,
+         .required = &s.config_.required,
+         .jobs = &s.config_.jobs,
+         .shortfall = &shortfall,
+         .context_window = s.config_.model.context_window,
+         .model_max_tokens = s.config_.model.max_output_tokens,
+         .reserve_summary_room = j.request.reason != compaction_reason::background,
+         .whole_turn_tokens = whole_turn},
+        diag
+    );
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(s, j.request.reason, shortfall);
     if (!prep)
     {
         const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
                              prep.error() == make_error_code(compaction::errc::already_compacted);
-        return failure{prep.error(), diag.message, false, nothing && j.request.reason != compaction_reason::manual};
+        return failure{
+            prep.error(), diag.message, false, nothing && j.request.reason != compaction_reason::manual};
     }
     p.path = std::move(path->entries);
     p.prep = std::move(*prep);
@@ -265,16 +294,16 @@ transaction::step<void> transaction::check_paused(session_core& s, session_core:
     j.prefix = detail::prefix_key{rev->count, std::move(rev->sha256), config_digest_of(s.config_)};
     if (!s.suppression_.paused(j.request.reason, *j.prefix))
         return {};
-    return failure{make_error_code(errc::auto_compaction_paused),
-                   "the last automatic compaction of this history failed the same way it would now; "
-                   "paused until the history it covers or the settings change",
-                   false, true};
+    return failure{
+        make_error_code(errc::auto_compaction_paused),
+        "the last automatic compaction of this history failed the same way it would now; "
+        "paused until the history it covers or the settings change",
+        false,
+        true};
 }
 
 asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> transaction::before_hooks(
-    session_core& s,
-    const session_core::job& j,
-    const plan& p
+    session_core& s, const session_core::job& j, const plan& p
 )
 {
     std::optional<hook_result> custom;
@@ -287,8 +316,8 @@ asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> tran
     auto cs = co_await asio::this_coro::cancellation_state;
     for (const auto& h : s.before_hooks_)
     {
-        const before_compact_event e{j.request.reason, p.prep, j.request.instructions, j.request.will_retry, *branch,
-                                     cs.slot()};
+        const before_compact_event e{
+            j.request.reason, p.prep, j.request.instructions, j.request.will_retry, *branch, cs.slot()};
         before_compact_decision d;
         bool threw = false;
         try
@@ -306,7 +335,8 @@ asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> tran
         if (threw)
             continue;
         if (d.cancel)
-            co_return failure{make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
+            co_return failure{
+                make_error_code(errc::hook_cancelled), "cancelled by a before_compact hook", true};
         if (d.result)
             custom = hook_result{std::move(*d.result), d.usage};
     }
@@ -314,10 +344,7 @@ asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> tran
 }
 
 asio::awaitable<transaction::step<transaction::summaries>> transaction::summarize(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    std::optional<hook_result> custom
+    session_core& s, session_core::job& j, const plan& p, std::optional<hook_result> custom
 )
 {
     summaries out;
@@ -351,11 +378,7 @@ asio::awaitable<transaction::step<transaction::summaries>> transaction::summariz
 }
 
 transaction::step<void> transaction::accept_hook_summary(
-    session_core& s,
-    session_core::job& j,
-    hook_result hook,
-    const scrub_fn& scrub,
-    summaries& out
+    session_core& s, session_core::job& j, hook_result hook, const scrub_fn& scrub, summaries& out
 )
 {
     j.from_hook = true;
@@ -392,17 +415,14 @@ bool transaction::adopt_native_reply(session_core::job& j, providers::native_rep
 }
 
 asio::awaitable<transaction::step<void>> transaction::summarize_portable(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    const scrub_fn& scrub,
-    summaries& out
+    session_core& s, session_core::job& j, const plan& p, const scrub_fn& scrub, summaries& out
 )
 {
     const auto& prep = p.prep;
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
     // agentctx: the conversation's own request first (no piecewise bound: it fits the window).
-    auto cached = plan_cache_friendly(s, j, p, scrub, !prep.messages_to_summarize.empty() || !need_prefix, need_prefix);
+    auto cached =
+        plan_cache_friendly(s, j, p, scrub, !prep.messages_to_summarize.empty() || !need_prefix, need_prefix);
     if (cached.history || cached.prefix)
         co_return co_await summarize_cache_friendly(s, j, p, scrub, std::move(cached), out);
     co_return co_await summarize_standalone(s, j, p, scrub, true, need_prefix, out);
@@ -445,11 +465,7 @@ asio::awaitable<transaction::step<void>> transaction::summarize_standalone(
 }
 
 asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_pieces(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    const scrub_fn& scrub,
-    summaries& out
+    session_core& s, session_core::job& j, const plan& p, const scrub_fn& scrub, summaries& out
 )
 {
     // The prefix is measured first (an exact count when offered); one over the bound (or with
@@ -488,11 +504,20 @@ std::pair<summary_prompt, summary_prompt> transaction::request_prompts(
     if (const auto snap = s.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
     // Only when the history goes out in one request: a piecewise prefix is never serialized whole.
-    auto hp = need_history ? history_summary_prompt(messages_of(prep.messages_to_summarize), prep.previous_summary,
-                                                    j.request.instructions, model.context_window, model.max_output_tokens)
+    auto hp = need_history ? history_summary_prompt(
+                                 messages_of(prep.messages_to_summarize),
+                                 prep.previous_summary,
+                                 j.request.instructions,
+                                 model.context_window,
+                                 model.max_output_tokens
+                             )
                            : summary_prompt{};
-    auto pp = turn_prefix_summary_prompt(messages_of(prep.turn_prefix_messages), j.request.instructions,
-                                         model.context_window, model.max_output_tokens);
+    auto pp = turn_prefix_summary_prompt(
+        messages_of(prep.turn_prefix_messages),
+        j.request.instructions,
+        model.context_window,
+        model.max_output_tokens
+    );
     hp.reasoning_effort = effort;
     pp.reasoning_effort = effort;
     hp.prompt += pinned_prompt_note(prep.pinned);
@@ -504,11 +529,7 @@ std::pair<summary_prompt, summary_prompt> transaction::request_prompts(
 }
 
 asio::awaitable<transaction::step<void>> transaction::request_together(
-    session_core& s,
-    session_core::job& j,
-    summary_prompt hp,
-    summary_prompt pp,
-    summaries& out
+    session_core& s, session_core::job& j, summary_prompt hp, summary_prompt pp, summaries& out
 )
 {
     // Both at once (opt-in); the first failure cancels the other and is the one reported.
@@ -517,15 +538,15 @@ asio::awaitable<transaction::step<void>> transaction::request_together(
     std::optional<std::tuple<summary_output, summary_output>> both;
     try
     {
-        both.emplace(co_await (request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
-                               request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)));
+        both.emplace(co_await (
+            request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
+            request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)
+        ));
     }
     catch (const request_failed&)
-    {
-    }
+    {}
     catch (const asio::multiple_exceptions&)
-    {
-    }
+    {}
     if (!both)
         co_return first.value_or(failure{make_error_code(errc::io_error), "the summary requests failed"});
     auto& [h, pr] = *both;
@@ -584,15 +605,13 @@ void transaction::finish_portable(
     if (out.native)
     {
         j.evidence.method = "native";  // the portable note accompanies the opaque item
-        out.history_usage = out.history_usage ? combine_usage(*out.history_usage, *native_usage) : native_usage;
+        out.history_usage =
+            out.history_usage ? combine_usage(*out.history_usage, *native_usage) : native_usage;
     }
 }
 
 asio::awaitable<transaction::step<summary_output>> transaction::request(
-    session_core& s,
-    session_core::job& j,
-    summary_prompt prompt,
-    summary_kind kind
+    session_core& s, session_core::job& j, summary_prompt prompt, summary_kind kind
 )
 {
     // Cancelled between two sequential requests: the second one is never sent.
@@ -600,7 +619,9 @@ asio::awaitable<transaction::step<summary_output>> transaction::request(
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     const auto cap = prompt.max_output_tokens;
     ++j.model_calls;
-    auto [ec, out] = co_await s.config_.summarizer->async_summarize(std::move(prompt), asio::as_tuple(asio::use_awaitable));
+    auto [ec, out] = co_await s.config_.summarizer->async_summarize(
+        std::move(prompt), asio::as_tuple(asio::use_awaitable)
+    );
     // Billed whether or not the reply commits (a `length` stop included).
     if (out.usage)
         j.evidence.usage = combine_usage(j.evidence.usage, *out.usage);
@@ -636,7 +657,9 @@ asio::awaitable<summary_output> transaction::request_or_throw(
     throw request_failed{};
 }
 
-transaction::step<transaction::revalidated> transaction::revalidate(session_core& s, const plan& p, std::string first_kept)
+transaction::step<transaction::revalidated> transaction::revalidate(
+    session_core& s, const plan& p, std::string first_kept
+)
 {
     // Appends are fine; a branch switch or another compaction is not.
     diagnostics diag;
@@ -648,18 +671,15 @@ transaction::step<transaction::revalidated> transaction::revalidate(session_core
         if (now->entries[i]->id == first_kept)
             kept_index = i;
     if (!kept_index || previous_compaction_id(now->entries) != previous_compaction_id(p.path))
-        return failure{make_error_code(errc::stale_plan), "the path changed during the compaction (planned at leaf " +
-                                                              p.leaf.value_or("-") + ", now " +
-                                                              s.log_.leaf_id().value_or("-") + ")"};
+        return failure{
+            make_error_code(errc::stale_plan),
+            "the path changed during the compaction (planned at leaf " + p.leaf.value_or("-") + ", now " +
+                s.log_.leaf_id().value_or("-") + ")"};
     return revalidated{std::move(now->entries), *kept_index, std::move(first_kept)};
 }
 
 transaction::step<compaction_result> transaction::build(
-    session_core& s,
-    const plan& p,
-    const revalidated& v,
-    const summaries& sum,
-    bool bounded
+    session_core& s, const plan& p, const revalidated& v, const summaries& sum, bool bounded
 )
 {
     const auto& model = s.config_.model;
@@ -676,10 +696,11 @@ transaction::step<compaction_result> transaction::build(
         result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
         const auto threshold = model.context_window - s.config_.settings.reserve_tokens;
         if (window > 0 && result.tokens_after > threshold)
-            return failure{make_error_code(compaction::errc::insufficient_reduction),
-                           "hook result would leave ~" + std::to_string(result.tokens_after) +
-                               " tokens, over the threshold of " + std::to_string(threshold),
-                           true};
+            return failure{
+                make_error_code(compaction::errc::insufficient_reduction),
+                "hook result would leave ~" + std::to_string(result.tokens_after) +
+                    " tokens, over the threshold of " + std::to_string(threshold),
+                true};
         return result;
     }
     compaction_preparation current = p.prep;
@@ -691,7 +712,9 @@ transaction::step<compaction_result> transaction::build(
     current.first_kept_index = v.kept_index;
     current.first_kept_entry_id = v.first_kept;
     diagnostics diag;
-    auto r = assemble_compaction(v.path, current, sum.history, sum.prefix, window, s.config_.settings, diag, s.counter());
+    auto r = assemble_compaction(
+        v.path, current, sum.history, sum.prefix, window, s.config_.settings, diag, s.counter()
+    );
     if (!r)
         return failure{r.error(), diag.message};
     return std::move(*r);
@@ -701,19 +724,27 @@ namespace {
 
 // The entry's details.agentctx: how the compaction came about and what it cost, its evidence,
 // the carried entries, a native state, and the portable checkpoint fields.
-compaction::result<void> add_agentctx_details(const session_core& s, const session_core::job& j, const compaction_result& result,
-                                              long long duration_ms, boost::json::object evidence,
-                                              const std::optional<boost::json::object>& native,
-                                              const std::vector<evidence_reference>& evidence_refs, const std::string& first_kept,
-                                              boost::json::object& details, diagnostics& diag)
+compaction::result<void> add_agentctx_details(
+    const session_core& s,
+    const session_core::job& j,
+    const compaction_result& result,
+    long long duration_ms,
+    boost::json::object evidence,
+    const std::optional<boost::json::object>& native,
+    const std::vector<evidence_reference>& evidence_refs,
+    const std::string& first_kept,
+    boost::json::object& details,
+    diagnostics& diag
+)
 {
-    auto& ours = (details["agentctx"] = boost::json::object{
-                      {"reason", to_string(j.request.reason)},
-                      {"tokensAfter", result.tokens_after},
-                      {"durationMs", duration_ms},
-                      {"modelCalls", j.model_calls},
-                      {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
-                  });
+    auto& ours =
+        (details["agentctx"] = boost::json::object{
+             {"reason", to_string(j.request.reason)},
+             {"tokensAfter", result.tokens_after},
+             {"durationMs", duration_ms},
+             {"modelCalls", j.model_calls},
+             {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
+         });
     ours.get_object()["evidence"] = std::move(evidence);
     if (!result.pinned.empty())
         ours.get_object()["pinned"] = result.pinned;
@@ -748,8 +779,18 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     {
         const long long duration_ms = elapsed_ms(j.started);
         diagnostics cdiag;
-        if (auto r = add_agentctx_details(s, j, result, duration_ms, to_json(finished_evidence(j, std::nullopt)), sum.native,
-                                          sum.evidence, v.first_kept, details.get_object(), cdiag);
+        if (auto r = add_agentctx_details(
+                s,
+                j,
+                result,
+                duration_ms,
+                to_json(finished_evidence(j, std::nullopt)),
+                sum.native,
+                sum.evidence,
+                v.first_kept,
+                details.get_object(),
+                cdiag
+            );
             !r)
             co_return failure{r.error(), cdiag.message};
     }
@@ -767,13 +808,21 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     // The snapshot holds the replay for this leaf (revalidated above): no second projection.
     auto checkpoint = system_checkpoint(s.current()->system, ts);
     auto e = std::make_shared<const entry>(make_compaction_entry(
-        s.log_.new_id(), s.log_.leaf_id(), ts, summary, v.first_kept, static_cast<double>(result.tokens_before),
-        details, j.from_hook, total_usage ? std::optional(usage_to_json(*total_usage)) : std::nullopt,
+        s.log_.new_id(),
+        s.log_.leaf_id(),
+        ts,
+        summary,
+        v.first_kept,
+        static_cast<double>(result.tokens_before),
+        details,
+        j.from_hook,
+        total_usage ? std::optional(usage_to_json(*total_usage)) : std::nullopt,
         std::move(checkpoint)
     ));
     std::vector<entry_ptr> next_path(v.path.begin(), v.path.end());
     next_path.push_back(e);
-    auto next = snapshot_from_context(build_session_context(next_path, &s.log_), s.log_.size() + 1, s.counter());
+    auto next =
+        snapshot_from_context(build_session_context(next_path, &s.log_), s.log_.size() + 1, s.counter());
     diagnostics diag;
     if (auto fits = check_line_fits(*e, s.log_.options().max_line_bytes, diag); !fits)
         co_return failure{fits.error(), diag.message};
@@ -781,10 +830,12 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     // Not cancellable: once sent, only the store's answer says whether it committed.
     auto [ec, message] = co_await awaited<store_write_signature>(
         [&s, &e](auto h) { s.store_->async_write(s.strand_, e, s.log_.size(), std::move(h)); },
-        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable)));
+        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
+    );
     if (ec == make_error_code(errc::stale_leaf))
-        (void)co_await awaited<void_signature>([&s](auto h) { s.reload(std::move(h)); },
-                                               asio::as_tuple(asio::use_awaitable));
+        (void)co_await awaited<void_signature>(
+            [&s](auto h) { s.reload(std::move(h)); }, asio::as_tuple(asio::use_awaitable)
+        );
     if (ec)
         co_return failure{ec, message};
     if (auto r = s.log_.append(e, diag); !r)
@@ -793,7 +844,9 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     co_return e;
 }
 
-compaction_evidence transaction::finished_evidence(const session_core::job& j, std::optional<error_code> failed)
+compaction_evidence transaction::finished_evidence(
+    const session_core::job& j, std::optional<error_code> failed
+)
 {
     compaction_evidence e = j.evidence;
     e.elapsed_ms = elapsed_ms(j.started);
@@ -803,7 +856,9 @@ compaction_evidence transaction::finished_evidence(const session_core::job& j, s
     return e;
 }
 
-bool transaction::still_wanted(const session_core& s, const session_core::job& j, asio::cancellation_type cancelled)
+bool transaction::still_wanted(
+    const session_core& s, const session_core::job& j, asio::cancellation_type cancelled
+)
 {
     return cancelled == asio::cancellation_type::none && !s.coordinator_->aborted(j.id);
 }
@@ -816,25 +871,42 @@ void transaction::emit_start(session_core& s, session_core::job& j)
     s.emit(compaction_start_event{j.request.reason});
 }
 
-asio::awaitable<transaction::result_type> transaction::succeed(session_core& s, const session_core::job& j, committed c)
+asio::awaitable<transaction::result_type> transaction::succeed(
+    session_core& s, const session_core::job& j, committed c
+)
 {
     const auto reason = j.request.reason;
-    compaction_outcome out{.attempted = true, .compacted = true, .reason = reason, .will_retry = j.request.will_retry,
-                           .result = c.result, .entry_id = c.entry->id};
+    compaction_outcome out{
+        .attempted = true,
+        .compacted = true,
+        .reason = reason,
+        .will_retry = j.request.will_retry,
+        .result = c.result,
+        .entry_id = c.entry->id};
     s.suppression_.reset();
     // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
     const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
     co_await s.run_compacted_hooks(done);
-    s.emit(compaction_end_event{reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
+    s.emit(compaction_end_event{
+        reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
     s.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
-    s.logger_->info("compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} model_calls={} "
-                    "entry={}",
-                    to_string(reason), c.result.tokens_before, c.result.tokens_after, elapsed_ms(j.started), j.model_calls,
-                    c.entry->id);
+    s.logger_->info(
+        "compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} "
+        "model_calls={} "
+        "entry={}",
+        to_string(reason),
+        c.result.tokens_before,
+        c.result.tokens_after,
+        elapsed_ms(j.started),
+        j.model_calls,
+        c.entry->id
+    );
     co_return result_type{error_code{}, std::move(out)};
 }
 
-asio::awaitable<transaction::result_type> transaction::fail(session_core& s, const session_core::job& j, failure f)
+asio::awaitable<transaction::result_type> transaction::fail(
+    session_core& s, const session_core::job& j, failure f
+)
 {
     const auto reason = j.request.reason;
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
@@ -847,8 +919,9 @@ asio::awaitable<transaction::result_type> transaction::fail(session_core& s, con
         kind = detail::failure_kind::transient;
     s.suppression_.failed(reason, kind, j.prefix, s.log_.size());
     if (kind == detail::failure_kind::deterministic && reason != compaction_reason::manual)
-        out.message += j.prefix ? "; automatic compaction of this history paused until it or the settings change"
-                                : "; automatic compaction paused until new entries arrive";
+        out.message += j.prefix
+                           ? "; automatic compaction of this history paused until it or the settings change"
+                           : "; automatic compaction paused until new entries arrive";
     const auto shown = aborted ? std::nullopt : std::optional(out.message);
     // Pi 1.6: compaction_end first, then the failed hooks.
     s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
@@ -856,8 +929,14 @@ asio::awaitable<transaction::result_type> transaction::fail(session_core& s, con
     const compact_failed_event failed{reason, shown, aborted, false, from_hook};
     co_await s.run_failed_hooks(failed);
     s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
-    s.logger_->info("compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"", to_string(reason),
-                    f.ec.message(), elapsed_ms(j.started), j.model_calls, out.message);
+    s.logger_->info(
+        "compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"",
+        to_string(reason),
+        f.ec.message(),
+        elapsed_ms(j.started),
+        j.model_calls,
+        out.message
+    );
     co_return result_type{f.ec, std::move(out)};
 }
 

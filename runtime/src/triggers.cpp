@@ -3,7 +3,6 @@
 
 #include <agentctx/compaction/overflow.hpp>
 
-
 namespace agentctx::runtime {
 
 bool is_context_overflow(const compaction::message& m, std::int64_t context_window)
@@ -17,7 +16,8 @@ bool is_context_overflow(const compaction::message& m, std::int64_t context_wind
     if (m.stop_reason == stop_reason::stop)
         return input > context_window;
     if (m.stop_reason == stop_reason::length)
-        return m.usage->output == 0 && static_cast<double>(input) >= 0.99 * static_cast<double>(context_window);
+        return m.usage->output == 0 &&
+               static_cast<double>(input) >= 0.99 * static_cast<double>(context_window);
     return false;
 }
 

@@ -18,8 +18,11 @@ namespace {
 // No compactions, so the projected context grows with the session: the worst case for appends.
 fs::path source_file(std::size_t entries)
 {
-    const fs::path p = fs::temp_directory_path() / ("agentctx-bench-append-v1-" + std::to_string(entries) + ".jsonl");
-    tools::write_session_file({.seed = 7, .entries = entries, .mean_tool_output = 300, .branch_rate = 0}, p, true);
+    const fs::path p =
+        fs::temp_directory_path() / ("agentctx-bench-append-v1-" + std::to_string(entries) + ".jsonl");
+    tools::write_session_file(
+        {.seed = 7, .entries = entries, .mean_tool_output = 300, .branch_rate = 0}, p, true
+    );
     return p;
 }
 
@@ -32,8 +35,10 @@ void BM_session_append(benchmark::State& state)
     compaction::diagnostics diag;
     auto store = runtime::jsonl_store::open(work, {.fsync = runtime::fsync_policy::never}, diag);
     auto s = runtime::session::open(ioc.get_executor(), std::move(*store), {}, diag).value();
-    const boost::json::object msg{{"type", "message"},
-                                  {"message", boost::json::object{{"role", "user"}, {"content", "next step please"}, {"timestamp", 1}}}};
+    const boost::json::object msg{
+        {"type", "message"},
+        {"message",
+         boost::json::object{{"role", "user"}, {"content", "next step please"}, {"timestamp", 1}}}};
     for (auto _ : state)
     {
         s->async_append(msg, [](boost::system::error_code, std::string) {});
@@ -50,6 +55,11 @@ void BM_session_append(benchmark::State& state)
 
 }  // namespace
 
-BENCHMARK(BM_session_append)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMicrosecond)->Iterations(20000);
+BENCHMARK(BM_session_append)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(20000);
 
 BENCHMARK_MAIN();

@@ -21,10 +21,18 @@ namespace {
 // Sessions are generated once into the temp directory and reused across runs.
 fs::path session_file(std::size_t entries)
 {
-    const fs::path p = fs::temp_directory_path() / ("agentctx-bench-v3-" + std::to_string(entries) + ".jsonl");
-    tools::write_session_file({.seed = 2026, .entries = entries, .mean_tool_output = 5200, .image_rate = 0.01,
-                               .branch_rate = 0.01, .compaction_every = 25},
-                              p, true);
+    const fs::path p =
+        fs::temp_directory_path() / ("agentctx-bench-v3-" + std::to_string(entries) + ".jsonl");
+    tools::write_session_file(
+        {.seed = 2026,
+         .entries = entries,
+         .mean_tool_output = 5200,
+         .image_rate = 0.01,
+         .branch_rate = 0.01,
+         .compaction_every = 25},
+        p,
+        true
+    );
     return p;
 }
 
@@ -102,6 +110,11 @@ void BM_open_plan(benchmark::State& state)
 }  // namespace
 
 BENCHMARK(BM_open_plan)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(2);
-BENCHMARK(BM_open_path_project)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(2);
+BENCHMARK(BM_open_path_project)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2);
 
 BENCHMARK_MAIN();

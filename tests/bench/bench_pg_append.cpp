@@ -1,5 +1,5 @@
-// Appends through sessions on the PostgreSQL store: appends/s on one session and across 1,000, and the latency percentiles.
-// Uses AGENTCTX_PG_URL, or starts a throwaway cluster with tests/tools/pg_cluster.sh.
+// Appends through sessions on the PostgreSQL store: appends/s on one session and across 1,000, and the
+// latency percentiles. Uses AGENTCTX_PG_URL, or starts a throwaway cluster with tests/tools/pg_cluster.sh.
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/runtime/pg_store.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -25,8 +25,9 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-const boost::json::object message{{"type", "message"},
-                                  {"message", boost::json::object{{"role", "user"}, {"content", "next step please"}, {"timestamp", 1}}}};
+const boost::json::object message{
+    {"type", "message"},
+    {"message", boost::json::object{{"role", "user"}, {"content", "next step please"}, {"timestamp", 1}}}};
 
 template <class Pred>
 void run_until(boost::asio::io_context& ioc, Pred done)
@@ -36,17 +37,21 @@ void run_until(boost::asio::io_context& ioc, Pred done)
             ioc.restart();  // it ran out of work between two operations
 }
 
-std::shared_ptr<runtime::session> create(boost::asio::io_context& ioc, runtime::pg_pool& pool, const std::string& id)
+std::shared_ptr<runtime::session> create(
+    boost::asio::io_context& ioc, runtime::pg_pool& pool, const std::string& id
+)
 {
     std::unique_ptr<runtime::pg_store> st;
     bool done = false;
-    pool.async_create(compaction::make_header(id, compaction::iso_timestamp_now(), "/bench"),
-                      [&](error_code ec, std::unique_ptr<runtime::pg_store> s, std::string m) {
-                          if (ec)
-                              std::fprintf(stderr, "create: %s\n", m.c_str()), std::exit(1);
-                          st = std::move(s);
-                          done = true;
-                      });
+    pool.async_create(
+        compaction::make_header(id, compaction::iso_timestamp_now(), "/bench"),
+        [&](error_code ec, std::unique_ptr<runtime::pg_store> s, std::string m) {
+            if (ec)
+                std::fprintf(stderr, "create: %s\n", m.c_str()), std::exit(1);
+            st = std::move(s);
+            done = true;
+        }
+    );
     run_until(ioc, [&] { return done; });
     compaction::diagnostics diag;
     return runtime::session::open(ioc.get_executor(), std::move(st), {}, diag).value();
@@ -60,8 +65,12 @@ struct figures
 
 // `total` appends spread over `sessions`, `in_flight` outstanding at once (each session has at
 // most one: its appends are serialised by the session anyway).
-figures measure(boost::asio::io_context& ioc, const std::vector<std::shared_ptr<runtime::session>>& sessions,
-                std::size_t total, std::size_t in_flight)
+figures measure(
+    boost::asio::io_context& ioc,
+    const std::vector<std::shared_ptr<runtime::session>>& sessions,
+    std::size_t total,
+    std::size_t in_flight
+)
 {
     std::vector<double> latencies;
     latencies.reserve(total);
@@ -86,7 +95,10 @@ figures measure(boost::asio::io_context& ioc, const std::vector<std::shared_ptr<
     run_until(ioc, [&] { return finished == total; });
     const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     std::sort(latencies.begin(), latencies.end());
-    return {total / secs, latencies[latencies.size() / 2], latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)]};
+    return {
+        total / secs,
+        latencies[latencies.size() / 2],
+        latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)]};
 }
 
 }  // namespace
@@ -98,17 +110,25 @@ int main()
     const std::string script = AGENTCTX_PG_CLUSTER_SCRIPT;
     if (url.empty())
     {
-        if (std::system((script + " start " + state + " >/dev/null").c_str()) != 0 || !std::getline(std::ifstream(state + "/url"), url))
+        if (std::system((script + " start " + state + " >/dev/null").c_str()) != 0 ||
+            !std::getline(std::ifstream(state + "/url"), url))
         {
-            std::fprintf(stderr, "bench_pg_append: no PostgreSQL (set AGENTCTX_PG_URL or install postgresql-15); skipped\n");
+            std::fprintf(
+                stderr,
+                "bench_pg_append: no PostgreSQL (set AGENTCTX_PG_URL or install postgresql-15); skipped\n"
+            );
             return 0;
         }
     }
     {
         boost::asio::io_context ioc(1);
-        const std::size_t pool_size = std::getenv("AGENTCTX_PG_POOL") ? std::stoul(std::getenv("AGENTCTX_PG_POOL")) : 8;
-        const std::size_t flushers = std::getenv("AGENTCTX_PG_FLUSHERS") ? std::stoul(std::getenv("AGENTCTX_PG_FLUSHERS")) : 0;
-        runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = pool_size, .listen = false, .max_flushers = flushers});
+        const std::size_t pool_size =
+            std::getenv("AGENTCTX_PG_POOL") ? std::stoul(std::getenv("AGENTCTX_PG_POOL")) : 8;
+        const std::size_t flushers =
+            std::getenv("AGENTCTX_PG_FLUSHERS") ? std::stoul(std::getenv("AGENTCTX_PG_FLUSHERS")) : 0;
+        runtime::pg_pool pool(
+            ioc.get_executor(), url, {.max_connections = pool_size, .listen = false, .max_flushers = flushers}
+        );
         bool migrated = false;
         pool.async_migrate([&](error_code ec, std::string m) {
             if (ec)
@@ -116,20 +136,30 @@ int main()
             migrated = true;
         });
         run_until(ioc, [&] { return migrated; });
-        const std::string run = std::to_string(::getpid()) + "-" + std::to_string(clock_type::now().time_since_epoch().count());
+        const std::string run =
+            std::to_string(::getpid()) + "-" + std::to_string(clock_type::now().time_since_epoch().count());
 
         std::vector<std::shared_ptr<runtime::session>> one{create(ioc, pool, "bench-one-" + run)};
         std::vector<std::shared_ptr<runtime::session>> many;
         for (int i = 0; i < 1000; ++i)
             many.push_back(create(ioc, pool, "bench-many-" + run + "-" + std::to_string(i)));
-        std::printf("pg_store appends (fsync on, Unix socket, 1 io thread, pool of %zu, %s flushers):\n", pool_size,
-                    flushers ? std::to_string(flushers).c_str() : "default");
+        std::printf(
+            "pg_store appends (fsync on, Unix socket, 1 io thread, pool of %zu, %s flushers):\n",
+            pool_size,
+            flushers ? std::to_string(flushers).c_str() : "default"
+        );
         auto report = [&](const char* what, const figures& f, const runtime::pg_pool_stats& before) {
             const auto after = pool.stats();
             const auto groups = after.append_groups - before.append_groups;
-            std::printf("  %-28s: %8.0f appends/s  p50 %.2f ms  p99 %.2f ms  (%.1f appends per transaction)\n", what,
-                        f.per_second, f.p50_ms, f.p99_ms,
-                        groups ? static_cast<double>(after.appends - before.appends) / static_cast<double>(groups) : 0.0);
+            std::printf(
+                "  %-28s: %8.0f appends/s  p50 %.2f ms  p99 %.2f ms  (%.1f appends per transaction)\n",
+                what,
+                f.per_second,
+                f.p50_ms,
+                f.p99_ms,
+                groups ? static_cast<double>(after.appends - before.appends) / static_cast<double>(groups)
+                       : 0.0
+            );
             std::fflush(stdout);
         };
         auto before = pool.stats();

@@ -81,7 +81,9 @@ void BM_provider_requests(benchmark::State& state)
 void BM_cancel_half_of_1000(benchmark::State& state)
 {
     test::fake_provider_server server;
-    server.set_default({.body = test::openai_body("## Goal\nconcurrent"), .delay = std::chrono::milliseconds(300)});
+    server.set_default(
+        {.body = test::openai_body("## Goal\nconcurrent"), .delay = std::chrono::milliseconds(300)}
+    );
     boost::asio::io_context ioc(1);
     providers::provider_config c;
     c.base_url = server.base_url() + "/v1";
@@ -101,11 +103,16 @@ void BM_cancel_half_of_1000(benchmark::State& state)
         for (int i = 0; i < n; ++i)
         {
             signals.push_back(std::make_unique<boost::asio::cancellation_signal>());
-            s.async_summarize(p, boost::asio::bind_cancellation_slot(signals.back()->slot(),
-                                                                     [&, i](boost::system::error_code, compaction::summary_output) {
-                                                                         done_at[static_cast<std::size_t>(i)] = std::chrono::steady_clock::now();
-                                                                         --left;
-                                                                     }));
+            s.async_summarize(
+                p,
+                boost::asio::bind_cancellation_slot(
+                    signals.back()->slot(),
+                    [&, i](boost::system::error_code, compaction::summary_output) {
+                        done_at[static_cast<std::size_t>(i)] = std::chrono::steady_clock::now();
+                        --left;
+                    }
+                )
+            );
         }
         std::chrono::steady_clock::time_point cancel_at;
         boost::asio::steady_timer t(ioc, std::chrono::milliseconds(100));
@@ -119,7 +126,9 @@ void BM_cancel_half_of_1000(benchmark::State& state)
             ioc.run_one();
         for (int i = 0; i < n; i += 2)
         {
-            const double ms = std::chrono::duration<double, std::milli>(done_at[static_cast<std::size_t>(i)] - cancel_at).count();
+            const double ms =
+                std::chrono::duration<double, std::milli>(done_at[static_cast<std::size_t>(i)] - cancel_at)
+                    .count();
             worst_ms = std::max(worst_ms, ms);
             sum_ms += ms;
             ++cancelled;
@@ -148,14 +157,20 @@ void BM_offline_summary_long_words(benchmark::State& state)
 
 BENCHMARK(BM_offline_summary_long_words)->Arg(20000)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_cancel_half_of_1000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK(BM_provider_requests)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
+BENCHMARK(BM_provider_requests)
+    ->Args({1, 0})
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2);
 
 namespace {
 
-// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1|2]`: POSTs a B-byte
-// JSON body N times through one http_client, C in flight, on one thread, and prints requests/s,
-// wall time and this process's CPU per request (the server's CPU is not counted), so the same
-// figures can be taken for another client against the same server (node_fetch_bench.mjs).
+// `bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1|2]`: POSTs a
+// B-byte JSON body N times through one http_client, C in flight, on one thread, and prints requests/s, wall
+// time and this process's CPU per request (the server's CPU is not counted), so the same figures can be taken
+// for another client against the same server (node_fetch_bench.mjs).
 int run_external(int argc, char** argv)
 {
     std::string url;
@@ -175,7 +190,11 @@ int run_external(int argc, char** argv)
             copy_body = std::atol(argv[i + 1]);
         else
         {
-            std::fprintf(stderr, "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] [--copy-body 0|1|2]\n");
+            std::fprintf(
+                stderr,
+                "usage: bench_provider --url URL [--requests N] [--concurrency C] [--body-bytes B] "
+                "[--copy-body 0|1|2]\n"
+            );
             return 2;
         }
     }
@@ -203,14 +222,17 @@ int run_external(int argc, char** argv)
             req.shared_body = shared;
         req.headers = {{"content-type", "application/json"}, {"authorization", "Bearer bench"}};
         ++started;
-        client.async_request(std::move(req), [&, built](boost::system::error_code ec, providers::http_response r) {
-            ++finished;
-            if (ec || r.status != 200)
-                ++failed;
-            received += r.body.size();
-            if (started < requests)
-                start_one();
-        });
+        client.async_request(
+            std::move(req),
+            [&, built](boost::system::error_code ec, providers::http_response r) {
+                ++finished;
+                if (ec || r.status != 200)
+                    ++failed;
+                received += r.body.size();
+                if (started < requests)
+                    start_one();
+            }
+        );
     };
     const double cpu0 = cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
@@ -219,10 +241,20 @@ int run_external(int argc, char** argv)
     ioc.run();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
-    std::printf("client=agentctx requests=%ld concurrency=%ld body_bytes=%zu copy_body=%ld failed=%ld\n", finished, concurrency,
-                body.size(), copy_body, failed);
-    std::printf("requests_per_s=%.0f wall_s=%.3f cpu_us_per_request=%.1f\n", static_cast<double>(finished) / wall, wall,
-                cpu * 1e6 / static_cast<double>(std::max(finished, 1L)));
+    std::printf(
+        "client=agentctx requests=%ld concurrency=%ld body_bytes=%zu copy_body=%ld failed=%ld\n",
+        finished,
+        concurrency,
+        body.size(),
+        copy_body,
+        failed
+    );
+    std::printf(
+        "requests_per_s=%.0f wall_s=%.3f cpu_us_per_request=%.1f\n",
+        static_cast<double>(finished) / wall,
+        wall,
+        cpu * 1e6 / static_cast<double>(std::max(finished, 1L))
+    );
     return failed ? 1 : 0;
 }
 

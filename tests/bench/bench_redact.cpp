@@ -26,35 +26,62 @@ std::string make_transcript(std::size_t bytes, std::size_t secret_every)
     std::mt19937_64 rng(42);
     constexpr std::string_view alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     constexpr std::string_view hex = "0123456789abcdef";
-    constexpr std::string_view words[] = {"session", "compaction", "token", "entry", "parent", "summary", "request",
-                                          "provider", "context", "message", "result", "buffer", "key", "index"};
+    constexpr std::string_view words[] = {
+        "session",
+        "compaction",
+        "token",
+        "entry",
+        "parent",
+        "summary",
+        "request",
+        "provider",
+        "context",
+        "message",
+        "result",
+        "buffer",
+        "key",
+        "index"};
     auto word = [&] { return std::string(words[rng() % std::size(words)]); };
     std::string out;
     std::size_t next_secret = secret_every;
     while (out.size() < bytes)
     {
-        out += "[User]: Please fix the failing " + word() + " test and check the " + word() + " handling.\n\n";
-        out += "[Assistant]: I'll look at the " + word() + "_" + word() + " implementation first; the " + word() +
-               " count looks off by one.\n\n";
-        out += "[Assistant tool calls]: read(path=\"src/" + word() + "_" + word() + ".cpp\")\n\n[Tool result]:\n";
+        out +=
+            "[User]: Please fix the failing " + word() + " test and check the " + word() + " handling.\n\n";
+        out += "[Assistant]: I'll look at the " + word() + "_" + word() + " implementation first; the " +
+               word() + " count looks off by one.\n\n";
+        out += "[Assistant tool calls]: read(path=\"src/" + word() + "_" + word() +
+               ".cpp\")\n\n[Tool result]:\n";
         for (int i = 0; i < 12; ++i)
-            out += "    auto " + word() + "_" + std::to_string(rng() % 100) + " = " + word() + ".find(" + word() +
-                   "_key, " + std::to_string(rng() % 4096) + ");  // " + word() + " " + word() + "\n";
+            out += "    auto " + word() + "_" + std::to_string(rng() % 100) + " = " + word() + ".find(" +
+                   word() + "_key, " + std::to_string(rng() % 4096) + ");  // " + word() + " " + word() +
+                   "\n";
         out += "\n[Tool result]:\n";
         for (int i = 0; i < 10; ++i)
-            out += "2026-12-01T11:" + std::to_string(10 + rng() % 50) + ":07.123Z INFO " + word() + ": processed " +
-                   std::to_string(rng() % 100000) + " entries in " + std::to_string(rng() % 900) + "ms id=" +
-                   pick(rng, hex, 8) + "-" + pick(rng, hex, 4) + " commit=" + pick(rng, hex, 40) + "\n";
-        out += "{\"type\":\"message\",\"id\":\"" + pick(rng, hex, 8) + "\",\"usage\":{\"input_tokens\":" +
-               std::to_string(rng() % 50000) + ",\"output_tokens\":" + std::to_string(rng() % 4000) + "}}\n\n";
+            out += "2026-12-01T11:" + std::to_string(10 + rng() % 50) + ":07.123Z INFO " + word() +
+                   ": processed " + std::to_string(rng() % 100000) + " entries in " +
+                   std::to_string(rng() % 900) + "ms id=" + pick(rng, hex, 8) + "-" + pick(rng, hex, 4) +
+                   " commit=" + pick(rng, hex, 40) + "\n";
+        out += "{\"type\":\"message\",\"id\":\"" + pick(rng, hex, 8) +
+               "\",\"usage\":{\"input_tokens\":" + std::to_string(rng() % 50000) +
+               ",\"output_tokens\":" + std::to_string(rng() % 4000) + "}}\n\n";
         if (out.size() >= next_secret)
         {
             switch (rng() % 4)
             {
-            case 0: out += "export AWS_ACCESS_KEY_ID=AKIA" + pick(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16) + "\n"; break;
-            case 1: out += "git remote set-url origin https://ghp_" + pick(rng, alnum, 36) + "@github.com/o/r\n"; break;
-            case 2: out += "DB_PASSWORD=\"" + pick(rng, alnum, 28) + "\"\n"; break;
-            default: out += "curl -H 'Authorization: Bearer " + pick(rng, alnum, 40) + "' https://api/\n"; break;
+            case 0:
+                out += "export AWS_ACCESS_KEY_ID=AKIA" + pick(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16) +
+                       "\n";
+                break;
+            case 1:
+                out += "git remote set-url origin https://ghp_" + pick(rng, alnum, 36) + "@github.com/o/r\n";
+                break;
+            case 2:
+                out += "DB_PASSWORD=\"" + pick(rng, alnum, 28) + "\"\n";
+                break;
+            default:
+                out += "curl -H 'Authorization: Bearer " + pick(rng, alnum, 40) + "' https://api/\n";
+                break;
             }
             next_secret += secret_every;
         }
@@ -80,8 +107,14 @@ void run(benchmark::State& state, bool prefilter)
     state.counters["secrets"] = static_cast<double>(found);
 }
 
-void BM_redact_prefilter(benchmark::State& state) { run(state, true); }
-void BM_redact_sequential(benchmark::State& state) { run(state, false); }
+void BM_redact_prefilter(benchmark::State& state)
+{
+    run(state, true);
+}
+void BM_redact_sequential(benchmark::State& state)
+{
+    run(state, false);
+}
 
 void BM_redactor_create(benchmark::State& state)
 {

@@ -48,13 +48,16 @@ int main(int argc, char** argv)
     const fs::path dir = fs::temp_directory_path() / ("agentctx-bench-scale-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const fs::path src = dir / "source.jsonl";
-    tools::write_session_file({.seed = 14, .entries = entries, .mean_tool_output = 2500, .compaction_every = 6}, src);
+    tools::write_session_file(
+        {.seed = 14, .entries = entries, .mean_tool_output = 2500, .compaction_every = 6}, src
+    );
     for (std::size_t i = 0; i < sessions; ++i)
         fs::copy_file(src, dir / ("s" + std::to_string(i) + ".jsonl"));
     const auto file_bytes = fs::file_size(src);
 
     test::fake_provider_server server;
-    server.set_default({.body = test::openai_body("## Goal\nscale benchmark summary\n\n## Progress\n- done")});
+    server.set_default({.body = test::openai_body("## Goal\nscale benchmark summary\n\n## Progress\n- done")}
+    );
     boost::asio::io_context ioc(1);
     providers::provider_config pc;
     pc.base_url = server.base_url() + "/v1";
@@ -76,8 +79,9 @@ int main(int argc, char** argv)
     for (std::size_t i = 0; i < sessions; ++i)
     {
         compaction::diagnostics diag;
-        auto store = runtime::jsonl_store::open(dir / ("s" + std::to_string(i) + ".jsonl"),
-                                                {.fsync = runtime::fsync_policy::never}, diag);
+        auto store = runtime::jsonl_store::open(
+            dir / ("s" + std::to_string(i) + ".jsonl"), {.fsync = runtime::fsync_policy::never}, diag
+        );
         if (!store)
         {
             std::fprintf(stderr, "open store: %s\n", diag.message.c_str());
@@ -113,13 +117,31 @@ int main(int argc, char** argv)
     const double io_cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - io0;
     const double proc_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - proc0;
 
-    std::printf("sessions %zu (%zu entries, %.1f MB each), opened in %.2f s (CPU %.2f s; peak RSS %.0f MiB)\n", sessions,
-                entries, static_cast<double>(file_bytes) / 1e6, open_s, open_cpu, rss_open);
-    std::printf("compactions committed %zu, failed %zu, provider requests %zu\n", committed, failed,
-                server.requests().size());
-    std::printf("wall %.3f s (%.0f compactions/s), io-thread CPU %.3f s (%.0f us each), process CPU %.3f s, peak RSS %.0f MiB\n",
-                wall, static_cast<double>(committed) / wall, io_cpu, io_cpu * 1e6 / static_cast<double>(sessions),
-                proc_cpu, bench::peak_rss_mib());
+    std::printf(
+        "sessions %zu (%zu entries, %.1f MB each), opened in %.2f s (CPU %.2f s; peak RSS %.0f MiB)\n",
+        sessions,
+        entries,
+        static_cast<double>(file_bytes) / 1e6,
+        open_s,
+        open_cpu,
+        rss_open
+    );
+    std::printf(
+        "compactions committed %zu, failed %zu, provider requests %zu\n",
+        committed,
+        failed,
+        server.requests().size()
+    );
+    std::printf(
+        "wall %.3f s (%.0f compactions/s), io-thread CPU %.3f s (%.0f us each), process CPU %.3f s, peak RSS "
+        "%.0f MiB\n",
+        wall,
+        static_cast<double>(committed) / wall,
+        io_cpu,
+        io_cpu * 1e6 / static_cast<double>(sessions),
+        proc_cpu,
+        bench::peak_rss_mib()
+    );
     for (auto& s : open)
         s->close();
     ioc.restart();

@@ -60,10 +60,14 @@ public:
     connection& operator=(const connection&) = delete;
 
     /// The status code (0: the connection failed); the body in `body`.
-    int request(const std::string& method, const std::string& target, const std::string& payload, std::string& body)
+    int request(
+        const std::string& method, const std::string& target, const std::string& payload, std::string& body
+    )
     {
-        std::string req = method + " " + target + " HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
+        std::string req = method + " " + target +
+                          " HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " +
+                          std::to_string(payload.size()) + "\r\n\r\n" + payload;
         for (std::size_t sent = 0; sent < req.size();)
         {
             const auto n = ::send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
@@ -128,9 +132,17 @@ double percentile(std::vector<double> v, double p)
 
 void report(const char* what, const samples& s, double seconds)
 {
-    std::printf("  %-10s %8zu ok %6.0f/s  p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms  (errors %zu, 409 %zu)\n", what,
-                s.ms.size(), static_cast<double>(s.ms.size()) / seconds, percentile(s.ms, 0.5), percentile(s.ms, 0.99),
-                percentile(s.ms, 1.0), s.errors, s.conflicts);
+    std::printf(
+        "  %-10s %8zu ok %6.0f/s  p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms  (errors %zu, 409 %zu)\n",
+        what,
+        s.ms.size(),
+        static_cast<double>(s.ms.size()) / seconds,
+        percentile(s.ms, 0.5),
+        percentile(s.ms, 0.99),
+        percentile(s.ms, 1.0),
+        s.errors,
+        s.conflicts
+    );
 }
 
 double ms_since(clock_type::time_point t0)
@@ -149,7 +161,9 @@ std::string append_body(std::mt19937_64& rng, int k)
 
 // Runs for `seconds`: `clients` threads append (2 of 3 requests) and read context (1 of 3) on
 // random sessions; `compactors` threads compact random sessions back to back.
-void phase(const char* title, std::uint16_t port, std::size_t sessions, int clients, int compactors, double seconds)
+void phase(
+    const char* title, std::uint16_t port, std::size_t sessions, int clients, int compactors, double seconds
+)
 {
     std::atomic<bool> stop{false};
     std::vector<samples> appends(static_cast<std::size_t>(clients)), reads(static_cast<std::size_t>(clients)),
@@ -165,8 +179,9 @@ void phase(const char* title, std::uint16_t port, std::size_t sessions, int clie
                 const std::string id = "bench" + std::to_string(rng() % sessions);
                 const bool read = k % 3 == 2;
                 const auto t0 = clock_type::now();
-                const int status = read ? conn.request("GET", "/v1/sessions/" + id + "/context", "", body)
-                                        : conn.request("POST", "/v1/sessions/" + id + "/entries", append_body(rng, k), body);
+                const int status =
+                    read ? conn.request("GET", "/v1/sessions/" + id + "/context", "", body)
+                         : conn.request("POST", "/v1/sessions/" + id + "/entries", append_body(rng, k), body);
                 auto& s = read ? reads[static_cast<std::size_t>(c)] : appends[static_cast<std::size_t>(c)];
                 if (status == (read ? 200 : 201))
                     s.ms.push_back(ms_since(t0));
@@ -219,8 +234,14 @@ void phase(const char* title, std::uint16_t port, std::size_t sessions, int clie
         r.merge(s);
     for (const auto& s : compacts)
         k.merge(s);
-    std::printf("%s (%d clients, %d compactors, %.1f s): %.0f requests/s\n", title, clients, compactors, elapsed,
-                static_cast<double>(a.ms.size() + r.ms.size() + k.ms.size()) / elapsed);
+    std::printf(
+        "%s (%d clients, %d compactors, %.1f s): %.0f requests/s\n",
+        title,
+        clients,
+        compactors,
+        elapsed,
+        static_cast<double>(a.ms.size() + r.ms.size() + k.ms.size()) / elapsed
+    );
     report("append", a, elapsed);
     report("context", r, elapsed);
     if (compactors)
@@ -240,7 +261,8 @@ double child_cpu_seconds(pid_t pid)
         else
             cur += stat[i];
     // fields[11], fields[12]: utime, stime (fields counted from the state, field 3 of stat).
-    return (std::stod(fields.at(11)) + std::stod(fields.at(12))) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    return (std::stod(fields.at(11)) + std::stod(fields.at(12))) /
+           static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -276,19 +298,35 @@ int main(int argc, char** argv)
     // 1,000 sessions of ~120 entries (~35k tokens: over keepRecentTokens 20000, under the threshold).
     const fs::path dir = fs::temp_directory_path() / ("agentctx-bench-server-" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const std::string text = agentctx::tools::generate_session({.seed = 5, .entries = 120, .mean_tool_output = 2500});
+    const std::string text =
+        agentctx::tools::generate_session({.seed = 5, .entries = 120, .mean_tool_output = 2500});
     for (std::size_t i = 0; i < sessions; ++i)
         std::ofstream(dir / ("bench" + std::to_string(i) + ".jsonl"), std::ios::binary) << text;
-    std::printf("%zu sessions of %.2f MB in %s\n", sessions, static_cast<double>(text.size()) / 1e6, dir.c_str());
+    std::printf(
+        "%zu sessions of %.2f MB in %s\n", sessions, static_cast<double>(text.size()) / 1e6, dir.c_str()
+    );
 
     agentctx::test::fake_provider_server provider;
-    provider.set_default({.body = agentctx::test::openai_body("## Goal\nserver load summary\n\n## Progress\n- done")});
+    provider.set_default(
+        {.body = agentctx::test::openai_body("## Goal\nserver load summary\n\n## Progress\n- done")}
+    );
     const std::string base = provider.base_url() + "/v1";
 
     const std::string t = std::to_string(threads), open = std::to_string(sessions + 64);
-    agentctx::test::server_process child(bin, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string(), "--threads", t,
-                                                        "--max-open-sessions", open},
-                                               .env = {{"OPENAI_BASE_URL", base}, {"OPENAI_API_KEY", "k"}, {"AGENTCTX_MODEL", "bench"}}});
+    agentctx::test::server_process child(
+        bin,
+        {.args =
+             {"--no-auth",
+              "--port",
+              "0",
+              "--data-dir",
+              dir.string(),
+              "--threads",
+              t,
+              "--max-open-sessions",
+              open},
+         .env = {{"OPENAI_BASE_URL", base}, {"OPENAI_API_KEY", "k"}, {"AGENTCTX_MODEL", "bench"}}}
+    );
     const std::uint16_t port = child.port;
     const pid_t pid = child.pid;
     if (!port)
@@ -301,8 +339,7 @@ int main(int argc, char** argv)
     std::thread drain([fd = child.fd] {
         char buf[4096];
         while (::read(fd, buf, sizeof buf) > 0)
-        {
-        }
+        {}
     });
     struct join_drain
     {
@@ -331,10 +368,18 @@ int main(int argc, char** argv)
     const double cpu0 = child_cpu_seconds(pid);
     phase("appends + context reads", port, sessions, clients, 0, seconds);
     const double cpu1 = child_cpu_seconds(pid);
-    std::printf("  server CPU %.2f s, peak RSS %.0f MiB\n", cpu1 - cpu0, agentctx::bench::peak_rss_mib(std::to_string(pid)));
+    std::printf(
+        "  server CPU %.2f s, peak RSS %.0f MiB\n",
+        cpu1 - cpu0,
+        agentctx::bench::peak_rss_mib(std::to_string(pid))
+    );
     phase("appends + context reads + compactions", port, sessions, clients, compactors, seconds);
-    std::printf("  server CPU %.2f s, peak RSS %.0f MiB, provider requests %zu\n", child_cpu_seconds(pid) - cpu1,
-                agentctx::bench::peak_rss_mib(std::to_string(pid)), provider.requests().size());
+    std::printf(
+        "  server CPU %.2f s, peak RSS %.0f MiB, provider requests %zu\n",
+        child_cpu_seconds(pid) - cpu1,
+        agentctx::bench::peak_rss_mib(std::to_string(pid)),
+        provider.requests().size()
+    );
 
     ::kill(pid, SIGTERM);
     child.wait(std::chrono::seconds(30));

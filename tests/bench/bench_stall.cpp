@@ -69,21 +69,27 @@ double percentile(std::vector<double> v, double p)
 // session measures its projected context.
 json::object user_entry(std::size_t i, double ts)
 {
-    return {{"type", "message"},
-            {"message", json::object{{"role", "user"},
-                                     {"content", "turn " + std::to_string(i) + " " + std::string(2000, 'q')},
-                                     {"timestamp", ts}}}};
+    return {
+        {"type", "message"},
+        {"message",
+         json::object{
+             {"role", "user"},
+             {"content", "turn " + std::to_string(i) + " " + std::string(2000, 'q')},
+             {"timestamp", ts}}}};
 }
 
 json::object assistant_message(std::size_t i, double ts)
 {
-    return {{"role", "assistant"},
-            {"content", json::array{json::object{{"type", "text"}, {"text", "answer " + std::to_string(i) + " " + std::string(18000, 'a')}}}},
-            {"api", "openai-completions"},
-            {"provider", "openai"},
-            {"model", "bench"},
-            {"stopReason", "stop"},
-            {"timestamp", ts}};
+    return {
+        {"role", "assistant"},
+        {"content",
+         json::array{json::object{
+             {"type", "text"}, {"text", "answer " + std::to_string(i) + " " + std::string(18000, 'a')}}}},
+        {"api", "openai-completions"},
+        {"provider", "openai"},
+        {"model", "bench"},
+        {"stopReason", "stop"},
+        {"timestamp", ts}};
 }
 
 // Built outside the coroutine: g++ 12 miscompiles braced lists of string literals inside one.
@@ -97,8 +103,10 @@ asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_r
     asio::steady_timer agent(co_await asio::this_coro::executor);
     const auto t0 = steady_clock::now();
     // Timestamps from now on: a message older than the latest compaction is never checked.
-    double ts = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    double ts = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()
+    )
+                                        .count());
     for (std::size_t i = 0; i < p.turns; ++i)
     {
         ts += 1000;
@@ -111,7 +119,8 @@ asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_r
         compaction::diagnostics diag;
         auto msg = compaction::decode_message(m, "", diag).value();
         const auto waited = steady_clock::now();
-        auto [ec, outcome] = co_await s->async_on_turn_end(std::move(msg), asio::as_tuple(asio::use_awaitable));
+        auto [ec, outcome] =
+            co_await s->async_on_turn_end(std::move(msg), asio::as_tuple(asio::use_awaitable));
         const double ms = ms_since(waited);
         out.worst_turn_end_ms = std::max(out.worst_turn_end_ms, ms);
         if (!ec && outcome.compacted)
@@ -126,8 +135,10 @@ asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_r
 run_result run(bool background, const params& p, const fs::path& dir)
 {
     test::fake_provider_server server;
-    server.set_default({.body = test::openai_body("## Goal\nstall benchmark summary\n\n## Progress\n- done"),
-                        .delay = std::chrono::milliseconds(p.summary_ms)});
+    server.set_default(
+        {.body = test::openai_body("## Goal\nstall benchmark summary\n\n## Progress\n- done"),
+         .delay = std::chrono::milliseconds(p.summary_ms)}
+    );
     // The exact-count preflight is answered at once (not found: the session estimates instead),
     // so only summary requests carry the latency.
     server.route("/input_tokens", [](const test::recorded_request&) {
@@ -142,7 +153,8 @@ run_result run(bool background, const params& p, const fs::path& dir)
     runtime::session_config config;
     // The default settings: threshold 183,616 tokens (200,000 − 16,384); at startAt 0.7 a background
     // compaction starts above 128,531, eleven turns before the threshold.
-    config.settings.working_budget = compaction::token_amount{};  // Pi's threshold: the stall, not the budget, is measured
+    config.settings.working_budget =
+        compaction::token_amount{};  // Pi's threshold: the stall, not the budget, is measured
     config.settings.background.enabled = background;
     config.settings.background.start_at = p.start_at;
     config.model = {.provider = "openai", .model_id = "bench", .context_window = 200000};
@@ -151,7 +163,8 @@ run_result run(bool background, const params& p, const fs::path& dir)
 
     const fs::path file = dir / (background ? "background.jsonl" : "foreground.jsonl");
     std::ofstream(file, std::ios::binary)
-        << R"({"type":"session","version":3,"id":"bench","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        << R"({"type":"session","version":3,"id":"bench","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+        << '\n';
     compaction::diagnostics diag;
     auto store = runtime::jsonl_store::open(file, {}, diag);
     auto s = store ? runtime::session::open(ioc.get_executor(), std::move(*store), config, diag)
@@ -174,9 +187,17 @@ run_result run(bool background, const params& p, const fs::path& dir)
 
 void print(const char* mode, const run_result& r)
 {
-    std::printf("%-11s %11zu %13zu %12.1f %12.1f %12.1f %16.1f %8.1f\n", mode, r.stalls_ms.size(), r.summary_calls,
-                percentile(r.stalls_ms, 0.50), percentile(r.stalls_ms, 0.95), percentile(r.stalls_ms, 1.0),
-                r.worst_turn_end_ms, r.wall_s);
+    std::printf(
+        "%-11s %11zu %13zu %12.1f %12.1f %12.1f %16.1f %8.1f\n",
+        mode,
+        r.stalls_ms.size(),
+        r.summary_calls,
+        percentile(r.stalls_ms, 0.50),
+        percentile(r.stalls_ms, 0.95),
+        percentile(r.stalls_ms, 1.0),
+        r.worst_turn_end_ms,
+        r.wall_s
+    );
 }
 
 }  // namespace
@@ -194,10 +215,24 @@ int main(int argc, char** argv)
         p.start_at = std::atof(argv[4]);
     const fs::path dir = fs::temp_directory_path() / ("agentctx-bench-stall-" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    std::printf("turns %zu, summary latency %d ms, agent time per turn %d ms, startAt %.2f\n", p.turns, p.summary_ms,
-                p.turn_ms, p.start_at);
-    std::printf("%-11s %11s %13s %12s %12s %12s %16s %8s\n", "mode", "compactions", "summary_calls", "stall_p50_ms",
-                "stall_p95_ms", "stall_max_ms", "turn_end_max_ms", "wall_s");
+    std::printf(
+        "turns %zu, summary latency %d ms, agent time per turn %d ms, startAt %.2f\n",
+        p.turns,
+        p.summary_ms,
+        p.turn_ms,
+        p.start_at
+    );
+    std::printf(
+        "%-11s %11s %13s %12s %12s %12s %16s %8s\n",
+        "mode",
+        "compactions",
+        "summary_calls",
+        "stall_p50_ms",
+        "stall_p95_ms",
+        "stall_max_ms",
+        "turn_end_max_ms",
+        "wall_s"
+    );
     print("foreground", run(false, p, dir));
     print("background", run(true, p, dir));
     fs::remove_all(dir);

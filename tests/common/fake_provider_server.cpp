@@ -53,13 +53,15 @@ struct fake_provider_server::impl
     {
         std::lock_guard lock(mu);
         const std::string path = rec.target.substr(0, rec.target.find('?'));
-        if (anthropic_checks && (path.ends_with("/v1/messages") || path.ends_with("/v1/messages/count_tokens")))
+        if (anthropic_checks &&
+            (path.ends_with("/v1/messages") || path.ends_with("/v1/messages/count_tokens")))
             if (const auto why = anthropic_request_problem(rec.body))
             {
                 scripted_response refused;
                 refused.status = 400;
                 refused.body = compaction::stringify(boost::json::object{
-                    {"type", "error"}, {"error", boost::json::object{{"type", "invalid_request_error"}, {"message", *why}}}});
+                    {"type", "error"},
+                    {"error", boost::json::object{{"type", "invalid_request_error"}, {"message", *why}}}});
                 return refused;
             }
         for (const auto& [suffix, answer] : routes)
@@ -93,7 +95,8 @@ struct fake_provider_server::impl
         for (;;)
         {
             http::request<http::string_body> req;
-            auto [ec, n] = co_await http::async_read(stream, buffer, req, asio::as_tuple(asio::use_awaitable));
+            auto [ec, n] =
+                co_await http::async_read(stream, buffer, req, asio::as_tuple(asio::use_awaitable));
             if (ec)
                 co_return;
             recorded_request rec;
@@ -122,9 +125,13 @@ struct fake_provider_server::impl
             if (r.reset_after)
             {
                 // Announce the whole body, send part of it, then reset the connection.
-                std::string raw = "HTTP/1.1 " + std::to_string(r.status) + " OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                  std::to_string(r.body.size()) + "\r\n\r\n" + r.body.substr(0, *r.reset_after);
-                co_await asio::async_write(stream.socket(), asio::buffer(raw), asio::as_tuple(asio::use_awaitable));
+                std::string raw = "HTTP/1.1 " + std::to_string(r.status) +
+                                  " OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                  std::to_string(r.body.size()) + "\r\n\r\n" +
+                                  r.body.substr(0, *r.reset_after);
+                co_await asio::async_write(
+                    stream.socket(), asio::buffer(raw), asio::as_tuple(asio::use_awaitable)
+                );
                 boost::system::error_code ignore;
                 stream.socket().set_option(asio::socket_base::linger(true, 0), ignore);
                 stream.socket().close(ignore);
@@ -138,7 +145,8 @@ struct fake_provider_server::impl
                     res.set(k, v);
                 res.chunked(true);
                 http::response_serializer<http::empty_body> sr{res};
-                auto [wec, wn] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+                auto [wec, wn] =
+                    co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
                 if (wec)
                     co_return;
                 for (const auto& c : r.chunks)
@@ -148,7 +156,9 @@ struct fake_provider_server::impl
                         asio::steady_timer t(ioc, r.chunk_gap);
                         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
                     }
-                    auto [cec, cn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(c)), asio::as_tuple(asio::use_awaitable));
+                    auto [cec, cn] = co_await asio::async_write(
+                        stream, http::make_chunk(asio::buffer(c)), asio::as_tuple(asio::use_awaitable)
+                    );
                     if (cec)
                         co_return;
                 }
@@ -158,7 +168,9 @@ struct fake_provider_server::impl
                     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
                     co_return;
                 }
-                auto [lec, ln] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+                auto [lec, ln] = co_await asio::async_write(
+                    stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable)
+                );
                 if (lec)
                     co_return;
             }
@@ -233,8 +245,8 @@ std::optional<std::string> anthropic_request_problem(const std::string& body)
         for (const auto& b : content->get_array())
         {
             const auto* type = b.is_object() ? b.get_object().if_contains("type") : nullptr;
-            if (type && type->is_string() && (type->get_string() == "tool_use" || type->get_string() == "tool_result") &&
-                !has_tools)
+            if (type && type->is_string() &&
+                (type->get_string() == "tool_use" || type->get_string() == "tool_result") && !has_tools)
                 return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
         }
     }
@@ -264,30 +276,71 @@ std::size_t fake_provider_server::connections() const
     return impl_->accepted;
 }
 
-std::string openai_body(const std::string& text, const std::string& finish, int prompt, int cached, int completion)
+std::string openai_body(
+    const std::string& text, const std::string& finish, int prompt, int cached, int completion
+)
 {
     return compaction::stringify(json::object{
         {"id", "chatcmpl-1"},
         {"object", "chat.completion"},
         {"model", "gpt-test"},
-        {"choices", json::array{json::object{{"index", 0},
-                                             {"message", json::object{{"role", "assistant"}, {"content", text}, {"reasoning_content", "hidden thoughts"}}},
-                                             {"finish_reason", finish}}}},
-        {"usage", json::object{{"prompt_tokens", prompt},
-                               {"completion_tokens", completion},
-                               {"total_tokens", prompt + completion},
-                               {"prompt_tokens_details", json::object{{"cached_tokens", cached}}}}},
+        {"choices",
+         json::array{json::object{
+             {"index", 0},
+             {"message",
+              json::object{
+                  {"role", "assistant"}, {"content", text}, {"reasoning_content", "hidden thoughts"}}},
+             {"finish_reason", finish}}}},
+        {"usage",
+         json::object{
+             {"prompt_tokens", prompt},
+             {"completion_tokens", completion},
+             {"total_tokens", prompt + completion},
+             {"prompt_tokens_details", json::object{{"cached_tokens", cached}}}}},
     });
 }
 
 std::vector<std::string> openai_stream(const std::vector<std::string>& parts, const std::string& finish)
 {
     std::vector<std::string> out;
-    out.push_back("data: " + compaction::stringify(json::object{{"model", "gpt-test"}, {"choices", json::array{json::object{{"index", 0}, {"delta", json::object{{"role", "assistant"}, {"reasoning_content", "thinking..."}}}}}}}) + "\n\n");
+    out.push_back(
+        "data: " +
+        compaction::stringify(json::object{
+            {"model", "gpt-test"},
+            {"choices",
+             json::array{json::object{
+                 {"index", 0},
+                 {"delta", json::object{{"role", "assistant"}, {"reasoning_content", "thinking..."}}}}}}}) +
+        "\n\n"
+    );
     for (const auto& p : parts)
-        out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{json::object{{"index", 0}, {"delta", json::object{{"content", p}}}}}}}) + "\n\n");
-    out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{json::object{{"index", 0}, {"delta", json::object{}}, {"finish_reason", finish}}}}}) + "\n\n");
-    out.push_back("data: " + compaction::stringify(json::object{{"choices", json::array{}}, {"usage", json::object{{"prompt_tokens", 300}, {"completion_tokens", 30}, {"total_tokens", 330}, {"prompt_tokens_details", json::object{{"cached_tokens", 100}}}}}}) + "\n\ndata: [DONE]\n\n");
+        out.push_back(
+            "data: " +
+            compaction::stringify(json::object{
+                {"choices", json::array{json::object{{"index", 0}, {"delta", json::object{{"content", p}}}}}}}
+            ) +
+            "\n\n"
+        );
+    out.push_back(
+        "data: " +
+        compaction::stringify(json::object{
+            {"choices",
+             json::array{json::object{{"index", 0}, {"delta", json::object{}}, {"finish_reason", finish}}}}}
+        ) +
+        "\n\n"
+    );
+    out.push_back(
+        "data: " +
+        compaction::stringify(json::object{
+            {"choices", json::array{}},
+            {"usage",
+             json::object{
+                 {"prompt_tokens", 300},
+                 {"completion_tokens", 30},
+                 {"total_tokens", 330},
+                 {"prompt_tokens_details", json::object{{"cached_tokens", 100}}}}}}) +
+        "\n\ndata: [DONE]\n\n"
+    );
     return out;
 }
 
@@ -298,10 +351,17 @@ std::string anthropic_body(const std::string& text, const std::string& stop)
         {"type", "message"},
         {"role", "assistant"},
         {"model", "claude-test"},
-        {"content", json::array{json::object{{"type", "thinking"}, {"thinking", "hidden"}, {"signature", "x"}},
-                                json::object{{"type", "text"}, {"text", text}}}},
+        {"content",
+         json::array{
+             json::object{{"type", "thinking"}, {"thinking", "hidden"}, {"signature", "x"}},
+             json::object{{"type", "text"}, {"text", text}}}},
         {"stop_reason", stop},
-        {"usage", json::object{{"input_tokens", 50}, {"output_tokens", 25}, {"cache_read_input_tokens", 200}, {"cache_creation_input_tokens", 10}}},
+        {"usage",
+         json::object{
+             {"input_tokens", 50},
+             {"output_tokens", 25},
+             {"cache_read_input_tokens", 200},
+             {"cache_creation_input_tokens", 10}}},
     });
 }
 
@@ -311,14 +371,51 @@ std::vector<std::string> anthropic_stream(const std::vector<std::string>& parts,
         return std::string("event: ") + name + "\ndata: " + compaction::stringify(data) + "\n\n";
     };
     std::vector<std::string> out;
-    out.push_back(ev("message_start", {{"type", "message_start"}, {"message", json::object{{"model", "claude-test"}, {"usage", json::object{{"input_tokens", 70}, {"output_tokens", 1}, {"cache_read_input_tokens", 30}, {"cache_creation_input_tokens", 0}}}}}}));
-    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", json::object{{"type", "thinking"}, {"thinking", ""}}}}));
-    out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", json::object{{"type", "thinking_delta"}, {"thinking", "hidden"}}}}));
-    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 1}, {"content_block", json::object{{"type", "text"}, {"text", ""}}}}));
+    out.push_back(
+        ev("message_start",
+           {{"type", "message_start"},
+            {"message",
+             json::object{
+                 {"model", "claude-test"},
+                 {"usage",
+                  json::object{
+                      {"input_tokens", 70},
+                      {"output_tokens", 1},
+                      {"cache_read_input_tokens", 30},
+                      {"cache_creation_input_tokens", 0}}}}}})
+    );
+    out.push_back(
+        ev("content_block_start",
+           {{"type", "content_block_start"},
+            {"index", 0},
+            {"content_block", json::object{{"type", "thinking"}, {"thinking", ""}}}})
+    );
+    out.push_back(
+        ev("content_block_delta",
+           {{"type", "content_block_delta"},
+            {"index", 0},
+            {"delta", json::object{{"type", "thinking_delta"}, {"thinking", "hidden"}}}})
+    );
+    out.push_back(
+        ev("content_block_start",
+           {{"type", "content_block_start"},
+            {"index", 1},
+            {"content_block", json::object{{"type", "text"}, {"text", ""}}}})
+    );
     for (const auto& p : parts)
-        out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 1}, {"delta", json::object{{"type", "text_delta"}, {"text", p}}}}));
+        out.push_back(
+            ev("content_block_delta",
+               {{"type", "content_block_delta"},
+                {"index", 1},
+                {"delta", json::object{{"type", "text_delta"}, {"text", p}}}})
+        );
     out.push_back(": keep-alive comment\n\n");
-    out.push_back(ev("message_delta", {{"type", "message_delta"}, {"delta", json::object{{"stop_reason", stop}}}, {"usage", json::object{{"output_tokens", 40}}}}));
+    out.push_back(
+        ev("message_delta",
+           {{"type", "message_delta"},
+            {"delta", json::object{{"stop_reason", stop}}},
+            {"usage", json::object{{"output_tokens", 40}}}})
+    );
     out.push_back(ev("message_stop", {{"type", "message_stop"}}));
     return out;
 }
@@ -333,11 +430,14 @@ std::string openai_count_body(std::int64_t tokens)
     return compaction::stringify(json::object{{"object", "response.input_tokens"}, {"input_tokens", tokens}});
 }
 
-std::string anthropic_compaction_block(const std::optional<std::string>& content, const std::string& encrypted)
+std::string anthropic_compaction_block(
+    const std::optional<std::string>& content, const std::string& encrypted
+)
 {
-    return compaction::stringify(json::object{{"type", "compaction"},
-                                              {"content", content ? json::value(*content) : json::value(nullptr)},
-                                              {"encrypted_content", encrypted}});
+    return compaction::stringify(json::object{
+        {"type", "compaction"},
+        {"content", content ? json::value(*content) : json::value(nullptr)},
+        {"encrypted_content", encrypted}});
 }
 
 std::string anthropic_compaction_body(const std::vector<std::string>& blocks)
@@ -352,11 +452,15 @@ std::string anthropic_compaction_body(const std::vector<std::string>& blocks)
         {"model", "claude-test"},
         {"content", std::move(content)},
         {"stop_reason", "compaction"},
-        {"usage", json::object{{"input_tokens", 12},
-                               {"output_tokens", 0},
-                               {"cache_read_input_tokens", 300},
-                               {"cache_creation_input_tokens", 0},
-                               {"iterations", json::array{json::object{{"type", "compaction"}, {"input_tokens", 61000}, {"output_tokens", 900}}}}}},
+        {"usage",
+         json::object{
+             {"input_tokens", 12},
+             {"output_tokens", 0},
+             {"cache_read_input_tokens", 300},
+             {"cache_creation_input_tokens", 0},
+             {"iterations",
+              json::array{
+                  json::object{{"type", "compaction"}, {"input_tokens", 61000}, {"output_tokens", 900}}}}}},
     });
 }
 
@@ -366,27 +470,64 @@ std::vector<std::string> anthropic_compaction_stream(const std::string& content,
         return std::string("event: ") + name + "\ndata: " + compaction::stringify(data) + "\n\n";
     };
     std::vector<std::string> out;
-    out.push_back(ev("message_start", {{"type", "message_start"}, {"message", json::object{{"id", "msg_s1"}, {"type", "message"}, {"role", "assistant"}, {"model", "claude-test"}, {"content", json::array{}}, {"usage", json::object{{"input_tokens", 12}, {"output_tokens", 0}}}}}}));
-    out.push_back(ev("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", json::object{{"type", "compaction"}, {"content", nullptr}, {"encrypted_content", nullptr}}}}));
-    out.push_back(ev("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", json::object{{"type", "compaction_delta"}, {"content", content}, {"encrypted_content", encrypted}}}}));
+    out.push_back(
+        ev("message_start",
+           {{"type", "message_start"},
+            {"message",
+             json::object{
+                 {"id", "msg_s1"},
+                 {"type", "message"},
+                 {"role", "assistant"},
+                 {"model", "claude-test"},
+                 {"content", json::array{}},
+                 {"usage", json::object{{"input_tokens", 12}, {"output_tokens", 0}}}}}})
+    );
+    out.push_back(
+        ev("content_block_start",
+           {{"type", "content_block_start"},
+            {"index", 0},
+            {"content_block",
+             json::object{{"type", "compaction"}, {"content", nullptr}, {"encrypted_content", nullptr}}}})
+    );
+    out.push_back(ev(
+        "content_block_delta",
+        {{"type", "content_block_delta"},
+         {"index", 0},
+         {"delta",
+          json::object{{"type", "compaction_delta"}, {"content", content}, {"encrypted_content", encrypted}}}}
+    ));
     out.push_back(ev("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}));
-    out.push_back(ev("message_delta", {{"type", "message_delta"}, {"delta", json::object{{"stop_reason", "compaction"}}}, {"usage", json::object{{"output_tokens", 0}, {"iterations", json::array{json::object{{"type", "compaction"}, {"input_tokens", 70000}, {"output_tokens", 800}}}}}}}));
+    out.push_back(
+        ev("message_delta",
+           {{"type", "message_delta"},
+            {"delta", json::object{{"stop_reason", "compaction"}}},
+            {"usage",
+             json::object{
+                 {"output_tokens", 0},
+                 {"iterations",
+                  json::array{json::object{
+                      {"type", "compaction"}, {"input_tokens", 70000}, {"output_tokens", 800}}}}}}})
+    );
     out.push_back(ev("message_stop", {{"type", "message_stop"}}));
     return out;
 }
 
 std::string openai_compaction_item(const std::string& encrypted)
 {
-    return compaction::stringify(json::object{{"type", "compaction"}, {"id", "cmp_item_1"}, {"encrypted_content", encrypted}});
+    return compaction::stringify(json::object{
+        {"type", "compaction"}, {"id", "cmp_item_1"}, {"encrypted_content", encrypted}});
 }
 
-std::string openai_compact_body(const std::vector<std::string>& user_texts, const std::vector<std::string>& items)
+std::string openai_compact_body(
+    const std::vector<std::string>& user_texts, const std::vector<std::string>& items
+)
 {
     json::array output;
     for (const auto& t : user_texts)
-        output.push_back(json::object{{"type", "message"},
-                                      {"role", "user"},
-                                      {"content", json::array{json::object{{"type", "input_text"}, {"text", t}}}}});
+        output.push_back(json::object{
+            {"type", "message"},
+            {"role", "user"},
+            {"content", json::array{json::object{{"type", "input_text"}, {"text", t}}}}});
     for (const auto& i : items)
         output.push_back(json::parse(i));
     return compaction::stringify(json::object{
@@ -394,7 +535,12 @@ std::string openai_compact_body(const std::vector<std::string>& user_texts, cons
         {"created_at", 1764547200},
         {"object", "response.compaction"},
         {"output", std::move(output)},
-        {"usage", json::object{{"input_tokens", 64000}, {"input_tokens_details", json::object{{"cached_tokens", 1000}}}, {"output_tokens", 700}, {"total_tokens", 64700}}},
+        {"usage",
+         json::object{
+             {"input_tokens", 64000},
+             {"input_tokens_details", json::object{{"cached_tokens", 1000}}},
+             {"output_tokens", 700},
+             {"total_tokens", 64700}}},
     });
 }
 
@@ -404,7 +550,10 @@ std::string anthropic_model_body(const std::string& id, bool compaction_supporte
         {"type", "model"},
         {"id", id},
         {"display_name", id},
-        {"capabilities", json::object{{"context_management", json::object{{"compact_20260112", json::object{{"supported", compaction_supported}}}}}}},
+        {"capabilities",
+         json::object{
+             {"context_management",
+              json::object{{"compact_20260112", json::object{{"supported", compaction_supported}}}}}}},
     });
 }
 

@@ -19,8 +19,8 @@ struct scripted_response
     int status = 200;
     std::vector<std::pair<std::string, std::string>> headers;  ///< e.g. {"retry-after", "1"}
     std::string body;                                          ///< a plain body
-    std::vector<std::string> chunks;      ///< non-empty: a chunked text/event-stream, one write each
-    std::chrono::milliseconds delay{0};   ///< before the response
+    std::vector<std::string> chunks;     ///< non-empty: a chunked text/event-stream, one write each
+    std::chrono::milliseconds delay{0};  ///< before the response
     std::chrono::milliseconds chunk_gap{0};
     std::optional<std::size_t> reset_after;  ///< announce the full body, send this many bytes, reset
     bool stall = false;                      ///< after the chunks, never finish
@@ -53,8 +53,8 @@ public:
     /// them (400 `invalid_request_error`; see anthropic_request_problem). Off by default.
     void check_anthropic_requests(bool on);
 
-    void push(scripted_response r);          ///< next response (FIFO)
-    void set_default(scripted_response r);   ///< when the queue is empty
+    void push(scripted_response r);         ///< next response (FIFO)
+    void set_default(scripted_response r);  ///< when the queue is empty
     std::vector<recorded_request> requests() const;
     std::size_t connections() const;
 
@@ -69,24 +69,40 @@ private:
 std::optional<std::string> anthropic_request_problem(const std::string& body);
 
 // Bodies in each API's shape.
-std::string openai_body(const std::string& text, const std::string& finish = "stop", int prompt = 100, int cached = 40, int completion = 20);
-std::vector<std::string> openai_stream(const std::vector<std::string>& parts, const std::string& finish = "stop");
+std::string openai_body(
+    const std::string& text,
+    const std::string& finish = "stop",
+    int prompt = 100,
+    int cached = 40,
+    int completion = 20
+);
+std::vector<std::string> openai_stream(
+    const std::vector<std::string>& parts, const std::string& finish = "stop"
+);
 std::string anthropic_body(const std::string& text, const std::string& stop = "end_turn");
-std::vector<std::string> anthropic_stream(const std::vector<std::string>& parts, const std::string& stop = "end_turn");
+std::vector<std::string> anthropic_stream(
+    const std::vector<std::string>& parts, const std::string& stop = "end_turn"
+);
 
 // Counting: `{"input_tokens": N}` and `{"object": "response.input_tokens", "input_tokens": N}`.
 std::string anthropic_count_body(std::int64_t tokens);
 std::string openai_count_body(std::int64_t tokens);
 /// A `compaction` block as Anthropic returns it (`content` nullopt = null: the compaction failed).
-std::string anthropic_compaction_block(const std::optional<std::string>& content, const std::string& encrypted);
+std::string anthropic_compaction_block(
+    const std::optional<std::string>& content, const std::string& encrypted
+);
 /// A paused Messages response (`stop_reason: "compaction"`) holding `blocks` (JSON objects as
 /// text), with `usage.iterations` for the compaction pass.
 std::string anthropic_compaction_body(const std::vector<std::string>& blocks);
 /// The same response streamed: `content_block_start` (type compaction), one `compaction_delta`.
-std::vector<std::string> anthropic_compaction_stream(const std::string& content, const std::string& encrypted);
+std::vector<std::string> anthropic_compaction_stream(
+    const std::string& content, const std::string& encrypted
+);
 /// `POST /responses/compact`: `output` = `user_texts` as user messages, then `items` (JSON text;
 /// normally one compaction item, see openai_compaction_item).
-std::string openai_compact_body(const std::vector<std::string>& user_texts, const std::vector<std::string>& items);
+std::string openai_compact_body(
+    const std::vector<std::string>& user_texts, const std::vector<std::string>& items
+);
 std::string openai_compaction_item(const std::string& encrypted);
 /// `GET /v1/models/{id}` with `capabilities.context_management.compact_20260112.supported`.
 std::string anthropic_model_body(const std::string& id, bool compaction_supported);

@@ -36,8 +36,9 @@ inline std::string long_session(std::size_t turns, std::size_t pad = 300, std::i
         const std::string n = std::to_string(i);
         s.user("u" + n, turn_marker(i) + " " + std::string(pad, 'q'));
         if (i % 3 == 2)
-            s.tool_call("c" + n, "call" + n, "read", {{"path", "src/f" + n + ".ts"}})
-                .tool_result("r" + n, "call" + n, "read", "RESULT " + n + " " + std::string(pad, 'r'));
+            s.tool_call(
+                 "c" + n, "call" + n, "read", {{"path", "src/f" + n + ".ts"}}
+            ).tool_result("r" + n, "call" + n, "read", "RESULT " + n + " " + std::string(pad, 'r'));
         s.assistant("a" + n, "answer " + n + " " + std::string(pad, 'a'), i + 1 == turns ? usage_total : 0);
     }
     return s.text;
@@ -45,7 +46,9 @@ inline std::string long_session(std::size_t turns, std::size_t pad = 300, std::i
 
 /// A fresh scratch directory for the running test (`<tmp>/agentctx-<suite>-<pid>-<test>`) holding
 /// `name` with long_session(turns); returns the file's path.
-inline std::filesystem::path scratch_long_session(const std::string& suite, const std::string& name, std::size_t turns)
+inline std::filesystem::path scratch_long_session(
+    const std::string& suite, const std::string& name, std::size_t turns
+)
 {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("agentctx-" + suite + "-" + std::to_string(::getpid()) + "-" +

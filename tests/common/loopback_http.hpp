@@ -103,11 +103,16 @@ inline boost::json::value raw_body(const std::string& response)
 }
 
 /// One request on its own connection (`Connection: close`), the whole raw response.
-inline std::string ask(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "")
+inline std::string ask(
+    std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = ""
+)
 {
     raw_conn c(port);
-    c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n" +
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    c.send(
+        method + " " + path +
+        " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body
+    );
     std::string res;
     c.read_to_close(res);
     return res;

@@ -24,16 +24,16 @@ inline std::filesystem::path new_session_file(const std::string& prefix)
     const auto path = std::filesystem::temp_directory_path() /
                       (prefix + "-" + std::to_string(::getpid()) + "-" +
                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
-    std::ofstream(path) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+    std::ofstream(path
+    ) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+      << '\n';
     return path;
 }
 
 /// The session, or null (with a test failure naming the cause) when the store or the session
 /// cannot be opened.
 inline std::shared_ptr<runtime::session> open_session(
-    boost::asio::any_io_executor ex,
-    const std::filesystem::path& path,
-    runtime::session_config config
+    boost::asio::any_io_executor ex, const std::filesystem::path& path, runtime::session_config config
 )
 {
     compaction::diagnostics diag;

@@ -22,8 +22,13 @@ public:
     explicit openapi_check(const boost::json::value& doc) : doc_(doc) {}
 
     /// "" when the response matches the document; otherwise what differs, with the JSON path.
-    std::string check(std::string_view method, std::string_view target, int status, std::string_view content_type,
-                      std::string_view body) const
+    std::string check(
+        std::string_view method,
+        std::string_view target,
+        int status,
+        std::string_view content_type,
+        std::string_view body
+    ) const
     {
         const auto* op = operation(method, path_of(target));
         if (!op)
@@ -33,11 +38,13 @@ public:
         if (!resp)
             resp = responses.if_contains("default");
         if (!resp)
-            return std::string(method) + " " + std::string(target) + ": status " + std::to_string(status) + " not documented";
+            return std::string(method) + " " + std::string(target) + ": status " + std::to_string(status) +
+                   " not documented";
         const auto& r = resolve(*resp).as_object();
         const auto* content = r.if_contains("content");
         if (!content)
-            return body.empty() ? "" : "status " + std::to_string(status) + ": a body where the document has none";
+            return body.empty() ? ""
+                                : "status " + std::to_string(status) + ": a body where the document has none";
         const std::string type(content_type.substr(0, content_type.find(';')));
         const auto* media = content->as_object().if_contains(type);
         if (!media)
@@ -53,19 +60,24 @@ public:
     }
 
     /// "" when `value` matches `schema`; otherwise the first difference with its JSON path.
-    std::string validate(const boost::json::value& schema_ref, const boost::json::value& value, const std::string& at) const
+    std::string validate(
+        const boost::json::value& schema_ref, const boost::json::value& value, const std::string& at
+    ) const
     {
         const auto& schema = resolve(schema_ref);
         if (!schema.is_object())
             return "";
         const auto& s = schema.as_object();
         if (const auto* t = s.if_contains("type"); t && !type_matches(*t, value))
-            return at + ": expected type " + boost::json::serialize(*t) + ", got " + boost::json::serialize(value);
-        if (const auto* e = s.if_contains("enum"); e && std::find(e->as_array().begin(), e->as_array().end(), value) == e->as_array().end())
+            return at + ": expected type " + boost::json::serialize(*t) + ", got " +
+                   boost::json::serialize(value);
+        if (const auto* e = s.if_contains("enum");
+            e && std::find(e->as_array().begin(), e->as_array().end(), value) == e->as_array().end())
             return at + ": " + boost::json::serialize(value) + " is not one of " + boost::json::serialize(*e);
         if (const auto* c = s.if_contains("const"); c && *c != value)
             return at + ": expected " + boost::json::serialize(*c);
-        if (const auto* m = s.if_contains("minimum"); m && value.is_number() && value.to_number<double>() < m->to_number<double>())
+        if (const auto* m = s.if_contains("minimum");
+            m && value.is_number() && value.to_number<double>() < m->to_number<double>())
             return at + ": below the minimum " + boost::json::serialize(*m);
         if (auto why = check_alternatives(s, value, at); !why.empty())
             return why;
@@ -74,7 +86,8 @@ public:
         if (value.is_array())
             if (const auto* items = s.if_contains("items"))
                 for (std::size_t i = 0; i < value.as_array().size(); ++i)
-                    if (auto why = validate(*items, value.as_array()[i], at + "[" + std::to_string(i) + "]"); !why.empty())
+                    if (auto why = validate(*items, value.as_array()[i], at + "[" + std::to_string(i) + "]");
+                        !why.empty())
                         return why;
         return "";
     }
@@ -100,7 +113,9 @@ private:
     const boost::json::object* operation(std::string_view method, std::string_view path) const
     {
         std::string m(method);
-        std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) {
+            return static_cast<char>(std::tolower(c));
+        });
         for (const auto& [tmpl, item] : doc_.at("paths").as_object())
             if (path_matches(tmpl, path))
                 if (const auto* op = item.as_object().if_contains(m))
@@ -129,13 +144,20 @@ private:
 
     static bool one_type(std::string_view t, const boost::json::value& v)
     {
-        if (t == "object") return v.is_object();
-        if (t == "array") return v.is_array();
-        if (t == "string") return v.is_string();
-        if (t == "boolean") return v.is_bool();
-        if (t == "null") return v.is_null();
-        if (t == "integer") return v.is_int64() || v.is_uint64();
-        if (t == "number") return v.is_number();
+        if (t == "object")
+            return v.is_object();
+        if (t == "array")
+            return v.is_array();
+        if (t == "string")
+            return v.is_string();
+        if (t == "boolean")
+            return v.is_bool();
+        if (t == "null")
+            return v.is_null();
+        if (t == "integer")
+            return v.is_int64() || v.is_uint64();
+        if (t == "number")
+            return v.is_number();
         return false;
     }
 
@@ -143,11 +165,14 @@ private:
     {
         if (t.is_string())
             return one_type(t.as_string(), v);
-        return std::any_of(t.as_array().begin(), t.as_array().end(),
-                           [&](const boost::json::value& x) { return one_type(x.as_string(), v); });
+        return std::any_of(t.as_array().begin(), t.as_array().end(), [&](const boost::json::value& x) {
+            return one_type(x.as_string(), v);
+        });
     }
 
-    std::string check_alternatives(const boost::json::object& s, const boost::json::value& value, const std::string& at) const
+    std::string check_alternatives(
+        const boost::json::object& s, const boost::json::value& value, const std::string& at
+    ) const
     {
         for (const char* key : {"oneOf", "anyOf"})
         {
@@ -169,7 +194,9 @@ private:
         return "";
     }
 
-    std::string check_object(const boost::json::object& s, const boost::json::object& o, const std::string& at) const
+    std::string check_object(
+        const boost::json::object& s, const boost::json::object& o, const std::string& at
+    ) const
     {
         const auto* props = s.if_contains("properties");
         if (const auto* req = s.if_contains("required"))

@@ -31,7 +31,9 @@ json::array blocks_of(const json::value* v)
     if (!v || v->is_null())
         return {};
     if (v->is_string())
-        return v->get_string().empty() ? json::array{} : json::array{json::object{{"type", "text"}, {"text", v->get_string()}}};
+        return v->get_string().empty()
+                   ? json::array{}
+                   : json::array{json::object{{"type", "text"}, {"text", v->get_string()}}};
     return v->is_array() ? v->get_array() : json::array{};
 }
 
@@ -84,8 +86,9 @@ prompt_cache_model::billed prompt_cache_model::openai(const json::object& body, 
     return apply(parts, parts.size(), space, t);
 }
 
-prompt_cache_model::billed prompt_cache_model::apply(const std::vector<part>& parts, std::size_t cacheable,
-                                                     const std::string& space, double t)
+prompt_cache_model::billed prompt_cache_model::apply(
+    const std::vector<part>& parts, std::size_t cacheable, const std::string& space, double t
+)
 {
     std::lock_guard lock(mu_);
     billed b;
@@ -131,12 +134,17 @@ prompt_cache_model::billed prompt_cache_model::apply(const std::vector<part>& pa
     return b;
 }
 
-std::string prompt_cache_model::anthropic_reply(const billed& b, const std::string& text, const std::string& stop,
-                                                bool tool_use)
+std::string prompt_cache_model::anthropic_reply(
+    const billed& b, const std::string& text, const std::string& stop, bool tool_use
+)
 {
     json::array content{json::object{{"type", "text"}, {"text", text}}};
     if (tool_use)
-        content.push_back(json::object{{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "read"}, {"input", json::object{{"path", "a.txt"}}}});
+        content.push_back(json::object{
+            {"type", "tool_use"},
+            {"id", "toolu_1"},
+            {"name", "read"},
+            {"input", json::object{{"path", "a.txt"}}}});
     return compaction::stringify(json::object{
         {"id", "msg_cache"},
         {"type", "message"},
@@ -144,26 +152,34 @@ std::string prompt_cache_model::anthropic_reply(const billed& b, const std::stri
         {"model", "claude-test"},
         {"content", std::move(content)},
         {"stop_reason", stop},
-        {"usage", json::object{{"input_tokens", b.uncached()},
-                               {"output_tokens", 300},
-                               {"cache_read_input_tokens", b.read},
-                               {"cache_creation_input_tokens", b.written}}},
+        {"usage",
+         json::object{
+             {"input_tokens", b.uncached()},
+             {"output_tokens", 300},
+             {"cache_read_input_tokens", b.read},
+             {"cache_creation_input_tokens", b.written}}},
     });
 }
 
-std::string prompt_cache_model::openai_reply(const billed& b, const std::string& text, const std::string& finish)
+std::string prompt_cache_model::openai_reply(
+    const billed& b, const std::string& text, const std::string& finish
+)
 {
     return compaction::stringify(json::object{
         {"id", "chatcmpl-cache"},
         {"object", "chat.completion"},
         {"model", "gpt-test"},
-        {"choices", json::array{json::object{{"index", 0},
-                                             {"message", json::object{{"role", "assistant"}, {"content", text}}},
-                                             {"finish_reason", finish}}}},
-        {"usage", json::object{{"prompt_tokens", b.input},
-                               {"completion_tokens", 300},
-                               {"total_tokens", b.input + 300},
-                               {"prompt_tokens_details", json::object{{"cached_tokens", b.read}}}}},
+        {"choices",
+         json::array{json::object{
+             {"index", 0},
+             {"message", json::object{{"role", "assistant"}, {"content", text}}},
+             {"finish_reason", finish}}}},
+        {"usage",
+         json::object{
+             {"prompt_tokens", b.input},
+             {"completion_tokens", 300},
+             {"total_tokens", b.input + 300},
+             {"prompt_tokens_details", json::object{{"cached_tokens", b.read}}}}},
     });
 }
 

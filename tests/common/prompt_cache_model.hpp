@@ -36,16 +36,21 @@ public:
         std::int64_t uncached() const { return input - read - written; }
     };
 
-    explicit prompt_cache_model(double ttl = 300, std::int64_t min_prefix = 1024) : ttl_(ttl), min_prefix_(min_prefix) {}
+    explicit prompt_cache_model(double ttl = 300, std::int64_t min_prefix = 1024)
+        : ttl_(ttl), min_prefix_(min_prefix)
+    {}
 
     billed anthropic(const boost::json::object& body, double t);
     billed openai(const boost::json::object& body, double t);
 
     /// A Messages reply body with the usage of `b` (`input_tokens` = the uncached tokens).
-    static std::string anthropic_reply(const billed& b, const std::string& text, const std::string& stop = "end_turn",
-                                       bool tool_use = false);
+    static std::string anthropic_reply(
+        const billed& b, const std::string& text, const std::string& stop = "end_turn", bool tool_use = false
+    );
     /// A Chat Completions reply with `prompt_tokens` and `prompt_tokens_details.cached_tokens`.
-    static std::string openai_reply(const billed& b, const std::string& text, const std::string& finish = "stop");
+    static std::string openai_reply(
+        const billed& b, const std::string& text, const std::string& finish = "stop"
+    );
 
 private:
     struct part

@@ -21,8 +21,8 @@ struct process_result
 
 inline process_result run_process(const std::string& command)
 {
-    const auto err_path = std::filesystem::temp_directory_path() /
-                          ("agentctx-stderr-" + std::to_string(::getpid()) + ".txt");
+    const auto err_path =
+        std::filesystem::temp_directory_path() / ("agentctx-stderr-" + std::to_string(::getpid()) + ".txt");
     process_result r;
     std::FILE* p = ::popen((command + " 2>" + err_path.string()).c_str(), "r");
     if (!p)

@@ -91,15 +91,23 @@ protected:
         boost::system::error_code ec;
         switch (step.kind)
         {
-        case script_step::succeed: break;
+        case script_step::succeed:
+            break;
         case script_step::stop_error:
             out.stop = compaction::stop_reason::error;
             out.error_message = "HTTP 500";
             break;
-        case script_step::truncated: out.stop = compaction::stop_reason::length; break;
-        case script_step::aborted: out.stop = compaction::stop_reason::aborted; break;
-        case script_step::transport_error: ec = boost::asio::error::connection_reset; break;
-        case script_step::hang: break;
+        case script_step::truncated:
+            out.stop = compaction::stop_reason::length;
+            break;
+        case script_step::aborted:
+            out.stop = compaction::stop_reason::aborted;
+            break;
+        case script_step::transport_error:
+            ec = boost::asio::error::connection_reset;
+            break;
+        case script_step::hang:
+            break;
         }
         if (step.kind != script_step::hang && step.delay.count() == 0)
         {
@@ -116,7 +124,9 @@ protected:
             slot.assign([timer, strand](boost::asio::cancellation_type) {
                 boost::asio::post(strand, [timer] { timer->cancel(); });
             });
-        timer->async_wait([this, timer, handler = std::move(handler), ec, out = std::move(out)](boost::system::error_code wec) mutable {
+        timer->async_wait([this, timer, handler = std::move(handler), ec, out = std::move(out)](
+                              boost::system::error_code wec
+                          ) mutable {
             boost::asio::get_associated_cancellation_slot(handler).clear();
             if (wec == boost::asio::error::operation_aborted)
             {

@@ -1,4 +1,5 @@
-// Test helper: the agent_server binary as a child process (fork/exec), its output on a pipe, killed at the end.
+// Test helper: the agent_server binary as a child process (fork/exec), its output on a pipe, killed at the
+// end.
 #pragma once
 
 #include <chrono>

@@ -55,7 +55,9 @@ public:
     }
 
     /// Appends an entry: type, id, parentId (the current leaf unless `parent` given), timestamp, fields.
-    session_text& entry(std::string_view type, std::string_view id, json::object fields, const char* parent = nullptr)
+    session_text& entry(
+        std::string_view type, std::string_view id, json::object fields, const char* parent = nullptr
+    )
     {
         json::object o{{"type", type}, {"id", id}};
         const std::string p = parent ? std::string(parent) : leaf;
@@ -83,45 +85,76 @@ public:
         return message(id, {{"role", "user"}, {"content", text_}}, parent);
     }
 
-    session_text& assistant(std::string_view id, std::string_view text_, std::int64_t total_tokens = 0,
-                            const char* stop = "stop", const char* parent = nullptr)
+    session_text& assistant(
+        std::string_view id,
+        std::string_view text_,
+        std::int64_t total_tokens = 0,
+        const char* stop = "stop",
+        const char* parent = nullptr
+    )
     {
-        json::object m{{"role", "assistant"},
-                       {"content", json::array{json::object{{"type", "text"}, {"text", text_}}}},
-                       {"api", "anthropic-messages"},
-                       {"provider", "anthropic"},
-                       {"model", "claude-sonnet-4-5"}};
+        json::object m{
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "text"}, {"text", text_}}}},
+            {"api", "anthropic-messages"},
+            {"provider", "anthropic"},
+            {"model", "claude-sonnet-4-5"}};
         if (total_tokens)
             m["usage"] = usage(total_tokens);
         m["stopReason"] = stop;
         return message(id, m, parent);
     }
 
-    session_text& tool_call(std::string_view id, std::string_view call_id, std::string_view name, json::object args,
-                            const char* parent = nullptr)
+    session_text& tool_call(
+        std::string_view id,
+        std::string_view call_id,
+        std::string_view name,
+        json::object args,
+        const char* parent = nullptr
+    )
     {
-        json::object m{{"role", "assistant"},
-                       {"content", json::array{json::object{
-                                       {"type", "toolCall"}, {"id", call_id}, {"name", name}, {"arguments", args}}}},
-                       {"api", "anthropic-messages"},
-                       {"provider", "anthropic"},
-                       {"model", "claude-sonnet-4-5"},
-                       {"stopReason", "toolUse"}};
+        json::object m{
+            {"role", "assistant"},
+            {"content",
+             json::array{
+                 json::object{{"type", "toolCall"}, {"id", call_id}, {"name", name}, {"arguments", args}}}},
+            {"api", "anthropic-messages"},
+            {"provider", "anthropic"},
+            {"model", "claude-sonnet-4-5"},
+            {"stopReason", "toolUse"}};
         return message(id, m, parent);
     }
 
     /// An assistant message declaring the calls `call_ids` (all `bash` running `make`).
-    session_text& calls(std::string_view id, const std::vector<std::string>& call_ids, const char* stop = "toolUse")
+    session_text& calls(
+        std::string_view id, const std::vector<std::string>& call_ids, const char* stop = "toolUse"
+    )
     {
         json::array blocks;
         for (const auto& c : call_ids)
-            blocks.push_back(json::object{{"type", "toolCall"}, {"id", c}, {"name", "bash"}, {"arguments", json::object{{"command", "make"}}}});
-        return message(id, {{"role", "assistant"}, {"content", blocks}, {"api", "anthropic-messages"},
-                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", stop}});
+            blocks.push_back(json::object{
+                {"type", "toolCall"},
+                {"id", c},
+                {"name", "bash"},
+                {"arguments", json::object{{"command", "make"}}}});
+        return message(
+            id,
+            {{"role", "assistant"},
+             {"content", blocks},
+             {"api", "anthropic-messages"},
+             {"provider", "anthropic"},
+             {"model", "claude-sonnet-4-5"},
+             {"stopReason", stop}}
+        );
     }
 
-    session_text& tool_result(std::string_view id, std::string_view call_id, std::string_view name,
-                              std::string_view text_, const char* parent = nullptr)
+    session_text& tool_result(
+        std::string_view id,
+        std::string_view call_id,
+        std::string_view name,
+        std::string_view text_,
+        const char* parent = nullptr
+    )
     {
         return message(
             id,
@@ -134,8 +167,13 @@ public:
         );
     }
 
-    session_text& compaction(std::string_view id, std::string_view first_kept, std::string_view summary,
-                             std::int64_t tokens_before = 1000, const char* parent = nullptr)
+    session_text& compaction(
+        std::string_view id,
+        std::string_view first_kept,
+        std::string_view summary,
+        std::int64_t tokens_before = 1000,
+        const char* parent = nullptr
+    )
     {
         return entry(
             "compaction",
@@ -150,8 +188,13 @@ public:
     }
 
     /// A Pi 1.6 system message; `sections` values are strings or null.
-    session_text& system(std::string_view id, json::object sections, json::array tools_added = {},
-                         json::array tools_removed = {}, std::string_view content = "")
+    session_text& system(
+        std::string_view id,
+        json::object sections,
+        json::array tools_added = {},
+        json::array tools_removed = {},
+        std::string_view content = ""
+    )
     {
         json::object m{{"role", "system"}, {"content", content}};
         if (!sections.empty())
@@ -166,7 +209,8 @@ public:
     /// A context_edit: `replacement` null omits the target, else `{content: replacement}`.
     session_text& edit(std::string_view id, std::string_view target, json::value replacement = nullptr)
     {
-        json::value r = replacement.is_null() ? json::value(nullptr) : json::value(json::object{{"content", replacement}});
+        json::value r = replacement.is_null() ? json::value(nullptr)
+                                              : json::value(json::object{{"content", replacement}});
         return entry("context_edit", id, {{"targetId", target}, {"replacement", r}});
     }
     session_text& custom_message(std::string_view id, std::string_view content)
@@ -179,18 +223,27 @@ public:
     }
     session_text& bash(std::string_view id, std::string_view output)
     {
-        return message(id, {{"role", "bashExecution"}, {"command", ""}, {"output", output}, {"exitCode", 0},
-                            {"cancelled", false}, {"truncated", false}});
+        return message(
+            id,
+            {{"role", "bashExecution"},
+             {"command", ""},
+             {"output", output},
+             {"exitCode", 0},
+             {"cancelled", false},
+             {"truncated", false}}
+        );
     }
 
     static json::object usage(std::int64_t total)
     {
-        return {{"input", total - 100},
-                {"output", 100},
-                {"cacheRead", 0},
-                {"cacheWrite", 0},
-                {"totalTokens", total},
-                {"cost", json::object{{"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0}, {"total", 0}}}};
+        return {
+            {"input", total - 100},
+            {"output", 100},
+            {"cacheRead", 0},
+            {"cacheWrite", 0},
+            {"totalTokens", total},
+            {"cost",
+             json::object{{"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0}, {"total", 0}}}};
     }
 
     compaction::session_log load(compaction::load_options opts = {}) const
@@ -233,7 +286,9 @@ private:
         ms_ += 1000;
         const long s = static_cast<long>((ms_ - 1768467600000) / 1000);
         char buf[64];
-        std::snprintf(buf, sizeof buf, "2026-01-15T%02ld:%02ld:%02ld.000Z", 9 + s / 3600, s / 60 % 60, s % 60);
+        std::snprintf(
+            buf, sizeof buf, "2026-01-15T%02ld:%02ld:%02ld.000Z", 9 + s / 3600, s / 60 % 60, s % 60
+        );
         return buf;
     }
 

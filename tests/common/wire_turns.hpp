@@ -1,4 +1,5 @@
-// Test fixture: one conversation in each provider format (parallel calls, images, tool errors), for round trips.
+// Test fixture: one conversation in each provider format (parallel calls, images, tool errors), for round
+// trips.
 #pragma once
 
 #include <string_view>

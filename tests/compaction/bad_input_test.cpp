@@ -38,7 +38,11 @@ std::string good_prefix()
 
 TEST(bad_input, invalid_json_names_the_line)
 {
-    const auto f = load_fails(good_prefix() + "{\"type\":\"message\",\"id\":\n" + R"({"type":"label","id":"l","parentId":"a1","timestamp":"t","targetId":"a1"})" "\n");
+    const auto f = load_fails(
+        good_prefix() + "{\"type\":\"message\",\"id\":\n" +
+        R"({"type":"label","id":"l","parentId":"a1","timestamp":"t","targetId":"a1"})"
+        "\n"
+    );
     EXPECT_EQ(f.code, errc::invalid_json);
     EXPECT_EQ(f.diag.line, 4u);
     EXPECT_NE(f.diag.message.find("line 4"), std::string::npos) << f.diag.message;
@@ -46,27 +50,47 @@ TEST(bad_input, invalid_json_names_the_line)
 
 TEST(bad_input, invalid_utf8)
 {
-    const auto f = load_fails(good_prefix() + "{\"type\":\"label\",\"id\":\"l\",\"parentId\":\"a1\",\"timestamp\":\"t\",\"targetId\":\"a1\",\"label\":\"\xff\xfe\"}\n");
+    const auto f = load_fails(
+        good_prefix() + "{\"type\":\"label\",\"id\":\"l\",\"parentId\":\"a1\",\"timestamp\":\"t\","
+                        "\"targetId\":\"a1\",\"label\":\"\xff\xfe\"}\n"
+    );
     EXPECT_EQ(f.code, errc::invalid_utf8);
     EXPECT_EQ(f.diag.line, 4u);
 }
 
 TEST(bad_input, wrong_field_types)
 {
-    auto f = load_fails(good_prefix() + R"({"type":7,"id":"x","parentId":"a1","timestamp":"t"})" "\n");
+    auto f = load_fails(
+        good_prefix() + R"({"type":7,"id":"x","parentId":"a1","timestamp":"t"})"
+                        "\n"
+    );
     EXPECT_EQ(f.code, errc::wrong_type);
     EXPECT_EQ(f.diag.field, "type");
-    f = load_fails(good_prefix() + R"({"type":"message","id":"x","parentId":["a1"],"timestamp":"t","message":{"role":"user","content":"x"}})" "\n");
+    f = load_fails(
+        good_prefix() +
+        R"({"type":"message","id":"x","parentId":["a1"],"timestamp":"t","message":{"role":"user","content":"x"}})"
+        "\n"
+    );
     EXPECT_EQ(f.code, errc::wrong_type);
     EXPECT_EQ(f.diag.field, "parentId");
     EXPECT_EQ(f.diag.line, 4u);
-    f = load_fails(good_prefix() + R"({"type":"message","id":"x","parentId":"a1","timestamp":"t","message":"hello"})" "\n");
+    f = load_fails(
+        good_prefix() + R"({"type":"message","id":"x","parentId":"a1","timestamp":"t","message":"hello"})"
+                        "\n"
+    );
     EXPECT_EQ(f.code, errc::wrong_type);
     EXPECT_EQ(f.diag.field, "message");
-    f = load_fails(good_prefix() + R"({"type":"message","id":5,"parentId":"a1","timestamp":"t","message":{"role":"user","content":"x"}})" "\n");
+    f = load_fails(
+        good_prefix() +
+        R"({"type":"message","id":5,"parentId":"a1","timestamp":"t","message":{"role":"user","content":"x"}})"
+        "\n"
+    );
     EXPECT_EQ(f.code, errc::wrong_type);
     EXPECT_EQ(f.diag.field, "id");
-    f = load_fails(good_prefix() + R"(["not","an","object"])" "\n");
+    f = load_fails(
+        good_prefix() + R"(["not","an","object"])"
+                        "\n"
+    );
     EXPECT_EQ(f.code, errc::wrong_type);
 }
 
@@ -74,7 +98,11 @@ TEST(bad_input, wrong_types_deep_in_a_message_fail_on_materialization_with_line_
 {
     session_text s;
     s.user("u1", "one");
-    s.message("a1", {{"role", "assistant"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", 42}}}}});
+    s.message(
+        "a1",
+        {{"role", "assistant"},
+         {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", 42}}}}}
+    );
     auto log = s.load();  // the index pass checks only what the tree needs
     diagnostics diag;
     auto e = log.get(1, diag);
@@ -87,7 +115,10 @@ TEST(bad_input, wrong_types_deep_in_a_message_fail_on_materialization_with_line_
 
 TEST(bad_input, duplicate_ids)
 {
-    const auto f = load_fails(good_prefix() + R"({"type":"label","id":"u1","parentId":"a1","timestamp":"t","targetId":"a1"})" "\n");
+    const auto f = load_fails(
+        good_prefix() + R"({"type":"label","id":"u1","parentId":"a1","timestamp":"t","targetId":"a1"})"
+                        "\n"
+    );
     EXPECT_EQ(f.code, errc::duplicate_id);
     EXPECT_EQ(f.diag.line, 4u);
     EXPECT_NE(f.diag.message.find("first used on line 2"), std::string::npos) << f.diag.message;
@@ -95,7 +126,10 @@ TEST(bad_input, duplicate_ids)
 
 TEST(bad_input, parent_pointing_nowhere)
 {
-    const auto f = load_fails(good_prefix() + R"({"type":"label","id":"l","parentId":"ghost","timestamp":"t","targetId":"a1"})" "\n");
+    const auto f = load_fails(
+        good_prefix() + R"({"type":"label","id":"l","parentId":"ghost","timestamp":"t","targetId":"a1"})"
+                        "\n"
+    );
     EXPECT_EQ(f.code, errc::dangling_parent);
     EXPECT_EQ(f.diag.field, "parentId");
     EXPECT_EQ(f.diag.line, 4u);
@@ -141,9 +175,12 @@ TEST(bad_input, nesting_deeper_than_the_limit)
     std::string deep = "1";
     for (int i = 0; i < 40; ++i)
         deep = "[" + deep + "]";
-    const auto f = load_fails(good_prefix() + R"({"type":"custom","customType":"x","data":)" + deep +
-                              R"(,"id":"c","parentId":"a1","timestamp":"t"})" "\n",
-                              {.max_depth = 32});
+    const auto f = load_fails(
+        good_prefix() + R"({"type":"custom","customType":"x","data":)" + deep +
+            R"(,"id":"c","parentId":"a1","timestamp":"t"})"
+            "\n",
+        {.max_depth = 32}
+    );
     EXPECT_EQ(f.code, errc::nesting_too_deep);
     EXPECT_EQ(f.diag.line, 4u);
 }
@@ -156,16 +193,25 @@ TEST(bad_input, empty_file)
 
 TEST(bad_input, first_line_not_a_session_header)
 {
-    auto f = load_fails(R"({"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"x"}})" "\n");
+    auto f = load_fails(
+        R"({"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"x"}})"
+        "\n"
+    );
     EXPECT_EQ(f.code, errc::missing_header);
     EXPECT_EQ(f.diag.line, 1u);
-    EXPECT_EQ(load_fails(R"({"type":"session","version":3})" "\n").code, errc::missing_header);  // no id
+    EXPECT_EQ(
+        load_fails(R"({"type":"session","version":3})"
+                   "\n")
+            .code,
+        errc::missing_header
+    );  // no id
     EXPECT_EQ(load_fails("not json\n").code, errc::invalid_json);
 }
 
 TEST(bad_input, unknown_future_major_version)
 {
-    auto f = load_fails(R"({"type":"session","version":4,"id":"s","timestamp":"t","cwd":"/"})" "\n");
+    auto f = load_fails(R"({"type":"session","version":4,"id":"s","timestamp":"t","cwd":"/"})"
+                        "\n");
     EXPECT_EQ(f.code, errc::unsupported_version);
     EXPECT_NE(f.diag.message.find("version 4"), std::string::npos);
 }
@@ -174,9 +220,13 @@ TEST(bad_input, tolerant_mode_skips_and_reports_each_corrupt_line)
 {
     std::string text = good_prefix();
     text += "garbage\n";
-    text += R"({"type":"label","id":"u1","parentId":"a1","timestamp":"t","targetId":"a1"})" "\n";  // duplicate
-    text += R"({"type":"message","id":"u2","parentId":"a1","timestamp":"t","message":{"role":"user","content":"ok"}})" "\n";
-    text += R"({"type":"label","id":"l2","parentId":"ghost","timestamp":"t","targetId":"a1"})" "\n";  // dangling
+    text += R"({"type":"label","id":"u1","parentId":"a1","timestamp":"t","targetId":"a1"})"
+            "\n";  // duplicate
+    text +=
+        R"({"type":"message","id":"u2","parentId":"a1","timestamp":"t","message":{"role":"user","content":"ok"}})"
+        "\n";
+    text += R"({"type":"label","id":"l2","parentId":"ghost","timestamp":"t","targetId":"a1"})"
+            "\n";  // dangling
     load_report report;
     diagnostics diag;
     auto log = session_log::load(text, {.tolerant = true}, report, diag);
@@ -195,7 +245,8 @@ namespace {
 
 std::string custom_line(const std::string& number)
 {
-    return R"({"type":"custom","customType":"n","id":"c","parentId":"a1","timestamp":"t","data":)" + number + "}\n";
+    return R"({"type":"custom","customType":"n","id":"c","parentId":"a1","timestamp":"t","data":)" + number +
+           "}\n";
 }
 
 }  // namespace
@@ -203,7 +254,12 @@ std::string custom_line(const std::string& number)
 TEST(bad_input, numbers_boost_json_cannot_represent_fail_at_load_naming_the_line)
 {
     // They used to pass the indexer and fail only at materialization ("the line changed on disk").
-    for (const char* n : {"1e99999999999", "-1e-99999999999", "1e2147483648", "1.5e99999999999999999999", "[0,1E+4294967296]"})
+    for (const char* n :
+         {"1e99999999999",
+          "-1e-99999999999",
+          "1e2147483648",
+          "1.5e99999999999999999999",
+          "[0,1E+4294967296]"})
     {
         const auto f = load_fails(good_prefix() + custom_line(n));
         EXPECT_EQ(f.code, errc::invalid_json) << n;
@@ -215,10 +271,23 @@ TEST(bad_input, numbers_boost_json_cannot_represent_fail_at_load_naming_the_line
 TEST(bad_input, the_indexer_accepts_exactly_the_numbers_boost_json_reads)
 {
     const std::string many_digits(400, '7');
-    for (const std::string& n : std::vector<std::string>{"1e2147483647", "1e-2147483647", "1e2147483646", "1e400", "1e-400", "0.5e2147483647",
-                                "0.5e-2147483647", "5e-2147483648", "1e0000000000000002", many_digits + "e2147483647",
-                                many_digits + "e2147483000", "0." + many_digits + "e-2147483647", "0." + many_digits + "e-2147483000",
-                                "1" + many_digits + ".5e-2147483647", "-0e99999999", "123456789e-999999999"})
+    for (const std::string& n : std::vector<std::string>{
+             "1e2147483647",
+             "1e-2147483647",
+             "1e2147483646",
+             "1e400",
+             "1e-400",
+             "0.5e2147483647",
+             "0.5e-2147483647",
+             "5e-2147483648",
+             "1e0000000000000002",
+             many_digits + "e2147483647",
+             many_digits + "e2147483000",
+             "0." + many_digits + "e-2147483647",
+             "0." + many_digits + "e-2147483000",
+             "1" + many_digits + ".5e-2147483647",
+             "-0e99999999",
+             "123456789e-999999999"})
     {
         boost::system::error_code ec;
         boost::json::parse(n, ec);

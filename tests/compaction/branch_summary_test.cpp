@@ -1,4 +1,5 @@
-// Branch summaries against Pi 1.6.0: the collected entries, the budgeted preparation, the request and the text.
+// Branch summaries against Pi 1.6.0: the collected entries, the budgeted preparation, the request and the
+// text.
 #include <agentctx/compaction/branch_summary.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
@@ -15,7 +16,9 @@ session_log fixture()
 {
     load_report report;
     diagnostics diag;
-    auto log = session_log::load(agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_branch.jsonl"), {}, report, diag);
+    auto log = session_log::load(
+        agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_branch.jsonl"), {}, report, diag
+    );
     EXPECT_TRUE(log) << diag.message;
     return std::move(*log);
 }
@@ -59,22 +62,33 @@ TEST(branch_summary, the_conversation_instructions_and_text_are_pis_byte_for_byt
     ASSERT_EQ(prep.messages.size(), 4u);  // the tool result is skipped
     const auto p = branch_summary_prompt(prep.messages, std::nullopt, false, 200000, 64000);
     EXPECT_EQ(p.system_prompt, summarization_system_prompt);  // agentctx's, as for compaction requests
-    const std::string conversation =
-        "<conversation>\n[Assistant]: Rewriting the lexer.\n\n[Assistant tool calls]: edit(path=\"src/lexer.ts\", "
-        "oldText=\"a\", newText=\"b\")\n\n[User]: Lexer tests pass.\n\n[User]: The following is a summary of a branch "
-        "that this conversation came back from:\n\n<summary>\nEarlier detour touched the docs.</summary>\n\n[Assistant]: "
-        "Approach B is done.\n</conversation>";
+    const std::string conversation = "<conversation>\n[Assistant]: Rewriting the lexer.\n\n[Assistant tool "
+                                     "calls]: edit(path=\"src/lexer.ts\", "
+                                     "oldText=\"a\", newText=\"b\")\n\n[User]: Lexer tests pass.\n\n[User]: "
+                                     "The following is a summary of a branch "
+                                     "that this conversation came back from:\n\n<summary>\nEarlier detour "
+                                     "touched the docs.</summary>\n\n[Assistant]: "
+                                     "Approach B is done.\n</conversation>";
     EXPECT_EQ(p.prompt, conversation + "\n\n" + std::string(branch_summary_instructions));
     EXPECT_EQ(p.max_output_tokens, 64000u);
     const auto text = finish_branch_summary("## Goal\nB", prep.file_ops, compat_mode::pi);
-    EXPECT_EQ(text.summary,
-              "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n"
-              "## Goal\nB\n\n<read-files>\ndocs/a.md\n</read-files>\n\n<modified-files>\ndocs/b.md\nsrc/lexer.ts\n"
-              "</modified-files>");
-    EXPECT_EQ(text.details, (boost::json::value{{"readFiles", {"docs/a.md"}}, {"modifiedFiles", {"docs/b.md", "src/lexer.ts"}}}));
+    EXPECT_EQ(
+        text.summary,
+        "The user explored a different conversation branch before returning here.\nSummary of that "
+        "exploration:\n\n"
+        "## Goal\nB\n\n<read-files>\ndocs/a.md\n</read-files>\n\n<modified-files>\ndocs/b.md\nsrc/lexer.ts\n"
+        "</modified-files>"
+    );
+    EXPECT_EQ(
+        text.details,
+        (boost::json::value{{"readFiles", {"docs/a.md"}}, {"modifiedFiles", {"docs/b.md", "src/lexer.ts"}}})
+    );
     const auto focused = branch_summary_prompt(prep.messages, std::string("the lexer"), false, 200000, 64000);
-    EXPECT_TRUE(focused.prompt.ends_with(std::string(branch_summary_instructions) + "\n\nAdditional focus: the lexer"));
-    const auto replaced = branch_summary_prompt(prep.messages, std::string("Only list files."), true, 200000, 64000);
+    EXPECT_TRUE(
+        focused.prompt.ends_with(std::string(branch_summary_instructions) + "\n\nAdditional focus: the lexer")
+    );
+    const auto replaced =
+        branch_summary_prompt(prep.messages, std::string("Only list files."), true, 200000, 64000);
     EXPECT_EQ(replaced.prompt, conversation + "\n\nOnly list files.");
 }
 

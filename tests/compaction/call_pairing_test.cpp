@@ -58,7 +58,6 @@ std::vector<pairing_input> inputs(const std::vector<entry_ptr>& path)
     return v;
 }
 
-
 }  // namespace
 
 TEST(call_pairing, an_id_reused_every_turn_pairs_turn_by_turn)
@@ -194,7 +193,9 @@ TEST(call_pairing, a_late_result_that_two_open_calls_could_own_spans_both)
     const auto plan = prepare_compaction(path, keep(405), {}, diag);
     ASSERT_TRUE(plan) << diag.message;
     EXPECT_EQ(plan->first_kept_entry_id, "u2");
-    EXPECT_EQ(ids(plan->messages_to_summarize), (std::vector<std::string>{"u0", "a0", "u1", "a1", "w", "late"}));
+    EXPECT_EQ(
+        ids(plan->messages_to_summarize), (std::vector<std::string>{"u0", "a0", "u1", "a1", "w", "late"})
+    );
 }
 
 TEST(call_pairing, unique_id_failures_still_fail_closed)
@@ -202,7 +203,9 @@ TEST(call_pairing, unique_id_failures_still_fail_closed)
     session_text s;
     s.user("u1", tokens(100));
     s.calls("a1", {"c1"});
-    s.tool_result("r1", "c1", "bash", "x").tool_result("r2", "c1", "bash", "y").tool_result("r3", "zz", "bash", "z");
+    s.tool_result("r1", "c1", "bash", "x")
+        .tool_result("r2", "c1", "bash", "y")
+        .tool_result("r3", "zz", "bash", "z");
     s.tool_result("r4", "c1", "read", "w");
     s.user("u2", tokens(100)).assistant("a2", tokens(100));
     const auto issues = validate_transcript(s.path());

@@ -32,7 +32,9 @@ session_text base()
 }
 
 // The text of `t` with a compaction (keeping from `first_kept`) whose details carry the record.
-session_text with_recorded_compaction(session_text t, std::string_view first_kept, const summary_config& cfg = config_a())
+session_text with_recorded_compaction(
+    session_text t, std::string_view first_kept, const summary_config& cfg = config_a()
+)
 {
     auto log = t.load();
     diagnostics diag;
@@ -40,17 +42,24 @@ session_text with_recorded_compaction(session_text t, std::string_view first_kep
     EXPECT_TRUE(kept.has_value());
     auto rev = compute_source_revision(log, entries_before(log, *kept), diag);
     EXPECT_TRUE(rev.has_value()) << diag.message;
-    t.entry("compaction", "c1",
-            {{"summary", "## Goal\nFix the CSV export"},
-             {"firstKeptEntryId", first_kept},
-             {"tokensBefore", 1234},
-             {"details", json::object{{"readFiles", json::array{"src/a.ts"}},
-                                      {"modifiedFiles", json::array{"src/b.ts"}},
-                                      {"agentctx", json::object{{"reason", "manual"},
-                                                                {"sourceRevision", to_json(*rev)},
-                                                                {"identity", to_json(offline_identity)},
-                                                                {"configDigest", config_digest(cfg)}}}}},
-             {"fromHook", false}});
+    t.entry(
+        "compaction",
+        "c1",
+        {{"summary", "## Goal\nFix the CSV export"},
+         {"firstKeptEntryId", first_kept},
+         {"tokensBefore", 1234},
+         {"details",
+          json::object{
+              {"readFiles", json::array{"src/a.ts"}},
+              {"modifiedFiles", json::array{"src/b.ts"}},
+              {"agentctx",
+               json::object{
+                   {"reason", "manual"},
+                   {"sourceRevision", to_json(*rev)},
+                   {"identity", to_json(offline_identity)},
+                   {"configDigest", config_digest(cfg)}}}}},
+         {"fromHook", false}}
+    );
     return t;
 }
 
@@ -67,8 +76,12 @@ checkpoint_record export_latest(const session_text& t)
 }
 
 // check_checkpoint against `t`'s active path; returns the reason (none = accepted).
-checkpoint_reason check(const checkpoint_record& r, const session_text& t, const checkpoint_identity& id = offline_identity,
-                        const summary_config& cfg = config_a())
+checkpoint_reason check(
+    const checkpoint_record& r,
+    const session_text& t,
+    const checkpoint_identity& id = offline_identity,
+    const summary_config& cfg = config_a()
+)
 {
     auto log = t.load();
     const auto path = log.active_path();
@@ -99,15 +112,29 @@ TEST(Sha256, NistVectors)
 {
     EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"),
-              "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
-    EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    EXPECT_EQ(
+        sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+    );
+    EXPECT_EQ(
+        sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrl"
+                   "mnopqrsmnopqrstnopqrstu"),
+        "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
+    );
+    EXPECT_EQ(
+        sha256_hex(std::string(1000000, 'a')),
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+    );
     // Padding edges: 55, 56 and 64 bytes.
-    EXPECT_EQ(sha256_hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
-    EXPECT_EQ(sha256_hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
-    EXPECT_EQ(sha256_hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+    EXPECT_EQ(
+        sha256_hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"
+    );
+    EXPECT_EQ(
+        sha256_hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"
+    );
+    EXPECT_EQ(
+        sha256_hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"
+    );
 }
 
 TEST(Checkpoint, SourceRevisionHashesTheStoredLinesOfTheCoveredPrefix)
@@ -157,7 +184,8 @@ TEST(Checkpoint, ExportRoundTripsThroughStrictParse)
     EXPECT_EQ(r.config_digest, config_digest(config_a()));
     EXPECT_EQ(r.digest, record_digest(r));
     const auto text = stringify(to_json(r));
-    EXPECT_TRUE(text.starts_with(R"({"format":"agentctx-checkpoint-v1","source":{"sessionId":"sess-1")")) << text;
+    EXPECT_TRUE(text.starts_with(R"({"format":"agentctx-checkpoint-v1","source":{"sessionId":"sess-1")"))
+        << text;
     checkpoint_reason why{};
     diagnostics diag;
     auto back = parse_checkpoint_text(text, why, diag);
@@ -252,7 +280,9 @@ TEST(Checkpoint, EachRejectionReason)
     const auto r = export_latest(with_recorded_compaction(base(), "u3"));
     // Shortened: the history ends inside the covered prefix.
     session_text shorter;
-    shorter.user("u1", "Fix the CSV export").assistant("a1", "Looking at it").user("u2", "Keep the signature");
+    shorter.user("u1", "Fix the CSV export")
+        .assistant("a1", "Looking at it")
+        .user("u2", "Keep the signature");
     EXPECT_EQ(check(r, shorter), checkpoint_reason::shortened);
     // Replaced: another entry (another id) at a covered position.
     session_text other;
@@ -348,8 +378,12 @@ TEST(Checkpoint, AppendedEntriesHashAsTheLineTheStoreWrites)
     auto t = base();
     auto log = t.load();
     diagnostics diag;
-    json::object raw{{"type", "message"}, {"id", "u9"}, {"parentId", "a3"}, {"timestamp", "2026-01-15T10:00:00.000Z"},
-                     {"message", json::object{{"role", "user"}, {"content", "late"}, {"timestamp", 1}}}};
+    json::object raw{
+        {"type", "message"},
+        {"id", "u9"},
+        {"parentId", "a3"},
+        {"timestamp", "2026-01-15T10:00:00.000Z"},
+        {"message", json::object{{"role", "user"}, {"content", "late"}, {"timestamp", 1}}}};
     auto e = decode_entry(raw, diag);
     ASSERT_TRUE(e.has_value()) << diag.message;
     ASSERT_TRUE(log.append(std::make_shared<const entry>(std::move(*e)), diag));

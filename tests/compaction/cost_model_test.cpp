@@ -19,7 +19,10 @@ std::vector<request_part> first(std::size_t n, std::int64_t m1 = 2000)
     return all;
 }
 
-price_table anthropic() { return *builtin_price_table("anthropic"); }
+price_table anthropic()
+{
+    return *builtin_price_table("anthropic");
+}
 
 }  // namespace
 
@@ -66,8 +69,8 @@ TEST(cost_model, check_vector_a_prefix_under_the_minimum_is_not_read)
 TEST(cost_model, a_read_refreshes_the_prefix_that_served_it)
 {
     prompt_cache cache(anthropic());
-    cache.request(0, first(1), true);             // m1, expires at 300
-    cache.request(250, first(1), true);           // read, m1 refreshed to 550
+    cache.request(0, first(1), true);    // m1, expires at 300
+    cache.request(250, first(1), true);  // read, m1 refreshed to 550
     const auto r = cache.request(500, first(2), true);
     EXPECT_EQ(r.read, 2000);
 }
@@ -138,13 +141,19 @@ TEST(cost_model, price_tables_builtin_and_from_json)
     EXPECT_DOUBLE_EQ(hour.ttl_seconds, 3600);
     EXPECT_FALSE(builtin_price_table("gemini"));
     diagnostics diag;
-    auto p = parse_price_table(boost::json::parse(R"({"name":"local","inputPrice":0.5,"outputPrice":1,
-        "writeMultiplier":1,"readMultiplier":0.5,"ttl":60,"minPrefix":256})"), diag);
+    auto p = parse_price_table(
+        boost::json::parse(R"({"name":"local","inputPrice":0.5,"outputPrice":1,
+        "writeMultiplier":1,"readMultiplier":0.5,"ttl":60,"minPrefix":256})"),
+        diag
+    );
     ASSERT_TRUE(p) << diag.message;
     EXPECT_EQ(p->name, "local");
     EXPECT_EQ(p->min_prefix, 256);
-    auto bad = parse_price_table(boost::json::parse(R"({"inputPrice":-1,"outputPrice":1,
-        "writeMultiplier":1,"readMultiplier":0.5,"ttl":60,"minPrefix":256})"), diag);
+    auto bad = parse_price_table(
+        boost::json::parse(R"({"inputPrice":-1,"outputPrice":1,
+        "writeMultiplier":1,"readMultiplier":0.5,"ttl":60,"minPrefix":256})"),
+        diag
+    );
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error(), errc::invalid_settings);
     EXPECT_NE(diag.message.find("inputPrice"), std::string::npos) << diag.message;

@@ -13,7 +13,6 @@ namespace json = boost::json;
 
 namespace {
 
-
 json::object call(std::string_view id, std::string_view name = "read")
 {
     return {{"type", "toolCall"}, {"id", id}, {"name", name}, {"arguments", json::object{{"path", "a"}}}};
@@ -21,7 +20,14 @@ json::object call(std::string_view id, std::string_view name = "read")
 
 session_text& assistant_calls(session_text& s, std::string_view id, json::array calls)
 {
-    return s.message(id, {{"role", "assistant"}, {"content", calls}, {"provider", "p"}, {"model", "m"}, {"stopReason", "toolUse"}});
+    return s.message(
+        id,
+        {{"role", "assistant"},
+         {"content", calls},
+         {"provider", "p"},
+         {"model", "m"},
+         {"stopReason", "toolUse"}}
+    );
 }
 
 // u0 a0, then u1 and three tool rounds of 100-token results: u0 a0 u1 a2 r2 a3 r3 a4 r4.
@@ -142,7 +148,7 @@ TEST(cut_point, fix2_a_prompt_preceded_by_metadata_is_not_a_split_turn)
     const auto ours = find_cut_point(path, 0, path.size(), 200, compat_mode::agentctx).value();
     EXPECT_EQ(ours.first_kept_index, 2u);
     EXPECT_EQ(ours.chosen_index, 3u);
-    EXPECT_FALSE(ours.is_split_turn);    // the previous turn goes to the history summary
+    EXPECT_FALSE(ours.is_split_turn);  // the previous turn goes to the history summary
     diagnostics diag;
     compaction_settings st;
     st.keep_recent_tokens = 200;
@@ -162,7 +168,9 @@ TEST(cut_point, fix3_seed000_boundary_is_4_never_2_or_3)
     s.tool_result("result-b", "b", "read", tokens(50));
     s.user("recent-user", tokens(50));
     const auto path = s.path();
-    EXPECT_EQ(allowed_cut_points(path, 0, path.size(), compat_mode::agentctx), (std::vector<std::size_t>{0, 1, 4}));
+    EXPECT_EQ(
+        allowed_cut_points(path, 0, path.size(), compat_mode::agentctx), (std::vector<std::size_t>{0, 1, 4})
+    );
     // Budgets whose walk crosses at index 2 or 3 still cut at a whole-round boundary.
     for (std::int64_t keep : {100, 150})
     {
@@ -183,8 +191,12 @@ TEST(cut_point, fix3_interleaved_round_is_one_interval)
     s.tool_result("result-b", "b", "read", tokens(50));
     s.user("u5", tokens(50));
     const auto path = s.path();
-    EXPECT_EQ(allowed_cut_points(path, 0, path.size(), compat_mode::pi), (std::vector<std::size_t>{0, 1, 3, 5}));
-    EXPECT_EQ(allowed_cut_points(path, 0, path.size(), compat_mode::agentctx), (std::vector<std::size_t>{0, 1, 5}));
+    EXPECT_EQ(
+        allowed_cut_points(path, 0, path.size(), compat_mode::pi), (std::vector<std::size_t>{0, 1, 3, 5})
+    );
+    EXPECT_EQ(
+        allowed_cut_points(path, 0, path.size(), compat_mode::agentctx), (std::vector<std::size_t>{0, 1, 5})
+    );
     const auto pi = find_cut_point(path, 0, path.size(), 150, compat_mode::pi).value();
     EXPECT_EQ(pi.first_kept_index, 3u);  // keeps result-b, drops its call: an orphan
     const auto ours = find_cut_point(path, 0, path.size(), 150, compat_mode::agentctx).value();
@@ -199,8 +211,10 @@ TEST(cut_point, no_allowed_cut_point_is_boundary_unavailable_in_agentctx_mode)
     s.entry("model_change", "m1", {{"provider", "p"}, {"modelId", "m"}});
     s.entry("label", "l1", {{"targetId", "m1"}, {"label", "x"}});
     const auto path = s.path();
-    EXPECT_EQ(find_cut_point(path, 0, path.size(), 10, compat_mode::agentctx).error(),
-              make_error_code(errc::boundary_unavailable));
+    EXPECT_EQ(
+        find_cut_point(path, 0, path.size(), 10, compat_mode::agentctx).error(),
+        make_error_code(errc::boundary_unavailable)
+    );
     EXPECT_EQ(find_cut_point(path, 0, path.size(), 10, compat_mode::pi).value().first_kept_index, 0u);
 }
 

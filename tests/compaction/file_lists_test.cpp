@@ -41,10 +41,18 @@ std::size_t compact_once(session_text& s, int round, compat_mode mode)
     opts.mode = mode;
     const auto prep = prepare_compaction(path, keep(20), opts, diag);
     EXPECT_TRUE(prep) << diag.message;
-    const auto r = assemble_compaction(path, *prep, std::string("SUMMARY"), std::string("PREFIX"), 0, keep(20), diag).value();
-    s.entry("compaction", "k" + std::to_string(round),
-            {{"summary", r.summary}, {"firstKeptEntryId", r.first_kept_entry_id}, {"tokensBefore", r.tokens_before},
-             {"details", r.details}, {"fromHook", false}});
+    const auto r =
+        assemble_compaction(path, *prep, std::string("SUMMARY"), std::string("PREFIX"), 0, keep(20), diag)
+            .value();
+    s.entry(
+        "compaction",
+        "k" + std::to_string(round),
+        {{"summary", r.summary},
+         {"firstKeptEntryId", r.first_kept_entry_id},
+         {"tokensBefore", r.tokens_before},
+         {"details", r.details},
+         {"fromHook", false}}
+    );
     return r.summary.size();
 }
 
@@ -65,21 +73,31 @@ std::size_t largest_summary_over(int compactions, compat_mode mode)
 TEST(file_lists, bounded_lists_are_newest_first_and_modified_files_come_first)
 {
     diagnostics diag;
-    const auto m = decode_message(json::parse(R"({"role":"assistant","content":[
+    const auto m = decode_message(
+                       json::parse(R"({"role":"assistant","content":[
         {"type":"toolCall","id":"1","name":"read","arguments":{"path":"old.ts"}},
         {"type":"toolCall","id":"2","name":"edit","arguments":{"path":"e.ts"}},
         {"type":"toolCall","id":"3","name":"read","arguments":{"path":"new.ts"}},
-        {"type":"toolCall","id":"4","name":"write","arguments":{"path":"w.ts"}}]})").as_object(), "", diag).value();
+        {"type":"toolCall","id":"4","name":"write","arguments":{"path":"w.ts"}}]})")
+                           .as_object(),
+                       "",
+                       diag
+    )
+                       .value();
     file_operations ops;
     extract_file_ops(m, ops);
     const auto l = compute_file_lists(ops, file_list_bounds{});
     EXPECT_EQ(l.read_files, (std::vector<std::string>{"new.ts", "old.ts"}));
     EXPECT_EQ(l.modified_files, (std::vector<std::string>{"w.ts", "e.ts"}));
-    EXPECT_EQ(format_file_operations(l),
-              "\n\n<modified-files>\nw.ts\ne.ts\n</modified-files>\n\n<read-files>\nnew.ts\nold.ts\n</read-files>");
+    EXPECT_EQ(
+        format_file_operations(l),
+        "\n\n<modified-files>\nw.ts\ne.ts\n</modified-files>\n\n<read-files>\nnew.ts\nold.ts\n</read-files>"
+    );
     // Pi 1.6: sorted, read first.
-    EXPECT_EQ(format_file_operations(compute_file_lists(ops)),
-              "\n\n<read-files>\nnew.ts\nold.ts\n</read-files>\n\n<modified-files>\ne.ts\nw.ts\n</modified-files>");
+    EXPECT_EQ(
+        format_file_operations(compute_file_lists(ops)),
+        "\n\n<read-files>\nnew.ts\nold.ts\n</read-files>\n\n<modified-files>\ne.ts\nw.ts\n</modified-files>"
+    );
 }
 
 TEST(file_lists, a_list_stops_at_fifty_paths_and_says_how_many_it_left_out)

@@ -133,15 +133,24 @@ TEST(hostile_record, the_summary_is_validated_like_a_model_summary)
     EXPECT_EQ(check_carried_summary("", 0, diag).error(), make_error_code(errc::summary_empty));
     EXPECT_EQ(diag.field, "summary");
     // Only the blocks a compaction appends: no summary at all.
-    EXPECT_EQ(check_carried_summary(" \n\n<read-files>\nsrc/a.ts\n</read-files>\n\n<modified-files>\nsrc/b.ts\n</modified-files>", 0,
-                                    diag)
-                  .error(),
-              make_error_code(errc::summary_empty));
+    EXPECT_EQ(
+        check_carried_summary(
+            " \n\n<read-files>\nsrc/a.ts\n</read-files>\n\n<modified-files>\nsrc/b.ts\n</modified-files>",
+            0,
+            diag
+        )
+            .error(),
+        make_error_code(errc::summary_empty)
+    );
     // Over the output cap (chars/4 estimate): 400 chars are 100 tokens.
-    EXPECT_EQ(check_carried_summary(std::string(400, 'x'), 99, diag).error(), make_error_code(errc::summary_too_long));
+    EXPECT_EQ(
+        check_carried_summary(std::string(400, 'x'), 99, diag).error(),
+        make_error_code(errc::summary_too_long)
+    );
     EXPECT_TRUE(check_carried_summary(std::string(400, 'x'), 100, diag).has_value());
     // The file lists do not count against the cap: they are not the model's text.
-    const std::string with_files = std::string(400, 'x') + "\n\n<read-files>\n" + std::string(4000, 'f') + "\n</read-files>";
+    const std::string with_files =
+        std::string(400, 'x') + "\n\n<read-files>\n" + std::string(4000, 'f') + "\n</read-files>";
     EXPECT_TRUE(check_carried_summary(with_files, 100, diag).has_value()) << diag.message;
     EXPECT_EQ(summary_core(with_files), std::string(400, 'x'));
 }
@@ -157,11 +166,15 @@ TEST(hostile_record, redaction_covers_file_lists_details_and_the_pinned_block)
     json::value details = json::object{
         {"readFiles", json::array{"keys/" + aws_key + ".txt"}},
         {"modifiedFiles", json::array{}},
-        {"agentctx", json::object{{"pinned", json::array{json::object{{"type", "custom_message"},
-                                                                      {"id", "rem"},
-                                                                      {"customType", "reminder"},
-                                                                      {"content", "use " + stripe_key}}}},
-                                  {"native", json::object{{"encrypted_content", "opaque-" + aws_key}}}}}};
+        {"agentctx",
+         json::object{
+             {"pinned",
+              json::array{json::object{
+                  {"type", "custom_message"},
+                  {"id", "rem"},
+                  {"customType", "reminder"},
+                  {"content", "use " + stripe_key}}}},
+             {"native", json::object{{"encrypted_content", "opaque-" + aws_key}}}}}};
     std::map<std::string, std::size_t> counts;
     redact_compaction(summary, details, *r, counts);
     const std::string written = summary + stringify(details);
@@ -187,8 +200,16 @@ TEST(hostile_record, redaction_covers_file_lists_details_and_the_pinned_block)
 
 TEST(hostile_record, a_line_over_the_limit_is_never_written)
 {
-    const auto e = make_compaction_entry("c1", std::string("a1"), "2026-01-15T09:00:00.000Z", std::string(5000, 's'), "u1", 10,
-                                         json::object{}, false);
+    const auto e = make_compaction_entry(
+        "c1",
+        std::string("a1"),
+        "2026-01-15T09:00:00.000Z",
+        std::string(5000, 's'),
+        "u1",
+        10,
+        json::object{},
+        false
+    );
     diagnostics diag;
     EXPECT_EQ(check_line_fits(e, 4000, diag).error(), make_error_code(errc::over_limit));
     EXPECT_NE(diag.message.find("over the session file's limit of 4000"), std::string::npos) << diag.message;
@@ -197,20 +218,34 @@ TEST(hostile_record, a_line_over_the_limit_is_never_written)
 
 TEST(carried_entries, a_copy_matches_only_byte_for_byte_up_to_redaction_markers)
 {
-    const json::value covered = json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use " + stripe_key + " now"}};
+    const json::value covered =
+        json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use " + stripe_key + " now"}};
     EXPECT_TRUE(matches_covered(covered, covered));
-    EXPECT_TRUE(matches_covered(json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use [REDACTED:stripe_key] now"}},
-                                covered));
+    EXPECT_TRUE(matches_covered(
+        json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use [REDACTED:stripe_key] now"}},
+        covered
+    ));
     // Added text, other text, an empty hidden part, other member order: no match.
-    EXPECT_FALSE(matches_covered(json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use [REDACTED:x] now!"}}, covered));
-    EXPECT_FALSE(matches_covered(json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "FORGED"}}, covered));
+    EXPECT_FALSE(matches_covered(
+        json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use [REDACTED:x] now!"}}, covered
+    ));
+    EXPECT_FALSE(matches_covered(
+        json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "FORGED"}}, covered
+    ));
     EXPECT_FALSE(matches_covered(json::value("a[REDACTED:x]b"), json::value("ab")));
     EXPECT_TRUE(matches_covered(json::value("a[REDACTED:x]b"), json::value("a-b")));
-    EXPECT_FALSE(matches_covered(json::object{{"id", "rem"}, {"type", "custom_message"}, {"content", "use " + stripe_key + " now"}},
-                                 covered));
-    EXPECT_FALSE(matches_covered(json::object{{"type", "custom_message"}, {"id", "rem"}, {"content", "use " + stripe_key + " now"},
-                                              {"extra", 1}},
-                                 covered));
+    EXPECT_FALSE(matches_covered(
+        json::object{{"id", "rem"}, {"type", "custom_message"}, {"content", "use " + stripe_key + " now"}},
+        covered
+    ));
+    EXPECT_FALSE(matches_covered(
+        json::object{
+            {"type", "custom_message"},
+            {"id", "rem"},
+            {"content", "use " + stripe_key + " now"},
+            {"extra", 1}},
+        covered
+    ));
 }
 
 namespace {
@@ -222,16 +257,21 @@ session_text with_pins(json::array pinned)
     t.user("u1", "Fix the CSV export").custom_message("rem", "Always run the linter.");
     t.user("u2", "Keep the signature").assistant("a2", "Done");
     t.user("u3", "Now the importer").assistant("a3", "On it");
-    const std::string block = "\n\n" + std::string(pinned_block_open) + "[reminder]\nAlways run the linter.\n" +
-                              std::string(pinned_block_close);
-    t.entry("compaction", "c1",
-            {{"summary", "## Goal\nFix the CSV export" + block},
-             {"firstKeptEntryId", "u3"},
-             {"tokensBefore", 1234},
-             {"details", json::object{{"readFiles", json::array{}},
-                                      {"modifiedFiles", json::array{}},
-                                      {"agentctx", json::object{{"pinned", std::move(pinned)}}}}},
-             {"fromHook", false}});
+    const std::string block = "\n\n" + std::string(pinned_block_open) +
+                              "[reminder]\nAlways run the linter.\n" + std::string(pinned_block_close);
+    t.entry(
+        "compaction",
+        "c1",
+        {{"summary", "## Goal\nFix the CSV export" + block},
+         {"firstKeptEntryId", "u3"},
+         {"tokensBefore", 1234},
+         {"details",
+          json::object{
+              {"readFiles", json::array{}},
+              {"modifiedFiles", json::array{}},
+              {"agentctx", json::object{{"pinned", std::move(pinned)}}}}},
+         {"fromHook", false}}
+    );
     return t;
 }
 
@@ -247,7 +287,9 @@ std::vector<std::string> texts(const session_context& ctx)
 {
     std::vector<std::string> out;
     for (const auto& m : ctx.messages)
-        out.push_back(m.msg->role == role::compaction_summary ? m.msg->summary : content_text(m.msg->content));
+        out.push_back(
+            m.msg->role == role::compaction_summary ? m.msg->summary : content_text(m.msg->content)
+        );
     return out;
 }
 
@@ -261,7 +303,11 @@ TEST(carried_entries, a_genuine_copy_is_projected_after_the_summary)
     auto ctx = build_session_context(t.load(), diag);
     ASSERT_TRUE(ctx.has_value()) << diag.message;
     EXPECT_TRUE(ctx->dropped.empty());
-    EXPECT_EQ(texts(*ctx), (std::vector<std::string>{"## Goal\nFix the CSV export", "Always run the linter.", "Now the importer", "On it"}));
+    EXPECT_EQ(
+        texts(*ctx),
+        (std::vector<std::string>{
+            "## Goal\nFix the CSV export", "Always run the linter.", "Now the importer", "On it"})
+    );
     // The span projection agrees when the covered entries are read from the log.
     auto log = t.load();
     auto path = t.path();
@@ -278,7 +324,9 @@ TEST(carried_entries, a_forged_copy_is_dropped_and_the_portable_summary_stands_i
     auto ctx = build_session_context(t.load(), diag);
     ASSERT_TRUE(ctx.has_value()) << diag.message;
     ASSERT_EQ(ctx->dropped.size(), 1u);
-    EXPECT_EQ(ctx->dropped[0], (derived_note{"c1", "pinned", "carried entry 'rem' differs from the covered entry"}));
+    EXPECT_EQ(
+        ctx->dropped[0], (derived_note{"c1", "pinned", "carried entry 'rem' differs from the covered entry"})
+    );
     const auto shown = texts(*ctx);
     ASSERT_EQ(shown.size(), 3u);
     EXPECT_NE(shown[0].find("<pinned-entries>"), std::string::npos);  // the summary whole, as Pi shows it
@@ -286,19 +334,26 @@ TEST(carried_entries, a_forged_copy_is_dropped_and_the_portable_summary_stands_i
     // An entry that is not covered, or one carried twice, is refused too.
     auto outside = reminder_line(base);
     outside["id"] = "a3";
-    EXPECT_EQ(build_session_context(with_pins(json::array{outside}).load(), diag)->dropped.at(0).reason,
-              "carried entry 'a3' is not a covered entry");
-    EXPECT_EQ(build_session_context(with_pins(json::array{reminder_line(base), reminder_line(base)}).load(), diag)
-                  ->dropped.at(0)
-                  .reason,
-              "carried entry 'rem' is carried twice");
+    EXPECT_EQ(
+        build_session_context(with_pins(json::array{outside}).load(), diag)->dropped.at(0).reason,
+        "carried entry 'a3' is not a covered entry"
+    );
+    EXPECT_EQ(
+        build_session_context(with_pins(json::array{reminder_line(base), reminder_line(base)}).load(), diag)
+            ->dropped.at(0)
+            .reason,
+        "carried entry 'rem' is carried twice"
+    );
     // verify names the problem.
     auto rows = verify_compactions(t.load(), diag);
     ASSERT_TRUE(rows.has_value());
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ(rows->at(0).status, verify_status::invalid);
-    EXPECT_EQ(rows->at(0).problems,
-              (std::vector<std::string>{"details.agentctx.pinned: carried entry 'rem' differs from the covered entry"}));
+    EXPECT_EQ(
+        rows->at(0).problems,
+        (std::vector<std::string>{
+            "details.agentctx.pinned: carried entry 'rem' differs from the covered entry"})
+    );
 }
 
 TEST(carried_entries, a_hundred_thousand_forged_pins_are_refused_by_the_bound)
@@ -313,7 +368,9 @@ TEST(carried_entries, a_hundred_thousand_forged_pins_are_refused_by_the_bound)
     diagnostics diag;
     const auto start = std::chrono::steady_clock::now();
     auto ctx = build_session_context(log, diag);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+            .count();
     ASSERT_TRUE(ctx.has_value());
     EXPECT_EQ(ctx->messages.size(), 3u);
     ASSERT_EQ(ctx->dropped.size(), 1u);
@@ -327,7 +384,9 @@ namespace {
 std::vector<context_message> tool_round_prefix()
 {
     session_text t;
-    t.user("u1", "read it").tool_call("a1", "call-1", "read", {{"path", "a.ts"}}).tool_result("r1", "call-1", "read", "text");
+    t.user("u1", "read it")
+        .tool_call("a1", "call-1", "read", {{"path", "a.ts"}})
+        .tool_result("r1", "call-1", "read", "text");
     t.user("u2", "next").assistant("a2", "done").user("u3", "more").assistant("a3", "ok");
     const auto ctx = build_session_context(t.path());
     return {ctx.messages.begin(), ctx.messages.begin() + 5};
@@ -374,7 +433,8 @@ TEST(hostile_progress, a_record_ending_inside_a_tool_round_is_rejected)
     EXPECT_EQ(ok.error(), make_error_code(errc::progress_mismatch));
     EXPECT_EQ(why, progress_reason::misaligned);
     // After the result the round is closed: accepted, and the next piece starts at a boundary.
-    EXPECT_TRUE(check_progress(progress_over(prefix, 3), now_of(prefix), why, diag).has_value()) << diag.message;
+    EXPECT_TRUE(check_progress(progress_over(prefix, 3), now_of(prefix), why, diag).has_value())
+        << diag.message;
     const auto pieces = remaining_pieces(progress_over(prefix, 3), prefix, 0);
     ASSERT_FALSE(pieces.empty());
     EXPECT_EQ(pieces.front().begin, 3u);
@@ -384,12 +444,17 @@ TEST(hostile_progress, a_record_ending_inside_a_tool_round_is_rejected)
 TEST(reserved_types, clients_cannot_write_the_runtime_s_own_custom_types)
 {
     diagnostics diag;
-    const json::object progress{{"type", "custom"}, {"customType", progress_custom_type}, {"data", json::object{}}};
+    const json::object progress{
+        {"type", "custom"}, {"customType", progress_custom_type}, {"data", json::object{}}};
     EXPECT_EQ(check_client_entry(progress, diag).error(), make_error_code(errc::reserved_type));
     EXPECT_EQ(diag.field, "customType");
-    EXPECT_EQ(diag.message, "customType 'agentctx.compaction_progress' is reserved: entries of the 'agentctx.*' types are "
-                            "written only by the runtime");
-    EXPECT_FALSE(check_client_entry({{"type", "custom_message"}, {"customType", "agentctx.anything"}}, diag).has_value());
+    EXPECT_EQ(
+        diag.message,
+        "customType 'agentctx.compaction_progress' is reserved: entries of the 'agentctx.*' types are "
+        "written only by the runtime"
+    );
+    EXPECT_FALSE(check_client_entry({{"type", "custom_message"}, {"customType", "agentctx.anything"}}, diag)
+                     .has_value());
     EXPECT_TRUE(check_client_entry({{"type", "custom"}, {"customType", "myapp.state"}}, diag).has_value());
     EXPECT_TRUE(check_client_entry({{"type", "custom"}, {"customType", "agentctx"}}, diag).has_value());
     EXPECT_TRUE(check_client_entry({{"type", "message"}, {"customType", "agentctx.x"}}, diag).has_value());

@@ -51,13 +51,24 @@ session_text launched()
 
 void job_done(session_text& s, std::string_view id, std::string_view job)
 {
-    s.entry("custom_message", id,
-            {{"customType", "job_done"}, {"content", "build finished"}, {"display", false}, {"details", json::object{{"jobId", job}}}});
+    s.entry(
+        "custom_message",
+        id,
+        {{"customType", "job_done"},
+         {"content", "build finished"},
+         {"display", false},
+         {"details", json::object{{"jobId", job}}}}
+    );
 }
 
 // Plans with the jobs, assembles with `text`, appends the compaction as the runtime writes it.
-compaction_result compact(session_text& s, const std::string& id, const job_rules& jobs, const std::string& text,
-                          compaction_preparation* plan = nullptr)
+compaction_result compact(
+    session_text& s,
+    const std::string& id,
+    const job_rules& jobs,
+    const std::string& text,
+    compaction_preparation* plan = nullptr
+)
 {
     diagnostics diag;
     const auto path = s.path();
@@ -68,8 +79,15 @@ compaction_result compact(session_text& s, const std::string& id, const job_rule
     json::object details = r->details.as_object();
     if (!r->pinned.empty())
         details["agentctx"] = json::object{{"pinned", r->pinned}};
-    s.entry("compaction", id, {{"summary", r->summary}, {"firstKeptEntryId", r->first_kept_entry_id},
-                               {"tokensBefore", r->tokens_before}, {"details", details}, {"fromHook", false}});
+    s.entry(
+        "compaction",
+        id,
+        {{"summary", r->summary},
+         {"firstKeptEntryId", r->first_kept_entry_id},
+         {"tokensBefore", r->tokens_before},
+         {"details", details},
+         {"fromHook", false}}
+    );
     if (plan)
         *plan = std::move(*p);
     return *r;
@@ -104,7 +122,10 @@ TEST(jobs, a_compaction_while_a_job_runs_keeps_the_launch_exchange_verbatim_and_
     // The cut is the one without jobs; the launch is carried, not summarized.
     EXPECT_EQ(plain.first_kept_entry_id, "u4");
     EXPECT_EQ(p.first_kept_entry_id, "u4");
-    EXPECT_EQ(ids(plain.messages_to_summarize), (std::vector<std::string>{"u1", "a1", "u2", "l1", "l2", "a2", "u3", "a3"}));
+    EXPECT_EQ(
+        ids(plain.messages_to_summarize),
+        (std::vector<std::string>{"u1", "a1", "u2", "l1", "l2", "a2", "u3", "a3"})
+    );
     EXPECT_EQ(ids(p.messages_to_summarize), (std::vector<std::string>{"u1", "a1", "u2", "a2", "u3", "a3"}));
     EXPECT_EQ(carried_ids(p.pinned), (std::vector<std::string>{"l1", "l2"}));
 
@@ -121,10 +142,14 @@ TEST(jobs, a_compaction_while_a_job_runs_keeps_the_launch_exchange_verbatim_and_
     EXPECT_EQ(ctx.messages[3].entry_id, "u4");
     EXPECT_TRUE(ctx.dropped.empty());
     // The carried exchange keeps the request's tool pairing.
-    EXPECT_TRUE(validate_transcript(std::span<const projected_entry>(ctx.entries), 0, ctx.entries.size()).empty());
+    EXPECT_TRUE(
+        validate_transcript(std::span<const projected_entry>(ctx.entries), 0, ctx.entries.size()).empty()
+    );
     // The job is still found running across the compaction, under its own entry ids.
-    EXPECT_EQ(find_running_jobs(ctx.entries, jobs),
-              (std::vector<running_job>{{"build-42", "start_build", "call_1", {"l1", "l2"}}}));
+    EXPECT_EQ(
+        find_running_jobs(ctx.entries, jobs),
+        (std::vector<running_job>{{"build-42", "start_build", "call_1", {"l1", "l2"}}})
+    );
 }
 
 TEST(jobs, a_second_compaction_while_the_job_runs_carries_the_launch_again)
@@ -144,12 +169,15 @@ TEST(jobs, the_summary_lists_the_running_job_with_its_id)
 {
     auto s = launched();
     const auto r = compact(s, "c1", build_jobs(), "## Goal\nbuild");
-    EXPECT_EQ(r.summary, "## Goal\nbuild\n\n<running-jobs>\nBackground jobs still running (their launch is kept verbatim "
-                         "after this summary):\n- job build-42: `start_build` (call call_1), queued or running; no "
-                         "completion recorded\n</running-jobs>\n\n<pinned-entries>\nKept verbatim (pinned by the host; "
-                         "not part of the summary above):\n[assistant: running background job launch]\n\ncall call_1: "
-                         "start_build {\"target\":\"all\"}\n[toolResult start_build call_1]\nqueued job "
-                         "build-42\n</pinned-entries>");
+    EXPECT_EQ(
+        r.summary,
+        "## Goal\nbuild\n\n<running-jobs>\nBackground jobs still running (their launch is kept verbatim "
+        "after this summary):\n- job build-42: `start_build` (call call_1), queued or running; no "
+        "completion recorded\n</running-jobs>\n\n<pinned-entries>\nKept verbatim (pinned by the host; "
+        "not part of the summary above):\n[assistant: running background job launch]\n\ncall call_1: "
+        "start_build {\"target\":\"all\"}\n[toolResult start_build call_1]\nqueued job "
+        "build-42\n</pinned-entries>"
+    );
     // The next compaction updates the summary without the old list (it is rebuilt from the jobs then).
     s.user("u5", tokens(100)).assistant("a5", tokens(100));
     diagnostics diag;
@@ -173,7 +201,9 @@ TEST(jobs, after_the_completion_entry_a_compaction_summarizes_the_launch)
     EXPECT_TRUE(p.pinned.empty());
     EXPECT_TRUE(p.running_jobs.empty());
     // The launch is history now, summarized before the range.
-    EXPECT_EQ(ids(p.messages_to_summarize), (std::vector<std::string>{"l1", "l2", "u4", "a4", "d1", "u5", "a5"}));
+    EXPECT_EQ(
+        ids(p.messages_to_summarize), (std::vector<std::string>{"l1", "l2", "u4", "a4", "d1", "u5", "a5"})
+    );
     EXPECT_EQ(r.summary, "second");
 }
 
@@ -186,9 +216,14 @@ TEST(jobs, a_completion_for_another_job_or_a_failed_launch_changes_nothing_else)
     session_text failed;
     failed.user("u1", "build");
     failed.tool_call("l1", "call_1", "start_build", {});
-    failed.message("l2", {{"role", "toolResult"}, {"toolCallId", "call_1"}, {"toolName", "start_build"},
-                          {"content", json::array{json::object{{"type", "text"}, {"text", "queued job build-1"}}}},
-                          {"isError", true}});
+    failed.message(
+        "l2",
+        {{"role", "toolResult"},
+         {"toolCallId", "call_1"},
+         {"toolName", "start_build"},
+         {"content", json::array{json::object{{"type", "text"}, {"text", "queued job build-1"}}}},
+         {"isError", true}}
+    );
     EXPECT_TRUE(find_running_jobs(build_session_context(failed.path()).entries, jobs).empty());
 }
 
@@ -209,14 +244,19 @@ TEST(jobs, the_unknown_outcome_note_of_a_running_jobs_call_never_says_it_finishe
     ASSERT_EQ(noted.size(), 4u);
     EXPECT_EQ(ids(noted), (std::vector<std::string>{"u1", "l1", "l1", "u2"}));
     const std::string text = content_text(noted[2].msg->content);
-    EXPECT_EQ(text, "This `start_build` call launched background job j7: queued work whose completion a later entry "
-                    "reports, not this call. No result is recorded here, so do not assume the job has finished. Unless "
-                    "a later entry reports its completion, it is queued or still running: check its status before "
-                    "launching it again.");
+    EXPECT_EQ(
+        text,
+        "This `start_build` call launched background job j7: queued work whose completion a later entry "
+        "reports, not this call. No result is recorded here, so do not assume the job has finished. Unless "
+        "a later entry reports its completion, it is queued or still running: check its status before "
+        "launching it again."
+    );
     EXPECT_EQ(text.find("interrupted"), std::string::npos);
     EXPECT_NE(content_text(plain[2].msg->content).find("interrupted"), std::string::npos);
     // Pi keeps its placeholder.
-    EXPECT_EQ(content_text(with_unknown_outcomes(msgs, compat_mode::pi, &jobs)[2].msg->content), pi_no_result_text);
+    EXPECT_EQ(
+        content_text(with_unknown_outcomes(msgs, compat_mode::pi, &jobs)[2].msg->content), pi_no_result_text
+    );
 }
 
 TEST(jobs, pi_mode_plans_as_without_jobs)
@@ -224,9 +264,13 @@ TEST(jobs, pi_mode_plans_as_without_jobs)
     const auto s = launched();
     const auto jobs = build_jobs();
     diagnostics diag;
-    const auto p = prepare_compaction(s.path(), keep(200), {.mode = compat_mode::pi, .jobs = &jobs}, diag).value();
+    const auto p =
+        prepare_compaction(s.path(), keep(200), {.mode = compat_mode::pi, .jobs = &jobs}, diag).value();
     EXPECT_TRUE(p.pinned.empty());
-    EXPECT_EQ(ids(p.messages_to_summarize), (std::vector<std::string>{"u1", "a1", "u2", "l1", "l2", "a2", "u3", "a3"}));
+    EXPECT_EQ(
+        ids(p.messages_to_summarize),
+        (std::vector<std::string>{"u1", "a1", "u2", "l1", "l2", "a2", "u3", "a3"})
+    );
 }
 
 TEST(jobs, a_carried_call_without_its_result_is_dropped_not_projected)
@@ -246,10 +290,13 @@ TEST(jobs, settings_are_read_strictly_and_errors_name_the_field)
 {
     diagnostics diag;
     const auto ok = parse_job_settings(
-        json::parse(R"j({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"resultText","pattern":"job (\\d+)"},)j"
-                    R"j("completedBy":{"customTypes":["job_done"],"field":"jobId"}}]}})j")
+        json::parse(
+            R"j({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"resultText","pattern":"job (\\d+)"},)j"
+            R"j("completedBy":{"customTypes":["job_done"],"field":"jobId"}}]}})j"
+        )
             .as_object(),
-        diag);
+        diag
+    );
     ASSERT_TRUE(ok) << diag.message;
     ASSERT_EQ(ok->rules.size(), 1u);
     EXPECT_EQ(ok->rules[0].tools, (std::vector<std::string>{"start_build"}));
@@ -267,13 +314,29 @@ TEST(jobs, settings_are_read_strictly_and_errors_name_the_field)
         return d.field;
     };
     EXPECT_EQ(field_of(R"({"jobs":[]})"), "jobs");
-    EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}})"),
-              "jobs.rules[0].id.from");
-    EXPECT_EQ(field_of(R"j({"jobs":{"rules":[{"tools":["b"],"id":{"from":"resultText","pattern":"("},"completedBy":{"tools":["s"]}}]}})j"),
-              "jobs.rules[0].id.pattern");
-    EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"arguments","field":"id"},"completedBy":{}}]}})"),
-              "jobs.rules[0].completedBy");
-    EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b",3],"id":{"from":"arguments","field":"id"},"completedBy":{"tools":["s"]}}]}})"),
-              "jobs.rules[0].tools[1]");
+    EXPECT_EQ(
+        field_of(
+            R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}})"
+        ),
+        "jobs.rules[0].id.from"
+    );
+    EXPECT_EQ(
+        field_of(
+            R"j({"jobs":{"rules":[{"tools":["b"],"id":{"from":"resultText","pattern":"("},"completedBy":{"tools":["s"]}}]}})j"
+        ),
+        "jobs.rules[0].id.pattern"
+    );
+    EXPECT_EQ(
+        field_of(
+            R"({"jobs":{"rules":[{"tools":["b"],"id":{"from":"arguments","field":"id"},"completedBy":{}}]}})"
+        ),
+        "jobs.rules[0].completedBy"
+    );
+    EXPECT_EQ(
+        field_of(
+            R"({"jobs":{"rules":[{"tools":["b",3],"id":{"from":"arguments","field":"id"},"completedBy":{"tools":["s"]}}]}})"
+        ),
+        "jobs.rules[0].tools[1]"
+    );
     EXPECT_EQ(field_of(R"({"jobs":{"rules":[{"tools":["b"],"idd":{}}]}})"), "jobs.rules[0].idd");
 }

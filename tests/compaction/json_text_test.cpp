@@ -71,11 +71,11 @@ TEST(json_text, utf16_length_counts_code_units)
 {
     EXPECT_EQ(utf16_length(""), 0u);
     EXPECT_EQ(utf16_length("abc"), 3u);
-    EXPECT_EQ(utf16_length("é"), 1u);          // 2 bytes, 1 unit
-    EXPECT_EQ(utf16_length("日本語"), 3u);     // 9 bytes, 3 units
-    EXPECT_EQ(utf16_length("🚀"), 2u);         // 4 bytes, a surrogate pair
+    EXPECT_EQ(utf16_length("é"), 1u);       // 2 bytes, 1 unit
+    EXPECT_EQ(utf16_length("日本語"), 3u);  // 9 bytes, 3 units
+    EXPECT_EQ(utf16_length("🚀"), 2u);       // 4 bytes, a surrogate pair
     EXPECT_EQ(utf16_length("a🚀b日"), 5u);
-    EXPECT_EQ(utf16_length("\xff"), 1u);       // an invalid byte decodes to one U+FFFD
+    EXPECT_EQ(utf16_length("\xff"), 1u);  // an invalid byte decodes to one U+FFFD
 }
 
 TEST(json_text, utf16_prefix_slices_like_javascript)

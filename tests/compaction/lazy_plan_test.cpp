@@ -29,7 +29,8 @@ std::string describe(const std::vector<context_message>& msgs)
     std::vector<std::shared_ptr<const message>> v;
     for (const auto& m : msgs)
     {
-        out += m.entry_id + ":" + std::string(to_string(m.msg->role)) + ":" + std::to_string(estimate_tokens(*m.msg)) + " ";
+        out += m.entry_id + ":" + std::string(to_string(m.msg->role)) + ":" +
+               std::to_string(estimate_tokens(*m.msg)) + " ";
         v.push_back(m.msg);
     }
     return out + "\n" + serialize_conversation(convert_to_llm(v));
@@ -94,11 +95,14 @@ TEST(lazy_plan, index_backed_plan_equals_materialized_plan)
         const auto context = build_session_context(*log, context_diag);
         ASSERT_TRUE(context) << context_diag.message;
         for (const auto mode : {compat_mode::agentctx, compat_mode::pi})
-            for (const pin_policy* p : {static_cast<const pin_policy*>(nullptr), static_cast<const pin_policy*>(&pins)})
+            for (const pin_policy* p :
+                 {static_cast<const pin_policy*>(nullptr), static_cast<const pin_policy*>(&pins)})
                 for (std::int64_t keep : {0, 300, 2000, 8000})
                 {
-                    SCOPED_TRACE("seed " + std::to_string(seed) + " keep " + std::to_string(keep) +
-                                 (mode == compat_mode::pi ? " pi" : "") + (p ? " pins" : ""));
+                    SCOPED_TRACE(
+                        "seed " + std::to_string(seed) + " keep " + std::to_string(keep) +
+                        (mode == compat_mode::pi ? " pi" : "") + (p ? " pins" : "")
+                    );
                     compaction_settings st;
                     st.keep_recent_tokens = keep;
                     const plan_options opts{.mode = mode, .pins = p};

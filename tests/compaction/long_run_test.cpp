@@ -1,4 +1,5 @@
-// Long autonomous runs: repeated compaction inside one human turn keeps the newest exchanges and the instruction verbatim.
+// Long autonomous runs: repeated compaction inside one human turn keeps the newest exchanges and the
+// instruction verbatim.
 #include <agentctx/compaction/pinned.hpp>
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/summary.hpp>
@@ -16,7 +17,8 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::string_view instruction = "Port every parser module to the new AST API and keep the tests green.";
+constexpr std::string_view instruction =
+    "Port every parser module to the new AST API and keep the tests green.";
 
 void exchange(session_text& s, int i)
 {
@@ -26,8 +28,12 @@ void exchange(session_text& s, int i)
 }
 
 // Plans, assembles with a fixed summary and appends the compaction as the runtime writes it.
-compaction_preparation compact(session_text& s, const std::string& id, const compaction_settings& settings,
-                               const pin_policy* pins = nullptr)
+compaction_preparation compact(
+    session_text& s,
+    const std::string& id,
+    const compaction_settings& settings,
+    const pin_policy* pins = nullptr
+)
 {
     diagnostics diag;
     const auto path = s.path();
@@ -35,15 +41,28 @@ compaction_preparation compact(session_text& s, const std::string& id, const com
     EXPECT_TRUE(p) << diag.message;
     if (!p)
         return {};
-    auto r = assemble_compaction(path, *p, std::string("## Goal\nport the parser (") + id + ")",
-                                 p->is_split_turn ? std::optional<std::string>("## Turn\nearlier steps") : std::nullopt,
-                                 0, settings, diag);
+    auto r = assemble_compaction(
+        path,
+        *p,
+        std::string("## Goal\nport the parser (") + id + ")",
+        p->is_split_turn ? std::optional<std::string>("## Turn\nearlier steps") : std::nullopt,
+        0,
+        settings,
+        diag
+    );
     EXPECT_TRUE(r) << diag.message;
     json::object details = r->details.as_object();
     if (!r->pinned.empty())
         details["agentctx"] = json::object{{"pinned", r->pinned}};
-    s.entry("compaction", id, {{"summary", r->summary}, {"firstKeptEntryId", r->first_kept_entry_id},
-                               {"tokensBefore", r->tokens_before}, {"details", details}, {"fromHook", false}});
+    s.entry(
+        "compaction",
+        id,
+        {{"summary", r->summary},
+         {"firstKeptEntryId", r->first_kept_entry_id},
+         {"tokensBefore", r->tokens_before},
+         {"details", details},
+         {"fromHook", false}}
+    );
     return *p;
 }
 
@@ -115,7 +134,10 @@ TEST(long_run, the_first_compaction_of_the_turn_summarizes_the_earlier_steps_but
     EXPECT_EQ(p.first_kept_entry_id, "a4");
     EXPECT_TRUE(p.is_split_turn);
     EXPECT_EQ(ids(p.messages_to_summarize), (std::vector<std::string>{"u0", "b0"}));
-    EXPECT_EQ(ids(p.turn_prefix_messages), (std::vector<std::string>{"a0", "r0", "a1", "r1", "a2", "r2", "a3", "r3"}));
+    EXPECT_EQ(
+        ids(p.turn_prefix_messages),
+        (std::vector<std::string>{"a0", "r0", "a1", "r1", "a2", "r2", "a3", "r3"})
+    );
     ASSERT_EQ(p.pinned.size(), 1u);
     EXPECT_EQ(p.pinned[0].as_object().at("id"), "u1");
     // Pi's rules summarize the prompt into the turn prefix, as Pi 1.6 does.

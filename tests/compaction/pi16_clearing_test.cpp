@@ -24,14 +24,17 @@ session_log fixture()
 {
     load_report report;
     diagnostics diag;
-    auto log = session_log::load(agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_clearing.jsonl"), {}, report, diag);
+    auto log = session_log::load(
+        agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_clearing.jsonl"), {}, report, diag
+    );
     EXPECT_TRUE(log) << diag.message;
     return std::move(*log);
 }
 
 json::object expected()
 {
-    return json::parse(agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_clearing_projection.json")).as_object();
+    return json::parse(agentctx::test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_clearing_projection.json"))
+        .as_object();
 }
 
 std::string text_of(const message& m)
@@ -69,9 +72,11 @@ void expect_same_projection(const session_log& log, const std::string& leaf, con
     std::string pi_summary;
     for (const auto& m : ctx->messages)
     {
-        if (m.msg->role == role::user && !pi_summary.empty() && p > 0 && pi.at(p - 1).at("entryId").as_string() == m.entry_id)
+        if (m.msg->role == role::user && !pi_summary.empty() && p > 0 &&
+            pi.at(p - 1).at("entryId").as_string() == m.entry_id)
         {
-            EXPECT_NE(pi_summary.find(text_of(*m.msg)), std::string::npos) << "pinned entry not in Pi's summary";
+            EXPECT_NE(pi_summary.find(text_of(*m.msg)), std::string::npos)
+                << "pinned entry not in Pi's summary";
             continue;
         }
         ASSERT_LT(p, pi.size()) << "agentctx projects more messages than Pi";
@@ -84,7 +89,8 @@ void expect_same_projection(const session_log& log, const std::string& leaf, con
             EXPECT_TRUE(pi_summary.starts_with(text_of(*m.msg)));
             continue;
         }
-        EXPECT_EQ(static_cast<std::int64_t>(estimate_tokens(*m.msg)), want.at("tokens").as_int64()) << m.entry_id;
+        EXPECT_EQ(static_cast<std::int64_t>(estimate_tokens(*m.msg)), want.at("tokens").as_int64())
+            << m.entry_id;
         EXPECT_EQ(text_of(*m.msg), want.at("text").as_string()) << m.entry_id;
         EXPECT_EQ(stringify(calls_of(*m.msg)), stringify(want.at("calls"))) << m.entry_id;
     }

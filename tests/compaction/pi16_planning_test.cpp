@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 using namespace agentctx::compaction;
-using agentctx::test::session_text;
 using agentctx::test::ids;
 using agentctx::test::keep;
+using agentctx::test::session_text;
 namespace json = boost::json;
 
 namespace {
@@ -26,10 +26,13 @@ result<compaction_preparation> plan(const session_text& s, std::int64_t k, compa
 
 json::object call_block(std::string_view id, std::string_view args_path)
 {
-    return {{"type", "toolCall"}, {"id", id}, {"name", "read"}, {"arguments", json::object{{"path", args_path}}}};
+    return {
+        {"type", "toolCall"}, {"id", id}, {"name", "read"}, {"arguments", json::object{{"path", args_path}}}};
 }
 
-session_text& assistant_calls(session_text& s, std::string_view id, json::array calls, const char* stop = "toolUse")
+session_text& assistant_calls(
+    session_text& s, std::string_view id, json::array calls, const char* stop = "toolUse"
+)
 {
     return s.message(id, {{"role", "assistant"}, {"content", std::move(calls)}, {"stopReason", stop}});
 }
@@ -45,8 +48,13 @@ session_text recovery_base()
     session_text s;
     s.user("u0", x(4000)).assistant("a0", x(4000), 3000);
     s.user("u1", x(8000));
-    s.message("alen", {{"role", "assistant"}, {"content", json::array{json::object{{"type", "text"}, {"text", "partial"}}}},
-                       {"usage", usage_of(100)}, {"stopReason", "length"}});
+    s.message(
+        "alen",
+        {{"role", "assistant"},
+         {"content", json::array{json::object{{"type", "text"}, {"text", "partial"}}}},
+         {"usage", usage_of(100)},
+         {"stopReason", "length"}}
+    );
     return s;
 }
 
@@ -57,7 +65,9 @@ struct expectation
     std::vector<std::string> history, prefix;
 };
 
-void expect_plan(const session_text& s, std::int64_t k, const expectation& e, compat_mode mode = compat_mode::pi)
+void expect_plan(
+    const session_text& s, std::int64_t k, const expectation& e, compat_mode mode = compat_mode::pi
+)
 {
     auto p = plan(s, k, mode);
     ASSERT_TRUE(p) << p.error().message();
@@ -85,7 +95,11 @@ TEST(pi16_cut, trailing_oversized_results_keep_their_assistant)
 TEST(pi16_cut, custom_messages_count_toward_the_budget)
 {
     session_text s;
-    s.user("u0", x(4000)).assistant("a0", x(4000)).custom_message("cm", x(40)).user("u1", x(2000)).assistant("a1", x(2000));
+    s.user("u0", x(4000))
+        .assistant("a0", x(4000))
+        .custom_message("cm", x(40))
+        .user("u1", x(2000))
+        .assistant("a1", x(2000));
     expect_plan(s, 1000, {"u1", false, {"u0", "a0", "cm"}, {}});
     EXPECT_EQ(plan(s, 1000)->tokens_before, 3010);  // all-zero usage: the pure estimate (0.73.1: 0)
 
@@ -94,7 +108,11 @@ TEST(pi16_cut, custom_messages_count_toward_the_budget)
     expect_plan(t, 1000, {"cm", false, {"u0", "a0"}, {}});
 
     session_text v;
-    v.user("u0", x(4000)).assistant("a0", x(4000)).user("u1", x(400)).custom_message("cm", x(4000)).assistant("a1", x(40));
+    v.user("u0", x(4000))
+        .assistant("a0", x(4000))
+        .user("u1", x(400))
+        .custom_message("cm", x(4000))
+        .assistant("a1", x(40));
     expect_plan(v, 1000, {"cm", false, {"u0", "a0", "u1"}, {}});
 }
 
@@ -118,7 +136,10 @@ TEST(pi16_cut, the_look_back_passes_omitted_entries)
 {
     session_text s;
     s.user("u0", x(4000));
-    s.message("aerr", {{"role", "assistant"}, {"content", json::array{}}, {"stopReason", "error"}, {"errorMessage", "boom"}});
+    s.message(
+        "aerr",
+        {{"role", "assistant"}, {"content", json::array{}}, {"stopReason", "error"}, {"errorMessage", "boom"}}
+    );
     s.edit("e", "aerr");
     s.user("u1", x(4000)).assistant("a1", x(4000));
     expect_plan(s, 1500, {"aerr", true, {}, {"u0"}});
@@ -129,7 +150,11 @@ TEST(pi16_cut, the_look_back_passes_omitted_entries)
 TEST(pi16_cut, metadata_before_a_prompt_pi_reports_a_split_agentctx_does_not)
 {
     session_text s;
-    s.user("u0", x(4000)).assistant("a0", x(4000)).model_change("mc").user("u1", x(2000)).assistant("a1", x(2000));
+    s.user("u0", x(4000))
+        .assistant("a0", x(4000))
+        .model_change("mc")
+        .user("u1", x(2000))
+        .assistant("a1", x(2000));
     expect_plan(s, 1000, {"mc", true, {}, {"u0", "a0"}});
     expect_plan(s, 1000, {"mc", false, {"u0", "a0"}, {}}, compat_mode::agentctx);
 }
@@ -207,9 +232,16 @@ TEST(pi16_prepare, retain_none_previous_compaction)
 {
     session_text s;
     s.user("u0", x(400)).assistant("a0", x(400), 500);
-    s.entry("compaction", "C1", {{"summary", "S1"}, {"firstKeptEntryId", "C1"}, {"tokensBefore", 500},
-                                 {"details", json::object{{"readFiles", json::array{"r.ts"}}, {"modifiedFiles", json::array{"m.ts"}}}},
-                                 {"fromHook", false}});
+    s.entry(
+        "compaction",
+        "C1",
+        {{"summary", "S1"},
+         {"firstKeptEntryId", "C1"},
+         {"tokensBefore", 500},
+         {"details",
+          json::object{{"readFiles", json::array{"r.ts"}}, {"modifiedFiles", json::array{"m.ts"}}}},
+         {"fromHook", false}}
+    );
     s.user("u1", x(4000)).assistant("a1", x(4000), 2100).user("u2", x(400)).assistant("a2", x(400), 2300);
     auto p = plan(s, 150);
     ASSERT_TRUE(p);
@@ -258,16 +290,42 @@ TEST(pi16_prepare, nested_calls_feed_file_lists)
 {
     session_text s;
     s.user("u0", "go");
-    s.message("a0", {{"role", "assistant"}, {"content", json::array{json::object{{"type", "toolCall"}, {"id", "t7"}, {"name", "codemode"}, {"arguments", json::object{}}}}}, {"stopReason", "toolUse"}});
+    s.message(
+        "a0",
+        {{"role", "assistant"},
+         {"content",
+          json::array{json::object{
+              {"type", "toolCall"}, {"id", "t7"}, {"name", "codemode"}, {"arguments", json::object{}}}}},
+         {"stopReason", "toolUse"}}
+    );
     json::array calls{
-        json::object{{"id", "t7/1"}, {"name", "read"}, {"arguments", json::object{{"path", "n/read.ts"}}}, {"status", "ok"}},
-        json::object{{"id", "t7/2"}, {"name", "edit"}, {"arguments", json::object{{"path", "n/edit.ts"}}}, {"status", "error"}},
+        json::object{
+            {"id", "t7/1"},
+            {"name", "read"},
+            {"arguments", json::object{{"path", "n/read.ts"}}},
+            {"status", "ok"}},
+        json::object{
+            {"id", "t7/2"},
+            {"name", "edit"},
+            {"arguments", json::object{{"path", "n/edit.ts"}}},
+            {"status", "error"}},
         json::object{{"id", "t7/3"}, {"name", "write"}, {"argumentsBytes", 20480}, {"status", "ok"}},
-        json::object{{"id", "t7/4"}, {"name", "grep"}, {"arguments", json::object{{"path", "n/grep.ts"}}}, {"status", "ok"}},
+        json::object{
+            {"id", "t7/4"},
+            {"name", "grep"},
+            {"arguments", json::object{{"path", "n/grep.ts"}}},
+            {"status", "ok"}},
     };
-    s.message("r0", {{"role", "toolResult"}, {"toolCallId", "t7"}, {"toolName", "codemode"},
-                     {"content", json::array{json::object{{"type", "text"}, {"text", "ok"}}}}, {"isError", false},
-                     {"durationMs", 412}, {"nestedCalls", json::object{{"calls", calls}, {"complete", false}}}});
+    s.message(
+        "r0",
+        {{"role", "toolResult"},
+         {"toolCallId", "t7"},
+         {"toolName", "codemode"},
+         {"content", json::array{json::object{{"type", "text"}, {"text", "ok"}}}},
+         {"isError", false},
+         {"durationMs", 412},
+         {"nestedCalls", json::object{{"calls", calls}, {"complete", false}}}}
+    );
     s.user("u1", x(4000)).assistant("a1", x(4000));
     auto p = plan(s, 1000);
     ASSERT_TRUE(p);
@@ -290,13 +348,33 @@ TEST(pi16_prepare, a_migrated_v1_compaction_starts_the_range_at_its_kept_boundar
 {
     // v1: no ids; the compaction names its kept entry by index (the header is index 0).
     session_text s(1);
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":")" + x(4000) + R"("}})");
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" + x(4000) + R"("}],"stopReason":"stop"}})");
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:03.000Z","message":{"role":"user","content":")" + x(4000) + R"("}})");
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" + x(4000) + R"("}],"stopReason":"stop"}})");
-    s.raw(R"({"type":"compaction","timestamp":"2026-01-15T09:00:05.000Z","summary":"S","firstKeptEntryIndex":3,"tokensBefore":4000})");
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:06.000Z","message":{"role":"user","content":")" + x(4000) + R"("}})");
-    s.raw(R"({"type":"message","timestamp":"2026-01-15T09:00:07.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" + x(4000) + R"("}],"stopReason":"stop"}})");
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":")" +
+        x(4000) + R"("}})"
+    );
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" +
+        x(4000) + R"("}],"stopReason":"stop"}})"
+    );
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:03.000Z","message":{"role":"user","content":")" +
+        x(4000) + R"("}})"
+    );
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" +
+        x(4000) + R"("}],"stopReason":"stop"}})"
+    );
+    s.raw(
+        R"({"type":"compaction","timestamp":"2026-01-15T09:00:05.000Z","summary":"S","firstKeptEntryIndex":3,"tokensBefore":4000})"
+    );
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:06.000Z","message":{"role":"user","content":")" +
+        x(4000) + R"("}})"
+    );
+    s.raw(
+        R"({"type":"message","timestamp":"2026-01-15T09:00:07.000Z","message":{"role":"assistant","content":[{"type":"text","text":")" +
+        x(4000) + R"("}],"stopReason":"stop"}})"
+    );
     auto log = s.load();
     diagnostics diag;
     auto p = prepare_compaction(log, keep(1000), {.mode = compat_mode::pi}, diag);

@@ -71,10 +71,12 @@ TEST(pi16_projection, system_replay_vector_of_delta_2_4)
     const auto ctx = project(s);
     ASSERT_TRUE(ctx.system);
     const double t1 = message_of(ctx, "s1").timestamp;
-    json::object expected{{"role", "system"}, {"content", "more"},
-                          {"sections", json::object{{"tools", "T1"}, {"extra", "E1"}}},
-                          {"toolsAdded", json::array{tool("bash", "b"), tool("read", "r2")}},
-                          {"timestamp", static_cast<std::int64_t>(t1)}};
+    json::object expected{
+        {"role", "system"},
+        {"content", "more"},
+        {"sections", json::object{{"tools", "T1"}, {"extra", "E1"}}},
+        {"toolsAdded", json::array{tool("bash", "b"), tool("read", "r2")}},
+        {"timestamp", static_cast<std::int64_t>(t1)}};
     EXPECT_EQ(stringify(system_message_json(*ctx.system)), stringify(expected));
     // System messages after the latest compaction stay in the context, role system.
     EXPECT_EQ(roles(ctx), (std::vector<std::string>{"system", "system", "system", "user"}));
@@ -83,12 +85,16 @@ TEST(pi16_projection, system_replay_vector_of_delta_2_4)
 TEST(pi16_projection, sections_enumerate_integer_like_keys_first)
 {
     session_text s;
-    s.raw(R"({"type":"message","id":"s1","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"system","content":"","sections":{"b":"B","10":"X","2":"Y"},"timestamp":1}})");
+    s.raw(
+        R"({"type":"message","id":"s1","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"system","content":"","sections":{"b":"B","10":"X","2":"Y"},"timestamp":1}})"
+    );
     s.leaf = "s1";
     const auto ctx = project(s);
     ASSERT_TRUE(ctx.system);
-    EXPECT_EQ(stringify(system_message_json(*ctx.system)),
-              R"({"role":"system","content":"","sections":{"2":"Y","10":"X","b":"B"},"timestamp":1})");
+    EXPECT_EQ(
+        stringify(system_message_json(*ctx.system)),
+        R"({"role":"system","content":"","sections":{"2":"Y","10":"X","b":"B"},"timestamp":1})"
+    );
 }
 
 TEST(pi16_projection, compaction_projects_its_checkpoint_then_its_summary_delta_2_5)
@@ -98,16 +104,29 @@ TEST(pi16_projection, compaction_projects_its_checkpoint_then_its_summary_delta_
     s.user("u1", "a").assistant("a1", "b").user("u2", "c");
     s.system("S1", {{"cwd", "C"}});
     s.assistant("a2", "d");
-    const json::object checkpoint{{"role", "system"}, {"content", ""},
-                                  {"sections", json::object{{"pre", "P"}, {"cwd", "C"}}}, {"timestamp", 5}};
-    s.entry("compaction", "C1", {{"summary", "SUM"}, {"firstKeptEntryId", "u2"}, {"tokensBefore", 10},
-                                 {"fromHook", false}, {"systemMessage", checkpoint}});
+    const json::object checkpoint{
+        {"role", "system"},
+        {"content", ""},
+        {"sections", json::object{{"pre", "P"}, {"cwd", "C"}}},
+        {"timestamp", 5}};
+    s.entry(
+        "compaction",
+        "C1",
+        {{"summary", "SUM"},
+         {"firstKeptEntryId", "u2"},
+         {"tokensBefore", 10},
+         {"fromHook", false},
+         {"systemMessage", checkpoint}}
+    );
     s.user("u3", "e");
     s.system("S2", {{"extra", "E"}});
     s.assistant("a3", "f");
     const auto ctx = project(s);
-    EXPECT_EQ(roles(ctx), (std::vector<std::string>{"system", "compactionSummary", "user", "assistant", "user",
-                                                    "system", "assistant"}));
+    EXPECT_EQ(
+        roles(ctx),
+        (std::vector<std::string>{
+            "system", "compactionSummary", "user", "assistant", "user", "system", "assistant"})
+    );
     for (const auto& m : ctx.messages)
         EXPECT_NE(m.entry_id, "S1");  // a system message inside the kept range gives way
     ASSERT_TRUE(ctx.system);
@@ -183,7 +202,9 @@ TEST(pi16_projection, an_older_compaction_inside_the_kept_range_projects_nothing
     ASSERT_EQ(ctx.entries.size(), 6u);  // C2, e1, a1, C1, u2, a2
     EXPECT_EQ(ctx.entries[3].source->id, "C1");
     EXPECT_TRUE(ctx.entries[3].messages.empty());
-    EXPECT_EQ(roles(ctx), (std::vector<std::string>{"compactionSummary", "user", "assistant", "user", "assistant"}));
+    EXPECT_EQ(
+        roles(ctx), (std::vector<std::string>{"compactionSummary", "user", "assistant", "user", "assistant"})
+    );
 }
 
 TEST(pi16_projection, retain_none_compaction_keeps_nothing_before_it)
@@ -206,8 +227,13 @@ protected:
         s.system("S1", {{"a", std::string(400, 'p')}}, {tool("read", std::string(30, 'x'))});
         s.user("U1", std::string(400, 'x'));
         if (zero_usage_assistant)
-            s.message("A1", {{"role", "assistant"}, {"content", json::array{json::object{{"type", "text"}, {"text", std::string(400, 'x')}}}},
-                             {"usage", zero_usage()}, {"stopReason", "stop"}});
+            s.message(
+                "A1",
+                {{"role", "assistant"},
+                 {"content", json::array{json::object{{"type", "text"}, {"text", std::string(400, 'x')}}}},
+                 {"usage", zero_usage()},
+                 {"stopReason", "stop"}}
+            );
         else
             s.assistant("A1", std::string(400, 'x'), 5000);
         return s;
@@ -246,11 +272,21 @@ TEST_F(projected_estimate, an_edit_before_the_usage_keeps_it)
 TEST_F(projected_estimate, after_a_compaction_the_checkpoint_counts_once)
 {
     auto s = base();
-    const json::object checkpoint{{"role", "system"}, {"content", ""},
-                                  {"sections", json::object{{"a", std::string(400, 'p')}}},
-                                  {"toolsAdded", json::array{tool("read", std::string(30, 'x'))}}, {"timestamp", 1}};
-    s.entry("compaction", "C", {{"summary", std::string(100, 's')}, {"firstKeptEntryId", "U1"}, {"tokensBefore", 1},
-                                {"fromHook", false}, {"systemMessage", checkpoint}});
+    const json::object checkpoint{
+        {"role", "system"},
+        {"content", ""},
+        {"sections", json::object{{"a", std::string(400, 'p')}}},
+        {"toolsAdded", json::array{tool("read", std::string(30, 'x'))}},
+        {"timestamp", 1}};
+    s.entry(
+        "compaction",
+        "C",
+        {{"summary", std::string(100, 's')},
+         {"firstKeptEntryId", "U1"},
+         {"tokensBefore", 1},
+         {"fromHook", false},
+         {"systemMessage", checkpoint}}
+    );
     s.user("U2", std::string(40, 'x'));
     EXPECT_EQ(estimate_projected_context_tokens(project(s)).tokens, 355);
 }
@@ -268,7 +304,10 @@ TEST(pi16_accounting, last_assistant_usage_skips_all_zero_usage)
 {
     session_text s;
     s.user("u1", "a").assistant("a1", "b", 3000);
-    s.message("a2", {{"role", "assistant"}, {"content", json::array{}}, {"usage", zero_usage()}, {"stopReason", "stop"}});
+    s.message(
+        "a2",
+        {{"role", "assistant"}, {"content", json::array{}}, {"usage", zero_usage()}, {"stopReason", "stop"}}
+    );
     const auto est = estimate_context_tokens(project(s).messages);
     ASSERT_TRUE(est.last_usage_index);
     EXPECT_EQ(*est.last_usage_index, 1u);

@@ -57,16 +57,32 @@ struct prefix_builder
     std::vector<context_message> msgs;
     int next = 0;
     std::string id() { return "e" + std::to_string(next++); }
-    prefix_builder& user(std::string t) { msgs.push_back({text_msg(role::user, std::move(t)), id()}); return *this; }
-    prefix_builder& say(std::string t) { msgs.push_back({text_msg(role::assistant, std::move(t)), id()}); return *this; }
-    prefix_builder& call(std::vector<std::string> ids) { msgs.push_back({calls(std::move(ids)), id()}); return *this; }
-    prefix_builder& res(std::string c, std::string t) { msgs.push_back({result(std::move(c), std::move(t)), id()}); return *this; }
+    prefix_builder& user(std::string t)
+    {
+        msgs.push_back({text_msg(role::user, std::move(t)), id()});
+        return *this;
+    }
+    prefix_builder& say(std::string t)
+    {
+        msgs.push_back({text_msg(role::assistant, std::move(t)), id()});
+        return *this;
+    }
+    prefix_builder& call(std::vector<std::string> ids)
+    {
+        msgs.push_back({calls(std::move(ids)), id()});
+        return *this;
+    }
+    prefix_builder& res(std::string c, std::string t)
+    {
+        msgs.push_back({result(std::move(c), std::move(t)), id()});
+        return *this;
+    }
 };
 
 TEST(piece_plan, a_tool_round_is_one_batch_and_interleaved_rounds_merge)
 {
     prefix_builder b;
-    b.user("u0").call({"c1"}).res("c1", "r1").say("ok");     // 0..3
+    b.user("u0").call({"c1"}).res("c1", "r1").say("ok");          // 0..3
     b.call({"c2"}).call({"c3"}).res("c2", "r2").res("c3", "r3");  // 4..7: interleaved rounds
     b.user("u8");
     const auto batches = exchange_batches(b.msgs);
@@ -134,8 +150,12 @@ TEST(piece_plan, generated_prefixes_are_covered_exactly_once)
         {
             switch (rng() % 4)
             {
-            case 0: b.user(std::string(rng() % 400, 'u')); break;
-            case 1: b.say(std::string(rng() % 400, 's')); break;
+            case 0:
+                b.user(std::string(rng() % 400, 'u'));
+                break;
+            case 1:
+                b.say(std::string(rng() % 400, 's'));
+                break;
             default:
             {
                 const int k = 1 + static_cast<int>(rng() % 3);
@@ -175,7 +195,8 @@ TEST(piece_plan, generated_prefixes_are_covered_exactly_once)
                         open.insert(c->id);
             for (std::size_t i = p.end; i < b.msgs.size(); ++i)
             {
-                const bool orphaned = b.msgs[i].msg->role == role::tool_result && open.contains(b.msgs[i].msg->tool_call_id);
+                const bool orphaned =
+                    b.msgs[i].msg->role == role::tool_result && open.contains(b.msgs[i].msg->tool_call_id);
                 EXPECT_FALSE(orphaned) << "round " << round << " message " << i;
             }
         }
@@ -249,8 +270,19 @@ TEST(progress_record, round_trips_canonically)
             k.emplace_back(kv.key());
         return k;
     }();
-    EXPECT_EQ(keys, (std::vector<std::string>{"format", "base", "note", "covered", "remaining", "prefixMessages",
-                                               "completed", "identity", "configDigest"}));
+    EXPECT_EQ(
+        keys,
+        (std::vector<std::string>{
+            "format",
+            "base",
+            "note",
+            "covered",
+            "remaining",
+            "prefixMessages",
+            "completed",
+            "identity",
+            "configDigest"})
+    );
 }
 
 TEST(progress_record, strict_parse_names_the_reason_and_field)
@@ -373,7 +405,9 @@ TEST(piece_settings, summary_bounds_parse_strictly_per_layer)
 {
     using namespace agentctx::compaction;
     settings_layers l;
-    l.global = boost::json::parse(R"({"compaction": {"summaryMaxSourceChars": 120000, "summaryMaxCalls": 4}})").as_object();
+    l.global =
+        boost::json::parse(R"({"compaction": {"summaryMaxSourceChars": 120000, "summaryMaxCalls": 4}})")
+            .as_object();
     diagnostics diag;
     const auto s = resolve_settings(l, diag);
     ASSERT_TRUE(s) << diag.message;
@@ -385,8 +419,11 @@ TEST(piece_settings, summary_bounds_parse_strictly_per_layer)
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction.summaryMaxCalls");
-    EXPECT_EQ(diag.message, "global settings: field 'compaction.summaryMaxCalls': expected a non-negative integer, got a "
-                            "negative, fractional or unsafe number");
+    EXPECT_EQ(
+        diag.message,
+        "global settings: field 'compaction.summaryMaxCalls': expected a non-negative integer, got a "
+        "negative, fractional or unsafe number"
+    );
 }
 
 }  // namespace

@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 using namespace agentctx::compaction;
-using agentctx::test::session_text;
 using agentctx::test::ids;
 using agentctx::test::keep;
+using agentctx::test::session_text;
 using agentctx::test::tokens;
 namespace json = boost::json;
 
@@ -21,8 +21,14 @@ namespace {
 
 session_text& reminder(session_text& s, std::string_view id, std::string_view text)
 {
-    return s.entry("custom_message", id,
-                   {{"customType", "reminder"}, {"content", text}, {"display", false}, {"details", json::object{{"v", 1}}}});
+    return s.entry(
+        "custom_message",
+        id,
+        {{"customType", "reminder"},
+         {"content", text},
+         {"display", false},
+         {"details", json::object{{"v", 1}}}}
+    );
 }
 
 pin_policy reminders()
@@ -34,7 +40,9 @@ pin_policy reminders()
 
 // Plans and assembles with the model's summary `text`, then appends the compaction entry as the
 // runtime writes it (details.agentctx.pinned).
-compaction_result compact(session_text& s, const std::string& id, const pin_policy& pins, const std::string& text)
+compaction_result compact(
+    session_text& s, const std::string& id, const pin_policy& pins, const std::string& text
+)
 {
     diagnostics diag;
     const auto path = s.path();
@@ -45,8 +53,15 @@ compaction_result compact(session_text& s, const std::string& id, const pin_poli
     json::object details = r->details.as_object();
     if (!r->pinned.empty())
         details["agentctx"] = json::object{{"pinned", r->pinned}};
-    s.entry("compaction", id, {{"summary", r->summary}, {"firstKeptEntryId", r->first_kept_entry_id},
-                               {"tokensBefore", r->tokens_before}, {"details", details}, {"fromHook", false}});
+    s.entry(
+        "compaction",
+        id,
+        {{"summary", r->summary},
+         {"firstKeptEntryId", r->first_kept_entry_id},
+         {"tokensBefore", r->tokens_before},
+         {"details", details},
+         {"fromHook", false}}
+    );
     return *r;
 }
 
@@ -107,8 +122,10 @@ TEST(pinned, the_compaction_carries_the_block_for_pi_and_agentctx_shows_the_entr
     const auto r = compact(s, "c1", reminders(), "## Goal\nship it");
     // Pi's projection shows the summary text: the block keeps the reminder there.
     EXPECT_EQ(count(r.summary, pinned_block_open), 1u);
-    EXPECT_NE(r.summary.find("[reminder]\nAlways run the linter before committing.\n</pinned-entries>"), std::string::npos)
-        << r.summary;
+    EXPECT_NE(
+        r.summary.find("[reminder]\nAlways run the linter before committing.\n</pinned-entries>"),
+        std::string::npos
+    ) << r.summary;
     EXPECT_TRUE(r.summary.ends_with(pinned_block_close));
 
     const auto ctx = build_session_context(s.path());
@@ -146,7 +163,9 @@ TEST(pinned, repeated_compactions_carry_each_pinned_entry_exactly_once)
     diagnostics diag;
     const auto p2 = prepare_compaction(s.path(), keep(200), {.pins = &pins}, diag).value();
     ASSERT_TRUE(p2.previous_summary);
-    EXPECT_EQ(p2.previous_summary->find(pinned_block_open), std::string::npos);  // the update prompt sees no block
+    EXPECT_EQ(
+        p2.previous_summary->find(pinned_block_open), std::string::npos
+    );  // the update prompt sees no block
     const auto r2 = compact(s, "c2", pins, "## Goal\nsecond");
     ASSERT_EQ(r2.pinned.size(), 2u);
     EXPECT_EQ(r2.pinned[0].as_object().at("id"), "rem1");
@@ -182,15 +201,23 @@ TEST(pinned, the_summarizer_is_told_what_is_kept)
 TEST(pinned, strip_leaves_text_without_a_trailing_block_alone)
 {
     EXPECT_EQ(strip_pinned_block("plain"), "plain");
-    const std::string quoted = std::string("a ") + std::string(pinned_block_open) + "x" + std::string(pinned_block_close) + " b";
+    const std::string quoted =
+        std::string("a ") + std::string(pinned_block_open) + "x" + std::string(pinned_block_close) + " b";
     EXPECT_EQ(strip_pinned_block(quoted), quoted);
-    EXPECT_EQ(strip_pinned_block("S\n\n" + std::string(pinned_block_open) + "x\n" + std::string(pinned_block_close)), "S");
+    EXPECT_EQ(
+        strip_pinned_block(
+            "S\n\n" + std::string(pinned_block_open) + "x\n" + std::string(pinned_block_close)
+        ),
+        "S"
+    );
 }
 
 TEST(pinned, settings_pin_by_custom_type_strictly)
 {
     diagnostics diag;
-    auto p = parse_pin_settings(json::parse(R"({"pinned":{"customTypes":["reminder"],"ids":["e1"]}})").as_object(), diag);
+    auto p = parse_pin_settings(
+        json::parse(R"({"pinned":{"customTypes":["reminder"],"ids":["e1"]}})").as_object(), diag
+    );
     ASSERT_TRUE(p) << diag.message;
     EXPECT_EQ(p->custom_types, std::vector<std::string>{"reminder"});
     EXPECT_EQ(p->ids, std::vector<std::string>{"e1"});

@@ -40,8 +40,11 @@ std::vector<std::string> emitted_ids(const std::vector<entry_ptr>& path, std::si
 // `parts` (summarized, turn prefix, kept: in that order) must be in path order; with the range's
 // entries the compaction carries verbatim (agentctx: the current instruction) they must be the
 // range exactly, once each.
-void expect_covers(const std::vector<std::string>& parts, const compaction_preparation& prep,
-                   const std::vector<std::string>& range)
+void expect_covers(
+    const std::vector<std::string>& parts,
+    const compaction_preparation& prep,
+    const std::vector<std::string>& range
+)
 {
     std::unordered_map<std::string, std::size_t> pos;
     for (std::size_t i = 0; i < range.size(); ++i)
@@ -50,7 +53,9 @@ void expect_covers(const std::vector<std::string>& parts, const compaction_prepa
     for (const auto& id : parts)
         if (pos.contains(id))  // a previously carried instruction, now history, lies before the range
             all.push_back(id);
-    EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [&](const auto& a, const auto& b) { return pos[a] < pos[b]; }));
+    EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+        return pos[a] < pos[b];
+    }));
     for (const auto& v : prep.pinned)
         if (const std::string id(v.as_object().at("id").as_string()); pos.contains(id))
             all.push_back(id);
@@ -102,9 +107,11 @@ TEST(plan_properties, generated_sessions_times_three_budgets)
             if (!prep)
             {
                 // Only the documented fail-closed outcomes; generated transcripts are valid.
-                EXPECT_TRUE(prep.error() == make_error_code(errc::nothing_to_compact) ||
-                            prep.error() == make_error_code(errc::already_compacted))
-                    << prep.error().message() << ": " << diag.message;
+                EXPECT_TRUE(
+                    prep.error() == make_error_code(errc::nothing_to_compact) ||
+                    prep.error() == make_error_code(errc::already_compacted)
+                ) << prep.error().message()
+                  << ": " << diag.message;
                 continue;
             }
             const std::size_t start = prep->boundary_start, end = path.size(), kept = prep->first_kept_index;
@@ -172,9 +179,9 @@ TEST(plan_properties, generated_sessions_times_three_budgets)
             }
         }
     }
-    std::cout << "[ plan_properties ] " << t.cases << " cases: identical " << t.identical << ", fix1 (trailing tool results) "
-              << t.fix1 << ", fix2 (metadata before a prompt) " << t.fix2 << ", fix3 (interleaved tool rounds) " << t.fix3
-              << ", unexplained " << t.unexplained << '\n';
+    std::cout << "[ plan_properties ] " << t.cases << " cases: identical " << t.identical
+              << ", fix1 (trailing tool results) " << t.fix1 << ", fix2 (metadata before a prompt) " << t.fix2
+              << ", fix3 (interleaved tool rounds) " << t.fix3 << ", unexplained " << t.unexplained << '\n';
     EXPECT_EQ(t.cases, 600);
     EXPECT_EQ(t.unexplained, 0);
     EXPECT_EQ(t.fix1, 0);  // Pi 1.6 fixed the trailing-tool-results fallback itself
@@ -218,13 +225,16 @@ TEST(plan_properties, pi16_sessions_on_projected_entries)
             auto prep = prepare_compaction(path, st, {}, diag);
             if (!prep)
             {
-                EXPECT_TRUE(prep.error() == make_error_code(errc::nothing_to_compact) ||
-                            prep.error() == make_error_code(errc::already_compacted))
-                    << prep.error().message() << ": " << diag.message;
+                EXPECT_TRUE(
+                    prep.error() == make_error_code(errc::nothing_to_compact) ||
+                    prep.error() == make_error_code(errc::already_compacted)
+                ) << prep.error().message()
+                  << ": " << diag.message;
                 continue;
             }
             advanced += prep->advanced_past_omitted_attempt;
-            const std::size_t start = prep->boundary_projected, end = e.size(), kept = prep->first_kept_projected;
+            const std::size_t start = prep->boundary_projected, end = e.size(),
+                              kept = prep->first_kept_projected;
 
             // 1. The kept projected messages never hold a tool result without its call.
             std::set<std::string> calls;
@@ -270,21 +280,21 @@ TEST(plan_properties, pi16_sessions_on_projected_entries)
                 in_round = in_round || (iv.first < pi.chosen_index && pi.chosen_index <= iv.last);
             if (in_round)
                 ++t.fix3;
-            else if (pi.chosen_index == ours.chosen_index && starts_turn(e[ours.chosen_index]) && pi.is_split_turn &&
-                     !ours.is_split_turn)
+            else if (pi.chosen_index == ours.chosen_index && starts_turn(e[ours.chosen_index]) && pi.is_split_turn && !ours.is_split_turn)
                 ++t.fix2;
             else
             {
                 ++t.unexplained;
-                ADD_FAILURE() << "unexplained difference: pi kept " << pi.first_kept_index << " split " << pi.is_split_turn
-                              << ", agentctx kept " << ours.first_kept_index << " split " << ours.is_split_turn;
+                ADD_FAILURE() << "unexplained difference: pi kept " << pi.first_kept_index << " split "
+                              << pi.is_split_turn << ", agentctx kept " << ours.first_kept_index << " split "
+                              << ours.is_split_turn;
             }
         }
     }
     std::cout << "[ plan_properties pi16 ] " << t.cases << " cases: identical " << t.identical
-              << ", fix2 (metadata or omitted entries before a prompt) " << t.fix2 << ", fix3 (interleaved tool rounds) "
-              << t.fix3 << ", unexplained " << t.unexplained << "; context edits " << edits
-              << ", recovery-suffix advances " << advanced << '\n';
+              << ", fix2 (metadata or omitted entries before a prompt) " << t.fix2
+              << ", fix3 (interleaved tool rounds) " << t.fix3 << ", unexplained " << t.unexplained
+              << "; context edits " << edits << ", recovery-suffix advances " << advanced << '\n';
     EXPECT_EQ(t.cases, 360);
     EXPECT_EQ(t.unexplained, 0);
     EXPECT_GT(t.fix2, 0);

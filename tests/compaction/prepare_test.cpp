@@ -6,14 +6,13 @@
 #include <gtest/gtest.h>
 
 using namespace agentctx::compaction;
-using agentctx::test::session_text;
 using agentctx::test::ids;
 using agentctx::test::keep;
+using agentctx::test::session_text;
 using agentctx::test::tokens;
 namespace json = boost::json;
 
 namespace {
-
 
 json::object file_call(std::string_view id, std::string_view name, std::string_view path)
 {
@@ -40,14 +39,33 @@ TEST(prepare, repeated_compaction_restarts_at_the_previous_kept_entry_and_carrie
 {
     session_text s;
     s.user("u1", tokens(100));
-    s.message("a1", {{"role", "assistant"}, {"content", json::array{file_call("c1", "read", "src/a.ts"), file_call("c2", "edit", "src/b.ts")}}, {"stopReason", "toolUse"}});
+    s.message(
+        "a1",
+        {{"role", "assistant"},
+         {"content", json::array{file_call("c1", "read", "src/a.ts"), file_call("c2", "edit", "src/b.ts")}},
+         {"stopReason", "toolUse"}}
+    );
     s.tool_result("r1", "c1", "read", tokens(10)).tool_result("r2", "c2", "edit", "ok");
     s.user("u2", tokens(100)).assistant("a2", tokens(100));
-    s.entry("compaction", "cmp", {{"summary", "PREVIOUS"}, {"firstKeptEntryId", "u2"}, {"tokensBefore", 500},
-                                  {"details", json::object{{"readFiles", json::array{"src/old.ts", "src/z.ts"}}, {"modifiedFiles", json::array{"src/m.ts"}}}},
-                                  {"fromHook", false}});
+    s.entry(
+        "compaction",
+        "cmp",
+        {{"summary", "PREVIOUS"},
+         {"firstKeptEntryId", "u2"},
+         {"tokensBefore", 500},
+         {"details",
+          json::object{
+              {"readFiles", json::array{"src/old.ts", "src/z.ts"}},
+              {"modifiedFiles", json::array{"src/m.ts"}}}},
+         {"fromHook", false}}
+    );
     s.user("u3", tokens(100));
-    s.message("a3", {{"role", "assistant"}, {"content", json::array{file_call("c3", "write", "src/z.ts")}}, {"stopReason", "toolUse"}});
+    s.message(
+        "a3",
+        {{"role", "assistant"},
+         {"content", json::array{file_call("c3", "write", "src/z.ts")}},
+         {"stopReason", "toolUse"}}
+    );
     s.tool_result("r3", "c3", "write", "ok");
     s.user("u4", tokens(100)).assistant("a4", tokens(100));
     diagnostics diag;
@@ -69,8 +87,15 @@ TEST(prepare, hook_made_previous_compaction_details_are_not_carried)
 {
     session_text s;
     s.user("u1", tokens(100)).assistant("a1", tokens(100));
-    s.entry("compaction", "cmp", {{"summary", "HOOK"}, {"firstKeptEntryId", "u1"}, {"tokensBefore", 1},
-                                  {"details", json::object{{"readFiles", json::array{"x"}}}}, {"fromHook", true}});
+    s.entry(
+        "compaction",
+        "cmp",
+        {{"summary", "HOOK"},
+         {"firstKeptEntryId", "u1"},
+         {"tokensBefore", 1},
+         {"details", json::object{{"readFiles", json::array{"x"}}}},
+         {"fromHook", true}}
+    );
     s.user("u2", tokens(100)).assistant("a2", tokens(100));
     diagnostics diag;
     const auto p = prepare_compaction(s.path(), keep(200), {}, diag).value();
@@ -83,7 +108,10 @@ TEST(prepare, previous_kept_entry_missing_from_the_path_falls_back_to_after_the_
     session_text s;
     s.user("u1", tokens(100)).assistant("a1", tokens(100));
     s.compaction("cmp", "ghost", "S");
-    s.user("u2", tokens(100)).assistant("a2", tokens(100)).user("u3", tokens(100)).assistant("a3", tokens(100));
+    s.user("u2", tokens(100))
+        .assistant("a2", tokens(100))
+        .user("u3", tokens(100))
+        .assistant("a3", tokens(100));
     diagnostics diag;
     const auto p = prepare_compaction(s.path(), keep(200), {}, diag).value();
     EXPECT_EQ(p.boundary_start, 3u);
@@ -96,8 +124,10 @@ TEST(prepare, already_compacted)
     s.user("u1", "x").compaction("c1", "u1", "S");
     diagnostics diag;
     for (auto mode : {compat_mode::agentctx, compat_mode::pi})
-        EXPECT_EQ(prepare_compaction(s.path(), keep(1), {.mode = mode}, diag).error(),
-                  make_error_code(errc::already_compacted));
+        EXPECT_EQ(
+            prepare_compaction(s.path(), keep(1), {.mode = mode}, diag).error(),
+            make_error_code(errc::already_compacted)
+        );
 }
 
 TEST(prepare, nothing_to_compact_instead_of_an_empty_conversation)
@@ -118,8 +148,15 @@ TEST(prepare, invalid_transcripts_fail_closed)
 {
     session_text s;
     s.user("u1", tokens(100));
-    s.message("a1", {{"role", "assistant"}, {"content", json::array{file_call("c1", "read", "a"), file_call("c1", "read", "b")}}, {"stopReason", "toolUse"}});
-    s.tool_result("r1", "c1", "read", "x").tool_result("r2", "c1", "read", "y").tool_result("r3", "zz", "read", "z");
+    s.message(
+        "a1",
+        {{"role", "assistant"},
+         {"content", json::array{file_call("c1", "read", "a"), file_call("c1", "read", "b")}},
+         {"stopReason", "toolUse"}}
+    );
+    s.tool_result("r1", "c1", "read", "x")
+        .tool_result("r2", "c1", "read", "y")
+        .tool_result("r3", "zz", "read", "z");
     s.tool_result("r4", "c1", "bash", "w");
     s.user("u2", tokens(100)).assistant("a2", tokens(100));
     const auto path = s.path();
@@ -136,15 +173,22 @@ TEST(prepare, invalid_transcripts_fail_closed)
     auto r = prepare_compaction(path, keep(200), {}, diag);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(errc::transcript_invalid));
-    EXPECT_NE(diag.message.find("result_without_call (entry r3, call zz)"), std::string::npos) << diag.message;
-    EXPECT_TRUE(prepare_compaction(path, keep(200), {.mode = compat_mode::pi}, diag));  // Pi does not validate
+    EXPECT_NE(diag.message.find("result_without_call (entry r3, call zz)"), std::string::npos)
+        << diag.message;
+    EXPECT_TRUE(prepare_compaction(path, keep(200), {.mode = compat_mode::pi}, diag)
+    );  // Pi does not validate
 }
 
 TEST(prepare, a_call_without_result_is_not_invalid)
 {
     session_text s;
     s.user("u1", tokens(100));
-    s.message("a1", {{"role", "assistant"}, {"content", json::array{file_call("c1", "read", "a")}}, {"stopReason", "aborted"}});
+    s.message(
+        "a1",
+        {{"role", "assistant"},
+         {"content", json::array{file_call("c1", "read", "a")}},
+         {"stopReason", "aborted"}}
+    );
     s.user("u2", tokens(100)).assistant("a2", tokens(100));
     EXPECT_TRUE(validate_transcript(s.path()).empty());
     diagnostics diag;
@@ -161,7 +205,7 @@ TEST(prepare, from_a_log_materializes_only_the_needed_range)
     auto log = s.load();
     diagnostics diag;
     auto pp = load_planning_path(log, diag).value();
-    EXPECT_EQ(pp.needed_from, 36u);  // u18
+    EXPECT_EQ(pp.needed_from, 36u);           // u18
     EXPECT_TRUE(pp.entries[0]->raw.empty());  // a stand-in, never parsed
     EXPECT_FALSE(pp.entries[36]->raw.empty());
     const auto from_log = prepare_compaction(log, keep(200), {}, diag).value();
@@ -180,8 +224,11 @@ TEST(file_ops, lists_are_sorted_by_utf16_and_read_only_excludes_modified)
     const auto l = compute_file_lists(ops);
     EXPECT_EQ(l.read_files, (std::vector<std::string>{"a.ts", "b.ts", "😀.ts", "～.ts"}));
     EXPECT_EQ(l.modified_files, (std::vector<std::string>{"e.ts", "w.ts"}));
-    EXPECT_EQ(format_file_operations(l),
-              "\n\n<read-files>\na.ts\nb.ts\n😀.ts\n～.ts\n</read-files>\n\n<modified-files>\ne.ts\nw.ts\n</modified-files>");
+    EXPECT_EQ(
+        format_file_operations(l),
+        "\n\n<read-files>\na.ts\nb.ts\n😀.ts\n～.ts\n</read-files>\n\n<modified-files>\ne.ts\nw.ts\n</"
+        "modified-files>"
+    );
     EXPECT_EQ(format_file_operations({}), "");
     EXPECT_EQ(format_file_operations({{}, {"m"}}), "\n\n<modified-files>\nm\n</modified-files>");
 }
@@ -189,13 +236,19 @@ TEST(file_ops, lists_are_sorted_by_utf16_and_read_only_excludes_modified)
 TEST(file_ops, only_read_write_edit_with_a_string_path)
 {
     diagnostics diag;
-    const auto m = decode_message(boost::json::parse(R"({"role":"assistant","content":[
+    const auto m = decode_message(
+                       boost::json::parse(R"({"role":"assistant","content":[
         {"type":"toolCall","id":"1","name":"read","arguments":{"path":"./a"}},
         {"type":"toolCall","id":"2","name":"grep","arguments":{"path":"src"}},
         {"type":"toolCall","id":"3","name":"edit","arguments":{"path":5}},
         {"type":"toolCall","id":"4","name":"write","arguments":{"path":""}},
         {"type":"toolCall","id":"5","name":"bash","arguments":{"command":"rm x"}},
-        {"type":"toolCall","id":"6","name":"write","arguments":{"path":"a"}}]})").as_object(), "", diag).value();
+        {"type":"toolCall","id":"6","name":"write","arguments":{"path":"a"}}]})")
+                           .as_object(),
+                       "",
+                       diag
+    )
+                       .value();
     file_operations ops;
     extract_file_ops(m, ops);
     EXPECT_EQ(ops.read, (std::set<std::string>{"./a"}));  // no normalization: ./a is not a

@@ -150,11 +150,29 @@ TEST(projection, custom_messages_and_bash_executions_are_in_context)
 {
     session_text s;
     s.user("u1", "one");
-    s.entry("custom_message", "cm", {{"customType", "note"}, {"content", "remember this"}, {"display", true}});
-    s.message("b1", {{"role", "bashExecution"}, {"command", "ls"}, {"output", "a"}, {"exitCode", 0},
-                     {"cancelled", false}, {"truncated", false}, {"excludeFromContext", true}});
-    s.message("b2", {{"role", "bashExecution"}, {"command", "make"}, {"output", ""}, {"exitCode", 2},
-                     {"cancelled", false}, {"truncated", true}, {"fullOutputPath", "/tmp/out.txt"}});
+    s.entry(
+        "custom_message", "cm", {{"customType", "note"}, {"content", "remember this"}, {"display", true}}
+    );
+    s.message(
+        "b1",
+        {{"role", "bashExecution"},
+         {"command", "ls"},
+         {"output", "a"},
+         {"exitCode", 0},
+         {"cancelled", false},
+         {"truncated", false},
+         {"excludeFromContext", true}}
+    );
+    s.message(
+        "b2",
+        {{"role", "bashExecution"},
+         {"command", "make"},
+         {"output", ""},
+         {"exitCode", 2},
+         {"cancelled", false},
+         {"truncated", true},
+         {"fullOutputPath", "/tmp/out.txt"}}
+    );
     const auto ctx = project(s);
     EXPECT_EQ(entry_ids(ctx), (std::vector<std::string>{"u1", "cm", "b1", "b2"}));
     EXPECT_EQ(ctx.messages[1].msg->role, role::custom);
@@ -166,8 +184,11 @@ TEST(projection, custom_messages_and_bash_executions_are_in_context)
     ASSERT_EQ(llm.size(), 3u);  // the excluded bash execution vanishes
     EXPECT_EQ(llm[1]->role, role::user);
     EXPECT_EQ(content_text(llm[1]->content), "remember this");
-    EXPECT_EQ(content_text(llm[2]->content),
-              "Ran `make`\n(no output)\n\nCommand exited with code 2\n\n[Output truncated. Full output: /tmp/out.txt]");
+    EXPECT_EQ(
+        content_text(llm[2]->content),
+        "Ran `make`\n(no output)\n\nCommand exited with code 2\n\n[Output truncated. Full output: "
+        "/tmp/out.txt]"
+    );
 }
 
 TEST(projection, convert_to_llm_wraps_summaries_exactly)
@@ -182,15 +203,25 @@ TEST(projection, convert_to_llm_wraps_summaries_exactly)
         msgs.push_back(m.msg);
     const auto llm = convert_to_llm(msgs, summary_framing::pi);  // Pi 1.6's bytes, asked for
     ASSERT_EQ(llm.size(), 3u);
-    EXPECT_EQ(content_text(llm[0]->content),
-              "The conversation history before this point was compacted into the following summary:\n\n<summary>\nC\n</summary>");
-    EXPECT_EQ(content_text(llm[2]->content),
-              "The following is a summary of a branch that this conversation came back from:\n\n<summary>\nB</summary>");
+    EXPECT_EQ(
+        content_text(llm[0]->content),
+        "The conversation history before this point was compacted into the following "
+        "summary:\n\n<summary>\nC\n</summary>"
+    );
+    EXPECT_EQ(
+        content_text(llm[2]->content),
+        "The following is a summary of a branch that this conversation came back "
+        "from:\n\n<summary>\nB</summary>"
+    );
     EXPECT_EQ(llm[1].get(), msgs[1].get());  // user messages are shared, not copied
     // Without the option: reference history.
     const auto framed = convert_to_llm(msgs);
-    EXPECT_EQ(content_text(framed[0]->content), framed_summary("C", false, summary_framing::reference_history));
-    EXPECT_EQ(content_text(framed[2]->content), framed_summary("B", true, summary_framing::reference_history));
+    EXPECT_EQ(
+        content_text(framed[0]->content), framed_summary("C", false, summary_framing::reference_history)
+    );
+    EXPECT_EQ(
+        content_text(framed[2]->content), framed_summary("B", true, summary_framing::reference_history)
+    );
 }
 
 TEST(projection, bash_text_for_cancelled_and_successful_commands)

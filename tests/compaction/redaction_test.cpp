@@ -59,7 +59,8 @@ std::string base64url(std::string_view in)
 std::string fake_jwt(std::uint64_t seed = 3)
 {
     return base64url(R"({"alg":"HS256","typ":"JWT"})") + "." +
-           base64url(R"({"sub":"1234567890","name":"Test User","iat":1516239022})") + "." + fake(b64url, 43, seed);
+           base64url(R"({"sub":"1234567890","name":"Test User","iat":1516239022})") + "." +
+           fake(b64url, 43, seed);
 }
 
 std::string fake_pem(std::string_view kind, std::string_view newline = "\n")
@@ -104,11 +105,14 @@ std::vector<sample> positives()
         {"openai_api_key", "sk-proj-" + fake(b64url, 100, 13)},
         {"anthropic_api_key", "sk-ant-api03-" + fake(b64url, 93, 14) + "AA"},
         {"anthropic_api_key", "sk-ant-admin01-" + fake(b64url, 60, 15)},
-        {"slack_token", "xoxb-" + fake(digits, 12, 16) + "-" + fake(digits, 13, 17) + "-" + fake(alnum, 24, 18)},
-        {"slack_token", "xoxp-" + fake(digits, 12, 19) + "-" + fake(digits, 12, 20) + "-" + fake(digits, 12, 21) + "-" +
-                            fake("0123456789abcdef", 32, 22)},
-        {"slack_webhook", "https://hooks.slack.com/services/T" + fake(upper_digits, 8, 23) + "/B" +
-                              fake(upper_digits, 10, 24) + "/" + fake(alnum, 24, 25)},
+        {"slack_token",
+         "xoxb-" + fake(digits, 12, 16) + "-" + fake(digits, 13, 17) + "-" + fake(alnum, 24, 18)},
+        {"slack_token",
+         "xoxp-" + fake(digits, 12, 19) + "-" + fake(digits, 12, 20) + "-" + fake(digits, 12, 21) + "-" +
+             fake("0123456789abcdef", 32, 22)},
+        {"slack_webhook",
+         "https://hooks.slack.com/services/T" + fake(upper_digits, 8, 23) + "/B" +
+             fake(upper_digits, 10, 24) + "/" + fake(alnum, 24, 25)},
         {"private_key", fake_pem("RSA ")},
         {"private_key", fake_pem("OPENSSH ")},
         {"private_key", fake_pem("")},
@@ -140,14 +144,23 @@ TEST(redaction, secrets_are_found_inside_quotes_json_and_urls)
 {
     const auto gh = "ghp_" + fake(alnum, 36, 40);
     const auto aws = "AKIA" + fake(upper_digits, 16, 41);
-    EXPECT_EQ(default_redactor().redact("{\"t\":\"" + gh + "\"}").text, "{\"t\":\"[REDACTED:github_token]\"}");
+    EXPECT_EQ(
+        default_redactor().redact("{\"t\":\"" + gh + "\"}").text, "{\"t\":\"[REDACTED:github_token]\"}"
+    );
     EXPECT_EQ(default_redactor().redact("'" + aws + "',").text, "'[REDACTED:aws_access_key_id]',");
-    EXPECT_EQ(default_redactor().redact("https://x:" + gh + "@github.com/o/r.git").text,
-              "https://x:[REDACTED:github_token]@github.com/o/r.git");
-    EXPECT_EQ(default_redactor().redact("line1\n" + aws + "\nline3").text, "line1\n[REDACTED:aws_access_key_id]\nline3");
+    EXPECT_EQ(
+        default_redactor().redact("https://x:" + gh + "@github.com/o/r.git").text,
+        "https://x:[REDACTED:github_token]@github.com/o/r.git"
+    );
+    EXPECT_EQ(
+        default_redactor().redact("line1\n" + aws + "\nline3").text,
+        "line1\n[REDACTED:aws_access_key_id]\nline3"
+    );
     // Inside a serialized JSON string a line break is the two bytes `\n`.
-    EXPECT_EQ(default_redactor().redact("\"out\":\"line1\\n" + aws + "\\t" + gh + "\"").text,
-              "\"out\":\"line1\\n[REDACTED:aws_access_key_id]\\t[REDACTED:github_token]\"");
+    EXPECT_EQ(
+        default_redactor().redact("\"out\":\"line1\\n" + aws + "\\t" + gh + "\"").text,
+        "\"out\":\"line1\\n[REDACTED:aws_access_key_id]\\t[REDACTED:github_token]\""
+    );
 }
 
 TEST(redaction, look_alikes_are_not_redacted)
@@ -171,7 +184,8 @@ TEST(redaction, look_alikes_are_not_redacted)
         "-----BEGIN PUBLIC KEY-----\n" + fake(b64, 64, 2) + "\n-----END PUBLIC KEY-----",
         "-----BEGIN CERTIFICATE-----\n" + fake(b64, 64, 3) + "\n-----END CERTIFICATE-----",
         "iVBORw0KGgoAAAANSUhEUgAA" + fake(b64, 400, 4) + "==",
-        "data:application/json;base64," + base64url(R"({"name":"agentctx","version":"0.1.0","private":true})"),
+        "data:application/json;base64," +
+            base64url(R"({"name":"agentctx","version":"0.1.0","private":true})"),
         "eyJhbGciOiJIUzI1NiJ9.short",
         "AIza" + fake(alnum, 34, 26) + " end",
         "sk_live_" + fake(alnum, 23, 27),
@@ -242,14 +256,21 @@ TEST(redaction, a_specific_rule_wins_over_the_generic_assignment)
 
 TEST(redaction, counts_are_per_rule)
 {
-    const std::string text = "a " + ("AKIA" + fake(upper_digits, 16, 60)) + " b " + ("ASIA" + fake(upper_digits, 16, 61)) +
-                             " c " + ("ghp_" + fake(alnum, 36, 62)) + " d " + fake_jwt(63) + " e password=" +
-                             fake(alnum, 24, 64) + " f " + ("AKIA" + fake(upper_digits, 16, 60));
+    const std::string text = "a " + ("AKIA" + fake(upper_digits, 16, 60)) + " b " +
+                             ("ASIA" + fake(upper_digits, 16, 61)) + " c " + ("ghp_" + fake(alnum, 36, 62)) +
+                             " d " + fake_jwt(63) + " e password=" + fake(alnum, 24, 64) + " f " +
+                             ("AKIA" + fake(upper_digits, 16, 60));
     const auto r = default_redactor().redact(text);
-    EXPECT_EQ(r.counts, (std::map<std::string, std::size_t>{
-                            {"aws_access_key_id", 3}, {"github_token", 1}, {"jwt", 1}, {"generic_secret", 1}}));
-    EXPECT_EQ(r.text, "a [REDACTED:aws_access_key_id] b [REDACTED:aws_access_key_id] c [REDACTED:github_token] d "
-                      "[REDACTED:jwt] e password=[REDACTED:generic_secret] f [REDACTED:aws_access_key_id]");
+    EXPECT_EQ(
+        r.counts,
+        (std::map<std::string, std::size_t>{
+            {"aws_access_key_id", 3}, {"github_token", 1}, {"jwt", 1}, {"generic_secret", 1}})
+    );
+    EXPECT_EQ(
+        r.text,
+        "a [REDACTED:aws_access_key_id] b [REDACTED:aws_access_key_id] c [REDACTED:github_token] d "
+        "[REDACTED:jwt] e password=[REDACTED:generic_secret] f [REDACTED:aws_access_key_id]"
+    );
 }
 
 TEST(redaction, allowlist_exact_strings_and_patterns_suppress_matches)
@@ -258,7 +279,8 @@ TEST(redaction, allowlist_exact_strings_and_patterns_suppress_matches)
     const auto drop = "AKIA" + fake(upper_digits, 16, 71);
     const auto test_key = "sk_test_" + fake(alnum, 24, 72);
     diagnostics diag;
-    const auto r = redactor::create(redaction_settings{.allowlist = {keep, "re:sk_test_[A-Za-z0-9]+"}}, diag).value();
+    const auto r =
+        redactor::create(redaction_settings{.allowlist = {keep, "re:sk_test_[A-Za-z0-9]+"}}, diag).value();
     const auto out = r.redact(keep + " " + drop + " " + test_key);
     EXPECT_EQ(out.text, keep + " [REDACTED:aws_access_key_id] " + test_key);
     EXPECT_EQ(out.counts, (std::map<std::string, std::size_t>{{"aws_access_key_id", 1}}));
@@ -302,7 +324,8 @@ TEST(redaction, private_key_block_is_replaced_whole_even_when_truncated)
     const auto pem = fake_pem("RSA ");
     const auto r = default_redactor().redact("$ cat id_rsa\n" + pem + "\n$ ls");
     EXPECT_EQ(r.text, "$ cat id_rsa\n[REDACTED:private_key]\n$ ls");
-    const std::string truncated = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + fake(b64, 64, 1) + "\n" + fake(b64, 64, 2);
+    const std::string truncated =
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + fake(b64, 64, 1) + "\n" + fake(b64, 64, 2);
     const auto t = default_redactor().redact("$ head -3 key\n" + truncated + "\nthe rest is cut");
     EXPECT_EQ(t.text, "$ head -3 key\n[REDACTED:private_key]\nthe rest is cut");
 }
@@ -350,9 +373,16 @@ TEST(redaction, pathological_inputs_complete_with_correct_output)
     // Runs where every rule start follows a word byte, or where one long candidate holds many:
     // either nothing matches, or one span (no left boundary needed for the shape) takes the run.
     const std::vector<std::pair<std::string, std::string>> runs = {
-        {"Xsk-ant-", "X[REDACTED:anthropic_api_key]"}, {"Xglpat-", "X[REDACTED:gitlab_token]"},
-        {"Xxoxb-1234567-", "X[REDACTED:slack_token]"}, {"XeyJ-", ""}, {"Xsk-proj-", ""}, {"XAIza-", ""},
-        {"Xsk_live_", ""}, {"Xbearer ", ""}, {"Xhf_", ""}, {"Xsk-", ""}};
+        {"Xsk-ant-", "X[REDACTED:anthropic_api_key]"},
+        {"Xglpat-", "X[REDACTED:gitlab_token]"},
+        {"Xxoxb-1234567-", "X[REDACTED:slack_token]"},
+        {"XeyJ-", ""},
+        {"Xsk-proj-", ""},
+        {"XAIza-", ""},
+        {"Xsk_live_", ""},
+        {"Xbearer ", ""},
+        {"Xhf_", ""},
+        {"Xsk-", ""}};
     for (const auto& [unit, want] : runs)
     {
         SCOPED_TRACE(unit);
@@ -420,7 +450,10 @@ TEST(redaction, custom_rules_and_invalid_patterns)
     EXPECT_EQ(redactor::create({{"bad", "(unclosed"}}, {}, diag).error(), errc::invalid_settings);
     EXPECT_EQ(diag.field, "rules[0].pattern");
     EXPECT_EQ(redactor::create({{"two", "(a)(b)"}}, {}, diag).error(), errc::invalid_settings);
-    EXPECT_EQ(redactor::create(redaction_settings{.allowlist = {"ok", "re:(bad"}}, diag).error(), errc::invalid_settings);
+    EXPECT_EQ(
+        redactor::create(redaction_settings{.allowlist = {"ok", "re:(bad"}}, diag).error(),
+        errc::invalid_settings
+    );
     EXPECT_EQ(diag.field, "redaction.allowlist[1]");
 }
 
@@ -451,9 +484,12 @@ TEST(redaction_settings, reads_enabled_and_allowlist)
 {
     diagnostics diag;
     const auto s = parse_redaction_settings(
-                       boost::json::parse(R"({"compaction":{},"redaction":{"enabled":false,"allowlist":["x","re:AKIA.*"]}})")
+                       boost::json::parse(
+                           R"({"compaction":{},"redaction":{"enabled":false,"allowlist":["x","re:AKIA.*"]}})"
+                       )
                            .as_object(),
-                       diag)
+                       diag
+    )
                        .value();
     EXPECT_FALSE(s.enabled);
     EXPECT_EQ(s.allowlist, (std::vector<std::string>{"x", "re:AKIA.*"}));

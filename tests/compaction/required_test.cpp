@@ -32,8 +32,12 @@ session_text turns()
     return s;
 }
 
-result<compaction_preparation> plan(const session_text& s, const required_policy& required, diagnostics& diag,
-                                    compat_mode mode = compat_mode::agentctx)
+result<compaction_preparation> plan(
+    const session_text& s,
+    const required_policy& required,
+    diagnostics& diag,
+    compat_mode mode = compat_mode::agentctx
+)
 {
     plan_options opts;
     opts.mode = mode;
@@ -53,8 +57,10 @@ TEST(required, the_cut_stops_at_the_oldest_required_entry)
         const auto p = plan(s, required_policy{.ids = {"u4", "u6"}}, diag, mode).value();
         EXPECT_EQ(p.first_kept_entry_id, "u4");
         EXPECT_FALSE(p.is_split_turn);
-        EXPECT_EQ(ids(p.messages_to_summarize),
-                  (std::vector<std::string>{"u0", "a0", "u1", "a1", "u2", "a2", "note", "u3", "a3"}));
+        EXPECT_EQ(
+            ids(p.messages_to_summarize),
+            (std::vector<std::string>{"u0", "a0", "u1", "a1", "u2", "a2", "note", "u3", "a3"})
+        );
     }
 }
 
@@ -84,12 +90,15 @@ TEST(required, a_required_first_entry_leaves_nothing_to_summarize_and_is_budget_
 TEST(required, settings_are_read_strictly)
 {
     diagnostics diag;
-    const auto ok = parse_required_settings(json::parse(R"({"required":{"ids":["u1"],"customTypes":["spec"]}})").as_object(), diag);
+    const auto ok = parse_required_settings(
+        json::parse(R"({"required":{"ids":["u1"],"customTypes":["spec"]}})").as_object(), diag
+    );
     ASSERT_TRUE(ok) << diag.message;
     EXPECT_EQ(ok->ids, (std::vector<std::string>{"u1"}));
     EXPECT_EQ(ok->custom_types, (std::vector<std::string>{"spec"}));
     EXPECT_TRUE(parse_required_settings(json::object{}, diag).value().empty());
-    const auto bad = parse_required_settings(json::parse(R"({"required":{"ids":["u1",""]}})").as_object(), diag);
+    const auto bad =
+        parse_required_settings(json::parse(R"({"required":{"ids":["u1",""]}})").as_object(), diag);
     EXPECT_EQ(bad.error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "required.ids[1]");
     EXPECT_FALSE(parse_required_settings(json::parse(R"({"required":["u1"]})").as_object(), diag));

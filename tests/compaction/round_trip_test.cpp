@@ -106,8 +106,10 @@ TEST(round_trip, doubles_survive_exactly)
     // Boost 1.81's parser rounds some doubles wrongly (0.0037199999999999998 -> 0.00372); the
     // loader converts number text itself so these come back bit for bit.
     const std::string text =
-        R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" "\n"
-        R"({"type":"custom","customType":"n","data":[0.0037199999999999998,0.30000000000000004,5e-324,1.7976931348623157e+308,0.013595999999999999,123456789.12345679,-0.5,1e+21],"id":"c","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z"})" "\n";
+        R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+        "\n"
+        R"({"type":"custom","customType":"n","data":[0.0037199999999999998,0.30000000000000004,5e-324,1.7976931348623157e+308,0.013595999999999999,123456789.12345679,-0.5,1e+21],"id":"c","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z"})"
+        "\n";
     EXPECT_EQ(reserialize(text), lines_of(text));
 }
 

@@ -27,8 +27,8 @@ std::string ser(std::initializer_list<std::shared_ptr<const message>> ms)
 
 std::string tool_result(const std::string& text)
 {
-    return R"({"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":")" + text +
-           R"("}],"isError":false})";
+    return R"({"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":")" +
+           text + R"("}],"isError":false})";
 }
 
 }  // namespace
@@ -45,7 +45,10 @@ TEST(serialize, short_tool_results_and_user_assistant_texts_are_never_truncated)
     EXPECT_EQ(ser({msg(tool_result(t))}), "[Tool result]: " + t);
     const std::string big(5000, 'z');
     EXPECT_EQ(ser({msg(R"({"role":"user","content":")" + big + R"("})")}), "[User]: " + big);
-    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"text","text":")" + big + R"("}]})")}), "[Assistant]: " + big);
+    EXPECT_EQ(
+        ser({msg(R"({"role":"assistant","content":[{"type":"text","text":")" + big + R"("}]})")}),
+        "[Assistant]: " + big
+    );
 }
 
 TEST(serialize, truncation_counts_utf16_units_and_never_splits_a_pair)
@@ -61,10 +64,16 @@ TEST(serialize, surrogate_safe_cut_verified_vector)
 {
     // Pi 1.6: 1999×x + 🚀 + 99×y (2100 units); the marker still says length − 2000.
     const std::string text = std::string(1999, 'x') + "🚀" + std::string(99, 'y');
-    EXPECT_EQ(ser({msg(tool_result(text))}), "[Tool result]: " + std::string(1999, 'x') + "\n\n[... 100 more characters truncated]");
+    EXPECT_EQ(
+        ser({msg(tool_result(text))}),
+        "[Tool result]: " + std::string(1999, 'x') + "\n\n[... 100 more characters truncated]"
+    );
     // A pair ending exactly at unit 2000 is kept whole.
     const std::string whole = std::string(1998, 'x') + "🚀" + std::string(5, 'y');
-    EXPECT_EQ(ser({msg(tool_result(whole))}), "[Tool result]: " + std::string(1998, 'x') + "🚀" + "\n\n[... 5 more characters truncated]");
+    EXPECT_EQ(
+        ser({msg(tool_result(whole))}),
+        "[Tool result]: " + std::string(1998, 'x') + "🚀" + "\n\n[... 5 more characters truncated]"
+    );
 }
 
 TEST(serialize, slice_head_primitive)
@@ -79,14 +88,27 @@ TEST(serialize, slice_head_primitive)
 TEST(serialize, thinking_is_omitted_and_system_messages_ignored)
 {
     EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"}]})")}), "");
-    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"ok"}]})")}),
-              "[Assistant]: ok");
+    EXPECT_EQ(
+        ser({msg(
+            R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"ok"}]})"
+        )}),
+        "[Assistant]: ok"
+    );
     // At least one text block, even empty, gives the part.
-    EXPECT_EQ(ser({msg(R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]})")}),
-              "[Assistant]: ");
-    EXPECT_EQ(ser({msg(R"({"role":"user","content":"q"})"), msg(R"({"role":"system","content":"You are helpful."})"),
-                   msg(R"({"role":"assistant","content":[{"type":"text","text":"a"}]})")}),
-              "[User]: q\n\n[Assistant]: a");
+    EXPECT_EQ(
+        ser({msg(
+            R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}]})"
+        )}),
+        "[Assistant]: "
+    );
+    EXPECT_EQ(
+        ser(
+            {msg(R"({"role":"user","content":"q"})"),
+             msg(R"({"role":"system","content":"You are helpful."})"),
+             msg(R"({"role":"assistant","content":[{"type":"text","text":"a"}]})")}
+        ),
+        "[User]: q\n\n[Assistant]: a"
+    );
 }
 
 TEST(serialize, labels_part_order_and_tool_call_format)
@@ -97,11 +119,16 @@ TEST(serialize, labels_part_order_and_tool_call_format)
         {"type":"thinking","thinking":"hmm"},
         {"type":"toolCall","id":"2","name":"bash","arguments":{"command":"ls \"x\"","opts":{"a":[1,true]}}},
         {"type":"text","text":""}]})");
-    const auto u = msg(R"({"role":"user","content":[{"type":"text","text":"Fix "},{"type":"image","data":"AA","mimeType":"image/png"},{"type":"text","text":"it"}]})");
-    EXPECT_EQ(ser({u, a}),
-              "[User]: Fix it\n\n"
-              "[Assistant]: first\n\n\n"  // the empty text block still joins with \n
-              "[Assistant tool calls]: read(path=\"src/auth.ts\", limit=20); bash(command=\"ls \\\"x\\\"\", opts={\"a\":[1,true]})");
+    const auto u = msg(
+        R"({"role":"user","content":[{"type":"text","text":"Fix "},{"type":"image","data":"AA","mimeType":"image/png"},{"type":"text","text":"it"}]})"
+    );
+    EXPECT_EQ(
+        ser({u, a}),
+        "[User]: Fix it\n\n"
+        "[Assistant]: first\n\n\n"  // the empty text block still joins with \n
+        "[Assistant tool calls]: read(path=\"src/auth.ts\", limit=20); bash(command=\"ls \\\"x\\\"\", "
+        "opts={\"a\":[1,true]})"
+    );
     EXPECT_EQ(ser({msg(R"({"role":"user","content":""})"), msg(R"({"role":"assistant","content":[]})")}), "");
 }
 
@@ -174,14 +201,24 @@ TEST(prompts, history_prompt_layout)
     EXPECT_EQ(p.system_prompt, summarization_system_prompt);
     EXPECT_EQ(p.prompt.rfind("<conversation>\n[User]: Fix auth\n</conversation>\n\n", 0), 0u);
     EXPECT_NE(p.prompt.find(initial_summary_instructions), std::string::npos);
-    for (const char* section : {"## Goal", "## Constraints & Preferences", "## Progress", "### Done",
-                                "### In Progress", "### Blocked", "## Key Decisions", "## Next Steps",
-                                "## Critical Context"})
+    for (const char* section :
+         {"## Goal",
+          "## Constraints & Preferences",
+          "## Progress",
+          "### Done",
+          "### In Progress",
+          "### Blocked",
+          "## Key Decisions",
+          "## Next Steps",
+          "## Critical Context"})
         EXPECT_NE(p.prompt.find(section), std::string::npos) << section;
     EXPECT_EQ(p.prompt.find("<previous-summary>"), std::string::npos);
 
     p = history_summary_prompt(ms, std::string("OLD"), std::string("focus on tests"), 100);
-    EXPECT_NE(p.prompt.find("</conversation>\n\n<previous-summary>\nOLD\n</previous-summary>\n\n"), std::string::npos);
+    EXPECT_NE(
+        p.prompt.find("</conversation>\n\n<previous-summary>\nOLD\n</previous-summary>\n\n"),
+        std::string::npos
+    );
     EXPECT_NE(p.prompt.find(update_summary_instructions), std::string::npos);
     EXPECT_TRUE(p.prompt.ends_with("\n\nAdditional focus: focus on tests"));
 }
@@ -192,8 +229,12 @@ TEST(prompts, turn_prefix_prompt_layout)
     std::vector<std::shared_ptr<const message>> ms{msg(R"({"role":"user","content":"Big task"})")};
     auto p = turn_prefix_summary_prompt(ms, std::nullopt, 200000, 64000);
     EXPECT_EQ(p.system_prompt, summarization_system_prompt);
-    EXPECT_EQ(p.prompt, "# Conversation\n[User]: Big task\n\n# Instructions\n" + std::string(turn_prefix_instructions));
-    for (const char* section : {"\n## Original Request\n", "\n## Progress So Far\n- ", "\n## Context Needed to Continue\n- "})
+    EXPECT_EQ(
+        p.prompt,
+        "# Conversation\n[User]: Big task\n\n# Instructions\n" + std::string(turn_prefix_instructions)
+    );
+    for (const char* section :
+         {"\n## Original Request\n", "\n## Progress So Far\n- ", "\n## Context Needed to Continue\n- "})
         EXPECT_NE(p.prompt.find(section), std::string::npos) << section;
     EXPECT_EQ(p.prompt.find("<conversation>"), std::string::npos);
     EXPECT_EQ(p.prompt.find("Early Progress"), std::string::npos);
@@ -205,9 +246,14 @@ TEST(prompts, turn_prefix_prompt_layout)
 
     // Custom instructions now apply to the prefix too (#11058); empty ones are not appended.
     p = turn_prefix_summary_prompt(ms, std::string("focus on tests"), 200000, 64000);
-    EXPECT_EQ(p.prompt, "# Conversation\n[User]: Big task\n\n# Instructions\n" + std::string(turn_prefix_instructions) +
-                            "\n\nAdditional focus: focus on tests");
-    EXPECT_EQ(turn_prefix_summary_prompt(ms, std::string(), 0, 0).prompt.find("Additional focus"), std::string::npos);
+    EXPECT_EQ(
+        p.prompt,
+        "# Conversation\n[User]: Big task\n\n# Instructions\n" + std::string(turn_prefix_instructions) +
+            "\n\nAdditional focus: focus on tests"
+    );
+    EXPECT_EQ(
+        turn_prefix_summary_prompt(ms, std::string(), 0, 0).prompt.find("Additional focus"), std::string::npos
+    );
 
     // The deprecated overload builds the same text with an explicit cap.
     const auto old = turn_prefix_summary_prompt(ms, 8192);
@@ -223,7 +269,9 @@ TEST(prompts, summaries_reach_the_summarizer_as_user_text)
         msg(R"({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"excludeFromContext":true})"),
     };
     const auto p = history_summary_prompt(ms, std::nullopt, std::nullopt, 1);
-    EXPECT_NE(p.prompt.find("[User]: The conversation history before this point was compacted"), std::string::npos);
+    EXPECT_NE(
+        p.prompt.find("[User]: The conversation history before this point was compacted"), std::string::npos
+    );
     EXPECT_EQ(p.prompt.find("Ran `ls`"), std::string::npos);  // excluded bash vanishes
 }
 
@@ -234,11 +282,14 @@ TEST(serialize, tool_call_arguments_enumerate_integer_like_keys_first_as_javascr
         message a;
         a.role = role::assistant;
         a.role_name = "assistant";
-        a.content.blocks.push_back(tool_call_block{"c", "read", boost::json::parse(R"({"path":"a.ts","2":"x","n":{"z":1,"1":2}})").as_object()});
+        a.content.blocks.push_back(tool_call_block{
+            "c", "read", boost::json::parse(R"({"path":"a.ts","2":"x","n":{"z":1,"1":2}})").as_object()});
         return a;
     }());
     const std::shared_ptr<const message> msgs[] = {m};
-    EXPECT_EQ(serialize_conversation(msgs), R"([Assistant tool calls]: read(2="x", path="a.ts", n={"1":2,"z":1}))");
+    EXPECT_EQ(
+        serialize_conversation(msgs), R"([Assistant tool calls]: read(2="x", path="a.ts", n={"1":2,"z":1}))"
+    );
 }
 
 TEST(prompts, cache_friendly_history_prompt_layout)
@@ -250,16 +301,26 @@ TEST(prompts, cache_friendly_history_prompt_layout)
     EXPECT_EQ(p.head, head);
     EXPECT_TRUE(p.system_prompt.empty());  // the conversation's own system prompt is sent
     EXPECT_EQ(p.prompt.find("<conversation>"), std::string::npos);
-    EXPECT_NE(p.prompt.find("The part to checkpoint is messages 1 to 6 of the conversation above. Messages from 7 on "
-                            "(the first begins \u201CNow add the tests\u201D) are not part of it"),
-              std::string::npos);
+    EXPECT_NE(
+        p.prompt.find(
+            "The part to checkpoint is messages 1 to 6 of the conversation above. Messages from 7 on "
+            "(the first begins \u201CNow add the tests\u201D) are not part of it"
+        ),
+        std::string::npos
+    );
     EXPECT_TRUE(p.prompt.ends_with(initial_summary_instructions));
     // The budget counts the head: 35000 + the instruction's UTF-16 units.
     EXPECT_EQ(p.max_output_tokens, summary_output_budget(200000, 0, 0, 35000 + utf16_length(p.prompt)));
 
-    p = cache_friendly_history_prompt(head, scope, std::string("OLD"), std::string("focus on tests"), 200000, 0);
-    EXPECT_NE(p.prompt.find("<previous-summary>\nOLD\n</previous-summary>\n\n" + std::string(update_summary_instructions)),
-              std::string::npos);
+    p = cache_friendly_history_prompt(
+        head, scope, std::string("OLD"), std::string("focus on tests"), 200000, 0
+    );
+    EXPECT_NE(
+        p.prompt.find(
+            "<previous-summary>\nOLD\n</previous-summary>\n\n" + std::string(update_summary_instructions)
+        ),
+        std::string::npos
+    );
     EXPECT_TRUE(p.prompt.ends_with("\n\nAdditional focus: focus on tests"));
 }
 
@@ -267,20 +328,38 @@ TEST(prompts, cache_friendly_turn_prefix_prompt_and_merged_boundaries)
 {
     auto head = std::make_shared<request_head>();
     auto p = cache_friendly_turn_prefix_prompt(head, {5, 9, true, "Run it"}, std::nullopt, 200000, 0);
-    EXPECT_NE(p.prompt.find("The part to checkpoint is messages 5 to 8 of the conversation above and message 9 up to "
-                            "the text that begins \u201CRun it\u201D."),
-              std::string::npos);
+    EXPECT_NE(
+        p.prompt.find(
+            "The part to checkpoint is messages 5 to 8 of the conversation above and message 9 up to "
+            "the text that begins \u201CRun it\u201D."
+        ),
+        std::string::npos
+    );
     EXPECT_TRUE(p.prompt.ends_with(turn_prefix_instructions));
-    EXPECT_EQ(checkpoint_scope_text({3, 4, false, "x"}).rfind("The part to checkpoint is message 3 of the conversation above.", 0), 0u);
-    EXPECT_EQ(checkpoint_scope_text({4, 4, true, "x"}).rfind("The part to checkpoint is message 4 up to the text", 0), 0u);
+    EXPECT_EQ(
+        checkpoint_scope_text({3, 4, false, "x"})
+            .rfind("The part to checkpoint is message 3 of the conversation above.", 0),
+        0u
+    );
+    EXPECT_EQ(
+        checkpoint_scope_text({4, 4, true, "x"})
+            .rfind("The part to checkpoint is message 4 up to the text", 0),
+        0u
+    );
 }
 
 TEST(prompts, message_quotes_collapse_whitespace_and_cut_on_a_character)
 {
-    EXPECT_EQ(message_quote(*msg(R"({"role":"user","content":"  Fix\n\n the   parser "})")), "Fix the parser ");
+    EXPECT_EQ(
+        message_quote(*msg(R"({"role":"user","content":"  Fix\n\n the   parser "})")), "Fix the parser "
+    );
     EXPECT_EQ(message_quote(*msg(R"({"role":"user","content":"éééé"})"), 3), "é…");  // never half a character
-    EXPECT_EQ(message_quote(*msg(R"({"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}],"api":"x","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1})")),
-              "a call to the tool bash");
+    EXPECT_EQ(
+        message_quote(*msg(
+            R"({"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}],"api":"x","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1})"
+        )),
+        "a call to the tool bash"
+    );
 }
 
 TEST(prompts, cache_friendly_fits_needs_room_for_8192_output_tokens_or_the_models_limit)

@@ -64,7 +64,11 @@ TEST(session_log, reset_leaf_empties_the_active_path_and_the_next_append_is_a_ne
     EXPECT_TRUE(log.active_path().empty());
     diagnostics diag;
     auto root = std::make_shared<const entry>(
-        make_message_entry("u2", std::nullopt, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "again"}}, diag).value());
+        make_message_entry(
+            "u2", std::nullopt, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "again"}}, diag
+        )
+            .value()
+    );
     ASSERT_TRUE(log.append(root, diag)) << diag.message;
     EXPECT_EQ(ids(log, log.active_path()), (std::vector<std::string>{"u2"}));
     EXPECT_EQ(log.size(), 3u);
@@ -78,7 +82,10 @@ TEST(session_log, append_validates_ids_and_parents_and_moves_the_leaf)
     diagnostics diag;
     auto make = [&](std::string id, std::optional<std::string> parent) {
         return std::make_shared<const entry>(
-            make_message_entry(id, parent, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "x"}}, diag).value()
+            make_message_entry(
+                id, parent, "2026-01-15T09:00:09.000Z", {{"role", "user"}, {"content", "x"}}, diag
+            )
+                .value()
         );
     };
     ASSERT_TRUE(log.append(make("u2", "u1"), diag));
@@ -94,7 +101,8 @@ TEST(session_log, append_validates_ids_and_parents_and_moves_the_leaf)
 
 TEST(session_log, streaming_in_tiny_chunks_matches_a_whole_load)
 {
-    const std::string text = agentctx::tools::generate_session({.seed = 3, .entries = 150, .branch_rate = 0.1});
+    const std::string text =
+        agentctx::tools::generate_session({.seed = 3, .entries = 150, .branch_rate = 0.1});
     load_report whole_report;
     diagnostics diag;
     auto whole = session_log::load(text, {}, whole_report, diag);
@@ -141,7 +149,8 @@ TEST(session_log, torn_final_line_is_reported_not_fatal)
 {
     session_text s;
     s.user("u1", "one").assistant("a1", "r1");
-    const std::string text = s.text + R"({"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-15T09:00)";
+    const std::string text =
+        s.text + R"({"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-15T09:00)";
     load_report report;
     diagnostics diag;
     auto log = session_log::load(text, {}, report, diag);
@@ -183,12 +192,18 @@ TEST(session_log, v1_file_migrates_in_memory_with_stable_ids)
 {
     // v1: no version, no ids, compactions point at an index (header = 0).
     const std::string text =
-        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})" "\n"
-        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}})" "\n"
-        R"({"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})" "\n"
-        R"({"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":"second","timestamp":3}})" "\n"
-        R"({"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"S","firstKeptEntryIndex":3,"tokensBefore":50})" "\n"
-        R"({"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"hookMessage","customType":"h","content":"hi","display":true,"timestamp":5}})" "\n";
+        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})"
+        "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}})"
+        "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a"}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})"
+        "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":"second","timestamp":3}})"
+        "\n"
+        R"({"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"S","firstKeptEntryIndex":3,"tokensBefore":50})"
+        "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:05.000Z","message":{"role":"hookMessage","customType":"h","content":"hi","display":true,"timestamp":5}})"
+        "\n";
     load_report report;
     diagnostics diag;
     auto log = session_log::load(text, {}, report, diag);
@@ -224,9 +239,12 @@ TEST(session_log, v1_file_migrates_in_memory_with_stable_ids)
         EXPECT_EQ(again->meta(i).id, log->meta(i).id);
 
     // Appending to an unmigrated log is refused.
-    auto e = std::make_shared<const entry>(make_message_entry(
-        "abcdef01", log->leaf_id(), "2025-01-01T00:00:06.000Z", {{"role", "user"}, {"content", "x"}}, diag
-    ).value());
+    auto e = std::make_shared<const entry>(
+        make_message_entry(
+            "abcdef01", log->leaf_id(), "2025-01-01T00:00:06.000Z", {{"role", "user"}, {"content", "x"}}, diag
+        )
+            .value()
+    );
     EXPECT_EQ(log->append(e, diag).error(), make_error_code(errc::migration_required));
 }
 
@@ -250,20 +268,36 @@ TEST(session_log, labels_follow_file_order_and_clear_when_empty)
     s.entry("label", "l1", {{"targetId", "u1"}, {"label", "start"}});
     s.entry("label", "l2", {{"targetId", "a1"}, {"label", "first"}});
     s.entry("label", "l3", {{"targetId", "a1"}, {"label", "answer"}});  // last wins
-    s.entry("label", "l4", {{"targetId", "u1"}});                      // absent label clears
+    s.entry("label", "l4", {{"targetId", "u1"}});                       // absent label clears
     auto log = s.load();
     EXPECT_FALSE(log.label_of("u1"));
     EXPECT_EQ(log.label_of("a1"), "answer");
     diagnostics diag;
     auto lab = std::make_shared<const entry>(decode_entry(
-        {{"type", "label"}, {"id", "l5"}, {"parentId", "l4"}, {"timestamp", "t"}, {"targetId", "u1"}, {"label", "again"}}, diag
-    ).value());
+                                                 {{"type", "label"},
+                                                  {"id", "l5"},
+                                                  {"parentId", "l4"},
+                                                  {"timestamp", "t"},
+                                                  {"targetId", "u1"},
+                                                  {"label", "again"}},
+                                                 diag
+    )
+                                                 .value());
     ASSERT_TRUE(log.append(lab, diag));
     EXPECT_EQ(log.label_of("u1"), "again");
     auto bad = std::make_shared<const entry>(decode_entry(
-        {{"type", "label"}, {"id", "l6"}, {"parentId", "l5"}, {"timestamp", "t"}, {"targetId", "ghost"}, {"label", "x"}}, diag
-    ).value());
-    EXPECT_EQ(log.append(bad, diag).error(), make_error_code(errc::entry_not_found));  // as Pi's appendLabelChange
+                                                 {{"type", "label"},
+                                                  {"id", "l6"},
+                                                  {"parentId", "l5"},
+                                                  {"timestamp", "t"},
+                                                  {"targetId", "ghost"},
+                                                  {"label", "x"}},
+                                                 diag
+    )
+                                                 .value());
+    EXPECT_EQ(
+        log.append(bad, diag).error(), make_error_code(errc::entry_not_found)
+    );  // as Pi's appendLabelChange
 }
 
 TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters)
@@ -272,9 +306,15 @@ TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters
     // escapes; Pi opens such files, so agentctx must too (it rejected the whole file before).
     session_text s;
     s.user("u1", "one");
-    s.raw(R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})");
-    s.raw(R"({"type":"message","id":"u3","parentId":"u2","timestamp":"2026-01-15T09:00:06.000Z","message":{"role":"user","content":"\udc00 \ud83d\u0041 \ud83d\ude80 \\ud83d","timestamp":2}})");
-    s.raw(R"({"type":"label","id":"l\ud800","parentId":"u3","timestamp":"2026-01-15T09:00:07.000Z","targetId":"u3","label":"x\udbff"})");
+    s.raw(
+        R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})"
+    );
+    s.raw(
+        R"({"type":"message","id":"u3","parentId":"u2","timestamp":"2026-01-15T09:00:06.000Z","message":{"role":"user","content":"\udc00 \ud83d\u0041 \ud83d\ude80 \\ud83d","timestamp":2}})"
+    );
+    s.raw(
+        R"({"type":"label","id":"l\ud800","parentId":"u3","timestamp":"2026-01-15T09:00:07.000Z","targetId":"u3","label":"x\udbff"})"
+    );
     load_report report;
     diagnostics diag;
     auto log = session_log::load(s.text, {}, report, diag);
@@ -287,8 +327,11 @@ TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters
     EXPECT_EQ(utf16_length(cut), 5u);  // the lone unit counts once, as in JavaScript
     auto u3 = log->get(2, diag);
     ASSERT_TRUE(u3) << diag.message;
-    EXPECT_EQ(std::string(u3.value()->raw.at("message").at("content").as_string()),
-              "\xEF\xBF\xBD \xEF\xBF\xBD" "A \xF0\x9F\x9A\x80 \\ud83d");
+    EXPECT_EQ(
+        std::string(u3.value()->raw.at("message").at("content").as_string()),
+        "\xEF\xBF\xBD \xEF\xBF\xBD"
+        "A \xF0\x9F\x9A\x80 \\ud83d"
+    );
     // The index and the materialized entry agree on ids and labels.
     EXPECT_EQ(log->meta(3).id, "l\xEF\xBF\xBD");
     auto label = log->get(3, diag);
@@ -296,7 +339,13 @@ TEST(session_log, lone_surrogate_escapes_load_and_read_as_replacement_characters
     EXPECT_EQ(label.value()->id, log->meta(3).id);
     EXPECT_EQ(log->label_of("u3"), "x\xEF\xBF\xBD");
     // The header too.
-    auto h = session_log::load(R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p\udfff"})" "\n", {}, report, diag);
+    auto h = session_log::load(
+        R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p\udfff"})"
+        "\n",
+        {},
+        report,
+        diag
+    );
     ASSERT_TRUE(h) << diag.message;
     EXPECT_EQ(h->header().cwd, "/p\xEF\xBF\xBD");
 }
@@ -333,12 +382,18 @@ TEST(session_log, a_repeated_key_indexes_as_the_last_one_as_the_entry_reads)
     // disagree with the materialized entry, in which the last repeat wins, as in JSON.parse.
     session_text s;
     s.user("u1", "one");
-    s.raw(R"({"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z",)"
-          R"("message":{"role":"assistant","content":[],"provider":"openai","model":"gpt-4o"},)"
-          R"("message":{"role":"assistant","content":[{"type":"text","text":"r"}],"api":"x","stopReason":"stop"}})");
-    s.raw(R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"t","provider":"openai","modelId":"gpt-4o",)"
-          R"("provider":"anthropic","modelId":"claude"})");
-    s.raw(R"({"type":"thinking_level_change","id":"t1","parentId":"m1","timestamp":"t","thinkingLevel":"high","thinkingLevel":null})");
+    s.raw(
+        R"({"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z",)"
+        R"("message":{"role":"assistant","content":[],"provider":"openai","model":"gpt-4o"},)"
+        R"("message":{"role":"assistant","content":[{"type":"text","text":"r"}],"api":"x","stopReason":"stop"}})"
+    );
+    s.raw(
+        R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"t","provider":"openai","modelId":"gpt-4o",)"
+        R"("provider":"anthropic","modelId":"claude"})"
+    );
+    s.raw(
+        R"({"type":"thinking_level_change","id":"t1","parentId":"m1","timestamp":"t","thinkingLevel":"high","thinkingLevel":null})"
+    );
     load_report report;
     diagnostics diag;
     auto log = session_log::load(s.text, {}, report, diag);
@@ -371,10 +426,10 @@ class memory_source final : public agentctx::compaction::byte_source
 public:
     memory_source(const std::string& text, std::size_t max_read, std::uint64_t fail_at = UINT64_MAX)
         : text_(text), max_read_(max_read), fail_at_(fail_at)
-    {
-    }
+    {}
 
-    agentctx::compaction::result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size) const override
+    agentctx::compaction::result<std::size_t> read(std::uint64_t offset, char* into, std::size_t size)
+        const override
     {
         if (offset >= fail_at_)
             return boost::system::error_code(EIO, boost::system::system_category());
@@ -423,27 +478,32 @@ std::string outcome_of(session_log_builder& b, const std::string& text)
     load_report report;
     diagnostics diag;
     auto log = b.finish(std::make_shared<string_line_reader>(text), report, diag);
-    std::string out = "lines " + std::to_string(report.lines) + " torn " +
-                      (report.torn ? std::to_string(report.torn->line) + "@" + std::to_string(report.torn->offset) : "-") +
-                      " nl " + std::to_string(report.missing_final_newline) + "\n";
+    std::string out =
+        "lines " + std::to_string(report.lines) + " torn " +
+        (report.torn ? std::to_string(report.torn->line) + "@" + std::to_string(report.torn->offset) : "-") +
+        " nl " + std::to_string(report.missing_final_newline) + "\n";
     for (const auto& n : report.skipped_lines)
-        out += "skip " + std::to_string(static_cast<int>(n.code)) + " " + std::to_string(n.line) + " " + n.message + "\n";
+        out += "skip " + std::to_string(static_cast<int>(n.code)) + " " + std::to_string(n.line) + " " +
+               n.message + "\n";
     for (const auto& n : report.notes)
         out += "note " + std::to_string(n.line) + " " + n.message + "\n";
     if (!log)
-        return out + "error " + log.error().message() + " line " + std::to_string(diag.line) + " field " + diag.field +
-               " " + diag.message + "\n";
+        return out + "error " + log.error().message() + " line " + std::to_string(diag.line) + " field " +
+               diag.field + " " + diag.message + "\n";
     for (std::size_t i = 0; i < log->size(); ++i)
     {
         const auto& m = log->meta(i);
-        out += m.id + " " + std::to_string(m.line) + " " + std::to_string(m.offset) + " " + std::to_string(m.length) +
-               " " + std::to_string(m.parent) + " " + std::to_string(static_cast<int>(m.type)) + " " + m.provider + " " +
-               m.model + " " + m.first_kept_entry_id + " " + m.target_id + " " + m.label + "\n";
+        out += m.id + " " + std::to_string(m.line) + " " + std::to_string(m.offset) + " " +
+               std::to_string(m.length) + " " + std::to_string(m.parent) + " " +
+               std::to_string(static_cast<int>(m.type)) + " " + m.provider + " " + m.model + " " +
+               m.first_kept_entry_id + " " + m.target_id + " " + m.label + "\n";
     }
     return out + "leaf " + log->leaf_id().value_or("-") + "\n";
 }
 
-std::string load_outcome(const std::string& text, const load_options& opts, std::size_t chunk, feed_mode mode = feed_mode::view)
+std::string load_outcome(
+    const std::string& text, const load_options& opts, std::size_t chunk, feed_mode mode = feed_mode::view
+)
 {
     session_log_builder b(opts);
     feed_all(b, text, chunk, mode);
@@ -467,7 +527,8 @@ void set_line(std::string& text, std::size_t n, const std::string& line)
 // wherever bad lines fall.
 TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
 {
-    const std::string base = agentctx::tools::generate_session({.seed = 11, .entries = 3000, .compaction_every = 20});
+    const std::string base =
+        agentctx::tools::generate_session({.seed = 11, .entries = 3000, .compaction_every = 20});
     ASSERT_GT(base.size(), 3u * 1024 * 1024);  // more than one window
     const std::size_t lines = static_cast<std::size_t>(std::count(base.begin(), base.end(), '\n'));
     struct variant
@@ -477,12 +538,15 @@ TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
     const std::vector<variant> variants = {
         {},
         {{{0.9, "{\"type\":\"message\",\"id\":\"x\" oops}"}}},
-        {{{0.2, "not json"}, {0.8, "{\"type\":\"message\",\"id\":\"y\",\"parentId\":null,\"m\":\"\xC3\x28\"}"}}},
+        {{{0.2, "not json"},
+          {0.8, "{\"type\":\"message\",\"id\":\"y\",\"parentId\":null,\"m\":\"\xC3\x28\"}"}}},
         {{{0.3, "  "}, {0.55, "\xC2\xA0"}, {0.7, "[1,2]"}, {0.75, "{\"type\":7,\"id\":\"z\"}"}}},
-        {{{0.45, "{\"type\":\"message\",\"id\":\"q\",\"parentId\":\"nowhere\",\"message\":{\"role\":\"user\"}}"},
+        {{{0.45,
+           "{\"type\":\"message\",\"id\":\"q\",\"parentId\":\"nowhere\",\"message\":{\"role\":\"user\"}}"},
           {0.95, "{\"type\":\"message\",\"id\":\"q\",\"parentId\":null,\"message\":{\"role\":\"user\"}}"}}},
         {{{0.6, std::string(70, '[') + std::string(70, ']')}, {0.61, "{\"a\":1e999999999}"}}},
-        {{{0.99, "{\"type\":\"message\",\"id\":\"r\",\"message\":5}"}, {0.05, "{\"type\":\"session\",\"id\":\"s\"}"}}},
+        {{{0.99, "{\"type\":\"message\",\"id\":\"r\",\"message\":5}"},
+          {0.05, "{\"type\":\"session\",\"id\":\"s\"}"}}},
     };
     for (std::size_t v = 0; v < variants.size(); ++v)
     {
@@ -494,7 +558,8 @@ TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
             const load_options opts{.tolerant = tolerant};
             const std::string inline_scan = load_outcome(text, opts, 4096);
             for (const feed_mode mode : {feed_mode::view, feed_mode::owned, feed_mode::source})
-                for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{200'000}, std::size_t{2} << 20, text.size()})
+                for (std::size_t chunk :
+                     {std::size_t{1} << 20, std::size_t{200'000}, std::size_t{2} << 20, text.size()})
                     EXPECT_EQ(load_outcome(text, opts, chunk, mode), inline_scan)
                         << "variant " << v << " tolerant " << tolerant << " chunk " << chunk << " mode "
                         << static_cast<int>(mode);
@@ -507,7 +572,9 @@ TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
         EXPECT_EQ(load_outcome(torn, {}, torn.size(), mode), load_outcome(torn, {}, 4096));
         EXPECT_EQ(load_outcome(torn, {}, 300'000, mode), load_outcome(torn, {}, 4096));
         std::string unterminated = base.substr(0, base.size() - 1);
-        EXPECT_EQ(load_outcome(unterminated, {}, unterminated.size(), mode), load_outcome(unterminated, {}, 4096));
+        EXPECT_EQ(
+            load_outcome(unterminated, {}, unterminated.size(), mode), load_outcome(unterminated, {}, 4096)
+        );
         EXPECT_EQ(load_outcome(unterminated, {}, 300'000, mode), load_outcome(unterminated, {}, 4096));
     }
 }
@@ -517,20 +584,27 @@ TEST(session_log, a_large_feed_scanned_on_two_threads_loads_as_small_feeds_do)
 // compared with string_view feeds of the same size.
 TEST(session_log, long_lines_across_owned_chunks_and_reads_load_as_string_view_feeds_do)
 {
-    std::string text = agentctx::tools::generate_session({.seed = 5, .entries = 1500, .compaction_every = 20});
+    std::string text =
+        agentctx::tools::generate_session({.seed = 5, .entries = 1500, .compaction_every = 20});
     const std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
     set_line(text, lines / 3, std::string(700'000, 'x'));
-    set_line(text, lines / 2, "{\"type\":\"message\",\"id\":\"big\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"" +
-                                  std::string(400'000, 'y') + "\"}}");
+    set_line(
+        text,
+        lines / 2,
+        "{\"type\":\"message\",\"id\":\"big\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":"
+        "\"" +
+            std::string(400'000, 'y') + "\"}}"
+    );
     for (const bool tolerant : {false, true})
         for (const std::size_t max_line : {std::size_t{64} << 20, std::size_t{500'000}})
         {
             const load_options opts{.max_line_bytes = max_line, .tolerant = tolerant};
-            for (const std::size_t chunk : {std::size_t{150'000}, std::size_t{1'048'575}})  // multiples of 3: whole reads
+            for (const std::size_t chunk :
+                 {std::size_t{150'000}, std::size_t{1'048'575}})  // multiples of 3: whole reads
                 for (const feed_mode mode : {feed_mode::owned, feed_mode::source})
                     EXPECT_EQ(load_outcome(text, opts, chunk, mode), load_outcome(text, opts, chunk))
-                        << "tolerant " << tolerant << " max_line " << max_line << " chunk " << chunk << " mode "
-                        << static_cast<int>(mode);
+                        << "tolerant " << tolerant << " max_line " << max_line << " chunk " << chunk
+                        << " mode " << static_cast<int>(mode);
         }
 }
 
@@ -552,15 +626,25 @@ TEST(session_log, feed_from_stops_at_a_read_error)
 // packed path data (parents, kinds) that projection walks is kept up to date by append().
 TEST(session_log, appended_entries_project_as_loaded_ones_do)
 {
-    std::string text = agentctx::tools::generate_session({.seed = 21, .entries = 400, .compaction_every = 6, .pi16 = true});
+    std::string text =
+        agentctx::tools::generate_session({.seed = 21, .entries = 400, .compaction_every = 6, .pi16 = true});
     // A thinking level change, a model change and an assistant message of another model at the end.
     const std::size_t last_line = text.rfind('\n', text.size() - 2) + 1;
     const std::string leaf(
-        boost::json::parse(std::string_view(text).substr(last_line, text.size() - 1 - last_line)).as_object().at("id").as_string());
+        boost::json::parse(std::string_view(text).substr(last_line, text.size() - 1 - last_line))
+            .as_object()
+            .at("id")
+            .as_string()
+    );
     text += R"({"type":"thinking_level_change","id":"tl-1","parentId":")" + leaf +
-            R"(","timestamp":"2026-01-15T10:00:00.000Z","thinkingLevel":"high"})" "\n";
-    text += R"({"type":"model_change","id":"mc-1","parentId":"tl-1","timestamp":"2026-01-15T10:00:01.000Z","provider":"openai","modelId":"gpt-5"})" "\n";
-    text += R"({"type":"message","id":"as-1","parentId":"mc-1","timestamp":"2026-01-15T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-x","api":"anthropic-messages","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1768471202000}})" "\n";
+            R"(","timestamp":"2026-01-15T10:00:00.000Z","thinkingLevel":"high"})"
+            "\n";
+    text +=
+        R"({"type":"model_change","id":"mc-1","parentId":"tl-1","timestamp":"2026-01-15T10:00:01.000Z","provider":"openai","modelId":"gpt-5"})"
+        "\n";
+    text +=
+        R"({"type":"message","id":"as-1","parentId":"mc-1","timestamp":"2026-01-15T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-x","api":"anthropic-messages","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1768471202000}})"
+        "\n";
     std::vector<std::size_t> starts;  // of each line
     for (std::size_t i = 0; i < text.size(); i = text.find('\n', i) + 1)
         starts.push_back(i);

@@ -34,13 +34,14 @@ TEST(settings, defaults)
 TEST(settings, trusted_project_deep_merges_over_global_and_overrides_win)
 {
     settings_layers l;
-    l.global = obj(R"({"compaction":{"reserveTokens":10000,"keepRecentTokens":5000},"retry":{"maxRetries":5}})");
+    l.global =
+        obj(R"({"compaction":{"reserveTokens":10000,"keepRecentTokens":5000},"retry":{"maxRetries":5}})");
     l.project = obj(R"({"compaction":{"keepRecentTokens":0}})");
     l.project_trusted = true;
     diagnostics diag;
     auto s = resolve_settings(l, diag).value();
-    EXPECT_EQ(s.reserve_tokens, 10000);   // kept from global: the merge is per field
-    EXPECT_EQ(s.keep_recent_tokens, 0);   // 0 is honoured
+    EXPECT_EQ(s.reserve_tokens, 10000);  // kept from global: the merge is per field
+    EXPECT_EQ(s.keep_recent_tokens, 0);  // 0 is honoured
     EXPECT_EQ(s.retry.max_retries, 5);
     l.overrides = obj(R"({"compaction":{"enabled":false}})");
     s = resolve_settings(l, diag).value();
@@ -71,7 +72,9 @@ TEST(settings, wrong_types_name_the_field)
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction.reserveTokens");
-    EXPECT_EQ(diag.message, "Invalid compaction.reserveTokens setting: lots. Expected a non-negative safe integer.");
+    EXPECT_EQ(
+        diag.message, "Invalid compaction.reserveTokens setting: lots. Expected a non-negative safe integer."
+    );
 
     // The other fields are checked per layer and name it.
     settings_layers g;
@@ -81,7 +84,9 @@ TEST(settings, wrong_types_name_the_field)
     EXPECT_NE(diag.message.find("global settings"), std::string::npos) << diag.message;
     g.global = obj(R"({"compaction":{"keepRecentTokens":-5}})");
     EXPECT_EQ(resolve_settings(g, diag).error(), make_error_code(errc::invalid_settings));
-    EXPECT_EQ(diag.message, "Invalid compaction.keepRecentTokens setting: -5. Expected a non-negative safe integer.");
+    EXPECT_EQ(
+        diag.message, "Invalid compaction.keepRecentTokens setting: -5. Expected a non-negative safe integer."
+    );
     g.global = obj(R"({"compaction":[]})");
     EXPECT_EQ(resolve_settings(g, diag).error(), make_error_code(errc::invalid_settings));
     EXPECT_EQ(diag.field, "compaction");
@@ -95,7 +100,8 @@ TEST(settings, deep_merge_is_recursive)
 
 TEST(settings, deep_merge_replaces_arrays_and_scalars_whole)
 {
-    const auto m = deep_merge(obj(R"({"a":[1,2,3],"b":{"c":1},"d":{"e":1}})"), obj(R"({"a":[9],"b":5,"d":{"e":null}})"));
+    const auto m =
+        deep_merge(obj(R"({"a":[1,2,3],"b":{"c":1},"d":{"e":1}})"), obj(R"({"a":[9],"b":5,"d":{"e":null}})"));
     EXPECT_EQ(m, obj(R"({"a":[9],"b":5,"d":{"e":null}})"));
 }
 
@@ -103,12 +109,14 @@ TEST(settings, global_and_project_merge_at_every_depth)
 {
     // 0.73.1 merged one level: the project's modelOverrides object replaced the global one.
     settings_layers l;
-    l.global = obj(R"({"compaction":{"modelOverrides":{"prov/org/big":{"reserveTokens":1000,"keepRecentTokens":50}}}})");
+    l.global = obj(
+        R"({"compaction":{"modelOverrides":{"prov/org/big":{"reserveTokens":1000,"keepRecentTokens":50}}}})"
+    );
     l.project = obj(R"({"compaction":{"modelOverrides":{"prov/org/big":{"keepRecentTokens":7}}}})");
     l.project_trusted = true;
     diagnostics diag;
     const auto s = resolve_settings(l, diag, std::string("prov/org/big")).value();
-    EXPECT_EQ(s.reserve_tokens, 1000);  // global leaf kept
+    EXPECT_EQ(s.reserve_tokens, 1000);   // global leaf kept
     EXPECT_EQ(s.keep_recent_tokens, 7);  // project leaf wins
 }
 
@@ -127,7 +135,9 @@ namespace {
 
 const std::string big = override_key(model_ref{"prov", "org/big"});
 
-result<compaction_settings> for_big(std::string_view compaction, diagnostics& diag, std::optional<std::string> m = big)
+result<compaction_settings> for_big(
+    std::string_view compaction, diagnostics& diag, std::optional<std::string> m = big
+)
 {
     settings_layers l;
     l.global = obj(std::string(R"({"compaction":)") + std::string(compaction) + "}");
@@ -153,19 +163,25 @@ TEST(settings, model_overrides_verified_vectors)
     auto s = for_big("{}", diag).value();
     EXPECT_EQ(s.reserve_tokens, 16384);
     EXPECT_EQ(s.keep_recent_tokens, 20000);
-    s = for_big(R"({"reserveTokens":1000,"modelOverrides":{"prov/org/big":{"keepRecentTokens":5}}})", diag).value();
+    s = for_big(R"({"reserveTokens":1000,"modelOverrides":{"prov/org/big":{"keepRecentTokens":5}}})", diag)
+            .value();
     EXPECT_EQ(s.reserve_tokens, 1000);
     EXPECT_EQ(s.keep_recent_tokens, 5);
     s = for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}})", diag).value();
     EXPECT_EQ(s.reserve_tokens, 400000);
     EXPECT_EQ(s.keep_recent_tokens, 20000);
-    s = for_big(R"({"modelOverrides":{"Prov/org/big":{"reserveTokens":400000}}})", diag).value();  // case-sensitive
+    s = for_big(R"({"modelOverrides":{"Prov/org/big":{"reserveTokens":400000}}})", diag)
+            .value();  // case-sensitive
     EXPECT_EQ(s.reserve_tokens, 16384);
     EXPECT_EQ(s.keep_recent_tokens, 20000);
-    EXPECT_EQ(error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":10}}})"),
-              "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer.");
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object.");
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":10}}})"),
+        "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer."
+    );
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":5}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object."
+    );
     EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})", std::string("prov/other")), "ok");
     s = for_big(R"({"keepRecentTokens":0})", diag).value();
     EXPECT_EQ(s.keep_recent_tokens, 0);
@@ -175,7 +191,10 @@ TEST(settings, model_override_fields_resolve_independently_and_enabled_is_global
 {
     diagnostics diag;
     const auto s =
-        for_big(R"({"enabled":false,"keepRecentTokens":9,"modelOverrides":{"prov/org/big":{"reserveTokens":0,"enabled":true}}})", diag)
+        for_big(
+            R"({"enabled":false,"keepRecentTokens":9,"modelOverrides":{"prov/org/big":{"reserveTokens":0,"enabled":true}}})",
+            diag
+        )
             .value();
     EXPECT_FALSE(s.enabled);
     EXPECT_EQ(s.reserve_tokens, 0);  // 0 honoured in an override too
@@ -186,35 +205,63 @@ TEST(settings, model_override_fields_resolve_independently_and_enabled_is_global
 
 TEST(settings, ordinary_budget_errors_use_js_string_even_with_a_valid_override)
 {
-    const std::string valid = R"(,"modelOverrides":{"prov/org/big":{"reserveTokens":10,"keepRecentTokens":10}}})";
+    const std::string valid =
+        R"(,"modelOverrides":{"prov/org/big":{"reserveTokens":10,"keepRecentTokens":10}}})";
     const std::string tail = ". Expected a non-negative safe integer.";
-    EXPECT_EQ(error_of(R"({"reserveTokens":null)" + valid), "Invalid compaction.reserveTokens setting: null" + tail);
-    EXPECT_EQ(error_of(R"({"reserveTokens":1.5)" + valid), "Invalid compaction.reserveTokens setting: 1.5" + tail);
-    EXPECT_EQ(error_of(R"({"reserveTokens":"5")" + valid), "Invalid compaction.reserveTokens setting: 5" + tail);
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":{"a":1})" + valid),
-              "Invalid compaction.keepRecentTokens setting: [object Object]" + tail);
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":[1,[2,3],null,"x"])" + valid),
-              "Invalid compaction.keepRecentTokens setting: 1,2,3,,x" + tail);
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":9007199254740992)" + valid),
-              "Invalid compaction.keepRecentTokens setting: 9007199254740992" + tail);
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":true)" + valid), "Invalid compaction.keepRecentTokens setting: true" + tail);
-    EXPECT_EQ(error_of(R"({"reserveTokens":1e21)" + valid), "Invalid compaction.reserveTokens setting: 1e+21" + tail);
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":null)" + valid), "Invalid compaction.reserveTokens setting: null" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":1.5)" + valid), "Invalid compaction.reserveTokens setting: 1.5" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":"5")" + valid), "Invalid compaction.reserveTokens setting: 5" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":{"a":1})" + valid),
+        "Invalid compaction.keepRecentTokens setting: [object Object]" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":[1,[2,3],null,"x"])" + valid),
+        "Invalid compaction.keepRecentTokens setting: 1,2,3,,x" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":9007199254740992)" + valid),
+        "Invalid compaction.keepRecentTokens setting: 9007199254740992" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":true)" + valid),
+        "Invalid compaction.keepRecentTokens setting: true" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":1e21)" + valid), "Invalid compaction.reserveTokens setting: 1e+21" + tail
+    );
     EXPECT_EQ(error_of(R"({"reserveTokens":9007199254740991,"keepRecentTokens":2.0})"), "ok");
 }
 
 TEST(settings, override_entry_and_field_errors)
 {
     const std::string tail = ". Expected a non-negative safe integer.";
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":null}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: null. Expected an object.");
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":[1,2]}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 1,2. Expected an object.");
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":"big"}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: big. Expected an object.");
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":-1}}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -1" + tail);
-    EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":{"keepRecentTokens":"7"}}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"].keepRecentTokens setting: 7" + tail);
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":null}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: null. Expected an object."
+    );
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":[1,2]}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 1,2. Expected an object."
+    );
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":"big"}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: big. Expected an object."
+    );
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":-1}}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -1" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"modelOverrides":{"prov/org/big":{"keepRecentTokens":"7"}}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"].keepRecentTokens setting: 7" + tail
+    );
     diagnostics diag;
     EXPECT_FALSE(for_big(R"({"modelOverrides":{"prov/org/big":{"keepRecentTokens":0.5}}})", diag));
     EXPECT_EQ(diag.field, "compaction.modelOverrides[\"prov/org/big\"].keepRecentTokens");
@@ -228,25 +275,36 @@ TEST(settings, validation_order_is_per_field)
 {
     // reserveTokens (ordinary, entry, override field) before keepRecentTokens.
     const std::string tail = ". Expected a non-negative safe integer.";
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object.");
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":-2}}})"),
-              "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -2" + tail);
-    EXPECT_EQ(error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"keepRecentTokens":-2}}})"),
-              "Invalid compaction.keepRecentTokens setting: -1" + tail);
-    EXPECT_EQ(error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
-              "Invalid compaction.reserveTokens setting: -1" + tail);
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"] setting: 5. Expected an object."
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"reserveTokens":-2}}})"),
+        "Invalid compaction.modelOverrides[\"prov/org/big\"].reserveTokens setting: -2" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"keepRecentTokens":-1,"modelOverrides":{"prov/org/big":{"keepRecentTokens":-2}}})"),
+        "Invalid compaction.keepRecentTokens setting: -1" + tail
+    );
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":-1,"modelOverrides":{"prov/org/big":5}})"),
+        "Invalid compaction.reserveTokens setting: -1" + tail
+    );
 }
 
 TEST(settings, without_a_model_overrides_are_ignored)
 {
     EXPECT_EQ(error_of(R"({"modelOverrides":{"prov/org/big":5}})", std::nullopt), "ok");
     diagnostics diag;
-    const auto s = for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":1}}})", diag, std::nullopt).value();
+    const auto s =
+        for_big(R"({"modelOverrides":{"prov/org/big":{"reserveTokens":1}}})", diag, std::nullopt).value();
     EXPECT_EQ(s.reserve_tokens, 16384);
     // The ordinary fields are still validated.
-    EXPECT_EQ(error_of(R"({"reserveTokens":-1})", std::nullopt),
-              "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer.");
+    EXPECT_EQ(
+        error_of(R"({"reserveTokens":-1})", std::nullopt),
+        "Invalid compaction.reserveTokens setting: -1. Expected a non-negative safe integer."
+    );
 }
 
 TEST(settings, js_string_matches_javascript)
@@ -276,7 +334,8 @@ TEST(settings, background_defaults_and_layers)
 {
     diagnostics diag;
     const auto d = resolve_settings({}, diag).value();
-    EXPECT_FALSE(d.background.enabled.has_value());  // the mode decides: on in agentctx, off in Pi compatibility
+    EXPECT_FALSE(d.background.enabled.has_value()
+    );  // the mode decides: on in agentctx, off in Pi compatibility
     EXPECT_DOUBLE_EQ(d.background.start_at, 0.7);
     EXPECT_EQ(d.background.commit, background_commit::at_threshold);
 
@@ -301,20 +360,29 @@ TEST(settings, background_errors_name_the_field_and_the_layer)
         const char* message;
     };
     const bad cases[] = {
-        {R"({"compaction":{"background":true}})", "compaction.background",
+        {R"({"compaction":{"background":true}})",
+         "compaction.background",
          "global settings: field 'compaction.background': expected object, got boolean"},
-        {R"({"compaction":{"background":{"enabled":"yes"}}})", "compaction.background.enabled",
+        {R"({"compaction":{"background":{"enabled":"yes"}}})",
+         "compaction.background.enabled",
          "global settings: field 'compaction.background.enabled': expected boolean, got \"yes\""},
-        {R"({"compaction":{"background":{"startAt":0}}})", "compaction.background.startAt",
+        {R"({"compaction":{"background":{"startAt":0}}})",
+         "compaction.background.startAt",
          "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got 0"},
-        {R"({"compaction":{"background":{"startAt":1.5}}})", "compaction.background.startAt",
+        {R"({"compaction":{"background":{"startAt":1.5}}})",
+         "compaction.background.startAt",
          "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got 1.5"},
-        {R"({"compaction":{"background":{"startAt":"0.7"}}})", "compaction.background.startAt",
+        {R"({"compaction":{"background":{"startAt":"0.7"}}})",
+         "compaction.background.startAt",
          "global settings: field 'compaction.background.startAt': expected a number in (0, 1], got \"0.7\""},
-        {R"({"compaction":{"background":{"commit":"later"}}})", "compaction.background.commit",
-         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or \"when-ready\", got \"later\""},
-        {R"({"compaction":{"background":{"commit":1}}})", "compaction.background.commit",
-         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or \"when-ready\", got 1"},
+        {R"({"compaction":{"background":{"commit":"later"}}})",
+         "compaction.background.commit",
+         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or "
+         "\"when-ready\", got \"later\""},
+        {R"({"compaction":{"background":{"commit":1}}})",
+         "compaction.background.commit",
+         "global settings: field 'compaction.background.commit': expected \"at-threshold\" or "
+         "\"when-ready\", got 1"},
     };
     for (const auto& c : cases)
     {
@@ -334,25 +402,31 @@ TEST(settings, background_errors_name_the_field_and_the_layer)
     EXPECT_TRUE(resolve_settings(l, diag));
     l.overrides = obj(R"({"compaction":{"background":{"enabled":1}}})");
     ASSERT_FALSE(resolve_settings(l, diag));
-    EXPECT_EQ(diag.message, "override settings: field 'compaction.background.enabled': expected boolean, got 1");
+    EXPECT_EQ(
+        diag.message, "override settings: field 'compaction.background.enabled': expected boolean, got 1"
+    );
 }
 
 TEST(settings, summary_request_is_read_and_checked_per_layer)
 {
     settings_layers l;
     diagnostics diag;
-    EXPECT_FALSE(resolve_settings(l, diag)->summary_request.has_value());  // the default depends on the provider
+    EXPECT_FALSE(resolve_settings(l, diag)->summary_request.has_value()
+    );  // the default depends on the provider
     l.global = obj(R"({"compaction":{"summaryRequest":"standalone"}})");
     EXPECT_EQ(resolve_settings(l, diag)->summary_request, summary_request_mode::standalone);
     l.overrides = obj(R"({"compaction":{"summaryRequest":"cache-friendly"}})");
     EXPECT_EQ(resolve_settings(l, diag)->summary_request, summary_request_mode::cache_friendly);
     const std::pair<const char*, const char*> bad[] = {
         {R"({"compaction":{"summaryRequest":"cached"}})",
-         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got \"cached\""},
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
+         "\"standalone\", got \"cached\""},
         {R"({"compaction":{"summaryRequest":true}})",
-         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got boolean"},
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
+         "\"standalone\", got boolean"},
         {R"({"compaction":{"summaryRequest":2}})",
-         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or \"standalone\", got 2"},
+         "override settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
+         "\"standalone\", got 2"},
     };
     for (const auto& [json, message] : bad)
     {

@@ -55,10 +55,42 @@ verdict same_both_ways(const std::string& line, detail::string_skip_width width)
 
 // Pieces that exercise every way out of the vector loop, valid and invalid.
 const std::vector<std::string> pieces = {
-    "a", "plain text ", "\\n", "\\\"", "\\\\", "\\/", "\\b\\f\\r\\t", "\\u0041", "\\u001b[31m", "\\ud83d\\ude80",
-    "\\ud83d", "\\ude80", "\\u12", "\\x", "\\", "\\\\\\", "\"", "\x01", "\n", "\t", "\x7f",
-    "\xc3\xa9", "\xe2\x94\x80", "\xf0\x9f\x9a\x80", "\xc3", "\xe2\x94", "\xf0\x9f\x9a", "\x80", "\xbf\xbf",
-    "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xef\xbb\xbf",
+    "a",
+    "plain text ",
+    "\\n",
+    "\\\"",
+    "\\\\",
+    "\\/",
+    "\\b\\f\\r\\t",
+    "\\u0041",
+    "\\u001b[31m",
+    "\\ud83d\\ude80",
+    "\\ud83d",
+    "\\ude80",
+    "\\u12",
+    "\\x",
+    "\\",
+    "\\\\\\",
+    "\"",
+    "\x01",
+    "\n",
+    "\t",
+    "\x7f",
+    "\xc3\xa9",
+    "\xe2\x94\x80",
+    "\xf0\x9f\x9a\x80",
+    "\xc3",
+    "\xe2\x94",
+    "\xf0\x9f\x9a",
+    "\x80",
+    "\xbf\xbf",
+    "\xc0\xaf",
+    "\xe0\x80\xaf",
+    "\xed\xa0\x80",
+    "\xf4\x90\x80\x80",
+    "\xf5\x80\x80\x80",
+    "\xff",
+    "\xef\xbb\xbf",
 };
 
 // Each test runs for every vector width; a width this machine lacks is skipped and says so.
@@ -71,7 +103,10 @@ protected:
             GTEST_SKIP() << "this machine lacks " << name(GetParam()) << ": the scalar scanner runs alone";
     }
 
-    static const char* name(detail::string_skip_width w) { return w == detail::string_skip_width::avx2 ? "AVX2" : "AVX-512"; }
+    static const char* name(detail::string_skip_width w)
+    {
+        return w == detail::string_skip_width::avx2 ? "AVX2" : "AVX-512";
+    }
 
     detail::string_skip skip(const std::string& text, std::size_t slack = 0) const
     {
@@ -83,13 +118,17 @@ protected:
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(widths, string_skip,
-                         ::testing::Values(detail::string_skip_width::avx2, detail::string_skip_width::avx512),
-                         [](const auto& info) { return info.param == detail::string_skip_width::avx2 ? "avx2" : "avx512"; });
+INSTANTIATE_TEST_SUITE_P(
+    widths,
+    string_skip,
+    ::testing::Values(detail::string_skip_width::avx2, detail::string_skip_width::avx512),
+    [](const auto& info) { return info.param == detail::string_skip_width::avx2 ? "avx2" : "avx512"; }
+);
 
 TEST_P(string_skip, plain_and_escaped_text_is_skipped_to_the_closing_quote)
 {
-    const std::string text = std::string(200, 'a') + "\\n" + std::string(100, 'b') + "\\\"" + std::string(70, 'c') + "\"";
+    const std::string text =
+        std::string(200, 'a') + "\\n" + std::string(100, 'b') + "\\\"" + std::string(70, 'c') + "\"";
     const std::string padded = text + std::string(40, ' ');
     const auto s = skip(padded);
     ASSERT_TRUE(s.closed);
@@ -170,7 +209,7 @@ TEST_P(string_skip, random_strings_of_pieces_agree_with_the_scalar_scanner)
         for (std::size_t k = 0; k < n; ++k)
         {
             const auto r = rng() % 100;
-            content += r < 60 ? std::string(rng() % 12, 'a' + static_cast<char>(rng() % 26))
+            content += r < 60   ? std::string(rng() % 12, 'a' + static_cast<char>(rng() % 26))
                        : r < 97 ? pieces[rng() % 10] + pieces[21 + rng() % 3]
                                 : pieces[rng() % pieces.size()];
         }
@@ -200,8 +239,9 @@ TEST_P(string_skip, a_string_ending_at_the_end_of_the_line_or_unterminated)
 TEST_P(string_skip, uncaptured_values_are_checked_as_the_recursion_checks_them)
 {
     std::mt19937_64 rng(7);
-    const std::vector<std::string> atoms = {"{", "}", "[", "]", ",", ":", "\"k\"", "\"v\"", "1", "-2.5e3", "true", "false",
-                                            "null", " ", "\t", "\r", "\n", "tru", "nul", "01", "1.", "-", "\"\\u00e9\"", "x"};
+    const std::vector<std::string> atoms = {
+        "{",    "}", "[",  "]",  ",",  ":",   "\"k\"", "\"v\"", "1",  "-2.5e3", "true",        "false",
+        "null", " ", "\t", "\r", "\n", "tru", "nul",   "01",    "1.", "-",      "\"\\u00e9\"", "x"};
     std::size_t accepted = 0, rejected = 0;
     for (int i = 0; i < 40000; ++i)
     {
@@ -242,7 +282,9 @@ TEST_P(string_skip, uncaptured_values_are_checked_as_the_recursion_checks_them)
             else
                 value.erase(at, 1 + rng() % 3);
         }
-        const verdict v = same_both_ways(R"({"type":"message","id":"a","message":{"role":"user","content":)" + value + "}}");
+        const verdict v = same_both_ways(
+            R"({"type":"message","id":"a","message":{"role":"user","content":)" + value + "}}"
+        );
         (v.code == errc{} ? accepted : rejected)++;
         if (::testing::Test::HasFailure())
             return;
@@ -266,9 +308,11 @@ TEST_P(string_skip, nesting_at_and_past_the_limit_in_uncaptured_values)
                 const std::string line = R"({"type":"message","id":"a","x":)" + value + "}";
                 detail::line_fields f;
                 std::string m1, m2;
-                EXPECT_EQ(detail::line_indexer::scan(line, max_depth, f, m1, GetParam()),
-                          detail::line_indexer::scan(line, max_depth, f, m2, detail::string_skip_width::scalar))
-                    << max_depth << " " << n;
+                EXPECT_EQ(
+                    detail::line_indexer::scan(line, max_depth, f, m1, GetParam()),
+                    detail::line_indexer::scan(line, max_depth, f, m2, detail::string_skip_width::scalar)
+                ) << max_depth
+                  << " " << n;
                 EXPECT_EQ(m1, m2);
             }
 }

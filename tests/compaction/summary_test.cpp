@@ -13,7 +13,6 @@ using agentctx::test::tokens;
 
 namespace {
 
-
 errc check(summary_output out, std::uint32_t cap = 100)
 {
     diagnostics diag;
@@ -57,15 +56,27 @@ TEST(summary, rejection_order_and_pi_messages)
     EXPECT_EQ(message_of({"x", stop_reason::error, "boom"}), "Summarization failed: boom");
     EXPECT_EQ(message_of({"x", stop_reason::error, std::nullopt}), "Summarization failed: Unknown error");
     EXPECT_EQ(message_of({"x", stop_reason::error, ""}), "Summarization failed: Unknown error");
-    EXPECT_EQ(message_of({"x", stop_reason::length, std::nullopt}),
-              "Summarization failed: generation hit the token cap and the summary is incomplete");
-    EXPECT_EQ(message_of({"x", stop_reason::length, std::nullopt}, summary_kind::turn_prefix),
-              "Turn prefix summarization failed: generation hit the token cap and the summary is incomplete");
-    EXPECT_EQ(message_of({"x", stop_reason::error, "boom"}, summary_kind::turn_prefix), "Turn prefix summarization failed: boom");
+    EXPECT_EQ(
+        message_of({"x", stop_reason::length, std::nullopt}),
+        "Summarization failed: generation hit the token cap and the summary is incomplete"
+    );
+    EXPECT_EQ(
+        message_of({"x", stop_reason::length, std::nullopt}, summary_kind::turn_prefix),
+        "Turn prefix summarization failed: generation hit the token cap and the summary is incomplete"
+    );
+    EXPECT_EQ(
+        message_of({"x", stop_reason::error, "boom"}, summary_kind::turn_prefix),
+        "Turn prefix summarization failed: boom"
+    );
     EXPECT_EQ(message_of(with_tool_call("SUM")), "Summarization attempted to call a tool");
-    EXPECT_EQ(message_of(with_tool_call("SUM", stop_reason::stop), summary_kind::turn_prefix),
-              "Turn prefix summarization attempted to call a tool");
-    EXPECT_EQ(message_of({"x", stop_reason::error, "boom"}, summary_kind::branch), "Branch summarization failed: boom");
+    EXPECT_EQ(
+        message_of(with_tool_call("SUM", stop_reason::stop), summary_kind::turn_prefix),
+        "Turn prefix summarization attempted to call a tool"
+    );
+    EXPECT_EQ(
+        message_of({"x", stop_reason::error, "boom"}, summary_kind::branch),
+        "Branch summarization failed: boom"
+    );
     EXPECT_EQ(check(with_tool_call("x", stop_reason::length)), errc::summary_truncated);
     EXPECT_EQ(check(with_tool_call("x", stop_reason::error)), errc::summary_failed);
     EXPECT_EQ(check(with_tool_call("", stop_reason::aborted)), errc::summary_tool_call);
@@ -77,10 +88,18 @@ TEST(summary, rejection_order_and_pi_messages)
 TEST(summary, split_turn_merge_text)
 {
     EXPECT_EQ(merge_split_turn(std::string("H"), "P"), "H\n\n---\n\n**Turn Context (split turn):**\n\nP");
-    EXPECT_EQ(merge_split_turn(std::nullopt, "P"), "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nP");
+    EXPECT_EQ(
+        merge_split_turn(std::nullopt, "P"), "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nP"
+    );
     // Pi 1.6 (#11058): only a split turn since the last compaction reuses its summary verbatim.
-    EXPECT_EQ(merge_split_turn(std::nullopt, "P", std::string("PREV")), "PREV\n\n---\n\n**Turn Context (split turn):**\n\nP");
-    EXPECT_EQ(merge_split_turn(std::string("H"), "P", std::string("PREV")), "H\n\n---\n\n**Turn Context (split turn):**\n\nP");
+    EXPECT_EQ(
+        merge_split_turn(std::nullopt, "P", std::string("PREV")),
+        "PREV\n\n---\n\n**Turn Context (split turn):**\n\nP"
+    );
+    EXPECT_EQ(
+        merge_split_turn(std::string("H"), "P", std::string("PREV")),
+        "H\n\n---\n\n**Turn Context (split turn):**\n\nP"
+    );
 }
 
 TEST(summary, combine_usage_sums_and_writes_pi_key_order)
@@ -105,18 +124,24 @@ TEST(summary, combine_usage_sums_and_writes_pi_key_order)
     EXPECT_FALSE(c.cache_write_1h);
     EXPECT_EQ(c.reasoning, 7);
     EXPECT_FALSE(c.total_from_provider);
-    EXPECT_EQ(stringify(usage_to_json(c)),
-              R"({"input":200,"output":40,"cacheRead":10,"cacheWrite":2,"reasoning":7,"totalTokens":252,)"
-              R"("cost":{"input":1,"output":0.5,"cacheRead":0.25,"cacheWrite":0.125,"total":1.875,"totalFromProvider":false}})");
+    EXPECT_EQ(
+        stringify(usage_to_json(c)),
+        R"({"input":200,"output":40,"cacheRead":10,"cacheWrite":2,"reasoning":7,"totalTokens":252,)"
+        R"("cost":{"input":1,"output":0.5,"cacheRead":0.25,"cacheWrite":0.125,"total":1.875,"totalFromProvider":false}})"
+    );
     EXPECT_TRUE(combine_usage(a, a).total_from_provider);
     usage h;
     h.cache_write_1h = 3;
-    EXPECT_EQ(stringify(usage_to_json(combine_usage(b, h))),
-              R"({"input":100,"output":20,"cacheRead":5,"cacheWrite":1,"cacheWrite1h":3,"reasoning":7,"totalTokens":126,)"
-              R"("cost":{"input":0.5,"output":0.25,"cacheRead":0.125,"cacheWrite":0.0625,"total":0.9375,"totalFromProvider":false}})");
-    EXPECT_EQ(stringify(usage_to_json(usage{})),
-              R"({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,)"
-              R"("cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})");
+    EXPECT_EQ(
+        stringify(usage_to_json(combine_usage(b, h))),
+        R"({"input":100,"output":20,"cacheRead":5,"cacheWrite":1,"cacheWrite1h":3,"reasoning":7,"totalTokens":126,)"
+        R"("cost":{"input":0.5,"output":0.25,"cacheRead":0.125,"cacheWrite":0.0625,"total":0.9375,"totalFromProvider":false}})"
+    );
+    EXPECT_EQ(
+        stringify(usage_to_json(usage{})),
+        R"({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,)"
+        R"("cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})"
+    );
 }
 
 TEST(summary, compaction_usage_combines_only_when_both_requests_ran)
@@ -147,8 +172,13 @@ TEST(summary, assembly_appends_file_blocks_and_details)
     prep.file_ops.read = {"r.ts"};
     prep.file_ops.edited = {"e.ts"};
     diagnostics diag;
-    const auto r = assemble_compaction(path, prep, std::string("SUMMARY"), std::nullopt, 200000, compaction_settings{}, diag).value();
-    EXPECT_EQ(r.summary, "SUMMARY\n\n<read-files>\nr.ts\n</read-files>\n\n<modified-files>\ne.ts\n</modified-files>");
+    const auto r = assemble_compaction(
+                       path, prep, std::string("SUMMARY"), std::nullopt, 200000, compaction_settings{}, diag
+    )
+                       .value();
+    EXPECT_EQ(
+        r.summary, "SUMMARY\n\n<read-files>\nr.ts\n</read-files>\n\n<modified-files>\ne.ts\n</modified-files>"
+    );
     EXPECT_EQ(stringify(r.details), R"({"readFiles":["r.ts"],"modifiedFiles":["e.ts"]})");
     EXPECT_EQ(r.first_kept_entry_id, "u2");
     EXPECT_EQ(r.tokens_before, 220);
@@ -159,7 +189,10 @@ TEST(summary, assembly_appends_file_blocks_and_details)
 TEST(summary, insufficient_reduction_guards_against_compaction_loops)
 {
     session_text s;
-    s.user("u1", tokens(100)).assistant("a1", tokens(100)).user("u2", tokens(900)).assistant("a2", tokens(50));
+    s.user("u1", tokens(100))
+        .assistant("a1", tokens(100))
+        .user("u2", tokens(900))
+        .assistant("a2", tokens(50));
     const auto path = s.path();
     compaction_preparation prep;
     prep.first_kept_index = 2;
@@ -185,8 +218,10 @@ TEST(summary, split_turn_needs_the_prefix_summary)
     prep.turn_prefix_messages.push_back({path[0]->message, "u1"});
     prep.first_kept_index = 1;
     diagnostics diag;
-    EXPECT_EQ(assemble_compaction(path, prep, std::nullopt, std::nullopt, 0, {}, diag).error(),
-              make_error_code(errc::summary_empty));
+    EXPECT_EQ(
+        assemble_compaction(path, prep, std::nullopt, std::nullopt, 0, {}, diag).error(),
+        make_error_code(errc::summary_empty)
+    );
     const auto r = assemble_compaction(path, prep, std::nullopt, std::string("P"), 0, {}, diag).value();
     EXPECT_EQ(r.summary, "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nP");
     // Pi 1.6 item 33: only a split turn since a previous summary PREV.

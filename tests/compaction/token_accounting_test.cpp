@@ -25,7 +25,8 @@ TEST(token_accounting, threshold_is_strict_at_the_default_boundary)
 
 TEST(token_accounting, calculate_context_tokens_prefers_total)
 {
-    usage u{.input = 1000, .output = 500, .cache_read = 200, .cache_write = 100, .total_tokens = 0, .cost = {}};
+    usage u{
+        .input = 1000, .output = 500, .cache_read = 200, .cache_write = 100, .total_tokens = 0, .cost = {}};
     EXPECT_EQ(calculate_context_tokens(u), 1800);
     u.total_tokens = 5000;
     EXPECT_EQ(calculate_context_tokens(u), 5000);
@@ -70,7 +71,8 @@ TEST(token_accounting, stale_usage_before_the_latest_compaction_cannot_anchor)
     const auto ctx = build_session_context(log, diag).value();
     const auto pi = estimate_context_tokens(ctx.messages);  // Pi: anchors on the stale usage
     EXPECT_EQ(pi.usage_tokens, 610000);
-    const auto fresh = estimate_context_tokens(ctx.messages, default_token_counter(), latest_compaction_time(ctx));
+    const auto fresh =
+        estimate_context_tokens(ctx.messages, default_token_counter(), latest_compaction_time(ctx));
     EXPECT_FALSE(fresh.last_usage_index);
     // "summary text" 12 -> 3, "old answer" 10 -> 3, "new question" 12 -> 3
     EXPECT_EQ(fresh.tokens, 9);

@@ -1,4 +1,5 @@
-// Tool-result clearing decided on the projected context: trigger, keep, running batch, exclusions, clearAtLeast.
+// Tool-result clearing decided on the projected context: trigger, keep, running batch, exclusions,
+// clearAtLeast.
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/tool_clearing.hpp>
@@ -22,8 +23,12 @@ session_text rounds(int n, bool running = false)
     for (int i = 1; i <= n; ++i)
     {
         const auto k = std::to_string(i);
-        s.tool_call("a" + k, "c" + k, i % 2 ? "read" : "bash",
-                    i % 2 ? json::object{{"path", "src/f" + k + ".cpp"}} : json::object{{"command", "make test" + k}});
+        s.tool_call(
+            "a" + k,
+            "c" + k,
+            i % 2 ? "read" : "bash",
+            i % 2 ? json::object{{"path", "src/f" + k + ".cpp"}} : json::object{{"command", "make test" + k}}
+        );
         s.tool_result("r" + k, "c" + k, i % 2 ? "read" : "bash", tokens(2000));
     }
     if (!running)
@@ -46,8 +51,11 @@ clear_tool_results_settings settings()
     return c;
 }
 
-clearing_plan plan(const std::vector<context_message>& ctx, const clear_tool_results_settings& c,
-                   std::int64_t tokens_now = 12000)
+clearing_plan plan(
+    const std::vector<context_message>& ctx,
+    const clear_tool_results_settings& c,
+    std::int64_t tokens_now = 12000
+)
 {
     clearing_input in;
     in.context = ctx;
@@ -72,9 +80,12 @@ TEST(tool_clearing, clears_every_result_older_than_the_kept_tool_uses)
     const auto p = plan(ctx, settings());
     EXPECT_EQ(targets(p), (std::vector<std::string>{"r1", "r2", "r3"}));
     EXPECT_EQ(p.results, 3);
-    const std::string first = "[Tool result cleared: read(path: src/f1.cpp), 8000 chars (~2000 tokens); the original is entry r1]";
-    EXPECT_EQ(stringify(p.edits[0].replacement), stringify(json::object{
-        {"content", json::array{json::object{{"type", "text"}, {"text", first}}}}}));
+    const std::string first =
+        "[Tool result cleared: read(path: src/f1.cpp), 8000 chars (~2000 tokens); the original is entry r1]";
+    EXPECT_EQ(
+        stringify(p.edits[0].replacement),
+        stringify(json::object{{"content", json::array{json::object{{"type", "text"}, {"text", first}}}}})
+    );
     EXPECT_EQ(p.edits[0].tokens, 2000 - static_cast<std::int64_t>((first.size() + 3) / 4));
     EXPECT_EQ(p.tokens, p.edits[0].tokens + p.edits[1].tokens + p.edits[2].tokens);
     EXPECT_NE(stringify(p.edits[1].replacement).find("bash(command: make test2)"), std::string::npos);
@@ -108,10 +119,23 @@ TEST(tool_clearing, never_clears_the_running_batch_even_with_keep_zero)
 {
     // The last assistant calls c5 and c6 at once; their results are the running batch.
     session_text s = rounds(4, true);
-    json::array calls{json::object{{"type", "toolCall"}, {"id", "c5"}, {"name", "read"}, {"arguments", json::object{{"path", "x"}}}},
-                      json::object{{"type", "toolCall"}, {"id", "c6"}, {"name", "read"}, {"arguments", json::object{{"path", "y"}}}}};
-    s.message("a5", {{"role", "assistant"}, {"content", calls}, {"api", "anthropic-messages"}, {"provider", "anthropic"},
-                     {"model", "claude-sonnet-4-5"}, {"stopReason", "toolUse"}});
+    json::array calls{
+        json::object{
+            {"type", "toolCall"}, {"id", "c5"}, {"name", "read"}, {"arguments", json::object{{"path", "x"}}}},
+        json::object{
+            {"type", "toolCall"},
+            {"id", "c6"},
+            {"name", "read"},
+            {"arguments", json::object{{"path", "y"}}}}};
+    s.message(
+        "a5",
+        {{"role", "assistant"},
+         {"content", calls},
+         {"api", "anthropic-messages"},
+         {"provider", "anthropic"},
+         {"model", "claude-sonnet-4-5"},
+         {"stopReason", "toolUse"}}
+    );
     s.tool_result("r5", "c5", "read", tokens(3000)).tool_result("r6", "c6", "read", tokens(3000));
     auto c = settings();
     c.keep = 0;
@@ -147,8 +171,10 @@ TEST(tool_clearing, small_results_are_left_alone)
     session_text s;
     s.user("u", "go");
     for (int i = 1; i <= 6; ++i)
-        s.tool_call("a" + std::to_string(i), "c" + std::to_string(i), "ls", {}).tool_result(
-            "r" + std::to_string(i), "c" + std::to_string(i), "ls", i == 2 ? tokens(5000) : "ok");
+        s.tool_call("a" + std::to_string(i), "c" + std::to_string(i), "ls", {})
+            .tool_result(
+                "r" + std::to_string(i), "c" + std::to_string(i), "ls", i == 2 ? tokens(5000) : "ok"
+            );
     s.assistant("done", "ok");
     EXPECT_EQ(targets(plan(context_of(s), settings())), (std::vector<std::string>{"r2"}));
 }
@@ -160,7 +186,9 @@ TEST(tool_clearing, clears_the_arguments_of_cleared_calls_when_asked)
     for (int i = 1; i <= 5; ++i)
     {
         const auto k = std::to_string(i);
-        s.tool_call("a" + k, "c" + k, i == 1 ? "write" : "read", {{"path", "f" + k}, {"content", tokens(1000)}});
+        s.tool_call(
+            "a" + k, "c" + k, i == 1 ? "write" : "read", {{"path", "f" + k}, {"content", tokens(1000)}}
+        );
         s.tool_result("r" + k, "c" + k, i == 1 ? "write" : "read", tokens(2000));
     }
     s.assistant("done", "ok");
@@ -183,7 +211,12 @@ TEST(tool_clearing, clears_the_arguments_of_cleared_calls_when_asked)
     const auto& block = p.edits[0].replacement.at("content").as_array().at(0).as_object();
     EXPECT_EQ(block.at("id"), "c1");
     EXPECT_TRUE(block.at("arguments").as_object().empty());
-    EXPECT_EQ(p.edits[0].tokens, static_cast<std::int64_t>((stringify(json::object{{"path", "f1"}, {"content", tokens(1000)}}).size() + 3) / 4));
+    EXPECT_EQ(
+        p.edits[0].tokens,
+        static_cast<std::int64_t>(
+            (stringify(json::object{{"path", "f1"}, {"content", tokens(1000)}}).size() + 3) / 4
+        )
+    );
     EXPECT_EQ(p.results, 2);
 }
 
@@ -209,8 +242,11 @@ TEST(tool_clearing, argument_key_names_the_path_or_command)
 TEST(tool_clearing_settings, reads_and_refuses_the_section)
 {
     settings_layers layers;
-    layers.overrides = json::parse(R"({"compaction": {"clearToolResults": {"enabled": true, "trigger": 0.25, "keep": 5,
-        "clearAtLeast": 2000, "excludeTools": ["todo"], "clearToolInputs": ["write"]}, "workingBudget": 80000}})").as_object();
+    layers.overrides =
+        json::parse(R"({"compaction": {"clearToolResults": {"enabled": true, "trigger": 0.25, "keep": 5,
+        "clearAtLeast": 2000, "excludeTools": ["todo"], "clearToolInputs": ["write"]}, "workingBudget": 80000}})"
+        )
+            .as_object();
     diagnostics diag;
     const auto s = resolve_settings(layers, diag).value();
     EXPECT_EQ(s.clear_tool_results.enabled, true);
@@ -221,14 +257,19 @@ TEST(tool_clearing_settings, reads_and_refuses_the_section)
     EXPECT_EQ(s.clear_tool_results.clear_input_tools, std::vector<std::string>{"write"});
     EXPECT_FALSE(s.clear_tool_results.clear_all_inputs);
     EXPECT_EQ(s.working_budget, (token_amount{80000, 0}));
-    for (const char* bad : {R"({"compaction": {"clearToolResults": {"trigger": -1}}})",
-                            R"({"compaction": {"clearToolResults": {"keep": 1.5}}})",
-                            R"({"compaction": {"clearToolResults": {"clearToolInputs": "yes"}}})",
-                            R"({"compaction": {"clearToolResults": []}})",
-                            R"({"compaction": {"workingBudget": "80k"}})"})
+    for (const char* bad :
+         {R"({"compaction": {"clearToolResults": {"trigger": -1}}})",
+          R"({"compaction": {"clearToolResults": {"keep": 1.5}}})",
+          R"({"compaction": {"clearToolResults": {"clearToolInputs": "yes"}}})",
+          R"({"compaction": {"clearToolResults": []}})",
+          R"({"compaction": {"workingBudget": "80k"}})"})
     {
         layers.overrides = json::parse(bad).as_object();
         EXPECT_EQ(resolve_settings(layers, diag).error(), errc::invalid_settings) << bad;
     }
-    EXPECT_EQ(diag.message, "override settings: field 'compaction.workingBudget': expected a fraction in (0, 1] or a token count, got \"80k\"");
+    EXPECT_EQ(
+        diag.message,
+        "override settings: field 'compaction.workingBudget': expected a fraction in (0, 1] or a token "
+        "count, got \"80k\""
+    );
 }

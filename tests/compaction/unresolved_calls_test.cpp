@@ -1,4 +1,5 @@
-// Unresolved tool calls: found exactly, passed by the cut, answered in the request view, running batch untouched.
+// Unresolved tool calls: found exactly, passed by the cut, answered in the request view, running batch
+// untouched.
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/request_view.hpp>
 #include <agentctx/compaction/serialize.hpp>
@@ -19,7 +20,6 @@ using agentctx::test::tokens;
 namespace json = boost::json;
 
 namespace {
-
 
 // u1, an interrupted batch (call_a answered, call_b not), u2, then completed exchanges.
 session_text interrupted_then_more_work(int exchanges)

@@ -9,7 +9,8 @@
 int main()
 {
     agentctx::runtime::memory_store store(
-        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-15T09:00:00.000Z\",\"cwd\":\"/\"}\n"
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-15T09:00:00.000Z\",\"cwd\":"
+        "\"/\"}\n"
         "{\"type\":\"message\",\"id\":\"a1\",\"parentId\":null,\"timestamp\":\"2026-01-15T09:00:01.000Z\","
         "\"message\":{\"role\":\"user\",\"content\":\"hello\",\"timestamp\":1}}\n"
     );

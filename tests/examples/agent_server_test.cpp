@@ -90,10 +90,19 @@ TEST_F(agent_server_test, concurrent_clients_every_accepted_entry_is_on_disk_and
         std::vector<std::pair<std::string, std::shared_ptr<reply>>> inflight;
         for (int i = b; i < b + batch; ++i)
             for (int j = 0; j < per_session; ++j)
-                inflight.emplace_back(ids[static_cast<std::size_t>(i)],
-                                      request("POST", "/v1/sessions/" + ids[static_cast<std::size_t>(i)] + "/entries",
-                                              user("s" + std::to_string(i) + "-m" + std::to_string(j))));
-        run_until([&] { return std::all_of(inflight.begin(), inflight.end(), [](const auto& p) { return p.second->done; }); });
+                inflight.emplace_back(
+                    ids[static_cast<std::size_t>(i)],
+                    request(
+                        "POST",
+                        "/v1/sessions/" + ids[static_cast<std::size_t>(i)] + "/entries",
+                        user("s" + std::to_string(i) + "-m" + std::to_string(j))
+                    )
+                );
+        run_until([&] {
+            return std::all_of(inflight.begin(), inflight.end(), [](const auto& p) {
+                return p.second->done;
+            });
+        });
         for (const auto& [sid, r] : inflight)
         {
             ASSERT_FALSE(r->ec) << r->ec.message();
@@ -128,8 +137,14 @@ TEST_F(agent_server_test, compact_endpoint_and_event_stream)
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     for (int i = 0; i < 6; ++i)
     {
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201);
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201
+        );
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))
+                ->res.status,
+            201
+        );
     }
     // Subscribe to the event stream first.
     auto sub = subscribe(id);
@@ -141,15 +156,21 @@ TEST_F(agent_server_test, compact_endpoint_and_event_stream)
     EXPECT_NE(std::string(v.at("summary").as_string()).find("## Goal"), std::string::npos);
     EXPECT_LT(v.at("tokensAfter").as_int64(), v.at("tokensBefore").as_int64());
     run_until([&] { return events.find("event: compaction_end") != std::string::npos; });
-    EXPECT_LT(events.find("event: compaction_start\ndata: {\"reason\":\"manual\"}"), events.find("event: compaction_end"));
+    EXPECT_LT(
+        events.find("event: compaction_start\ndata: {\"reason\":\"manual\"}"),
+        events.find("event: compaction_end")
+    );
     auto ctx = sync("GET", "/v1/sessions/" + id + "/context")->json();
     EXPECT_EQ(ctx.at("messages").as_array()[0].at("role"), "compactionSummary");
     EXPECT_EQ(ctx.at("messages").as_array()[0].at("entryId"), v.at("entryId"));
     // Every compaction ends with its evidence, after compaction_end.
     run_until([&] { return events.find("event: compaction_finished") != std::string::npos; });
-    EXPECT_NE(events.find("event: compaction_finished\ndata: {\"reason\":\"manual\",\"evidence\":{\"method\":\"single\""),
-              std::string::npos)
-        << events;
+    EXPECT_NE(
+        events.find(
+            "event: compaction_finished\ndata: {\"reason\":\"manual\",\"evidence\":{\"method\":\"single\""
+        ),
+        std::string::npos
+    ) << events;
     unsubscribe(*sub);
     // Compacting again right away: nothing to compact.
     EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 409);
@@ -160,13 +181,18 @@ TEST_F(agent_server_test, the_context_answers_an_unresolved_tool_call)
     start();
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("deploy"))->res.status, 201);
-    const auto call = sync("POST", "/v1/sessions/" + id + "/entries",
-                           R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}}],"provider":"x","model":"y","stopReason":"toolUse","timestamp":1}})");
+    const auto call = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}}],"provider":"x","model":"y","stopReason":"toolUse","timestamp":1}})"
+    );
     ASSERT_EQ(call->res.status, 201) << call->res.body;
     const auto call_id = call->json().at("id");
     // While the call runs, nothing answers it; once later input passes it, the context does.
     EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context")->json().at("messages").as_array().size(), 2u);
-    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("the agent restarted; go on"))->res.status, 201);
+    ASSERT_EQ(
+        sync("POST", "/v1/sessions/" + id + "/entries", user("the agent restarted; go on"))->res.status, 201
+    );
     const auto msgs = sync("GET", "/v1/sessions/" + id + "/context")->json().at("messages").as_array();
     ASSERT_EQ(msgs.size(), 4u);
     EXPECT_EQ(msgs[2].at("role"), "toolResult");
@@ -197,8 +223,24 @@ TEST_F(agent_server_test, the_context_renders_request_bodies_with_the_native_sta
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     for (int i = 0; i < 14; ++i)  // ~70k tokens: over Anthropic's minimum trigger
     {
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("turn " + std::to_string(i) + " " + std::string(10000, 'u')))->res.status, 201);
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(10000, 'a'), 100, 1768467600000.0 + i))->res.status, 201);
+        ASSERT_EQ(
+            sync(
+                "POST",
+                "/v1/sessions/" + id + "/entries",
+                user("turn " + std::to_string(i) + " " + std::string(10000, 'u'))
+            )
+                ->res.status,
+            201
+        );
+        ASSERT_EQ(
+            sync(
+                "POST",
+                "/v1/sessions/" + id + "/entries",
+                assistant(std::string(10000, 'a'), 100, 1768467600000.0 + i)
+            )
+                ->res.status,
+            201
+        );
     }
     const auto plain = sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json();
     EXPECT_FALSE(plain.as_object().contains("native"));
@@ -216,7 +258,10 @@ TEST_F(agent_server_test, the_context_renders_request_bodies_with_the_native_sta
     // Chat Completions and Responses (an Anthropic state): the portable summary.
     const auto openai = sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json();
     EXPECT_NE(json::serialize(openai.at("wire").at(0)).find("Server native note."), std::string::npos);
-    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json().at("wire").at(0).at("role"), "user");
+    EXPECT_EQ(
+        sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json().at("wire").at(0).at("role"),
+        "user"
+    );
     EXPECT_NE(file(id).find("\"native\":{\"provider\":\"anthropic\""), std::string::npos);
 }
 
@@ -226,15 +271,28 @@ TEST_F(agent_server_test, automatic_threshold_check_after_an_assistant_message)
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     for (int i = 0; i < 5; ++i)
     {
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201);
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201
+        );
         // Usage 4500: over the threshold, under the window (not an overflow).
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 4500, 1768467600000.0 + i))->res.status, 201);
+        ASSERT_EQ(
+            sync(
+                "POST",
+                "/v1/sessions/" + id + "/entries",
+                assistant(std::string(400, 'a'), 4500, 1768467600000.0 + i)
+            )
+                ->res.status,
+            201
+        );
     }
     // The automatic compaction runs after the reply; poll the context until it shows.
-    run_until([&] {
-        auto ctx = sync("GET", "/v1/sessions/" + id + "/context")->json();
-        return ctx.at("messages").as_array()[0].at("role") == "compactionSummary";
-    }, std::chrono::seconds(20));
+    run_until(
+        [&] {
+            auto ctx = sync("GET", "/v1/sessions/" + id + "/context")->json();
+            return ctx.at("messages").as_array()[0].at("role") == "compactionSummary";
+        },
+        std::chrono::seconds(20)
+    );
     EXPECT_NE(file(id).find("\"reason\":\"threshold\""), std::string::npos);
 }
 
@@ -265,7 +323,11 @@ TEST_F(agent_server_test, bad_requests_get_4xx_with_a_json_error)
     auto bad_json = sync("POST", "/v1/sessions/" + id + "/entries", "{not json");
     EXPECT_EQ(bad_json->res.status, 400);
     EXPECT_EQ(bad_json->json().at("error").at("code"), "invalid_json");
-    auto wrong = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"message","message":{"role":"user","content":5}})");
+    auto wrong = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","message":{"role":"user","content":5}})"
+    );
     EXPECT_EQ(wrong->res.status, 400);
     EXPECT_EQ(wrong->json().at("error").at("code"), "wrong_type");
     EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
@@ -273,7 +335,7 @@ TEST_F(agent_server_test, bad_requests_get_4xx_with_a_json_error)
     EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/compact")->res.status, 405);
     EXPECT_EQ(sync("GET", "/v2/anything")->res.status, 404);
     EXPECT_EQ(sync("POST", "/v1/sessions/" + id + "/compact")->res.status, 409);  // nothing to compact yet
-    EXPECT_EQ(file(id).find("\"content\":5"), std::string::npos);  // nothing bad was written
+    EXPECT_EQ(file(id).find("\"content\":5"), std::string::npos);                 // nothing bad was written
 }
 
 TEST_F(agent_server_test, a_second_header_is_refused_and_the_file_still_loads)
@@ -282,16 +344,23 @@ TEST_F(agent_server_test, a_second_header_is_refused_and_the_file_still_loads)
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("hello"))->res.status, 201);
     const auto before = file(id);
-    auto header = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"session","version":3,"cwd":"/"})");
+    auto header =
+        sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"session","version":3,"cwd":"/"})");
     EXPECT_EQ(header->res.status, 422) << header->res.body;
     EXPECT_EQ(header->json().at("error").at("code"), "entry_not_appendable");
     // Duplicate keys are refused wherever they are: JSON.parse would keep the last one.
-    auto dup = sync("POST", "/v1/sessions/" + id + "/entries",
-                    R"({"type":"message","type":"session","message":{"role":"user","content":"x","timestamp":1}})");
+    auto dup = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","type":"session","message":{"role":"user","content":"x","timestamp":1}})"
+    );
     EXPECT_EQ(dup->res.status, 400) << dup->res.body;
     EXPECT_EQ(dup->json().at("error").at("code"), "invalid_json");
-    auto nested = sync("POST", "/v1/sessions/" + id + "/entries",
-                       R"({"type":"message","message":{"role":"user","role":"user","content":"x","timestamp":1}})");
+    auto nested = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","message":{"role":"user","role":"user","content":"x","timestamp":1}})"
+    );
     EXPECT_EQ(nested->res.status, 400) << nested->res.body;
     EXPECT_EQ(file(id), before);
     compaction::diagnostics diag;
@@ -310,13 +379,23 @@ TEST_F(agent_server_test, a_label_with_an_unknown_target_leaves_the_file_byte_id
     const auto first = sync("POST", "/v1/sessions/" + id + "/entries", user("hello"));
     ASSERT_EQ(first->res.status, 201);
     const auto before = file(id);
-    auto bad = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"label","targetId":"nosuchentry","label":"x"})");
+    auto bad = sync(
+        "POST", "/v1/sessions/" + id + "/entries", R"({"type":"label","targetId":"nosuchentry","label":"x"})"
+    );
     EXPECT_EQ(bad->res.status, 422) << bad->res.body;
     EXPECT_EQ(bad->json().at("error").at("code"), "entry_not_found");
     EXPECT_EQ(file(id), before);
     // The tree did not move either: the next entry still follows the first one.
     const auto target = std::string(first->json().at("id").as_string());
-    ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"label","targetId":")" + target + R"(","label":"x"})")->res.status, 201);
+    ASSERT_EQ(
+        sync(
+            "POST",
+            "/v1/sessions/" + id + "/entries",
+            R"({"type":"label","targetId":")" + target + R"(","label":"x"})"
+        )
+            ->res.status,
+        201
+    );
     EXPECT_NE(file(id).find(R"("parentId":")" + target + R"(")"), std::string::npos);
 }
 
@@ -325,7 +404,8 @@ TEST_F(agent_server_test, request_bodies_nest_as_deep_as_session_lines_and_no_de
     start();
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     auto custom = [](int levels) {  // the entry object is level 1
-        return R"({"type":"custom","customType":"x","data":)" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+        return R"({"type":"custom","customType":"x","data":)" +
+               std::string(static_cast<std::size_t>(levels - 1), '[') +
                std::string(static_cast<std::size_t>(levels - 1), ']') + "}";
     };
     const auto limit = static_cast<int>(compaction::load_options{}.max_depth);
@@ -351,7 +431,8 @@ TEST_F(agent_server_test, error_bodies_name_no_filesystem_paths)
 TEST_F(agent_server_test, an_events_path_without_its_segments_is_404)
 {
     start();
-    for (const char* path : {"/a/events", "/events", "/v1/sessions/events", "/v1/events", "/v1/sessions/x/y/events"})
+    for (const char* path :
+         {"/a/events", "/events", "/v1/sessions/events", "/v1/events", "/v1/sessions/x/y/events"})
         EXPECT_EQ(sync("GET", path)->res.status, 404) << path;
     EXPECT_EQ(sync("GET", "/v1/sessions")->res.status, 405);  // the server is still up
 }
@@ -361,8 +442,11 @@ TEST_F(agent_server_test, oversized_body_gets_413_and_huge_header_431)
     tweak_ = [](server::server_options& o) { o.body_limit = 1024; };
     start();
     raw_conn body(port_);
-    ASSERT_TRUE(body.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" +
-                          std::string(4096, ' ')));
+    ASSERT_TRUE(body.send(
+        "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: "
+        "100000\r\n\r\n" +
+        std::string(4096, ' ')
+    ));
     std::string res;
     ASSERT_TRUE(body.read_to_close(res)) << res;
     EXPECT_EQ(res.rfind("HTTP/1.1 413", 0), 0u) << res;
@@ -370,7 +454,9 @@ TEST_F(agent_server_test, oversized_body_gets_413_and_huge_header_431)
     EXPECT_EQ(test::raw_contract_violation("POST", "/v1/sessions", res), "");
 
     raw_conn header(port_);
-    ASSERT_TRUE(header.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n"));
+    ASSERT_TRUE(
+        header.send("GET /v1/sessions HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n")
+    );
     res.clear();
     ASSERT_TRUE(header.read_to_close(res)) << res;
     EXPECT_EQ(res.rfind("HTTP/1.1 431", 0), 0u) << res;
@@ -393,7 +479,8 @@ TEST_F(agent_server_test, idle_and_slow_connections_are_closed)
     EXPECT_TRUE(slow.read_to_close(out));
     // A body that stops arriving is closed after the idle timeout, unanswered.
     raw_conn stalled(port_);
-    ASSERT_TRUE(stalled.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"cwd\":"));
+    ASSERT_TRUE(stalled.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"cwd\":")
+    );
     out.clear();
     EXPECT_TRUE(stalled.read_to_close(out));
     EXPECT_EQ(out, "");
@@ -471,7 +558,9 @@ TEST_F(agent_server_test, accept_keeps_working_after_running_out_of_descriptors)
     ASSERT_TRUE(connected);
     EXPECT_GT(failures, 0u);
     // Descriptors are free again: the connection that waited is served.
-    ASSERT_TRUE(pending.send("GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    ASSERT_TRUE(pending.send(
+        "GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    ));
     std::string out;
     EXPECT_TRUE(pending.read_to_close(out));
     EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
@@ -508,7 +597,8 @@ TEST_F(agent_server_test, an_open_out_of_descriptors_closes_idle_sessions_and_tr
         filler.push_back(fd);
     const bool exhausted = errno == EMFILE;
     out.clear();
-    const bool sent = c.send("GET /v1/sessions/extra/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    const bool sent =
+        c.send("GET /v1/sessions/extra/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     const bool answered = c.read_to_close(out);
     for (int fd : filler)
         ::close(fd);
@@ -523,7 +613,8 @@ TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_
 {
     start();
     const std::string text =
-        R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" "\n"
+        R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+        "\n"
         R"({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})";
     std::ofstream(dir_ / "unterminated.jsonl", std::ios::binary) << text;
     ASSERT_EQ(sync("POST", "/v1/sessions/unterminated/entries", user("next"))->res.status, 201);
@@ -541,16 +632,21 @@ TEST_F(agent_server_test, an_unterminated_last_line_gets_its_newline_before_the_
 TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refused)
 {
     std::string why;
-    EXPECT_TRUE(server::parse_request_object(R"({"a":{"b":1},"c":{"b":2},"d":[{"b":3},{"b":4}]})", 64, why)) << why;
+    EXPECT_TRUE(server::parse_request_object(R"({"a":{"b":1},"c":{"b":2},"d":[{"b":3},{"b":4}]})", 64, why))
+        << why;
     EXPECT_FALSE(server::parse_request_object(R"({"a":1,"a":1})", 64, why));
     EXPECT_NE(why.find("repeats a key"), std::string::npos) << why;
-    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"\u0061":2})", 64, why));  // the same key once decoded
+    EXPECT_FALSE(server::parse_request_object(R"({"a":1,"\u0061":2})", 64, why)
+    );  // the same key once decoded
     EXPECT_FALSE(server::parse_request_object(R"({"x":[{"k":1,"k":2}]})", 64, why));
     EXPECT_FALSE(server::parse_request_object(R"({"a":1} {"b":2})", 64, why));
     EXPECT_FALSE(server::parse_request_object(R"([1,2])", 64, why));
-    EXPECT_FALSE(server::parse_request_object(std::string(64, '[') + std::string(64, ']'), 64, why));  // not an object
-    const auto nest = [](int levels) { return "{\"a\":" + std::string(static_cast<std::size_t>(levels - 1), '[') +
-                                              std::string(static_cast<std::size_t>(levels - 1), ']') + "}"; };
+    EXPECT_FALSE(server::parse_request_object(std::string(64, '[') + std::string(64, ']'), 64, why)
+    );  // not an object
+    const auto nest = [](int levels) {
+        return "{\"a\":" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+               std::string(static_cast<std::size_t>(levels - 1), ']') + "}";
+    };
     EXPECT_TRUE(server::parse_request_object(nest(64), 64, why)) << why;
     EXPECT_FALSE(server::parse_request_object(nest(65), 64, why));
     EXPECT_NE(why.find("deeper"), std::string::npos) << why;
@@ -558,10 +654,13 @@ TEST(agent_server_request_json, repeated_keys_anywhere_and_excess_depth_are_refu
 
 TEST(agent_server_request_json, the_one_pass_parse_builds_what_boost_json_builds)
 {
-    const std::string body = R"({"type":"message","message":{"role":"user","content":[{"type":"text",)"
-                              R"("text":"esc \"q\" \\ \n \u00e9 \ud83d\ude00 caf\u00e9 long )" + std::string(5000, 'x') + R"("}],)"
-                              R"("timestamp":1,"n":-12,"u":18446744073709551615,"d":1.5e300,"z":0.0,"t":true,"f":false,)"
-                              R"("nil":null,"empty":{},"list":[[],[1,[2,{}]]]},"\u006bey":"v"})";
+    const std::string body =
+        R"({"type":"message","message":{"role":"user","content":[{"type":"text",)"
+        R"("text":"esc \"q\" \\ \n \u00e9 \ud83d\ude00 caf\u00e9 long )" +
+        std::string(5000, 'x') +
+        R"("}],)"
+        R"("timestamp":1,"n":-12,"u":18446744073709551615,"d":1.5e300,"z":0.0,"t":true,"f":false,)"
+        R"("nil":null,"empty":{},"list":[[],[1,[2,{}]]]},"\u006bey":"v"})";
     std::string why;
     const auto parsed = server::parse_request_object(body, 64, why);
     ASSERT_TRUE(parsed) << why;
@@ -584,13 +683,18 @@ TEST_F(agent_server_test, idle_sessions_are_closed_so_descriptors_stay_bounded)
 {
     tweak_ = [](server::server_options& o) { o.max_open_sessions = 3; };
     start();
-    ASSERT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // the client's connection is open
+    ASSERT_EQ(
+        sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404
+    );  // the client's connection is open
     const auto baseline = open_descriptors();
     for (int i = 0; i < 10; ++i)
     {
         const auto id = new_session();
         ASSERT_FALSE(id.empty());
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user("hello " + std::to_string(i)))->res.status, 201);
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", user("hello " + std::to_string(i)))->res.status,
+            201
+        );
         ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant("hi", 100))->res.status, 201);
         auto ctx = sync("GET", "/v1/sessions/" + id + "/context");
         ASSERT_EQ(ctx->res.status, 200) << ctx->res.body;
@@ -608,7 +712,11 @@ TEST_F(agent_server_test, a_closed_session_reopens_with_all_its_entries)
     std::vector<std::string> ids;
     for (int i = 0; i < 3; ++i)
     {
-        auto r = sync("POST", "/v1/sessions/" + s1 + "/entries", i == 1 ? assistant("a1", 100) : user("u" + std::to_string(i)));
+        auto r = sync(
+            "POST",
+            "/v1/sessions/" + s1 + "/entries",
+            i == 1 ? assistant("a1", 100) : user("u" + std::to_string(i))
+        );
         ASSERT_EQ(r->res.status, 201) << r->res.body;
         ids.push_back(std::string(r->json().at("id").as_string()));
     }
@@ -639,8 +747,14 @@ TEST_F(agent_server_test, a_session_with_an_event_stream_is_not_closed)
     const auto s1 = new_session();
     for (int i = 0; i < 6; ++i)
     {
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", user(std::string(400, 'u')))->res.status, 201);
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + s1 + "/entries", user(std::string(400, 'u')))->res.status, 201
+        );
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + s1 + "/entries", assistant(std::string(400, 'a'), 1000))
+                ->res.status,
+            201
+        );
     }
     raw_conn sse(port_);
     ASSERT_TRUE(sse.send("GET /v1/sessions/" + s1 + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -667,7 +781,8 @@ TEST_F(agent_server_test, when_every_open_session_is_busy_a_new_one_gets_503)
     const auto s2 = new_session();  // closes s1
     ASSERT_FALSE(s2.empty());
     auto sse = std::make_unique<raw_conn>(port_);
-    ASSERT_TRUE(sse->send("GET /v1/sessions/" + s1 + "/events HTTP/1.1\r\nHost: t\r\n\r\n"));  // reopens s1, closes s2
+    ASSERT_TRUE(sse->send("GET /v1/sessions/" + s1 + "/events HTTP/1.1\r\nHost: t\r\n\r\n")
+    );  // reopens s1, closes s2
     std::string events;
     ASSERT_TRUE(sse->read_until(events, ": subscribed")) << events;
     auto r = sync("POST", "/v1/sessions");
@@ -676,8 +791,12 @@ TEST_F(agent_server_test, when_every_open_session_is_busy_a_new_one_gets_503)
     r = sync("POST", "/v1/sessions/" + s2 + "/entries", user("x"));
     EXPECT_EQ(r->res.status, 503) << r->res.body;
     EXPECT_EQ(r->json().at("error").at("code"), "too_many_open_sessions");
-    EXPECT_EQ(sync("POST", "/v1/sessions/" + s1 + "/entries", user("x"))->res.status, 201);  // the open one is served
-    EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // an unknown id is still unknown
+    EXPECT_EQ(
+        sync("POST", "/v1/sessions/" + s1 + "/entries", user("x"))->res.status, 201
+    );  // the open one is served
+    EXPECT_EQ(
+        sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404
+    );                                                                 // an unknown id is still unknown
     EXPECT_EQ(file(s2).find("\"role\":\"user\""), std::string::npos);  // the refused entry was not written
     // Once the subscriber leaves, s1 is idle and may be closed again.
     sse.reset();
@@ -700,8 +819,14 @@ TEST_F(agent_server_test, many_sessions_over_a_small_limit_on_several_threads)
         std::vector<std::pair<std::string, std::shared_ptr<reply>>> inflight;
         for (int j = 0; j < per_session; ++j)
             for (const auto& id : ids)
-                inflight.emplace_back(id, request("POST", "/v1/sessions/" + id + "/entries", user("r" + std::to_string(round))));
-        run_until([&] { return std::all_of(inflight.begin(), inflight.end(), [](const auto& p) { return p.second->done; }); });
+                inflight.emplace_back(
+                    id, request("POST", "/v1/sessions/" + id + "/entries", user("r" + std::to_string(round)))
+                );
+        run_until([&] {
+            return std::all_of(inflight.begin(), inflight.end(), [](const auto& p) {
+                return p.second->done;
+            });
+        });
         for (const auto& [id, r] : inflight)
         {
             ASSERT_FALSE(r->ec) << r->ec.message();
@@ -732,18 +857,25 @@ TEST_F(agent_server_test, every_request_needs_the_bearer_token_when_one_is_set)
     start();
     auto auth_ask = [&](const std::string& auth, const std::string& request_line = "POST /v1/sessions") {
         raw_conn c(port_);
-        EXPECT_TRUE(c.send(request_line + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + auth +
-                           "Content-Length: 0\r\n\r\n"));
+        EXPECT_TRUE(c.send(
+            request_line + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + auth +
+            "Content-Length: 0\r\n\r\n"
+        ));
         std::string res;
         EXPECT_TRUE(c.read_to_close(res)) << res;
         const auto space = request_line.find(' ');
-        EXPECT_EQ(test::raw_contract_violation(request_line.substr(0, space), request_line.substr(space + 1), res), "") << res;
+        EXPECT_EQ(
+            test::raw_contract_violation(request_line.substr(0, space), request_line.substr(space + 1), res),
+            ""
+        ) << res;
         return res;
     };
-    for (const std::string& bad : {std::string(), std::string("Authorization: Bearer wrong\r\n"),
-                                   std::string("Authorization: Bearer s3cret-token-and-more\r\n"),
-                                   std::string("Authorization: Basic s3cret-token\r\n"),
-                                   std::string("Authorization: s3cret-token\r\n")})
+    for (const std::string& bad :
+         {std::string(),
+          std::string("Authorization: Bearer wrong\r\n"),
+          std::string("Authorization: Bearer s3cret-token-and-more\r\n"),
+          std::string("Authorization: Basic s3cret-token\r\n"),
+          std::string("Authorization: s3cret-token\r\n")})
     {
         const auto res = auth_ask(bad);
         EXPECT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << bad << res;
@@ -756,7 +888,9 @@ TEST_F(agent_server_test, every_request_needs_the_bearer_token_when_one_is_set)
     EXPECT_EQ(auth_ask("", "GET /nothing").rfind("HTTP/1.1 401", 0), 0u);
     EXPECT_TRUE(fs::is_empty(dir_) || !fs::exists(dir_)) << "nothing was created";
     EXPECT_EQ(auth_ask("Authorization: Bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);
-    EXPECT_EQ(auth_ask("Authorization: bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u);  // the scheme is case-insensitive
+    EXPECT_EQ(
+        auth_ask("Authorization: bearer s3cret-token\r\n").rfind("HTTP/1.1 201", 0), 0u
+    );  // the scheme is case-insensitive
 }
 
 TEST(server_auth, constant_time_comparison_is_exact)
@@ -776,10 +910,16 @@ TEST(server_auth, constant_time_comparison_is_exact)
 TEST(server_auth, the_binary_refuses_to_start_without_a_token_decision)
 {
     const std::string bin = AGENTCTX_SERVER_BIN;
-    const auto r = agentctx::test::run_process("env -u AGENTCTX_SERVER_TOKEN " + bin + " --port 0 --data-dir /nonexistent-agentctx");
+    const auto r = agentctx::test::run_process(
+        "env -u AGENTCTX_SERVER_TOKEN " + bin + " --port 0 --data-dir /nonexistent-agentctx"
+    );
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth"), std::string::npos) << r.err;
-    const auto missing = agentctx::test::run_process(bin + " --token-file /nonexistent-agentctx/token --port 0");
+    EXPECT_NE(
+        r.err.find("no token: use --token-file FILE or AGENTCTX_SERVER_TOKEN, or --no-auth"),
+        std::string::npos
+    ) << r.err;
+    const auto missing =
+        agentctx::test::run_process(bin + " --token-file /nonexistent-agentctx/token --port 0");
     EXPECT_EQ(missing.exit_code, 2);
     EXPECT_NE(missing.err.find("cannot read the token file"), std::string::npos) << missing.err;
 }
@@ -799,7 +939,9 @@ TEST_F(agent_server_test, a_client_that_disconnects_cancels_its_compaction)
     const auto before = file(id);
     {
         raw_conn c(port_);
-        ASSERT_TRUE(c.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        ASSERT_TRUE(
+            c.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+        );
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         while ((*summarizer)->calls() == 0 && std::chrono::steady_clock::now() < until)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -847,8 +989,16 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
         ids.push_back(new_session());
         for (int i = 0; i < 4; ++i)
         {
-            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", user(std::string(400, 'u')))->res.status, 201);
-            ASSERT_EQ(sync("POST", "/v1/sessions/" + ids.back() + "/entries", assistant(std::string(400, 'a'), 100))->res.status, 201);
+            ASSERT_EQ(
+                sync("POST", "/v1/sessions/" + ids.back() + "/entries", user(std::string(400, 'u')))
+                    ->res.status,
+                201
+            );
+            ASSERT_EQ(
+                sync("POST", "/v1/sessions/" + ids.back() + "/entries", assistant(std::string(400, 'a'), 100))
+                    ->res.status,
+                201
+            );
         }
     }
     const auto leaving_before = file(ids[0]);
@@ -856,7 +1006,9 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
     {
         // Session 0's client leaves while its model call (and the six others) are in flight.
         raw_conn leaving(port_);
-        ASSERT_TRUE(leaving.send("POST /v1/sessions/" + ids[0] + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+        ASSERT_TRUE(leaving.send(
+            "POST /v1/sessions/" + ids[0] + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+        ));
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         auto wait_for_calls = [&](std::size_t n) {
             ioc_.restart();  // run_one_for without work stops the context: the requests below need it
@@ -870,22 +1022,31 @@ TEST_F(agent_server_test, sessions_share_one_http_client_per_io_thread_and_cance
         wait_for_calls(static_cast<std::size_t>(sessions));
         ASSERT_EQ(model.requests().size(), static_cast<std::size_t>(sessions));
     }
-    run_until([&] { return std::all_of(compactions.begin(), compactions.end(), [](const auto& r) { return r->done; }); });
+    run_until([&] {
+        return std::all_of(compactions.begin(), compactions.end(), [](const auto& r) { return r->done; });
+    });
     for (int s = 1; s < sessions; ++s)
     {
         const auto& r = compactions[static_cast<std::size_t>(s - 1)];
         ASSERT_EQ(r->res.status, 200) << r->res.body;
-        EXPECT_NE(std::string(r->json().at("summary").as_string()).find("shared transport"), std::string::npos);
+        EXPECT_NE(
+            std::string(r->json().at("summary").as_string()).find("shared transport"), std::string::npos
+        );
     }
     // The one that left was cancelled alone and wrote nothing.
     std::string metrics;
     run_until([&] {
         metrics = sync("GET", "/metrics")->res.body;
-        return metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"cancelled\"} 1\n") != std::string::npos;
+        return metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"cancelled\"} 1\n") !=
+               std::string::npos;
     });
-    EXPECT_NE(metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 6\n"), std::string::npos) << metrics;
+    EXPECT_NE(
+        metrics.find("agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 6\n"),
+        std::string::npos
+    ) << metrics;
     EXPECT_EQ(file(ids[0]), leaving_before);
-    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2) << "no session opened a client of its own";
+    EXPECT_EQ(providers::http_client::live_multi_handles(), before + 2)
+        << "no session opened a client of its own";
 }
 
 TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_opens_share_one)
@@ -912,7 +1073,8 @@ TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_o
     auto write = [&](const std::string& id, int turns) {
         test::session_text t(3, id);
         for (int i = 0; i < turns; ++i)
-            t.user("u" + std::to_string(i), std::string(2000, 'u')).assistant("a" + std::to_string(i), std::string(2000, 'a'));
+            t.user("u" + std::to_string(i), std::string(2000, 'u'))
+                .assistant("a" + std::to_string(i), std::string(2000, 'a'));
         std::ofstream(dir_ / (id + ".jsonl"), std::ios::binary) << t.text;
     };
     write("large", 2000);  // ~8 MB
@@ -921,7 +1083,8 @@ TEST_F(agent_server_test, a_slow_open_holds_up_no_other_request_and_concurrent_o
     for (int i = 0; i < 5; ++i)
         large.push_back(request("GET", "/v1/sessions/large/context"));
     run_until([&] { return large_opens.load() == 1; });
-    // The small session opens and answers, and a new session is created, while the large one is still opening.
+    // The small session opens and answers, and a new session is created, while the large one is still
+    // opening.
     auto small = sync("GET", "/v1/sessions/small/context");
     ASSERT_EQ(small->res.status, 200) << small->res.body;
     EXPECT_EQ(small->json().at("messages").as_array().size(), 4u);
@@ -1008,8 +1171,13 @@ TEST_F(agent_server_test, one_structured_log_line_per_request_and_per_compaction
     for (auto p = log.find("request route="); p != std::string::npos; p = log.find("request route=", p + 1))
         ++request_lines;
     EXPECT_EQ(request_lines, 10u) << log;
-    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/entries\" status=201 body_bytes="), std::string::npos) << log;
-    EXPECT_NE(log.find("request route=\"POST /v1/sessions/{id}/compact\" status=200 body_bytes=0 duration_ms="), std::string::npos) << log;
+    EXPECT_NE(
+        log.find("request route=\"POST /v1/sessions/{id}/entries\" status=201 body_bytes="), std::string::npos
+    ) << log;
+    EXPECT_NE(
+        log.find("request route=\"POST /v1/sessions/{id}/compact\" status=200 body_bytes=0 duration_ms="),
+        std::string::npos
+    ) << log;
     EXPECT_NE(log.find("compaction reason=manual outcome=committed"), std::string::npos) << log;
     EXPECT_EQ(log.find("s3cret-token-value"), std::string::npos) << "no credentials in logs";
     EXPECT_EQ(log.find("secret-body-text"), std::string::npos) << "no bodies in logs";
@@ -1039,9 +1207,13 @@ TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
           "agentctx_http_requests_total{route=\"GET /v1/sessions/{id}/context\",status=\"404\"} 1\n",
           "agentctx_http_requests_total{route=\"GET other\",status=\"404\"} 1\n",
           "agentctx_compactions_total{reason=\"manual\",outcome=\"committed\"} 1\n",
-          "agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 1\n", "agentctx_compaction_duration_seconds_count 1\n",
-          "agentctx_model_calls_total 1\n", "agentctx_appends_total 8\n", "agentctx_active_sessions 1\n",
-          "agentctx_open_event_streams 0\n", "# TYPE agentctx_compaction_duration_seconds histogram\n"})
+          "agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 1\n",
+          "agentctx_compaction_duration_seconds_count 1\n",
+          "agentctx_model_calls_total 1\n",
+          "agentctx_appends_total 8\n",
+          "agentctx_active_sessions 1\n",
+          "agentctx_open_event_streams 0\n",
+          "# TYPE agentctx_compaction_duration_seconds histogram\n"})
         EXPECT_NE(body.find(line), std::string::npos) << line << "\n" << body;
     EXPECT_EQ(body.find("secret"), std::string::npos) << "paths never become label values";
     EXPECT_EQ(body.find(id), std::string::npos) << "nor do session ids";
@@ -1054,11 +1226,16 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
     m.compaction("threshold", "committed", 3.0);
     m.compaction("manual", "cancelled", 500);
     const auto text = m.render(0);
-    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"5\"} 2\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"120\"} 2\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"5\"} 2\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"120\"} 2\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("agentctx_compaction_duration_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos)
+        << text;
     EXPECT_NE(text.find("agentctx_compaction_duration_seconds_sum 503.05\n"), std::string::npos) << text;
     EXPECT_EQ(server::route_label("POST", "/v1/sessions/ab12/entries?x=1"), "POST /v1/sessions/{id}/entries");
     EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12"), "GET /v1/sessions/{id}");
@@ -1079,8 +1256,11 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     fs::remove_all(dir);
     fs::create_directories(dir);
     // The compaction is still in the model call when the signal arrives.
-    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()},
-                                                     .env = {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}});
+    test::server_process child(
+        AGENTCTX_SERVER_BIN,
+        {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()},
+         .env = {{"AGENTCTX_OFFLINE_DELAY_MS", "5000"}}}
+    );
     ASSERT_NE(child.port, 0) << child.log;
     const auto port = child.port;
     const pid_t pid = child.pid;
@@ -1090,10 +1270,11 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     std::vector<std::string> acknowledged;
     for (int i = 0; i < 8; ++i)
     {
-        const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
-                                      words(6000) + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
-                                : R"({"type":"message","message":{"role":"user","content":")" + words(6000) +
-                                      R"(","timestamp":1}})";
+        const auto body =
+            i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
+                        words(6000) + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                  : R"({"type":"message","message":{"role":"user","content":")" + words(6000) +
+                        R"(","timestamp":1}})";
         const auto res = checked_ask(port, "POST", "/v1/sessions/" + id + "/entries", body);
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         acknowledged.emplace_back(raw_body(res).at("id").as_string());
@@ -1104,7 +1285,9 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     std::string seen;
     ASSERT_TRUE(events.read_until(seen, ": subscribed")) << seen;
     raw_conn compacting(port);
-    ASSERT_TRUE(compacting.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+    ASSERT_TRUE(compacting.send(
+        "POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+    ));
     ASSERT_TRUE(events.read_until(seen, "event: compaction_start")) << seen;
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     const auto signalled = std::chrono::steady_clock::now();
@@ -1125,7 +1308,8 @@ TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_a
     const std::string text = ss.str();
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(text.back(), '\n') << "no partial line";
-    EXPECT_EQ(text.find("\"type\":\"compaction\""), std::string::npos) << "the cancelled compaction wrote nothing";
+    EXPECT_EQ(text.find("\"type\":\"compaction\""), std::string::npos)
+        << "the cancelled compaction wrote nothing";
     for (const auto& a : acknowledged)
         EXPECT_NE(text.find("\"id\":\"" + a + "\""), std::string::npos) << a;
     compaction::diagnostics diag;
@@ -1147,19 +1331,25 @@ TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_serv
     std::ofstream(project / ".pi" / "settings.json") << R"({"compaction":{"keepRecentTokens":2500}})";
     const std::string text(4000, 'a');  // ~1,000 tokens per entry, 12,000 in all: under the default 20,000
     // Each run: a server on its own data directory, 12 entries, one /compact; its answer and the ids.
-    auto run = [&](const std::string& name, std::vector<std::string> args, const std::optional<fs::path>& cwd) {
+    auto run = [&](const std::string& name, std::vector<std::string> args, const std::optional<fs::path>& cwd
+               ) {
         const auto data = root / name;
         args.insert(args.end(), {"--no-auth", "--port", "0", "--data-dir", data.string()});
-        test::server_process child(AGENTCTX_SERVER_BIN, {.args = args, .env = {{"PI_CODING_AGENT_DIR", global.string()}}, .cwd = cwd});
+        test::server_process child(
+            AGENTCTX_SERVER_BIN, {.args = args, .env = {{"PI_CODING_AGENT_DIR", global.string()}}, .cwd = cwd}
+        );
         EXPECT_NE(child.port, 0) << child.log;
         std::vector<std::string> ids;
         const auto created = checked_ask(child.port, "POST", "/v1/sessions");
         const std::string id(raw_body(created).at("id").as_string());
         for (int i = 0; i < 12; ++i)
         {
-            const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
-                                          R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
-                                    : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
+            const auto body =
+                i % 2
+                    ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
+                          text + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                    : R"({"type":"message","message":{"role":"user","content":")" + text +
+                          R"(","timestamp":1}})";
             const auto res = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
             EXPECT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
             ids.emplace_back(raw_body(res).at("id").as_string());
@@ -1170,7 +1360,8 @@ TEST(server_process, a_trusted_project_files_keep_recent_tokens_changes_the_serv
     const auto [untrusted, ids0] = run("untrusted", {"--project-dir", project.string()}, std::nullopt);
     EXPECT_EQ(untrusted.rfind("HTTP/1.1 409", 0), 0u) << untrusted;
     // Trusted, named by --project-dir: 2,500 tokens kept, so the cut is among the last entries.
-    const auto [trusted, ids1] = run("trusted", {"--project-dir", project.string(), "--trust-project"}, std::nullopt);
+    const auto [trusted, ids1] =
+        run("trusted", {"--project-dir", project.string(), "--trust-project"}, std::nullopt);
     ASSERT_EQ(trusted.rfind("HTTP/1.1 200", 0), 0u) << trusted;
     const std::string kept1(raw_body(trusted).at("firstKeptEntryId").as_string());
     const auto at = std::find(ids1.begin(), ids1.end(), kept1);
@@ -1188,10 +1379,22 @@ TEST(server_process, the_binarys_request_limits_answer_413_and_431)
 {
     const auto dir = fs::temp_directory_path() / ("agentctx-limits-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string(),
-                                                              "--max-body-bytes", "2048", "--max-header-bytes", "1024"}});
+    test::server_process child(
+        AGENTCTX_SERVER_BIN,
+        {.args =
+             {"--no-auth",
+              "--port",
+              "0",
+              "--data-dir",
+              dir.string(),
+              "--max-body-bytes",
+              "2048",
+              "--max-header-bytes",
+              "1024"}}
+    );
     ASSERT_NE(child.port, 0) << child.log;
-    const std::string cwd = R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
+    const std::string cwd =
+        R"({"cwd":")" + std::string(1500, 'd') + R"("})";  // 1.5 KB: within the body limit
     EXPECT_EQ(checked_ask(child.port, "POST", "/v1/sessions", cwd).rfind("HTTP/1.1 201", 0), 0u);
     const auto body = checked_ask(child.port, "POST", "/v1/sessions", std::string(4096, ' '));
     EXPECT_EQ(body.rfind("HTTP/1.1 413", 0), 0u) << body;
@@ -1205,7 +1408,9 @@ TEST(server_process, the_binarys_request_limits_answer_413_and_431)
 TEST(server_process, a_named_settings_file_that_is_missing_stops_the_start)
 {
     const std::string bin = AGENTCTX_SERVER_BIN;
-    const auto r = agentctx::test::run_process(bin + " --no-auth --port 0 --data-dir /nonexistent-agentctx --settings /nonexistent-agentctx/s.json");
+    const auto r = agentctx::test::run_process(
+        bin + " --no-auth --port 0 --data-dir /nonexistent-agentctx --settings /nonexistent-agentctx/s.json"
+    );
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("cannot read the settings file"), std::string::npos) << r.err;
 }
@@ -1216,8 +1421,10 @@ TEST_F(agent_server_test, an_unauthenticated_request_is_refused_from_its_header_
     start();
     raw_conn c(port_);
     // A 16 MiB body announced and not sent: the answer cannot wait for it.
-    ASSERT_TRUE(c.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: " +
-                       std::to_string(16 * 1024 * 1024) + "\r\n\r\n" + std::string(4096, ' ')));
+    ASSERT_TRUE(c.send(
+        "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(16 * 1024 * 1024) + "\r\n\r\n" + std::string(4096, ' ')
+    ));
     std::string res;
     ASSERT_TRUE(c.read_until(res, "\"unauthorized\"")) << res;
     EXPECT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << res;
@@ -1235,7 +1442,9 @@ TEST_F(agent_server_test, unknown_method_names_share_one_metrics_label)
         EXPECT_EQ(res.rfind("HTTP/1.1 405", 0), 0u) << res;
     }
     const auto body = sync("GET", "/metrics")->res.body;
-    EXPECT_NE(body.find("agentctx_http_requests_total{route=\"other\",status=\"405\"} 20\n"), std::string::npos) << body;
+    EXPECT_NE(
+        body.find("agentctx_http_requests_total{route=\"other\",status=\"405\"} 20\n"), std::string::npos
+    ) << body;
     EXPECT_EQ(body.find("XMETHOD"), std::string::npos) << body;
     EXPECT_EQ(server::route_label("BREW", "/v1/sessions"), "other");
     EXPECT_EQ(server::route_label("PATCH", "/v1/sessions"), "PATCH /v1/sessions");
@@ -1279,7 +1488,9 @@ TEST_F(agent_server_test, an_open_session_holds_one_descriptor)
 {
     tweak_ = [](server::server_options& o) { o.max_open_sessions = 50; };
     start();
-    ASSERT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);  // the client's connection is open
+    ASSERT_EQ(
+        sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404
+    );  // the client's connection is open
     const auto baseline = open_descriptors();
     for (int i = 0; i < 10; ++i)
     {
@@ -1304,7 +1515,11 @@ TEST_F(agent_server_test, a_rejected_entry_says_which_field_and_why)
 {
     start();
     const auto id = new_session();
-    auto r = sync("POST", "/v1/sessions/" + id + "/entries", R"({"type":"message","message":{"role":"user","content":5}})");
+    auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","message":{"role":"user","content":5}})"
+    );
     EXPECT_EQ(r->res.status, 400) << r->res.body;
     EXPECT_EQ(r->json().at("error").at("code"), "wrong_type");
     const std::string message(r->json().at("error").at("message").as_string());
@@ -1316,7 +1531,9 @@ TEST_F(agent_server_test, the_database_being_down_is_503_on_every_route)
 {
     // Nothing listens on port 1 of the loopback: every connection is refused at once.
     tweak_ = [this](server::server_options& o) {
-        o.pg = std::make_shared<runtime::pg_pool>(server_ioc_.get_executor(), "postgresql://agentctx@127.0.0.1:1/none?connect_timeout=2");
+        o.pg = std::make_shared<runtime::pg_pool>(
+            server_ioc_.get_executor(), "postgresql://agentctx@127.0.0.1:1/none?connect_timeout=2"
+        );
     };
     start();
     auto created = sync("POST", "/v1/sessions");
@@ -1324,7 +1541,8 @@ TEST_F(agent_server_test, the_database_being_down_is_503_on_every_route)
     EXPECT_EQ(created->json().at("error").at("code"), "database_error");
     auto events = checked_ask(port_, "GET", "/v1/sessions/nosuchsession/events");
     EXPECT_EQ(events.rfind("HTTP/1.1 503", 0), 0u) << events;
-    EXPECT_EQ(raw_body(events).at("error").at("message"), "the session database could not be read or written") << events;
+    EXPECT_EQ(raw_body(events).at("error").at("message"), "the session database could not be read or written")
+        << events;
     auto ctx = sync("GET", "/v1/sessions/nosuchsession/context");
     EXPECT_EQ(ctx->res.status, 503) << ctx->res.body;
 }
@@ -1359,7 +1577,9 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
 {
     const auto dir = fs::temp_directory_path() / ("agentctx-nofile-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    test::server_process child(AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()}, .nofile = 256});
+    test::server_process child(
+        AGENTCTX_SERVER_BIN, {.args = {"--no-auth", "--port", "0", "--data-dir", dir.string()}, .nofile = 256}
+    );
     ASSERT_NE(child.port, 0) << child.log;
     // 300 sessions, each written to: more than its descriptors could hold open at once.
     for (int i = 0; i < 300; ++i)
@@ -1367,8 +1587,12 @@ TEST(server_process, the_binary_keeps_serving_at_its_descriptor_limit)
         const auto created = checked_ask(child.port, "POST", "/v1/sessions");
         ASSERT_EQ(created.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << created;
         const std::string id(raw_body(created).at("id").as_string());
-        const auto appended = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries",
-                                  R"({"type":"message","message":{"role":"user","content":"hi","timestamp":1}})");
+        const auto appended = checked_ask(
+            child.port,
+            "POST",
+            "/v1/sessions/" + id + "/entries",
+            R"({"type":"message","message":{"role":"user","content":"hi","timestamp":1}})"
+        );
         ASSERT_EQ(appended.rfind("HTTP/1.1 201", 0), 0u) << i << ": " << appended;
     }
     // 400 idle connections: more than the table holds besides the sessions.
@@ -1400,18 +1624,29 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
     // The default 20,000 keeps all 12,000 tokens; the serving model's override keeps 2,500.
     std::ofstream(settings) << R"({"compaction":{"keepRecentTokens":20000,)"
                                R"("modelOverrides":{"offline/offline":{"keepRecentTokens":2500}}}})";
-    test::server_process child(AGENTCTX_SERVER_BIN,
-                               {.args = {"--no-auth", "--port", "0", "--data-dir", (root / "data").string(), "--settings", settings.string()},
-                                .env = {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}});
+    test::server_process child(
+        AGENTCTX_SERVER_BIN,
+        {.args =
+             {"--no-auth",
+              "--port",
+              "0",
+              "--data-dir",
+              (root / "data").string(),
+              "--settings",
+              settings.string()},
+         .env = {{"PI_CODING_AGENT_DIR", (root / "agent").string()}}}
+    );
     ASSERT_NE(child.port, 0) << child.log;
     const std::string id(raw_body(checked_ask(child.port, "POST", "/v1/sessions")).at("id").as_string());
     const std::string text(4000, 'a');  // ~1,000 tokens per entry
     std::vector<std::string> ids;
     for (int i = 0; i < 12; ++i)
     {
-        const auto body = i % 2 ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
-                                      R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
-                                : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
+        const auto body =
+            i % 2
+                ? R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
+                      text + R"("}],"provider":"x","model":"y","stopReason":"stop","timestamp":1}})"
+                : R"({"type":"message","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
         const auto res = checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", body);
         ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
         ids.emplace_back(raw_body(res).at("id").as_string());
@@ -1422,7 +1657,9 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
     const auto plan = agentctx::test::run_process(
         "env -u AGENTCTX_PROVIDER -u AGENTCTX_MODEL -u OPENAI_API_KEY -u OPENAI_BASE_URL -u OPENAI_MODEL "
         "-u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL -u ANTHROPIC_MODEL " +
-        cli + " plan " + (root / "data" / (id + ".jsonl")).string() + " --settings " + settings.string() + " --json");
+        cli + " plan " + (root / "data" / (id + ".jsonl")).string() + " --settings " + settings.string() +
+        " --json"
+    );
     ASSERT_EQ(plan.exit_code, 0) << plan.err;
     const auto planned = boost::json::parse(plan.out).at("plan");
     ASSERT_TRUE(planned.is_object()) << plan.out;
@@ -1441,12 +1678,19 @@ TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceed
     tweak_ = [](server::server_options& o) { o.required.custom_types = {"spec"}; };
     start();
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
-    const std::string spec = R"({"type":"custom_message","customType":"spec","content":"the spec","display":false})";
+    const std::string spec =
+        R"({"type":"custom_message","customType":"spec","content":"the spec","display":false})";
     ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", spec)->res.status, 201);
     for (int i = 0; i < 4; ++i)
     {
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201);
-        ASSERT_EQ(sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))->res.status, 201);
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", user(std::string(400, 'u')))->res.status, 201
+        );
+        ASSERT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/entries", assistant(std::string(400, 'a'), 1000))
+                ->res.status,
+            201
+        );
     }
     auto sub = subscribe(id);
     const std::string& events = sub->text;
@@ -1456,13 +1700,18 @@ TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceed
     EXPECT_NE(r->res.body.find("budget_exceeded"), std::string::npos) << r->res.body;
     run_until([&] { return events.find("event: budget_exceeded") != std::string::npos; });
     // Numbers and ids only: 8 messages of 100 tokens and the spec's 2 stay required.
-    EXPECT_NE(events.find("event: budget_exceeded\ndata: {\"reason\":\"manual\",\"inputTokens\":802,\"allowance\":183616,"
-                          "\"requiredTokens\":802,"),
-              std::string::npos)
-        << events;
+    EXPECT_NE(
+        events.find(
+            "event: budget_exceeded\ndata: {\"reason\":\"manual\",\"inputTokens\":802,\"allowance\":183616,"
+            "\"requiredTokens\":802,"
+        ),
+        std::string::npos
+    ) << events;
     EXPECT_EQ(events.find("the spec"), std::string::npos);
     EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context")->json(), before);  // nothing written
-    EXPECT_NE(sync("GET", "/metrics")->res.body.find("agentctx_budget_exceeded_total 1\n"), std::string::npos);
+    EXPECT_NE(
+        sync("GET", "/metrics")->res.body.find("agentctx_budget_exceeded_total 1\n"), std::string::npos
+    );
     unsubscribe(*sub);
 }
 
@@ -1484,22 +1733,35 @@ TEST_F(agent_server_test, cleared_tool_results_are_announced_and_their_originals
     std::vector<std::string> results;
     for (const char* k : {"1", "2"})
     {
-        post(std::string(R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c)") + k +
-             R"(","name":"read","arguments":{"path":"f)" + k + R"("}}],"provider":"anthropic","model":"claude-sonnet-4-5","stopReason":"toolUse","timestamp":1}})");
-        results.push_back(post(std::string(R"({"type":"message","message":{"role":"toolResult","toolCallId":"c)") + k +
-                               R"(","toolName":"read","content":[{"type":"text","text":")" + std::string(4000, 'x') +
-                               R"("}],"isError":false,"timestamp":1}})"));
+        post(
+            std::string(
+                R"({"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c)"
+            ) +
+            k + R"(","name":"read","arguments":{"path":"f)" + k +
+            R"("}}],"provider":"anthropic","model":"claude-sonnet-4-5","stopReason":"toolUse","timestamp":1}})"
+        );
+        results.push_back(post(
+            std::string(R"({"type":"message","message":{"role":"toolResult","toolCallId":"c)") + k +
+            R"(","toolName":"read","content":[{"type":"text","text":")" + std::string(4000, 'x') +
+            R"("}],"isError":false,"timestamp":1}})"
+        ));
     }
     auto sub = subscribe(id);
     post(assistant("both read", 3000));  // the automatic check after it clears the older result
     run_until([&] { return sub->text.find("event: context_cleared") != std::string::npos; });
-    EXPECT_NE(sub->text.find("event: context_cleared\ndata: {\"results\":1,\"tokens\":"), std::string::npos) << sub->text;
+    EXPECT_NE(sub->text.find("event: context_cleared\ndata: {\"results\":1,\"tokens\":"), std::string::npos)
+        << sub->text;
     EXPECT_NE(sub->text.find("\"targetIds\":[\"" + results[0] + "\"]"), std::string::npos) << sub->text;
     unsubscribe(*sub);
     auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json();
-    EXPECT_NE(json::serialize(ctx.at("wire")).find("[Tool result cleared: read(path: f1), 4000 chars (~1000 tokens); the original is entry " +
-                                                   results[0] + "]"),
-              std::string::npos);
+    EXPECT_NE(
+        json::serialize(ctx.at("wire"))
+            .find(
+                "[Tool result cleared: read(path: f1), 4000 chars (~1000 tokens); the original is entry " +
+                results[0] + "]"
+            ),
+        std::string::npos
+    );
     auto original = sync("GET", "/v1/sessions/" + id + "/entries/" + results[0]);
     ASSERT_EQ(original->res.status, 200) << original->res.body;
     EXPECT_EQ(original->json().at("message").at("content").at(0).at("text").as_string().size(), 4000u);
@@ -1517,13 +1779,14 @@ TEST(server_metrics, background_steps_carry_their_discard_reason_and_stalls_have
     m.turn_check(0.02);
     m.turn_check(3);
     const auto text = m.render(0);
-    for (const std::string line : {"agentctx_background_compactions_total{outcome=\"prepared\"} 1\n",
-                                   "agentctx_background_compactions_total{outcome=\"discarded\",reason=\"branched\"} 2\n",
-                                   "agentctx_turn_check_seconds_bucket{le=\"0.005\"} 1\n",
-                                   "agentctx_turn_check_seconds_bucket{le=\"0.025\"} 2\n",
-                                   "agentctx_turn_check_seconds_bucket{le=\"2.5\"} 2\n",
-                                   "agentctx_turn_check_seconds_bucket{le=\"5\"} 3\n",
-                                   "agentctx_turn_check_seconds_count 3\n"})
+    for (const std::string line :
+         {"agentctx_background_compactions_total{outcome=\"prepared\"} 1\n",
+          "agentctx_background_compactions_total{outcome=\"discarded\",reason=\"branched\"} 2\n",
+          "agentctx_turn_check_seconds_bucket{le=\"0.005\"} 1\n",
+          "agentctx_turn_check_seconds_bucket{le=\"0.025\"} 2\n",
+          "agentctx_turn_check_seconds_bucket{le=\"2.5\"} 2\n",
+          "agentctx_turn_check_seconds_bucket{le=\"5\"} 3\n",
+          "agentctx_turn_check_seconds_count 3\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }
 
@@ -1534,8 +1797,9 @@ TEST_F(agent_server_test, a_session_created_with_a_jobs_declaration_uses_it)
 {
     tweak_ = [](server::server_options& o) { o.max_open_sessions = 1; };
     start();
-    const std::string jobs = R"({"cwd":"/w","settings":{"jobs":{"rules":[{"tools":["start_build"],)"
-                             R"("id":{"from":"arguments","field":"jobId"},"completedBy":{"customTypes":["job_done"]}}]}}})";
+    const std::string jobs =
+        R"({"cwd":"/w","settings":{"jobs":{"rules":[{"tools":["start_build"],)"
+        R"("id":{"from":"arguments","field":"jobId"},"completedBy":{"customTypes":["job_done"]}}]}}})";
     const auto created = sync("POST", "/v1/sessions", jobs);
     ASSERT_EQ(created->res.status, 201) << created->res.body;
     const auto with = std::string(created->json().at("id").as_string());
@@ -1555,19 +1819,27 @@ TEST_F(agent_server_test, a_session_created_with_a_jobs_declaration_uses_it)
         return json::serialize(r->json().at("wire"));
     };
     const auto queued = note(with);
-    EXPECT_NE(queued.find("This `start_build` call launched background job j7: queued work"), std::string::npos) << queued;
+    EXPECT_NE(
+        queued.find("This `start_build` call launched background job j7: queued work"), std::string::npos
+    ) << queued;
     EXPECT_EQ(queued.find("interrupted"), std::string::npos);
     const auto plain = note(without);
     EXPECT_EQ(plain.find("background job"), std::string::npos);
     EXPECT_NE(plain.find("interrupted"), std::string::npos) << plain;
 
-    const auto bad = sync("POST", "/v1/sessions",
-                          R"({"settings":{"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}}})");
+    const auto bad = sync(
+        "POST",
+        "/v1/sessions",
+        R"({"settings":{"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"stdout"},"completedBy":{"tools":["s"]}}]}}})"
+    );
     EXPECT_EQ(bad->res.status, 422);
     EXPECT_EQ(bad->json().at("error").at("code"), "invalid_settings");
     EXPECT_EQ(bad->json().at("error").at("field"), "settings.jobs.rules[0].id.from");
-    EXPECT_EQ(bad->json().at("error").at("message"),
-              "settings: field 'settings.jobs.rules[0].id.from': expected \"arguments\", \"resultDetails\" or \"resultText\"");
+    EXPECT_EQ(
+        bad->json().at("error").at("message"),
+        "settings: field 'settings.jobs.rules[0].id.from': expected \"arguments\", \"resultDetails\" or "
+        "\"resultText\""
+    );
     const auto other = sync("POST", "/v1/sessions", R"({"settings":{"pinned":{}}})");
     EXPECT_EQ(other->res.status, 422);
     EXPECT_EQ(other->json().at("error").at("field"), "settings.pinned");

@@ -47,9 +47,24 @@ TEST(cli_context, json_lists_projected_messages_with_entry_ids_and_tokens)
     std::vector<std::string> ids;
     for (const auto& m : msgs)
         ids.push_back(std::string(m.at("entryId").as_string()));
-    EXPECT_EQ(ids, (std::vector<std::string>{"a0000003", "a0000004", "a0000005", "a0000006", "a0000007", "a0000008",
-                                             "a0000009", "a000000a", "a000000b", "a000000c", "a0000010", "a0000011",
-                                             "a0000016", "a0000017"}));
+    EXPECT_EQ(
+        ids,
+        (std::vector<std::string>{
+            "a0000003",
+            "a0000004",
+            "a0000005",
+            "a0000006",
+            "a0000007",
+            "a0000008",
+            "a0000009",
+            "a000000a",
+            "a000000b",
+            "a000000c",
+            "a0000010",
+            "a0000011",
+            "a0000016",
+            "a0000017"})
+    );
     EXPECT_EQ(msgs[0].at("role"), "user");
     EXPECT_EQ(msgs[9].at("role"), "custom");
     EXPECT_EQ(msgs[12].at("role"), "branchSummary");
@@ -97,9 +112,12 @@ TEST(cli_context, missing_file_exits_4)
 
 TEST(cli_context, bad_file_exits_3_with_code_and_line)
 {
-    const auto path = scratch("bad.jsonl",
-                              R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"})" "\n"
-                              "{broken\n");
+    const auto path = scratch(
+        "bad.jsonl",
+        R"({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"})"
+        "\n"
+        "{broken\n"
+    );
     const auto r = run_process(cli + " context " + path.string() + " --json");
     EXPECT_EQ(r.exit_code, 3);
     const auto v = boost::json::parse(r.out).as_object();
@@ -139,9 +157,12 @@ std::string metadata_before_prompt_session()
                  R"("}],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})";
         return m + "\n";
     };
-    return std::string(R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})") + "\n" +
-           msg("u1", nullptr, "user") + msg("a1", "u1", "assistant") +
-           R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"2026-01-15T09:00:02.000Z","provider":"p","modelId":"m"})" "\n" +
+    return std::string(
+               R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+           ) +
+           "\n" + msg("u1", nullptr, "user") + msg("a1", "u1", "assistant") +
+           R"({"type":"model_change","id":"m1","parentId":"a1","timestamp":"2026-01-15T09:00:02.000Z","provider":"p","modelId":"m"})"
+           "\n" +
            msg("u2", "m1", "user") + msg("a2", "u2", "assistant");
 }
 
@@ -150,7 +171,9 @@ std::string metadata_before_prompt_session()
 TEST(cli_plan, json_has_context_threshold_and_plan)
 {
     const auto path = scratch("plan.jsonl", metadata_before_prompt_session());
-    const auto r = run_process(cli + " plan " + path.string() + " --keep-recent 200 --reserve 1000 --context-window 5000 --json");
+    const auto r = run_process(
+        cli + " plan " + path.string() + " --keep-recent 200 --reserve 1000 --context-window 5000 --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto v = boost::json::parse(r.out).as_object();
     EXPECT_EQ(v.at("leafId"), "a2");
@@ -164,7 +187,10 @@ TEST(cli_plan, json_has_context_threshold_and_plan)
     EXPECT_EQ(plan.at("tokensBefore"), 400);
     EXPECT_EQ(plan.at("messagesToSummarize"), (boost::json::array{"u1", "a1"}));
     EXPECT_EQ(plan.at("turnPrefixMessages"), boost::json::array{});
-    EXPECT_EQ(plan.at("serializedHistory").as_string(), "[User]: " + std::string(400, 'x') + "\n\n[Assistant]: " + std::string(400, 'x'));
+    EXPECT_EQ(
+        plan.at("serializedHistory").as_string(),
+        "[User]: " + std::string(400, 'x') + "\n\n[Assistant]: " + std::string(400, 'x')
+    );
     EXPECT_EQ(plan.at("serializedTurnPrefix"), "");
 
     // Pi calls the same cut a split turn and sends the previous turn as the "turn prefix".
@@ -241,7 +267,9 @@ TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
 {
     const auto path = copy_of_bundled("compact.jsonl");
     const auto before = agentctx::test::read_text(path);
-    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --instructions 'focus on tests' --json");
+    const auto r = run_process(
+        cli + " compact " + path.string() + " --keep-recent 3000 --instructions 'focus on tests' --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto v = boost::json::parse(r.out).as_object();
     EXPECT_EQ(v.at("compacted"), true);
@@ -250,7 +278,8 @@ TEST(cli_compact, appends_one_compaction_and_the_context_shrinks)
     const auto after = agentctx::test::read_text(path);
     ASSERT_EQ(after.substr(0, before.size()), before);  // append-only
     EXPECT_NE(after.find("\"summarizer\":\"offline\""), std::string::npos);
-    const auto ctx = boost::json::parse(run_process(cli + " context " + path.string() + " --json").out).as_object();
+    const auto ctx =
+        boost::json::parse(run_process(cli + " context " + path.string() + " --json").out).as_object();
     EXPECT_EQ(ctx.at("messages").as_array()[0].at("entryId"), v.at("entryId"));
     // Compacting again right away: the last entry is the compaction.
     const auto again = run_process(cli + " compact " + path.string() + " --json");
@@ -264,13 +293,21 @@ TEST(cli_compact, the_settings_files_redaction_section_is_honoured)
     const auto path = copy_of_bundled("redact.jsonl");
     const auto before = agentctx::test::read_text(path);
     const auto bad = scratch("redact-bad.json", R"({"redaction":{"allowlist":[5]}})");
-    const auto r = run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + bad.string() + " --json");
+    const auto r = run_process(
+        cli + " compact " + path.string() + " --keep-recent 3000 --settings " + bad.string() + " --json"
+    );
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.out.find("invalid_settings"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("redaction.allowlist[0]"), std::string::npos) << r.out;
     EXPECT_EQ(agentctx::test::read_text(path), before);  // nothing written
     const auto off = scratch("redact-off.json", R"({"redaction":{"enabled":false}})");
-    EXPECT_EQ(run_process(cli + " compact " + path.string() + " --keep-recent 3000 --settings " + off.string() + " --json").exit_code, 0);
+    EXPECT_EQ(
+        run_process(
+            cli + " compact " + path.string() + " --keep-recent 3000 --settings " + off.string() + " --json"
+        )
+            .exit_code,
+        0
+    );
     fs::remove(bad);
     fs::remove(off);
     fs::remove(path);
@@ -289,7 +326,8 @@ TEST(cli_compact, dry_run_leaves_the_file_untouched)
 
 TEST(cli_compact, bad_missing_and_locked_files)
 {
-    const auto bad = scratch("bad-compact.jsonl", "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
+    const auto bad =
+        scratch("bad-compact.jsonl", "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
     EXPECT_EQ(run_process(cli + " compact " + bad.string()).exit_code, 3);
     EXPECT_EQ(agentctx::test::read_text(bad), "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{oops\n");
     EXPECT_EQ(run_process(cli + " compact /nonexistent.jsonl").exit_code, 4);
@@ -314,8 +352,10 @@ TEST(cli_compact, an_interrupted_compaction_leaves_the_file_unchanged)
     const auto path = copy_of_bundled("interrupt.jsonl");
     const auto before = agentctx::test::read_text(path);
     // A slow (simulated) model; SIGINT after 300 ms, long before the 20 s answer.
-    const auto r = run_process("sh -c 'AGENTCTX_OFFLINE_DELAY_MS=20000 " + cli + " compact " + path.string() +
-                               " --keep-recent 3000 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid'");
+    const auto r = run_process(
+        "sh -c 'AGENTCTX_OFFLINE_DELAY_MS=20000 " + cli + " compact " + path.string() +
+        " --keep-recent 3000 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid'"
+    );
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("interrupted: the file is unchanged"), std::string::npos) << r.err;
     EXPECT_EQ(agentctx::test::read_text(path), before);
@@ -324,9 +364,13 @@ TEST(cli_compact, an_interrupted_compaction_leaves_the_file_unchanged)
 
 TEST(cli_migrate, upgrades_v1_atomically_once)
 {
-    const auto path = scratch("v1.jsonl",
-        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})" "\n"
-        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})" "\n");
+    const auto path = scratch(
+        "v1.jsonl",
+        R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})"
+        "\n"
+        R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})"
+        "\n"
+    );
     auto r = run_process(cli + " migrate " + path.string() + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(boost::json::parse(r.out).at("migrated"), true);
@@ -347,28 +391,40 @@ TEST(cli_compact, through_an_openai_compatible_server)
     // This cut is a split turn: the history and turn-prefix requests both get this reply.
     server.set_default({.chunks = agentctx::test::openai_stream({"## Goal\n", "summary from the model"})});
     const auto path = copy_of_bundled("provider.jsonl");
-    const auto r = run_process("env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() +
-                               " --provider openai-compatible --base-url " + server.base_url() + "/v1 --model local --keep-recent 3000 --json");
+    const auto r = run_process(
+        "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() +
+        " --provider openai-compatible --base-url " + server.base_url() +
+        "/v1 --model local --keep-recent 3000 --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto v = boost::json::parse(r.out).as_object();
     const std::string summary(v.at("summary").as_string());
-    EXPECT_EQ(summary.rfind("## Goal\nsummary from the model\n\n---\n\n**Turn Context (split turn):**", 0), 0u) << summary;
+    EXPECT_EQ(
+        summary.rfind("## Goal\nsummary from the model\n\n---\n\n**Turn Context (split turn):**", 0), 0u
+    ) << summary;
     ASSERT_EQ(server.requests().size(), 2u);
     EXPECT_EQ(server.requests()[0].target, "/v1/chat/completions");
     EXPECT_EQ(boost::json::parse(server.requests()[0].body).at("model"), "local");
-    EXPECT_NE(agentctx::test::read_text(path).find("\"summarizer\":\"openai-compatible:local\""), std::string::npos);
+    EXPECT_NE(
+        agentctx::test::read_text(path).find("\"summarizer\":\"openai-compatible:local\""), std::string::npos
+    );
 
-    server.set_default({.status = 401, .body = R"({"error":{"message":"bad key","code":"invalid_api_key"}})"});
+    server.set_default({.status = 401, .body = R"({"error":{"message":"bad key","code":"invalid_api_key"}})"}
+    );
     const auto fresh = copy_of_bundled("provider-auth.jsonl");
     const auto before = agentctx::test::read_text(fresh);
-    const auto fail = run_process("env -u OPENAI_API_KEY " + cli + " compact " + fresh.string() +
-                                  " --provider openai-compatible --base-url " + server.base_url() + "/v1 --keep-recent 3000 --json");
+    const auto fail = run_process(
+        "env -u OPENAI_API_KEY " + cli + " compact " + fresh.string() +
+        " --provider openai-compatible --base-url " + server.base_url() + "/v1 --keep-recent 3000 --json"
+    );
     EXPECT_EQ(fail.exit_code, 1);
     EXPECT_NE(fail.out.find("\"code\":\"auth\""), std::string::npos) << fail.out;
     EXPECT_EQ(agentctx::test::read_text(fresh), before);
     fs::remove(fresh);
     // A hosted provider without its key is a usage error, before anything runs.
-    const auto nokey = run_process("env -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() + " --provider anthropic --json");
+    const auto nokey = run_process(
+        "env -u ANTHROPIC_API_KEY " + cli + " compact " + path.string() + " --provider anthropic --json"
+    );
     EXPECT_EQ(nokey.exit_code, 2);
     EXPECT_NE(nokey.out.find("ANTHROPIC_API_KEY"), std::string::npos) << nokey.out;
     fs::remove(path);
@@ -379,29 +435,41 @@ TEST(cli_plan, global_and_trusted_project_settings_files)
     const auto root = fs::temp_directory_path() / ("agentctx-cli-settings-" + std::to_string(::getpid()));
     fs::create_directories(root / "agent");
     fs::create_directories(root / "project" / ".pi");
-    std::ofstream(root / "agent" / "settings.json") << R"({"compaction":{"keepRecentTokens":3000,"reserveTokens":1000}})";
+    std::ofstream(root / "agent" / "settings.json")
+        << R"({"compaction":{"keepRecentTokens":3000,"reserveTokens":1000}})";
     std::ofstream(root / "project" / ".pi" / "settings.json") << R"({"compaction":{"reserveTokens":2000}})";
     const auto session = std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/coding-task.jsonl";
     const std::string env = "PI_CODING_AGENT_DIR=" + (root / "agent").string() + " ";
     auto threshold = [&](const std::string& extra) {
-        const auto r = run_process("env " + env + cli + " plan " + session + " --context-window 10000 --json " + extra);
+        const auto r =
+            run_process("env " + env + cli + " plan " + session + " --context-window 10000 --json " + extra);
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return boost::json::parse(r.out).at("threshold").as_int64();
     };
-    EXPECT_EQ(threshold(""), 9000);                                   // global file
+    EXPECT_EQ(threshold(""), 9000);                                              // global file
     EXPECT_EQ(threshold("--project-dir " + (root / "project").string()), 9000);  // untrusted: ignored
     EXPECT_EQ(threshold("--project-dir " + (root / "project").string() + " --trust-project"), 8000);
-    EXPECT_EQ(threshold("--project-dir " + (root / "project").string() + " --trust-project --reserve 500"), 9500);
-    const auto with = boost::json::parse(run_process("env " + env + cli + " plan " + session + " --json").out);
-    const auto flag = boost::json::parse(run_process("env -u PI_CODING_AGENT_DIR " + cli + " plan " + session + " --keep-recent 3000 --json").out);
-    EXPECT_EQ(with.at("plan").at("firstKeptEntryId"), flag.at("plan").at("firstKeptEntryId"));  // keepRecentTokens 3000 from the file
+    EXPECT_EQ(
+        threshold("--project-dir " + (root / "project").string() + " --trust-project --reserve 500"), 9500
+    );
+    const auto with =
+        boost::json::parse(run_process("env " + env + cli + " plan " + session + " --json").out);
+    const auto flag = boost::json::parse(
+        run_process("env -u PI_CODING_AGENT_DIR " + cli + " plan " + session + " --keep-recent 3000 --json")
+            .out
+    );
+    EXPECT_EQ(
+        with.at("plan").at("firstKeptEntryId"), flag.at("plan").at("firstKeptEntryId")
+    );  // keepRecentTokens 3000 from the file
     fs::remove_all(root);
 }
 
 TEST(cli_context, pi16_system_messages_show_with_role_system_and_the_replayed_prompt)
 {
     // A system message used to show as role "other".
-    const auto r = run_process(cli + " context " + std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/pi16-task.jsonl --json");
+    const auto r = run_process(
+        cli + " context " + std::string(AGENTCTX_EXAMPLES_DIR) + "/sessions/pi16-task.jsonl --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto v = boost::json::parse(r.out).as_object();
     bool system = false;
@@ -450,8 +518,10 @@ TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
 
     // A copy of the history before the compaction: the record applies, one line is appended.
     const auto copy = scratch("ckpt-copy.jsonl", uncompacted);
-    const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
-                               " --keep-recent 3000 --json");
+    const auto r = run_process(
+        cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
+        " --keep-recent 3000 --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto v = boost::json::parse(r.out).as_object();
     EXPECT_EQ(v.at("restored"), true);
@@ -470,13 +540,18 @@ TEST(cli_checkpoint, export_then_restore_into_a_copy_appends_one_compaction)
             const std::string id(m.at("entryId").as_string());
             if (m.at("role") == "compactionSummary")
                 compaction = id;
-            roles.push_back(std::string(m.at("role").as_string()) +
-                            (m.at("role") == "compactionSummary" ? std::string() : id == compaction ? "@carried" : "@" + id));
+            roles.push_back(
+                std::string(m.at("role").as_string()) + (m.at("role") == "compactionSummary" ? std::string()
+                                                         : id == compaction                  ? "@carried"
+                                                                                             : "@" + id)
+            );
         }
         return roles;
     };
-    EXPECT_EQ(ids(run_process(cli + " context " + copy.string() + " --json").out),
-              ids(run_process(cli + " context " + original.string() + " --json").out));
+    EXPECT_EQ(
+        ids(run_process(cli + " context " + copy.string() + " --json").out),
+        ids(run_process(cli + " context " + original.string() + " --json").out)
+    );
     // The bundled session holds one Pi-written compaction (unrecorded); the restored one verifies.
     const auto ver = run_process(cli + " verify " + copy.string() + " --json");
     EXPECT_EQ(ver.exit_code, 0) << ver.out;
@@ -505,10 +580,16 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
     const auto exported = run_process(cli + " checkpoint export " + original.string());
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
     const auto record_file = scratch("ckpt-record2.json", exported.out);
-    auto expect_refused = [&](const std::string& name, const std::string& text, const std::string& record,
-                              const std::string& flags, const std::string& code, const std::string& reason) {
+    auto expect_refused = [&](const std::string& name,
+                              const std::string& text,
+                              const std::string& record,
+                              const std::string& flags,
+                              const std::string& code,
+                              const std::string& reason) {
         const auto copy = scratch(name, text);
-        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record + " " + flags + " --json");
+        const auto r = run_process(
+            cli + " checkpoint restore " + copy.string() + " " + record + " " + flags + " --json"
+        );
         EXPECT_EQ(r.exit_code, 1) << name << ": " << r.out << r.err;
         const auto v = boost::json::parse(r.out);
         EXPECT_EQ(v.at("error").at("code").as_string(), code) << name << ": " << r.out;
@@ -519,8 +600,14 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         fs::remove(copy);
     };
     // Another keepRecentTokens is another summary configuration.
-    expect_refused("ckpt-config.jsonl", uncompacted, record_file.string(), "--keep-recent 100", "checkpoint_mismatch",
-                   "other_configuration");
+    expect_refused(
+        "ckpt-config.jsonl",
+        uncompacted,
+        record_file.string(),
+        "--keep-recent 100",
+        "checkpoint_mismatch",
+        "other_configuration"
+    );
     // Shortened: only the header and the first entries.
     {
         std::string shortened;
@@ -528,8 +615,14 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         for (int k = 0; k < 4; ++k)
             pos = uncompacted.find('\n', pos) + 1;
         shortened = uncompacted.substr(0, pos);
-        expect_refused("ckpt-short.jsonl", shortened, record_file.string(), "--keep-recent 3000", "checkpoint_mismatch",
-                       "shortened");
+        expect_refused(
+            "ckpt-short.jsonl",
+            shortened,
+            record_file.string(),
+            "--keep-recent 3000",
+            "checkpoint_mismatch",
+            "shortened"
+        );
     }
     // Replaced: the second entry's text edited in place.
     {
@@ -538,8 +631,14 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         const auto at = edited.find("\"text\":\"", second);
         ASSERT_NE(at, std::string::npos);
         edited.insert(at + 8, "EDITED ");
-        expect_refused("ckpt-edited.jsonl", edited, record_file.string(), "--keep-recent 3000", "checkpoint_mismatch",
-                       "replaced");
+        expect_refused(
+            "ckpt-edited.jsonl",
+            edited,
+            record_file.string(),
+            "--keep-recent 3000",
+            "checkpoint_mismatch",
+            "replaced"
+        );
     }
     // A record whose summary was changed: corrupt. From stdin.
     {
@@ -547,7 +646,9 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
         rec["summary"] = "## Goal\ntampered";
         const auto bad = scratch("ckpt-bad.json", boost::json::serialize(rec));
         const auto copy = scratch("ckpt-corrupt.jsonl", uncompacted);
-        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " - --keep-recent 3000 --json < " + bad.string());
+        const auto r = run_process(
+            cli + " checkpoint restore " + copy.string() + " - --keep-recent 3000 --json < " + bad.string()
+        );
         EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
         EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "corrupt") << r.out;
         EXPECT_EQ(agentctx::test::read_text(copy), uncompacted);
@@ -557,8 +658,10 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
     // Trigger settings do not matter: another --reserve is accepted.
     {
         const auto copy = scratch("ckpt-reserve.jsonl", uncompacted);
-        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
-                                   " --keep-recent 3000 --reserve 1000 --json");
+        const auto r = run_process(
+            cli + " checkpoint restore " + copy.string() + " " + record_file.string() +
+            " --keep-recent 3000 --reserve 1000 --json"
+        );
         EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
         fs::remove(copy);
     }
@@ -572,7 +675,9 @@ TEST(cli_checkpoint, rejections_name_the_reason_and_leave_the_file_byte_identica
     }
     // A session without any compaction has nothing to export.
     {
-        const auto plain = scratch("ckpt-none.jsonl", uncompacted.substr(0, uncompacted.find('\n', uncompacted.find('\n') + 1) + 1));
+        const auto plain = scratch(
+            "ckpt-none.jsonl", uncompacted.substr(0, uncompacted.find('\n', uncompacted.find('\n') + 1) + 1)
+        );
         const auto r = run_process(cli + " checkpoint export " + plain.string() + " --json");
         EXPECT_EQ(r.exit_code, 1);
         EXPECT_EQ(boost::json::parse(r.out).at("error").at("reason"), "no_compaction") << r.out;
@@ -634,14 +739,18 @@ TEST(cli_hostile, forged_records_are_refused_with_their_reason_and_the_field)
     const auto [original, uncompacted] = compacted_copy("hostile-original.jsonl");
     const std::pair<std::string, std::string> cases[] = {
         {"record-kept-repeated.json", "checkpoint field 'keptVerbatim': 2000 ids, over the bound of 1000"},
-        {"record-read-files-over-bound.json", "checkpoint field 'readFiles': 1001 paths, over the bound of 1000"},
+        {"record-read-files-over-bound.json",
+         "checkpoint field 'readFiles': 1001 paths, over the bound of 1000"},
         {"record-duplicate-keys.json", "the checkpoint record names the key 'summary' twice in one object"},
         {"record-empty-summary.json", "checkpoint field 'summary': Summarization returned an empty summary"},
     };
     for (const auto& [record, message] : cases)
     {
         const auto copy = scratch("hostile-copy.jsonl", uncompacted);
-        const auto r = run_process(cli + " checkpoint restore " + copy.string() + " " + hostile(record) + " --keep-recent 3000 --json");
+        const auto r = run_process(
+            cli + " checkpoint restore " + copy.string() + " " + hostile(record) +
+            " --keep-recent 3000 --json"
+        );
         EXPECT_EQ(r.exit_code, 1) << record << ": " << r.out << r.err;
         const auto e = boost::json::parse(r.out).at("error");
         EXPECT_EQ(e.at("code"), "checkpoint_invalid") << record;
@@ -661,8 +770,11 @@ TEST(cli_verify, forged_derived_state_is_invalid_and_exits_1)
         const auto v = boost::json::parse(r.out);
         EXPECT_EQ(v.at("invalid"), true);
         EXPECT_EQ(v.at("compactions").at(0).at("status"), "invalid");
-        EXPECT_EQ(v.at("compactions").at(0).at("problems"),
-                  (boost::json::array{"details.agentctx.pinned: carried entry 'rem' differs from the covered entry"}));
+        EXPECT_EQ(
+            v.at("compactions").at(0).at("problems"),
+            (boost::json::array{"details.agentctx.pinned: carried entry 'rem' differs from the covered entry"}
+            )
+        );
         const auto human = run_process(cli + " verify " + hostile("session-forged-pins.jsonl"));
         EXPECT_EQ(human.exit_code, 1);
         EXPECT_NE(human.out.find("not used: the portable summary stands in"), std::string::npos) << human.out;
@@ -680,8 +792,11 @@ TEST(cli_verify, forged_derived_state_is_invalid_and_exits_1)
         EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
         const auto v = boost::json::parse(r.out);
         EXPECT_EQ(v.at("compactions").at(0).at("status"), "invalid");
-        EXPECT_EQ(v.at("compactions").at(0).at("problems"),
-                  (boost::json::array{"details.agentctx.native: the compaction records no native summary (evidence.method is not "
-                                      "\"native\")"}));
+        EXPECT_EQ(
+            v.at("compactions").at(0).at("problems"),
+            (boost::json::array{
+                "details.agentctx.native: the compaction records no native summary (evidence.method is not "
+                "\"native\")"})
+        );
     }
 }

@@ -30,18 +30,29 @@ std::string find_program(const std::string& name)
 // the client's report, its last line.
 json::value run_client(const std::string& interpreter, const std::string& client)
 {
-    const auto dir = fs::temp_directory_path() / ("agentctx-clients-" + std::to_string(::getpid()) + "-" +
-                                                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    const auto dir =
+        fs::temp_directory_path() / ("agentctx-clients-" + std::to_string(::getpid()) + "-" +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
     fs::create_directories(dir / "data");
-    std::ofstream(dir / "settings.json") << R"({"compaction":{"reserveTokens":196000,"keepRecentTokens":300}})";
-    agentctx::test::server_process server(AGENTCTX_SERVER_BIN,
-                                          {.args = {"--port", "0", "--data-dir", (dir / "data").string(), "--settings",
-                                                    (dir / "settings.json").string()},
-                                           .env = {{"AGENTCTX_SERVER_TOKEN", "client-t0ken"}}});
+    std::ofstream(dir / "settings.json")
+        << R"({"compaction":{"reserveTokens":196000,"keepRecentTokens":300}})";
+    agentctx::test::server_process server(
+        AGENTCTX_SERVER_BIN,
+        {.args =
+             {"--port",
+              "0",
+              "--data-dir",
+              (dir / "data").string(),
+              "--settings",
+              (dir / "settings.json").string()},
+         .env = {{"AGENTCTX_SERVER_TOKEN", "client-t0ken"}}}
+    );
     EXPECT_NE(server.port, 0) << server.log;
-    const auto r = agentctx::test::run_process(interpreter + " " + std::string(AGENTCTX_EXAMPLES_DIR) + "/clients/" + client +
-                                               " --url http://127.0.0.1:" + std::to_string(server.port) + " --token client-t0ken");
+    const auto r = agentctx::test::run_process(
+        interpreter + " " + std::string(AGENTCTX_EXAMPLES_DIR) + "/clients/" + client +
+        " --url http://127.0.0.1:" + std::to_string(server.port) + " --token client-t0ken"
+    );
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     fs::remove_all(dir);
     const auto last = r.out.rfind('\n', r.out.size() - (r.out.empty() ? 0 : 2));
@@ -61,9 +72,12 @@ void expect_the_scripted_run(const json::value& report)
     EXPECT_EQ(report.at("overflowRetries"), 1) << report;
     EXPECT_EQ(report.at("compactions"), 2) << report;
     EXPECT_EQ(report.at("startsWithSummary"), true) << report;
-    EXPECT_EQ(report.at("lastMessage"),
-              json::parse(R"({"role":"assistant","content":"Fixed the link line (-lm); the build and all 12 tests pass."})"))
-        << report;
+    EXPECT_EQ(
+        report.at("lastMessage"),
+        json::parse(
+            R"({"role":"assistant","content":"Fixed the link line (-lm); the build and all 12 tests pass."})"
+        )
+    ) << report;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The OpenAPI document: served as checked in, able to fail a wrong answer, and the same routes as docs/server.md.
+// The OpenAPI document: served as checked in, able to fail a wrong answer, and the same routes as
+// docs/server.md.
 #include "server_fixture.hpp"
 
 #include "file_text.hpp"
@@ -103,24 +104,49 @@ TEST_F(server_openapi, a_wrong_answer_fails_validation)
     EXPECT_EQ(test::contract_violation("GET", target, 200, "application/json", real->res.body), "");
     auto extra = real->json().as_object();
     extra["bogus"] = 1;
-    EXPECT_EQ(test::contract_violation("GET", target, 200, "application/json", json::serialize(extra)),
-              "$.bogus: not in the document");
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 200, "application/json", json::serialize(extra)),
+        "$.bogus: not in the document"
+    );
     auto missing = real->json().as_object();
     missing.erase("estimatedTokens");
-    EXPECT_EQ(test::contract_violation("GET", target, 200, "application/json", json::serialize(missing)),
-              "$: missing required 'estimatedTokens'");
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 200, "application/json", json::serialize(missing)),
+        "$: missing required 'estimatedTokens'"
+    );
     auto wrong_type = real->json().as_object();
     wrong_type["estimatedTokens"] = "12";
-    EXPECT_EQ(test::contract_violation("GET", target, 200, "application/json", json::serialize(wrong_type)),
-              "$.estimatedTokens: expected type \"integer\", got \"12\"");
-    EXPECT_EQ(test::contract_violation("GET", target, 418, "application/json", "{}"),
-              "GET " + target + ": status 418 not documented");
-    EXPECT_EQ(test::contract_violation("GET", target, 200, "text/plain", "x"), "status 200: content type 'text/plain' not documented");
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 200, "application/json", json::serialize(wrong_type)),
+        "$.estimatedTokens: expected type \"integer\", got \"12\""
+    );
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 418, "application/json", "{}"),
+        "GET " + target + ": status 418 not documented"
+    );
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 200, "text/plain", "x"),
+        "status 200: content type 'text/plain' not documented"
+    );
     // An error answer must have the error shape; an unknown path may only be 404 or 405.
-    EXPECT_EQ(test::contract_violation("GET", target, 404, "application/json", R"({"error":"no"})"),
-              "$.error: expected type \"object\", got \"no\"");
-    EXPECT_EQ(test::contract_violation("GET", "/v2/x", 200, "application/json", "{}"), "GET /v2/x: not in the document (answered 200)");
-    EXPECT_EQ(test::contract_violation("GET", "/v2/x", 404, "application/json", R"({"error":{"code":"not_found","message":"no such endpoint"}})"), "");
+    EXPECT_EQ(
+        test::contract_violation("GET", target, 404, "application/json", R"({"error":"no"})"),
+        "$.error: expected type \"object\", got \"no\""
+    );
+    EXPECT_EQ(
+        test::contract_violation("GET", "/v2/x", 200, "application/json", "{}"),
+        "GET /v2/x: not in the document (answered 200)"
+    );
+    EXPECT_EQ(
+        test::contract_violation(
+            "GET",
+            "/v2/x",
+            404,
+            "application/json",
+            R"({"error":{"code":"not_found","message":"no such endpoint"}})"
+        ),
+        ""
+    );
 }
 
 TEST_F(server_openapi, a_test_fails_when_the_server_answers_what_the_document_does_not_say)
@@ -128,8 +154,12 @@ TEST_F(server_openapi, a_test_fails_when_the_server_answers_what_the_document_do
     // The document as it would be if the server had gained a field: the answers no longer agree.
     auto doc = json::parse(test::read_text(AGENTCTX_OPENAPI_DOC));
     doc.at("components").at("schemas").at("Context").at("properties").as_object().erase("leafId");
-    doc.at("components").at("schemas").at("Context").at("required").as_array().erase(
-        doc.at("components").at("schemas").at("Context").at("required").as_array().begin());
+    doc.at("components")
+        .at("schemas")
+        .at("Context")
+        .at("required")
+        .as_array()
+        .erase(doc.at("components").at("schemas").at("Context").at("required").as_array().begin());
     contract_ = std::make_shared<test::openapi_check>(doc);
     start();
     const auto id = new_session();
@@ -138,10 +168,15 @@ TEST_F(server_openapi, a_test_fails_when_the_server_answers_what_the_document_do
 
 TEST_F(server_openapi, raw_answers_of_the_connection_layer_agree_with_the_document)
 {
-    tweak_ = [](server::server_options& o) { o.token = "t0ken"; o.body_limit = 1024; };
+    tweak_ = [](server::server_options& o) {
+        o.token = "t0ken";
+        o.body_limit = 1024;
+    };
     start();
     for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-             {"POST", "/v1/sessions"}, {"GET", "/v1/sessions/abc/context"}, {"POST", "/v1/sessions/abc/messages?format=openai"}})
+             {"POST", "/v1/sessions"},
+             {"GET", "/v1/sessions/abc/context"},
+             {"POST", "/v1/sessions/abc/messages?format=openai"}})
     {
         const auto res = test::ask(port_, method, path, "{}");
         ASSERT_EQ(res.rfind("HTTP/1.1 401", 0), 0u) << res;

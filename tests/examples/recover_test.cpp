@@ -59,8 +59,19 @@ protected:
 
     std::vector<std::string> argv() const
     {
-        return {cli,           "recover",          path_.string(), "--provider", "openai-compatible", "--base-url",
-                server_.base_url() + "/v1", "--max-source-chars", "2000", "--keep-recent", "390", "--json"};
+        return {
+            cli,
+            "recover",
+            path_.string(),
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            server_.base_url() + "/v1",
+            "--max-source-chars",
+            "2000",
+            "--keep-recent",
+            "390",
+            "--json"};
     }
     std::string command() const
     {
@@ -185,7 +196,10 @@ TEST_F(recover_test, max_calls_stops_with_exit_1_and_names_the_kept_pieces)
     EXPECT_EQ(r.exit_code, 1);
     const auto out = json::parse(r.out).as_object();
     EXPECT_EQ(out.at("error").at("code"), "summary_call_limit");
-    EXPECT_NE(std::string(out.at("error").at("message").as_string()).find("4 of 23 pieces are kept"), std::string::npos);
+    EXPECT_NE(
+        std::string(out.at("error").at("message").as_string()).find("4 of 23 pieces are kept"),
+        std::string::npos
+    );
     EXPECT_EQ(server_.requests().size(), 4u);
     EXPECT_EQ(progress_lines(read(path_)), 4u);
 }

@@ -1,4 +1,5 @@
-// Test fixture: an agent server in this process over loopback, every answer checked against docs/openapi.json.
+// Test fixture: an agent server in this process over loopback, every answer checked against
+// docs/openapi.json.
 #pragma once
 
 #include "server.hpp"
@@ -49,8 +50,11 @@ struct reply
 class agent_server_test : public ::testing::Test
 {
 protected:
-    void start(std::function<std::shared_ptr<providers::summarizer>(asio::any_io_executor)> make = {}, std::int64_t window = 200000,
-               std::int64_t reserve = 16384)
+    void start(
+        std::function<std::shared_ptr<providers::summarizer>(asio::any_io_executor)> make = {},
+        std::int64_t window = 200000,
+        std::int64_t reserve = 16384
+    )
     {
         dir_ = fs::temp_directory_path() / ("agentctx-server-" + std::to_string(::getpid()) + "-" +
                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -60,7 +64,9 @@ protected:
         o.model = {"anthropic", "claude-sonnet-4-5", window, 0};
         o.settings.keep_recent_tokens = 200;
         o.settings.reserve_tokens = reserve;
-        o.make_summarizer = make ? make : [](asio::any_io_executor ex) { return std::make_shared<providers::offline_summarizer>(ex); };
+        o.make_summarizer = make ? make : [](asio::any_io_executor ex) {
+            return std::make_shared<providers::offline_summarizer>(ex);
+        };
         if (tweak_)
             tweak_(o);
         server_ = std::make_unique<server::agent_server>(server_ioc_, o);
@@ -86,7 +92,9 @@ protected:
         fs::remove_all(dir_);
     }
 
-    std::shared_ptr<reply> request(const std::string& method, const std::string& path, const std::string& body = "")
+    std::shared_ptr<reply> request(
+        const std::string& method, const std::string& path, const std::string& body = ""
+    )
     {
         auto r = std::make_shared<reply>();
         providers::http_request req;
@@ -95,16 +103,22 @@ protected:
         req.body = body;
         req.headers.emplace_back("content-type", "application/json");
         const openapi_check* contract = contract_ ? contract_.get() : &server_contract();
-        client_->async_request(std::move(req), [r, method, path, contract](error_code ec, providers::http_response res) {
-            // Every answer a test receives must agree with the OpenAPI document.
-            if (!ec)
-                if (auto why = contract_violation(method, path, res.status, res.header("content-type"), res.body, *contract);
-                    !why.empty())
-                    ADD_FAILURE() << method << " " << path << " -> " << res.status << ": " << why << "\n" << res.body;
-            r->done = true;
-            r->ec = ec;
-            r->res = std::move(res);
-        });
+        client_->async_request(
+            std::move(req),
+            [r, method, path, contract](error_code ec, providers::http_response res) {
+                // Every answer a test receives must agree with the OpenAPI document.
+                if (!ec)
+                    if (auto why = contract_violation(
+                            method, path, res.status, res.header("content-type"), res.body, *contract
+                        );
+                        !why.empty())
+                        ADD_FAILURE() << method << " " << path << " -> " << res.status << ": " << why << "\n"
+                                      << res.body;
+                r->done = true;
+                r->ec = ec;
+                r->res = std::move(res);
+            }
+        );
         return r;
     }
 
@@ -118,7 +132,9 @@ protected:
         ASSERT_TRUE(p()) << "timed out";
     }
 
-    std::shared_ptr<reply> sync(const std::string& method, const std::string& path, const std::string& body = "")
+    std::shared_ptr<reply> sync(
+        const std::string& method, const std::string& path, const std::string& body = ""
+    )
     {
         auto r = request(method, path, body);
         run_until([&] { return r->done; });
@@ -140,10 +156,10 @@ protected:
 
     static std::string assistant(const std::string& text, int total, double ts = 4102444800000.0)
     {
-        return R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" + text +
-               R"("}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":)" + std::to_string(total - 10) +
-               R"(,"output":10,"totalTokens":)" + std::to_string(total) + R"(},"stopReason":"stop","timestamp":)" +
-               std::to_string(static_cast<long long>(ts)) + "}}";
+        return R"({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":")" +
+               text + R"("}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":)" +
+               std::to_string(total - 10) + R"(,"output":10,"totalTokens":)" + std::to_string(total) +
+               R"(},"stopReason":"stop","timestamp":)" + std::to_string(static_cast<long long>(ts)) + "}}";
     }
 
     // Descriptors this process has open (the server runs in it).
@@ -177,8 +193,13 @@ protected:
         sse.method = "GET";
         sse.url = "http://127.0.0.1:" + std::to_string(port_) + "/v1/sessions/" + id + "/events";
         sse.on_data = [s = sub.get()](std::string_view chunk) { s->text.append(chunk); };
-        client_->async_request(std::move(sse), boost::asio::bind_cancellation_slot(
-                                                   sub->stop_signal.slot(), [s = sub.get()](error_code, providers::http_response) { s->done = true; }));
+        client_->async_request(
+            std::move(sse),
+            boost::asio::bind_cancellation_slot(
+                sub->stop_signal.slot(),
+                [s = sub.get()](error_code, providers::http_response) { s->done = true; }
+            )
+        );
         run_until([s = sub.get()] { return s->text.find(": subscribed") != std::string::npos; });
         return sub;
     }
@@ -206,7 +227,8 @@ protected:
     std::uint16_t port_ = 0;
     fs::path dir_;
     asio::io_context ioc_{1};
-    std::unique_ptr<providers::http_client> client_ = std::make_unique<providers::http_client>(ioc_.get_executor());
+    std::unique_ptr<providers::http_client> client_ =
+        std::make_unique<providers::http_client>(ioc_.get_executor());
 };
 
 }  // namespace agentctx::test

@@ -86,7 +86,7 @@ TEST(session_book, a_failed_or_released_slot_is_forgotten_only_while_it_is_the_i
     auto failed = std::make_shared<slot_record>();
     book.begin_open("a", failed);
     ASSERT_EQ(book.lookup("a").kind, found_kind::opening);  // a second request joined
-    book.forget("a", *failed);                               // the open failed
+    book.forget("a", *failed);                              // the open failed
     EXPECT_EQ(book.size(), 0u);
     auto again = open_idle(book, "a");  // the next request opens again
     book.forget("a", *failed);          // a late release of the old slot: nothing happens

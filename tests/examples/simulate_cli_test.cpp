@@ -54,8 +54,9 @@ TEST(simulate_cli, the_report_on_the_bundled_sessions_is_exact)
 // uncached request, the figures the report gave before it modelled cache-friendly requests.
 TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly_ones_less)
 {
-    const auto r = agentctx::test::run_process(cli + " simulate " + bundled_args() + " --settings " + fixtures +
-                                               "/keep-3000-standalone.json --json");
+    const auto r = agentctx::test::run_process(
+        cli + " simulate " + bundled_args() + " --settings " + fixtures + "/keep-3000-standalone.json --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto got = boost::json::parse(r.out);
     const auto& standalone = got.at("policies").at("keep-3000-standalone");
@@ -71,14 +72,18 @@ TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly
     const auto& cached = got.at("policies").at("keep-3000");
     EXPECT_EQ(cached.at("compactions").as_int64(), standalone.at("compactions").as_int64());
     EXPECT_EQ(cached.at("summaryRequests").as_int64(), standalone.at("summaryRequests").as_int64());
-    EXPECT_EQ(cached.at("output").at("summaries").as_int64(), standalone.at("output").at("summaries").as_int64());
+    EXPECT_EQ(
+        cached.at("output").at("summaries").as_int64(), standalone.at("output").at("summaries").as_int64()
+    );
     EXPECT_NEAR(cached.at("input").at("billed").to_number<double>(), 138520.55, 1e-6);
 }
 
 TEST(simulate_cli, a_working_budget_sweep_prints_each_value_beside_its_summary_calls)
 {
-    const auto r = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000 --policy pi" +
-                                               " --sweep workingBudget=5000..7000/1000 --json");
+    const auto r = agentctx::test::run_process(
+        cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000 --policy pi" +
+        " --sweep workingBudget=5000..7000/1000 --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto got = boost::json::parse(r.out).as_object();
     const auto& p = got.at("policies").as_object();
@@ -86,13 +91,20 @@ TEST(simulate_cli, a_working_budget_sweep_prints_each_value_beside_its_summary_c
     for (const char* name : {"workingBudget=5000", "workingBudget=6000", "workingBudget=7000"})
         EXPECT_TRUE(p.contains(name)) << name;
     // A lower budget compacts at least as often.
-    EXPECT_GE(p.at("workingBudget=5000").at("compactions").as_int64(), p.at("workingBudget=7000").at("compactions").as_int64());
-    const auto table = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000" +
-                                                   " --sweep workingBudget=5000..7000/1000");
+    EXPECT_GE(
+        p.at("workingBudget=5000").at("compactions").as_int64(),
+        p.at("workingBudget=7000").at("compactions").as_int64()
+    );
+    const auto table = agentctx::test::run_process(
+        cli + " simulate " + sessions + "coding-task.jsonl --context-window 24000" +
+        " --sweep workingBudget=5000..7000/1000"
+    );
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_NE(table.out.find("working budget sweep (all sessions)"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("  none "), std::string::npos);  // no policy named: none, pi and agentctx too
-    const auto bad = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --sweep workingBudget=9..1");
+    const auto bad = agentctx::test::run_process(
+        cli + " simulate " + sessions + "coding-task.jsonl --sweep workingBudget=9..1"
+    );
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find("--sweep takes workingBudget=LO..HI"), std::string::npos) << bad.err;
 }
@@ -110,10 +122,13 @@ TEST(simulate_cli, the_table_shows_each_policy_beside_none_and_pi)
 
 TEST(simulate_cli, bad_arguments_are_usage_errors)
 {
-    const auto policy = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --policy fast");
+    const auto policy =
+        agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --policy fast");
     EXPECT_EQ(policy.exit_code, 2);
     EXPECT_NE(policy.err.find("--policy takes none, pi or agentctx"), std::string::npos) << policy.err;
-    const auto prices = agentctx::test::run_process(cli + " simulate " + sessions + "coding-task.jsonl --prices /nonexistent.json");
+    const auto prices = agentctx::test::run_process(
+        cli + " simulate " + sessions + "coding-task.jsonl --prices /nonexistent.json"
+    );
     EXPECT_EQ(prices.exit_code, 2);
     EXPECT_NE(prices.err.find("--prices"), std::string::npos) << prices.err;
     const auto none = agentctx::test::run_process(cli + " simulate");
@@ -131,15 +146,20 @@ TEST(simulate_cli, a_price_file_bills_with_its_prices)
         std::ofstream f(file);
         f << R"({"name":"flat","inputPrice":1,"outputPrice":0,"writeMultiplier":1,"readMultiplier":1,"ttl":300,"minPrefix":1024})";
     }
-    const auto r = agentctx::test::run_process(cli + " simulate " + sessions + "pi16-task.jsonl --policy none --prices " +
-                                               file.string() + " --json");
+    const auto r = agentctx::test::run_process(
+        cli + " simulate " + sessions + "pi16-task.jsonl --policy none --prices " + file.string() + " --json"
+    );
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto v = boost::json::parse(r.out);
     const auto& none = v.at("policies").at("none");
     // Every token costs one input token: billed input is the sum of all requests' sizes.
     const auto& in = none.at("input");
-    EXPECT_DOUBLE_EQ(in.at("billed").to_number<double>(),
-                     static_cast<double>(in.at("uncached").as_int64() + in.at("written").as_int64() + in.at("read").as_int64()));
+    EXPECT_DOUBLE_EQ(
+        in.at("billed").to_number<double>(),
+        static_cast<double>(
+            in.at("uncached").as_int64() + in.at("written").as_int64() + in.at("read").as_int64()
+        )
+    );
     EXPECT_DOUBLE_EQ(none.at("cost").to_number<double>(), in.at("billed").to_number<double>() / 1e6);
     EXPECT_EQ(v.at("model").at("prices").as_string(), "flat");
 }

@@ -52,9 +52,15 @@ TEST_F(server_wire, openai_messages_round_trip_with_parallel_calls_images_and_us
 {
     start();
     const auto id = new_session();
-    const auto r = sync("POST", "/v1/sessions/" + id + "/messages?format=openai",
-                        with_items("messages", chat_turns,
-                                   R"(,"usage":{"prompt_tokens":1200,"completion_tokens":30,"total_tokens":1230,"prompt_tokens_details":{"cached_tokens":200}},"stop_reason":"stop")"));
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=openai",
+        with_items(
+            "messages",
+            chat_turns,
+            R"(,"usage":{"prompt_tokens":1200,"completion_tokens":30,"total_tokens":1230,"prompt_tokens_details":{"cached_tokens":200}},"stop_reason":"stop")"
+        )
+    );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     ASSERT_EQ(r->json().at("ids").as_array().size(), 8u);
     const auto ctx = sync("GET", "/v1/sessions/" + id + "/context?wire=openai")->json();
@@ -83,16 +89,27 @@ TEST_F(server_wire, responses_items_round_trip_and_reasoning_is_stored)
     const auto id = new_session();
     auto items = json::parse(responses_turns).as_array();
     items.insert(items.begin() + 1, json::parse(responses_reasoning));
-    const auto r = sync("POST", "/v1/sessions/" + id + "/messages?format=responses",
-                        with_items("input", json::serialize(items), R"(,"usage":{"input_tokens":900,"output_tokens":40})"));
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", json::serialize(items), R"(,"usage":{"input_tokens":900,"output_tokens":40})")
+    );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
-    EXPECT_EQ(r->json().at("ids").as_array().size(), 6u);  // one assistant message holds reasoning, text and both calls
+    EXPECT_EQ(
+        r->json().at("ids").as_array().size(), 6u
+    );  // one assistant message holds reasoning, text and both calls
     // Reasoning is stored (the whole item as its signature) and, as in every wire view, not sent back.
-    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json().at("wire"), json::parse(responses_turns));
+    EXPECT_EQ(
+        sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json().at("wire"),
+        json::parse(responses_turns)
+    );
     const auto stored = stored_messages(file(id));
     ASSERT_EQ(stored.size(), 6u);
     EXPECT_EQ(stored[1].at("content").at(0).at("type"), "thinking");
-    EXPECT_EQ(stored[1].at("content").at(0).at("thinkingSignature"), json::value(json::serialize(json::parse(responses_reasoning))));
+    EXPECT_EQ(
+        stored[1].at("content").at(0).at("thinkingSignature"),
+        json::value(json::serialize(json::parse(responses_reasoning)))
+    );
     EXPECT_EQ(stored[4].at("usage").at("totalTokens"), 940);
     EXPECT_EQ(stored[4].at("api"), "openai-responses");
 }
@@ -103,16 +120,31 @@ TEST_F(server_wire, anthropic_messages_round_trip_with_tool_errors_and_thinking)
     const auto id = new_session();
     auto turns = json::parse(anthropic_turns).as_array();
     auto& blocks = turns[1].as_object()["content"].as_array();
-    blocks.insert(blocks.begin(), json::parse(R"({"type":"thinking","thinking":"Check both files.","signature":"ErUBCkYIAx"})"));
-    const auto r = sync("POST", "/v1/sessions/" + id + "/messages?format=anthropic",
-                        with_items("messages", json::serialize(turns),
-                                   R"(,"usage":{"input_tokens":500,"output_tokens":20,"cache_read_input_tokens":3000,"cache_creation_input_tokens":100},"stop_reason":"end_turn")"));
+    blocks.insert(
+        blocks.begin(),
+        json::parse(R"({"type":"thinking","thinking":"Check both files.","signature":"ErUBCkYIAx"})")
+    );
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=anthropic",
+        with_items(
+            "messages",
+            json::serialize(turns),
+            R"(,"usage":{"input_tokens":500,"output_tokens":20,"cache_read_input_tokens":3000,"cache_creation_input_tokens":100},"stop_reason":"end_turn")"
+        )
+    );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     EXPECT_EQ(r->json().at("ids").as_array().size(), 6u);
-    EXPECT_EQ(sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json().at("wire"), json::parse(anthropic_turns));
+    EXPECT_EQ(
+        sync("GET", "/v1/sessions/" + id + "/context?wire=anthropic")->json().at("wire"),
+        json::parse(anthropic_turns)
+    );
     const auto stored = stored_messages(file(id));
     ASSERT_EQ(stored.size(), 6u);
-    EXPECT_EQ(stored[1].at("content").at(0), json::parse(R"({"type":"thinking","thinking":"Check both files.","thinkingSignature":"ErUBCkYIAx"})"));
+    EXPECT_EQ(
+        stored[1].at("content").at(0),
+        json::parse(R"({"type":"thinking","thinking":"Check both files.","thinkingSignature":"ErUBCkYIAx"})")
+    );
     EXPECT_EQ(stored[3].at("isError"), true);
     EXPECT_EQ(stored[3].at("toolName"), "bash");
     EXPECT_EQ(stored[5].at("usage").at("cacheRead"), 3000);
@@ -125,29 +157,71 @@ TEST_F(server_wire, a_malformed_item_is_400_with_its_path_and_nothing_is_written
     const auto id = new_session();
     const auto before = file(id);
     const auto path = "/v1/sessions/" + id + "/messages?format=openai";
-    const auto bad_args = sync("POST", path, with_items("messages", R"([{"role":"user","content":"a"},
-        {"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{not json"}}]}])"));
+    const auto bad_args = sync(
+        "POST",
+        path,
+        with_items(
+            "messages", R"([{"role":"user","content":"a"},
+        {"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{not json"}}]}])"
+        )
+    );
     EXPECT_EQ(bad_args->res.status, 400) << bad_args->res.body;
     EXPECT_EQ(bad_args->json().at("error").at("code"), "invalid_wire_message");
-    EXPECT_EQ(bad_args->json().at("error").at("message"), "messages[1].tool_calls[0].function.arguments: not valid JSON");
-    const auto third = sync("POST", path, with_items("messages", R"([{"role":"user","content":"a"},{"role":"user","content":"b"},3])"));
+    EXPECT_EQ(
+        bad_args->json().at("error").at("message"),
+        "messages[1].tool_calls[0].function.arguments: not valid JSON"
+    );
+    const auto third = sync(
+        "POST",
+        path,
+        with_items("messages", R"([{"role":"user","content":"a"},{"role":"user","content":"b"},3])")
+    );
     EXPECT_EQ(third->json().at("error").at("message"), "messages[2]: expected an object, got a number");
-    const auto responses = sync("POST", "/v1/sessions/" + id + "/messages?format=responses",
-                                with_items("input", R"([{"type":"web_search_call","id":"w"}])"));
-    EXPECT_EQ(responses->json().at("error").at("message"), "input[0].type: unsupported item type 'web_search_call'");
+    const auto responses = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", R"([{"type":"web_search_call","id":"w"}])")
+    );
+    EXPECT_EQ(
+        responses->json().at("error").at("message"), "input[0].type: unsupported item type 'web_search_call'"
+    );
     // The body's shape and the format.
-    EXPECT_EQ(sync("POST", path, with_items("input", "[]"))->json().at("error").at("message"), "input: unknown field");
+    EXPECT_EQ(
+        sync("POST", path, with_items("input", "[]"))->json().at("error").at("message"),
+        "input: unknown field"
+    );
     EXPECT_EQ(sync("POST", path, R"({"usage":{}})")->json().at("error").at("message"), "messages: missing");
-    EXPECT_EQ(sync("POST", path, with_items("messages", "[]"))->json().at("error").at("message"), "messages: no messages");
-    EXPECT_EQ(sync("POST", path, with_items("messages", R"([{"role":"user","content":"a"}])", R"(,"model":7)"))->json().at("error").at("message"),
-              "model: expected a string");
-    EXPECT_EQ(sync("POST", path, with_items("messages", R"([{"role":"user","content":"a"}])", R"(,"usage":{"prompt_tokens":1})"))
-                  ->json().at("error").at("message"),
-              "usage: the batch has no assistant message to attach it to");
-    const auto no_format = sync("POST", "/v1/sessions/" + id + "/messages?format=gemini", with_items("messages", "[]"));
+    EXPECT_EQ(
+        sync("POST", path, with_items("messages", "[]"))->json().at("error").at("message"),
+        "messages: no messages"
+    );
+    EXPECT_EQ(
+        sync("POST", path, with_items("messages", R"([{"role":"user","content":"a"}])", R"(,"model":7)"))
+            ->json()
+            .at("error")
+            .at("message"),
+        "model: expected a string"
+    );
+    EXPECT_EQ(
+        sync(
+            "POST",
+            path,
+            with_items("messages", R"([{"role":"user","content":"a"}])", R"(,"usage":{"prompt_tokens":1})")
+        )
+            ->json()
+            .at("error")
+            .at("message"),
+        "usage: the batch has no assistant message to attach it to"
+    );
+    const auto no_format =
+        sync("POST", "/v1/sessions/" + id + "/messages?format=gemini", with_items("messages", "[]"));
     EXPECT_EQ(no_format->res.status, 400);
     EXPECT_EQ(no_format->json().at("error").at("code"), "invalid_request");
-    EXPECT_EQ(sync("POST", "/v1/sessions/nosuchsession/messages?format=openai", with_items("messages", "[]"))->res.status, 404);
+    EXPECT_EQ(
+        sync("POST", "/v1/sessions/nosuchsession/messages?format=openai", with_items("messages", "[]"))
+            ->res.status,
+        404
+    );
     EXPECT_EQ(file(id), before);
 }
 
@@ -156,9 +230,27 @@ TEST_F(server_wire, a_result_for_an_earlier_batchs_call_takes_the_calls_tool_nam
     start();
     const auto id = new_session();
     const auto path = "/v1/sessions/" + id + "/messages?format=openai";
-    ASSERT_EQ(sync("POST", path, with_items("messages", R"([{"role":"user","content":"list"},
-        {"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]}])"))->res.status, 201);
-    ASSERT_EQ(sync("POST", path, with_items("messages", R"([{"role":"tool","tool_call_id":"call_9","content":"a b"}])"))->res.status, 201);
+    ASSERT_EQ(
+        sync(
+            "POST",
+            path,
+            with_items(
+                "messages", R"([{"role":"user","content":"list"},
+        {"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]}])"
+            )
+        )
+            ->res.status,
+        201
+    );
+    ASSERT_EQ(
+        sync(
+            "POST",
+            path,
+            with_items("messages", R"([{"role":"tool","tool_call_id":"call_9","content":"a b"}])")
+        )
+            ->res.status,
+        201
+    );
     const auto stored = stored_messages(file(id));
     ASSERT_EQ(stored.size(), 3u);
     EXPECT_EQ(stored[2].at("toolName"), "ls");
@@ -171,11 +263,19 @@ TEST_F(server_wire, a_batch_is_contiguous_among_concurrent_appends)
     const auto id = new_session();
     std::vector<std::shared_ptr<test::reply>> singles;
     for (int i = 0; i < 10; ++i)
-        singles.push_back(request("POST", "/v1/sessions/" + id + "/entries", user("single " + std::to_string(i))));
-    const auto batch = request("POST", "/v1/sessions/" + id + "/messages?format=openai", with_items("messages", chat_turns));
+        singles.push_back(
+            request("POST", "/v1/sessions/" + id + "/entries", user("single " + std::to_string(i)))
+        );
+    const auto batch =
+        request("POST", "/v1/sessions/" + id + "/messages?format=openai", with_items("messages", chat_turns));
     for (int i = 10; i < 20; ++i)
-        singles.push_back(request("POST", "/v1/sessions/" + id + "/entries", user("single " + std::to_string(i))));
-    run_until([&] { return batch->done && std::all_of(singles.begin(), singles.end(), [](const auto& r) { return r->done; }); });
+        singles.push_back(
+            request("POST", "/v1/sessions/" + id + "/entries", user("single " + std::to_string(i)))
+        );
+    run_until([&] {
+        return batch->done &&
+               std::all_of(singles.begin(), singles.end(), [](const auto& r) { return r->done; });
+    });
     ASSERT_EQ(batch->res.status, 201) << batch->res.body;
     // The file's entries: the batch's eight, one after the other, each the child of the one before.
     const auto text = file(id);
@@ -244,7 +344,10 @@ TEST_F(server_wire, put_with_a_bad_body_names_the_field_and_writes_nothing)
     const auto target = "/v1/sessions/" + id + "/messages?format=openai";
     ASSERT_EQ(sync("POST", target, with_items("messages", chat_turns))->res.status, 201);
     const auto before = file(id);
-    const auto [bad_status, bad] = put(port_, target, R"({"messages":[{"role":"user","content":"fix the build"},{"role":"tool","content":"x"}]})");
+    const auto [bad_status, bad] =
+        put(port_,
+            target,
+            R"({"messages":[{"role":"user","content":"fix the build"},{"role":"tool","content":"x"}]})");
     ASSERT_EQ(bad_status, 400) << bad;
     EXPECT_EQ(bad.at("error").at("code"), "invalid_wire_message");
     EXPECT_NE(std::string(bad.at("error").at("message").as_string()).find("messages[1]"), std::string::npos)

@@ -45,10 +45,14 @@ const cx::session_log& fixed_session()
 {
     static const cx::session_log log = [] {
         const std::string t =
-            R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"})" "\n"
-            R"({"type":"message","id":"aaaa0001","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})" "\n"
-            R"({"type":"message","id":"aaaa0002","parentId":"aaaa0001","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"more","timestamp":2}})" "\n"
-            R"({"type":"message","id":"aaaa0003","parentId":"aaaa0002","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"last","timestamp":3}})" "\n";
+            R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"})"
+            "\n"
+            R"({"type":"message","id":"aaaa0001","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}})"
+            "\n"
+            R"({"type":"message","id":"aaaa0002","parentId":"aaaa0001","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"more","timestamp":2}})"
+            "\n"
+            R"({"type":"message","id":"aaaa0003","parentId":"aaaa0002","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"last","timestamp":3}})"
+            "\n";
         cx::load_report report;
         cx::diagnostics diag;
         auto l = cx::session_log::load(t, {}, report, diag);
@@ -65,8 +69,11 @@ void raw_text(std::string_view bytes)
     auto r = cx::parse_checkpoint_text(bytes, why, diag);
     if (!r)
     {
-        FUZZ_CHECK(why == cx::checkpoint_reason::corrupt || why == cx::checkpoint_reason::unsupported_format,
-                   "reason %s", cx::to_string(why));
+        FUZZ_CHECK(
+            why == cx::checkpoint_reason::corrupt || why == cx::checkpoint_reason::unsupported_format,
+            "reason %s",
+            cx::to_string(why)
+        );
         FUZZ_CHECK(!diag.message.empty(), "a refusal explains itself");
         return;
     }
@@ -106,7 +113,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     cx::checkpoint_reason why = cx::checkpoint_reason::none;
     cx::diagnostics diag;
     auto back = cx::parse_checkpoint_text(canonical, why, diag);
-    FUZZ_CHECK(back.has_value(), "a record we wrote parses: %s (%s)", diag.message.c_str(), canonical.c_str());
+    FUZZ_CHECK(
+        back.has_value(), "a record we wrote parses: %s (%s)", diag.message.c_str(), canonical.c_str()
+    );
     FUZZ_CHECK(cx::stringify(cx::to_json(*back)) == canonical, "round trip");
 
     // One byte changed: refused, unless it is still the same record.
@@ -115,8 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     mutated[at] = static_cast<char>(in.ConsumeIntegral<std::uint8_t>());
     if (mutated != canonical)
         if (auto m = cx::parse_checkpoint_text(mutated, why, diag))
-            FUZZ_CHECK(cx::stringify(cx::to_json(*m)) == canonical, "a mutation was accepted as another record: %s",
-                       mutated.c_str());
+            FUZZ_CHECK(
+                cx::stringify(cx::to_json(*m)) == canonical,
+                "a mutation was accepted as another record: %s",
+                mutated.c_str()
+            );
 
     // Against a session: accepted only with its covered ids a prefix of the path.
     const auto& log = fixed_session();
@@ -129,6 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_CHECK(log.meta(path[i]).id == back->covered_ids[i], "covered id %zu differs", i);
     }
     else
-        FUZZ_CHECK(reason != cx::checkpoint_reason::none && !diag.message.empty(), "a refusal names its reason");
+        FUZZ_CHECK(
+            reason != cx::checkpoint_reason::none && !diag.message.empty(), "a refusal names its reason"
+        );
     return 0;
 }

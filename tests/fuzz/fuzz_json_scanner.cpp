@@ -103,8 +103,11 @@ void check_string_field(const json::object& o, std::string_view key, const std::
 {
     // A repeated key: the last one wins, in the value as in JSON.parse, and so in the index.
     const auto* v = field(o, key);
-    const std::string_view want = v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
-    FUZZ_CHECK(want == captured, "captured %.*s differs from the value", static_cast<int>(key.size()), key.data());
+    const std::string_view want =
+        v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+    FUZZ_CHECK(
+        want == captured, "captured %.*s differs from the value", static_cast<int>(key.size()), key.data()
+    );
 }
 
 // The index fields the scanner captured against the value the line materializes to.
@@ -129,7 +132,9 @@ void check_fields(const detail::line_fields& f, const json::value& v)
     check_string_field(o, "targetId", f.target_id);
     check_string_field(o, "label", f.label);
     const auto* fk = field(o, "firstKeptEntryIndex");
-    FUZZ_CHECK(f.first_kept_entry_index.has_value() == (fk && fk->is_number()), "firstKeptEntryIndex capture");
+    FUZZ_CHECK(
+        f.first_kept_entry_index.has_value() == (fk && fk->is_number()), "firstKeptEntryIndex capture"
+    );
     const json::object no_message;
     const auto* m = field(o, "message");
     const json::object& mo = m && m->is_object() ? m->get_object() : no_message;
@@ -159,12 +164,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             continue;
         detail::line_fields other_fields;
         std::string other_message;
-        const errc other_code = detail::line_indexer::scan(text, max_depth, other_fields, other_message, width);
-        FUZZ_CHECK(other_code == ours_code && (ours_ok || other_message == diag.message),
-                   "string skipping changed the verdict (%s / %s)", diag.message.c_str(), other_message.c_str());
-        FUZZ_CHECK(!ours_ok || (other_fields.type == fields.type && other_fields.id == fields.id &&
-                                other_fields.parent_id == fields.parent_id && other_fields.role == fields.role),
-                   "string skipping changed the captured fields");
+        const errc other_code =
+            detail::line_indexer::scan(text, max_depth, other_fields, other_message, width);
+        FUZZ_CHECK(
+            other_code == ours_code && (ours_ok || other_message == diag.message),
+            "string skipping changed the verdict (%s / %s)",
+            diag.message.c_str(),
+            other_message.c_str()
+        );
+        FUZZ_CHECK(
+            !ours_ok || (other_fields.type == fields.type && other_fields.id == fields.id &&
+                         other_fields.parent_id == fields.parent_id && other_fields.role == fields.role),
+            "string skipping changed the captured fields"
+        );
     }
 
     // The documented exception: rewrite lone surrogate escapes first, then demand agreement.
@@ -175,7 +187,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(fixed->size() == text.size(), "replace_lone_surrogates changed the length");
         agentctx::compaction::diagnostics d2;
         const auto again = indexer.index(*fixed, d2);
-        FUZZ_CHECK(again.has_value() == ours_ok, "the scanner treats the text with U+FFFD escapes differently");
+        FUZZ_CHECK(
+            again.has_value() == ours_ok, "the scanner treats the text with U+FFFD escapes differently"
+        );
     }
 
     json::parse_options opts;
@@ -183,12 +197,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     boost::system::error_code bec;
     json::value bv = json::parse(boost_text, bec, {}, opts);
     const bool boost_ok = !bec;
-    FUZZ_CHECK(ours_ok == boost_ok, "scanner %s, Boost.JSON %s (%s / %s)", ours_ok ? "accepts" : "rejects",
-               boost_ok ? "accepts" : "rejects", diag.message.c_str(), bec.message().c_str());
+    FUZZ_CHECK(
+        ours_ok == boost_ok,
+        "scanner %s, Boost.JSON %s (%s / %s)",
+        ours_ok ? "accepts" : "rejects",
+        boost_ok ? "accepts" : "rejects",
+        diag.message.c_str(),
+        bec.message().c_str()
+    );
     if (!ours_ok)
     {
-        FUZZ_CHECK((ours_code == errc::nesting_too_deep) == (bec == json::error::too_deep),
-                   "depth verdicts differ (%s / %s)", diag.message.c_str(), bec.message().c_str());
+        FUZZ_CHECK(
+            (ours_code == errc::nesting_too_deep) == (bec == json::error::too_deep),
+            "depth verdicts differ (%s / %s)",
+            diag.message.c_str(),
+            bec.message().c_str()
+        );
     }
 
     // The exact reader: the same grammar (it is Boost's basic_parser) and the same value.

@@ -20,8 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto r = pv::parse_response(f, body, diag);
         if (!r)
         {
-            FUZZ_CHECK(r.error() == pv::errc::malformed_response, "parse_response failed with %s",
-                       r.error().message().c_str());
+            FUZZ_CHECK(
+                r.error() == pv::errc::malformed_response,
+                "parse_response failed with %s",
+                r.error().message().c_str()
+            );
             FUZZ_CHECK(!diag.message.empty(), "a parse failure without a message");
         }
     }
@@ -36,7 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     {
         const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'780'000'000));
         if (const auto d = pv::parse_retry_after(body, now))
-            FUZZ_CHECK(d->count() >= 0 && *d <= std::chrono::seconds(1'000'000'000), "Retry-After out of range");
+            FUZZ_CHECK(
+                d->count() >= 0 && *d <= std::chrono::seconds(1'000'000'000), "Retry-After out of range"
+            );
     }
     return 0;
 }

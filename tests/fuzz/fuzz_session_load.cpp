@@ -43,21 +43,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         cx::load_report r2;
         cx::diagnostics d2;
         auto log2 = b.finish(std::make_shared<cx::string_line_reader>(text), r2, d2);
-        FUZZ_CHECK(log.has_value() == log2.has_value(), "chunked load differs: %s / %s", diag.message.c_str(),
-                   d2.message.c_str());
+        FUZZ_CHECK(
+            log.has_value() == log2.has_value(),
+            "chunked load differs: %s / %s",
+            diag.message.c_str(),
+            d2.message.c_str()
+        );
         // The same error on the same line; the text may differ only for an over-long line, whose
         // size a streaming load cannot know (it stops buffering at the limit).
         if (!log)
-            FUZZ_CHECK(log.error() == log2.error() && diag.line == d2.line &&
-                           (diag.message == d2.message || log.error() == cx::errc::line_too_long),
-                       "chunked load fails differently: %s / %s", diag.message.c_str(), d2.message.c_str());
+            FUZZ_CHECK(
+                log.error() == log2.error() && diag.line == d2.line &&
+                    (diag.message == d2.message || log.error() == cx::errc::line_too_long),
+                "chunked load fails differently: %s / %s",
+                diag.message.c_str(),
+                d2.message.c_str()
+            );
         else
         {
-            FUZZ_CHECK(log->size() == log2->size() && log->leaf() == log2->leaf(), "chunked load builds another tree");
-            FUZZ_CHECK(report.skipped_lines.size() == r2.skipped_lines.size() && report.lines == r2.lines &&
-                           report.torn.has_value() == r2.torn.has_value() &&
-                           report.missing_final_newline == r2.missing_final_newline,
-                       "chunked load reports differently");
+            FUZZ_CHECK(
+                log->size() == log2->size() && log->leaf() == log2->leaf(), "chunked load builds another tree"
+            );
+            FUZZ_CHECK(
+                report.skipped_lines.size() == r2.skipped_lines.size() && report.lines == r2.lines &&
+                    report.torn.has_value() == r2.torn.has_value() &&
+                    report.missing_final_newline == r2.missing_final_newline,
+                "chunked load reports differently"
+            );
         }
     }
     if (!log)
@@ -73,7 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!e)
         {
             // The index validated the line; only decoding (types deep in the entry) may fail.
-            FUZZ_CHECK(e.error() != cx::errc::invalid_json, "an indexed line does not parse: %s", d.message.c_str());
+            FUZZ_CHECK(
+                e.error() != cx::errc::invalid_json, "an indexed line does not parse: %s", d.message.c_str()
+            );
             continue;
         }
         FUZZ_CHECK((*e)->id == log->meta(i).id, "entry %zu: id differs from the index", i);

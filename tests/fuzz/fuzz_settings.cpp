@@ -67,9 +67,10 @@ std::optional<boost::json::object> as_object(std::string_view text)
 
 bool same(const cx::compaction_settings& a, const cx::compaction_settings& b)
 {
-    return a.enabled == b.enabled && a.reserve_tokens == b.reserve_tokens && a.keep_recent_tokens == b.keep_recent_tokens &&
-           a.retry.enabled == b.retry.enabled && a.retry.max_retries == b.retry.max_retries &&
-           a.retry.base_delay_ms == b.retry.base_delay_ms && a.retry.max_agent_delay_ms == b.retry.max_agent_delay_ms;
+    return a.enabled == b.enabled && a.reserve_tokens == b.reserve_tokens &&
+           a.keep_recent_tokens == b.keep_recent_tokens && a.retry.enabled == b.retry.enabled &&
+           a.retry.max_retries == b.retry.max_retries && a.retry.base_delay_ms == b.retry.base_delay_ms &&
+           a.retry.max_agent_delay_ms == b.retry.max_agent_delay_ms;
 }
 
 }  // namespace
@@ -100,14 +101,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto s = agentctx::runtime::load_settings(global_file, project_dir, trusted, over, diag, model_key);
     if (!s)
     {
-        FUZZ_CHECK(s.error() == cx::errc::invalid_settings, "load_settings failed with %s", s.error().message().c_str());
+        FUZZ_CHECK(
+            s.error() == cx::errc::invalid_settings,
+            "load_settings failed with %s",
+            s.error().message().c_str()
+        );
         FUZZ_CHECK(!diag.message.empty(), "a settings error without a message");
     }
     else
     {
-        FUZZ_CHECK(s->reserve_tokens >= 0 && s->keep_recent_tokens >= 0 && s->retry.max_retries >= 0 &&
-                       s->retry.base_delay_ms >= 0 && s->retry.max_agent_delay_ms >= 0,
-                   "a negative count was accepted");
+        FUZZ_CHECK(
+            s->reserve_tokens >= 0 && s->keep_recent_tokens >= 0 && s->retry.max_retries >= 0 &&
+                s->retry.base_delay_ms >= 0 && s->retry.max_agent_delay_ms >= 0,
+            "a negative count was accepted"
+        );
     }
 
     // The same layers in memory, when the files are objects (else load_settings refused them).
@@ -122,8 +129,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         layers.overrides = over;
         cx::diagnostics d2;
         const auto s2 = cx::resolve_settings(layers, d2, model_key);
-        FUZZ_CHECK(s.has_value() == s2.has_value(), "files and memory disagree: %s / %s", diag.message.c_str(),
-                   d2.message.c_str());
+        FUZZ_CHECK(
+            s.has_value() == s2.has_value(),
+            "files and memory disagree: %s / %s",
+            diag.message.c_str(),
+            d2.message.c_str()
+        );
         FUZZ_CHECK(!s || same(*s, *s2), "files and memory resolve to different settings");
         FUZZ_CHECK(s || diag.message == d2.message, "files and memory fail differently");
     }
@@ -135,7 +146,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         {
             cx::diagnostics rd;
             if (const auto r = cx::parse_redaction_settings(**layer, rd); !r)
-                FUZZ_CHECK(r.error() == cx::errc::invalid_settings && !rd.message.empty(), "redaction settings error");
+                FUZZ_CHECK(
+                    r.error() == cx::errc::invalid_settings && !rd.message.empty(), "redaction settings error"
+                );
         }
     cx::diagnostics od;
     (void)cx::parse_redaction_settings(over, od);

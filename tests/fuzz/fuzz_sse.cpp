@@ -30,9 +30,9 @@ bool same_reply(const pv::stream_accumulator& a, const pv::stream_accumulator& b
     if (a.failed() != b.failed() || a.complete() != b.complete() || a.error() != b.error())
         return false;
     const auto x = a.reply(), y = b.reply();
-    return x.output.text == y.output.text && x.output.tool_calls == y.output.tool_calls && x.output.stop == y.output.stop &&
-           x.model == y.model && x.usage.input == y.usage.input && x.usage.output == y.usage.output &&
-           x.usage.total_tokens == y.usage.total_tokens;
+    return x.output.text == y.output.text && x.output.tool_calls == y.output.tool_calls &&
+           x.output.stop == y.output.stop && x.model == y.model && x.usage.input == y.usage.input &&
+           x.usage.output == y.usage.output && x.usage.total_tokens == y.usage.total_tokens;
 }
 
 }  // namespace
@@ -59,7 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             pieces.push_back(std::move(e));
         pos += n;
     }
-    FUZZ_CHECK(same_events(all, pieces), "chunking changed the events (%zu vs %zu)", all.size(), pieces.size());
+    FUZZ_CHECK(
+        same_events(all, pieces), "chunking changed the events (%zu vs %zu)", all.size(), pieces.size()
+    );
 
     for (const auto f : {pv::wire_format::openai, pv::wire_format::anthropic})
     {

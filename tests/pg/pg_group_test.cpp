@@ -1,4 +1,5 @@
-// Group commit on the PostgreSQL store: appends of several sessions in one transaction, each with its own compare-and-set.
+// Group commit on the PostgreSQL store: appends of several sessions in one transaction, each with its own
+// compare-and-set.
 #include "pg_store_fixture.hpp"
 
 #include <agentctx/compaction/entry.hpp>
@@ -36,9 +37,16 @@ protected:
     }
 
     // Starts a batch write; the result lands in `out` once the io_context runs.
-    void write(pg_store& st, std::vector<compaction::entry_ptr> entries, std::size_t known, std::optional<error_code>& out)
+    void write(
+        pg_store& st,
+        std::vector<compaction::entry_ptr> entries,
+        std::size_t known,
+        std::optional<error_code>& out
+    )
     {
-        st.async_write_batch(ioc_.get_executor(), std::move(entries), known, [&out](error_code ec, std::string) { out = ec; });
+        st.async_write_batch(
+            ioc_.get_executor(), std::move(entries), known, [&out](error_code ec, std::string) { out = ec; }
+        );
     }
 
     std::size_t stored_entries(const std::string& id)
@@ -60,7 +68,9 @@ TEST_F(pg_group_test, a_stale_append_inside_a_group_fails_alone_and_the_others_c
     // Queued together before the io_context runs: the first flusher takes all three as one group.
     std::optional<error_code> rx, ry, rz;
     write(*x.store, test::next_entries(*x.store, 1), 20, rx);
-    write(*y.store, test::next_entries(*y.store, 1), 19, ry);  // y holds 20 entries: its compare-and-set fails
+    write(
+        *y.store, test::next_entries(*y.store, 1), 19, ry
+    );  // y holds 20 entries: its compare-and-set fails
     write(*z.store, test::next_entries(*z.store, 1), 20, rz);
     ASSERT_TRUE(test::run_until(ioc_, [&] { return rx && ry && rz; }));
     const auto after = node_a_->stats();
@@ -97,7 +107,8 @@ TEST_F(pg_group_test, a_group_whose_statement_fails_retries_each_append_alone)
     // the group's statement, so nothing of the group commits and each append is retried alone.
     compaction::diagnostics diag;
     compaction::load_report report;
-    const std::string taken = x.store->load({}, report, diag)->meta(0).id;  // ten_turns: same ids in every session
+    const std::string taken =
+        x.store->load({}, report, diag)->meta(0).id;  // ten_turns: same ids in every session
     const auto before = node_a_->stats();
     std::optional<error_code> rx, ry, rz;
     write(*x.store, test::next_entries(*x.store, 1), 20, rx);

@@ -1,4 +1,5 @@
-// Two agent_server processes on one database: concurrent appends across nodes, competing compactions, a node killed mid-compaction.
+// Two agent_server processes on one database: concurrent appends across nodes, competing compactions, a node
+// killed mid-compaction.
 #include "loopback_http.hpp"
 #include "server_contract.hpp"
 #include "pg_test_support.hpp"
@@ -41,7 +42,10 @@ struct node
     void kill_now() { p.kill_now(); }
 };
 
-std::string status_of(const std::string& response) { return response.substr(0, 12); }
+std::string status_of(const std::string& response)
+{
+    return response.substr(0, 12);
+}
 
 class pg_nodes_test : public ::testing::Test
 {
@@ -62,8 +66,7 @@ protected:
         if (debug)
             args.insert(args.end(), {"--log-level", "debug"});
         auto n = std::make_unique<node>(test::server_launch{
-            .args = std::move(args),
-            .env = {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}}});
+            .args = std::move(args), .env = {{"AGENTCTX_OFFLINE_DELAY_MS", std::to_string(delay_ms)}}});
         EXPECT_NE(n->p.port, 0) << n->p.log;
         return n;
     }
@@ -96,7 +99,10 @@ protected:
 
     // Waits until node `n` holds a compaction's lease: its plan is logged (at debug) right after
     // the lease is taken, before the model call.
-    static bool holds_the_lease(node& n) { return n.p.wait_for_output("compaction plan:", std::chrono::seconds(30)); }
+    static bool holds_the_lease(node& n)
+    {
+        return n.p.wait_for_output("compaction plan:", std::chrono::seconds(30));
+    }
 
     static std::string user_body(const std::string& text)
     {
@@ -134,7 +140,8 @@ TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_e
             {
                 const auto& id = ids[rng() % ids.size()];
                 const auto port = ports[c % 2];
-                const std::string body = user_body("client " + std::to_string(c) + " message " + std::to_string(n));
+                const std::string body =
+                    user_body("client " + std::to_string(c) + " message " + std::to_string(n));
                 for (int attempt = 0; attempt < 50; ++attempt)
                 {
                     const auto res = test::ask(port, "POST", "/v1/sessions/" + id + "/entries", body);
@@ -161,29 +168,43 @@ TEST_F(pg_nodes_test, concurrent_clients_on_two_nodes_store_every_acknowledged_e
         t.join();
     EXPECT_EQ(failures.load(), 0) << first_failure;
     ASSERT_GT(appended.load(), 0);
-    std::printf("[ figures ] 2 nodes, %d sessions, %d clients, %d s: %ld acknowledged appends (%.0f/s), %ld stale_leaf retries\n",
-                sessions, clients, seconds, appended.load(), static_cast<double>(appended.load()) / seconds, stale.load());
+    std::printf(
+        "[ figures ] 2 nodes, %d sessions, %d clients, %d s: %ld acknowledged appends (%.0f/s), %ld "
+        "stale_leaf retries\n",
+        sessions,
+        clients,
+        seconds,
+        appended.load(),
+        static_cast<double>(appended.load()) / seconds,
+        stale.load()
+    );
 
     for (const auto& id : ids)
     {
         const std::string text = stored(id);
         compaction::diagnostics diag;
         compaction::load_report report;
-        auto log = compaction::session_log::load(text, {}, report, diag);  // strict: ids unique, parents present
+        auto log =
+            compaction::session_log::load(text, {}, report, diag);  // strict: ids unique, parents present
         ASSERT_TRUE(log) << id << ": " << diag.message;
         const auto& acked = acknowledged[id];
         ASSERT_EQ(log->size(), acked.size()) << id << ": every stored entry was acknowledged, once";
         for (std::size_t i = 0; i < log->size(); ++i)
         {
             EXPECT_TRUE(acked.count(log->meta(i).id)) << id << " entry " << log->meta(i).id;
-            EXPECT_EQ(log->meta(i).parent, static_cast<std::int32_t>(i) - 1) << id << ": one chain, in commit order";
+            EXPECT_EQ(log->meta(i).parent, static_cast<std::int32_t>(i) - 1)
+                << id << ": one chain, in commit order";
         }
         // Both nodes' contexts agree (the other node may still be applying the last NOTIFY).
         std::string ctx_a, ctx_b;
         for (int i = 0; i < 100; ++i)
         {
-            ctx_a = json::serialize(test::raw_body(test::checked_ask(a->p.port, "GET", "/v1/sessions/" + id + "/context")));
-            ctx_b = json::serialize(test::raw_body(test::checked_ask(b->p.port, "GET", "/v1/sessions/" + id + "/context")));
+            ctx_a = json::serialize(
+                test::raw_body(test::checked_ask(a->p.port, "GET", "/v1/sessions/" + id + "/context"))
+            );
+            ctx_b = json::serialize(
+                test::raw_body(test::checked_ask(b->p.port, "GET", "/v1/sessions/" + id + "/context"))
+            );
             if (ctx_a == ctx_b)
                 break;
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -204,14 +225,18 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
             words += "word" + std::to_string(i % 97) + (i % 13 == 12 ? ". " : " ");
         for (int i = 0; i < 8; ++i)
         {
-            const auto res = test::checked_ask(a->p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(words));
+            const auto res =
+                test::checked_ask(a->p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(words));
             ASSERT_EQ(status_of(res), "HTTP/1.1 201") << res;
         }
     };
     const std::string id = create(*a);
     fill(id);
     test::raw_conn first(a->p.port);
-    ASSERT_TRUE(first.send("POST /v1/sessions/" + id + "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"));
+    ASSERT_TRUE(first.send(
+        "POST /v1/sessions/" + id +
+        "/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    ));
     // The second request comes while the first holds the lease (then it is in its 1.5 s model call).
     ASSERT_TRUE(holds_the_lease(*a)) << a->p.log;
     const auto second = test::checked_ask(b->p.port, "POST", "/v1/sessions/" + id + "/compact");
@@ -228,15 +253,19 @@ TEST_F(pg_nodes_test, competing_compactions_commit_one_and_a_killed_node_leaves_
     auto doomed = start(10000, true);
     ASSERT_NE(doomed->p.port, 0);
     test::raw_conn killed(doomed->p.port);
-    ASSERT_TRUE(killed.send("POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+    ASSERT_TRUE(killed.send(
+        "POST /v1/sessions/" + other + "/compact HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+    ));
     ASSERT_TRUE(holds_the_lease(*doomed)) << doomed->p.log;
     const auto blocked = test::checked_ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
-    EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos) << "the doomed node holds the lease: " << blocked;
+    EXPECT_NE(blocked.find("compaction_in_progress"), std::string::npos)
+        << "the doomed node holds the lease: " << blocked;
     doomed->kill_now();
     const std::string before = stored(other);
     EXPECT_EQ(count(before, "\"type\":\"compaction\""), 0u) << "the killed compaction wrote nothing";
     std::string after_kill;
-    for (int i = 0; i < 50; ++i)  // the server notices the dead connection at once on a socket; allow a moment
+    for (int i = 0; i < 50;
+         ++i)  // the server notices the dead connection at once on a socket; allow a moment
     {
         after_kill = test::ask(b->p.port, "POST", "/v1/sessions/" + other + "/compact");
         if (after_kill.find("compaction_in_progress") == std::string::npos)
@@ -258,10 +287,13 @@ TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within
     ASSERT_NE(a->p.port, 0);
     ASSERT_NE(b->p.port, 0);
     auto context = [](const node& n, const std::string& id) {
-        return json::serialize(test::raw_body(test::checked_ask(n.p.port, "GET", "/v1/sessions/" + id + "/context")));
+        return json::serialize(
+            test::raw_body(test::checked_ask(n.p.port, "GET", "/v1/sessions/" + id + "/context"))
+        );
     };
     auto append = [&](const node& n, const std::string& id, const std::string& text) {
-        const auto res = test::checked_ask(n.p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(text));
+        const auto res =
+            test::checked_ask(n.p.port, "POST", "/v1/sessions/" + id + "/entries", user_body(text));
         ASSERT_EQ(status_of(res), "HTTP/1.1 201") << res;
     };
     // Ten sessions open on both nodes, appended to on both.
@@ -279,8 +311,11 @@ TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within
     std::string killed;
     for (int i = 0; i < 100 && killed.empty(); ++i)  // b listens within moments of starting
     {
-        killed = test::pg_sql(url_, "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = $1",
-                              {name});
+        killed = test::pg_sql(
+            url_,
+            "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = $1",
+            {name}
+        );
         if (killed.empty())
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -303,8 +338,10 @@ TEST_F(pg_nodes_test, a_node_whose_listen_connection_is_killed_catches_up_within
     const std::string metrics = test::checked_ask(b->p.port, "GET", "/metrics");
     EXPECT_NE(metrics.find("agentctx_pg_listen_reconnects_total 1"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("agentctx_pg_full_resyncs_total 1"), std::string::npos) << metrics;
-    EXPECT_EQ(test::pg_sql(url_, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1", {name}), "1")
-        << "b listens again";
+    EXPECT_EQ(
+        test::pg_sql(url_, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1", {name}),
+        "1"
+    ) << "b listens again";
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Bounded staleness across nodes: a killed LISTEN connection is re-established and re-synced; a change nobody announced is found by the periodic check.
+// Bounded staleness across nodes: a killed LISTEN connection is re-established and re-synced; a change nobody
+// announced is found by the periodic check.
 #include "pg_store_fixture.hpp"
 
 #include <agentctx/runtime/error.hpp>
@@ -60,7 +61,9 @@ TEST_F(pg_resync_test, a_killed_listen_connection_is_reestablished_and_both_node
         }
     // ... then b's LISTEN connection dies, and only a appends: b hears nothing until it listens again.
     const int killed = b.listen_backend_pid();
-    ASSERT_EQ(test::pg_sql(url_, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(killed)}), "true");
+    ASSERT_EQ(
+        test::pg_sql(url_, "SELECT pg_terminate_backend($1::int)::text", {std::to_string(killed)}), "true"
+    );
     for (int round = 0; round < 5; ++round)
         for (auto& s : on_a)
             append_landing(*s, "after the kill " + std::to_string(round));
@@ -71,14 +74,18 @@ TEST_F(pg_resync_test, a_killed_listen_connection_is_reestablished_and_both_node
                 return false;
         return true;
     };
-    ASSERT_TRUE(test::run_until(ioc_, agree, std::chrono::seconds(5))) << "b still behind a 5 s after the last append";
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    ASSERT_TRUE(test::run_until(ioc_, agree, std::chrono::seconds(5)))
+        << "b still behind a 5 s after the last append";
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     EXPECT_EQ(on_b[0]->context().size(), 20u + 6u + 5u) << "20 imported, 6 from both nodes, 5 after the kill";
     EXPECT_GE(b.stats().listen_reconnects, 1u);
     EXPECT_GE(b.stats().full_resyncs, 1u);
     EXPECT_NE(b.listen_backend_pid(), killed);
     EXPECT_NE(b.listen_backend_pid(), 0);
-    std::printf("[ figures ] b agreed with a %lld ms after a's last append\n", static_cast<long long>(took.count()));
+    std::printf(
+        "[ figures ] b agreed with a %lld ms after a's last append\n", static_cast<long long>(took.count())
+    );
 }
 
 TEST_F(pg_resync_test, a_change_no_notification_announced_is_found_by_the_periodic_check)
@@ -94,13 +101,17 @@ TEST_F(pg_resync_test, a_change_no_notification_announced_is_found_by_the_period
     const auto e = test::next_entries(*st, 1).front();
     std::string line = to_jsonl_line(e->raw);
     line.pop_back();
-    test::pg_sql(url_,
+    test::pg_sql(
+        url_,
         "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq) "
         "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
         "SELECT $1, s.last_seq, $2, $3, 'message', $4 FROM s",
-        {id, e->id, *e->parent_id, line});
+        {id, e->id, *e->parent_id, line}
+    );
     const auto checks = b.stats().checks;
-    ASSERT_TRUE(test::run_until(ioc_, [&] { return s->context().size() == before + 1; }, std::chrono::seconds(3)));
+    ASSERT_TRUE(test::run_until(
+        ioc_, [&] { return s->context().size() == before + 1; }, std::chrono::seconds(3)
+    ));
     EXPECT_GE(b.stats().missed_changes, 1u);
     EXPECT_GT(b.stats().checks, checks);
 }

@@ -1,4 +1,5 @@
-// The PostgreSQL store suites' fixture: two nodes (pools) on the throwaway cluster, and import/export/open/append helpers.
+// The PostgreSQL store suites' fixture: two nodes (pools) on the throwaway cluster, and
+// import/export/open/append helpers.
 #pragma once
 
 #include "pg_test_support.hpp"
@@ -21,7 +22,9 @@
 namespace agentctx::test {
 
 /// `n` user messages chained after the store's leaf, each with a fresh id (or all with `id`).
-inline std::vector<compaction::entry_ptr> next_entries(runtime::pg_store& st, std::size_t n, std::optional<std::string> id = {})
+inline std::vector<compaction::entry_ptr> next_entries(
+    runtime::pg_store& st, std::size_t n, std::optional<std::string> id = {}
+)
 {
     compaction::diagnostics diag;
     compaction::load_report report;
@@ -32,8 +35,13 @@ inline std::vector<compaction::entry_ptr> next_entries(runtime::pg_store& st, st
     for (std::size_t i = 0; i < n; ++i)
     {
         const std::string eid = id ? *id : log->new_id() + std::to_string(i);
-        auto e = compaction::make_message_entry(eid, parent, compaction::iso_timestamp_now(),
-                                                {{"role", "user"}, {"content", "next " + std::to_string(i)}, {"timestamp", 1}}, diag);
+        auto e = compaction::make_message_entry(
+            eid,
+            parent,
+            compaction::iso_timestamp_now(),
+            {{"role", "user"}, {"content", "next " + std::to_string(i)}, {"timestamp", 1}},
+            diag
+        );
         EXPECT_TRUE(e) << diag.message;
         out.push_back(std::make_shared<const compaction::entry>(std::move(*e)));
         parent = eid;
@@ -46,7 +54,6 @@ using namespace agentctx::runtime;
 namespace asio = boost::asio;
 namespace json = boost::json;
 using boost::system::error_code;
-
 
 class pg_store_fixture : public ::testing::Test
 {
@@ -123,7 +130,9 @@ protected:
     std::pair<error_code, std::string> append(session& s, json::object fields)
     {
         std::optional<std::pair<error_code, std::string>> r;
-        s.async_append(std::move(fields), [&](error_code ec, std::string id) { r.emplace(ec, std::move(id)); });
+        s.async_append(std::move(fields), [&](error_code ec, std::string id) {
+            r.emplace(ec, std::move(id));
+        });
         EXPECT_TRUE(agentctx::test::run_until(ioc_, [&] { return r.has_value(); }));
         return *r;
     }
@@ -137,14 +146,16 @@ protected:
     {
         agentctx::test::session_text s(3, id);
         for (int i = 0; i < 10; ++i)
-            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
+            s.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
         return s.text;
     }
 
     asio::io_context ioc_;
     std::string url_;
     std::unique_ptr<pg_pool> node_a_, node_b_;
-    std::shared_ptr<agentctx::test::scripted_summarizer> summarizer_ = std::make_shared<agentctx::test::scripted_summarizer>(ioc_.get_executor());
+    std::shared_ptr<agentctx::test::scripted_summarizer> summarizer_ =
+        std::make_shared<agentctx::test::scripted_summarizer>(ioc_.get_executor());
 };
 
 }  // namespace pg_fixture_detail

@@ -27,12 +27,12 @@ using boost::system::error_code;
 
 // The fixture is shared with the group-commit and re-sync suites.
 class pg_store_test : public test::pg_store_fixture
-{
-};
+{};
 
 TEST_F(pg_store_test, import_then_export_round_trips_the_pi16_fixture_byte_for_byte)
 {
-    const std::string text = agentctx::test::read_text(fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl");
+    const std::string text =
+        agentctx::test::read_text(fs::path(AGENTCTX_EXAMPLES_DIR) / "sessions/pi16-task.jsonl");
     ASSERT_FALSE(text.empty());
     auto [ec, id] = import(*node_a_, text);
     ASSERT_FALSE(ec) << id;
@@ -120,7 +120,9 @@ TEST_F(pg_store_test, the_lease_excludes_a_second_holder_until_released)
     auto sb = open_store(*node_b_, id);
     auto lease = [&](pg_store& s) {
         std::optional<std::pair<error_code, std::shared_ptr<store_lease>>> r;
-        s.async_lease(ioc_.get_executor(), [&](error_code ec, std::shared_ptr<store_lease> l, std::string) { r.emplace(ec, l); });
+        s.async_lease(ioc_.get_executor(), [&](error_code ec, std::shared_ptr<store_lease> l, std::string) {
+            r.emplace(ec, l);
+        });
         EXPECT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
         return *r;
     };
@@ -129,7 +131,9 @@ TEST_F(pg_store_test, the_lease_excludes_a_second_holder_until_released)
     EXPECT_EQ(lease(*sb).first, make_error_code(errc::compaction_in_progress));
     first.second.reset();  // its connection closes: the server releases the lock
     bool taken = false;
-    ASSERT_TRUE(test::run_until(ioc_, [&] { return taken = !lease(*sb).first; }, std::chrono::seconds(10)));
+    ASSERT_TRUE(test::run_until(
+        ioc_, [&] { return taken = !lease(*sb).first; }, std::chrono::seconds(10)
+    ));
 }
 
 TEST_F(pg_store_test, concurrent_compactions_on_two_nodes_commit_exactly_one)
@@ -140,10 +144,14 @@ TEST_F(pg_store_test, concurrent_compactions_on_two_nodes_commit_exactly_one)
     auto b = open_session(*node_b_, id);
     summarizer_->push({.kind = test::script_step::succeed, .delay = std::chrono::milliseconds(300)});
     std::optional<std::pair<error_code, compaction_outcome>> ra, rb;
-    a->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { ra.emplace(ec, std::move(o)); });
+    a->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+        ra.emplace(ec, std::move(o));
+    });
     // b asks once a holds the lease (a's summarizer call has started).
     ASSERT_TRUE(test::run_until(ioc_, [&] { return summarizer_->calls() == 1; }));
-    b->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { rb.emplace(ec, std::move(o)); });
+    b->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+        rb.emplace(ec, std::move(o));
+    });
     ASSERT_TRUE(test::run_until(ioc_, [&] { return ra && rb; }));
     EXPECT_FALSE(ra->first) << ra->second.message;
     EXPECT_TRUE(ra->second.compacted);
@@ -186,7 +194,9 @@ TEST_F(pg_store_test, other_nodes_sessions_follow_appends_through_notify)
 TEST_F(pg_store_test, open_of_an_unknown_session_is_not_found)
 {
     std::optional<error_code> r;
-    node_a_->async_open("no-such-session", [&](error_code ec, std::unique_ptr<pg_store>, std::string) { r = ec; });
+    node_a_->async_open("no-such-session", [&](error_code ec, std::unique_ptr<pg_store>, std::string) {
+        r = ec;
+    });
     ASSERT_TRUE(test::run_until(ioc_, [&] { return r.has_value(); }));
     EXPECT_EQ(*r, make_error_code(errc::not_found));
 }
@@ -196,7 +206,9 @@ TEST(pg_conninfo, passwords_never_reach_messages)
     // The store's messages name the conninfo only through redact_conninfo.
     EXPECT_EQ(redact_conninfo("postgresql://u:secret@h/db"), "postgresql://u:***@h/db");
     EXPECT_EQ(redact_conninfo("host=h password=secret user=u"), "host=h password=*** user=u");
-    EXPECT_EQ(redact_conninfo("postgresql:///db?user=u&password=secret"), "postgresql:///db?user=u&password=***");
+    EXPECT_EQ(
+        redact_conninfo("postgresql:///db?user=u&password=secret"), "postgresql:///db?user=u&password=***"
+    );
     std::string c, s;
     ASSERT_TRUE(split_pg_reference("postgresql:///db?host=/tmp/x&user=u#sess-1", c, s));
     EXPECT_EQ(c, "postgresql:///db?host=/tmp/x&user=u");

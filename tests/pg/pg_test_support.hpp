@@ -1,4 +1,5 @@
-// The PostgreSQL tests' fixture: the throwaway cluster's conninfo (tests/tools/pg_cluster.sh), run-until helpers.
+// The PostgreSQL tests' fixture: the throwaway cluster's conninfo (tests/tools/pg_cluster.sh), run-until
+// helpers.
 #pragma once
 
 #include <agentctx/runtime/pg_store.hpp>
@@ -36,21 +37,27 @@ inline std::optional<std::string> pg_conninfo(std::string& why)
     std::ifstream w(std::string(state) + "/unavailable");
     std::stringstream ss;
     ss << w.rdbuf();
-    why = "PostgreSQL could not be started: " + (ss.str().empty() ? std::string("no cluster state in ") + state : ss.str());
+    why = "PostgreSQL could not be started: " +
+          (ss.str().empty() ? std::string("no cluster state in ") + state : ss.str());
     return std::nullopt;
 }
 
 /// One statement on a blocking connection of the test's own (outside every pool under test): the
 /// first row's first value, or "" when there is none.
-inline std::string pg_sql(const std::string& url, const std::string& statement, const std::vector<std::string>& params = {})
+inline std::string pg_sql(
+    const std::string& url, const std::string& statement, const std::vector<std::string>& params = {}
+)
 {
     PGconn* c = PQconnectdb(url.c_str());
     std::vector<const char*> values;
     for (const auto& p : params)
         values.push_back(p.c_str());
-    PGresult* r = PQexecParams(c, statement.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0);
+    PGresult* r = PQexecParams(
+        c, statement.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0
+    );
     std::string out = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-    EXPECT_TRUE(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK) << PQerrorMessage(c);
+    EXPECT_TRUE(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
+        << PQerrorMessage(c);
     PQclear(r);
     PQfinish(c);
     return out;

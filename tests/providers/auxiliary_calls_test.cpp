@@ -1,4 +1,5 @@
-// Auxiliary calls (summary, count, native): `auto_continue: false` where offered, no read deadline unless streamed.
+// Auxiliary calls (summary, count, native): `auto_continue: false` where offered, no read deadline unless
+// streamed.
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/providers/provider_config.hpp>
 
@@ -46,14 +47,17 @@ std::vector<json::object> auxiliary_bodies(const provider_config& c)
     native_request native;
     native.trigger_tokens = 50000;
     std::vector<json::object> out;
-    for (const auto& r : {build_request(c, prompt()), build_count_request(c, prompt()), build_native_request(c, native)})
+    for (const auto& r :
+         {build_request(c, prompt()), build_count_request(c, prompt()), build_native_request(c, native)})
         out.push_back(json::parse(r.body).as_object());
     return out;
 }
 
 provider_config settings(const char* text, diagnostics& d, error_code* ec = nullptr)
 {
-    const auto get = [](const char* n) -> const char* { return std::string_view(n) == "OPENAI_API_KEY" ? "k" : nullptr; };
+    const auto get = [](const char* n) -> const char* {
+        return std::string_view(n) == "OPENAI_API_KEY" ? "k" : nullptr;
+    };
     auto section = json::parse(text).as_object();
     auto c = provider_from_environment(&section, get, d);
     if (!c)
@@ -100,15 +104,19 @@ TEST(auxiliary_calls, only_streams_have_an_idle_deadline)
 TEST(auxiliary_calls, the_timing_and_auto_continue_are_settings_checked_by_field)
 {
     diagnostics d;
-    const auto c = settings(R"({"name":"openai","autoContinue":true,"idleTimeoutMs":1500,"keepAliveSeconds":20})", d);
+    const auto c =
+        settings(R"({"name":"openai","autoContinue":true,"idleTimeoutMs":1500,"keepAliveSeconds":20})", d);
     EXPECT_TRUE(c.auto_continue);
     EXPECT_EQ(c.idle_timeout, std::chrono::seconds(2));  // rounded up to whole seconds
     EXPECT_EQ(c.keepalive_interval, std::chrono::seconds(20));
     const auto defaults = settings(R"({"name":"openai"})", d);
     EXPECT_FALSE(defaults.auto_continue);
     EXPECT_EQ(defaults.idle_timeout, std::chrono::seconds(0));  // no read deadline unless asked for
-    for (const auto* bad : {R"({"name":"openai","idleTimeoutMs":-1})", R"({"name":"openai","idleTimeoutMs":"5s"})",
-                            R"({"name":"openai","keepAliveSeconds":-1})", R"({"name":"openai","autoContinue":"yes"})"})
+    for (const auto* bad :
+         {R"({"name":"openai","idleTimeoutMs":-1})",
+          R"({"name":"openai","idleTimeoutMs":"5s"})",
+          R"({"name":"openai","keepAliveSeconds":-1})",
+          R"({"name":"openai","autoContinue":"yes"})"})
     {
         diagnostics why;
         error_code ec;
@@ -123,7 +131,9 @@ TEST(auxiliary_calls, a_silent_non_streamed_summary_is_not_cut_by_the_idle_timeo
     // Nine silent seconds (curl's low-speed check needs a few seconds past the 1 s limit to fire,
     // as the stalled-stream test shows): a streamed call would fail as transient.
     test::fake_provider_server server;
-    server.push({.body = test::openai_body("## Goal\nslow but fine"), .delay = std::chrono::milliseconds(9000)});
+    server.push(
+        {.body = test::openai_body("## Goal\nslow but fine"), .delay = std::chrono::milliseconds(9000)}
+    );
     boost::asio::io_context ioc{1};
     auto c = config(wire_format::openai, false);
     c.base_url = server.base_url() + "/v1";

@@ -62,15 +62,21 @@ std::set<std::string> words_of(std::string_view s)
 void expect_whole_words(const std::string& checkpoint, const std::string& prompt)
 {
     const auto known = words_of(prompt);
-    const auto own = words_of("Goal Constraints Preferences Progress Done In Blocked Key Decisions Next Steps Critical "
-                              "Context Original Request Early Suffix So Far Needed to Continue none nothing completed yet "
-                              "Inspected file files and more Edited Wrote passes fails Ran Tried it failed the approach was "
-                              "changed Fix blocker with latest request targets Reverted Planned Focus Error Command File Ask user for next task "
-                              "not stated in summarized messages kept text read only probe probes redacted x");
+    const auto own = words_of(
+        "Goal Constraints Preferences Progress Done In Blocked Key Decisions Next Steps Critical "
+        "Context Original Request Early Suffix So Far Needed to Continue none nothing completed yet "
+        "Inspected file files and more Edited Wrote passes fails Ran Tried it failed the approach was "
+        "changed Fix blocker with latest request targets Reverted Planned Focus Error Command File Ask user "
+        "for next task "
+        "not stated in summarized messages kept text read only probe probes redacted x"
+    );
     for (const auto& w : words_of(checkpoint))
     {
-        const bool number = std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-        EXPECT_TRUE(number || known.count(w) || own.count(w)) << "cut or invented word: " << w << "\n---\n" << checkpoint;
+        const bool number = std::all_of(w.begin(), w.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        });
+        EXPECT_TRUE(number || known.count(w) || own.count(w)) << "cut or invented word: " << w << "\n---\n"
+                                                              << checkpoint;
     }
 }
 
@@ -94,15 +100,21 @@ TEST(bundled_checkpoint, csv_session_history_gives_a_readable_checkpoint)
     EXPECT_NE(goal.find("The CSV export in src/export/csv.ts drops rows"), std::string::npos) << text;
     EXPECT_EQ(goal.find("/mode"), std::string::npos) << text;
     const test::checkpoint_facts facts{
-        {{"constraints", "Keep the public exportCsv() signature unchanged"}, {"constraints", "keep the tokenizer in its own file"},
-         {"decisions", "state-machine tokenizer instead of a regex"}, {"decisions", "delete the old loop rather than keep it"},
-         {"done", "Wrote `src/export/tokenize.ts`"}, {"done", "`npm run lint` passes"},
-         {"blockers", "npm test -- tests/export/csv.test.ts"}, {"unfinished", "CHANGELOG entry"},
-         {"unfinished", "walk the text with the tokenizer"}, {"errors", "to have a length of 2 but got 3"}},
+        {{"constraints", "Keep the public exportCsv() signature unchanged"},
+         {"constraints", "keep the tokenizer in its own file"},
+         {"decisions", "state-machine tokenizer instead of a regex"},
+         {"decisions", "delete the old loop rather than keep it"},
+         {"done", "Wrote `src/export/tokenize.ts`"},
+         {"done", "`npm run lint` passes"},
+         {"blockers", "npm test -- tests/export/csv.test.ts"},
+         {"unfinished", "CHANGELOG entry"},
+         {"unfinished", "walk the text with the tokenizer"},
+         {"errors", "to have a length of 2 but got 3"}},
         {{"done", "grep -n"}, {"decisions", "returns two rows instead of three"}}};
     const auto s = test::score_checkpoint(text, facts);
     EXPECT_TRUE(s.missing.empty()) << ::testing::PrintToString(s.missing) << "\n---\n" << text;
-    EXPECT_TRUE(s.forbidden_found.empty()) << ::testing::PrintToString(s.forbidden_found) << "\n---\n" << text;
+    EXPECT_TRUE(s.forbidden_found.empty()) << ::testing::PrintToString(s.forbidden_found) << "\n---\n"
+                                           << text;
 }
 
 TEST(bundled_checkpoint, every_bundled_session_in_every_prompt_form)
@@ -111,13 +123,19 @@ TEST(bundled_checkpoint, every_bundled_session_in_every_prompt_form)
     {
         const auto history = history_of(name);
         ASSERT_FALSE(history.empty()) << name;
-        for (const auto& prompt : {compaction::history_summary_prompt(history, std::nullopt, std::string("keep the build commands"), 2000),
-                                   compaction::turn_prefix_summary_prompt(history, 1000)})
+        for (const auto& prompt :
+             {compaction::history_summary_prompt(
+                  history, std::nullopt, std::string("keep the build commands"), 2000
+              ),
+              compaction::turn_prefix_summary_prompt(history, 1000)})
         {
             const auto text = providers::offline_summary(prompt).text;
             expect_readable(text, prompt.prompt);
-            const auto goal = test::section_text(text, "## Goal") + test::section_text(text, "## Original Request");
-            EXPECT_FALSE(goal.empty() || goal.front() == '/' || goal.find(' ') == std::string::npos) << name << "\n" << text;
+            const auto goal =
+                test::section_text(text, "## Goal") + test::section_text(text, "## Original Request");
+            EXPECT_FALSE(goal.empty() || goal.front() == '/' || goal.find(' ') == std::string::npos)
+                << name << "\n"
+                << text;
             EXPECT_LE((text.size() + 3) / 4, prompt.max_output_tokens * 2u) << name;  // bytes >= UTF-16 units
         }
     }

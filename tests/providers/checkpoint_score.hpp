@@ -64,7 +64,9 @@ inline std::string section_text(std::string_view text, std::string_view heading)
     if (a == std::string_view::npos)
         return {};
     const auto b = text.find("\n#", a + h.size());
-    return std::string(text.substr(a + h.size(), b == std::string_view::npos ? std::string_view::npos : b - a - h.size()));
+    return std::string(
+        text.substr(a + h.size(), b == std::string_view::npos ? std::string_view::npos : b - a - h.size())
+    );
 }
 
 /// Where a fact of class `cls` is looked for, lower-cased.

@@ -45,10 +45,15 @@ TEST(cancelled_condition, every_module_and_asio_map_to_it)
     EXPECT_FALSE(is_cancelled(asio::error::connection_reset));
     EXPECT_FALSE(is_cancelled(error_code{}));
     // Codes keep their own identity and message.
-    EXPECT_NE(providers::make_error_code(providers::errc::cancelled), runtime::make_error_code(runtime::errc::cancelled));
+    EXPECT_NE(
+        providers::make_error_code(providers::errc::cancelled),
+        runtime::make_error_code(runtime::errc::cancelled)
+    );
     EXPECT_EQ(runtime::make_error_code(runtime::errc::cancelled).message(), "cancelled");
-    EXPECT_EQ(runtime::make_error_code(runtime::errc::io_error).default_error_condition(),
-              boost::system::error_condition(static_cast<int>(runtime::errc::io_error), runtime::error_category()));
+    EXPECT_EQ(
+        runtime::make_error_code(runtime::errc::io_error).default_error_condition(),
+        boost::system::error_condition(static_cast<int>(runtime::errc::io_error), runtime::error_category())
+    );
 }
 
 // The three modules share one category template: their names, messages and condition mapping.
@@ -58,7 +63,9 @@ TEST(module_error_categories, names_messages_and_conditions)
     EXPECT_STREQ(providers::error_category().name(), "agentctx.providers");
     EXPECT_STREQ(runtime::error_category().name(), "agentctx.runtime");
     EXPECT_EQ(compaction::make_error_code(compaction::errc::duplicate_id).message(), "duplicate_id");
-    EXPECT_EQ(providers::make_error_code(providers::errc::response_too_large).message(), "response_too_large");
+    EXPECT_EQ(
+        providers::make_error_code(providers::errc::response_too_large).message(), "response_too_large"
+    );
     EXPECT_EQ(runtime::make_error_code(runtime::errc::session_locked).message(), "session_locked");
     EXPECT_EQ(error_code(999, runtime::error_category()).message(), "unknown");
     // Only the modules' own `cancelled` codes map to the shared condition; every other code is
@@ -66,10 +73,18 @@ TEST(module_error_categories, names_messages_and_conditions)
     for (int ev = 0; ev <= 30; ++ev)
     {
         const error_code c(ev, compaction::error_category());
-        EXPECT_EQ(c.default_error_condition(), boost::system::error_condition(ev, compaction::error_category())) << ev;
+        EXPECT_EQ(
+            c.default_error_condition(), boost::system::error_condition(ev, compaction::error_category())
+        ) << ev;
         EXPECT_FALSE(is_cancelled(c)) << ev;
-        EXPECT_EQ(is_cancelled(error_code(ev, providers::error_category())), ev == static_cast<int>(providers::errc::cancelled)) << ev;
-        EXPECT_EQ(is_cancelled(error_code(ev, runtime::error_category())), ev == static_cast<int>(runtime::errc::cancelled)) << ev;
+        EXPECT_EQ(
+            is_cancelled(error_code(ev, providers::error_category())),
+            ev == static_cast<int>(providers::errc::cancelled)
+        ) << ev;
+        EXPECT_EQ(
+            is_cancelled(error_code(ev, runtime::error_category())),
+            ev == static_cast<int>(runtime::errc::cancelled)
+        ) << ev;
     }
     // Codes of different modules never compare equal, even with equal values.
     EXPECT_NE(error_code(1, compaction::error_category()), error_code(1, runtime::error_category()));
@@ -86,14 +101,15 @@ compaction::message decode(const boost::json::object& m)
 
 boost::json::object assistant_json(std::int64_t total)
 {
-    return {{"role", "assistant"},
-            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "ok"}}}},
-            {"api", "openai-completions"},
-            {"provider", "openai"},
-            {"model", "test-model"},
-            {"usage", test::session_text::usage(total)},
-            {"stopReason", "stop"},
-            {"timestamp", 1768467800000}};
+    return {
+        {"role", "assistant"},
+        {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "ok"}}}},
+        {"api", "openai-completions"},
+        {"provider", "openai"},
+        {"model", "test-model"},
+        {"usage", test::session_text::usage(total)},
+        {"stopReason", "stop"},
+        {"timestamp", 1768467800000}};
 }
 
 struct outcome
@@ -126,11 +142,16 @@ protected:
         return c;
     }
 
-    std::shared_ptr<runtime::session> open(const std::string& name, const std::string& first_prompt_extra = {})
+    std::shared_ptr<runtime::session> open(
+        const std::string& name, const std::string& first_prompt_extra = {}
+    )
     {
         test::session_text t;
         for (int i = 0; i < 10; ++i)
-            t.user("u" + std::to_string(i), (i == 0 ? first_prompt_extra : std::string()) + std::string(400, 'x'))
+            t.user(
+                 "u" + std::to_string(i),
+                 (i == 0 ? first_prompt_extra : std::string()) + std::string(400, 'x')
+            )
                 .assistant("a" + std::to_string(i), std::string(400, 'y'));
         std::ofstream(dir_ / name, std::ios::binary) << t.text;
         compaction::diagnostics diag;
@@ -144,7 +165,9 @@ protected:
             if (const auto* end = std::get_if<runtime::compaction_end_event>(&e))
                 ends_.push_back(end->aborted ? "aborted" : end->error_message ? "error" : "ok");
         });
-        s->on_compact_failed([this](const runtime::compact_failed_event& e) { failed_hook_aborted_.push_back(e.aborted); });
+        s->on_compact_failed([this](const runtime::compact_failed_event& e) {
+            failed_hook_aborted_.push_back(e.aborted);
+        });
         return s;
     }
 
@@ -161,22 +184,31 @@ protected:
     std::shared_ptr<outcome> compact(runtime::session& s, asio::cancellation_slot slot = {})
     {
         auto r = std::make_shared<outcome>();
-        s.async_compact(std::nullopt, asio::bind_cancellation_slot(slot, [r](error_code ec, runtime::compaction_outcome o) {
-            r->done = true;
-            r->ec = ec;
-            r->out = std::move(o);
-        }));
+        s.async_compact(
+            std::nullopt,
+            asio::bind_cancellation_slot(
+                slot,
+                [r](error_code ec, runtime::compaction_outcome o) {
+                    r->done = true;
+                    r->ec = ec;
+                    r->out = std::move(o);
+                }
+            )
+        );
         return r;
     }
 
     std::shared_ptr<outcome> turn_end(runtime::session& s)
     {
         auto r = std::make_shared<outcome>();
-        s.async_on_turn_end(decode(assistant_json(190000)), [r](error_code ec, runtime::compaction_outcome o) {
-            r->done = true;
-            r->ec = ec;
-            r->out = std::move(o);
-        });
+        s.async_on_turn_end(
+            decode(assistant_json(190000)),
+            [r](error_code ec, runtime::compaction_outcome o) {
+                r->done = true;
+                r->ec = ec;
+                r->out = std::move(o);
+            }
+        );
         return r;
     }
 
@@ -196,10 +228,16 @@ TEST_F(http_cancellation_test, the_summarizer_completes_a_cancelled_request_with
     asio::cancellation_signal sig;
     bool done = false;
     error_code got;
-    s.async_summarize(compaction::summary_prompt{"SYS", "hi", 100}, asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, compaction::summary_output) {
-        got = ec;
-        done = true;
-    }));
+    s.async_summarize(
+        compaction::summary_prompt{"SYS", "hi", 100},
+        asio::bind_cancellation_slot(
+            sig.slot(),
+            [&](error_code ec, compaction::summary_output) {
+                got = ec;
+                done = true;
+            }
+        )
+    );
     run_until([&] { return server_.requests().size() == 1; });
     sig.emit(asio::cancellation_type::terminal);
     run_until([&] { return done; });
@@ -211,16 +249,26 @@ TEST_F(http_cancellation_test, the_summarizer_completes_a_cancelled_request_with
 // result is operation_aborted (it used to throw at the next co_await: malformed_response).
 TEST_F(http_cancellation_test, cancellation_during_a_retryable_reply_is_operation_aborted)
 {
-    server_.push({.chunks = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"}});
+    server_.push(
+        {.chunks =
+             {"event: error\ndata: "
+              "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"}}
+    );
     providers::http_summarizer s(ioc_.get_executor(), config(true));
     asio::cancellation_signal sig;
     s.on_progress([&](std::size_t) { sig.emit(asio::cancellation_type::terminal); });
     bool done = false;
     error_code got;
-    s.async_summarize(compaction::summary_prompt{"SYS", "hi", 100}, asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, compaction::summary_output) {
-        got = ec;
-        done = true;
-    }));
+    s.async_summarize(
+        compaction::summary_prompt{"SYS", "hi", 100},
+        asio::bind_cancellation_slot(
+            sig.slot(),
+            [&](error_code ec, compaction::summary_output) {
+                got = ec;
+                done = true;
+            }
+        )
+    );
     run_until([&] { return done; });
     EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
     EXPECT_EQ(server_.requests().size(), 1u);  // no retry after the cancellation
@@ -247,7 +295,8 @@ TEST_F(http_cancellation_test, abort_close_and_the_callers_slot_are_cancellation
         else
             s->close();
         run_until([&] { return r->done; });
-        EXPECT_EQ(r->ec, runtime::make_error_code(runtime::errc::cancelled)) << r->ec.message() << " " << r->out.message;
+        EXPECT_EQ(r->ec, runtime::make_error_code(runtime::errc::cancelled))
+            << r->ec.message() << " " << r->out.message;
         EXPECT_TRUE(is_cancelled(r->ec));
         EXPECT_FALSE(r->out.compacted);
         EXPECT_EQ(s->current(), before);
@@ -267,7 +316,8 @@ TEST_F(http_cancellation_test, an_aborted_automatic_compaction_does_not_pause_th
     run_until([&] { return server_.requests().size() == 1; });
     s->abort_compaction();
     run_until([&] { return first->done; });
-    EXPECT_EQ(first->ec, runtime::make_error_code(runtime::errc::cancelled)) << first->ec.message() << " " << first->out.message;
+    EXPECT_EQ(first->ec, runtime::make_error_code(runtime::errc::cancelled))
+        << first->ec.message() << " " << first->out.message;
     EXPECT_EQ(ends_, std::vector<std::string>{"aborted"});
     // Same path, no new entries: a failure would pause automatic compaction; a cancellation must not.
     auto second = turn_end(*s);
@@ -282,7 +332,8 @@ TEST_F(http_cancellation_test, an_aborted_automatic_compaction_does_not_pause_th
 TEST_F(http_cancellation_test, no_secret_reaches_a_provider_request_body)
 {
     // Fake keys of the right shapes, built here.
-    const std::string openai = "sk-proj-" + std::string("Tq9ZvX2mK7pL4rW8sN3bF6hJ1cD5gY0e") + "A1b2C3d4E5f6G7h8";
+    const std::string openai =
+        "sk-proj-" + std::string("Tq9ZvX2mK7pL4rW8sN3bF6hJ1cD5gY0e") + "A1b2C3d4E5f6G7h8";
     const std::string aws = "AKIA" + std::string("Q7X2M9K4P1R8T6W3");
     server_.push({.body = test::openai_body("## Goal\nDeploy with " + aws)});
     auto s = open("secret.jsonl", "use this key: " + openai + " and then ");
@@ -301,7 +352,9 @@ TEST_F(http_cancellation_test, a_failed_request_explains_itself_in_the_outcome)
 {
     // The provider's account (cause, attempts) reaches the host through the summarizer
     // interface: the CLI prints outcome.message and never reaches into http_summarizer.
-    server_.set_default({.status = 401, .body = R"({"error":{"message":"bad key sk-test","type":"invalid_api_key"}})"});
+    server_.set_default(
+        {.status = 401, .body = R"({"error":{"message":"bad key sk-test","type":"invalid_api_key"}})"}
+    );
     auto s = open("failed.jsonl");
     const auto before = s->current();
     auto r = compact(*s);
@@ -340,13 +393,21 @@ TEST(shared_http_client, callers_on_other_strands_complete_there_and_cancel_inde
             providers::http_request req;
             req.method = "GET";
             req.url = server.base_url() + "/x";
-            client->async_request(std::move(req), asio::bind_cancellation_slot(
-                                                      signals[i].slot(), asio::bind_executor(strands[i], [&, i](error_code ec, providers::http_response r) {
-                                                          on_own_strand += strands[i].running_in_this_thread() ? 1 : 0;
-                                                          results[i] = ec;
-                                                          bodies[i] = r.body;
-                                                          ++done;
-                                                      })));
+            client->async_request(
+                std::move(req),
+                asio::bind_cancellation_slot(
+                    signals[i].slot(),
+                    asio::bind_executor(
+                        strands[i],
+                        [&, i](error_code ec, providers::http_response r) {
+                            on_own_strand += strands[i].running_in_this_thread() ? 1 : 0;
+                            results[i] = ec;
+                            bodies[i] = r.body;
+                            ++done;
+                        }
+                    )
+                )
+            );
         });
     // Caller 0 cancels (on its own strand, where its slot lives) once every request reached the server.
     std::thread waiter([&] {

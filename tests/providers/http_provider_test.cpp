@@ -69,12 +69,18 @@ protected:
     std::shared_ptr<result> call(summarizer& s, asio::cancellation_slot slot = {})
     {
         auto r = std::make_shared<result>();
-        s.async_summarize(prompt(), asio::bind_cancellation_slot(slot, [r](error_code ec, compaction::summary_output out) {
-            r->done = true;
-            r->ec = ec;
-            r->out = std::move(out);
-            r->at = std::chrono::steady_clock::now();
-        }));
+        s.async_summarize(
+            prompt(),
+            asio::bind_cancellation_slot(
+                slot,
+                [r](error_code ec, compaction::summary_output out) {
+                    r->done = true;
+                    r->ec = ec;
+                    r->out = std::move(out);
+                    r->at = std::chrono::steady_clock::now();
+                }
+            )
+        );
         return r;
     }
 
@@ -127,9 +133,12 @@ TEST_F(provider_test, a_base_url_with_credentials_and_a_query_is_joined_and_logg
 {
     server_.push({.body = test::openai_body("## Goal\nplain")});
     auto c = config();
-    c.base_url = "http://user:pa55word@" + server_.base_url().substr(std::string("http://").size()) + "/v1?api-key=QUERYKEY";
+    c.base_url = "http://user:pa55word@" + server_.base_url().substr(std::string("http://").size()) +
+                 "/v1?api-key=QUERYKEY";
     std::ostringstream captured;
-    auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+    auto logger = std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured)
+    );
     logger->set_level(spdlog::level::debug);
     http_summarizer s(ioc_.get_executor(), c, logger);
     auto r = call(s);
@@ -147,7 +156,10 @@ TEST_F(provider_test, a_base_url_with_credentials_and_a_query_is_joined_and_logg
 
 TEST_F(provider_test, openai_streaming_and_progress)
 {
-    server_.push({.chunks = test::openai_stream({"## Goal\n", "str", "eamed"}), .chunk_gap = std::chrono::milliseconds(5)});
+    server_.push(
+        {.chunks = test::openai_stream({"## Goal\n", "str", "eamed"}),
+         .chunk_gap = std::chrono::milliseconds(5)}
+    );
     http_summarizer s(ioc_.get_executor(), config(wire_format::openai, true));
     std::vector<std::size_t> progress;
     s.on_progress([&](std::size_t n) { progress.push_back(n); });
@@ -204,7 +216,11 @@ TEST_F(provider_test, length_stop_is_reported_not_hidden)
 
 TEST_F(provider_test, rate_limit_honours_retry_after)
 {
-    server_.push({.status = 429, .headers = {{"retry-after", "1"}}, .body = R"({"error":{"message":"slow down","type":"rate_limit_error"}})"});
+    server_.push(
+        {.status = 429,
+         .headers = {{"retry-after", "1"}},
+         .body = R"({"error":{"message":"slow down","type":"rate_limit_error"}})"}
+    );
     server_.push({.body = test::openai_body("## Goal\nafter wait")});
     auto c = config();
     c.base_delay = std::chrono::seconds(20);  // if Retry-After were ignored, this would time out
@@ -287,7 +303,9 @@ TEST_F(provider_test, malformed_json_is_not_retried)
 
 TEST_F(provider_test, a_stalled_stream_times_out_as_transient)
 {
-    server_.set_default({.chunks = {"data: {\"choices\":[{\"delta\":{\"content\":\"## Go\"}}]}\n\n"}, .stall = true});
+    server_.set_default(
+        {.chunks = {"data: {\"choices\":[{\"delta\":{\"content\":\"## Go\"}}]}\n\n"}, .stall = true}
+    );
     auto c = config(wire_format::openai, true);
     c.max_retries = 0;  // curl's low-speed check averages over a few seconds: ~7 s per stalled attempt
     http_summarizer s(ioc_.get_executor(), c);
@@ -300,14 +318,22 @@ TEST_F(provider_test, a_stalled_stream_times_out_as_transient)
 
 TEST_F(provider_test, context_overflow_is_classified_and_never_retried)
 {
-    server_.push({.status = 400, .body = R"({"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}})"});
+    server_.push(
+        {.status = 400,
+         .body =
+             R"({"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}})"}
+    );
     http_summarizer s(ioc_.get_executor(), config());
     auto r = call(s);
     run_until([&] { return r->done; });
     EXPECT_EQ(r->ec, make_error_code(errc::context_overflow));
     EXPECT_EQ(s.last_failure().attempts, 1);
     EXPECT_EQ(s.last_failure().error_type, "context_length_exceeded");
-    server_.push({.status = 400, .body = R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})"});
+    server_.push(
+        {.status = 400,
+         .body =
+             R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})"}
+    );
     http_summarizer a(ioc_.get_executor(), config(wire_format::anthropic));
     auto r2 = call(a);
     run_until([&] { return r2->done; });
@@ -317,7 +343,11 @@ TEST_F(provider_test, context_overflow_is_classified_and_never_retried)
 
 TEST_F(provider_test, stream_error_event_is_classified)
 {
-    server_.push({.chunks = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"}});
+    server_.push(
+        {.chunks = {"event: error\ndata: "
+                    "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}"
+                    "}\n\n"}}
+    );
     server_.push({.chunks = test::anthropic_stream({"## Goal\nok"})});
     http_summarizer s(ioc_.get_executor(), config(wire_format::anthropic, true));
     auto r = call(s);
@@ -328,7 +358,11 @@ TEST_F(provider_test, stream_error_event_is_classified)
 
 TEST_F(provider_test, auth_failure_is_not_retried)
 {
-    server_.push({.status = 401, .body = R"({"error":{"message":"Incorrect API key provided: sk-secret-KEY-12345","type":"invalid_request_error","code":"invalid_api_key"}})"});
+    server_.push(
+        {.status = 401,
+         .body =
+             R"({"error":{"message":"Incorrect API key provided: sk-secret-KEY-12345","type":"invalid_request_error","code":"invalid_api_key"}})"}
+    );
     http_summarizer s(ioc_.get_executor(), config());
     auto r = call(s);
     run_until([&] { return r->done; });
@@ -390,7 +424,9 @@ TEST_F(provider_test, thousand_concurrent_requests_and_half_cancelled)
         providers::http_client warmup(ioc_.get_executor());
     }
     const auto baseline = open_fds();
-    server_.set_default({.body = test::openai_body("## Goal\nconcurrent"), .delay = std::chrono::milliseconds(300)});
+    server_.set_default(
+        {.body = test::openai_body("## Goal\nconcurrent"), .delay = std::chrono::milliseconds(300)}
+    );
     {
         http_summarizer s(ioc_.get_executor(), config());
         std::vector<std::unique_ptr<asio::cancellation_signal>> signals;
@@ -405,13 +441,19 @@ TEST_F(provider_test, thousand_concurrent_requests_and_half_cancelled)
             for (int i = 0; i < 1000; i += 2)
                 signals[static_cast<std::size_t>(i)]->emit(asio::cancellation_type::terminal);
         });
-        run_until([&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; }); }, std::chrono::seconds(60));
+        run_until(
+            [&] {
+                return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; });
+            },
+            std::chrono::seconds(60)
+        );
         int ok = 0, cancelled = 0;
         for (std::size_t i = 0; i < results.size(); ++i)
         {
             if (i % 2 == 0)
             {
-                EXPECT_EQ(results[i]->ec, asio::error::operation_aborted) << i << " " << results[i]->ec.message();
+                EXPECT_EQ(results[i]->ec, asio::error::operation_aborted)
+                    << i << " " << results[i]->ec.message();
                 cancelled += results[i]->ec == asio::error::operation_aborted;
             }
             else
@@ -444,7 +486,11 @@ TEST_F(provider_test, the_api_key_never_reaches_logs_or_errors)
     logger->set_level(spdlog::level::trace);
     server_.push({.status = 500, .body = "error for key sk-secret-KEY-12345"});
     server_.push({.body = test::openai_body("## Goal\nok")});
-    server_.push({.status = 401, .body = R"({"error":{"message":"Incorrect API key provided: sk-secret-KEY-12345","code":"invalid_api_key"}})"});
+    server_.push(
+        {.status = 401,
+         .body =
+             R"({"error":{"message":"Incorrect API key provided: sk-secret-KEY-12345","code":"invalid_api_key"}})"}
+    );
     http_summarizer s(ioc_.get_executor(), config(), logger);
     auto a = call(s);
     run_until([&] { return a->done; });
@@ -468,7 +514,8 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
     fs::create_directories(dir);
     test::session_text t;
     for (int i = 0; i < 10; ++i)
-        t.user("u" + std::to_string(i), std::string(400, 'x')).assistant("a" + std::to_string(i), std::string(400, 'y'));
+        t.user("u" + std::to_string(i), std::string(400, 'x'))
+            .assistant("a" + std::to_string(i), std::string(400, 'y'));
     auto open = [&](const std::string& name) {
         std::ofstream(dir / name, std::ios::binary) << t.text;
         compaction::diagnostics diag;
@@ -478,7 +525,8 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
         c.model = {"openai", "test-model", 200000, 0};
         // The standalone request and its `length` refusal (cache-friendly ones fall back instead).
         c.settings.summary_request = compaction::summary_request_mode::standalone;
-        c.summarizer = std::make_shared<http_summarizer>(ioc_.get_executor(), config(wire_format::openai, true));
+        c.summarizer =
+            std::make_shared<http_summarizer>(ioc_.get_executor(), config(wire_format::openai, true));
         return runtime::session::open(ioc_.get_executor(), std::move(store), c, diag).value();
     };
     auto slurp = [&](const std::string& name) {
@@ -502,7 +550,11 @@ TEST_F(provider_test, session_compacts_through_the_openai_provider_and_a_length_
     EXPECT_NE(slurp("ok.jsonl").find("\"summary\":\"## Goal\\nfrom the model"), std::string::npos);
     EXPECT_NE(slurp("ok.jsonl").find("\"summarizer\":\"openai:test-model\""), std::string::npos);
     const auto sent = boost::json::parse(server_.requests().back().body);
-    EXPECT_NE(std::string(sent.at("messages").as_array()[1].at("content").as_string()).find("<conversation>\n[User]: xxxx"), std::string::npos);
+    EXPECT_NE(
+        std::string(sent.at("messages").as_array()[1].at("content").as_string())
+            .find("<conversation>\n[User]: xxxx"),
+        std::string::npos
+    );
 
     server_.push({.chunks = test::openai_stream({"## Goal\ncut off mid-sen"}, "length")});
     auto s2 = open("length.jsonl");
@@ -536,10 +588,16 @@ TEST_F(provider_test, total_cancellation_only_before_the_request_is_sent)
     asio::cancellation_signal early;
     error_code early_ec;
     bool early_done = false;
-    client.async_request(make(), asio::bind_cancellation_slot(early.slot(), [&](error_code ec, providers::http_response) {
-        early_ec = ec;
-        early_done = true;
-    }));
+    client.async_request(
+        make(),
+        asio::bind_cancellation_slot(
+            early.slot(),
+            [&](error_code ec, providers::http_response) {
+                early_ec = ec;
+                early_done = true;
+            }
+        )
+    );
     early.emit(asio::cancellation_type::total);
     run_until([&] { return early_done; });
     EXPECT_EQ(early_ec, asio::error::operation_aborted);
@@ -548,11 +606,17 @@ TEST_F(provider_test, total_cancellation_only_before_the_request_is_sent)
     error_code late_ec;
     long status = 0;
     bool late_done = false;
-    client.async_request(make(), asio::bind_cancellation_slot(late.slot(), [&](error_code ec, providers::http_response res) {
-        late_ec = ec;
-        status = res.status;
-        late_done = true;
-    }));
+    client.async_request(
+        make(),
+        asio::bind_cancellation_slot(
+            late.slot(),
+            [&](error_code ec, providers::http_response res) {
+                late_ec = ec;
+                status = res.status;
+                late_done = true;
+            }
+        )
+    );
     asio::steady_timer t(ioc_, std::chrono::milliseconds(100));
     t.async_wait([&](error_code) { late.emit(asio::cancellation_type::total); });
     run_until([&] { return late_done; });
@@ -569,7 +633,8 @@ TEST_F(provider_test, no_descriptor_outlives_the_client)
     }
     const auto baseline = open_fds();
     {
-        server_.set_default({.body = test::openai_body("## Goal\nok"), .delay = std::chrono::milliseconds(50)});
+        server_.set_default({.body = test::openai_body("## Goal\nok"), .delay = std::chrono::milliseconds(50)}
+        );
         http_summarizer s(ioc_.get_executor(), config());
         std::vector<std::unique_ptr<asio::cancellation_signal>> sigs;
         std::vector<std::shared_ptr<result>> rs;

@@ -1,4 +1,5 @@
-// Native compaction and exact counting: request shapes, strict response checks, stored state, replay, and the loopback fakes.
+// Native compaction and exact counting: request shapes, strict response checks, stored state, replay, and the
+// loopback fakes.
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
@@ -62,8 +63,11 @@ context_message result_message(std::string id, std::string text, std::string ent
 
 std::vector<context_message> window()
 {
-    return {text_message(role::user, "fix the build", "u1"), call_message("call_1", "a1"),
-            result_message("call_1", "Makefile src", "r1"), text_message(role::assistant, "Found it.", "a2")};
+    return {
+        text_message(role::user, "fix the build", "u1"),
+        call_message("call_1", "a1"),
+        result_message("call_1", "Makefile src", "r1"),
+        text_message(role::assistant, "Found it.", "a2")};
 }
 
 provider_config config(wire_format f, std::string base = "http://127.0.0.1:9")
@@ -104,8 +108,9 @@ native_state openai_state()
     native_state s;
     s.format = wire_format::openai;
     s.model = "gpt-loop";
-    s.item = json::parse(test::openai_compact_body({"fix the build"}, {test::openai_compaction_item("ENC-xyz")}))
-                 .at("output");
+    s.item =
+        json::parse(test::openai_compact_body({"fix the build"}, {test::openai_compaction_item("ENC-xyz")}))
+            .at("output");
     return s;
 }
 
@@ -134,16 +139,22 @@ TEST(native_request, anthropic_carries_the_edit_the_beta_header_the_loop_model_a
     const auto body = json::parse(r.body).as_object();
     EXPECT_EQ(body.at("model"), "claude-loop");
     EXPECT_EQ(body.at("system"), "You are the coding agent.");
-    EXPECT_EQ(body.at("context_management"),
-              json::parse(R"({"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":50000},)"
-                          R"("pause_after_compaction":true,"instructions":null}]})"));
+    EXPECT_EQ(
+        body.at("context_management"),
+        json::parse(R"({"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":50000},)"
+                    R"("pause_after_compaction":true,"instructions":null}]})")
+    );
     const auto& msgs = body.at("messages").as_array();
     ASSERT_EQ(msgs.size(), 5u) << json::serialize(msgs);
     EXPECT_EQ(msgs[1].at("content").at(0).at("type"), "tool_use");
     EXPECT_EQ(msgs[2].at("content").at(0).at("type"), "tool_result");
     EXPECT_EQ(msgs[3].at("content").at(0).at("text"), "Found it.");
     // The window ended with the assistant: the request ends with a user turn asking for it.
-    EXPECT_EQ(msgs[4], json::parse(R"({"role":"user","content":[{"type":"text","text":"Compact the conversation so far."}]})"));
+    EXPECT_EQ(
+        msgs[4],
+        json::parse(R"({"role":"user","content":[{"type":"text","text":"Compact the conversation so far."}]})"
+        )
+    );
     EXPECT_FALSE(body.contains("stream"));
 }
 
@@ -158,18 +169,24 @@ TEST(native_request, openai_is_responses_compact_with_input_items_and_instructio
     const auto body = json::parse(r.body).as_object();
     EXPECT_EQ(body.at("model"), "configured-model");
     EXPECT_EQ(body.at("instructions"), "SYS");
-    EXPECT_EQ(body.at("input"),
-              json::parse(R"([{"role":"user","content":[{"type":"input_text","text":"fix the build"}]},)"
-                          R"({"type":"function_call","call_id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"},)"
-                          R"({"type":"function_call_output","call_id":"call_1","output":"Makefile src"},)"
-                          R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Found it."}]}])"));
+    EXPECT_EQ(
+        body.at("input"),
+        json::parse(
+            R"([{"role":"user","content":[{"type":"input_text","text":"fix the build"}]},)"
+            R"({"type":"function_call","call_id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"},)"
+            R"({"type":"function_call_output","call_id":"call_1","output":"Makefile src"},)"
+            R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"Found it."}]}])"
+        )
+    );
 }
 
 TEST(native_response, anthropic_needs_exactly_one_compaction_block_with_content)
 {
     diagnostics d;
     const auto block = test::anthropic_compaction_block("## Goal\nShip it.", "ENC-abc");
-    auto ok = parse_native_response(wire_format::anthropic, test::anthropic_compaction_body({block}), "claude-loop", d);
+    auto ok = parse_native_response(
+        wire_format::anthropic, test::anthropic_compaction_body({block}), "claude-loop", d
+    );
     ASSERT_TRUE(ok) << d.message;
     EXPECT_EQ(ok->readable, "## Goal\nShip it.");
     EXPECT_EQ(ok->state.item, json::parse(block));  // verbatim
@@ -181,13 +198,21 @@ TEST(native_response, anthropic_needs_exactly_one_compaction_block_with_content)
     const auto expect_invalid = [](const std::string& body, const std::string& why) {
         expect_native_invalid(wire_format::anthropic, body, why);
     };
-    expect_invalid(test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}),
-                   "content is null");
+    expect_invalid(
+        test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}),
+        "content is null"
+    );
     expect_invalid(test::anthropic_compaction_body({block, block}), "2 compaction blocks");
-    expect_invalid(test::anthropic_compaction_body({R"({"type":"text","text":"hello"})"}), "0 compaction blocks");
-    expect_invalid(test::anthropic_compaction_body({R"({"type":"compaction","content":""})"}), "non-empty string");
-    expect_invalid(test::anthropic_compaction_body({R"({"type":"compaction","content":"x","encrypted_content":7})"}),
-                   "encrypted_content");
+    expect_invalid(
+        test::anthropic_compaction_body({R"({"type":"text","text":"hello"})"}), "0 compaction blocks"
+    );
+    expect_invalid(
+        test::anthropic_compaction_body({R"({"type":"compaction","content":""})"}), "non-empty string"
+    );
+    expect_invalid(
+        test::anthropic_compaction_body({R"({"type":"compaction","content":"x","encrypted_content":7})"}),
+        "encrypted_content"
+    );
     expect_invalid(R"({"type":"message"})", "no content");
     auto bad = parse_native_response(wire_format::anthropic, "not json", "m", d);
     ASSERT_FALSE(bad);
@@ -198,7 +223,9 @@ TEST(native_response, openai_needs_user_messages_then_exactly_one_compaction_ite
 {
     diagnostics d;
     const auto item = test::openai_compaction_item("ENC-xyz");
-    auto ok = parse_native_response(wire_format::openai, test::openai_compact_body({"a", "b"}, {item}), "gpt-loop", d);
+    auto ok = parse_native_response(
+        wire_format::openai, test::openai_compact_body({"a", "b"}, {item}), "gpt-loop", d
+    );
     ASSERT_TRUE(ok) << d.message;
     EXPECT_FALSE(ok->readable);  // opaque
     ASSERT_EQ(ok->state.item.as_array().size(), 3u);
@@ -212,12 +239,17 @@ TEST(native_response, openai_needs_user_messages_then_exactly_one_compaction_ite
     };
     expect_invalid(test::openai_compact_body({"a"}, {}), "0 compaction items");
     expect_invalid(test::openai_compact_body({"a"}, {item, item}), "2 compaction items");
-    expect_invalid(test::openai_compact_body({}, {R"({"type":"compaction","id":"c"})"}), "no encrypted_content");
-    expect_invalid(test::openai_compact_body(
-                       {}, {R"({"type":"message","role":"assistant","content":[]})", item}),
-                   "not a user message");
-    expect_invalid(test::openai_compact_body({}, {item, R"({"type":"message","role":"user","content":[]})"}),
-                   "follows the compaction item");
+    expect_invalid(
+        test::openai_compact_body({}, {R"({"type":"compaction","id":"c"})"}), "no encrypted_content"
+    );
+    expect_invalid(
+        test::openai_compact_body({}, {R"({"type":"message","role":"assistant","content":[]})", item}),
+        "not a user message"
+    );
+    expect_invalid(
+        test::openai_compact_body({}, {item, R"({"type":"message","role":"user","content":[]})"}),
+        "follows the compaction item"
+    );
     expect_invalid(R"({"object":"response","output":[]})", "not a response.compaction");
     expect_invalid(R"({"object":"response.compaction"})", "no output");
 }
@@ -243,7 +275,8 @@ TEST(native_response, anthropic_stream_in_any_chunking_equals_the_plain_body)
         EXPECT_EQ(r->usage.output, 800);
     }
     native_stream_accumulator err;
-    err.feed("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n");
+    err.feed("event: error\ndata: "
+             "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n");
     EXPECT_TRUE(err.failed());
     EXPECT_EQ(err.error(), make_error_code(errc::transient));
 }
@@ -266,21 +299,32 @@ TEST(native_state, round_trips_and_stored_state_is_revalidated)
     };
     expect_invalid(R"({"provider":"gemini","model":"m","block":{}})", "provider");
     expect_invalid(R"({"provider":"anthropic","block":{"type":"compaction","content":"x"}})", "model");
-    expect_invalid(R"({"provider":"anthropic","model":"m","block":{"type":"compaction","content":null}})", "null");
+    expect_invalid(
+        R"({"provider":"anthropic","model":"m","block":{"type":"compaction","content":null}})", "null"
+    );
     expect_invalid(R"({"provider":"anthropic","model":"m"})", "block is missing");
-    expect_invalid(R"({"provider":"openai","model":"m","output":[{"role":"user","content":[]}]})", "0 compaction items");
+    expect_invalid(
+        R"({"provider":"openai","model":"m","output":[{"role":"user","content":[]}]})", "0 compaction items"
+    );
     expect_invalid("[1]", "not an object");
 }
 
 TEST(native_replay, anthropic_sends_the_block_first_then_the_kept_messages)
 {
-    const std::vector<context_message> ctx{summary_message("## Goal\nShip it.", "c1"),
-                                           text_message(role::user, "next step", "u9"),
-                                           text_message(role::assistant, "On it.", "a9")};
+    const std::vector<context_message> ctx{
+        summary_message("## Goal\nShip it.", "c1"),
+        text_message(role::user, "next step", "u9"),
+        text_message(role::assistant, "On it.", "a9")};
     const native_replay replay{anthropic_state(), "c1"};
     const auto msgs = to_wire_messages(wire_format::anthropic, ctx, &replay);
     ASSERT_EQ(msgs.size(), 3u);
-    EXPECT_EQ(msgs[0], json::parse(R"({"role":"assistant","content":[)" + test::anthropic_compaction_block("## Goal\nShip it.", "ENC-abc") + "]}"));
+    EXPECT_EQ(
+        msgs[0],
+        json::parse(
+            R"({"role":"assistant","content":[)" +
+            test::anthropic_compaction_block("## Goal\nShip it.", "ENC-abc") + "]}"
+        )
+    );
     EXPECT_EQ(msgs[1].at("role"), "user");
     EXPECT_EQ(msgs[1].at("content").at(0).at("text"), "next step");
     EXPECT_EQ(msgs[2].at("role"), "assistant");
@@ -291,22 +335,26 @@ TEST(native_replay, anthropic_sends_the_block_first_then_the_kept_messages)
     const native_replay openai{openai_state(), "c1"};
     EXPECT_EQ(to_wire_messages(wire_format::anthropic, ctx, &other), portable);
     EXPECT_EQ(to_wire_messages(wire_format::anthropic, ctx, &openai), portable);
-    EXPECT_EQ(to_wire_messages(wire_format::openai, ctx, &openai), to_wire_messages(wire_format::openai, ctx));
+    EXPECT_EQ(
+        to_wire_messages(wire_format::openai, ctx, &openai), to_wire_messages(wire_format::openai, ctx)
+    );
     EXPECT_EQ(portable[0].at("role"), "user");
     EXPECT_NE(json::serialize(portable[0]).find("Ship it."), std::string::npos);
 }
 
 TEST(native_replay, openai_responses_input_starts_with_the_stored_output_unchanged)
 {
-    const std::vector<context_message> ctx{summary_message("portable note", "c1"),
-                                           text_message(role::user, "next step", "u9")};
+    const std::vector<context_message> ctx{
+        summary_message("portable note", "c1"), text_message(role::user, "next step", "u9")};
     const native_replay replay{openai_state(), "c1"};
     const auto input = to_responses_input(ctx, &replay);
     const auto& output = replay.state.item.as_array();
     ASSERT_EQ(input.size(), output.size() + 1);
     for (std::size_t i = 0; i < output.size(); ++i)
         EXPECT_EQ(input[i], output[i]);
-    EXPECT_EQ(input.back(), json::parse(R"({"role":"user","content":[{"type":"input_text","text":"next step"}]})"));
+    EXPECT_EQ(
+        input.back(), json::parse(R"({"role":"user","content":[{"type":"input_text","text":"next step"}]})")
+    );
     const auto portable = to_responses_input(ctx);
     ASSERT_EQ(portable.size(), 2u);
     EXPECT_NE(json::serialize(portable[0]).find("portable note"), std::string::npos);
@@ -322,13 +370,25 @@ TEST(counting, requests_and_replies_in_both_shapes)
     p.prompt = "<conversation>hi</conversation>";
     const auto a = build_count_request(config(wire_format::anthropic), p);
     EXPECT_EQ(a.url, "http://127.0.0.1:9/v1/messages/count_tokens");
-    EXPECT_EQ(json::parse(a.body), json::parse(R"({"model":"configured-model","system":"SYS","messages":[{"role":"user","content":"<conversation>hi</conversation>"}]})"));
+    EXPECT_EQ(
+        json::parse(a.body),
+        json::parse(
+            R"({"model":"configured-model","system":"SYS","messages":[{"role":"user","content":"<conversation>hi</conversation>"}]})"
+        )
+    );
     const auto o = build_count_request(config(wire_format::openai), p);
     EXPECT_EQ(o.url, "http://127.0.0.1:9/v1/responses/input_tokens");
-    EXPECT_EQ(json::parse(o.body), json::parse(R"({"model":"configured-model","instructions":"SYS","input":[{"role":"user","content":"<conversation>hi</conversation>"}]})"));
+    EXPECT_EQ(
+        json::parse(o.body),
+        json::parse(
+            R"({"model":"configured-model","instructions":"SYS","input":[{"role":"user","content":"<conversation>hi</conversation>"}]})"
+        )
+    );
 
     diagnostics d;
-    EXPECT_EQ(parse_count_response(wire_format::anthropic, test::anthropic_count_body(1234), d).value(), 1234);
+    EXPECT_EQ(
+        parse_count_response(wire_format::anthropic, test::anthropic_count_body(1234), d).value(), 1234
+    );
     EXPECT_EQ(parse_count_response(wire_format::openai, test::openai_count_body(99), d).value(), 99);
     for (const auto* bad : {R"({"input_tokens":-1})", R"({"input_tokens":"5"})", R"({})", "[]", "x"})
         EXPECT_FALSE(parse_count_response(wire_format::anthropic, bad, d)) << bad;
@@ -337,7 +397,10 @@ TEST(counting, requests_and_replies_in_both_shapes)
     EXPECT_EQ(parse_model_compaction_support(test::anthropic_model_body("m", true), d).value(), true);
     EXPECT_EQ(parse_model_compaction_support(test::anthropic_model_body("m", false), d).value(), false);
     EXPECT_EQ(parse_model_compaction_support(R"({"id":"m"})", d).value(), false);
-    EXPECT_EQ(build_model_request(config(wire_format::anthropic), "claude-x").url, "http://127.0.0.1:9/v1/models/claude-x");
+    EXPECT_EQ(
+        build_model_request(config(wire_format::anthropic), "claude-x").url,
+        "http://127.0.0.1:9/v1/models/claude-x"
+    );
 }
 
 namespace {
@@ -345,7 +408,9 @@ namespace {
 class native_fake_test : public ::testing::Test
 {
 protected:
-    std::shared_ptr<http_summarizer> make(wire_format f, bool stream = false, native_mode mode = native_mode::on)
+    std::shared_ptr<http_summarizer> make(
+        wire_format f, bool stream = false, native_mode mode = native_mode::on
+    )
     {
         auto c = config(f, server_.base_url());
         c.stream = stream;
@@ -449,7 +514,9 @@ TEST_F(native_fake_test, anthropic_native_plain_and_streamed)
         if (json::parse(rec.body).as_object().contains("stream"))
             r.chunks = test::anthropic_compaction_stream("## Goal\nStreamed.", "ENC-2");
         else
-            r.body = test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nPlain.", "ENC-1")});
+            r.body =
+                test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nPlain.", "ENC-1")}
+                );
         return r;
     };
     server_.route("/v1/messages", stream_rsp);
@@ -470,9 +537,10 @@ TEST_F(native_fake_test, anthropic_native_plain_and_streamed)
 
 TEST_F(native_fake_test, openai_compact_endpoint_and_its_failures)
 {
-    std::vector<std::string> bodies{test::openai_compact_body({"fix the build"}, {test::openai_compaction_item("E1")}),
-                                    test::openai_compact_body({"fix the build"}, {}),
-                                    R"({"error":{"type":"invalid_request_error","code":"unsupported_model"}})"};
+    std::vector<std::string> bodies{
+        test::openai_compact_body({"fix the build"}, {test::openai_compaction_item("E1")}),
+        test::openai_compact_body({"fix the build"}, {}),
+        R"({"error":{"type":"invalid_request_error","code":"unsupported_model"}})"};
     std::size_t at = 0;
     server_.route("/v1/responses/compact", [&](const test::recorded_request&) {
         test::scripted_response r;
@@ -498,19 +566,25 @@ TEST_F(native_fake_test, openai_compact_endpoint_and_its_failures)
 TEST_F(native_fake_test, anthropic_auto_asks_the_models_api_once_per_model)
 {
     server_.route("/v1/models/claude-loop", fixed(test::anthropic_model_body("claude-loop", false)));
-    server_.route("/v1/messages", fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("x", "E")})));
+    server_.route(
+        "/v1/messages", fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("x", "E")}))
+    );
     auto s = make(wire_format::anthropic, false, native_mode::probe);
     EXPECT_TRUE(s->capabilities().native_compaction);
     auto [ec, r] = compact(*s);
     EXPECT_EQ(ec, make_error_code(errc::not_supported));
-    EXPECT_NE(r.failure_detail.find("does not support compact_20260112"), std::string::npos) << r.failure_detail;
+    EXPECT_NE(r.failure_detail.find("does not support compact_20260112"), std::string::npos)
+        << r.failure_detail;
     EXPECT_EQ(compact(*s).first, make_error_code(errc::not_supported));
     EXPECT_EQ(requests_to("/v1/models/claude-loop"), 1u);
     EXPECT_EQ(requests_to("/v1/messages"), 0u);  // never sent a native request
 
     test::fake_provider_server yes;
     yes.route("/v1/models/claude-loop", fixed(test::anthropic_model_body("claude-loop", true)));
-    yes.route("/v1/messages", fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nOK", "E")})));
+    yes.route(
+        "/v1/messages",
+        fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nOK", "E")}))
+    );
     auto c = config(wire_format::anthropic, yes.base_url());
     c.native = native_mode::probe;
     http_summarizer ok(ioc_.get_executor(), c);
@@ -538,7 +612,8 @@ TEST_F(native_fake_test, truncated_streams_resets_and_bad_counts_are_reported_as
     auto s = make(wire_format::anthropic, true);
     auto [ec, r] = compact(*s);
     EXPECT_EQ(ec, make_error_code(errc::transient));
-    EXPECT_NE(r.failure_detail.find("ended before the compaction was complete"), std::string::npos) << r.failure_detail;
+    EXPECT_NE(r.failure_detail.find("ended before the compaction was complete"), std::string::npos)
+        << r.failure_detail;
     EXPECT_EQ(requests_to("/v1/messages"), 3u);  // max_retries 2
 
     // A connection reset in the middle of the body, and a count reply of the wrong shape.
@@ -576,7 +651,8 @@ constexpr std::string_view signed_block =
 std::string parameter_reply()
 {
     return R"({"id":"msg_2","type":"message","role":"assistant","model":"claude-test","content":[)" +
-           std::string(signed_block) + R"(],"stop_reason":"compaction","usage":{"input_tokens":61000,"output_tokens":900}})";
+           std::string(signed_block) +
+           R"(],"stop_reason":"compaction","usage":{"input_tokens":61000,"output_tokens":900}})";
 }
 
 // The request body without its per-request routing id (checked to be present).
@@ -603,17 +679,23 @@ TEST(native_request, anthropic_parameter_form_replaces_the_edit_with_the_summari
     const auto r = build_native_request(cfg, req);
     EXPECT_EQ(r.url, "http://127.0.0.1:9/v1/messages");
     EXPECT_EQ(header(r, "anthropic-beta"), "compact-2026-01-12");
-    const auto expected = json::parse(R"({"model":"claude-loop","max_tokens":4096,"system":"You are the coding agent.",)"
-                                      R"("messages":)" + std::string(anthropic_window_messages) +
-                                      R"(,"compaction":{"type":"summarize","instructions":"Keep file paths."}})");
+    const auto expected = json::parse(
+        R"({"model":"claude-loop","max_tokens":4096,"system":"You are the coding agent.",)"
+        R"("messages":)" +
+        std::string(anthropic_window_messages) +
+        R"(,"compaction":{"type":"summarize","instructions":"Keep file paths."}})"
+    );
     EXPECT_EQ(json::value(without_routing_id(r.body)), expected);
 
     // No trigger, no pause flag; blank or absent instructions are left out (the server's prompt).
-    for (const std::optional<std::string>& none : {std::optional<std::string>(), std::optional<std::string>(" \n\t")})
+    for (const std::optional<std::string>& none :
+         {std::optional<std::string>(), std::optional<std::string>(" \n\t")})
     {
         req.instructions = none;
-        EXPECT_EQ(json::value(without_routing_id(build_native_request(cfg, req).body).at("compaction")),
-                  json::parse(R"({"type":"summarize"})"));
+        EXPECT_EQ(
+            json::value(without_routing_id(build_native_request(cfg, req).body).at("compaction")),
+            json::parse(R"({"type":"summarize"})")
+        );
     }
     // The default stays the edit form, without the parameter.
     const auto edit = without_routing_id(build_native_request(config(wire_format::anthropic), req).body);
@@ -624,7 +706,8 @@ TEST(native_request, anthropic_parameter_form_replaces_the_edit_with_the_summari
 
 TEST(native_response, anthropic_signature_and_tool_changes_are_kept_verbatim)
 {
-    for (const std::string& body : {test::anthropic_compaction_body({std::string(signed_block)}), parameter_reply()})
+    for (const std::string& body :
+         {test::anthropic_compaction_body({std::string(signed_block)}), parameter_reply()})
     {
         diagnostics d;
         auto r = parse_native_response(wire_format::anthropic, body, "claude-loop", d);
@@ -637,11 +720,14 @@ TEST(native_response, anthropic_signature_and_tool_changes_are_kept_verbatim)
         ASSERT_TRUE(stored) << d.message;
         EXPECT_EQ(compaction::stringify(stored->item), signed_block);
         const native_replay replay{*stored, "c1"};
-        const std::vector<context_message> ctx{summary_message("## Goal\nSigned.", "c1"),
-                                               text_message(role::user, "next", "u9")};
+        const std::vector<context_message> ctx{
+            summary_message("## Goal\nSigned.", "c1"), text_message(role::user, "next", "u9")};
         const auto msgs = to_wire_messages(wire_format::anthropic, ctx, &replay);
         ASSERT_EQ(msgs.size(), 2u);
-        EXPECT_EQ(compaction::stringify(msgs[0]), R"({"role":"assistant","content":[)" + std::string(signed_block) + "]}");
+        EXPECT_EQ(
+            compaction::stringify(msgs[0]),
+            R"({"role":"assistant","content":[)" + std::string(signed_block) + "]}"
+        );
     }
 }
 
@@ -678,7 +764,9 @@ TEST_F(native_fake_test, anthropic_both_request_forms_return_the_signed_block_ve
 
 TEST(provider_config, compaction_parameter_is_a_setting_off_by_default)
 {
-    const auto get = [](const char* n) -> const char* { return std::string_view(n) == "ANTHROPIC_API_KEY" ? "k" : nullptr; };
+    const auto get = [](const char* n) -> const char* {
+        return std::string_view(n) == "ANTHROPIC_API_KEY" ? "k" : nullptr;
+    };
     diagnostics d;
     auto section = json::parse(R"({"name":"anthropic","nativeCompaction":true})").as_object();
     EXPECT_FALSE(provider_from_environment(&section, get, d).value()->compaction_parameter);

@@ -8,8 +8,13 @@ using namespace agentctx::providers;
 
 TEST(provider_url, the_path_is_joined_before_the_query)
 {
-    EXPECT_EQ(join_url("http://h/v1?api-key=K", "/chat/completions"), "http://h/v1/chat/completions?api-key=K");
-    EXPECT_EQ(join_url("http://h/v1/?api-key=K&x=1", "/chat/completions"), "http://h/v1/chat/completions?api-key=K&x=1");
+    EXPECT_EQ(
+        join_url("http://h/v1?api-key=K", "/chat/completions"), "http://h/v1/chat/completions?api-key=K"
+    );
+    EXPECT_EQ(
+        join_url("http://h/v1/?api-key=K&x=1", "/chat/completions"),
+        "http://h/v1/chat/completions?api-key=K&x=1"
+    );
     EXPECT_EQ(join_url("http://h/v1//", "/chat/completions"), "http://h/v1/chat/completions");
     EXPECT_EQ(join_url("http://h/v1", "/chat/completions"), "http://h/v1/chat/completions");
     EXPECT_EQ(join_url("http://h/v1#frag", "/x"), "http://h/v1/x#frag");

@@ -57,19 +57,23 @@ convo& convo::call(std::string_view name, json::object args, std::string_view te
     json::array content;
     if (!text.empty())
         content.push_back(json::object{{"type", "text"}, {"text", text}});
-    content.push_back(json::object{{"type", "toolCall"}, {"id", next_id()}, {"name", name}, {"arguments", std::move(args)}});
+    content.push_back(json::object{
+        {"type", "toolCall"}, {"id", next_id()}, {"name", name}, {"arguments", std::move(args)}});
     add(assistant(std::move(content), "toolUse"));
     return *this;
 }
 
-convo& convo::run(std::string_view name, json::object args, std::string_view result, bool error, std::string_view text)
+convo& convo::run(
+    std::string_view name, json::object args, std::string_view result, bool error, std::string_view text
+)
 {
     call(name, std::move(args), text);
-    add(json::object{{"role", "toolResult"},
-                     {"toolCallId", "call_" + std::to_string(ids_)},
-                     {"toolName", name},
-                     {"content", json::array{json::object{{"type", "text"}, {"text", result}}}},
-                     {"isError", error}});
+    add(json::object{
+        {"role", "toolResult"},
+        {"toolCallId", "call_" + std::to_string(ids_)},
+        {"toolName", name},
+        {"content", json::array{json::object{{"type", "text"}, {"text", result}}}},
+        {"isError", error}});
     return *this;
 }
 

@@ -22,8 +22,13 @@ public:
     convo& user(std::string_view text);
     convo& say(std::string_view text);
     /// One assistant message with optional text and one tool call, then its result.
-    convo& run(std::string_view name, boost::json::object args, std::string_view result, bool error = false,
-               std::string_view text = {});
+    convo& run(
+        std::string_view name,
+        boost::json::object args,
+        std::string_view result,
+        bool error = false,
+        std::string_view text = {}
+    );
     /// A tool call with no result yet.
     convo& call(std::string_view name, boost::json::object args, std::string_view text = {});
 

@@ -50,8 +50,11 @@ provider_config from_settings(const std::string& text, diagnostics& d, error_cod
 std::vector<http_request> every_call(const provider_config& c)
 {
     native_request native;
-    return {build_request(c, prompt()), build_count_request(c, prompt()), build_native_request(c, native),
-            build_native_count_request(c, native)};
+    return {
+        build_request(c, prompt()),
+        build_count_request(c, prompt()),
+        build_native_request(c, native),
+        build_native_count_request(c, native)};
 }
 
 // What libcurl is given with the default settings: a connect timeout, keep-alive probes every
@@ -78,7 +81,9 @@ TEST(read_deadline, the_default_settings_give_no_call_a_read_or_elapsed_deadline
         {
             SCOPED_TRACE(std::string(name) + (stream ? " streamed" : " not streamed"));
             diagnostics d;
-            const auto c = from_settings(std::string(R"({"name":")") + name + R"(","stream":)" + (stream ? "true" : "false") + "}", d);
+            const auto c = from_settings(
+                std::string(R"({"name":")") + name + R"(","stream":)" + (stream ? "true" : "false") + "}", d
+            );
             EXPECT_EQ(c.idle_timeout, std::chrono::seconds(0));
             for (const auto& r : every_call(c))
                 EXPECT_EQ(deadlines_of(r), no_read_deadline()) << r.url;
@@ -103,9 +108,9 @@ TEST(read_deadline, idle_timeout_ms_is_an_opt_in_for_streams_and_0_is_off)
     streamed.low_speed_time = 2;  // rounded up to whole seconds
     streamed.low_speed_limit = 1;
     const auto calls = every_call(on);
-    EXPECT_EQ(deadlines_of(calls[0]), streamed);             // the streamed summary
-    EXPECT_EQ(deadlines_of(calls[1]), no_read_deadline());   // counting never streams
-    EXPECT_EQ(deadlines_of(calls[2]), streamed);             // Anthropic's streamed native call
+    EXPECT_EQ(deadlines_of(calls[0]), streamed);            // the streamed summary
+    EXPECT_EQ(deadlines_of(calls[1]), no_read_deadline());  // counting never streams
+    EXPECT_EQ(deadlines_of(calls[2]), streamed);            // Anthropic's streamed native call
     EXPECT_EQ(deadlines_of(calls[3]), no_read_deadline());
 
     diagnostics why;
@@ -127,9 +132,11 @@ TEST(read_deadline, a_stream_silent_past_an_opted_in_idle_timeout_succeeds_with_
     boost::asio::io_context ioc{1};
     auto config = [&](const std::string& extra) {
         diagnostics d;
-        auto c = from_settings(R"({"name":"openai","stream":true,"maxRetries":0,"baseUrl":")" + server.base_url() + "/v1\"" +
-                                   extra + "}",
-                               d);
+        auto c = from_settings(
+            R"({"name":"openai","stream":true,"maxRetries":0,"baseUrl":")" + server.base_url() + "/v1\"" +
+                extra + "}",
+            d
+        );
         return c;
     };
     http_summarizer by_default(ioc.get_executor(), config(""));

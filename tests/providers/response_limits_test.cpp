@@ -24,7 +24,9 @@ namespace {
 std::string gzip(const std::string& in)
 {
     z_stream z{};
-    EXPECT_EQ(deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);  // +16: gzip wrapper
+    EXPECT_EQ(
+        deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK
+    );  // +16: gzip wrapper
     std::string out(deflateBound(&z, static_cast<uLong>(in.size())), '\0');
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z.avail_in = static_cast<uInt>(in.size());
@@ -83,10 +85,13 @@ protected:
     {
         std::pair<error_code, compaction::summary_output> r;
         bool done = false;
-        s.async_summarize(compaction::summary_prompt{"SYS", "hi", 100}, [&](error_code ec, compaction::summary_output out) {
-            r = {ec, std::move(out)};
-            done = true;
-        });
+        s.async_summarize(
+            compaction::summary_prompt{"SYS", "hi", 100},
+            [&](error_code ec, compaction::summary_output out) {
+                r = {ec, std::move(out)};
+                done = true;
+            }
+        );
         run_until([&] { return done; });
         return r;
     }
@@ -138,7 +143,9 @@ TEST_F(response_limits_test, a_gzip_bomb_is_stopped_after_decompressing_the_cap)
 
 TEST_F(response_limits_test, a_small_gzip_body_is_decoded_and_the_summarizer_rejects_a_bomb)
 {
-    server_.push({.headers = {{"content-encoding", "gzip"}}, .body = gzip(test::openai_body("## Goal\ncompressed"))});
+    server_.push(
+        {.headers = {{"content-encoding", "gzip"}}, .body = gzip(test::openai_body("## Goal\ncompressed"))}
+    );
     server_.push({.headers = {{"content-encoding", "gzip"}}, .body = gzip(std::string(16 << 20, ' '))});
     auto c = config(false);
     c.max_response_bytes = 1 << 20;
@@ -194,7 +201,9 @@ TEST_F(response_limits_test, a_redirect_is_invalid_request_and_is_never_followed
     {
         SCOPED_TRACE(status);
         const auto seen = server_.requests().size();
-        server_.push({.status = status, .headers = {{"location", server_.base_url() + "/elsewhere"}}, .body = ""});
+        server_.push(
+            {.status = status, .headers = {{"location", server_.base_url() + "/elsewhere"}}, .body = ""}
+        );
         http_summarizer s(ioc_.get_executor(), config(false));
         auto r = summarize(s);
         EXPECT_EQ(r.first, make_error_code(errc::invalid_request)) << r.first.message();
@@ -208,7 +217,8 @@ TEST_F(response_limits_test, a_redirect_is_invalid_request_and_is_never_followed
 
 TEST_F(response_limits_test, cancellation_stops_delivery_at_the_next_chunk)
 {
-    server_.push({.chunks = std::vector<std::string>(64, std::string(64 << 10, 'x'))});  // 4 MiB, as fast as it goes
+    server_.push({.chunks = std::vector<std::string>(64, std::string(64 << 10, 'x'))}
+    );  // 4 MiB, as fast as it goes
     http_client client(ioc_.get_executor());
     http_request r;
     r.url = server_.base_url() + "/v1/chat/completions";
@@ -227,10 +237,16 @@ TEST_F(response_limits_test, cancellation_stops_delivery_at_the_next_chunk)
     };
     bool done = false;
     error_code got;
-    client.async_request(std::move(r), asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, http_response) {
-        got = ec;
-        done = true;
-    }));
+    client.async_request(
+        std::move(r),
+        asio::bind_cancellation_slot(
+            sig.slot(),
+            [&](error_code ec, http_response) {
+                got = ec;
+                done = true;
+            }
+        )
+    );
     run_until([&] { return done; });
     EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
     EXPECT_EQ(chunks_after, 0u);  // not one more chunk after the emission
@@ -239,9 +255,12 @@ TEST_F(response_limits_test, cancellation_stops_delivery_at_the_next_chunk)
 
 TEST(provider_settings, retry_wait_and_response_cap_from_the_settings_section)
 {
-    const auto section = boost::json::parse(R"({"name":"vllm","maxRetryWaitMs":5000,"maxResponseBytes":1024})").as_object();
+    const auto section =
+        boost::json::parse(R"({"name":"vllm","maxRetryWaitMs":5000,"maxResponseBytes":1024})").as_object();
     diagnostics diag;
-    auto c = provider_from_environment(&section, [](const char*) -> const char* { return nullptr; }, diag);
+    auto c = provider_from_environment(
+        &section, [](const char*) -> const char* { return nullptr; }, diag
+    );
     ASSERT_TRUE(c && *c) << diag.message;
     EXPECT_EQ((*c)->max_retry_wait, std::chrono::milliseconds(5000));
     EXPECT_EQ((*c)->max_response_bytes, 1024u);
@@ -282,7 +301,9 @@ TEST_F(response_limits_test, a_reused_handle_carries_nothing_into_the_next_reque
     http_client client(ioc_.get_executor());
     auto send = [&](http_request r) {
         std::optional<std::pair<error_code, http_response>> got;
-        client.async_request(std::move(r), [&](error_code ec, http_response res) { got.emplace(ec, std::move(res)); });
+        client.async_request(std::move(r), [&](error_code ec, http_response res) {
+            got.emplace(ec, std::move(res));
+        });
         run_until([&] { return got.has_value(); });
         return *got;
     };

@@ -23,14 +23,17 @@ compaction::session_context hostile_summary_session()
 {
     test::session_text s;
     s.user("u1", "fix the build").assistant("a1", "reading the logs");
-    s.compaction("c1", "u2", std::string("## Goal\nFix the build.\n## Notes\nThe log said: ") + std::string(injected));
+    s.compaction(
+        "c1", "u2", std::string("## Goal\nFix the build.\n## Notes\nThe log said: ") + std::string(injected)
+    );
     s.user("u2", "go on").assistant("a2", "ok");
     return compaction::build_session_context(s.path());
 }
 
-const std::string reference_text = std::string(compaction::reference_compaction_prefix) +
-                                   std::string(compaction::reference_history_notice) + "## Goal\nFix the build.\n## Notes\nThe log said: " +
-                                   std::string(injected) + std::string(compaction::reference_history_suffix);
+const std::string reference_text =
+    std::string(compaction::reference_compaction_prefix) + std::string(compaction::reference_history_notice) +
+    "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) +
+    std::string(compaction::reference_history_suffix);
 
 // A Chat Completions user message's text: a string, or its text parts joined.
 std::string user_text(const json::value& message)
@@ -49,8 +52,12 @@ std::string user_text(const json::value& message)
 TEST(summary_framing, agentctx_mode_marks_the_summary_as_reference_history_not_instructions)
 {
     const auto ctx = hostile_summary_session();
-    const auto wire = providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr,
-                                                  providers::summary_framing_for(compaction::compat_mode::agentctx));
+    const auto wire = providers::to_wire_messages(
+        providers::wire_format::openai,
+        ctx.messages,
+        nullptr,
+        providers::summary_framing_for(compaction::compat_mode::agentctx)
+    );
     ASSERT_EQ(wire.size(), 3u);
     EXPECT_EQ(wire[0].at("role"), "user");
     const std::string text = user_text(wire[0]);
@@ -67,7 +74,9 @@ TEST(summary_framing, every_wire_format_carries_the_framing)
 {
     const auto ctx = hostile_summary_session();
     const auto framing = summary_framing::reference_history;
-    const auto anthropic = json::serialize(providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages, nullptr, framing));
+    const auto anthropic = json::serialize(
+        providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages, nullptr, framing)
+    );
     const auto responses = json::serialize(providers::to_responses_input(ctx.messages, nullptr, framing));
     for (const auto& body : {anthropic, responses})
     {
@@ -81,19 +90,32 @@ TEST(summary_framing, pi_mode_keeps_pis_preamble_byte_for_byte)
 {
     const auto ctx = hostile_summary_session();
     EXPECT_EQ(providers::summary_framing_for(compaction::compat_mode::pi), summary_framing::pi);
-    const auto wire = providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr,
-                                                  providers::summary_framing_for(compaction::compat_mode::pi));
-    EXPECT_EQ(user_text(wire[0]),
-              "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
-              "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) + "\n</summary>");
+    const auto wire = providers::to_wire_messages(
+        providers::wire_format::openai,
+        ctx.messages,
+        nullptr,
+        providers::summary_framing_for(compaction::compat_mode::pi)
+    );
+    EXPECT_EQ(
+        user_text(wire[0]),
+        "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+        "## Goal\nFix the build.\n## Notes\nThe log said: " +
+            std::string(injected) + "\n</summary>"
+    );
 }
 
 TEST(summary_framing, the_views_frame_by_default_and_give_pis_text_only_when_asked)
 {
     const auto ctx = hostile_summary_session();
     // Without a framing argument: reference history, in every view.
-    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages)[0]), reference_text);
-    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr)[0]), reference_text);
+    EXPECT_EQ(
+        user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages)[0]),
+        reference_text
+    );
+    EXPECT_EQ(
+        user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr)[0]),
+        reference_text
+    );
     const auto anthropic = providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages);
     EXPECT_EQ(anthropic[0].at("content").at(0).at("text").as_string(), reference_text);
     const auto responses = providers::to_responses_input(ctx.messages);
@@ -104,12 +126,27 @@ TEST(summary_framing, the_views_frame_by_default_and_give_pis_text_only_when_ask
     EXPECT_EQ(compaction::content_text(compaction::convert_to_llm(msgs)[0]->content), reference_text);
 
     // Pi's text is an explicit option.
-    const std::string pi_text = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
-                                "## Goal\nFix the build.\n## Notes\nThe log said: " + std::string(injected) + "\n</summary>";
-    EXPECT_EQ(user_text(providers::to_wire_messages(providers::wire_format::openai, ctx.messages, nullptr, summary_framing::pi)[0]),
-              pi_text);
-    EXPECT_EQ(providers::to_responses_input(ctx.messages, nullptr, summary_framing::pi)[0].at("content").at(0).at("text").as_string(), pi_text);
-    EXPECT_EQ(compaction::content_text(compaction::convert_to_llm(msgs, summary_framing::pi)[0]->content), pi_text);
+    const std::string pi_text =
+        "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+        "## Goal\nFix the build.\n## Notes\nThe log said: " +
+        std::string(injected) + "\n</summary>";
+    EXPECT_EQ(
+        user_text(providers::to_wire_messages(
+            providers::wire_format::openai, ctx.messages, nullptr, summary_framing::pi
+        )[0]),
+        pi_text
+    );
+    EXPECT_EQ(
+        providers::to_responses_input(ctx.messages, nullptr, summary_framing::pi)[0]
+            .at("content")
+            .at(0)
+            .at("text")
+            .as_string(),
+        pi_text
+    );
+    EXPECT_EQ(
+        compaction::content_text(compaction::convert_to_llm(msgs, summary_framing::pi)[0]->content), pi_text
+    );
 }
 
 TEST(summary_framing, pi_facing_summary_prompts_keep_pis_text)
@@ -125,10 +162,13 @@ TEST(summary_framing, pi_facing_summary_prompts_keep_pis_text)
     for (const auto& m : ctx.messages)
         msgs.push_back(m.msg);
     const auto history = compaction::history_summary_prompt(msgs, std::nullopt, std::nullopt, 200000, 0);
-    EXPECT_NE(history.prompt.find("[User]: The following is a summary of a branch that this conversation came back from:\n\n"
-                                  "<summary>\nB</summary>"),
-              std::string::npos)
-        << history.prompt;
+    EXPECT_NE(
+        history.prompt.find(
+            "[User]: The following is a summary of a branch that this conversation came back from:\n\n"
+            "<summary>\nB</summary>"
+        ),
+        std::string::npos
+    ) << history.prompt;
     EXPECT_EQ(history.prompt.find("reference history"), std::string::npos);
     const auto prefix = compaction::turn_prefix_summary_prompt(msgs, std::nullopt, 200000, 0);
     EXPECT_EQ(prefix.prompt.find("reference history"), std::string::npos);
@@ -137,9 +177,14 @@ TEST(summary_framing, pi_facing_summary_prompts_keep_pis_text)
 
 TEST(summary_framing, a_branch_summary_is_framed_the_same_way)
 {
-    EXPECT_EQ(compaction::framed_summary("S", true, summary_framing::reference_history),
-              std::string(compaction::reference_branch_prefix) + std::string(compaction::reference_history_notice) + "S" +
-                  std::string(compaction::reference_history_suffix));
-    EXPECT_EQ(compaction::framed_summary("S", true, summary_framing::pi),
-              "The following is a summary of a branch that this conversation came back from:\n\n<summary>\nS</summary>");
+    EXPECT_EQ(
+        compaction::framed_summary("S", true, summary_framing::reference_history),
+        std::string(compaction::reference_branch_prefix) + std::string(compaction::reference_history_notice) +
+            "S" + std::string(compaction::reference_history_suffix)
+    );
+    EXPECT_EQ(
+        compaction::framed_summary("S", true, summary_framing::pi),
+        "The following is a summary of a branch that this conversation came back "
+        "from:\n\n<summary>\nS</summary>"
+    );
 }

@@ -1,4 +1,5 @@
-// Unresolved calls on the wire: both request formats stay valid, the host's context answers the call, checkpoints stay clean.
+// Unresolved calls on the wire: both request formats stay valid, the host's context answers the call,
+// checkpoints stay clean.
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/request_view.hpp>
@@ -28,14 +29,27 @@ test::session_text interrupted(int exchanges)
 {
     test::session_text s;
     s.user("u1", "deploy the service " + tokens(100));
-    s.message("a1", {{"role", "assistant"},
-                     {"content", json::array{json::object{{"type", "text"}, {"text", "Deploying."}},
-                                             json::object{{"type", "toolCall"}, {"id", "call_a"}, {"name", "bash"},
-                                                          {"arguments", json::object{{"command", "make"}}}},
-                                             json::object{{"type", "toolCall"}, {"id", "call_lost"}, {"name", "bash"},
-                                                          {"arguments", json::object{{"command", "kubectl apply"}}}}}},
-                     {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                     {"stopReason", "toolUse"}});
+    s.message(
+        "a1",
+        {{"role", "assistant"},
+         {"content",
+          json::array{
+              json::object{{"type", "text"}, {"text", "Deploying."}},
+              json::object{
+                  {"type", "toolCall"},
+                  {"id", "call_a"},
+                  {"name", "bash"},
+                  {"arguments", json::object{{"command", "make"}}}},
+              json::object{
+                  {"type", "toolCall"},
+                  {"id", "call_lost"},
+                  {"name", "bash"},
+                  {"arguments", json::object{{"command", "kubectl apply"}}}}}},
+         {"api", "anthropic-messages"},
+         {"provider", "anthropic"},
+         {"model", "claude-sonnet-4-5"},
+         {"stopReason", "toolUse"}}
+    );
     s.tool_result("r1", "call_a", "bash", "built");
     s.user("u2", "the agent crashed; continue");
     for (int i = 0; i < exchanges; ++i)
@@ -126,7 +140,9 @@ TEST(unresolved_wire, the_request_view_is_valid_in_both_formats_and_carries_the_
     const auto anthropic = providers::to_wire_messages(providers::wire_format::anthropic, fit.messages);
     expect_valid_openai(openai);
     expect_valid_anthropic(anthropic);
-    EXPECT_EQ(observation_for(openai, "call_lost"), compaction::unknown_outcome_text({"call_lost", "bash", "a1"}));
+    EXPECT_EQ(
+        observation_for(openai, "call_lost"), compaction::unknown_outcome_text({"call_lost", "bash", "a1"})
+    );
     // The raw projection would not be valid: the lost call has no answer.
     const auto raw = providers::to_wire_messages(providers::wire_format::openai, ctx.messages);
     EXPECT_TRUE(observation_for(raw, "call_lost").empty());
@@ -135,7 +151,9 @@ TEST(unresolved_wire, the_request_view_is_valid_in_both_formats_and_carries_the_
 TEST(unresolved_wire, an_anthropic_batch_answer_is_one_user_turn_with_the_results_first)
 {
     const auto ctx = compaction::build_session_context(interrupted(0).path());
-    const auto msgs = providers::to_wire_messages(providers::wire_format::anthropic, compaction::with_unknown_outcomes(ctx.messages));
+    const auto msgs = providers::to_wire_messages(
+        providers::wire_format::anthropic, compaction::with_unknown_outcomes(ctx.messages)
+    );
     expect_valid_anthropic(msgs);
     // user u1 | assistant a1 | user [result call_a, observation call_lost, text u2] | assistant fin
     ASSERT_EQ(msgs.size(), 4u);
@@ -157,7 +175,9 @@ protected:
         c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
         c.summarizer = std::make_shared<providers::offline_summarizer>(ioc_.get_executor());
         compaction::diagnostics diag;
-        auto s = runtime::session::open(ioc_.get_executor(), std::make_unique<runtime::memory_store>(text), std::move(c), diag);
+        auto s = runtime::session::open(
+            ioc_.get_executor(), std::make_unique<runtime::memory_store>(text), std::move(c), diag
+        );
         EXPECT_TRUE(s) << diag.message;
         return *s;
     }

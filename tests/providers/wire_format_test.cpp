@@ -87,14 +87,26 @@ TEST(wire_format, error_classification)
         errc code;
     };
     const std::vector<row> rows{
-        {400, R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})", errc::context_overflow},
-        {400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})", errc::context_overflow},
-        {413, R"({"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}})", errc::context_overflow},
+        {400,
+         R"({"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})",
+         errc::context_overflow},
+        {400,
+         R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})",
+         errc::context_overflow},
+        {413,
+         R"({"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}})",
+         errc::context_overflow},
         {400, "", errc::context_overflow},  // Pi's "400 (no body)" pattern
-        {429, R"({"error":{"message":"Rate limit reached: too many tokens per minute","type":"requests","code":"rate_limit_exceeded"}})", errc::rate_limited},
-        {529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})", errc::transient},
+        {429,
+         R"({"error":{"message":"Rate limit reached: too many tokens per minute","type":"requests","code":"rate_limit_exceeded"}})",
+         errc::rate_limited},
+        {529,
+         R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+         errc::transient},
         {500, "<html>oops</html>", errc::transient},
-        {401, R"({"error":{"message":"Incorrect API key provided: sk-abc","type":"invalid_request_error","code":"invalid_api_key"}})", errc::auth},
+        {401,
+         R"({"error":{"message":"Incorrect API key provided: sk-abc","type":"invalid_request_error","code":"invalid_api_key"}})",
+         errc::auth},
         {404, R"({"error":{"message":"model not found"}})", errc::invalid_request},
     };
     for (const auto& r : rows)
@@ -147,7 +159,11 @@ TEST(provider_config, from_settings_and_environment)
     c = provider_from_environment(nullptr, get, d).value();
     EXPECT_EQ(c->format, wire_format::anthropic);
     EXPECT_EQ(c->model, "claude-sonnet-4-5");
-    const auto section = boost::json::parse(R"({"name":"vllm","baseUrl":"http://gpu:8000/v1","model":"qwen3","contextWindow":32768,"maxOutputTokens":4096,"stream":false})").as_object();
+    const auto section =
+        boost::json::parse(
+            R"({"name":"vllm","baseUrl":"http://gpu:8000/v1","model":"qwen3","contextWindow":32768,"maxOutputTokens":4096,"stream":false})"
+        )
+            .as_object();
     c = provider_from_environment(&section, get, d).value();
     EXPECT_EQ(c->format, wire_format::openai);
     EXPECT_EQ(c->base_url, "http://gpu:8000/v1");
@@ -209,7 +225,9 @@ TEST(wire_format, anthropic_requests_carry_a_fresh_routing_id_each)
 TEST(wire_format, routing_ids_are_uuid_v7)
 {
     const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+                            std::chrono::system_clock::now().time_since_epoch()
+    )
+                            .count();
     const std::string id = new_routing_id();
     ASSERT_EQ(id.size(), 36u);
     for (std::size_t i : {8u, 13u, 18u, 23u})
@@ -225,30 +243,49 @@ TEST(wire_format, routing_ids_are_uuid_v7)
 TEST(wire_format, tool_calls_are_counted_in_every_response_shape)
 {
     diagnostics diag;
-    auto r = parse_response(wire_format::openai,
-                            R"({"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function"},{"id":"b","type":"function"}]},"finish_reason":"tool_calls"}]})",
-                            diag);
+    auto r = parse_response(
+        wire_format::openai,
+        R"({"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function"},{"id":"b","type":"function"}]},"finish_reason":"tool_calls"}]})",
+        diag
+    );
     ASSERT_TRUE(r);
     EXPECT_EQ(r->output.tool_calls, 2u);
-    r = parse_response(wire_format::openai, R"({"choices":[{"message":{"content":"## Goal"},"finish_reason":"stop"}]})", diag);
+    r = parse_response(
+        wire_format::openai, R"({"choices":[{"message":{"content":"## Goal"},"finish_reason":"stop"}]})", diag
+    );
     EXPECT_EQ(r->output.tool_calls, 0u);
-    r = parse_response(wire_format::anthropic,
-                       R"({"content":[{"type":"text","text":"SUM"},{"type":"tool_use","id":"t","name":"read","input":{}}],"stop_reason":"tool_use"})",
-                       diag);
+    r = parse_response(
+        wire_format::anthropic,
+        R"({"content":[{"type":"text","text":"SUM"},{"type":"tool_use","id":"t","name":"read","input":{}}],"stop_reason":"tool_use"})",
+        diag
+    );
     ASSERT_TRUE(r);
     EXPECT_EQ(r->output.text, "SUM");
     EXPECT_EQ(r->output.tool_calls, 1u);
 
     stream_accumulator oa(wire_format::openai);
-    oa.feed("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"read\"}}]}}]}\n\n"
-            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}\n\n"
-            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\"}]},\"finish_reason\":\"tool_calls\"}]}\n\n");
+    oa.feed(
+        "data: "
+        "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"read\"}"
+        "}]}}]}\n\n"
+        "data: "
+        "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}\n\n"
+        "data: "
+        "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\"}]},\"finish_reason\":\"tool_"
+        "calls\"}]}\n\n"
+    );
     EXPECT_EQ(oa.reply().output.tool_calls, 2u);
 
     stream_accumulator an(wire_format::anthropic);
-    an.feed("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
-            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"SUM\"}}\n\n"
-            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"read\",\"input\":{}}}\n\n"
+    an.feed("event: content_block_start\ndata: "
+            "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":"
+            "\"\"}}\n\n"
+            "event: content_block_delta\ndata: "
+            "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+            "\"SUM\"}}\n\n"
+            "event: content_block_start\ndata: "
+            "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":"
+            "\"t\",\"name\":\"read\",\"input\":{}}}\n\n"
             "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
     EXPECT_EQ(an.reply().output.text, "SUM");
     EXPECT_EQ(an.reply().output.tool_calls, 1u);
@@ -257,17 +294,23 @@ TEST(wire_format, tool_calls_are_counted_in_every_response_shape)
 TEST(wire_format, the_summary_output_carries_the_usage)
 {
     diagnostics diag;
-    auto r = parse_response(wire_format::openai,
-                            R"({"choices":[{"message":{"content":"S"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}})",
-                            diag);
+    auto r = parse_response(
+        wire_format::openai,
+        R"({"choices":[{"message":{"content":"S"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}})",
+        diag
+    );
     ASSERT_TRUE(r);
     ASSERT_TRUE(r->output.usage);
     EXPECT_EQ(r->output.usage->input, 100);
     EXPECT_EQ(r->output.usage->output, 7);
     EXPECT_EQ(r->output.usage->total_tokens, 107);
     stream_accumulator an(wire_format::anthropic);
-    an.feed(R"(data: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":50,"output_tokens":1}}})" "\n\n"
-            R"(data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})" "\n\n");
+    an.feed(
+        R"(data: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":50,"output_tokens":1}}})"
+        "\n\n"
+        R"(data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})"
+        "\n\n"
+    );
     ASSERT_TRUE(an.reply().output.usage);
     EXPECT_EQ(an.reply().output.usage->output, 9);
     EXPECT_EQ(an.reply().output.usage->total_tokens, 59);
@@ -278,23 +321,28 @@ TEST(wire_format, odd_usage_counts_neither_throw_nor_overflow)
     // Found by fuzz_response: a fractional or out-of-range count threw from parse_response (and
     // from a stream event), and sums of huge counts were signed overflow.
     diagnostics diag;
-    auto r = parse_response(wire_format::openai,
-                            R"({"choices":[{"message":{"content":"S"}}],"usage":{"prompt_tokens":100.9,"completion_tokens":1e300,)"
-                            R"("prompt_tokens_details":{"cached_tokens":-9223372036854775808}}})",
-                            diag);
+    auto r = parse_response(
+        wire_format::openai,
+        R"({"choices":[{"message":{"content":"S"}}],"usage":{"prompt_tokens":100.9,"completion_tokens":1e300,)"
+        R"("prompt_tokens_details":{"cached_tokens":-9223372036854775808}}})",
+        diag
+    );
     ASSERT_TRUE(r) << diag.message;
     EXPECT_EQ(r->usage.input, std::numeric_limits<std::int64_t>::max());  // 100 - INT64_MIN saturates
     EXPECT_EQ(r->usage.output, std::numeric_limits<std::int64_t>::max());
     EXPECT_EQ(r->usage.total_tokens, std::numeric_limits<std::int64_t>::max());
-    auto a = parse_response(wire_format::anthropic,
-                            R"({"content":[],"usage":{"input_tokens":9223372036854775807,"output_tokens":18446744073709551615,"cache_read_input_tokens":2.5}})",
-                            diag);
+    auto a = parse_response(
+        wire_format::anthropic,
+        R"({"content":[],"usage":{"input_tokens":9223372036854775807,"output_tokens":18446744073709551615,"cache_read_input_tokens":2.5}})",
+        diag
+    );
     ASSERT_TRUE(a) << diag.message;
     EXPECT_EQ(a->usage.cache_read, 2);
     EXPECT_EQ(a->usage.output, std::numeric_limits<std::int64_t>::max());
     EXPECT_EQ(a->usage.total_tokens, std::numeric_limits<std::int64_t>::max());
     stream_accumulator an(wire_format::anthropic);
-    an.feed(R"(data: {"type":"message_delta","usage":{"output_tokens":-1e30}})" "\n\n");
+    an.feed(R"(data: {"type":"message_delta","usage":{"output_tokens":-1e30}})"
+            "\n\n");
     EXPECT_FALSE(an.failed());
     EXPECT_EQ(an.reply().usage.output, std::numeric_limits<std::int64_t>::min());
 }
@@ -305,15 +353,20 @@ TEST(wire_format, a_long_error_message_is_classified_without_exhausting_the_stac
     // character; a 200 KB provider message overflowed the stack (and 2 MB took seconds).
     const std::string filler(4u << 20, 'x');
     diagnostics diag;
-    const std::string overflow = R"({"error":{"message":"Input token count )" + filler + R"( exceeds the maximum"}})";
+    const std::string overflow =
+        R"({"error":{"message":"Input token count )" + filler + R"( exceeds the maximum"}})";
     EXPECT_EQ(classify_error(400, overflow, diag), make_error_code(errc::context_overflow));
     const std::string other = R"({"error":{"type":"invalid_request_error","message":")" + filler + R"("}})";
     EXPECT_EQ(classify_error(400, other, diag), make_error_code(errc::invalid_request));
     // The CR rule of ECMAScript's `.` holds: the words must be on one line.
-    EXPECT_EQ(classify_error(400, R"({"error":{"message":"input token count\r exceeds the maximum"}})", diag),
-              make_error_code(errc::invalid_request));
-    EXPECT_EQ(classify_error(400, R"({"error":{"message":"INPUT TOKEN COUNT 5 exceeds the maximum"}})", diag),
-              make_error_code(errc::context_overflow));
+    EXPECT_EQ(
+        classify_error(400, R"({"error":{"message":"input token count\r exceeds the maximum"}})", diag),
+        make_error_code(errc::invalid_request)
+    );
+    EXPECT_EQ(
+        classify_error(400, R"({"error":{"message":"INPUT TOKEN COUNT 5 exceeds the maximum"}})", diag),
+        make_error_code(errc::context_overflow)
+    );
 }
 
 namespace {
@@ -322,12 +375,20 @@ compaction::summary_prompt cache_friendly_prompt()
 {
     auto head = std::make_shared<compaction::request_head>();
     head->system = "You are a coding agent.";
-    head->tools = boost::json::array{boost::json::object{{"name", "read"}, {"input_schema", boost::json::object{{"type", "object"}}}}};
+    head->tools = boost::json::array{
+        boost::json::object{{"name", "read"}, {"input_schema", boost::json::object{{"type", "object"}}}}};
     head->messages = boost::json::array{
         boost::json::object{{"role", "user"}, {"content", "Fix the parser"}},
-        boost::json::object{{"role", "assistant"},
-                            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "Done"}, {"cache_control", boost::json::object{{"type", "ephemeral"}}}}}}},
-        boost::json::object{{"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "Thanks"}}}}}};
+        boost::json::object{
+            {"role", "assistant"},
+            {"content",
+             boost::json::array{boost::json::object{
+                 {"type", "text"},
+                 {"text", "Done"},
+                 {"cache_control", boost::json::object{{"type", "ephemeral"}}}}}}},
+        boost::json::object{
+            {"role", "user"},
+            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "Thanks"}}}}}};
     head->prompt_cache_key = "conv-7";
     compaction::summary_prompt p;
     p.system_prompt = "SYS";  // not sent: the conversation's system prompt is
@@ -348,15 +409,27 @@ TEST(wire_format, anthropic_cache_friendly_request_puts_breakpoints_on_the_share
     c.stream = false;
     const auto b = boost::json::parse(build_request(c, cache_friendly_prompt()).body).as_object();
     const boost::json::object eph{{"type", "ephemeral"}};
-    EXPECT_EQ(b.at("system"), (boost::json::array{boost::json::object{{"type", "text"}, {"text", "You are a coding agent."}, {"cache_control", eph}}}));
+    EXPECT_EQ(
+        b.at("system"),
+        (boost::json::array{boost::json::object{
+            {"type", "text"}, {"text", "You are a coding agent."}, {"cache_control", eph}}})
+    );
     EXPECT_EQ(b.at("tools").as_array()[0].at("cache_control"), eph);
     const auto& m = b.at("messages").as_array();
     ASSERT_EQ(m.size(), 4u);
     // A string content becomes one text block; the host's own marker inside the messages is dropped.
-    EXPECT_EQ(m[0].at("content"), (boost::json::array{boost::json::object{{"type", "text"}, {"text", "Fix the parser"}}}));
+    EXPECT_EQ(
+        m[0].at("content"),
+        (boost::json::array{boost::json::object{{"type", "text"}, {"text", "Fix the parser"}}})
+    );
     EXPECT_FALSE(m[1].at("content").as_array()[0].as_object().contains("cache_control"));
     EXPECT_EQ(m[2].at("content").as_array()[0].at("cache_control"), eph);  // the conversation's last block
-    EXPECT_EQ(m[3], (boost::json::object{{"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "INSTRUCTIONS"}}}}}));
+    EXPECT_EQ(
+        m[3],
+        (boost::json::object{
+            {"role", "user"},
+            {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", "INSTRUCTIONS"}}}}})
+    );
     EXPECT_EQ(b.at("max_tokens"), 9000);
     EXPECT_FALSE(b.contains("prompt_cache_key"));
 }

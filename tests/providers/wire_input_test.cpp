@@ -1,4 +1,5 @@
-// Provider-format input: round trips through Pi messages back to each wire format, usage, and exact failure paths.
+// Provider-format input: round trips through Pi messages back to each wire format, usage, and exact failure
+// paths.
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/message.hpp>
@@ -46,7 +47,9 @@ std::vector<compaction::context_message> context_of(const std::vector<json::obje
         EXPECT_TRUE(e.has_value()) << diag.message << " in " << compaction::stringify(pi[i]);
         if (!e)
             continue;
-        EXPECT_EQ(compaction::stringify(e->raw.at("message")), compaction::stringify(pi[i]));  // stored as given
+        EXPECT_EQ(
+            compaction::stringify(e->raw.at("message")), compaction::stringify(pi[i])
+        );  // stored as given
         out.push_back({e->message, id});
         parent = id;
     }
@@ -107,18 +110,26 @@ TEST(WireInputOpenai, PiMessagesCarryCallsResultsAndDefaults)
     EXPECT_EQ(json::value(pi[0]), parse(R"({"role":"user","content":"fix the build"})"));
     EXPECT_EQ(json::value(pi[1]), parse(R"({"role":"user","content":[{"type":"text","text":"this one:"},
         {"type":"image","data":"iVBORw0K","mimeType":"image/png"}]})"));
-    EXPECT_EQ(written(pi[2]), written_text(R"({"role":"assistant","content":[{"type":"text","text":"Reading both."},
+    EXPECT_EQ(
+        written(pi[2]),
+        written_text(
+            R"({"role":"assistant","content":[{"type":"text","text":"Reading both."},
         {"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"a.cpp"}},
         {"type":"toolCall","id":"call_2","name":"bash","arguments":{"command":"make","timeout":30}}],
-        "api":"openai-completions","usage":)" + std::string(zero_usage) + R"(,"stopReason":"toolUse"})"));
+        "api":"openai-completions","usage":)" +
+            std::string(zero_usage) + R"(,"stopReason":"toolUse"})"
+        )
+    );
     EXPECT_EQ(json::value(pi[4]), parse(R"({"role":"toolResult","toolCallId":"call_2","toolName":"bash",
         "content":[{"type":"text","text":"error: make failed"}],"isError":false})"));
     EXPECT_EQ(pi[5].at("content").as_array().size(), 1u);  // content null: the call only
     EXPECT_EQ(str(pi[7].at("stopReason")), "stop");
     // Pi's key order for an assistant message.
-    EXPECT_EQ(compaction::stringify(pi[7]),
-              R"({"role":"assistant","content":[{"type":"text","text":"Fixed."}],"api":"openai-completions","usage":)" +
-                  std::string(zero_usage) + R"(,"stopReason":"stop"})");
+    EXPECT_EQ(
+        compaction::stringify(pi[7]),
+        R"({"role":"assistant","content":[{"type":"text","text":"Fixed."}],"api":"openai-completions","usage":)" +
+            std::string(zero_usage) + R"(,"stopReason":"stop"})"
+    );
 }
 
 TEST(WireInputOpenai, UsageStopReasonModelAndTimestampGoToTheLastAssistant)
@@ -132,11 +143,13 @@ TEST(WireInputOpenai, UsageStopReasonModelAndTimestampGoToTheLastAssistant)
     opt.timestamp = 1795168800000.0;
     const auto pi = convert(input_format::openai, chat_turns, opt);
     ASSERT_EQ(pi.size(), 8u);
-    EXPECT_EQ(compaction::stringify(pi[7]),
-              R"({"role":"assistant","content":[{"type":"text","text":"Fixed."}],"api":"openai-completions",)"
-              R"("provider":"openai","model":"gpt-5","usage":{"input":200,"output":80,"cacheRead":1000,"cacheWrite":0,)"
-              R"("totalTokens":1280,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}},)"
-              R"("stopReason":"length","timestamp":1795168800000})");
+    EXPECT_EQ(
+        compaction::stringify(pi[7]),
+        R"({"role":"assistant","content":[{"type":"text","text":"Fixed."}],"api":"openai-completions",)"
+        R"("provider":"openai","model":"gpt-5","usage":{"input":200,"output":80,"cacheRead":1000,"cacheWrite":0,)"
+        R"("totalTokens":1280,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}},)"
+        R"("stopReason":"length","timestamp":1795168800000})"
+    );
     EXPECT_EQ(written(pi[2].at("usage")), zero_usage);
     EXPECT_EQ(str(pi[2].at("model")), "gpt-5");
     EXPECT_EQ(pi[0].at("timestamp").as_double(), 1795168800000.0);
@@ -148,23 +161,35 @@ TEST(WireInputOpenai, UsageStopReasonModelAndTimestampGoToTheLastAssistant)
 
 TEST(WireInputOpenai, SystemAndDeveloperMessagesBecomePiSystemMessages)
 {
-    const auto pi = convert(input_format::openai, R"([{"role":"system","content":"You are terse."},
-        {"role":"developer","content":[{"type":"text","text":"Use tools."}]},{"role":"user","content":"hi"}])");
+    const auto pi = convert(
+        input_format::openai, R"([{"role":"system","content":"You are terse."},
+        {"role":"developer","content":[{"type":"text","text":"Use tools."}]},{"role":"user","content":"hi"}])"
+    );
     ASSERT_EQ(pi.size(), 3u);
     EXPECT_EQ(json::value(pi[0]), parse(R"({"role":"system","content":"You are terse."})"));
-    EXPECT_EQ(json::value(pi[1]), parse(R"({"role":"system","content":[{"type":"text","text":"Use tools."}]})"));
+    EXPECT_EQ(
+        json::value(pi[1]), parse(R"({"role":"system","content":[{"type":"text","text":"Use tools."}]})")
+    );
     const auto ctx = context_of(pi);
     EXPECT_EQ(ctx[0].msg->role, compaction::role::system);
     // The wire view leaves system messages to the request's system prompt.
-    EXPECT_EQ(json::value(to_wire_messages(wire_format::openai, ctx)), parse(R"([{"role":"user","content":"hi"}])"));
+    EXPECT_EQ(
+        json::value(to_wire_messages(wire_format::openai, ctx)), parse(R"([{"role":"user","content":"hi"}])")
+    );
 }
 
 TEST(WireInputOpenai, ResultOfAnEarlierCallTakesItsNameFromTheCaller)
 {
     wire_input_options opt;
-    opt.tool_name = [](std::string_view id) { return id == "call_old" ? std::string("grep") : std::string(); };
-    const auto pi = convert(input_format::openai, R"([{"role":"tool","tool_call_id":"call_old","content":"3 hits"},
-        {"role":"tool","tool_call_id":"call_unknown","content":"?"}])", opt);
+    opt.tool_name = [](std::string_view id) {
+        return id == "call_old" ? std::string("grep") : std::string();
+    };
+    const auto pi = convert(
+        input_format::openai,
+        R"([{"role":"tool","tool_call_id":"call_old","content":"3 hits"},
+        {"role":"tool","tool_call_id":"call_unknown","content":"?"}])",
+        opt
+    );
     ASSERT_EQ(pi.size(), 2u);
     EXPECT_EQ(str(pi[0].at("toolName")), "grep");
     EXPECT_EQ(str(pi[1].at("toolName")), "");
@@ -173,29 +198,61 @@ TEST(WireInputOpenai, ResultOfAnEarlierCallTakesItsNameFromTheCaller)
 TEST(WireInputOpenai, MalformedItemsFailTheBatchWithTheFieldPath)
 {
     const auto f = input_format::openai;
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":"a"},{"role":"assistant","content":null,"tool_calls":[
         {"id":"c","type":"function","function":{"name":"read","arguments":"{\"path\":"}}]}])"),
-              "messages[1].tool_calls[0].function.arguments: not valid JSON");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"r","arguments":"[1]"}}]}])"),
-              "messages[0].tool_calls[0].function.arguments: not a JSON object");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","tool_calls":[{"id":"c","function":{"arguments":"{}"}}]}])"),
-              "messages[0].tool_calls[0].function.name: required field is missing");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}])"),
-              "messages[0].tool_calls[0].type: unsupported tool call type 'custom'");
-    EXPECT_EQ(failure(f, R"([{"role":"function","name":"f","content":"x"}])"),
-              "messages[0].role: unsupported role 'function'");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"input_audio","input_audio":{}}]}])"),
-              "messages[0].content[1].type: unsupported content part 'input_audio'");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}])"),
-              "messages[0].content[0].image_url.url: only base64 data: URLs are accepted (images are not fetched)");
-    EXPECT_EQ(failure(f, R"([{"role":"tool","content":"x"}])"), "messages[0].tool_call_id: required field is missing");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":7}])"), "messages[0].content: expected a string, an array or null");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":"a"},{"role":"user","content":"b"},3])"),
-              "messages[2]: expected an object, got a number");
+        "messages[1].tool_calls[0].function.arguments: not valid JSON"
+    );
+    EXPECT_EQ(
+        failure(
+            f, R"([{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"r","arguments":"[1]"}}]}])"
+        ),
+        "messages[0].tool_calls[0].function.arguments: not a JSON object"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"assistant","tool_calls":[{"id":"c","function":{"arguments":"{}"}}]}])"),
+        "messages[0].tool_calls[0].function.name: required field is missing"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}])"),
+        "messages[0].tool_calls[0].type: unsupported tool call type 'custom'"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"function","name":"f","content":"x"}])"),
+        "messages[0].role: unsupported role 'function'"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"input_audio","input_audio":{}}]}])"
+        ),
+        "messages[0].content[1].type: unsupported content part 'input_audio'"
+    );
+    EXPECT_EQ(
+        failure(
+            f, R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}])"
+        ),
+        "messages[0].content[0].image_url.url: only base64 data: URLs are accepted (images are not fetched)"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"tool","content":"x"}])"),
+        "messages[0].tool_call_id: required field is missing"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":7}])"),
+        "messages[0].content: expected a string, an array or null"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":"a"},{"role":"user","content":"b"},3])"),
+        "messages[2]: expected an object, got a number"
+    );
     EXPECT_EQ(failure(f, R"({"role":"user","content":"a"})"), "messages: expected an array");
     wire_input_options opt;
     opt.usage = parse(R"({"prompt_tokens":1})");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":"a"}])", opt), "usage: the batch has no assistant message to attach it to");
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":"a"}])", opt),
+        "usage: the batch has no assistant message to attach it to"
+    );
     opt.usage = parse("[1]");
     EXPECT_EQ(failure(f, R"([{"role":"assistant","content":"a"}])", opt), "usage: expected an object");
 }
@@ -220,8 +277,13 @@ TEST(WireInputResponses, ReasoningIsKeptAsAThinkingBlockWithTheWholeItem)
     ASSERT_EQ(pi.size(), 6u);
     const auto& content = pi[1].at("content").as_array();
     ASSERT_EQ(content.size(), 4u);
-    EXPECT_EQ(content[0], parse(R"({"type":"thinking","thinking":"Read both.\n\nThen build.","thinkingSignature":)" +
-                                json::serialize(json::value(std::string(responses_reasoning))) + "}"));
+    EXPECT_EQ(
+        content[0],
+        parse(
+            R"({"type":"thinking","thinking":"Read both.\n\nThen build.","thinkingSignature":)" +
+            json::serialize(json::value(std::string(responses_reasoning))) + "}"
+        )
+    );
     EXPECT_EQ(str(content[3].at("id")), "call_2");
     // Thinking is not sent back; the rest round-trips.
     EXPECT_EQ(json::value(to_responses_input(context_of(pi))), parse(responses_turns));
@@ -234,7 +296,10 @@ TEST(WireInputResponses, TextAfterCallsOpensTheNextAssistantMessage)
       {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Listed."}]},
       {"type":"message","role":"assistant","content":"More."}])");
     ASSERT_EQ(pi.size(), 3u);
-    EXPECT_EQ(json::value(pi[0].at("content")), parse(R"([{"type":"toolCall","id":"c1","name":"ls","arguments":{}}])"));
+    EXPECT_EQ(
+        json::value(pi[0].at("content")),
+        parse(R"([{"type":"toolCall","id":"c1","name":"ls","arguments":{}}])")
+    );
     EXPECT_EQ(str(pi[0].at("stopReason")), "toolUse");
     EXPECT_EQ(json::value(pi[1].at("content")), parse(R"([{"type":"text","text":"Listed."}])"));
     EXPECT_EQ(json::value(pi[2].at("content")), parse(R"([{"type":"text","text":"More."}])"));
@@ -243,14 +308,18 @@ TEST(WireInputResponses, TextAfterCallsOpensTheNextAssistantMessage)
 TEST(WireInputResponses, UsageAndStatusAreTheResponsesSpelling)
 {
     wire_input_options opt;
-    opt.usage = parse(R"({"input_tokens":5000,"input_tokens_details":{"cached_tokens":4096},"output_tokens":300,
+    opt.usage =
+        parse(R"({"input_tokens":5000,"input_tokens_details":{"cached_tokens":4096},"output_tokens":300,
                           "output_tokens_details":{"reasoning_tokens":100},"total_tokens":5300})");
     opt.stop_reason = "incomplete";
     const auto pi = convert(input_format::responses, responses_turns, opt);
     ASSERT_EQ(pi.size(), 6u);
-    EXPECT_EQ(written(pi[4].at("usage")),
-              written_text(R"({"input":904,"output":300,"cacheRead":4096,"cacheWrite":0,"totalTokens":5300,
-                        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})"));
+    EXPECT_EQ(
+        written(pi[4].at("usage")),
+        written_text(R"({"input":904,"output":300,"cacheRead":4096,"cacheWrite":0,"totalTokens":5300,
+                        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})"
+        )
+    );
     EXPECT_EQ(str(pi[4].at("stopReason")), "length");
     EXPECT_EQ(str(pi[4].at("api")), "openai-responses");
     EXPECT_EQ(written(pi[1].at("usage")), zero_usage);
@@ -259,23 +328,45 @@ TEST(WireInputResponses, UsageAndStatusAreTheResponsesSpelling)
 TEST(WireInputResponses, MalformedItemsFailTheBatchWithTheFieldPath)
 {
     const auto f = input_format::responses;
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":"a"},{"type":"web_search_call","id":"ws_1"}])"),
-              "input[1].type: unsupported item type 'web_search_call'");
-    EXPECT_EQ(failure(f, R"([{"type":"function_call","call_id":"c","name":"r","arguments":"{oops"}])"),
-              "input[0].arguments: not valid JSON");
-    EXPECT_EQ(failure(f, R"([{"type":"function_call","name":"r","arguments":"{}"}])"), "input[0].call_id: required field is missing");
-    EXPECT_EQ(failure(f, R"([{"type":"reasoning","id":"rs"}])"), "input[0].summary: required field is missing");
-    EXPECT_EQ(failure(f, R"([{"type":"reasoning","summary":[{"type":"summary_text"}]}])"),
-              "input[0].summary[0].text: required field is missing");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"input_file","file_id":"f"}]}])"),
-              "input[0].content[0].type: unsupported content part 'input_file'");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]}])"),
-              "input[0].content[0].type: unsupported content part 'input_image'");
-    EXPECT_EQ(failure(f, R"([{"type":"function_call_output","call_id":"c","output":{"text":"x"}}])"),
-              "input[0].output: expected a string or an array");
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":"a"},{"type":"web_search_call","id":"ws_1"}])"),
+        "input[1].type: unsupported item type 'web_search_call'"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"type":"function_call","call_id":"c","name":"r","arguments":"{oops"}])"),
+        "input[0].arguments: not valid JSON"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"type":"function_call","name":"r","arguments":"{}"}])"),
+        "input[0].call_id: required field is missing"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"type":"reasoning","id":"rs"}])"), "input[0].summary: required field is missing"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"type":"reasoning","summary":[{"type":"summary_text"}]}])"),
+        "input[0].summary[0].text: required field is missing"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":[{"type":"input_file","file_id":"f"}]}])"),
+        "input[0].content[0].type: unsupported content part 'input_file'"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"assistant","content":[{"type":"input_image","image_url":"data:image/png;base64,AA"}]}])"
+        ),
+        "input[0].content[0].type: unsupported content part 'input_image'"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"type":"function_call_output","call_id":"c","output":{"text":"x"}}])"),
+        "input[0].output: expected a string or an array"
+    );
     EXPECT_EQ(failure(f, R"([{"role":"tool","content":"x"}])"), "input[0].role: unsupported role 'tool'");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"input_image","image_url":"data:;base64,AA"}]}])"),
-              "input[0].content[0].image_url: only base64 data: URLs are accepted (images are not fetched)");
+    EXPECT_EQ(
+        failure(f, R"([{"role":"user","content":[{"type":"input_image","image_url":"data:;base64,AA"}]}])"),
+        "input[0].content[0].image_url: only base64 data: URLs are accepted (images are not fetched)"
+    );
 }
 
 // ---- Anthropic ----
@@ -286,7 +377,10 @@ TEST(WireInputAnthropic, RoundTripsParallelCallsImagesAndToolErrors)
     ASSERT_EQ(pi.size(), 6u);
     EXPECT_EQ(json::value(pi[3]), parse(R"({"role":"toolResult","toolCallId":"toolu_2","toolName":"bash",
         "content":[{"type":"text","text":"error: make failed"}],"isError":true})"));
-    EXPECT_EQ(json::value(pi[4]), parse(R"({"role":"user","content":[{"type":"text","text":"and keep the tests green"}]})"));
+    EXPECT_EQ(
+        json::value(pi[4]),
+        parse(R"({"role":"user","content":[{"type":"text","text":"and keep the tests green"}]})")
+    );
     const auto ctx = context_of(pi);
     EXPECT_TRUE(ctx[3].msg->is_error);
     EXPECT_EQ(json::value(to_wire_messages(wire_format::anthropic, ctx)), parse(anthropic_turns));
@@ -297,13 +391,24 @@ TEST(WireInputAnthropic, ThinkingKeepsItsSignatureAndRedactedThinkingItsData)
     auto turns = parse(anthropic_turns).as_array();
     auto& blocks = turns[1].as_object()["content"].as_array();
     blocks.insert(blocks.begin(), parse(R"({"type":"redacted_thinking","data":"EmwKAhgB"})"));
-    blocks.insert(blocks.begin(), parse(R"({"type":"thinking","thinking":"Check both files.","signature":"ErUBCkYIAx"})"));
+    blocks.insert(
+        blocks.begin(),
+        parse(R"({"type":"thinking","thinking":"Check both files.","signature":"ErUBCkYIAx"})")
+    );
     const auto pi = convert(input_format::anthropic, json::serialize(turns));
     ASSERT_EQ(pi.size(), 6u);
     const auto& content = pi[1].at("content").as_array();
     ASSERT_EQ(content.size(), 5u);
-    EXPECT_EQ(content[0], parse(R"({"type":"thinking","thinking":"Check both files.","thinkingSignature":"ErUBCkYIAx"})"));
-    EXPECT_EQ(content[1], parse(R"({"type":"thinking","thinking":"[Reasoning redacted]","thinkingSignature":"EmwKAhgB","redacted":true})"));
+    EXPECT_EQ(
+        content[0],
+        parse(R"({"type":"thinking","thinking":"Check both files.","thinkingSignature":"ErUBCkYIAx"})")
+    );
+    EXPECT_EQ(
+        content[1],
+        parse(
+            R"({"type":"thinking","thinking":"[Reasoning redacted]","thinkingSignature":"EmwKAhgB","redacted":true})"
+        )
+    );
     const auto ctx = context_of(pi);
     EXPECT_TRUE(std::get<compaction::thinking_block>(ctx[1].msg->content.blocks[1]).redacted);
     EXPECT_EQ(json::value(to_wire_messages(wire_format::anthropic, ctx)), parse(anthropic_turns));
@@ -312,16 +417,25 @@ TEST(WireInputAnthropic, ThinkingKeepsItsSignatureAndRedactedThinkingItsData)
 TEST(WireInputAnthropic, StringContentAndAnthropicUsage)
 {
     wire_input_options opt;
-    opt.usage = parse(R"({"input_tokens":50,"output_tokens":20,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200})");
+    opt.usage = parse(
+        R"({"input_tokens":50,"output_tokens":20,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200})"
+    );
     opt.stop_reason = "end_turn";
     opt.provider = "anthropic";
-    const auto pi = convert(input_format::anthropic, R"([{"role":"user","content":"hi"},
-        {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]}])", opt);
+    const auto pi = convert(
+        input_format::anthropic,
+        R"([{"role":"user","content":"hi"},
+        {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]}])",
+        opt
+    );
     ASSERT_EQ(pi.size(), 2u);
     EXPECT_EQ(json::value(pi[0]), parse(R"({"role":"user","content":"hi"})"));
-    EXPECT_EQ(written(pi[1].at("usage")),
-              written_text(R"({"input":50,"output":20,"cacheRead":1000,"cacheWrite":200,"totalTokens":1270,
-                        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})"));
+    EXPECT_EQ(
+        written(pi[1].at("usage")),
+        written_text(R"({"input":50,"output":20,"cacheRead":1000,"cacheWrite":200,"totalTokens":1270,
+                        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}})"
+        )
+    );
     // end_turn with a call still means the model waits for its result.
     EXPECT_EQ(str(pi[1].at("stopReason")), "toolUse");
     EXPECT_EQ(str(pi[1].at("provider")), "anthropic");
@@ -342,30 +456,69 @@ TEST(WireInputAnthropic, StringAndMissingToolResultContent)
     ASSERT_EQ(pi.size(), 3u);
     EXPECT_EQ(json::value(pi[1]), parse(R"({"role":"toolResult","toolCallId":"t1","toolName":"ls",
         "content":[{"type":"text","text":"a b"}],"isError":false})"));
-    EXPECT_EQ(json::value(pi[2]), parse(R"({"role":"toolResult","toolCallId":"t2","toolName":"rm","content":[],"isError":true})"));
-    EXPECT_EQ(json::value(to_wire_messages(wire_format::anthropic, context_of(pi))[1]),
-              parse(R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a b"}]},
-                        {"type":"tool_result","tool_use_id":"t2","content":[],"is_error":true}]})"));
+    EXPECT_EQ(
+        json::value(pi[2]),
+        parse(R"({"role":"toolResult","toolCallId":"t2","toolName":"rm","content":[],"isError":true})")
+    );
+    EXPECT_EQ(
+        json::value(to_wire_messages(wire_format::anthropic, context_of(pi))[1]),
+        parse(
+            R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a b"}]},
+                        {"type":"tool_result","tool_use_id":"t2","content":[],"is_error":true}]})"
+        )
+    );
 }
 
 TEST(WireInputAnthropic, MalformedItemsFailTheBatchWithTheFieldPath)
 {
     const auto f = input_format::anthropic;
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"r","input":"{}"}]}])"),
-              "messages[0].content[0].input: expected an object, got a string");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}])"),
-              "messages[0].content[0].source.type: only base64 image sources are accepted (images are not fetched)");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":"a"},{"role":"user","content":[{"type":"document","source":{}}]}])"),
-              "messages[1].content[0].type: unsupported content block 'document'");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}])"),
-              "messages[0].content[0].type: unsupported content block 'server_tool_use'");
-    EXPECT_EQ(failure(f, R"([{"role":"system","content":"x"}])"), "messages[0].role: unsupported role 'system'");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":"yes"}]}])"),
-              "messages[0].content[0].is_error: expected a boolean, got a string");
-    EXPECT_EQ(failure(f, R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_use"}]}]}])"),
-              "messages[0].content[0].content[0].type: unsupported content block 'tool_use'");
-    EXPECT_EQ(failure(f, R"([{"role":"assistant","content":[{"type":"thinking","signature":"s"}]}])"),
-              "messages[0].content[0].thinking: required field is missing");
+    EXPECT_EQ(
+        failure(
+            f, R"([{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"r","input":"{}"}]}])"
+        ),
+        "messages[0].content[0].input: expected an object, got a string"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}])"
+        ),
+        "messages[0].content[0].source.type: only base64 image sources are accepted (images are not fetched)"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"user","content":"a"},{"role":"user","content":[{"type":"document","source":{}}]}])"
+        ),
+        "messages[1].content[0].type: unsupported content block 'document'"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}])"
+        ),
+        "messages[0].content[0].type: unsupported content block 'server_tool_use'"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"system","content":"x"}])"), "messages[0].role: unsupported role 'system'"
+    );
+    EXPECT_EQ(
+        failure(
+            f, R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":"yes"}]}])"
+        ),
+        "messages[0].content[0].is_error: expected a boolean, got a string"
+    );
+    EXPECT_EQ(
+        failure(
+            f,
+            R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_use"}]}]}])"
+        ),
+        "messages[0].content[0].content[0].type: unsupported content block 'tool_use'"
+    );
+    EXPECT_EQ(
+        failure(f, R"([{"role":"assistant","content":[{"type":"thinking","signature":"s"}]}])"),
+        "messages[0].content[0].thinking: required field is missing"
+    );
     EXPECT_EQ(failure(f, R"([{"role":"user"}])"), "messages[0].content: required field is missing");
 }
 

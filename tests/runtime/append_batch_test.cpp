@@ -46,19 +46,24 @@ protected:
     {
         std::pair<error_code, runtime::append_batch_result> out;
         bool done = false;
-        session_->async_append_messages(std::move(messages), [&](error_code ec, runtime::append_batch_result r) {
-            out = {ec, std::move(r)};
-            done = true;
-        });
+        session_->async_append_messages(
+            std::move(messages),
+            [&](error_code ec, runtime::append_batch_result r) {
+                out = {ec, std::move(r)};
+                done = true;
+            }
+        );
         ioc_.restart();
         while (!done && ioc_.run_one() > 0)
-        {
-        }
+        {}
         EXPECT_TRUE(done);
         return out;
     }
 
-    static json::object user(const std::string& text) { return {{"role", "user"}, {"content", text}, {"timestamp", 1}}; }
+    static json::object user(const std::string& text)
+    {
+        return {{"role", "user"}, {"content", text}, {"timestamp", 1}};
+    }
 
     boost::asio::io_context ioc_;
     fs::path path_;
@@ -79,8 +84,10 @@ TEST_F(append_batch_test, a_batch_is_written_in_order_each_entry_the_child_of_th
         EXPECT_EQ(snap->messages[i].entry_id, r.ids[i]);
     EXPECT_EQ(snap->leaf_id, r.ids[2]);
     const auto text = test::read_text(path_);
-    EXPECT_NE(text.find(R"("id":")" + r.ids[1] + R"(","parentId":")" + r.ids[0] + "\""), std::string::npos) << text;
-    EXPECT_NE(text.find(R"("id":")" + r.ids[2] + R"(","parentId":")" + r.ids[1] + "\""), std::string::npos) << text;
+    EXPECT_NE(text.find(R"("id":")" + r.ids[1] + R"(","parentId":")" + r.ids[0] + "\""), std::string::npos)
+        << text;
+    EXPECT_NE(text.find(R"("id":")" + r.ids[2] + R"(","parentId":")" + r.ids[1] + "\""), std::string::npos)
+        << text;
 }
 
 TEST_F(append_batch_test, one_refused_message_refuses_the_batch_and_writes_nothing)
@@ -104,7 +111,8 @@ TEST_F(append_batch_test, a_store_failure_inside_a_batch_leaves_none_of_it_in_fi
     ASSERT_FALSE(append({user("first")}).first);
     const auto before = test::read_text(path_);
     const std::string text(300, 'x');
-    struct rlimit old{};
+    struct rlimit old
+    {};
     ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
     const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
     struct rlimit small = old;
@@ -149,8 +157,10 @@ TEST_F(append_batch_test, every_entry_of_a_batch_is_marked_with_its_index_and_th
     ASSERT_EQ(lines.size(), 5u);
     EXPECT_EQ(lines[1].find("agentctxBatch"), std::string::npos);
     for (int i = 0; i < 3; ++i)
-        EXPECT_NE(lines[2 + i].find(R"("agentctxBatch":{"index":)" + std::to_string(i) + R"(,"size":3})"), std::string::npos)
-            << lines[2 + i];
+        EXPECT_NE(
+            lines[2 + i].find(R"("agentctxBatch":{"index":)" + std::to_string(i) + R"(,"size":3})"),
+            std::string::npos
+        ) << lines[2 + i];
     // A whole batch at the end of the file is loaded whole.
     session_.reset();
     session_ = test::open_session(ioc_.get_executor(), path_, {});
@@ -168,7 +178,9 @@ TEST_F(append_batch_test, a_batch_a_crash_cut_short_is_left_out_and_set_aside_by
         SCOPED_TRACE(torn_last ? "the third line torn" : "the third line missing");
         fs::remove(path_.string() + ".torn");
         session_.reset();
-        std::ofstream(path_, std::ios::trunc) << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        std::ofstream(path_, std::ios::trunc)
+            << R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+            << '\n';
         session_ = test::open_session(ioc_.get_executor(), path_, {});
         ASSERT_TRUE(session_);
         const auto alone = append({user("alone")}).second.ids.at(0);
@@ -191,9 +203,13 @@ TEST_F(append_batch_test, a_batch_a_crash_cut_short_is_left_out_and_set_aside_by
         EXPECT_EQ(now[1], lines[1]);
         EXPECT_NE(now[2].find(R"("parentId":")" + alone + "\""), std::string::npos) << now[2];
         const auto side = test::read_text(path_.string() + ".torn");
-        EXPECT_EQ(side, full.substr(full.size() - lines[4].size() - 1 - lines[3].size() - 1 - lines[2].size() - 1,
-                                    lines[2].size() + 1 + lines[3].size() + 1 + (torn_last ? lines[4].size() / 2 : 0)) +
-                            (torn_last ? "\n" : ""));
+        EXPECT_EQ(
+            side,
+            full.substr(
+                full.size() - lines[4].size() - 1 - lines[3].size() - 1 - lines[2].size() - 1,
+                lines[2].size() + 1 + lines[3].size() + 1 + (torn_last ? lines[4].size() / 2 : 0)
+            ) + (torn_last ? "\n" : "")
+        );
     }
     fs::remove(path_.string() + ".torn");
 }

@@ -1,4 +1,5 @@
-// The coordinator's background states without an io_context: start, prepared, commit, discard, supersede, cancel, close.
+// The coordinator's background states without an io_context: start, prepared, commit, discard, supersede,
+// cancel, close.
 #include "compaction_coordinator.hpp"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,10 @@ using namespace agentctx::runtime;
 using namespace agentctx::runtime::detail;
 using boost::asio::cancellation_type;
 
-operation_request threshold() { return {.reason = compaction_reason::threshold}; }
+operation_request threshold()
+{
+    return {.reason = compaction_reason::threshold};
+}
 
 // A background operation that ran to a prepared result.
 compaction_coordinator with_prepared()
@@ -74,7 +78,8 @@ TEST(background_coordinator, a_threshold_check_awaits_the_running_one)
 
 TEST(background_coordinator, a_queued_caller_cancelled_leaves_the_background_running)
 {
-    for (const auto type : {cancellation_type::terminal, cancellation_type::partial, cancellation_type::total})
+    for (const auto type :
+         {cancellation_type::terminal, cancellation_type::partial, cancellation_type::total})
     {
         compaction_coordinator c;
         const auto bg = c.start_background();
@@ -119,7 +124,9 @@ TEST(background_coordinator, manual_supersedes_a_running_one)
     EXPECT_EQ(c.running_reason(), compaction_reason::manual);
     EXPECT_EQ(c.request(*done.launch)->instructions, "focus");
     EXPECT_FALSE(c.aborted(*done.launch));
-    EXPECT_EQ(c.finish(*done.launch).waiters, (std::vector<caller_id>{1, 2}));  // the queued caller gets it too
+    EXPECT_EQ(
+        c.finish(*done.launch).waiters, (std::vector<caller_id>{1, 2})
+    );  // the queued caller gets it too
 }
 
 TEST(background_coordinator, manual_drops_a_prepared_one)

@@ -35,7 +35,9 @@ TEST(background_policy, each_discard_reason)
 {
     // A branch: shorter, or another entry where the plan had one.
     EXPECT_EQ(check_binding(binding(), messages({"a", "b", "c"}), "cfg-1"), discard_reason::branched);
-    EXPECT_EQ(check_binding(binding(), messages({"a", "b", "c", "x", "e"}), "cfg-1"), discard_reason::branched);
+    EXPECT_EQ(
+        check_binding(binding(), messages({"a", "b", "c", "x", "e"}), "cfg-1"), discard_reason::branched
+    );
     EXPECT_EQ(check_binding(binding(), messages({"a", "x", "c", "d"}), "cfg-1"), discard_reason::branched);
     // An edit after the plan that reaches a covered entry.
     auto edited = messages({"a", "b", "c", "d", "e"});
@@ -46,23 +48,29 @@ TEST(background_policy, each_discard_reason)
     restored.push_back({"k", entry_type::compaction, ""});
     EXPECT_EQ(check_binding(binding(), restored, "cfg-1"), discard_reason::restored);
     // Another summary configuration.
-    EXPECT_EQ(check_binding(binding(), messages({"a", "b", "c", "d"}), "cfg-2"), discard_reason::settings_changed);
+    EXPECT_EQ(
+        check_binding(binding(), messages({"a", "b", "c", "d"}), "cfg-2"), discard_reason::settings_changed
+    );
 }
 
 TEST(background_policy, size_verdicts)
 {
     EXPECT_EQ(judge_size(190, 100, 180, true), size_verdict::commit);
-    EXPECT_EQ(judge_size(190, 180, 180, true), size_verdict::commit);  // at the threshold: under it (strict trigger)
+    EXPECT_EQ(
+        judge_size(190, 180, 180, true), size_verdict::commit
+    );  // at the threshold: under it (strict trigger)
     EXPECT_EQ(judge_size(250, 181, 180, true), size_verdict::commit_then_foreground);
-    EXPECT_EQ(judge_size(250, 181, 180, false), size_verdict::discard);  // a commit when ready never continues
-    EXPECT_EQ(judge_size(181, 181, 180, true), size_verdict::discard);   // no smaller
-    EXPECT_EQ(judge_size(181, 500, 0, true), size_verdict::commit);      // no window
+    EXPECT_EQ(
+        judge_size(250, 181, 180, false), size_verdict::discard
+    );                                                                  // a commit when ready never continues
+    EXPECT_EQ(judge_size(181, 181, 180, true), size_verdict::discard);  // no smaller
+    EXPECT_EQ(judge_size(181, 500, 0, true), size_verdict::commit);     // no window
 }
 
 TEST(background_policy, the_background_cut_keeps_what_remains_after_the_growth_to_the_threshold)
 {
     EXPECT_EQ(background_keep(20000, 165000, 183616), 1384);  // 18,616 more arrive before the commit
-    EXPECT_EQ(background_keep(20000, 128532, 183616), 0);     // more than keepRecentTokens: keep nothing extra
+    EXPECT_EQ(background_keep(20000, 128532, 183616), 0);  // more than keepRecentTokens: keep nothing extra
     EXPECT_EQ(background_keep(20000, 183616, 183616), 20000);
     EXPECT_EQ(background_keep(20000, 190000, 183616), 20000);  // over already: as a foreground cut
 }
@@ -76,10 +84,19 @@ TEST(background_policy, check_actions)
     EXPECT_EQ(decide_check(1000, 1000, 0.7, idle), check_action::start_background);
     EXPECT_EQ(decide_check(1001, 1000, 0.7, idle), check_action::foreground);
     EXPECT_EQ(decide_check(900, 1000, 0.7, {.background_enabled = false}), check_action::none);
-    EXPECT_EQ(decide_check(900, 1000, 0.7, {.background_enabled = true, .running = true}), check_action::none);
-    EXPECT_EQ(decide_check(900, 1000, 0.7, {.background_enabled = true, .prepared = true}), check_action::none);
-    EXPECT_EQ(decide_check(1001, 1000, 0.7, {.background_enabled = true, .prepared = true}), check_action::foreground);
-    EXPECT_EQ(decide_check(5, -100, 0.7, idle), check_action::foreground);  // a window under the reserve, as should_compact
+    EXPECT_EQ(
+        decide_check(900, 1000, 0.7, {.background_enabled = true, .running = true}), check_action::none
+    );
+    EXPECT_EQ(
+        decide_check(900, 1000, 0.7, {.background_enabled = true, .prepared = true}), check_action::none
+    );
+    EXPECT_EQ(
+        decide_check(1001, 1000, 0.7, {.background_enabled = true, .prepared = true}),
+        check_action::foreground
+    );
+    EXPECT_EQ(
+        decide_check(5, -100, 0.7, idle), check_action::foreground
+    );  // a window under the reserve, as should_compact
     EXPECT_EQ(decide_check(-200, -100, 0.7, idle), check_action::none);
 }
 
@@ -118,7 +135,9 @@ TEST(background_policy, reasons_have_stable_names)
 TEST(background_policy, a_measured_growth_holds_the_start_until_the_threshold_is_two_summaries_away)
 {
     check_state st{.background_enabled = true};
-    EXPECT_EQ(decide_check(80'000, 100'000, 0.7, st), check_action::start_background);  // nothing measured yet
+    EXPECT_EQ(
+        decide_check(80'000, 100'000, 0.7, st), check_action::start_background
+    );  // nothing measured yet
     st.growth = growth_estimate{1000, 4};
     EXPECT_EQ(decide_check(80'000, 100'000, 0.7, st), check_action::none);
     EXPECT_EQ(decide_check(91'999, 100'000, 0.7, st), check_action::none);

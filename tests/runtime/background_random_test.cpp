@@ -1,4 +1,5 @@
-// A randomized 500-turn run with background compaction: by entry id, no entry is lost and none is summarized twice.
+// A randomized 500-turn run with background compaction: by entry id, no entry is lost and none is summarized
+// twice.
 #include <agentctx/runtime/session.hpp>
 
 #include "file_text.hpp"
@@ -73,8 +74,10 @@ public:
     int cancelled = 0;
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt,
-                        asio::any_completion_handler<providers::summarize_signature> handler) override
+    void summarize_impl(
+        compaction::summary_prompt prompt,
+        asio::any_completion_handler<providers::summarize_signature> handler
+    ) override
     {
         const std::string id = "SUMMARY-" + std::to_string(seen.size() + 1);
         seen[id] = matches(prompt.prompt, marker_re);
@@ -82,7 +85,9 @@ protected:
         auto timer = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(delay_(rng_)));
         auto slot = asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected())
-            slot.assign([timer, s = strand_](asio::cancellation_type) { asio::post(s, [timer] { timer->cancel(); }); });
+            slot.assign([timer, s = strand_](asio::cancellation_type) {
+                asio::post(s, [timer] { timer->cancel(); });
+            });
         timer->async_wait([this, timer, id, h = std::move(handler)](error_code ec) mutable {
             asio::get_associated_cancellation_slot(h).clear();
             if (ec)
@@ -90,7 +95,10 @@ protected:
                 ++cancelled;
                 return std::move(h)(asio::error::operation_aborted, compaction::summary_output{});
             }
-            std::move(h)(error_code{}, compaction::summary_output{"## Goal\n" + id + "\n", compaction::stop_reason::stop, std::nullopt});
+            std::move(h
+            )(error_code{},
+              compaction::summary_output{"## Goal\n" + id + "\n", compaction::stop_reason::stop, std::nullopt}
+            );
         });
     }
 
@@ -109,8 +117,10 @@ protected:
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         path_ = dir_ / "s.jsonl";
-        std::ofstream(path_, std::ios::binary)
-            << R"({"type":"session","version":3,"id":"random","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" << '\n';
+        std::ofstream(
+            path_, std::ios::binary
+        ) << R"({"type":"session","version":3,"id":"random","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+          << '\n';
     }
     void TearDown() override { fs::remove_all(dir_); }
 
@@ -125,12 +135,15 @@ protected:
     {
         std::string id;
         bool done = false;
-        s.async_append({{"type", "message"}, {"message", std::move(message)}}, [&](error_code ec, std::string i) {
-            EXPECT_FALSE(ec) << ec.message();
-            id = std::move(i);
-            done = true;
-            appended_while_summarizing_ += summarizing_ ? 1 : 0;
-        });
+        s.async_append(
+            {{"type", "message"}, {"message", std::move(message)}},
+            [&](error_code ec, std::string i) {
+                EXPECT_FALSE(ec) << ec.message();
+                id = std::move(i);
+                done = true;
+                appended_while_summarizing_ += summarizing_ ? 1 : 0;
+            }
+        );
         run_until([&] { return done; });
         return id;
     }
@@ -175,7 +188,9 @@ TEST_F(background_random_test, no_entry_is_lost_or_summarized_twice)
     std::bernoulli_distribution tool_round(0.3);
     // Timestamps after now: a message older than the latest compaction is never checked.
     double ts = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch()).count());
+                                        std::chrono::system_clock::now().time_since_epoch()
+    )
+                                        .count());
     for (std::size_t turn = 0; turn < 500; ++turn)
     {
         ts += 1000;
@@ -185,28 +200,49 @@ TEST_F(background_random_test, no_entry_is_lost_or_summarized_twice)
         {
             const std::string call = "call" + std::to_string(turn);
             json::object args{{"query", marker(1)}};  // not a file path: file lists carry paths on
-            id = append(*s, {{"role", "assistant"},
-                             {"content", json::array{json::object{{"type", "toolCall"}, {"id", call}, {"name", "search"}, {"arguments", args}}}},
-                             {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                             {"stopReason", "toolUse"}, {"timestamp", ts + 1}});
+            id = append(
+                *s,
+                {{"role", "assistant"},
+                 {"content",
+                  json::array{json::object{
+                      {"type", "toolCall"}, {"id", call}, {"name", "search"}, {"arguments", args}}}},
+                 {"api", "anthropic-messages"},
+                 {"provider", "anthropic"},
+                 {"model", "claude-sonnet-4-5"},
+                 {"stopReason", "toolUse"},
+                 {"timestamp", ts + 1}}
+            );
             marker_of[id] = last_marker_;
-            id = append(*s, {{"role", "toolResult"}, {"toolCallId", call}, {"toolName", "search"},
-                             {"content", json::array{json::object{{"type", "text"}, {"text", marker(pad(rng))}}}},
-                             {"isError", false}, {"timestamp", ts + 2}});
+            id = append(
+                *s,
+                {{"role", "toolResult"},
+                 {"toolCallId", call},
+                 {"toolName", "search"},
+                 {"content", json::array{json::object{{"type", "text"}, {"text", marker(pad(rng))}}}},
+                 {"isError", false},
+                 {"timestamp", ts + 2}}
+            );
             marker_of[id] = last_marker_;
         }
-        json::object answer{{"role", "assistant"},
-                            {"content", json::array{json::object{{"type", "text"}, {"text", marker(pad(rng))}}}},
-                            {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                            {"stopReason", "stop"}, {"timestamp", ts + 3}};
+        json::object answer{
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "text"}, {"text", marker(pad(rng))}}}},
+            {"api", "anthropic-messages"},
+            {"provider", "anthropic"},
+            {"model", "claude-sonnet-4-5"},
+            {"stopReason", "stop"},
+            {"timestamp", ts + 3}};
         id = append(*s, answer);
         marker_of[id] = last_marker_;
         compaction::diagnostics diag;
         bool done = false;
-        s->async_on_turn_end(compaction::decode_message(answer, "", diag).value(), [&](error_code ec, compaction_outcome o) {
-            EXPECT_FALSE(ec) << ec.message() << " " << o.message;
-            done = true;
-        });
+        s->async_on_turn_end(
+            compaction::decode_message(answer, "", diag).value(),
+            [&](error_code ec, compaction_outcome o) {
+                EXPECT_FALSE(ec) << ec.message() << " " << o.message;
+                done = true;
+            }
+        );
         run_until([&] { return done; });
     }
 
@@ -235,10 +271,12 @@ TEST_F(background_random_test, no_entry_is_lost_or_summarized_twice)
         std::set<std::string> expected;
         std::size_t k = range_start;
         for (; k < i && std::string(entries[k].at("id").as_string()) != first_kept; ++k)
-            if (const auto it = marker_of.find(std::string(entries[k].at("id").as_string())); it != marker_of.end())
+            if (const auto it = marker_of.find(std::string(entries[k].at("id").as_string()));
+                it != marker_of.end())
                 expected.insert(it->second);
         ASSERT_LT(k, i) << "first kept entry not before its compaction";
-        const auto calls = summarizer->chain(matches(std::string(entries[i].at("summary").as_string()), call_re));
+        const auto calls =
+            summarizer->chain(matches(std::string(entries[i].at("summary").as_string()), call_re));
         std::set<std::string> actual;
         for (const auto& call : calls)
             if (!previous_calls.contains(call))  // the previous compaction's, built on
@@ -251,7 +289,7 @@ TEST_F(background_random_test, no_entry_is_lost_or_summarized_twice)
     }
     EXPECT_GE(compactions, 20u);
     EXPECT_EQ(background_commits + foreground_commits, compactions);
-    EXPECT_GE(background_commits, compactions / 2);  // most were prepared ahead
+    EXPECT_GE(background_commits, compactions / 2);       // most were prepared ahead
     EXPECT_GT(appended_while_summarizing_, compactions);  // and entries kept arriving meanwhile
     s->close();
     run_until([] { return true; });

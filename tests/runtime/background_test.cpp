@@ -1,4 +1,5 @@
-// Background compaction through the session: prepared ahead, committed at the threshold, discarded when stale.
+// Background compaction through the session: prepared ahead, committed at the threshold, discarded when
+// stale.
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -30,7 +31,8 @@ using test::tokens;
 
 namespace {
 
-// Events as short lines: `start:background`, `prepared`, `end:background:ok`, `end:background:discarded:branched`.
+// Events as short lines: `start:background`, `prepared`, `end:background:ok`,
+// `end:background:discarded:branched`.
 struct event_lines
 {
     std::vector<std::string> lines;
@@ -41,11 +43,16 @@ struct event_lines
         else if (std::get_if<compaction_prepared_event>(&e))
             lines.push_back("prepared");
         else if (const auto* end = std::get_if<compaction_end_event>(&e))
-            lines.push_back(std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "") +
-                            (end->aborted ? ":aborted" : "") +
-                            (end->discarded ? ":discarded:" + *end->discarded : std::string()));
+            lines.push_back(
+                std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "") +
+                (end->aborted ? ":aborted" : "") +
+                (end->discarded ? ":discarded:" + *end->discarded : std::string())
+            );
     }
-    std::size_t count(const std::string& line) const { return static_cast<std::size_t>(std::count(lines.begin(), lines.end(), line)); }
+    std::size_t count(const std::string& line) const
+    {
+        return static_cast<std::size_t>(std::count(lines.begin(), lines.end(), line));
+    }
 };
 
 struct outcome_result
@@ -74,7 +81,8 @@ protected:
         session_config c;
         c.settings.keep_recent_tokens = 500;  // cuts at a user message: one summary request
         c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
-        c.settings.working_budget = compaction::token_amount{};  // 0: the window's threshold, which these tests pin
+        c.settings.working_budget =
+            compaction::token_amount{};  // 0: the window's threshold, which these tests pin
         c.summarizer = summarizer_;
         return c;
     }
@@ -84,7 +92,8 @@ protected:
     {
         test::session_text t;
         for (int i = 0; i < 10; ++i)
-            t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
+            t.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
         path_ = dir_ / name;
         std::ofstream(path_, std::ios::binary) << t.text;
         auto s = test::open_session(ioc_.get_executor(), path_, std::move(c));
@@ -99,31 +108,44 @@ protected:
         test::run_until(ioc_, done);
     }
 
-    std::string append(session& s, json::object fields) { return test::append_entry(ioc_, s, std::move(fields)); }
+    std::string append(session& s, json::object fields)
+    {
+        return test::append_entry(ioc_, s, std::move(fields));
+    }
 
     // A user prompt and an answer reporting `total` tokens, then the turn-end check (not awaited).
     std::shared_ptr<outcome_result> turn(session& s, std::int64_t total, asio::cancellation_slot slot = {})
     {
         const double ts = 1768467800000.0 + 1000.0 * static_cast<double>(++turns_);
-        append(s, {{"type", "message"},
-                   {"message", json::object{{"role", "user"}, {"content", tokens(50)}, {"timestamp", ts - 1}}}});
-        json::object m{{"role", "assistant"},
-                       {"content", json::array{json::object{{"type", "text"}, {"text", tokens(50)}}}},
-                       {"api", "anthropic-messages"},
-                       {"provider", "anthropic"},
-                       {"model", "claude-sonnet-4-5"},
-                       {"usage", test::session_text::usage(total)},
-                       {"stopReason", "stop"},
-                       {"timestamp", ts}};
+        append(
+            s,
+            {{"type", "message"},
+             {"message", json::object{{"role", "user"}, {"content", tokens(50)}, {"timestamp", ts - 1}}}}
+        );
+        json::object m{
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "text"}, {"text", tokens(50)}}}},
+            {"api", "anthropic-messages"},
+            {"provider", "anthropic"},
+            {"model", "claude-sonnet-4-5"},
+            {"usage", test::session_text::usage(total)},
+            {"stopReason", "stop"},
+            {"timestamp", ts}};
         append(s, {{"type", "message"}, {"message", m}});
         compaction::diagnostics diag;
         auto msg = compaction::decode_message(m, "", diag).value();
         auto r = std::make_shared<outcome_result>();
-        s.async_on_turn_end(std::move(msg), asio::bind_cancellation_slot(slot, [r](error_code ec, compaction_outcome o) {
-                                r->done = true;
-                                r->ec = ec;
-                                r->outcome = std::move(o);
-                            }));
+        s.async_on_turn_end(
+            std::move(msg),
+            asio::bind_cancellation_slot(
+                slot,
+                [r](error_code ec, compaction_outcome o) {
+                    r->done = true;
+                    r->ec = ec;
+                    r->outcome = std::move(o);
+                }
+            )
+        );
         return r;
     }
 
@@ -217,8 +239,11 @@ TEST_F(background_test, appends_during_the_summary_join_the_kept_suffix)
     finished_turn(*s, 150000);
     std::vector<std::string> later;
     for (int i = 0; i < 3; ++i)  // the summary is still running
-        later.push_back(append(*s, {{"type", "message"},
-                                    {"message", json::object{{"role", "user"}, {"content", "LATER-" + std::to_string(i)}}}}));
+        later.push_back(append(
+            *s,
+            {{"type", "message"},
+             {"message", json::object{{"role", "user"}, {"content", "LATER-" + std::to_string(i)}}}}
+        ));
     run_until([&] { return events_.count("prepared") == 1; });
     const auto r = finished_turn(*s, 190000);
     ASSERT_TRUE(r->outcome.compacted);
@@ -261,7 +286,8 @@ TEST_F(background_test, an_edit_of_the_covered_range_discards_it_and_writes_noth
     prepare(*s);
     append(*s, {{"type", "context_edit"}, {"targetId", "a1"}, {"replacement", nullptr}});
     const auto before = test::read_text(path_);
-    const auto r = finished_turn(*s, 190000);  // at the threshold: discarded, then compacted in the foreground
+    const auto r =
+        finished_turn(*s, 190000);  // at the threshold: discarded, then compacted in the foreground
     EXPECT_EQ(events_.count("end:background:discarded:edited"), 1u);
     EXPECT_TRUE(r->outcome.compacted);
     EXPECT_GT(summarizer_->calls(), 1u);  // the foreground pass summarized again
@@ -311,7 +337,8 @@ TEST_F(background_test, abort_and_close_cancel_a_running_one_and_write_nothing)
             s->close();
         else
             s->abort_compaction();
-        const std::string want = std::string("end:background:aborted:discarded:") + (closing ? "closed" : "cancelled");
+        const std::string want =
+            std::string("end:background:aborted:discarded:") + (closing ? "closed" : "cancelled");
         run_until([&] { return events_.count(want) == 1; });
         EXPECT_EQ(test::read_text(path_), before);
         s.reset();
@@ -321,8 +348,10 @@ TEST_F(background_test, abort_and_close_cancel_a_running_one_and_write_nothing)
 
 TEST_F(background_test, a_waiting_caller_cancelled_ends_its_wait_and_the_result_stays_prepared)
 {
-    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
-                            asio::cancellation_type::total})
+    for (const auto type :
+         {asio::cancellation_type::terminal,
+          asio::cancellation_type::partial,
+          asio::cancellation_type::total})
     {
         summarizer_->set_default({.delay = std::chrono::milliseconds(100)});
         events_.lines.clear();
@@ -383,11 +412,14 @@ TEST_F(background_test, overflow_uses_a_ready_result)
     ASSERT_TRUE(s);
     prepare(*s);
     auto r = std::make_shared<outcome_result>();
-    s->async_recover_overflow("prompt is too long: 213462 tokens > 200000 maximum", [r](error_code ec, compaction_outcome o) {
-        r->done = true;
-        r->ec = ec;
-        r->outcome = std::move(o);
-    });
+    s->async_recover_overflow(
+        "prompt is too long: 213462 tokens > 200000 maximum",
+        [r](error_code ec, compaction_outcome o) {
+            r->done = true;
+            r->ec = ec;
+            r->outcome = std::move(o);
+        }
+    );
     run_until([&] { return r->done; });
     EXPECT_FALSE(r->ec) << r->ec.message();
     EXPECT_TRUE(r->outcome.compacted);

@@ -1,4 +1,5 @@
-// Tree navigation against Pi 1.6.0's own navigateTree (tests/fixtures/pi16_navigation.json, from tests/tools/pi_navigate.mjs): hooks, order, request, entries.
+// Tree navigation against Pi 1.6.0's own navigateTree (tests/fixtures/pi16_navigation.json, from
+// tests/tools/pi_navigate.mjs): hooks, order, request, entries.
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -40,13 +41,14 @@ class pi_model final : public providers::summarizer
 public:
     pi_model(asio::any_io_executor ex, std::string text, std::vector<std::string>& order)
         : ex_(std::move(ex)), text_(std::move(text)), order_(order)
-    {
-    }
+    {}
     std::string name() const override { return "anthropic:fake-model"; }
     std::vector<compaction::summary_prompt> prompts;
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt, asio::any_completion_handler<providers::summarize_signature> h) override
+    void summarize_impl(
+        compaction::summary_prompt prompt, asio::any_completion_handler<providers::summarize_signature> h
+    ) override
     {
         order_.push_back("model");
         prompts.push_back(std::move(prompt));
@@ -92,8 +94,10 @@ before_branch_decision decision_of(const json::object& o)
     if (const auto* v = o.if_contains("summary"))
     {
         const auto& s = v->as_object();
-        d.summary = hook_branch_summary{std::string(s.at("summary").as_string()),
-                                        s.contains("details") ? s.at("details") : json::value(nullptr), std::nullopt};
+        d.summary = hook_branch_summary{
+            std::string(s.at("summary").as_string()),
+            s.contains("details") ? s.at("details") : json::value(nullptr),
+            std::nullopt};
     }
     if (const auto* v = o.if_contains("customInstructions"))
         d.custom_instructions = opt_string(*v);
@@ -104,7 +108,10 @@ before_branch_decision decision_of(const json::object& o)
     return d;
 }
 
-json::value nullable(const std::optional<std::string>& s) { return s ? json::value(*s) : json::value(nullptr); }
+json::value nullable(const std::optional<std::string>& s)
+{
+    return s ? json::value(*s) : json::value(nullptr);
+}
 
 class branch_navigation_test : public ::testing::Test
 {
@@ -116,8 +123,11 @@ protected:
         path_ = std::filesystem::temp_directory_path() /
                 ("agentctx-navigation-" + std::to_string(::getpid()) + "-" +
                  ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
-        std::ofstream(path_, std::ios::binary) << test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_navigation.jsonl");
-        model_ = std::make_shared<pi_model>(ioc_.get_executor(), std::string(fixture_.at("modelText").as_string()), order_);
+        std::ofstream(path_, std::ios::binary)
+            << test::read_text(AGENTCTX_FIXTURES_DIR "/pi16_navigation.jsonl");
+        model_ = std::make_shared<pi_model>(
+            ioc_.get_executor(), std::string(fixture_.at("modelText").as_string()), order_
+        );
     }
     void TearDown() override { std::filesystem::remove(path_); }
 
@@ -145,7 +155,9 @@ protected:
     std::pair<error_code, std::string> navigate(session& s, const std::string& to, branch_options o)
     {
         std::optional<std::pair<error_code, std::string>> out;
-        s.async_branch_from(to, std::move(o), [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); });
+        s.async_branch_from(to, std::move(o), [&](error_code ec, std::string id) {
+            out.emplace(ec, std::move(id));
+        });
         test::run_until(ioc_, [&] { return out.has_value(); });
         return *out;
     }
@@ -159,15 +171,16 @@ protected:
                 json::array ids;
                 for (const auto& x : e.entries_to_summarize)
                     ids.push_back(json::value(x->id));
-                seen_["before"] = json::object{{"targetId", e.target_id},
-                                               {"oldLeafId", nullable(e.old_leaf_id)},
-                                               {"commonAncestorId", nullable(e.common_ancestor_id)},
-                                               {"entriesToSummarize", ids},
-                                               {"userWantsSummary", e.user_wants_summary},
-                                               {"customInstructions", nullable(e.custom_instructions)},
-                                               {"replaceInstructions", e.replace_instructions},
-                                               {"label", nullable(e.label)},
-                                               {"signal", e.cancellation.is_connected()}};
+                seen_["before"] = json::object{
+                    {"targetId", e.target_id},
+                    {"oldLeafId", nullable(e.old_leaf_id)},
+                    {"commonAncestorId", nullable(e.common_ancestor_id)},
+                    {"entriesToSummarize", ids},
+                    {"userWantsSummary", e.user_wants_summary},
+                    {"customInstructions", nullable(e.custom_instructions)},
+                    {"replaceInstructions", e.replace_instructions},
+                    {"label", nullable(e.label)},
+                    {"signal", e.cancellation.is_connected()}};
                 return d;
             });
         s.on_branched([this, &s](const branched_event& e) {
@@ -175,10 +188,11 @@ protected:
             if (s.current()->leaf_id == e.new_leaf_id)
                 order_.push_back("context_refreshed");
             order_.push_back("session_tree");
-            seen_["after"] = json::object{{"newLeafId", name(e.new_leaf_id)},
-                                          {"oldLeafId", nullable(e.old_leaf_id)},
-                                          {"summaryEntry", e.summary_entry ? name(e.summary_entry->id) : json::value(nullptr)},
-                                          {"fromExtension", e.from_hook ? json::value(*e.from_hook) : json::value(nullptr)}};
+            seen_["after"] = json::object{
+                {"newLeafId", name(e.new_leaf_id)},
+                {"oldLeafId", nullable(e.old_leaf_id)},
+                {"summaryEntry", e.summary_entry ? name(e.summary_entry->id) : json::value(nullptr)},
+                {"fromExtension", e.from_hook ? json::value(*e.from_hook) : json::value(nullptr)}};
         });
     }
 
@@ -224,14 +238,18 @@ protected:
         auto s = open();
         ASSERT_TRUE(s);
         record_hooks(*s, pi.at("hookResult"));
-        const auto [ec, summary_id] = navigate(*s, std::string(pi.at("target").as_string()), options_of(pi.at("options").as_object()));
+        const auto [ec, summary_id] =
+            navigate(*s, std::string(pi.at("target").as_string()), options_of(pi.at("options").as_object()));
         const auto& result = pi.at("result").as_object();
         if (result.at("cancelled").as_bool())
             EXPECT_EQ(ec, make_error_code(errc::hook_cancelled)) << summary_id;
         else
             EXPECT_FALSE(ec) << summary_id;
         if (!ec)
-            EXPECT_EQ(name(summary_id.empty() ? std::nullopt : std::optional<std::string>(summary_id)), result.at("summaryEntry"));
+            EXPECT_EQ(
+                name(summary_id.empty() ? std::nullopt : std::optional<std::string>(summary_id)),
+                result.at("summaryEntry")
+            );
         else
             EXPECT_EQ(summary_id, "cancelled by a before_branch hook");
         std::vector<std::string> pi_order;
@@ -331,8 +349,11 @@ TEST_F(branch_navigation_test, a_cancelled_navigation_while_a_hook_waits_moves_a
     s->on_branched([&](const branched_event&) { after_ran = true; });
     asio::cancellation_signal cancel;
     std::optional<error_code> out;
-    s->async_branch_from("u2", branch_options{.summarize = true},
-                         asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, std::string) { out = ec; }));
+    s->async_branch_from(
+        "u2",
+        branch_options{.summarize = true},
+        asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, std::string) { out = ec; })
+    );
     test::run_until(ioc_, [&] { return hook_ran; });
     const auto before = test::read_text(path_);
     cancel.emit(asio::cancellation_type::terminal);
@@ -360,8 +381,13 @@ TEST_F(branch_navigation_test, replace_instructions_sends_the_custom_instruction
 {
     auto s = open();
     ASSERT_TRUE(s);
-    const auto [ec, id] = navigate(*s, "u2", {.summarize = true, .custom_instructions = std::string("List the files."),
-                                              .replace_instructions = true});
+    const auto [ec, id] = navigate(
+        *s,
+        "u2",
+        {.summarize = true,
+         .custom_instructions = std::string("List the files."),
+         .replace_instructions = true}
+    );
     ASSERT_FALSE(ec) << id;
     ASSERT_EQ(model_->prompts.size(), 1u);
     EXPECT_TRUE(model_->prompts[0].prompt.ends_with("</conversation>\n\nList the files."));
@@ -379,7 +405,9 @@ TEST_F(branch_navigation_test, navigating_to_the_root_with_a_summary_writes_a_ro
     check_against_pi("root_with_summary");
 }
 
-TEST_F(branch_navigation_test, after_a_reset_to_the_root_the_context_is_empty_and_the_next_message_is_a_new_root)
+TEST_F(
+    branch_navigation_test, after_a_reset_to_the_root_the_context_is_empty_and_the_next_message_is_a_new_root
+)
 {
     auto s = open();
     ASSERT_TRUE(s);
@@ -388,8 +416,11 @@ TEST_F(branch_navigation_test, after_a_reset_to_the_root_the_context_is_empty_an
     EXPECT_FALSE(s->current()->leaf_id.has_value());
     EXPECT_EQ(s->current()->messages.size(), 0u);
     std::optional<std::pair<error_code, std::string>> appended;
-    s->async_append({{"type", "message"}, {"message", {{"role", "user"}, {"content", "Start over."}, {"timestamp", 1767225800000}}}},
-                    [&](error_code e, std::string i) { appended.emplace(e, std::move(i)); });
+    s->async_append(
+        {{"type", "message"},
+         {"message", {{"role", "user"}, {"content", "Start over."}, {"timestamp", 1767225800000}}}},
+        [&](error_code e, std::string i) { appended.emplace(e, std::move(i)); }
+    );
     test::run_until(ioc_, [&] { return appended.has_value(); });
     ASSERT_FALSE(appended->first) << appended->second;
     EXPECT_TRUE(lines().back().at("parentId").is_null());

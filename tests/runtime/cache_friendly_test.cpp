@@ -48,7 +48,8 @@ protected:
     void SetUp() override
     {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("agentctx-cachefriendly-" + std::to_string(::getpid()) + "-" + info->name());
+        dir_ = fs::temp_directory_path() /
+               ("agentctx-cachefriendly-" + std::to_string(::getpid()) + "-" + info->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         path_ = dir_ / "s.jsonl";
@@ -73,10 +74,16 @@ protected:
                 const std::string text = a == answer::empty ? std::string() : checkpoint;
                 if (anthropic)
                     out.body = test::prompt_cache_model::anthropic_reply(
-                        billed, text, a == answer::length ? "max_tokens" : (a == answer::tool_call ? "tool_use" : "end_turn"),
-                        a == answer::tool_call);
+                        billed,
+                        text,
+                        a == answer::length ? "max_tokens"
+                                            : (a == answer::tool_call ? "tool_use" : "end_turn"),
+                        a == answer::tool_call
+                    );
                 else
-                    out.body = test::prompt_cache_model::openai_reply(billed, text, a == answer::length ? "length" : "stop");
+                    out.body = test::prompt_cache_model::openai_reply(
+                        billed, text, a == answer::length ? "length" : "stop"
+                    );
                 return out;
             });
         }
@@ -126,11 +133,17 @@ protected:
     test::prompt_cache_model::billed last_conversation_request(const session& s, double t)
     {
         const auto context = compaction::with_unknown_outcomes(s.current()->messages.to_vector());
-        auto messages = providers::to_wire_messages(wire_format::anthropic, std::span(context).first(context.size() - 1), nullptr,
-                                                    providers::summary_framing_for(compaction::compat_mode::agentctx));
+        auto messages = providers::to_wire_messages(
+            wire_format::anthropic,
+            std::span(context).first(context.size() - 1),
+            nullptr,
+            providers::summary_framing_for(compaction::compat_mode::agentctx)
+        );
         auto& last = messages.back().as_object()["content"].as_array();
         last.back().as_object()["cache_control"] = json::object{{"type", "ephemeral"}};
-        return cache_.anthropic(json::object{{"model", "loop-model"}, {"max_tokens", 1000}, {"messages", std::move(messages)}}, t);
+        return cache_.anthropic(
+            json::object{{"model", "loop-model"}, {"max_tokens", 1000}, {"messages", std::move(messages)}}, t
+        );
     }
 
     std::pair<error_code, compaction_outcome> compact(session& s)
@@ -190,10 +203,7 @@ protected:
         return out;
     }
 
-    static bool cache_friendly(const json::object& body)
-    {
-        return body.at("messages").as_array().size() > 2;
-    }
+    static bool cache_friendly(const json::object& body) { return body.at("messages").as_array().size() > 2; }
 
     asio::io_context ioc_;
     test::fake_provider_server server_;
@@ -225,7 +235,7 @@ TEST_F(cache_friendly_test, a_150k_token_conversation_is_summarized_with_over_90
     // The cut splits a turn: the history and the turn prefix, each the conversation plus its instructions.
     ASSERT_EQ(billed_.size(), 2u);
     test::prompt_cache_model::billed sum;
-    EXPECT_EQ(billed_[0].read, before.written);  // the whole previous request is read
+    EXPECT_EQ(billed_[0].read, before.written);                        // the whole previous request is read
     EXPECT_EQ(billed_[1].read, billed_[0].read + billed_[0].written);  // and what the first wrote
     for (const auto& b : billed_)
     {
@@ -257,12 +267,16 @@ TEST_F(cache_friendly_test, a_150k_token_conversation_is_summarized_with_over_90
     EXPECT_EQ(messages.size(), providers::to_wire_messages(wire_format::anthropic, context).size() + 1);
     const auto& last_conversation = messages[messages.size() - 2].as_object().at("content").as_array();
     EXPECT_TRUE(last_conversation.back().as_object().contains("cache_control"));
-    const std::string instructions(messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string());
+    const std::string instructions(
+        messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string()
+    );
     EXPECT_NE(instructions.find("The part to checkpoint is messages 1 to "), std::string::npos);
     EXPECT_NE(instructions.find("## Critical Context"), std::string::npos);  // the same template
     const auto prefix_body = summary_bodies().at(1);
     const auto& prefix_messages = prefix_body.at("messages").as_array();
-    const std::string prefix_instructions(prefix_messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string());
+    const std::string prefix_instructions(
+        prefix_messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string()
+    );
     EXPECT_NE(prefix_instructions.find("## Original Request"), std::string::npos);  // the split-turn template
     EXPECT_EQ(instructions.find("<conversation>"), std::string::npos);
 }
@@ -279,15 +293,21 @@ TEST_F(cache_friendly_test, the_instructions_name_the_first_kept_message)
     while (kept_at < context.size() && context[kept_at].entry_id != out.result->first_kept_entry_id)
         ++kept_at;
     ASSERT_LT(kept_at, context.size());
-    const auto kept_position = providers::to_wire_messages(wire_format::anthropic, std::span(context).first(kept_at)).size() + 1;
+    const auto kept_position =
+        providers::to_wire_messages(wire_format::anthropic, std::span(context).first(kept_at)).size() + 1;
     const auto body = summary_bodies().at(0);
     const auto& messages = body.at("messages").as_array();
-    const std::string instructions(messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string());
-    EXPECT_NE(instructions.find("messages 1 to " + std::to_string(kept_position - 1) + " of the conversation above. Messages from " +
-                                std::to_string(kept_position) + " on (the first begins \u201C" +
-                                compaction::message_quote(*context[kept_at].msg) + "\u201D)"),
-              std::string::npos)
-        << instructions.substr(0, 800);
+    const std::string instructions(
+        messages.back().as_object().at("content").as_array()[0].as_object().at("text").as_string()
+    );
+    EXPECT_NE(
+        instructions.find(
+            "messages 1 to " + std::to_string(kept_position - 1) +
+            " of the conversation above. Messages from " + std::to_string(kept_position) +
+            " on (the first begins \u201C" + compaction::message_quote(*context[kept_at].msg) + "\u201D)"
+        ),
+        std::string::npos
+    ) << instructions.substr(0, 800);
     // That message of the request is the first kept one.
     const auto& kept_block = messages[kept_position - 1].as_object().at("content").as_array()[0].as_object();
     EXPECT_EQ(kept_block.at("text").as_string(), compaction::content_text(context[kept_at].msg->content));
@@ -414,7 +434,9 @@ TEST_F(cache_friendly_test, openai_requests_carry_the_hosts_tools_and_prompt_cac
 {
     write_session(20, 3000);
     auto c = config(wire_format::openai);
-    const json::array tools{json::object{{"type", "function"}, {"function", json::object{{"name", "read"}, {"parameters", json::object{{"type", "object"}}}}}}};
+    const json::array tools{json::object{
+        {"type", "function"},
+        {"function", json::object{{"name", "read"}, {"parameters", json::object{{"type", "object"}}}}}}};
     c.conversation = [tools] {
         conversation_request r;
         r.system = "You are a coding agent.";
@@ -427,16 +449,26 @@ TEST_F(cache_friendly_test, openai_requests_carry_the_hosts_tools_and_prompt_cac
     // The conversation's last request, as the host sent it (same key, system, tools).
     const auto context = compaction::with_unknown_outcomes(s->current()->messages.to_vector());
     json::array messages{json::object{{"role", "system"}, {"content", "You are a coding agent."}}};
-    for (auto& m : providers::to_wire_messages(wire_format::openai, std::span(context).first(context.size() - 1)))
+    for (auto& m :
+         providers::to_wire_messages(wire_format::openai, std::span(context).first(context.size() - 1)))
         messages.push_back(m);
-    const auto before = cache_.openai(json::object{{"model", "loop-model"}, {"messages", messages}, {"tools", tools}, {"prompt_cache_key", "conv-42"}}, 0);
+    const auto before = cache_.openai(
+        json::object{
+            {"model", "loop-model"},
+            {"messages", messages},
+            {"tools", tools},
+            {"prompt_cache_key", "conv-42"}},
+        0
+    );
     now_ = 10;
     auto [ec, out] = compact(*s);
     ASSERT_FALSE(ec) << out.message;
     const auto body = summary_bodies().at(0);
     EXPECT_EQ(body.at("prompt_cache_key").as_string(), "conv-42");
     EXPECT_EQ(body.at("tools").as_array(), tools);
-    EXPECT_EQ(body.at("messages").as_array()[0].as_object().at("content").as_string(), "You are a coding agent.");
+    EXPECT_EQ(
+        body.at("messages").as_array()[0].as_object().at("content").as_string(), "You are a coding agent."
+    );
     ASSERT_EQ(billed_.size(), 1u);
     EXPECT_EQ(billed_[0].read, before.input);  // everything the conversation sent is read
     ASSERT_EQ(finished_.size(), 1u);

@@ -38,8 +38,10 @@ public:
     std::string name() const override { return name_; }
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt,
-                        asio::any_completion_handler<providers::summarize_signature> handler) override
+    void summarize_impl(
+        compaction::summary_prompt prompt,
+        asio::any_completion_handler<providers::summarize_signature> handler
+    ) override
     {
         inner_.async_summarize(std::move(prompt), std::move(handler));
     }
@@ -78,7 +80,11 @@ protected:
         test::session_text s;
         for (std::size_t i = 0; i < turns; ++i)
             s.user("u" + std::to_string(i), "turn " + std::to_string(i) + " " + tokens(100))
-                .assistant("a" + std::to_string(i), "answer " + std::to_string(i) + " " + tokens(100), i + 1 == turns ? 2000 : 0);
+                .assistant(
+                    "a" + std::to_string(i),
+                    "answer " + std::to_string(i) + " " + tokens(100),
+                    i + 1 == turns ? 2000 : 0
+                );
         return s;
     }
 
@@ -146,7 +152,9 @@ protected:
     std::pair<error_code, checkpoint_outcome> restore(session& s, json::value record)
     {
         std::pair<error_code, checkpoint_outcome> out;
-        s.async_restore_checkpoint(std::move(record), [&](error_code ec, checkpoint_outcome o) { out = {ec, std::move(o)}; });
+        s.async_restore_checkpoint(std::move(record), [&](error_code ec, checkpoint_outcome o) {
+            out = {ec, std::move(o)};
+        });
         ioc_.restart();
         ioc_.run();
         return out;
@@ -169,8 +177,14 @@ protected:
     }
 
     // Restores `record` into a file holding `text`: expects a refusal for `why`, file unchanged.
-    void expect_refused(const std::string& name, const std::string& text, json::value record, checkpoint_reason why,
-                        session_config c, compaction::errc code = compaction::errc::checkpoint_mismatch)
+    void expect_refused(
+        const std::string& name,
+        const std::string& text,
+        json::value record,
+        checkpoint_reason why,
+        session_config c,
+        compaction::errc code = compaction::errc::checkpoint_mismatch
+    )
     {
         auto p = write(name, text);
         auto s = open(p, std::move(c));
@@ -248,9 +262,13 @@ TEST_F(checkpoint_session_test, export_then_restore_into_a_matching_copy_appends
     for (std::size_t i = 0; i < ctx.size(); ++i)
     {
         EXPECT_EQ(ctx[i].msg->role, original_context[i].msg->role) << i;
-        EXPECT_EQ(compaction::content_text(ctx[i].msg->content), compaction::content_text(original_context[i].msg->content)) << i;
+        EXPECT_EQ(
+            compaction::content_text(ctx[i].msg->content),
+            compaction::content_text(original_context[i].msg->content)
+        ) << i;
         EXPECT_EQ(ctx[i].msg->summary, original_context[i].msg->summary) << i;
-        if (ctx[i].msg->role != compaction::role::compaction_summary && ctx[i].msg->role != compaction::role::system)
+        if (ctx[i].msg->role != compaction::role::compaction_summary &&
+            ctx[i].msg->role != compaction::role::system)
         {
             EXPECT_EQ(ctx[i].entry_id, original_context[i].entry_id) << i;
         }
@@ -303,7 +321,11 @@ TEST_F(checkpoint_session_test, each_rejection_leaves_the_file_byte_identical)
         test::session_text t;
         for (std::size_t i = 0; i < 10; ++i)
             t.user(i == 2 ? "x2" : "u" + std::to_string(i), "turn " + std::to_string(i) + " " + tokens(100))
-                .assistant("a" + std::to_string(i), "answer " + std::to_string(i) + " " + tokens(100), i == 9 ? 2000 : 0);
+                .assistant(
+                    "a" + std::to_string(i),
+                    "answer " + std::to_string(i) + " " + tokens(100),
+                    i == 9 ? 2000 : 0
+                );
         expect_refused("replaced.jsonl", t.text, good, checkpoint_reason::replaced, config());
     }
     // Shortened: the history ends inside the covered prefix.
@@ -312,30 +334,48 @@ TEST_F(checkpoint_session_test, each_rejection_leaves_the_file_byte_identical)
     {
         auto bad = good;
         bad["summary"] = "## Goal\nsomething else";
-        expect_refused("corrupt.jsonl", history().text, bad, checkpoint_reason::corrupt, config(),
-                       compaction::errc::checkpoint_invalid);
+        expect_refused(
+            "corrupt.jsonl",
+            history().text,
+            bad,
+            checkpoint_reason::corrupt,
+            config(),
+            compaction::errc::checkpoint_invalid
+        );
         auto other = good;
         other["format"] = "agentctx-checkpoint-v9";
-        expect_refused("format.jsonl", history().text, other, checkpoint_reason::unsupported_format, config(),
-                       compaction::errc::checkpoint_invalid);
+        expect_refused(
+            "format.jsonl",
+            history().text,
+            other,
+            checkpoint_reason::unsupported_format,
+            config(),
+            compaction::errc::checkpoint_invalid
+        );
     }
     // Another summarizer identity.
     {
         auto c = config();
         c.summarizer = std::make_shared<named_summarizer>(ioc_.get_executor(), "openai:gpt-4.1");
-        expect_refused("identity.jsonl", history().text, good, checkpoint_reason::other_identity, std::move(c));
+        expect_refused(
+            "identity.jsonl", history().text, good, checkpoint_reason::other_identity, std::move(c)
+        );
     }
     // Changed summary settings: keepRecentTokens, the model's output limit, redaction.
     expect_refused("keep.jsonl", history().text, good, checkpoint_reason::other_configuration, config(800));
     {
         auto c = config();
         c.model.max_output_tokens = 4096;
-        expect_refused("output.jsonl", history().text, good, checkpoint_reason::other_configuration, std::move(c));
+        expect_refused(
+            "output.jsonl", history().text, good, checkpoint_reason::other_configuration, std::move(c)
+        );
     }
     {
         auto c = config();
         c.redaction.enabled = false;
-        expect_refused("redaction.jsonl", history().text, good, checkpoint_reason::other_configuration, std::move(c));
+        expect_refused(
+            "redaction.jsonl", history().text, good, checkpoint_reason::other_configuration, std::move(c)
+        );
     }
 }
 
@@ -376,7 +416,8 @@ TEST_F(checkpoint_session_test, restore_is_refused_while_a_compaction_runs)
 {
     const auto record = original();
     auto c = config();
-    c.summarizer = std::make_shared<providers::offline_summarizer>(ioc_.get_executor(), std::chrono::milliseconds(200));
+    c.summarizer =
+        std::make_shared<providers::offline_summarizer>(ioc_.get_executor(), std::chrono::milliseconds(200));
     auto p = write("copy.jsonl", history().text);
     auto s = open(p, std::move(c));
     const auto before = read(p);
@@ -441,8 +482,10 @@ TEST_F(checkpoint_session_test, the_host_supplies_the_checkpoint_identity_of_its
     EXPECT_GE(asked, 1);
     const auto line = last_line(read(p));
     const auto& ours = line.at("details").at("agentctx").as_object();
-    EXPECT_EQ(ours.at("identity").as_object(),
-              (json::object{{"provider", "anthropic"}, {"model", "claude-sonnet-4-5 (pinned)"}}));
+    EXPECT_EQ(
+        ours.at("identity").as_object(),
+        (json::object{{"provider", "anthropic"}, {"model", "claude-sonnet-4-5 (pinned)"}})
+    );
     EXPECT_EQ(checkpoint_identity_of(c).model, "claude-sonnet-4-5 (pinned)");
     EXPECT_EQ(checkpoint_identity_of(c, true).provider, "hook");  // a hook's summary stays the hook's
     // The summarizer's own identity no longer fits: a record of it is refused by this session.
@@ -507,7 +550,10 @@ TEST_F(checkpoint_session_test, preserve_evidence_gets_the_original_range_and_it
     const auto line = last_line(text);
     const auto& ev = line.at("details").at("agentctx").at("evidenceRefs").as_array();
     ASSERT_EQ(ev.size(), 2u);
-    EXPECT_EQ(ev[0].as_object(), (json::object{{"ref", "archive://range-1"}, {"from", 0}, {"count", 16}, {"sha256", store.sha256}}));
+    EXPECT_EQ(
+        ev[0].as_object(),
+        (json::object{{"ref", "archive://range-1"}, {"from", 0}, {"count", 16}, {"sha256", store.sha256}})
+    );
     EXPECT_EQ(ev[1].at("ref").as_string(), "mirror://range-1");
     // The exported record carries the references; a copy restores it and keeps them.
     auto [eec, exported] = export_checkpoint(*s);
@@ -517,7 +563,9 @@ TEST_F(checkpoint_session_test, preserve_evidence_gets_the_original_range_and_it
     auto copy = open(write("copy.jsonl", history().text), config());
     auto [rec, restored] = restore(*copy, compaction::to_json(*exported.record));
     ASSERT_FALSE(rec) << restored.message;
-    EXPECT_EQ(last_line(read(dir_ / "copy.jsonl")).at("details").at("agentctx").at("evidenceRefs").as_array(), ev);
+    EXPECT_EQ(
+        last_line(read(dir_ / "copy.jsonl")).at("details").at("agentctx").at("evidenceRefs").as_array(), ev
+    );
 }
 
 TEST_F(checkpoint_session_test, a_refusal_of_the_evidence_store_stops_the_compaction_and_writes_nothing)
@@ -553,12 +601,24 @@ TEST_F(checkpoint_session_test, restore_checks_each_evidence_range_against_the_c
     forged.evidence[0].from = 2;
     forged.evidence[0].count = 4;
     forged.digest = compaction::record_digest(forged);
-    expect_refused("forged.jsonl", history().text, compaction::to_json(forged), checkpoint_reason::evidence_mismatch, config());
+    expect_refused(
+        "forged.jsonl",
+        history().text,
+        compaction::to_json(forged),
+        checkpoint_reason::evidence_mismatch,
+        config()
+    );
     // A range past the covered prefix is not a well-formed record.
     auto outside = *exported.record;
     outside.evidence[0].from = 10;
     outside.evidence[0].count = 7;
     outside.digest = compaction::record_digest(outside);
-    expect_refused("outside.jsonl", history().text, compaction::to_json(outside), checkpoint_reason::corrupt, config(),
-                   compaction::errc::checkpoint_invalid);
+    expect_refused(
+        "outside.jsonl",
+        history().text,
+        compaction::to_json(outside),
+        checkpoint_reason::corrupt,
+        config(),
+        compaction::errc::checkpoint_invalid
+    );
 }

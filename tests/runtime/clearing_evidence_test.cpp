@@ -1,4 +1,5 @@
-// The tool-result clearing and the host's evidence store: asked first, a refusal pauses, references reach the checkpoint.
+// The tool-result clearing and the host's evidence store: asked first, a refusal pauses, references reach the
+// checkpoint.
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/json_text.hpp>
@@ -43,13 +44,24 @@ using test::clearing::result;
 
 json::object call(const std::string& id)
 {
-    return {{"type", "toolCall"}, {"id", id}, {"name", "read"}, {"arguments", json::object{{"path", "src/" + id + ".cpp"}}}};
+    return {
+        {"type", "toolCall"},
+        {"id", id},
+        {"name", "read"},
+        {"arguments", json::object{{"path", "src/" + id + ".cpp"}}}};
 }
 
 // The host's evidence store: records each request, answers as told.
 struct evidence_store
 {
-    enum class answer { keep, refuse, throw_, no_reference, wait };
+    enum class answer
+    {
+        keep,
+        refuse,
+        throw_,
+        no_reference,
+        wait
+    };
     answer mode = answer::keep;
     struct asked
     {
@@ -70,7 +82,8 @@ struct evidence_store
                 a.ids.push_back(e->id);
                 const auto* m = e->raw.if_contains("message");
                 const auto* c = m ? m->as_object().if_contains("content") : nullptr;
-                const auto* b = c && c->is_array() && !c->get_array().empty() ? c->get_array()[0].if_object() : nullptr;
+                const auto* b =
+                    c && c->is_array() && !c->get_array().empty() ? c->get_array()[0].if_object() : nullptr;
                 const auto* text = b ? b->if_contains("text") : nullptr;
                 a.text_sizes.push_back(text && text->is_string() ? text->get_string().size() : 0);
             }
@@ -163,7 +176,8 @@ protected:
     std::pair<error_code, runtime::compaction_outcome> answer(std::int64_t input)
     {
         add(assistant(json::array{json::object{{"type", "text"}, {"text", "done"}}}, input));
-        return run<runtime::compaction_outcome>([this](auto h) { session_->async_on_turn_end(std::move(h)); });
+        return run<runtime::compaction_outcome>([this](auto h) { session_->async_on_turn_end(std::move(h)); }
+        );
     }
 
     // The stored lines (header first) and the line of entry `id`.
@@ -204,7 +218,9 @@ protected:
 
 }  // namespace
 
-TEST_F(clearing_evidence_test, the_store_gets_the_original_cleared_entries_and_each_edit_carries_its_reference)
+TEST_F(
+    clearing_evidence_test, the_store_gets_the_original_cleared_entries_and_each_edit_carries_its_reference
+)
 {
     open();
     const auto ids = rounds(1, 5);  // path: prompt 0, then call/result pairs: results at 2, 4, 6, 8, 10
@@ -214,7 +230,9 @@ TEST_F(clearing_evidence_test, the_store_gets_the_original_cleared_entries_and_e
     const auto& asked = store_.requests[0];
     EXPECT_EQ(asked.kind, evidence_kind::cleared);
     EXPECT_EQ(asked.ids, (std::vector<std::string>{ids[0], ids[1], ids[2]}));
-    EXPECT_EQ(asked.text_sizes, (std::vector<std::size_t>{16000, 16000, 16000}));  // the originals, not placeholders
+    EXPECT_EQ(
+        asked.text_sizes, (std::vector<std::size_t>{16000, 16000, 16000})
+    );  // the originals, not placeholders
     EXPECT_EQ(asked.from, 2u);
     const auto l0 = line_of(ids[0]) + "\n", l1 = line_of(ids[1]) + "\n", l2 = line_of(ids[2]) + "\n";
     EXPECT_EQ(asked.sha256, compaction::sha256_hex(l0 + l1 + l2));
@@ -227,19 +245,23 @@ TEST_F(clearing_evidence_test, the_store_gets_the_original_cleared_entries_and_e
     {
         const auto e = entry(cleared_[0].edit_ids[k]);
         EXPECT_EQ(e.at("targetId").as_string(), ids[k]);
-        EXPECT_EQ(e.at("details").at("agentctx").at("evidenceRefs"),
-                  json::value(json::array{json::object{{"ref", "archive://1"},
-                                                       {"from", 2 + 2 * k},
-                                                       {"count", 1},
-                                                       {"sha256", compaction::sha256_hex(target_lines[k])}}}))
-            << k;
+        EXPECT_EQ(
+            e.at("details").at("agentctx").at("evidenceRefs"),
+            json::value(json::array{json::object{
+                {"ref", "archive://1"},
+                {"from", 2 + 2 * k},
+                {"count", 1},
+                {"sha256", compaction::sha256_hex(target_lines[k])}}})
+        ) << k;
     }
     // The details change nothing of the projection: the placeholder stands in, as without them.
     for (const auto& m : session_->context())
     {
         if (m.entry_id == ids[0])
         {
-            EXPECT_NE(compaction::content_text(m.msg->content).find("[Tool result cleared:"), std::string::npos);
+            EXPECT_NE(
+                compaction::content_text(m.msg->content).find("[Tool result cleared:"), std::string::npos
+            );
         }
     }
     EXPECT_TRUE(refused_.empty());
@@ -295,9 +317,12 @@ TEST_F(clearing_evidence_test, a_throw_or_no_reference_is_a_refusal_too)
         EXPECT_FALSE(ec) << outcome.message;
         EXPECT_EQ(edit_lines(), 0u);
         ASSERT_EQ(refused_.size(), 1u);
-        EXPECT_EQ(refused_[0].reason, mode == evidence_store::answer::throw_
-                                          ? "the host's evidence store refused: it threw: archive unreachable"
-                                          : "the host's evidence store returned no reference");
+        EXPECT_EQ(
+            refused_[0].reason,
+            mode == evidence_store::answer::throw_
+                ? "the host's evidence store refused: it threw: archive unreachable"
+                : "the host's evidence store returned no reference"
+        );
     }
 }
 
@@ -329,8 +354,9 @@ TEST_F(clearing_evidence_test, a_checkpoint_carries_the_cleared_references_and_r
     ASSERT_FALSE(answer(25000).first);
     ASSERT_EQ(cleared_.size(), 1u);
     rounds(6, 4);
-    const auto [cec, compacted] =
-        run<runtime::compaction_outcome>([this](auto h) { session_->async_compact(std::nullopt, std::move(h)); });
+    const auto [cec, compacted] = run<runtime::compaction_outcome>([this](auto h) {
+        session_->async_compact(std::nullopt, std::move(h));
+    });
     ASSERT_FALSE(cec) << compacted.message;
     ASSERT_TRUE(compacted.compacted);
     ASSERT_EQ(store_.requests.size(), 2u);
@@ -363,10 +389,12 @@ TEST_F(clearing_evidence_test, a_checkpoint_carries_the_cleared_references_and_r
     };
     auto restore = [&](const fs::path& p, json::value record) {
         auto s = test::open_session(ioc_.get_executor(), p, config_);
-        return run<runtime::checkpoint_outcome>(
-            [&](auto h) { s->async_restore_checkpoint(std::move(record), std::move(h)); });
+        return run<runtime::checkpoint_outcome>([&](auto h) {
+            s->async_restore_checkpoint(std::move(record), std::move(h));
+        });
     };
-    const auto good = restore(write_copy("agentctx-clearing-copy", all), compaction::to_json(*exported.record));
+    const auto good =
+        restore(write_copy("agentctx-clearing-copy", all), compaction::to_json(*exported.record));
     ASSERT_FALSE(good.first) << good.second.message;
 
     auto tampered = all;

@@ -1,4 +1,5 @@
-// The tool-result clearing tier on a session: one batch of context edits, the event, the originals, the limits.
+// The tool-result clearing tier on a session: one batch of context edits, the event, the originals, the
+// limits.
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -121,7 +122,8 @@ protected:
     {
         const auto text = test::read_text(path_);
         std::size_t n = 0;
-        for (auto p = text.find("\"type\":\"context_edit\""); p != std::string::npos; p = text.find("\"type\":\"context_edit\"", p + 1))
+        for (auto p = text.find("\"type\":\"context_edit\""); p != std::string::npos;
+             p = text.find("\"type\":\"context_edit\"", p + 1))
             ++n;
         return n;
     }
@@ -146,7 +148,9 @@ TEST_F(clearing_test, a_turn_end_over_the_trigger_clears_old_results_in_one_batc
     EXPECT_EQ(cleared_[0].results, 3);
     EXPECT_EQ(cleared_[0].target_ids, (std::vector<std::string>{ids[0], ids[1], ids[2]}));
     EXPECT_EQ(cleared_[0].tokens_before, 25100);
-    const std::string placeholder = "[Tool result cleared: read(path: src/f1.cpp), 16000 chars (~4000 tokens); the original is entry " + ids[0] + "]";
+    const std::string placeholder =
+        "[Tool result cleared: read(path: src/f1.cpp), 16000 chars (~4000 tokens); the original is entry " +
+        ids[0] + "]";
     EXPECT_EQ(cleared_[0].tokens, 3 * 4000 - 3 * static_cast<std::int64_t>((placeholder.size() + 3) / 4));
     EXPECT_EQ(text_of(ids[0]), placeholder);
     EXPECT_EQ(text_of(ids[3]), std::string(16000, 'x'));  // the two newest are kept
@@ -154,7 +158,12 @@ TEST_F(clearing_test, a_turn_end_over_the_trigger_clears_old_results_in_one_batc
     ASSERT_EQ(cleared_[0].edit_ids.size(), 3u);
     EXPECT_EQ(edit_lines(), 3u);
     const auto text = test::read_text(path_);
-    EXPECT_NE(text.find("\"id\":\"" + cleared_[0].edit_ids[1] + "\",\"parentId\":\"" + cleared_[0].edit_ids[0] + "\""), std::string::npos);
+    EXPECT_NE(
+        text.find(
+            "\"id\":\"" + cleared_[0].edit_ids[1] + "\",\"parentId\":\"" + cleared_[0].edit_ids[0] + "\""
+        ),
+        std::string::npos
+    );
     EXPECT_EQ(session_->current()->leaf_id, cleared_[0].edit_ids[2]);
     // The original stays in the file and is one call away.
     std::pair<error_code, json::object> original;
@@ -213,7 +222,9 @@ TEST_F(clearing_test, between_turns_never_clears_the_running_batch)
 
 TEST_F(clearing_test, required_and_pinned_entries_are_never_cleared)
 {
-    config_.required.predicate = [](const compaction::entry& e) { return e.message && e.message->tool_call_id == "c1"; };
+    config_.required.predicate = [](const compaction::entry& e) {
+        return e.message && e.message->tool_call_id == "c1";
+    };
     open();
     const auto ids = rounds(5);
     answer(25000);

@@ -34,7 +34,9 @@ struct store_control
 class controlled_store final : public runtime::store
 {
 public:
-    controlled_store(std::string jsonl, std::shared_ptr<store_control> c) : inner_(std::move(jsonl)), c_(std::move(c)) {}
+    controlled_store(std::string jsonl, std::shared_ptr<store_control> c)
+        : inner_(std::move(jsonl)), c_(std::move(c))
+    {}
 
     /// The session's JSONL as stored.
     const std::string& text() const noexcept { return inner_.text(); }
@@ -49,31 +51,46 @@ public:
             return refuse(d);
         return inner_.append(e, d);
     }
-    runtime::result<void> append_all(const std::vector<compaction::entry_ptr>& es, runtime::diagnostics& d) override
+    runtime::result<void> append_all(const std::vector<compaction::entry_ptr>& es, runtime::diagnostics& d)
+        override
     {
         if (c_->fail)
             return refuse(d);
         return inner_.append_all(es, d);
     }
-    runtime::result<compaction::session_log> load(const compaction::load_options& o, compaction::load_report& r,
-                                                  runtime::diagnostics& d) override
+    runtime::result<compaction::session_log> load(
+        const compaction::load_options& o, compaction::load_report& r, runtime::diagnostics& d
+    ) override
     {
         return inner_.load(o, r, d);
     }
 
-    void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known,
-                     boost::asio::any_completion_handler<runtime::store_write_signature> h) override
+    void async_write(
+        boost::asio::any_io_executor ex,
+        compaction::entry_ptr e,
+        std::size_t known,
+        boost::asio::any_completion_handler<runtime::store_write_signature> h
+    ) override
     {
         ++c_->writes;
-        auto go = std::make_shared<boost::asio::any_completion_handler<runtime::store_write_signature>>(std::move(h));
+        auto go =
+            std::make_shared<boost::asio::any_completion_handler<runtime::store_write_signature>>(std::move(h)
+            );
         later([this, ex, e, known, go] { runtime::store::async_write(ex, e, known, std::move(*go)); });
     }
-    void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> es, std::size_t known,
-                           boost::asio::any_completion_handler<runtime::store_write_signature> h) override
+    void async_write_batch(
+        boost::asio::any_io_executor ex,
+        std::vector<compaction::entry_ptr> es,
+        std::size_t known,
+        boost::asio::any_completion_handler<runtime::store_write_signature> h
+    ) override
     {
         ++c_->writes;
-        auto go = std::make_shared<boost::asio::any_completion_handler<runtime::store_write_signature>>(std::move(h));
-        later([this, ex, es, known, go] { runtime::store::async_write_batch(ex, es, known, std::move(*go)); });
+        auto go =
+            std::make_shared<boost::asio::any_completion_handler<runtime::store_write_signature>>(std::move(h)
+            );
+        later([this, ex, es, known, go] { runtime::store::async_write_batch(ex, es, known, std::move(*go)); }
+        );
     }
 
 private:

@@ -9,7 +9,10 @@ using namespace agentctx::runtime;
 using namespace agentctx::runtime::detail;
 using boost::asio::cancellation_type;
 
-operation_request automatic() { return {.reason = compaction_reason::threshold}; }
+operation_request automatic()
+{
+    return {.reason = compaction_reason::threshold};
+}
 
 TEST(coordinator, start_launches_and_finish_completes_the_initiator)
 {
@@ -85,7 +88,8 @@ TEST(coordinator, joined_caller_cancellation_ends_only_its_wait)
     EXPECT_EQ(cancel.cancelled, std::vector<caller_id>{2});
     EXPECT_FALSE(cancel.interrupt);
     EXPECT_FALSE(c.aborted(*fx.launch));
-    EXPECT_TRUE(c.cancel(2, cancellation_type::terminal).cancelled.empty());  // a second emission: nothing left to cancel
+    EXPECT_TRUE(c.cancel(2, cancellation_type::terminal).cancelled.empty()
+    );  // a second emission: nothing left to cancel
     EXPECT_EQ(c.finish(*fx.launch).waiters, std::vector<caller_id>{1});
 }
 
@@ -144,7 +148,8 @@ TEST(coordinator, finish_of_an_unknown_operation_changes_nothing)
 
 TEST(coordinator, every_honoured_cancellation_type_aborts_and_none_does_not)
 {
-    for (const auto type : {cancellation_type::terminal, cancellation_type::partial, cancellation_type::total})
+    for (const auto type :
+         {cancellation_type::terminal, cancellation_type::partial, cancellation_type::total})
     {
         compaction_coordinator c;
         const auto fx = c.compact(1, std::nullopt, false);

@@ -58,11 +58,11 @@ constexpr bool sanitized = false;
 // Where the kill lands.
 enum class kill_at
 {
-    after_ready,  ///< a random delay (10 µs .. 30 ms, log-uniform) after the session is open
-    early,        ///< a random delay (0 .. 3 ms) after the spawn: during exec, load, open, repair
-    on_start,     ///< a random delay (0 .. 300 µs) after a compaction starts
-    on_commit,    ///< at once when the compaction entry is about to be written and synced
-    after_commit, ///< a random delay (0 .. 2 ms) after the first compaction completed
+    after_ready,   ///< a random delay (10 µs .. 30 ms, log-uniform) after the session is open
+    early,         ///< a random delay (0 .. 3 ms) after the spawn: during exec, load, open, repair
+    on_start,      ///< a random delay (0 .. 300 µs) after a compaction starts
+    on_commit,     ///< at once when the compaction entry is about to be written and synced
+    after_commit,  ///< a random delay (0 .. 2 ms) after the first compaction completed
 };
 
 struct kill_plan
@@ -136,7 +136,8 @@ child_run run_child(const std::vector<std::string>& args, const fs::path& err_pa
             break;
         }
         const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(target - now);
-        timespec ts{static_cast<time_t>(wait.count() / 1000000000), static_cast<long>(wait.count() % 1000000000)};
+        timespec ts{
+            static_cast<time_t>(wait.count() / 1000000000), static_cast<long>(wait.count() % 1000000000)};
         pollfd pfd{p[0], POLLIN, 0};
         const int r = ::ppoll(&pfd, 1, &ts, nullptr);
         if (r <= 0)
@@ -149,7 +150,8 @@ child_run run_child(const std::vector<std::string>& args, const fs::path& err_pa
             continue;
         }
         buf.append(chunk, static_cast<std::size_t>(n));
-        for (std::size_t nl; !run.killed && (nl = buf.find('\n', parsed)) != std::string::npos; parsed = nl + 1)
+        for (std::size_t nl; !run.killed && (nl = buf.find('\n', parsed)) != std::string::npos;
+             parsed = nl + 1)
         {
             const std::string line = buf.substr(parsed, nl - parsed);
             const auto at = clock_type::now();
@@ -194,19 +196,20 @@ struct figures
     std::uint64_t files = 0;
     std::uint64_t acked_appends = 0;
     std::uint64_t acked_compactions = 0;
-    std::uint64_t entries_checked = 0;     ///< entries verified in files after kills, summed over kills
-    std::uint64_t edits = 0;               ///< context edits of tool-result clearing found, summed over kills
-    std::uint64_t batches = 0;             ///< whole multi-entry batches found, summed over kills
-    std::uint64_t batches_cut_short = 0;   ///< batches a kill cut short, left out by the load
-    std::uint64_t batches_injected = 0;    ///< whole batches cut to their first lines between rounds
-    std::uint64_t batches_set_aside = 0;   ///< checks that found an injected cut batch left out by the load
+    std::uint64_t entries_checked = 0;    ///< entries verified in files after kills, summed over kills
+    std::uint64_t edits = 0;              ///< context edits of tool-result clearing found, summed over kills
+    std::uint64_t batches = 0;            ///< whole multi-entry batches found, summed over kills
+    std::uint64_t batches_cut_short = 0;  ///< batches a kill cut short, left out by the load
+    std::uint64_t batches_injected = 0;   ///< whole batches cut to their first lines between rounds
+    std::uint64_t batches_set_aside = 0;  ///< checks that found an injected cut batch left out by the load
     std::uint64_t kills_in_compaction = 0;  ///< between compaction_start and its completion
     std::uint64_t background_rounds = 0;    ///< children that also compacted in the background
     std::uint64_t background_commits = 0;   ///< compactions committed from a background result
     std::uint64_t kills_in_commit = 0;      ///< after "about to write the compaction entry", before its ack
-    std::uint64_t kills_in_sync = 0;        ///< ... with the line written but the store append (fdatasync) not returned
-    std::uint64_t unacked_present = 0;      ///< entries written but killed before the ack
-    std::uint64_t torn_natural = 0;         ///< torn final lines left by a kill
+    std::uint64_t kills_in_sync =
+        0;  ///< ... with the line written but the store append (fdatasync) not returned
+    std::uint64_t unacked_present = 0;  ///< entries written but killed before the ack
+    std::uint64_t torn_natural = 0;     ///< torn final lines left by a kill
     std::uint64_t torn_injected = 0;
     std::uint64_t torn_repaired = 0;
     std::uint64_t newline_injected = 0;
@@ -225,8 +228,8 @@ struct file_state
         std::uint64_t offset;
         std::string fragment;
     };
-    std::optional<torn> pending;  ///< a torn tail the next append must repair
-    bool pending_newline = false;  ///< the file ends in a complete line without its newline
+    std::optional<torn> pending;                 ///< a torn tail the next append must repair
+    bool pending_newline = false;                ///< the file ends in a complete line without its newline
     std::map<std::string, std::uint64_t> acked;  ///< acknowledged message id -> seq
     std::set<std::string> acked_compactions;
     std::uint64_t next_seq = 1;
@@ -383,11 +386,12 @@ void verify(file_state& f, const round_acks& a, figures& fig)
     if (f.pending)
     {
         const auto& p = *f.pending;
-        const bool still = tail && tail->offset == p.offset &&
-                           text.compare(p.offset, std::string::npos, p.fragment) == 0;
+        const bool still =
+            tail && tail->offset == p.offset && text.compare(p.offset, std::string::npos, p.fragment) == 0;
         if (a.appends > 0)
         {
-            ASSERT_FALSE(still) << "an append was acknowledged but the torn tail at " << p.offset << " is still there";
+            ASSERT_FALSE(still) << "an append was acknowledged but the torn tail at " << p.offset
+                                << " is still there";
         }
         if (!still)
         {
@@ -535,13 +539,14 @@ void cut_batch(file_state& f, std::mt19937_64& rng, std::uint64_t round, figures
     for (std::size_t i = 0; i < kept; ++i)
     {
         const std::string id = "cut" + std::to_string(round) + "-" + std::to_string(i);
-        json::object o{{"type", "context_edit"},
-                       {"id", id},
-                       {"parentId", parent},
-                       {"timestamp", "2026-01-15T10:00:00.000Z"},
-                       {"targetId", f.leaf},
-                       {"replacement", nullptr},
-                       {"agentctxBatch", json::object{{"index", i}, {"size", 3}}}};
+        json::object o{
+            {"type", "context_edit"},
+            {"id", id},
+            {"parentId", parent},
+            {"timestamp", "2026-01-15T10:00:00.000Z"},
+            {"targetId", f.leaf},
+            {"replacement", nullptr},
+            {"agentctxBatch", json::object{{"index", i}, {"size", 3}}}};
         lines += json::serialize(o) + "\n";
         parent = id;
     }
@@ -557,11 +562,14 @@ void inject(file_state& f, std::mt19937_64& rng, std::uint64_t round, figures& f
     if (f.pending || f.pending_newline || f.leaf.empty())
         return;
     const std::uint64_t seq = f.next_seq++;
-    json::object o{{"type", "message"},
-                   {"id", "inj" + std::to_string(round)},
-                   {"parentId", f.leaf},
-                   {"timestamp", "2026-01-15T10:00:00.000Z"},
-                   {"message", json::object{{"role", "user"}, {"content", "seq=" + std::to_string(seq) + " injected"}, {"timestamp", 1}}}};
+    json::object o{
+        {"type", "message"},
+        {"id", "inj" + std::to_string(round)},
+        {"parentId", f.leaf},
+        {"timestamp", "2026-01-15T10:00:00.000Z"},
+        {"message",
+         json::object{
+             {"role", "user"}, {"content", "seq=" + std::to_string(seq) + " injected"}, {"timestamp", 1}}}};
     const std::string line = json::serialize(o);
     std::ofstream out(f.path, std::ios::binary | std::ios::app);
     if (rng() % 4 == 0)
@@ -584,10 +592,10 @@ void inject(file_state& f, std::mt19937_64& rng, std::uint64_t round, figures& f
 std::string describe(const kill_plan& p)
 {
     const char* at = p.at == kill_at::after_ready ? "after_ready"
-                   : p.at == kill_at::early      ? "early"
-                   : p.at == kill_at::on_start   ? "on_start"
-                   : p.at == kill_at::on_commit  ? "on_commit"
-                                                 : "after_commit";
+                     : p.at == kill_at::early     ? "early"
+                     : p.at == kill_at::on_start  ? "on_start"
+                     : p.at == kill_at::on_commit ? "on_commit"
+                                                  : "after_commit";
     return std::string(at) + "+" + std::to_string(p.delay.count()) + "us";
 }
 
@@ -598,9 +606,12 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     // Under sanitizers a child takes ~75 ms to start instead of ~12 ms: half the kills by default.
     const std::uint64_t kills = env_number("AGENTCTX_SOAK_KILLS", sanitized ? 100 : 200);
     const std::uint64_t seed = env_number("AGENTCTX_SOAK_SEED", std::random_device{}());
-    std::printf("crash soak: %llu kills, seed %llu (AGENTCTX_SOAK_SEED=%llu replays the plan)\n",
-                static_cast<unsigned long long>(kills), static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(seed));
+    std::printf(
+        "crash soak: %llu kills, seed %llu (AGENTCTX_SOAK_SEED=%llu replays the plan)\n",
+        static_cast<unsigned long long>(kills),
+        static_cast<unsigned long long>(seed),
+        static_cast<unsigned long long>(seed)
+    );
     std::mt19937_64 rng(seed);
     const fs::path dir = fs::temp_directory_path() / ("agentctx-soak-" + std::to_string(::getpid()));
     fs::remove_all(dir);
@@ -629,7 +640,12 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
             f.background = index % 2 == 1;
             compaction::diagnostics diag;
             auto created = runtime::jsonl_store::create(
-                f.path, compaction::make_header("soak-" + std::to_string(fig.files), "2026-01-15T09:00:00.000Z", "/soak"), {}, diag
+                f.path,
+                compaction::make_header(
+                    "soak-" + std::to_string(fig.files), "2026-01-15T09:00:00.000Z", "/soak"
+                ),
+                {},
+                diag
             );
             ASSERT_TRUE(created) << diag.message;
             created->reset();
@@ -640,14 +656,16 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         if (pick < 50)
         {
             plan.at = kill_at::after_ready;
-            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(
-                std::exp(std::uniform_real_distribution<double>(std::log(10.0), std::log(30000.0 * slow))(rng))
-            ));
+            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(std::exp(
+                std::uniform_real_distribution<double>(std::log(10.0), std::log(30000.0 * slow))(rng)
+            )));
         }
         else if (pick < 65)
         {
             plan.at = kill_at::early;
-            plan.delay = std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(rng() % 3000) * slow));
+            plan.delay =
+                std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(rng() % 3000) * slow)
+                );
         }
         else if (pick < 75)
         {
@@ -665,17 +683,25 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         const std::uint64_t child_seed = rng();
         const bool background = f.background;
         fig.background_rounds += background ? 1 : 0;
-        SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", file " + f.path.string() +
-                     ", kill " + describe(plan));
+        SCOPED_TRACE(
+            "seed " + std::to_string(seed) + ", round " + std::to_string(round) + ", file " +
+            f.path.string() + ", kill " + describe(plan)
+        );
 
         const auto t0 = clock_type::now();
-        std::vector<std::string> args{AGENTCTX_SOAK_CHILD, f.path.string(), "3", std::to_string(f.next_seq),
-                                      std::to_string(child_seed), std::to_string(every)};
+        std::vector<std::string> args{
+            AGENTCTX_SOAK_CHILD,
+            f.path.string(),
+            "3",
+            std::to_string(f.next_seq),
+            std::to_string(child_seed),
+            std::to_string(every)};
         if (background)
             args.push_back("background");
         const auto run = run_child(args, err_path, plan);
         ASSERT_TRUE(run.killed && WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL)
-            << "the child ended on its own (status " << run.status << "): " << agentctx::test::read_text(err_path);
+            << "the child ended on its own (status " << run.status
+            << "): " << agentctx::test::read_text(err_path);
         const auto t1 = clock_type::now();
         fig.child_secs += std::chrono::duration<double>(t1 - t0).count();
         ++fig.kills;
@@ -683,7 +709,8 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
         const auto acks = apply_acks(run, f, fig);
         if (plan.at != kill_at::early)
         {
-            ASSERT_TRUE(acks.ready) << "the child never opened the session: " << agentctx::test::read_text(err_path);
+            ASSERT_TRUE(acks.ready) << "the child never opened the session: "
+                                    << agentctx::test::read_text(err_path);
         }
         verify(f, acks, fig);
         fig.verify_secs += std::chrono::duration<double>(clock_type::now() - t1).count();
@@ -700,28 +727,47 @@ TEST(crash_soak, sigkill_at_random_points_loses_and_corrupts_nothing)
     fig.unacked_present += f.unacked;
     const double secs = std::chrono::duration<double>(clock_type::now() - started).count();
     std::printf(
-        "crash soak: %llu kills over %llu files in %.1f s (children %.1f s, checks %.1f s); acknowledged %llu appends and %llu compactions, all present once;\n"
+        "crash soak: %llu kills over %llu files in %.1f s (children %.1f s, checks %.1f s); acknowledged "
+        "%llu appends and %llu compactions, all present once;\n"
         "  kills during a compaction %llu, in its commit %llu (line written, fdatasync not returned: %llu);\n"
-        "  written but unacknowledged entries %llu; torn tails: %llu from kills, %llu injected, %llu repaired;\n"
-        "  missing final newlines: %llu injected, %llu repaired; %llu entries verified (%llu clearing edits)\n",
-        static_cast<unsigned long long>(fig.kills), static_cast<unsigned long long>(fig.files), secs, fig.child_secs, fig.verify_secs,
-        static_cast<unsigned long long>(fig.acked_appends), static_cast<unsigned long long>(fig.acked_compactions),
-        static_cast<unsigned long long>(fig.kills_in_compaction), static_cast<unsigned long long>(fig.kills_in_commit),
-        static_cast<unsigned long long>(fig.kills_in_sync), static_cast<unsigned long long>(fig.unacked_present),
-        static_cast<unsigned long long>(fig.torn_natural), static_cast<unsigned long long>(fig.torn_injected),
-        static_cast<unsigned long long>(fig.torn_repaired), static_cast<unsigned long long>(fig.newline_injected),
-        static_cast<unsigned long long>(fig.newline_repaired), static_cast<unsigned long long>(fig.entries_checked),
-        static_cast<unsigned long long>(fig.edits));
+        "  written but unacknowledged entries %llu; torn tails: %llu from kills, %llu injected, %llu "
+        "repaired;\n"
+        "  missing final newlines: %llu injected, %llu repaired; %llu entries verified (%llu clearing "
+        "edits)\n",
+        static_cast<unsigned long long>(fig.kills),
+        static_cast<unsigned long long>(fig.files),
+        secs,
+        fig.child_secs,
+        fig.verify_secs,
+        static_cast<unsigned long long>(fig.acked_appends),
+        static_cast<unsigned long long>(fig.acked_compactions),
+        static_cast<unsigned long long>(fig.kills_in_compaction),
+        static_cast<unsigned long long>(fig.kills_in_commit),
+        static_cast<unsigned long long>(fig.kills_in_sync),
+        static_cast<unsigned long long>(fig.unacked_present),
+        static_cast<unsigned long long>(fig.torn_natural),
+        static_cast<unsigned long long>(fig.torn_injected),
+        static_cast<unsigned long long>(fig.torn_repaired),
+        static_cast<unsigned long long>(fig.newline_injected),
+        static_cast<unsigned long long>(fig.newline_repaired),
+        static_cast<unsigned long long>(fig.entries_checked),
+        static_cast<unsigned long long>(fig.edits)
+    );
     EXPECT_GE(fig.kills, kills);
     EXPECT_GT(fig.acked_appends, 0u);
     EXPECT_GT(fig.acked_compactions, 0u);
     EXPECT_GT(fig.background_rounds, 0u);
-    std::printf("crash soak: %llu background rounds, %llu background commits; batches: %llu whole, %llu cut short by a kill, "
-                "%llu cut between rounds (found left out by %llu checks before an append moved them aside)\n",
-                static_cast<unsigned long long>(fig.background_rounds),
-                static_cast<unsigned long long>(fig.background_commits), static_cast<unsigned long long>(fig.batches),
-                static_cast<unsigned long long>(fig.batches_cut_short), static_cast<unsigned long long>(fig.batches_injected),
-                static_cast<unsigned long long>(fig.batches_set_aside));
+    std::printf(
+        "crash soak: %llu background rounds, %llu background commits; batches: %llu whole, %llu cut short by "
+        "a kill, "
+        "%llu cut between rounds (found left out by %llu checks before an append moved them aside)\n",
+        static_cast<unsigned long long>(fig.background_rounds),
+        static_cast<unsigned long long>(fig.background_commits),
+        static_cast<unsigned long long>(fig.batches),
+        static_cast<unsigned long long>(fig.batches_cut_short),
+        static_cast<unsigned long long>(fig.batches_injected),
+        static_cast<unsigned long long>(fig.batches_set_aside)
+    );
     // Sanitized children (100 kills, ~6x slower) are sometimes all killed before a clearing, or
     // before any background compaction commits (1 run in 6 under ASan on a loaded machine).
     if (!sanitized)
@@ -750,8 +796,14 @@ TEST(crash_soak, a_kill_during_create_leaves_a_complete_header_or_no_file)
         fs::remove_all(dir);
         fs::create_directories(dir);
         const kill_plan plan{kill_at::after_ready, std::chrono::microseconds(20 + rng() % 3000)};
-        const auto run = run_child({AGENTCTX_SOAK_CHILD, "--create", dir.string(), "3"}, dir.parent_path() / (dir.filename().string() + ".stderr"), plan);
-        ASSERT_TRUE(run.killed) << "the child ended on its own: " << agentctx::test::read_text(dir.parent_path() / (dir.filename().string() + ".stderr"));
+        const auto run = run_child(
+            {AGENTCTX_SOAK_CHILD, "--create", dir.string(), "3"},
+            dir.parent_path() / (dir.filename().string() + ".stderr"),
+            plan
+        );
+        ASSERT_TRUE(run.killed
+        ) << "the child ended on its own: "
+          << agentctx::test::read_text(dir.parent_path() / (dir.filename().string() + ".stderr"));
         std::set<std::string> acked;
         for (const auto& l : run.lines)
             if (l[0] == 'A')
@@ -766,7 +818,8 @@ TEST(crash_soak, a_kill_during_create_leaves_a_complete_header_or_no_file)
             ASSERT_TRUE(st) << diag.message;
             compaction::load_report report;
             auto log = (*st)->load({}, report, diag);
-            ASSERT_TRUE(log) << "a killed create left an unloadable file (" << fs::file_size(de.path()) << " bytes): " << diag.message;
+            ASSERT_TRUE(log) << "a killed create left an unloadable file (" << fs::file_size(de.path())
+                             << " bytes): " << diag.message;
             acked.erase(name);
             ++checked;
         }
@@ -774,5 +827,7 @@ TEST(crash_soak, a_kill_during_create_leaves_a_complete_header_or_no_file)
     }
     fs::remove_all(dir);
     fs::remove(dir.parent_path() / (dir.filename().string() + ".stderr"));
-    std::printf("create soak: %d kills, %llu files checked\n", rounds, static_cast<unsigned long long>(checked));
+    std::printf(
+        "create soak: %d kills, %llu files checked\n", rounds, static_cast<unsigned long long>(checked)
+    );
 }

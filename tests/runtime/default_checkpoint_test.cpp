@@ -42,23 +42,35 @@ std::vector<json::object> reading(int files)
     {
         const auto id = "read_" + std::to_string(i);
         const auto path = "src/module_" + std::to_string(i) + ".cpp";
-        out.push_back({{"role", "assistant"},
-                       {"content", json::array{json::object{{"type", "toolCall"}, {"id", id}, {"name", "read"},
-                                                            {"arguments", json::object{{"path", path}}}}}},
-                       {"stopReason", "toolUse"}});
-        out.push_back({{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "read"},
-                       {"content", json::array{json::object{{"type", "text"}, {"text", file_body(i, 3000)}}}},
-                       {"isError", false}});
+        out.push_back(
+            {{"role", "assistant"},
+             {"content",
+              json::array{json::object{
+                  {"type", "toolCall"},
+                  {"id", id},
+                  {"name", "read"},
+                  {"arguments", json::object{{"path", path}}}}}},
+             {"stopReason", "toolUse"}}
+        );
+        out.push_back(
+            {{"role", "toolResult"},
+             {"toolCallId", id},
+             {"toolName", "read"},
+             {"content", json::array{json::object{{"type", "text"}, {"text", file_body(i, 3000)}}}},
+             {"isError", false}}
+        );
     }
-    out.push_back({{"role", "assistant"},
-                   {"content", json::array{json::object{{"type", "text"}, {"text", "I have read the modules."}}}},
-                   {"stopReason", "stop"}});
+    out.push_back(
+        {{"role", "assistant"},
+         {"content", json::array{json::object{{"type", "text"}, {"text", "I have read the modules."}}}},
+         {"stopReason", "stop"}}
+    );
     return out;
 }
 
 struct run_result
 {
-    std::string summary;  // the last compaction's
+    std::string summary;        // the last compaction's
     std::string kept_requests;  // the user messages after it, carried verbatim, lower-cased
     int clearings = 0;
 };
@@ -68,8 +80,10 @@ struct run_result
 run_result run_case(const test::quality_case& c, compaction::compat_mode mode)
 {
     boost::asio::io_context ioc;
-    const auto path = test::new_session_file(std::string("agentctx-default-checkpoint-") +
-                                             (mode == compaction::compat_mode::pi ? "pi" : "agentctx"));
+    const auto path = test::new_session_file(
+        std::string("agentctx-default-checkpoint-") +
+        (mode == compaction::compat_mode::pi ? "pi" : "agentctx")
+    );
     runtime::session_config config;
     config.model = {"anthropic", "claude-sonnet-4-5", 200000, 64000};
     config.compat = mode;
@@ -96,8 +110,12 @@ run_result run_case(const test::quality_case& c, compaction::compat_mode mode)
         if (reply)
         {
             const auto input = s->current()->context_tokens();
-            m["usage"] = json::object{{"input", input}, {"output", 100}, {"cacheRead", 0}, {"cacheWrite", 0},
-                                      {"totalTokens", input + 100}};
+            m["usage"] = json::object{
+                {"input", input},
+                {"output", 100},
+                {"cacheRead", 0},
+                {"cacheWrite", 0},
+                {"totalTokens", input + 100}};
             m["provider"] = "anthropic";
             m["model"] = "claude-sonnet-4-5";
             m["api"] = "anthropic-messages";
@@ -172,7 +190,9 @@ TEST(default_checkpoint, agentctx_defaults_keep_the_sections_and_facts_of_pi_pol
         const auto pi = run_case(c, compaction::compat_mode::pi);
         const auto ours = run_case(c, compaction::compat_mode::agentctx);
         if (std::getenv("AGENTCTX_SHOW_CHECKPOINTS"))
-            std::cout << "=== " << c.name << " (pi)\n" << pi.summary << "\n=== (agentctx)\n" << ours.summary << "\n";
+            std::cout << "=== " << c.name << " (pi)\n"
+                      << pi.summary << "\n=== (agentctx)\n"
+                      << ours.summary << "\n";
         ASSERT_FALSE(pi.summary.empty());
         ASSERT_FALSE(ours.summary.empty());
         EXPECT_EQ(pi.clearings, 0);
@@ -184,7 +204,8 @@ TEST(default_checkpoint, agentctx_defaults_keep_the_sections_and_facts_of_pi_pol
         for (const auto& f : c.facts.required)
         {
             const auto name = f.cls + ": " + f.phrase;
-            const bool lost = std::find(our_score.missing.begin(), our_score.missing.end(), name) != our_score.missing.end();
+            const bool lost = std::find(our_score.missing.begin(), our_score.missing.end(), name) !=
+                              our_score.missing.end();
             const bool carried = ours.kept_requests.find(test::lowered(f.phrase)) != std::string::npos;
             if (lost && !pi_missing.contains(name) && !carried && f.cls != "errors")
                 ADD_FAILURE() << "lost under agentctx defaults: " << name << "\n---\n" << ours.summary;

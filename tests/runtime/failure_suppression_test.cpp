@@ -1,4 +1,5 @@
-// The pause of automatic compaction after a failure, without an io_context: keyed on the prefix and the settings.
+// The pause of automatic compaction after a failure, without an io_context: keyed on the prefix and the
+// settings.
 #include "failure_suppression.hpp"
 
 #include <agentctx/compaction/error.hpp>
@@ -92,8 +93,12 @@ TEST(failure_suppression, a_refused_clearing_pauses_those_entries_until_reset)
 
 TEST(failure_suppression, failure_codes_are_classified)
 {
-    EXPECT_EQ(classify_failure(ce::make_error_code(ce::errc::insufficient_reduction)), failure_kind::deterministic);
-    EXPECT_EQ(classify_failure(ce::make_error_code(ce::errc::summary_truncated)), failure_kind::deterministic);
+    EXPECT_EQ(
+        classify_failure(ce::make_error_code(ce::errc::insufficient_reduction)), failure_kind::deterministic
+    );
+    EXPECT_EQ(
+        classify_failure(ce::make_error_code(ce::errc::summary_truncated)), failure_kind::deterministic
+    );
     EXPECT_EQ(classify_failure(ce::make_error_code(ce::errc::summary_empty)), failure_kind::deterministic);
     EXPECT_EQ(classify_failure(pe::make_error_code(pe::errc::invalid_request)), failure_kind::deterministic);
     EXPECT_EQ(classify_failure(pe::make_error_code(pe::errc::context_overflow)), failure_kind::deterministic);

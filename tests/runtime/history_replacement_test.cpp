@@ -1,4 +1,5 @@
-// session::async_replace_history: the host's transcript becomes a branch from the last shared entry; the log stays append-only.
+// session::async_replace_history: the host's transcript becomes a branch from the last shared entry; the log
+// stays append-only.
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -38,8 +39,9 @@ class history_replacement_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        path_ = fs::temp_directory_path() / ("agentctx-replace-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
+        path_ = fs::temp_directory_path() /
+                ("agentctx-replace-" + std::to_string(::getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
         summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
     }
     void TearDown() override
@@ -91,7 +93,8 @@ protected:
 
     static json::object summary_message(const std::string& summary)
     {
-        return {{"role", "compactionSummary"}, {"summary", summary}, {"tokensBefore", 1000}, {"timestamp", 1}};
+        return {
+            {"role", "compactionSummary"}, {"summary", summary}, {"tokensBefore", 1000}, {"timestamp", 1}};
     }
 
     // The session file loaded on its own, read-only (as a reopen sees it).
@@ -127,7 +130,9 @@ test::session_text tool_session()
 {
     test::session_text t;
     t.user("u0", "fix the build").assistant("a0", "Running make.");
-    t.tool_call("c1", "call_1", "bash", {{"command", "make"}}).tool_result("r1", "call_1", "bash", "error: make failed");
+    t.tool_call(
+         "c1", "call_1", "bash", {{"command", "make"}}
+    ).tool_result("r1", "call_1", "bash", "error: make failed");
     return t;
 }
 
@@ -251,13 +256,16 @@ test::session_text compacted_session()
 {
     test::session_text t;
     for (int i = 0; i < 4; ++i)
-        t.user("u" + std::to_string(i), "prompt " + std::to_string(i)).assistant("a" + std::to_string(i), "reply " + std::to_string(i));
+        t.user("u" + std::to_string(i), "prompt " + std::to_string(i))
+            .assistant("a" + std::to_string(i), "reply " + std::to_string(i));
     t.compaction("cmp", "u2", "## Goal\nthe summary");
     t.user("u4", "prompt 4").assistant("a4", "reply 4");
     return t;
 }
 
-TEST_F(history_replacement_test, a_change_inside_the_summarized_history_is_refused_and_the_file_is_byte_identical)
+TEST_F(
+    history_replacement_test, a_change_inside_the_summarized_history_is_refused_and_the_file_is_byte_identical
+)
 {
     const auto t = compacted_session();
     open(t.text, config());
@@ -324,7 +332,9 @@ TEST_F(history_replacement_test, a_compaction_after_a_replacement_summarizes_the
     test::session_text t;
     for (int i = 0; i < 6; ++i)
         t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
-    t.tool_call("c6", "call_6", "bash", {{"command", "make"}}).tool_result("r6", "call_6", "bash", "OLD-RESULT");
+    t.tool_call(
+         "c6", "call_6", "bash", {{"command", "make"}}
+    ).tool_result("r6", "call_6", "bash", "OLD-RESULT");
     open(t.text, config());
     std::vector<std::string> order;
     for (int i = 0; i < 6; ++i)
@@ -339,10 +349,15 @@ TEST_F(history_replacement_test, a_compaction_after_a_replacement_summarizes_the
     for (int i = 7; i < 10; ++i)
     {
         host.push_back({{"role", "user"}, {"content", tokens(100)}, {"timestamp", 7}});
-        host.push_back({{"role", "assistant"},
-                        {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
-                        {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                        {"stopReason", "stop"}, {"timestamp", 8}});
+        host.push_back(
+            {{"role", "assistant"},
+             {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+             {"api", "anthropic-messages"},
+             {"provider", "anthropic"},
+             {"model", "claude-sonnet-4-5"},
+             {"stopReason", "stop"},
+             {"timestamp", 8}}
+        );
     }
     const auto [ec, r] = replace(host);
     ASSERT_FALSE(ec) << r.reason;
@@ -377,9 +392,16 @@ TEST_F(history_replacement_test, a_real_result_in_place_of_an_unknown_outcome_is
     open(t.text, config());
     ASSERT_EQ(session_->context().size(), 4u);  // u0, c1, the observation, u1
     auto host = messages_of(t.text, {"u0", "c1", "u1"});
-    host.insert(host.begin() + 2, json::object{{"role", "toolResult"}, {"toolCallId", "call_1"}, {"toolName", "bash"},
-                                               {"content", json::array{json::object{{"type", "text"}, {"text", "built"}}}},
-                                               {"isError", false}, {"timestamp", 3}});
+    host.insert(
+        host.begin() + 2,
+        json::object{
+            {"role", "toolResult"},
+            {"toolCallId", "call_1"},
+            {"toolName", "bash"},
+            {"content", json::array{json::object{{"type", "text"}, {"text", "built"}}}},
+            {"isError", false},
+            {"timestamp", 3}}
+    );
     const auto [ec, r] = replace(host);
     ASSERT_FALSE(ec) << r.reason;
     EXPECT_EQ(r.shared, 2u);
@@ -394,12 +416,20 @@ TEST_F(history_replacement_test, a_user_turn_merged_from_the_summary_and_a_promp
 {
     const auto t = compacted_session();
     open(t.text, config());
-    const auto framed = compaction::framed_summary("## Goal\nthe summary", false, compaction::summary_framing::reference_history);
+    const auto framed = compaction::framed_summary(
+        "## Goal\nthe summary", false, compaction::summary_framing::reference_history
+    );
     auto host = messages_of(t.text, {"a2", "u3", "a3", "u4", "a4"});
-    host.insert(host.begin(), json::object{{"role", "user"},
-                                           {"content", json::array{json::object{{"type", "text"}, {"text", framed}},
-                                                                   json::object{{"type", "text"}, {"text", "prompt 2"}}}},
-                                           {"timestamp", 1}});
+    host.insert(
+        host.begin(),
+        json::object{
+            {"role", "user"},
+            {"content",
+             json::array{
+                 json::object{{"type", "text"}, {"text", framed}},
+                 json::object{{"type", "text"}, {"text", "prompt 2"}}}},
+            {"timestamp", 1}}
+    );
     EXPECT_FALSE(replace(host).second.changed);  // the same conversation: nothing written
     host.back() = with_result_text(host.back(), "reply 4, retried");
     const auto [ec, r] = replace(host);

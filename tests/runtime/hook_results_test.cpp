@@ -36,7 +36,9 @@ std::string history()
         const auto n = std::to_string(i);
         t.user("u" + n, tokens(100));
         if (i == 5)
-            t.tool_call("c5", "call_5", "read", {{"path", "a.txt"}}).tool_result("r5", "call_5", "read", tokens(100));
+            t.tool_call(
+                 "c5", "call_5", "read", {{"path", "a.txt"}}
+            ).tool_result("r5", "call_5", "read", tokens(100));
         t.assistant("a" + n, tokens(100), i == 9 ? 3000 : 0);
     }
     return t.text;
@@ -124,8 +126,10 @@ TEST_F(hook_results_test, a_hooks_usage_reaches_the_entry_the_end_event_and_the_
     EXPECT_EQ(entry_usage->output, 300);
     EXPECT_EQ(entry_usage->cache_read, 50);
     EXPECT_EQ(entry_usage->cache_write, 20);
-    EXPECT_NE(store_->text().find(R"("usage":{"input":1200,"output":300,"cacheRead":50,"cacheWrite":20)"), std::string::npos)
-        << store_->text();
+    EXPECT_NE(
+        store_->text().find(R"("usage":{"input":1200,"output":300,"cacheRead":50,"cacheWrite":20)"),
+        std::string::npos
+    ) << store_->text();
     ASSERT_TRUE(end_usage_);
     EXPECT_EQ(end_usage_->input, 1200);
     EXPECT_EQ(end_usage_->output, 300);
@@ -204,7 +208,8 @@ TEST_F(hook_results_test, a_cut_past_a_running_jobs_launch_that_the_plan_keeps_i
     const auto before = store_->text();
     const auto [ec, out] = compact(*s);
     EXPECT_EQ(ec, make_error_code(errc::hook_invalid_cut)) << out.message;
-    EXPECT_NE(out.message.find("'u6' lies past entry 'c5' of a running job's launch"), std::string::npos) << out.message;
+    EXPECT_NE(out.message.find("'u6' lies past entry 'c5' of a running job's launch"), std::string::npos)
+        << out.message;
     EXPECT_EQ(store_->text(), before);
     EXPECT_EQ(summarizer_->calls(), 0u);
 }
@@ -232,7 +237,10 @@ TEST_F(hook_results_test, an_awaitable_compacted_hook_finishes_before_the_handle
     s->on_compacted([&](const compacted_event&) { order_.push_back("compacted:sync"); });
     const auto [ec, out] = compact(*s);
     ASSERT_FALSE(ec) << out.message;
-    EXPECT_EQ(order_, (std::vector<std::string>{"compacted:start", "compacted:model", "compacted:sync", "end", "handler"}));
+    EXPECT_EQ(
+        order_,
+        (std::vector<std::string>{"compacted:start", "compacted:model", "compacted:sync", "end", "handler"})
+    );
 }
 
 TEST_F(hook_results_test, an_awaitable_compact_failed_hook_finishes_before_the_handler_runs)
@@ -262,9 +270,12 @@ TEST_F(hook_results_test, a_compaction_cancelled_while_its_compacted_hook_runs_i
     });
     std::optional<std::pair<error_code, compaction_outcome>> out;
     asio::cancellation_signal cancel;
-    s->async_compact(std::nullopt, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, compaction_outcome o) {
-                         out.emplace(ec, std::move(o));
-                     }));
+    s->async_compact(
+        std::nullopt,
+        asio::bind_cancellation_slot(
+            cancel.slot(), [&](error_code ec, compaction_outcome o) { out.emplace(ec, std::move(o)); }
+        )
+    );
     test::run_until(ioc_, [&] { return hook_started; });
     cancel.emit(asio::cancellation_type::terminal);
     test::run_until(ioc_, [&] { return out.has_value(); });

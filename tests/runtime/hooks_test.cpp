@@ -1,4 +1,5 @@
-// before_compact hooks that suspend (awaitable), their inputs and cancellation, and the failed hook's order as Pi 1.6.
+// before_compact hooks that suspend (awaitable), their inputs and cancellation, and the failed hook's order
+// as Pi 1.6.
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -30,15 +31,16 @@ const char* const overflow_text = "prompt is too long: 210000 tokens > 200000 ma
 
 json::object overflow_reply(double ts)
 {
-    return {{"role", "assistant"},
-            {"content", json::array{}},
-            {"api", "anthropic-messages"},
-            {"provider", "anthropic"},
-            {"model", "claude-sonnet-4-5"},
-            {"usage", test::session_text::usage(0)},
-            {"stopReason", "error"},
-            {"errorMessage", overflow_text},
-            {"timestamp", ts}};
+    return {
+        {"role", "assistant"},
+        {"content", json::array{}},
+        {"api", "anthropic-messages"},
+        {"provider", "anthropic"},
+        {"model", "claude-sonnet-4-5"},
+        {"usage", test::session_text::usage(0)},
+        {"stopReason", "error"},
+        {"errorMessage", overflow_text},
+        {"timestamp", ts}};
 }
 
 class hooks_test : public ::testing::Test
@@ -50,7 +52,8 @@ protected:
     {
         test::session_text t;
         for (std::size_t i = 0; i < turns; ++i)
-            t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i + 1 == turns ? 2000 : 0);
+            t.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i + 1 == turns ? 2000 : 0);
         auto st = std::make_unique<memory_store>(t.text);
         store_ = st.get();
         session_config c;
@@ -105,7 +108,9 @@ TEST_F(hooks_test, an_awaitable_hook_makes_its_own_call_and_supplies_the_result)
         branch_size = e.branch_entries.size();
         first_text = e.branch_entries.front()->message ? "has message" : "";
         slot_connected = e.cancellation.is_connected();
-        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(20));  // its own model call
+        asio::steady_timer t(
+            co_await asio::this_coro::executor, std::chrono::milliseconds(20)
+        );  // its own model call
         co_await t.async_wait(asio::use_awaitable);
         compaction::compaction_result r;
         r.summary = "## Goal\nFrom the host's own model.";
@@ -158,7 +163,9 @@ TEST_F(hooks_test, aborting_the_compaction_cancels_an_awaiting_hook_through_its_
     s->on_before_compact([&](const before_compact_event& e) -> asio::awaitable<hook_decision> {
         hook_started = true;
         asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
-        auto [ec] = co_await t.async_wait(asio::bind_cancellation_slot(e.cancellation, asio::as_tuple(asio::use_awaitable)));
+        auto [ec] = co_await t.async_wait(
+            asio::bind_cancellation_slot(e.cancellation, asio::as_tuple(asio::use_awaitable))
+        );
         hook_wait = ec;
         compaction::compaction_result r;
         r.summary = "## Goal\nlate";
@@ -194,11 +201,19 @@ TEST_F(hooks_test, an_overflow_recovery_hook_is_told_the_request_will_be_retried
     test::run_until(ioc_, [&] { return r->done; });
     ASSERT_TRUE(r->out.compacted) << r->out.message;
     EXPECT_TRUE(r->out.will_retry);
-    test::append_entry(ioc_, *s, {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", tokens(300)}, {"timestamp", 4102444800001.0}}}});
+    test::append_entry(
+        ioc_,
+        *s,
+        {{"type", "message"},
+         {"message",
+          json::object{{"role", "user"}, {"content", tokens(300)}, {"timestamp", 4102444800001.0}}}}
+    );
     auto m = run([&](auto h) { s->async_compact(std::nullopt, h); });
     test::run_until(ioc_, [&] { return m->done; });
     EXPECT_EQ(will_retry, (std::vector<bool>{true, false}));
-    EXPECT_EQ(reasons, (std::vector<compaction_reason>{compaction_reason::overflow, compaction_reason::manual}));
+    EXPECT_EQ(
+        reasons, (std::vector<compaction_reason>{compaction_reason::overflow, compaction_reason::manual})
+    );
 }
 
 TEST_F(hooks_test, the_failed_hook_runs_after_compaction_end_as_pi_1_6)
@@ -236,9 +251,12 @@ TEST_F(hooks_test, an_exhausted_overflow_recovery_calls_the_failed_hook)
     EXPECT_FALSE(failed_[0].aborted);
     EXPECT_FALSE(failed_[0].will_retry);
     EXPECT_FALSE(failed_[0].from_hook);
-    EXPECT_EQ(failed_[0].error_message.value_or(""),
-              "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching "
-              "to a larger-context model.");
+    EXPECT_EQ(
+        failed_[0].error_message.value_or(""),
+        "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or "
+        "switching "
+        "to a larger-context model."
+    );
     EXPECT_EQ(summarizer_->calls(), 1u);
 }
 

@@ -1,4 +1,5 @@
-// load_host_config: the provider from settings, flags and environment, and modelOverrides by that model's key.
+// load_host_config: the provider from settings, flags and environment, and modelOverrides by that model's
+// key.
 #include <agentctx/runtime/host_config.hpp>
 
 #include <agentctx/providers/error.hpp>
@@ -106,8 +107,11 @@ TEST(host_config, the_models_section_lists_the_models_a_session_may_switch_to)
         "anthropic/claude-haiku-4-5": {"contextWindow": 100000, "maxOutputTokens": 8192},
         "openrouter/qwen/qwen3-32b": {"contextWindow": 32768}}})");
     auto in = inputs(file);
-    in.sources.overrides = boost::json::object{{"models", boost::json::object{
-        {"anthropic/claude-haiku-4-5", boost::json::object{{"contextWindow", 90000}}}}}};  // merged over the file
+    in.sources.overrides = boost::json::object{
+        {"models",
+         boost::json::object{
+             {"anthropic/claude-haiku-4-5",
+              boost::json::object{{"contextWindow", 90000}}}}}};  // merged over the file
     compaction::diagnostics diag;
     const auto h = runtime::load_host_config(in, diag);
     ASSERT_TRUE(h) << diag.message;
@@ -127,17 +131,19 @@ TEST(host_config, the_models_section_lists_the_models_a_session_may_switch_to)
 
 TEST(host_config, each_listed_model_carries_its_own_model_overrides)
 {
-    const auto file = settings_file("models-overrides", R"({"compaction": {"reserveTokens": 9000,
+    const auto file = settings_file(
+        "models-overrides", R"({"compaction": {"reserveTokens": 9000,
         "modelOverrides": {"anthropic/claude-haiku-4-5": {"reserveTokens": 4000, "keepRecentTokens": 3000}}},
-        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 100000}, "openai/gpt-4.1": {"contextWindow": 1000000}}})");
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 100000}, "openai/gpt-4.1": {"contextWindow": 1000000}}})"
+    );
     compaction::diagnostics diag;
     const auto h = runtime::load_host_config(inputs(file), diag);
     ASSERT_TRUE(h) << diag.message;
     ASSERT_EQ(h->models.size(), 2u);
-    EXPECT_EQ(h->models[0].reserve_tokens, 4000);      // its override
-    EXPECT_EQ(h->models[0].keep_recent_tokens, 3000);  // its override
-    EXPECT_EQ(h->models[1].reserve_tokens, 9000);      // the ordinary setting
-    EXPECT_EQ(h->models[1].keep_recent_tokens, 20000); // the default
+    EXPECT_EQ(h->models[0].reserve_tokens, 4000);       // its override
+    EXPECT_EQ(h->models[0].keep_recent_tokens, 3000);   // its override
+    EXPECT_EQ(h->models[1].reserve_tokens, 9000);       // the ordinary setting
+    EXPECT_EQ(h->models[1].keep_recent_tokens, 20000);  // the default
     // The configured model's are those the settings were resolved with.
     EXPECT_EQ(h->model.reserve_tokens, h->settings.compaction.reserve_tokens);
     EXPECT_EQ(h->model.keep_recent_tokens, h->settings.compaction.keep_recent_tokens);
@@ -153,7 +159,8 @@ TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
         {R"({"models": {"openai/gpt-4.1": 1000}})", "models.openai/gpt-4.1"},
         {R"({"models": {"openai/gpt-4.1": {"maxOutputTokens": 10}}})", "models.openai/gpt-4.1.contextWindow"},
         {R"({"models": {"openai/gpt-4.1": {"contextWindow": 0}}})", "models.openai/gpt-4.1.contextWindow"},
-        {R"({"models": {"openai/gpt-4.1": {"contextWindow": "big"}}})", "models.openai/gpt-4.1.contextWindow"},
+        {R"({"models": {"openai/gpt-4.1": {"contextWindow": "big"}}})",
+         "models.openai/gpt-4.1.contextWindow"},
         {R"({"models": {"openai/gpt-4.1": {"contextWindow": 1.5}}})", "models.openai/gpt-4.1.contextWindow"},
         {R"({"models": {"openai/gpt-4.1": {"contextWindow": 1000, "maxOutputTokens": -1}}})",
          "models.openai/gpt-4.1.maxOutputTokens"},
@@ -162,7 +169,8 @@ TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
     for (const auto& [text, field] : cases)
     {
         compaction::diagnostics diag;
-        const auto h = runtime::load_host_config(inputs(settings_file("bad-models-" + std::to_string(i++), text)), diag);
+        const auto h =
+            runtime::load_host_config(inputs(settings_file("bad-models-" + std::to_string(i++), text)), diag);
         ASSERT_FALSE(h) << text;
         EXPECT_EQ(h.error(), compaction::make_error_code(compaction::errc::invalid_settings)) << text;
         EXPECT_EQ(diag.field, field) << text;

@@ -48,12 +48,21 @@ protected:
     static test::session_text history()
     {
         test::session_text s;
-        s.user("u0", "read the keys file").tool_call("a0", "call-1", "read", {{"path", "keys/" + aws_key + ".txt"}});
+        s.user("u0", "read the keys file")
+            .tool_call("a0", "call-1", "read", {{"path", "keys/" + aws_key + ".txt"}});
         s.tool_result("r0", "call-1", "read", "contents " + tokens(50));
-        s.entry("custom_message", "rem", {{"customType", "reminder"}, {"content", "deploy with " + stripe_key}, {"display", true}});
+        s.entry(
+            "custom_message",
+            "rem",
+            {{"customType", "reminder"}, {"content", "deploy with " + stripe_key}, {"display", true}}
+        );
         for (std::size_t i = 1; i < 10; ++i)
             s.user("u" + std::to_string(i), "turn " + std::to_string(i) + " " + tokens(100))
-                .assistant("a" + std::to_string(i), "answer " + std::to_string(i) + " " + tokens(100), i == 9 ? 2000 : 0);
+                .assistant(
+                    "a" + std::to_string(i),
+                    "answer " + std::to_string(i) + " " + tokens(100),
+                    i == 9 ? 2000 : 0
+                );
         return s;
     }
 
@@ -86,28 +95,39 @@ protected:
 
     std::pair<error_code, std::string> append(session& s, json::object fields)
     {
-        return run<std::pair<error_code, std::string>>(
-            [&](auto& out) { s.async_append(std::move(fields), [&](error_code ec, std::string id) { out = {ec, std::move(id)}; }); });
+        return run<std::pair<error_code, std::string>>([&](auto& out) {
+            s.async_append(std::move(fields), [&](error_code ec, std::string id) {
+                out = {ec, std::move(id)};
+            });
+        });
     }
     std::pair<error_code, compaction_outcome> compact(session& s)
     {
-        return run<std::pair<error_code, compaction_outcome>>(
-            [&](auto& out) { s.async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { out = {ec, std::move(o)}; }); });
+        return run<std::pair<error_code, compaction_outcome>>([&](auto& out) {
+            s.async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+                out = {ec, std::move(o)};
+            });
+        });
     }
     std::pair<error_code, checkpoint_outcome> restore(session& s, json::value record)
     {
         return run<std::pair<error_code, checkpoint_outcome>>([&](auto& out) {
-            s.async_restore_checkpoint(std::move(record), [&](error_code ec, checkpoint_outcome o) { out = {ec, std::move(o)}; });
+            s.async_restore_checkpoint(std::move(record), [&](error_code ec, checkpoint_outcome o) {
+                out = {ec, std::move(o)};
+            });
         });
     }
     std::pair<error_code, checkpoint_outcome> export_checkpoint(session& s)
     {
-        return run<std::pair<error_code, checkpoint_outcome>>(
-            [&](auto& out) { s.async_export_checkpoint([&](error_code ec, checkpoint_outcome o) { out = {ec, std::move(o)}; }); });
+        return run<std::pair<error_code, checkpoint_outcome>>([&](auto& out) {
+            s.async_export_checkpoint([&](error_code ec, checkpoint_outcome o) { out = {ec, std::move(o)}; });
+        });
     }
     error_code branch(session& s, std::string id)
     {
-        return run<error_code>([&](auto& out) { s.async_branch_from(std::move(id), [&](error_code ec) { out = ec; }); });
+        return run<error_code>([&](auto& out) {
+            s.async_branch_from(std::move(id), [&](error_code ec) { out = ec; });
+        });
     }
 
     static std::string last_line(const fs::path& p)
@@ -133,10 +153,16 @@ TEST_F(hostile_session_test, clients_cannot_append_the_runtime_s_own_entry_types
     auto s = test::open_session(ioc_.get_executor(), p, config());
     ASSERT_TRUE(s);
     const auto before = test::read_text(p);
-    auto [ec, message] = append(*s, {{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}});
+    auto [ec, message] = append(
+        *s, {{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}}
+    );
     EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::reserved_type));
-    EXPECT_EQ(message, "customType 'agentctx.compaction_progress' is reserved: entries of the 'agentctx.*' types are written "
-                       "only by the runtime");
+    EXPECT_EQ(
+        message,
+        "customType 'agentctx.compaction_progress' is reserved: entries of the 'agentctx.*' types are "
+        "written "
+        "only by the runtime"
+    );
     EXPECT_EQ(test::read_text(p), before);
     // Another namespace is the client's own.
     auto [ok, id] = append(*s, {{"type", "custom"}, {"customType", "myapp.state"}, {"data", json::object{}}});
@@ -157,11 +183,18 @@ TEST_F(hostile_session_test, a_compaction_redacts_its_file_lists_pins_and_detail
     EXPECT_EQ(line.find(stripe_key), std::string::npos) << line;
     const auto c = json::parse(line).as_object();
     EXPECT_EQ(c.at("details").at("readFiles"), (json::array{"keys/[REDACTED:aws_access_key_id].txt"}));
-    EXPECT_NE(c.at("summary").as_string().find("<read-files>\nkeys/[REDACTED:aws_access_key_id].txt\n</read-files>"),
-              std::string::npos);
-    EXPECT_NE(c.at("summary").as_string().find("[reminder]\ndeploy with [REDACTED:stripe_key]\n</pinned-entries>"),
-              std::string::npos);
-    EXPECT_EQ(c.at("details").at("agentctx").at("pinned").at(0).at("content"), "deploy with [REDACTED:stripe_key]");
+    EXPECT_NE(
+        c.at("summary").as_string().find("<read-files>\nkeys/[REDACTED:aws_access_key_id].txt\n</read-files>"
+        ),
+        std::string::npos
+    );
+    EXPECT_NE(
+        c.at("summary").as_string().find("[reminder]\ndeploy with [REDACTED:stripe_key]\n</pinned-entries>"),
+        std::string::npos
+    );
+    EXPECT_EQ(
+        c.at("details").at("agentctx").at("pinned").at(0).at("content"), "deploy with [REDACTED:stripe_key]"
+    );
     // The redacted copy still passes the carried-entry check: the reminder is projected, from
     // memory and after a reopen.
     auto shows_reminder = [](const snapshot& snap) {
@@ -219,10 +252,14 @@ TEST_F(hostile_session_test, a_forged_record_is_checked_and_redacted_like_a_comp
     EXPECT_EQ(line.find(github_token), std::string::npos) << line;
     EXPECT_EQ(line.find(stripe_key), std::string::npos) << line;  // the kept reminder, copied from this file
     const auto c = json::parse(line).as_object();
-    EXPECT_EQ(c.at("summary"), "## Goal\nDeploy with [REDACTED:aws_access_key_id] and [REDACTED:github_token]");
+    EXPECT_EQ(
+        c.at("summary"), "## Goal\nDeploy with [REDACTED:aws_access_key_id] and [REDACTED:github_token]"
+    );
     EXPECT_EQ(c.at("details").at("modifiedFiles"), (json::array{"keys/[REDACTED:aws_access_key_id].txt"}));
-    EXPECT_EQ(c.at("details").at("agentctx").at("redactions"),
-              (json::object{{"aws_access_key_id", 2}, {"github_token", 1}, {"stripe_key", 1}}));
+    EXPECT_EQ(
+        c.at("details").at("agentctx").at("redactions"),
+        (json::object{{"aws_access_key_id", 2}, {"github_token", 1}, {"stripe_key", 1}})
+    );
     EXPECT_TRUE(s->current()->dropped_derived.empty());
 
     // Refused, the file unchanged: an empty summary, a kept id named twice.
@@ -273,31 +310,56 @@ TEST_F(hostile_session_test, forged_native_state_is_not_replayed)
     EXPECT_EQ(s->current()->native, nullptr);
     ASSERT_EQ(s->current()->dropped_derived.size(), 1u);
     EXPECT_EQ(s->current()->dropped_derived[0].part, "native");
-    EXPECT_EQ(s->current()->dropped_derived[0].reason, "the compaction records no native summary (evidence.method is not \"native\")");
+    EXPECT_EQ(
+        s->current()->dropped_derived[0].reason,
+        "the compaction records no native summary (evidence.method is not \"native\")"
+    );
 }
 
 TEST(native_state, only_a_native_compaction_of_the_same_provider_owns_its_state)
 {
-    const json::object block{{"provider", "anthropic"}, {"model", "claude-sonnet-4-5"},
-                             {"block", json::object{{"type", "compaction"}, {"content", "the summary"}}}};
+    const json::object block{
+        {"provider", "anthropic"},
+        {"model", "claude-sonnet-4-5"},
+        {"block", json::object{{"type", "compaction"}, {"content", "the summary"}}}};
     auto compaction_with = [](std::string method, std::string provider) {
         return compaction::make_compaction_entry(
-            "c1", std::string("a1"), "2026-01-15T09:00:00.000Z", "s", "u1", 1,
-            json::object{{"agentctx", json::object{{"evidence", json::object{{"method", method}}},
-                                                   {"identity", json::object{{"provider", provider}, {"model", "m"}}}}}},
-            false);
+            "c1",
+            std::string("a1"),
+            "2026-01-15T09:00:00.000Z",
+            "s",
+            "u1",
+            1,
+            json::object{
+                {"agentctx",
+                 json::object{
+                     {"evidence", json::object{{"method", method}}},
+                     {"identity", json::object{{"provider", provider}, {"model", "m"}}}}}},
+            false
+        );
     };
     EXPECT_EQ(native_problem(compaction_with("native", "anthropic"), block), "");
     EXPECT_EQ(native_problem(compaction_with("native", "my-proxy"), block), "");
-    EXPECT_EQ(native_problem(compaction_with("native", "openai"), block),
-              "the native state is anthropic's, the compaction was written by openai");
-    EXPECT_EQ(native_problem(compaction_with("native", "offline"), block), "the compaction was not written by a provider's summarizer");
-    EXPECT_EQ(native_problem(compaction_with("piecewise", "anthropic"), block),
-              "the compaction records no native summary (evidence.method is not \"native\")");
+    EXPECT_EQ(
+        native_problem(compaction_with("native", "openai"), block),
+        "the native state is anthropic's, the compaction was written by openai"
+    );
+    EXPECT_EQ(
+        native_problem(compaction_with("native", "offline"), block),
+        "the compaction was not written by a provider's summarizer"
+    );
+    EXPECT_EQ(
+        native_problem(compaction_with("piecewise", "anthropic"), block),
+        "the compaction records no native summary (evidence.method is not \"native\")"
+    );
     auto big = block;
     big["block"].as_object()["content"] = std::string(5u * 1024u * 1024u, 'x');
-    EXPECT_EQ(native_problem(compaction_with("native", "anthropic"), big),
-              "the native state is 5242975 bytes, over the bound of 4194304");
-    EXPECT_EQ(native_problem(compaction_with("native", "anthropic"), json::object{{"provider", "anthropic"}}),
-              "details.agentctx.native: model is not a string");
+    EXPECT_EQ(
+        native_problem(compaction_with("native", "anthropic"), big),
+        "the native state is 5242975 bytes, over the bound of 4194304"
+    );
+    EXPECT_EQ(
+        native_problem(compaction_with("native", "anthropic"), json::object{{"provider", "anthropic"}}),
+        "details.agentctx.native: model is not a string"
+    );
 }

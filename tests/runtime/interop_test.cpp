@@ -22,15 +22,20 @@ namespace fs = std::filesystem;
 
 TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
 {
-    const auto path = fs::temp_directory_path() / ("agentctx-interop-" + std::to_string(::getpid()) + ".jsonl");
+    const auto path =
+        fs::temp_directory_path() / ("agentctx-interop-" + std::to_string(::getpid()) + ".jsonl");
     for (std::uint64_t seed : {3u, 8u, 21u, 34u, 55u})
     {
         // Seeds 34 and 55: Pi 1.6-style sessions (system messages, edits, recovery sequences).
         const bool pi16 = seed > 21;
         SCOPED_TRACE("seed " + std::to_string(seed));
         const std::string original = tools::generate_session(
-            {.seed = seed, .entries = 400, .branch_rate = pi16 ? 0.0 : 0.03, .compaction_every = 9,
-             .interleave_rate = 0.2, .pi16 = pi16}
+            {.seed = seed,
+             .entries = 400,
+             .branch_rate = pi16 ? 0.0 : 0.03,
+             .compaction_every = 9,
+             .interleave_rate = 0.2,
+             .pi16 = pi16}
         );
         std::ofstream(path, std::ios::binary) << original;
         boost::asio::io_context ioc;
@@ -62,14 +67,24 @@ TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
         std::vector<std::string> keys;
         for (const auto& kv : e)
             keys.emplace_back(kv.key());
-        std::vector<std::string> expected{"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
-                                          "tokensBefore", "details", "fromHook"};
+        std::vector<std::string> expected{
+            "type",
+            "id",
+            "parentId",
+            "timestamp",
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "details",
+            "fromHook"};
         if (pi16)
             expected.push_back("systemMessage");  // Pi 1.6's checkpoint of the replayed prompt
         EXPECT_EQ(keys, expected);
         EXPECT_TRUE(std::regex_match(std::string(e.at("id").as_string()), std::regex("[0-9a-f]{8}")));
-        EXPECT_TRUE(std::regex_match(std::string(e.at("timestamp").as_string()),
-                                     std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+        EXPECT_TRUE(std::regex_match(
+            std::string(e.at("timestamp").as_string()),
+            std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")
+        ));
         EXPECT_TRUE(e.at("details").at("readFiles").is_array());
         EXPECT_TRUE(e.at("details").at("modifiedFiles").is_array());
         EXPECT_EQ(compaction::stringify(e), line);  // what JSON.stringify would write
@@ -97,7 +112,8 @@ TEST(interop, a_compacted_pi_session_keeps_pis_invariants)
             EXPECT_EQ(ctx.messages[1].msg->role, compaction::role::compaction_summary);
             const auto prior = compaction::build_session_context(before, diag).value();
             ASSERT_TRUE(prior.system && ctx.system);
-            auto a = compaction::system_message_json(*prior.system), b = compaction::system_message_json(*ctx.system);
+            auto a = compaction::system_message_json(*prior.system),
+                 b = compaction::system_message_json(*ctx.system);
             a.erase("timestamp");
             b.erase("timestamp");
             EXPECT_EQ(compaction::stringify(a), compaction::stringify(b));

@@ -26,9 +26,8 @@ class jsonl_store_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        dir_ = fs::temp_directory_path() /
-               ("agentctx-store-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("agentctx-store-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
     }
@@ -41,13 +40,21 @@ protected:
         return p;
     }
 
-    static std::shared_ptr<const compaction::entry> user_entry(const std::string& id, std::optional<std::string> parent,
-                                                               const std::string& text)
+    static std::shared_ptr<const compaction::entry> user_entry(
+        const std::string& id, std::optional<std::string> parent, const std::string& text
+    )
     {
         diagnostics diag;
-        return std::make_shared<const compaction::entry>(compaction::make_message_entry(
-            id, std::move(parent), "2026-01-15T10:00:00.000Z", {{"role", "user"}, {"content", text}, {"timestamp", 1}}, diag
-        ).value());
+        return std::make_shared<const compaction::entry>(
+            compaction::make_message_entry(
+                id,
+                std::move(parent),
+                "2026-01-15T10:00:00.000Z",
+                {{"role", "user"}, {"content", text}, {"timestamp", 1}},
+                diag
+            )
+                .value()
+        );
     }
 
     fs::path dir_;
@@ -66,10 +73,15 @@ TEST_F(jsonl_store_test, create_append_and_reopen_identically)
         ASSERT_TRUE((*store)->append(*user_entry("u1", std::nullopt, "hello"), diag));
         ASSERT_TRUE((*store)->append(*user_entry("u2", "u1", "again"), diag));
     }
-    EXPECT_EQ(agentctx::test::read_text(path),
-              R"({"type":"session","version":3,"id":"sess","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/p"})" "\n"
-              R"({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"hello","timestamp":1}})" "\n"
-              R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"again","timestamp":1}})" "\n");
+    EXPECT_EQ(
+        agentctx::test::read_text(path),
+        R"({"type":"session","version":3,"id":"sess","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/p"})"
+        "\n"
+        R"({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"hello","timestamp":1}})"
+        "\n"
+        R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T10:00:00.000Z","message":{"role":"user","content":"again","timestamp":1}})"
+        "\n"
+    );
     auto store = jsonl_store::open(path, {}, diag);
     ASSERT_TRUE(store);
     load_report report;
@@ -93,7 +105,9 @@ TEST_F(jsonl_store_test, a_second_writer_gets_session_locked_readers_do_not)
     EXPECT_NE(diag.message.find("locked"), std::string::npos);
     auto reader = jsonl_store::open(path, {.read_only = true}, diag);
     ASSERT_TRUE(reader);
-    EXPECT_EQ((*reader)->append(*user_entry("u2", "u1", "x"), diag).error(), make_error_code(errc::read_only));
+    EXPECT_EQ(
+        (*reader)->append(*user_entry("u2", "u1", "x"), diag).error(), make_error_code(errc::read_only)
+    );
     first->reset();  // closing releases the lock
     EXPECT_TRUE(jsonl_store::open(path, {}, diag));
     EXPECT_EQ(agentctx::test::read_text(path), s.text);
@@ -153,7 +167,9 @@ TEST_F(jsonl_store_test, lone_surrogate_lines_keep_their_bytes_when_appended_to)
 {
     test::session_text s;
     s.user("u1", "one");
-    s.raw(R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})");
+    s.raw(
+        R"({"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-15T09:00:05.000Z","message":{"role":"user","content":"cut \ud83d","timestamp":1}})"
+    );
     const auto path = file("s.jsonl", s.text);
     diagnostics diag;
     auto store = jsonl_store::open(path, {}, diag);
@@ -201,14 +217,16 @@ struct bad_file
 
 std::string header_line()
 {
-    return R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})" "\n";
+    return R"({"type":"session","version":3,"id":"s","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
+           "\n";
 }
 
 std::string user_line(const char* id, const char* parent)
 {
     return std::string(R"({"type":"message","id":")") + id + R"(","parentId":)" +
            (parent ? std::string("\"") + parent + "\"" : std::string("null")) +
-           R"(,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":"x","timestamp":1}})" "\n";
+           R"(,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":"x","timestamp":1}})"
+           "\n";
 }
 
 }  // namespace
@@ -219,17 +237,42 @@ TEST_F(jsonl_store_test, every_bad_input_fails_with_its_code_and_leaves_the_file
     for (int i = 0; i < 80; ++i)
         deep = "[" + deep + "]";
     const std::vector<bad_file> cases{
-        {"invalid_json", header_line() + user_line("u1", nullptr) + "{oops\n" + user_line("u2", "u1"), compaction::errc::invalid_json},
-        {"invalid_utf8", header_line() + "{\"type\":\"label\",\"id\":\"l\",\"parentId\":null,\"timestamp\":\"t\",\"targetId\":\"\xc3\x28\"}\n", compaction::errc::invalid_utf8},
-        {"wrong_type", header_line() + R"({"type":"message","id":"u1","parentId":3,"timestamp":"t","message":{}})" "\n", compaction::errc::wrong_type},
-        {"duplicate_id", header_line() + user_line("u1", nullptr) + user_line("u1", nullptr), compaction::errc::duplicate_id},
+        {"invalid_json",
+         header_line() + user_line("u1", nullptr) + "{oops\n" + user_line("u2", "u1"),
+         compaction::errc::invalid_json},
+        {"invalid_utf8",
+         header_line() + "{\"type\":\"label\",\"id\":\"l\",\"parentId\":null,\"timestamp\":\"t\","
+                         "\"targetId\":\"\xc3\x28\"}\n",
+         compaction::errc::invalid_utf8},
+        {"wrong_type",
+         header_line() + R"({"type":"message","id":"u1","parentId":3,"timestamp":"t","message":{}})"
+                         "\n",
+         compaction::errc::wrong_type},
+        {"duplicate_id",
+         header_line() + user_line("u1", nullptr) + user_line("u1", nullptr),
+         compaction::errc::duplicate_id},
         {"dangling_parent", header_line() + user_line("u1", "nowhere"), compaction::errc::dangling_parent},
-        {"parent_cycle", header_line() + user_line("u1", "u2") + user_line("u2", "u1"), compaction::errc::parent_cycle},
-        {"line_too_long", header_line() + user_line("u1", nullptr) + R"({"type":"custom","customType":"x","data":")" + std::string(300000, 'y') + R"(","id":"c","parentId":"u1","timestamp":"t"})" "\n", compaction::errc::line_too_long},
-        {"nesting_too_deep", header_line() + R"({"type":"custom","customType":"x","data":)" + deep + R"(,"id":"c","parentId":null,"timestamp":"t"})" "\n", compaction::errc::nesting_too_deep},
+        {"parent_cycle",
+         header_line() + user_line("u1", "u2") + user_line("u2", "u1"),
+         compaction::errc::parent_cycle},
+        {"line_too_long",
+         header_line() + user_line("u1", nullptr) + R"({"type":"custom","customType":"x","data":")" +
+             std::string(300000, 'y') +
+             R"(","id":"c","parentId":"u1","timestamp":"t"})"
+             "\n",
+         compaction::errc::line_too_long},
+        {"nesting_too_deep",
+         header_line() + R"({"type":"custom","customType":"x","data":)" + deep +
+             R"(,"id":"c","parentId":null,"timestamp":"t"})"
+             "\n",
+         compaction::errc::nesting_too_deep},
         {"empty_file", "", compaction::errc::empty_file},
         {"no_header", user_line("u1", nullptr), compaction::errc::missing_header},
-        {"future_version", R"({"type":"session","version":9,"id":"s","timestamp":"t","cwd":"/"})" "\n" + user_line("u1", nullptr), compaction::errc::unsupported_version},
+        {"future_version",
+         R"({"type":"session","version":9,"id":"s","timestamp":"t","cwd":"/"})"
+         "\n" +
+             user_line("u1", nullptr),
+         compaction::errc::unsupported_version},
     };
     for (const auto& c : cases)
     {
@@ -309,7 +352,8 @@ TEST_F(jsonl_store_test, a_store_holds_one_descriptor_and_its_lock_ends_with_it_
 
 TEST_F(jsonl_store_test, migrate_rewrites_v1_atomically_and_only_once)
 {
-    const auto text = tools::generate_session({.seed = 4, .entries = 60, .compaction_every = 5, .version = 1});
+    const auto text =
+        tools::generate_session({.seed = 4, .entries = 60, .compaction_every = 5, .version = 1});
     const auto path = file("old.jsonl", text);
     diagnostics diag;
     load_report before_report;

@@ -1,4 +1,5 @@
-// Model downshift: the pure decision, and the session compacting with the previous model's budgets after a switch.
+// Model downshift: the pure decision, and the session compacting with the previous model's budgets after a
+// switch.
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/summary_prompt.hpp>
 #include <agentctx/runtime/error.hpp>
@@ -99,7 +100,8 @@ protected:
     {
         test::session_text s;
         for (int i = 0; i < 10; ++i)
-            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
+            s.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i == 9 ? 2000 : 0);
         return s.text;
     }
 
@@ -124,7 +126,9 @@ protected:
                 if (const auto* st = std::get_if<compaction_start_event>(&e))
                     events_.push_back(std::string("start:") + to_string(st->reason));
                 else if (const auto* end = std::get_if<compaction_end_event>(&e))
-                    events_.push_back(std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : ""));
+                    events_.push_back(
+                        std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "")
+                    );
                 else if (const auto* b = std::get_if<budget_exceeded_event>(&e))
                     shortfalls_.push_back(*b);
             });
@@ -181,11 +185,13 @@ TEST_F(model_change_session, a_model_change_entry_to_a_smaller_window_compacts_o
     ASSERT_TRUE(s);
     EXPECT_EQ(s->serving_model().model_id, "claude-sonnet-4-5");
     // The host appends Pi's entry itself: the model is known through session_config::models.
-    test::append_entry(ioc_, *s, {{"type", "model_change"}, {"provider", "anthropic"}, {"modelId", "claude-haiku-4-5"}});
+    test::append_entry(
+        ioc_, *s, {{"type", "model_change"}, {"provider", "anthropic"}, {"modelId", "claude-haiku-4-5"}}
+    );
     EXPECT_EQ(s->serving_model().model_id, "claude-haiku-4-5");
     EXPECT_EQ(s->serving_model().context_window, 2500);
     EXPECT_EQ(s->config().model.model_id, "claude-sonnet-4-5");  // as given
-    EXPECT_EQ(s->current()->context_tokens(), 2000);              // > 2500 - 1000
+    EXPECT_EQ(s->current()->context_tokens(), 2000);             // > 2500 - 1000
 
     const auto r = before_prompt(*s);
     ASSERT_FALSE(r.ec) << r.ec.message() << ": " << r.outcome.message;
@@ -211,14 +217,15 @@ TEST_F(model_change_session, a_model_change_entry_to_a_smaller_window_compacts_o
     EXPECT_TRUE(shortfalls_.empty());
 
     // From now on thresholds and budgets are the new model's: 1600 tokens is over 2500 - 1000.
-    json::object reply{{"role", "assistant"},
-                       {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
-                       {"api", "anthropic-messages"},
-                       {"provider", "anthropic"},
-                       {"model", "claude-haiku-4-5"},
-                       {"usage", test::session_text::usage(1600)},
-                       {"stopReason", "stop"},
-                       {"timestamp", 4102444800000.0}};
+    json::object reply{
+        {"role", "assistant"},
+        {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+        {"api", "anthropic-messages"},
+        {"provider", "anthropic"},
+        {"model", "claude-haiku-4-5"},
+        {"usage", test::session_text::usage(1600)},
+        {"stopReason", "stop"},
+        {"timestamp", 4102444800000.0}};
     test::append_entry(ioc_, *s, {{"type", "message"}, {"message", reply}});
     auto turn = std::make_shared<outcome_result>();
     s->async_on_turn_end([turn](error_code ec, compaction_outcome o) {
@@ -231,7 +238,8 @@ TEST_F(model_change_session, a_model_change_entry_to_a_smaller_window_compacts_o
     // an output cap of 1 token, which no summary meets (why the downshift used the old ones).
     ASSERT_TRUE(turn->outcome.reason);
     EXPECT_EQ(*turn->outcome.reason, compaction_reason::threshold);
-    EXPECT_EQ(turn->ec, compaction::make_error_code(compaction::errc::summary_too_long)) << turn->ec.message();
+    EXPECT_EQ(turn->ec, compaction::make_error_code(compaction::errc::summary_too_long))
+        << turn->ec.message();
     ASSERT_EQ(summarizer_->calls(), 2u);
     EXPECT_EQ(summarizer_->prompts().at(1).max_output_tokens, 1u);
 }
@@ -268,9 +276,12 @@ TEST_F(model_change_session, a_context_that_still_does_not_fit_fails_with_model_
     EXPECT_EQ(shortfalls_[0].input_tokens, after);
     EXPECT_EQ(shortfalls_[0].allowance, 200);
     EXPECT_FALSE(shortfalls_[0].request_view);
-    EXPECT_EQ(r.outcome.message, "after compacting for the model change, the context (" + std::to_string(after) +
-                                     " tokens) still exceeds anthropic/claude-tiny's window: contextWindow 1200 - "
-                                     "reserveTokens 1000 = 200 tokens");
+    EXPECT_EQ(
+        r.outcome.message,
+        "after compacting for the model change, the context (" + std::to_string(after) +
+            " tokens) still exceeds anthropic/claude-tiny's window: contextWindow 1200 - "
+            "reserveTokens 1000 = 200 tokens"
+    );
     EXPECT_GT(after, 200);
 }
 
@@ -293,7 +304,9 @@ TEST_F(model_change_session, a_model_change_on_the_path_at_open_switches_the_ser
     test::session_text t;
     t.user("u0", tokens(100)).assistant("a0", tokens(100), 300);
     t.entry("model_change", "mc1", {{"provider", "anthropic"}, {"modelId", "claude-haiku-4-5"}});
-    t.entry("model_change", "mc2", {{"provider", "someone"}, {"modelId", "unlisted"}});  // unknown: switches nothing
+    t.entry(
+        "model_change", "mc2", {{"provider", "someone"}, {"modelId", "unlisted"}}
+    );  // unknown: switches nothing
     auto s = open(t.text, config());
     ASSERT_TRUE(s);
     EXPECT_EQ(s->serving_model().provider, "anthropic");
@@ -311,7 +324,9 @@ TEST_F(model_change_session, an_unknown_model_change_keeps_the_serving_model)
 {
     auto s = open(turns_text(), config());
     ASSERT_TRUE(s);
-    test::append_entry(ioc_, *s, {{"type", "model_change"}, {"provider", "someone"}, {"modelId", "unlisted"}});
+    test::append_entry(
+        ioc_, *s, {{"type", "model_change"}, {"provider", "someone"}, {"modelId", "unlisted"}}
+    );
     EXPECT_EQ(s->serving_model().model_id, "claude-sonnet-4-5");
     const auto r = before_prompt(*s);
     EXPECT_FALSE(r.outcome.compacted);

@@ -56,7 +56,8 @@ protected:
     void SetUp() override
     {
         write_session(40, 3000);
-        server_.check_anthropic_requests(true);  // tool_use blocks without tools are refused, as Anthropic does
+        server_.check_anthropic_requests(true
+        );  // tool_use blocks without tools are refused, as Anthropic does
     }
     void TearDown() override { fs::remove_all(dir_); }
 
@@ -64,7 +65,8 @@ protected:
     void write_session(std::size_t turns, std::size_t pad, const std::string& extra_user_text = {})
     {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("agentctx-native-" + std::to_string(::getpid()) + "-" + info->name());
+        dir_ = fs::temp_directory_path() /
+               ("agentctx-native-" + std::to_string(::getpid()) + "-" + info->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         path_ = dir_ / "s.jsonl";
@@ -78,8 +80,9 @@ protected:
         std::ofstream(path_, std::ios::binary) << text;
     }
 
-    providers::provider_config provider(wire_format f, providers::native_mode native = providers::native_mode::on,
-                                        bool counting = false)
+    providers::provider_config provider(
+        wire_format f, providers::native_mode native = providers::native_mode::on, bool counting = false
+    )
     {
         providers::provider_config c;
         c.format = f;
@@ -98,7 +101,8 @@ protected:
     {
         session_config c;
         c.settings.keep_recent_tokens = 3000;
-        c.settings.summary_request = compaction::summary_request_mode::standalone;  // portable requests as before
+        c.settings.summary_request =
+            compaction::summary_request_mode::standalone;  // portable requests as before
         c.model = {p.name, p.model, window, 0};
         c.summarizer = std::make_shared<providers::http_summarizer>(ioc_.get_executor(), p);
         c.conversation = [] {
@@ -153,11 +157,16 @@ protected:
 
     void append_turn(session& s, const std::string& text)
     {
-        for (const auto& m : {json::object{{"role", "user"}, {"content", text}, {"timestamp", 1}},
-                              json::object{{"role", "assistant"},
-                                           {"content", json::array{json::object{{"type", "text"}, {"text", "ok " + text}}}},
-                                           {"api", "anthropic-messages"}, {"provider", "anthropic"}, {"model", "claude-loop"},
-                                           {"stopReason", "stop"}, {"timestamp", 2}}})
+        for (const auto& m :
+             {json::object{{"role", "user"}, {"content", text}, {"timestamp", 1}},
+              json::object{
+                  {"role", "assistant"},
+                  {"content", json::array{json::object{{"type", "text"}, {"text", "ok " + text}}}},
+                  {"api", "anthropic-messages"},
+                  {"provider", "anthropic"},
+                  {"model", "claude-loop"},
+                  {"stopReason", "stop"},
+                  {"timestamp", 2}}})
         {
             bool done = false;
             s.async_append({{"type", "message"}, {"message", m}}, [&](error_code ec, std::string) {
@@ -226,9 +235,13 @@ TEST_F(native_session_test, anthropic_native_commits_the_block_and_replays_it_in
     const auto entry = last_compaction(file());
     EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nNative note."));
     const auto& ours = entry.at("details").at("agentctx").as_object();
-    EXPECT_EQ(ours.at("native"), json::parse(R"({"provider":"anthropic","model":"claude-loop","block":)" + block + "}"));
+    EXPECT_EQ(
+        ours.at("native"),
+        json::parse(R"({"provider":"anthropic","model":"claude-loop","block":)" + block + "}")
+    );
     EXPECT_EQ(ours.at("evidence").at("method"), "native");
-    EXPECT_TRUE(ours.at("evidence").at("nativeSelection").as_string().starts_with("native: ")) << ours.at("evidence");
+    EXPECT_TRUE(ours.at("evidence").at("nativeSelection").as_string().starts_with("native: "))
+        << ours.at("evidence");
     EXPECT_EQ(ours.at("evidence").at("usage").at("input"), 61000);  // the compaction pass
     ASSERT_EQ(finished_.size(), 1u);
     EXPECT_EQ(finished_[0].method, "native");
@@ -246,19 +259,29 @@ TEST_F(native_session_test, anthropic_native_commits_the_block_and_replays_it_in
     EXPECT_NE(json::serialize(msgs[1]).find("MARK-039"), std::string::npos);
     EXPECT_EQ(json::serialize(msgs).find("compacted into the following summary"), std::string::npos)
         << "the portable summary is not sent";
-    EXPECT_NE(json::serialize(providers::to_wire_messages(wire_format::anthropic, ctx)).find("compacted into the following summary"),
-              std::string::npos);
+    EXPECT_NE(
+        json::serialize(providers::to_wire_messages(wire_format::anthropic, ctx))
+            .find("compacted into the following summary"),
+        std::string::npos
+    );
 
     // Resume: the state is revalidated from the file and replays the same way.
     close(s);
     auto again = open(config(provider(wire_format::anthropic)));
     ASSERT_TRUE(again->current()->native);
-    EXPECT_EQ(providers::to_wire_messages(wire_format::anthropic, again->context(), again->current()->native.get()), msgs);
+    EXPECT_EQ(
+        providers::to_wire_messages(wire_format::anthropic, again->context(), again->current()->native.get()),
+        msgs
+    );
 
     // The next native compaction sends the previous block back first.
     for (int i = 0; i < 30; ++i)
         append_turn(*again, "MORE-" + std::to_string(i) + " " + std::string(8000, 'm'));
-    server_.route("/v1/messages", fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nSecond.", "ENC-2")})));
+    server_.route(
+        "/v1/messages",
+        fixed(test::anthropic_compaction_body({test::anthropic_compaction_block("## Goal\nSecond.", "ENC-2")})
+        )
+    );
     auto [ec2, out2] = compact(*again);
     ASSERT_FALSE(ec2) << out2.message;
     const auto second = requests_to("/v1/messages");
@@ -294,7 +317,9 @@ TEST_F(native_session_test, openai_native_keeps_the_output_and_commits_a_portabl
     // Usage: the compact call's (64000 in, 1000 of it cached) and each note request's (100 in, 40 cached).
     EXPECT_EQ(ours.at("evidence").at("usage").at("input"), 63000 + 2 * 60);
     EXPECT_EQ(ours.at("evidence").at("usage").at("cacheRead"), 1000 + 2 * 40);
-    EXPECT_EQ(entry.at("usage").at("input"), 63000 + 2 * 60);  // the entry's own usage includes the compact call
+    EXPECT_EQ(
+        entry.at("usage").at("input"), 63000 + 2 * 60
+    );  // the entry's own usage includes the compact call
 
     const auto snap = s->current();
     ASSERT_TRUE(snap->native);
@@ -305,9 +330,11 @@ TEST_F(native_session_test, openai_native_keeps_the_output_and_commits_a_portabl
         EXPECT_EQ(replay.at(i), output[i]);
     EXPECT_EQ(replay.size() > output.size(), true);
     // Chat Completions cannot take the item: the portable note goes there.
-    EXPECT_NE(json::serialize(providers::to_wire_messages(wire_format::openai, s->context(), snap->native.get()))
-                  .find("Portable note"),
-              std::string::npos);
+    EXPECT_NE(
+        json::serialize(providers::to_wire_messages(wire_format::openai, s->context(), snap->native.get()))
+            .find("Portable note"),
+        std::string::npos
+    );
 
     // The next compaction sends the stored output back first.
     for (int i = 0; i < 30; ++i)
@@ -331,15 +358,25 @@ TEST_F(native_session_test, an_invalid_or_failed_native_reply_falls_back_to_port
         std::string why;
     };
     const std::vector<bad_case> cases{
-        {wire_format::anthropic, test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}), 200,
+        {wire_format::anthropic,
+         test::anthropic_compaction_body({test::anthropic_compaction_block(std::nullopt, "E")}),
+         200,
          "content is null"},
-        {wire_format::anthropic, test::anthropic_compaction_body({R"({"type":"text","text":"hi"})"}), 200,
+        {wire_format::anthropic,
+         test::anthropic_compaction_body({R"({"type":"text","text":"hi"})"}),
+         200,
          "0 compaction blocks"},
         {wire_format::anthropic,
-         test::anthropic_compaction_body({test::anthropic_compaction_block("a", "E"), test::anthropic_compaction_block("b", "F")}),
-         200, "2 compaction blocks"},
+         test::anthropic_compaction_body(
+             {test::anthropic_compaction_block("a", "E"), test::anthropic_compaction_block("b", "F")}
+         ),
+         200,
+         "2 compaction blocks"},
         {wire_format::openai, test::openai_compact_body({"u"}, {}), 200, "0 compaction items"},
-        {wire_format::openai, R"({"error":{"type":"invalid_request_error","code":"unsupported"}})", 400, "rejected"},
+        {wire_format::openai,
+         R"({"error":{"type":"invalid_request_error","code":"unsupported"}})",
+         400,
+         "rejected"},
     };
     for (const auto& c : cases)
     {
@@ -382,7 +419,8 @@ TEST_F(native_session_test, an_invalid_or_failed_native_reply_falls_back_to_port
         EXPECT_FALSE(s->current()->native);
         if (c.why == "content is null")  // the rejected reply's compaction pass is billed too
         {
-            const auto calls = ours.at("evidence").at("calls").as_int64();  // the native call and the portable ones
+            const auto calls =
+                ours.at("evidence").at("calls").as_int64();  // the native call and the portable ones
             EXPECT_EQ(ours.at("evidence").at("usage").at("input").as_int64(), 61000 + 50 * (calls - 1));
         }
         close(s);
@@ -425,9 +463,16 @@ TEST_F(native_session_test, small_windows_and_windows_with_secrets_stay_portable
         auto s = open(config(provider(wire_format::anthropic)));
         auto [ec, out] = compact(*s);
         ASSERT_FALSE(ec) << out.message;
-        const std::string selection(last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
-        EXPECT_NE(selection.find("under the provider's minimum for native compaction (50000 tokens)"), std::string::npos)
-            << selection;
+        const std::string selection(last_compaction(file())
+                                        .at("details")
+                                        .at("agentctx")
+                                        .at("evidence")
+                                        .at("nativeSelection")
+                                        .as_string());
+        EXPECT_NE(
+            selection.find("under the provider's minimum for native compaction (50000 tokens)"),
+            std::string::npos
+        ) << selection;
         close(s);
     }
     write_session(40, 3000, "AKIAABCDEFGHIJKLMNOP");
@@ -436,9 +481,12 @@ TEST_F(native_session_test, small_windows_and_windows_with_secrets_stay_portable
         auto [ec, out] = compact(*s);
         ASSERT_FALSE(ec) << out.message;
         const auto entry = last_compaction(file());
-        const std::string selection(entry.at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
-        EXPECT_NE(selection.find("1 secret(s) that native compaction would send unredacted"), std::string::npos)
-            << selection;
+        const std::string selection(
+            entry.at("details").at("agentctx").at("evidence").at("nativeSelection").as_string()
+        );
+        EXPECT_NE(
+            selection.find("1 secret(s) that native compaction would send unredacted"), std::string::npos
+        ) << selection;
         close(s);
     }
     auto off = provider(wire_format::anthropic, providers::native_mode::off);
@@ -446,7 +494,9 @@ TEST_F(native_session_test, small_windows_and_windows_with_secrets_stay_portable
     auto s = open(config(off));
     auto [ec, out] = compact(*s);
     ASSERT_FALSE(ec) << out.message;
-    const std::string selection(last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string());
+    const std::string selection(
+        last_compaction(file()).at("details").at("agentctx").at("evidence").at("nativeSelection").as_string()
+    );
     EXPECT_EQ(selection, "portable: anthropic:claude-loop offers no native compaction");
 }
 
@@ -493,7 +543,9 @@ TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
         EXPECT_EQ(ev.counting_calls, 1);
         const auto entry = last_compaction(file());
         const auto& json_ev = entry.at("details").at("agentctx").at("evidence");
-        EXPECT_EQ(json_ev.at("preflight"), json::parse(R"({"method":"count","inputTokens":9000,"fits":true})"));
+        EXPECT_EQ(
+            json_ev.at("preflight"), json::parse(R"({"method":"count","inputTokens":9000,"fits":true})")
+        );
         close(s);
     }
     // A count over the window: pieces measured by the count's bytes per token.
@@ -535,12 +587,15 @@ TEST_F(native_session_test, an_exact_count_decides_single_or_measured_pieces)
 namespace {
 
 // Native compaction requests carry the edit; portable summary requests to the same path do not.
-test::fake_provider_server::responder native_or_portable(const std::string& block, const std::string& portable)
+test::fake_provider_server::responder native_or_portable(
+    const std::string& block, const std::string& portable
+)
 {
     return [block, portable](const test::recorded_request& r) {
         test::scripted_response rsp;
-        rsp.body = r.body.find("compact_20260112") != std::string::npos ? test::anthropic_compaction_body({block})
-                                                                          : test::anthropic_body(portable);
+        rsp.body = r.body.find("compact_20260112") != std::string::npos
+                       ? test::anthropic_compaction_body({block})
+                       : test::anthropic_body(portable);
         return rsp;
     };
 }
@@ -554,8 +609,12 @@ std::string selection_of(const json::object& entry)
 
 TEST_F(native_session_test, the_native_request_carries_the_loops_tools_tool_choice_and_parameters)
 {
-    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nWith tools.", "ENC-T"),
-                                                     "## Goal\nPortable."));
+    server_.route(
+        "/v1/messages",
+        native_or_portable(
+            test::anthropic_compaction_block("## Goal\nWith tools.", "ENC-T"), "## Goal\nPortable."
+        )
+    );
     auto c = config(provider(wire_format::anthropic));
     c.conversation = [] {
         conversation_request r;
@@ -573,12 +632,14 @@ TEST_F(native_session_test, the_native_request_carries_the_loops_tools_tool_choi
     ASSERT_EQ(sent.size(), 1u);  // accepted: no portable fallback
     EXPECT_EQ(test::anthropic_request_problem(sent[0].body), std::nullopt);
     const auto body = json::parse(sent[0].body).as_object();
-    EXPECT_NE(json::serialize(body.at("messages")).find(R"("type":"tool_use")"), std::string::npos);  // the window's calls
+    EXPECT_NE(
+        json::serialize(body.at("messages")).find(R"("type":"tool_use")"), std::string::npos
+    );  // the window's calls
     EXPECT_EQ(body.at("tools"), loop_tools());
     EXPECT_EQ(body.at("tool_choice"), json::parse(R"({"type":"auto"})"));
     EXPECT_EQ(body.at("temperature"), 0.25);
     EXPECT_EQ(body.at("thinking"), json::parse(R"({"type":"enabled","budget_tokens":8000})"));
-    EXPECT_EQ(body.at("model"), "claude-loop");   // the request's own fields are not the parameters'
+    EXPECT_EQ(body.at("model"), "claude-loop");     // the request's own fields are not the parameters'
     EXPECT_EQ(body.at("max_tokens"), 8000 + 4096);  // above the thinking budget
     ASSERT_EQ(finished_.size(), 1u);
     EXPECT_EQ(finished_[0].method, "native");
@@ -586,7 +647,10 @@ TEST_F(native_session_test, the_native_request_carries_the_loops_tools_tool_choi
 
 TEST_F(native_session_test, without_the_loops_tools_a_window_with_tool_calls_stays_portable_and_says_why)
 {
-    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    server_.route(
+        "/v1/messages",
+        native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable.")
+    );
     auto c = config(provider(wire_format::anthropic));
     c.conversation = nullptr;  // the host names no tools
     auto s = open(std::move(c));
@@ -594,15 +658,21 @@ TEST_F(native_session_test, without_the_loops_tools_a_window_with_tool_calls_sta
     ASSERT_FALSE(ec) << out.message;
     for (const auto& r : requests_to("/v1/messages"))
         EXPECT_EQ(r.body.find("compact_20260112"), std::string::npos) << "no native request expected";
-    EXPECT_EQ(selection_of(last_compaction(file())),
-              "portable: the eligible window holds tool calls and the session names no tools "
-              "(session_config::conversation); Anthropic refuses tool_use blocks without them");
+    EXPECT_EQ(
+        selection_of(last_compaction(file())),
+        "portable: the eligible window holds tool calls and the session names no tools "
+        "(session_config::conversation); Anthropic refuses tool_use blocks without them"
+    );
 }
 
 TEST_F(native_session_test, native_compaction_runs_only_on_the_serving_model)
 {
-    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
-    for (const auto& [provider_name, model] : {std::pair{"anthropic", "claude-other"}, std::pair{"bedrock", "claude-loop"}})
+    server_.route(
+        "/v1/messages",
+        native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable.")
+    );
+    for (const auto& [provider_name, model] :
+         {std::pair{"anthropic", "claude-other"}, std::pair{"bedrock", "claude-loop"}})
     {
         SCOPED_TRACE(std::string(provider_name) + ":" + model);
         write_session(40, 3000);
@@ -611,9 +681,12 @@ TEST_F(native_session_test, native_compaction_runs_only_on_the_serving_model)
         auto s = open(std::move(c));
         auto [ec, out] = compact(*s);
         ASSERT_FALSE(ec) << out.message;
-        EXPECT_EQ(selection_of(last_compaction(file())),
-                  "portable: the summarizer (anthropic:claude-loop) is not the serving model (" + std::string(provider_name) +
-                      ":" + model + "); native compaction runs only on the loop's own model");
+        EXPECT_EQ(
+            selection_of(last_compaction(file())),
+            "portable: the summarizer (anthropic:claude-loop) is not the serving model (" +
+                std::string(provider_name) + ":" + model +
+                "); native compaction runs only on the loop's own model"
+        );
         close(s);
     }
     for (const auto& r : requests_to("/v1/messages"))
@@ -623,7 +696,10 @@ TEST_F(native_session_test, native_compaction_runs_only_on_the_serving_model)
 TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable)
 {
     // The estimate is ~100k tokens (native: over 50000, under 183616 = 200000 - 16384); the count decides.
-    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    server_.route(
+        "/v1/messages",
+        native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable.")
+    );
     std::int64_t answer = 40000;
     std::vector<std::string> native_counts;
     server_.route("/v1/messages/count_tokens", [&](const test::recorded_request& r) {
@@ -642,12 +718,21 @@ TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable
         close(s);
         return selection_of(last_compaction(file()));
     };
-    EXPECT_EQ(run(40000), "portable: the eligible window (40000 tokens, counted by the provider) is under the provider's "
-                          "minimum for native compaction (50000 tokens)");
-    EXPECT_EQ(run(190000), "portable: the eligible window (190000 tokens, counted by the provider) is over what one request "
-                           "may carry (183616 = contextWindow - reserveTokens); native compaction is never split");
-    EXPECT_EQ(run(120000), "native: anthropic:claude-loop compacted the whole eligible window (120000 tokens, counted by the "
-                           "provider) in one request");
+    EXPECT_EQ(
+        run(40000),
+        "portable: the eligible window (40000 tokens, counted by the provider) is under the provider's "
+        "minimum for native compaction (50000 tokens)"
+    );
+    EXPECT_EQ(
+        run(190000),
+        "portable: the eligible window (190000 tokens, counted by the provider) is over what one request "
+        "may carry (183616 = contextWindow - reserveTokens); native compaction is never split"
+    );
+    EXPECT_EQ(
+        run(120000),
+        "native: anthropic:claude-loop compacted the whole eligible window (120000 tokens, counted by the "
+        "provider) in one request"
+    );
     // The count is of the native request itself: its tools, its messages with their tool calls.
     ASSERT_EQ(native_counts.size(), 3u);
     const auto counted = json::parse(native_counts[0]).as_object();
@@ -661,7 +746,10 @@ TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable
     test::fake_provider_server broken;
     broken.check_anthropic_requests(true);
     broken.route("/v1/messages/count_tokens", fixed(R"({"type":"error","error":{"type":"api_error"}})", 500));
-    broken.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable."));
+    broken.route(
+        "/v1/messages",
+        native_or_portable(test::anthropic_compaction_block("## Goal\nN.", "E"), "## Goal\nPortable.")
+    );
     write_session(40, 3000);
     auto p = provider(wire_format::anthropic, providers::native_mode::on, true);
     p.base_url = broken.base_url();
@@ -669,14 +757,19 @@ TEST_F(native_session_test, the_providers_exact_count_decides_native_or_portable
     auto [ec, out] = compact(*s);
     ASSERT_FALSE(ec) << out.message;
     const auto selection = selection_of(last_compaction(file()));
-    EXPECT_TRUE(selection.starts_with("native: anthropic:claude-loop compacted the whole eligible window (~")) << selection;
+    EXPECT_TRUE(selection.starts_with("native: anthropic:claude-loop compacted the whole eligible window (~"))
+        << selection;
     EXPECT_NE(selection.find(" tokens, estimated: the count failed ("), std::string::npos) << selection;
 }
 
 TEST_F(native_session_test, a_previous_portable_summary_is_resent_as_reference_history)
 {
-    server_.route("/v1/messages", native_or_portable(test::anthropic_compaction_block("## Goal\nSecond, native.", "E"),
-                                                     "## Goal\nFirst, portable."));
+    server_.route(
+        "/v1/messages",
+        native_or_portable(
+            test::anthropic_compaction_block("## Goal\nSecond, native.", "E"), "## Goal\nFirst, portable."
+        )
+    );
     {
         auto s = open(config(provider(wire_format::anthropic, providers::native_mode::off)));
         auto [ec, out] = compact(*s);
@@ -696,8 +789,9 @@ TEST_F(native_session_test, a_previous_portable_summary_is_resent_as_reference_h
     const auto first = json::parse(native[0].body).at("messages").at(0);
     EXPECT_EQ(first.at("role"), "user");
     const std::string text(first.at("content").at(0).at("text").as_string());
-    EXPECT_TRUE(text.starts_with(std::string(compaction::reference_compaction_prefix) +
-                                 std::string(compaction::reference_history_notice) + "## Goal\nFirst, portable."))
-        << text;
+    EXPECT_TRUE(text.starts_with(
+        std::string(compaction::reference_compaction_prefix) +
+        std::string(compaction::reference_history_notice) + "## Goal\nFirst, portable."
+    )) << text;
     EXPECT_NE(text.find(compaction::reference_history_suffix), std::string::npos);
 }

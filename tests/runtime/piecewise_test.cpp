@@ -60,7 +60,9 @@ protected:
         dir_ = path_.parent_path();
         summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
         for (int k = 1; k <= 40; ++k)
-            summarizer_->push({script_step::succeed, "## Goal\nnote-" + std::to_string(k) + " of the long session"});
+            summarizer_->push(
+                {script_step::succeed, "## Goal\nnote-" + std::to_string(k) + " of the long session"}
+            );
     }
     void TearDown() override { fs::remove_all(dir_); }
 
@@ -113,10 +115,16 @@ protected:
     {
         bool done = false;
         std::pair<error_code, compaction_outcome> r;
-        s.async_compact(std::nullopt, asio::bind_cancellation_slot(slot, [&](error_code ec, compaction_outcome o) {
-                            done = true;
-                            r = {ec, std::move(o)};
-                        }));
+        s.async_compact(
+            std::nullopt,
+            asio::bind_cancellation_slot(
+                slot,
+                [&](error_code ec, compaction_outcome o) {
+                    done = true;
+                    r = {ec, std::move(o)};
+                }
+            )
+        );
         run_until([&] { return done; });
         return r;
     }
@@ -154,9 +162,11 @@ TEST_F(piecewise_test, a_prefix_ten_times_the_bound_compacts_piecewise_covering_
         {
             if (i % 3 != 2)
                 break;
-            EXPECT_EQ(p.prompt.find("src/f" + std::to_string(i) + ".ts") != std::string::npos,
-                      p.prompt.find("RESULT " + std::to_string(i) + " ") != std::string::npos)
-                << "tool round " << i << " split";
+            EXPECT_EQ(
+                p.prompt.find("src/f" + std::to_string(i) + ".ts") != std::string::npos,
+                p.prompt.find("RESULT " + std::to_string(i) + " ") != std::string::npos
+            ) << "tool round "
+              << i << " split";
         }
     }
     EXPECT_EQ(summarized, 28u);
@@ -170,7 +180,10 @@ TEST_F(piecewise_test, a_prefix_ten_times_the_bound_compacts_piecewise_covering_
     // Each piece after the first updates the running note.
     EXPECT_EQ(prompts[0].prompt.find("<previous-summary>"), std::string::npos);
     for (std::size_t k = 1; k < prompts.size(); ++k)
-        EXPECT_NE(prompts[k].prompt.find("<previous-summary>\n## Goal\nnote-" + std::to_string(k) + " "), std::string::npos);
+        EXPECT_NE(
+            prompts[k].prompt.find("<previous-summary>\n## Goal\nnote-" + std::to_string(k) + " "),
+            std::string::npos
+        );
     // Ten progress entries, then the compaction with the last note.
     const auto now = file();
     ASSERT_EQ(now.compare(0, before.size(), before), 0);
@@ -289,10 +302,16 @@ TEST_F(piecewise_test, cancellation_mid_piece_keeps_accepted_progress_and_nothin
     asio::cancellation_signal cancel;
     bool done = false;
     error_code ec;
-    s->async_compact(std::nullopt, asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, compaction_outcome) {
-                         done = true;
-                         ec = e;
-                     }));
+    s->async_compact(
+        std::nullopt,
+        asio::bind_cancellation_slot(
+            cancel.slot(),
+            [&](error_code e, compaction_outcome) {
+                done = true;
+                ec = e;
+            }
+        )
+    );
     run_until([&] { return summarizer_->calls() == 3; });
     asio::post(s->get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
     run_until([&] { return done; });
@@ -310,7 +329,8 @@ TEST_F(piecewise_test, a_refusing_persist_callback_stops_with_checkpoint_persist
 {
     auto c = config();
     std::vector<progress_position> seen;
-    c.persist_checkpoint = [&](const compaction::progress_record& r, progress_position pos,
+    c.persist_checkpoint = [&](const compaction::progress_record& r,
+                               progress_position pos,
                                asio::any_completion_handler<persist_checkpoint_signature> h) {
         EXPECT_EQ(r.completed, 1u);
         seen.push_back(pos);
@@ -331,30 +351,40 @@ TEST_F(piecewise_test, a_refusing_persist_callback_stops_with_checkpoint_persist
 
 TEST_F(piecewise_test, persist_callback_errors_throws_and_cancellation)
 {
-    const auto run_with = [&](std::function<void(asio::any_completion_handler<persist_checkpoint_signature>)> f) {
-        auto c = config();
-        c.persist_checkpoint = [f](const compaction::progress_record&, progress_position,
-                                   asio::any_completion_handler<persist_checkpoint_signature> h) { f(std::move(h)); };
-        auto s = open(std::move(c));
-        const auto before = file();
-        const auto ec = compact(*s).first;
-        EXPECT_EQ(file(), before);
-        s->close();
-        s.reset();
-        drain();
-        return ec;
-    };
+    const auto run_with =
+        [&](std::function<void(asio::any_completion_handler<persist_checkpoint_signature>)> f) {
+            auto c = config();
+            c.persist_checkpoint = [f](const compaction::progress_record&,
+                                       progress_position,
+                                       asio::any_completion_handler<persist_checkpoint_signature> h) {
+                f(std::move(h));
+            };
+            auto s = open(std::move(c));
+            const auto before = file();
+            const auto ec = compact(*s).first;
+            EXPECT_EQ(file(), before);
+            s->close();
+            s.reset();
+            drain();
+            return ec;
+        };
     const auto complete = [this](error_code e, bool ok) {
         return [this, e, ok](asio::any_completion_handler<persist_checkpoint_signature> h) {
             asio::post(ioc_.get_executor(), asio::append(std::move(h), e, ok));
         };
     };
-    EXPECT_EQ(run_with([](auto) { throw std::runtime_error("disk full"); }),
-              make_error_code(errc::checkpoint_persist_failed));
-    EXPECT_EQ(run_with(complete(make_error_code(std::errc::no_space_on_device), true)),
-              make_error_code(errc::checkpoint_persist_failed));
-    EXPECT_EQ(run_with(complete(compaction::make_error_code(compaction::errc::summary_failed), true)),
-              compaction::make_error_code(compaction::errc::summary_failed));
+    EXPECT_EQ(
+        run_with([](auto) { throw std::runtime_error("disk full"); }),
+        make_error_code(errc::checkpoint_persist_failed)
+    );
+    EXPECT_EQ(
+        run_with(complete(make_error_code(std::errc::no_space_on_device), true)),
+        make_error_code(errc::checkpoint_persist_failed)
+    );
+    EXPECT_EQ(
+        run_with(complete(compaction::make_error_code(compaction::errc::summary_failed), true)),
+        compaction::make_error_code(compaction::errc::summary_failed)
+    );
     EXPECT_EQ(run_with(complete(asio::error::operation_aborted, false)), make_error_code(errc::cancelled));
     EXPECT_EQ(summarizer_->calls(), 4u);  // one piece per attempt, never a second
 }
@@ -367,8 +397,9 @@ TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_th
     for (int i = 0; i < 40; ++i)
     {
         const std::string n = std::to_string(i);
-        t.tool_call("c" + n, "call" + n, "bash", {{"command", "step " + n}})
-            .tool_result("r" + n, "call" + n, "bash", "ROUND-" + n + " " + std::string(400, 'x'));
+        t.tool_call(
+             "c" + n, "call" + n, "bash", {{"command", "step " + n}}
+        ).tool_result("r" + n, "call" + n, "bash", "ROUND-" + n + " " + std::string(400, 'x'));
     }
     t.assistant("fin", "migration done", 9000);
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << t.text;
@@ -385,7 +416,8 @@ TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_th
     for (const auto& p : prompts)
     {
         const auto a = p.prompt.find("<conversation>\n"), b = p.prompt.find("\n</conversation>");
-        ASSERT_NE(a, std::string::npos) << "every request is a history piece (no separate turn-prefix request)";
+        ASSERT_NE(a, std::string::npos)
+            << "every request is a history piece (no separate turn-prefix request)";
         EXPECT_LE(b - a - 15, 2000u);
     }
     // Each summarized round in exactly one request, with its call.
@@ -399,7 +431,8 @@ TEST_F(piecewise_test, a_split_turns_prefix_over_the_bound_is_summarized_with_th
             in += result;
             if (result)
             {
-                EXPECT_NE(p.prompt.find("step " + std::to_string(i) + "\""), std::string::npos) << "round " << i << " split";
+                EXPECT_NE(p.prompt.find("step " + std::to_string(i) + "\""), std::string::npos)
+                    << "round " << i << " split";
             }
         }
         EXPECT_LE(in, 1u);
@@ -417,8 +450,11 @@ TEST_F(piecewise_test, progress_the_host_kept_resumes_after_a_restart_without_th
     auto host_config = [&](std::int64_t max_calls) {
         auto c = config(max_calls);
         c.progress_in_session = false;
-        c.persist_checkpoint = [this, &kept](const compaction::progress_record& r, progress_position,
-                                             asio::any_completion_handler<persist_checkpoint_signature> h) {
+        c.persist_checkpoint = [this, &kept](
+                                   const compaction::progress_record& r,
+                                   progress_position,
+                                   asio::any_completion_handler<persist_checkpoint_signature> h
+                               ) {
             kept.push_back(r);
             asio::post(ioc_.get_executor(), asio::append(std::move(h), error_code{}, true));
         };
@@ -446,7 +482,9 @@ TEST_F(piecewise_test, progress_the_host_kept_resumes_after_a_restart_without_th
     ASSERT_EQ(finished_.size(), 2u);
     EXPECT_EQ(finished_[1].pieces_resumed, 4u);
     EXPECT_EQ(finished_[1].calls, 7);
-    EXPECT_NE(summarizer_->prompts()[4].prompt.find("<previous-summary>\n## Goal\nnote-4 "), std::string::npos);
+    EXPECT_NE(
+        summarizer_->prompts()[4].prompt.find("<previous-summary>\n## Goal\nnote-4 "), std::string::npos
+    );
     s->close();
     s.reset();
     drain();
@@ -468,7 +506,9 @@ TEST_F(piecewise_test, a_progress_record_with_nothing_remaining_is_rejected_and_
 {
     // The long session with a progress entry covering the whole prefix (hashes and all: what the
     // writer of the file can compute) and no piece left. It used to end the pass with io_error.
-    const auto forged = test::read_text(fs::path(AGENTCTX_FIXTURES_DIR) / "hostile" / "session-progress-nothing-remaining.jsonl");
+    const auto forged = test::read_text(
+        fs::path(AGENTCTX_FIXTURES_DIR) / "hostile" / "session-progress-nothing-remaining.jsonl"
+    );
     ASSERT_TRUE(forged.starts_with(file()));  // the fixture is this history plus the forged entry
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << forged;
     const auto recorded = test::json_lines(forged).back();
@@ -483,5 +523,7 @@ TEST_F(piecewise_test, a_progress_record_with_nothing_remaining_is_rejected_and_
     EXPECT_EQ(summarizer_->calls(), 11u);  // every piece summarized: the forged note is not used
     EXPECT_EQ(finished_.back().progress_rejected, "nothing_remaining");
     EXPECT_EQ(finished_.back().pieces_resumed, 0u);
-    EXPECT_EQ(test::json_lines(file()).back().at("summary").as_string().find("FORGED-NOTE"), std::string::npos);
+    EXPECT_EQ(
+        test::json_lines(file()).back().at("summary").as_string().find("FORGED-NOTE"), std::string::npos
+    );
 }

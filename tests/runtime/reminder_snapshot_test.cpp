@@ -1,4 +1,5 @@
-// Reminder snapshots (pinned.snapshotTypes): a newer snapshot of a key replaces the older ones in every view at once.
+// Reminder snapshots (pinned.snapshotTypes): a newer snapshot of a key replaces the older ones in every view
+// at once.
 #include <agentctx/runtime/session.hpp>
 
 #include "append_entry.hpp"
@@ -37,11 +38,14 @@ protected:
             fs::remove(p);
     }
 
-    std::shared_ptr<session> open(const std::string& text, compaction::compat_mode mode, const std::string& name)
+    std::shared_ptr<session> open(
+        const std::string& text, compaction::compat_mode mode, const std::string& name
+    )
     {
-        const auto path = fs::temp_directory_path() /
-                          ("agentctx-reminders-" + std::to_string(::getpid()) + "-" +
-                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" + name + ".jsonl");
+        const auto path =
+            fs::temp_directory_path() /
+            ("agentctx-reminders-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" + name + ".jsonl");
         paths_.push_back(path);
         std::ofstream(path, std::ios::binary) << text;
         session_config c;
@@ -62,7 +66,10 @@ protected:
         std::vector<std::string> out;
         for (const auto& m : s.context())
             if (m.msg->role == compaction::role::custom)
-                out.push_back(m.msg->custom_type + ":" + std::to_string(compaction::content_text(m.msg->content).size() / 4));
+                out.push_back(
+                    m.msg->custom_type + ":" +
+                    std::to_string(compaction::content_text(m.msg->content).size() / 4)
+                );
         return out;
     }
 
@@ -84,7 +91,10 @@ test::session_text two_todos()
 
 }  // namespace
 
-TEST_F(reminder_snapshot_test, three_snapshots_of_one_key_leave_only_the_newest_and_the_figures_drop_by_the_older_ones)
+TEST_F(
+    reminder_snapshot_test,
+    three_snapshots_of_one_key_leave_only_the_newest_and_the_figures_drop_by_the_older_ones
+)
 {
     const auto t = two_todos();
     auto s = open(t.text, compaction::compat_mode::agentctx, "ours");
@@ -99,7 +109,8 @@ TEST_F(reminder_snapshot_test, three_snapshots_of_one_key_leave_only_the_newest_
     EXPECT_EQ(s->current()->messages.size(), 4u);
     EXPECT_EQ(s->current()->context_tokens(), 10 + 20 + 10 + 30);
     // Every wire view is built from the context: one reminder text in it.
-    const auto wire = json::serialize(providers::to_wire_messages(providers::wire_format::openai, s->context()));
+    const auto wire =
+        json::serialize(providers::to_wire_messages(providers::wire_format::openai, s->context()));
     EXPECT_EQ(wire.find(tokens(70)), std::string::npos);
     EXPECT_NE(wire.find(tokens(30)), std::string::npos);
 }
@@ -107,7 +118,9 @@ TEST_F(reminder_snapshot_test, three_snapshots_of_one_key_leave_only_the_newest_
 TEST_F(reminder_snapshot_test, snapshots_of_different_keys_both_stay)
 {
     auto t = two_todos();
-    t.entry("custom_message", "status1", {{"customType", "status"}, {"content", tokens(40)}, {"display", false}});
+    t.entry(
+        "custom_message", "status1", {{"customType", "status"}, {"content", tokens(40)}, {"display", false}}
+    );
     auto s = open(t.text, compaction::compat_mode::agentctx, "ours");
     ASSERT_TRUE(s);
     EXPECT_EQ(customs(*s), (std::vector<std::string>{"todo:70", "status:40"}));

@@ -39,24 +39,32 @@ using test::tokens;
 
 namespace {
 
-
 json::object user_msg(const std::string& text)
 {
-    return {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", text}, {"timestamp", 1768467700000}}}};
+    return {
+        {"type", "message"},
+        {"message", json::object{{"role", "user"}, {"content", text}, {"timestamp", 1768467700000}}}};
 }
 
 // An assistant message as the host would persist it (for appends and for on_turn_end).
-json::object assistant_json(const std::string& text, std::int64_t total, const char* stop = "stop",
-                            double ts = 1768467800000, const char* model = "claude-sonnet-4-5", const char* error = nullptr)
+json::object assistant_json(
+    const std::string& text,
+    std::int64_t total,
+    const char* stop = "stop",
+    double ts = 1768467800000,
+    const char* model = "claude-sonnet-4-5",
+    const char* error = nullptr
+)
 {
-    json::object m{{"role", "assistant"},
-                   {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
-                   {"api", "anthropic-messages"},
-                   {"provider", "anthropic"},
-                   {"model", model},
-                   {"usage", test::session_text::usage(total)},
-                   {"stopReason", stop},
-                   {"timestamp", ts}};
+    json::object m{
+        {"role", "assistant"},
+        {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
+        {"api", "anthropic-messages"},
+        {"provider", "anthropic"},
+        {"model", model},
+        {"usage", test::session_text::usage(total)},
+        {"stopReason", stop},
+        {"timestamp", ts}};
     if (error)
         m["errorMessage"] = error;
     return m;
@@ -76,9 +84,11 @@ struct event_log
         if (const auto* s = std::get_if<compaction_start_event>(&e))
             lines.push_back(std::string("start:") + to_string(s->reason));
         else if (const auto* end = std::get_if<compaction_end_event>(&e))
-            lines.push_back(std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "") +
-                            (end->aborted ? ":aborted" : "") + (end->will_retry ? ":retry" : "") +
-                            (end->error_message ? ":error" : ""));
+            lines.push_back(
+                std::string("end:") + to_string(end->reason) + (end->result ? ":ok" : "") +
+                (end->aborted ? ":aborted" : "") + (end->will_retry ? ":retry" : "") +
+                (end->error_message ? ":error" : "")
+            );
     }
 };
 
@@ -87,9 +97,8 @@ class session_test : public ::testing::Test
 protected:
     void SetUp() override
     {
-        dir_ = fs::temp_directory_path() /
-               ("agentctx-session-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("agentctx-session-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
@@ -101,7 +110,8 @@ protected:
     {
         test::session_text s;
         for (std::size_t i = 0; i < turns; ++i)
-            s.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i + 1 == turns ? 2000 : 0);
+            s.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i + 1 == turns ? 2000 : 0);
         return s.text;
     }
 
@@ -110,12 +120,15 @@ protected:
         session_config c;
         c.settings.keep_recent_tokens = keep;
         c.model = {"anthropic", "claude-sonnet-4-5", 200000, 0};
-        c.settings.working_budget = compaction::token_amount{};  // 0: the window's threshold, which these tests pin
+        c.settings.working_budget =
+            compaction::token_amount{};  // 0: the window's threshold, which these tests pin
         c.summarizer = summarizer_;
         return c;
     }
 
-    std::shared_ptr<session> open_file(const std::string& text, session_config c, const std::string& name = "s.jsonl")
+    std::shared_ptr<session> open_file(
+        const std::string& text, session_config c, const std::string& name = "s.jsonl"
+    )
     {
         path_ = dir_ / name;
         std::ofstream(path_, std::ios::binary) << text;
@@ -148,15 +161,22 @@ protected:
         compaction_outcome outcome;
     };
 
-    std::shared_ptr<outcome_result> compact(session& s, std::optional<std::string> instr = std::nullopt,
-                                            asio::cancellation_slot slot = {})
+    std::shared_ptr<outcome_result> compact(
+        session& s, std::optional<std::string> instr = std::nullopt, asio::cancellation_slot slot = {}
+    )
     {
         auto r = std::make_shared<outcome_result>();
-        s.async_compact(std::move(instr), asio::bind_cancellation_slot(slot, [r](error_code ec, compaction_outcome o) {
-            r->done = true;
-            r->ec = ec;
-            r->outcome = std::move(o);
-        }));
+        s.async_compact(
+            std::move(instr),
+            asio::bind_cancellation_slot(
+                slot,
+                [r](error_code ec, compaction_outcome o) {
+                    r->done = true;
+                    r->ec = ec;
+                    r->outcome = std::move(o);
+                }
+            )
+        );
         return r;
     }
 
@@ -171,7 +191,10 @@ protected:
         return r;
     }
 
-    std::string append(session& s, json::object fields) { return test::append_entry(ioc_, s, std::move(fields)); }
+    std::string append(session& s, json::object fields)
+    {
+        return test::append_entry(ioc_, s, std::move(fields));
+    }
 
     // Every budget_exceeded event the session emits, in order.
     static std::shared_ptr<std::vector<budget_exceeded_event>> capture_shortfalls(session& s)
@@ -221,10 +244,13 @@ TEST_F(session_test, append_rejects_bad_entries_and_writes_nothing)
     const auto before = file();
     bool done = false;
     error_code ec;
-    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}}, [&](error_code e, std::string) {
-        done = true;
-        ec = e;
-    });
+    s->async_append(
+        {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}},
+        [&](error_code e, std::string) {
+            done = true;
+            ec = e;
+        }
+    );
     run_until([&] { return done; });
     EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
     EXPECT_EQ(file(), before);
@@ -239,12 +265,15 @@ TEST_F(session_test, a_refused_append_hands_the_host_its_diagnostics)
     bool done = false;
     error_code ec;
     std::string reason;
-    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}}, diag,
-                    [&](error_code e, std::string r) {
-                        done = true;
-                        ec = e;
-                        reason = std::move(r);
-                    });
+    s->async_append(
+        {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", 5}}}},
+        diag,
+        [&](error_code e, std::string r) {
+            done = true;
+            ec = e;
+            reason = std::move(r);
+        }
+    );
     run_until([&] { return done; });
     EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::wrong_type));
     EXPECT_EQ(diag.field, "message.content");
@@ -253,21 +282,27 @@ TEST_F(session_test, a_refused_append_hands_the_host_its_diagnostics)
     EXPECT_EQ(file(), before);
     // A reserved custom type is refused before validation, with its field named too.
     done = false;
-    s->async_append({{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}}, diag,
-                    [&](error_code e, std::string) {
-                        done = true;
-                        ec = e;
-                    });
+    s->async_append(
+        {{"type", "custom"}, {"customType", "agentctx.compaction_progress"}, {"data", json::object{}}},
+        diag,
+        [&](error_code e, std::string) {
+            done = true;
+            ec = e;
+        }
+    );
     run_until([&] { return done; });
     EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::reserved_type));
     EXPECT_EQ(diag.field, "customType");
     // An accepted append leaves the diagnostics empty.
     done = false;
-    s->async_append({{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", "fine"}}}}, diag,
-                    [&](error_code e, std::string) {
-                        done = true;
-                        ec = e;
-                    });
+    s->async_append(
+        {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", "fine"}}}},
+        diag,
+        [&](error_code e, std::string) {
+            done = true;
+            ec = e;
+        }
+    );
     run_until([&] { return done; });
     EXPECT_FALSE(ec);
     EXPECT_TRUE(diag.field.empty());
@@ -284,8 +319,8 @@ TEST_F(session_test, append_validates_completely_before_writing)
         {{"type", "session"}, {"version", 3}, {"cwd", "/"}},
         {{"type", "compaction"}, {"summary", "s"}, {"firstKeptEntryId", "u0"}, {"tokensBefore", 1}},
     };
-    const std::vector<compaction::errc> want{compaction::errc::entry_not_found, compaction::errc::wrong_type,
-                                             compaction::errc::wrong_type};
+    const std::vector<compaction::errc> want{
+        compaction::errc::entry_not_found, compaction::errc::wrong_type, compaction::errc::wrong_type};
     for (std::size_t i = 0; i < bad.size(); ++i)
     {
         bool done = false;
@@ -317,7 +352,9 @@ TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
     ASSERT_FALSE(r->ec) << r->ec.message() << " " << r->outcome.message;
     EXPECT_TRUE(r->outcome.compacted);
     ASSERT_EQ(summarizer_->calls(), 1u);
-    EXPECT_NE(summarizer_->prompts()[0].prompt.find("Additional focus: focus on the parser"), std::string::npos);
+    EXPECT_NE(
+        summarizer_->prompts()[0].prompt.find("Additional focus: focus on the parser"), std::string::npos
+    );
     // Pi 1.6: the model's output limit (unknown here: 32000), clamped to the window; not 0.8 * reserve.
     EXPECT_EQ(summarizer_->prompts()[0].max_output_tokens, 32000u);
     // One new line, appended after the old content.
@@ -339,7 +376,8 @@ TEST_F(session_test, manual_compaction_commits_one_entry_and_swaps_the_snapshot)
 TEST_F(session_test, threshold_at_the_exact_boundary)
 {
     auto c = config();
-    c.settings.background.enabled = false;  // the foreground trigger alone (at the boundary a background one would start)
+    c.settings.background.enabled =
+        false;  // the foreground trigger alone (at the boundary a background one would start)
     auto s = open_file(base_text(), c);
     auto below = turn_end(*s, assistant_json("ok", 183616));
     run_until([&] { return below->done; });
@@ -378,7 +416,8 @@ TEST_F(session_test, stale_usage_after_a_compaction_does_not_trigger)
     EXPECT_FALSE(stale->outcome.attempted);
     EXPECT_EQ(stale->outcome.message, "the message predates the latest compaction");
     // An error response measures the context from fresh usage only: there is none yet.
-    auto err = turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "529 overloaded"));
+    auto err =
+        turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "529 overloaded"));
     run_until([&] { return err->done; });
     EXPECT_FALSE(err->outcome.attempted);
     EXPECT_EQ(summarizer_->calls(), 1u);
@@ -387,7 +426,14 @@ TEST_F(session_test, stale_usage_after_a_compaction_does_not_trigger)
 TEST_F(session_test, overflow_compacts_and_retries_once_then_fails)
 {
     auto s = open_file(base_text(), config());
-    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    const auto overflow = assistant_json(
+        "",
+        0,
+        "error",
+        4102444800000.0,
+        "claude-sonnet-4-5",
+        "prompt is too long: 210000 tokens > 200000 maximum"
+    );
     auto first = turn_end(*s, overflow);
     run_until([&] { return first->done; });
     ASSERT_TRUE(first->outcome.compacted) << first->outcome.message;
@@ -399,7 +445,10 @@ TEST_F(session_test, overflow_compacts_and_retries_once_then_fails)
     EXPECT_EQ(second->ec, make_error_code(errc::overflow_recovery_failed));
     EXPECT_FALSE(second->outcome.attempted);
     EXPECT_EQ(file(), after_first);  // no second compaction
-    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:overflow", "end:overflow:ok:retry", "end:overflow:error"}));
+    EXPECT_EQ(
+        events_.lines,
+        (std::vector<std::string>{"start:overflow", "end:overflow:ok:retry", "end:overflow:error"})
+    );
     // A successful response resets the attempt: the next overflow is recovered again.
     append(*s, user_msg(tokens(200)));
     append(*s, {{"type", "message"}, {"message", assistant_json("fine", 1000, "stop", 4102444800001.0)}});
@@ -411,7 +460,8 @@ TEST_F(session_test, overflow_compacts_and_retries_once_then_fails)
 TEST_F(session_test, overflow_from_another_model_is_ignored)
 {
     auto s = open_file(base_text(), config());
-    auto r = turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "small-model", "prompt is too long"));
+    auto r =
+        turn_end(*s, assistant_json("", 0, "error", 4102444800000.0, "small-model", "prompt is too long"));
     run_until([&] { return r->done; });
     EXPECT_FALSE(r->outcome.attempted);
     EXPECT_EQ(summarizer_->calls(), 0u);
@@ -431,11 +481,14 @@ TEST_F(session_test, recover_overflow_classifies_the_error_text)
     run_until([&] { return done; });
     EXPECT_EQ(ec, make_error_code(errc::not_overflow));
     done = false;
-    s->async_recover_overflow("This model's maximum context length is 128000 tokens", [&](error_code e, compaction_outcome o) {
-        done = true;
-        ec = e;
-        out = o;
-    });
+    s->async_recover_overflow(
+        "This model's maximum context length is 128000 tokens",
+        [&](error_code e, compaction_outcome o) {
+            done = true;
+            ec = e;
+            out = o;
+        }
+    );
     run_until([&] { return done; });
     EXPECT_FALSE(ec);
     EXPECT_TRUE(out.compacted);
@@ -453,14 +506,34 @@ TEST_F(session_test, failures_and_cancellations_leave_file_and_snapshot_unchange
         const char* end_event;
     };
     const std::vector<failure_case> cases{
-        {"model error", {script_step::stop_error}, 0, compaction::make_error_code(compaction::errc::summary_failed), "end:manual:error"},
-        {"truncated", {script_step::truncated}, 0, compaction::make_error_code(compaction::errc::summary_truncated), "end:manual:error"},
-        {"empty", {script_step::succeed, "  \n"}, 0, compaction::make_error_code(compaction::errc::summary_empty), "end:manual:error"},
-        {"aborted stop", {script_step::aborted}, 0, compaction::make_error_code(compaction::errc::summary_aborted), "end:manual:error"},
+        {"model error",
+         {script_step::stop_error},
+         0,
+         compaction::make_error_code(compaction::errc::summary_failed),
+         "end:manual:error"},
+        {"truncated",
+         {script_step::truncated},
+         0,
+         compaction::make_error_code(compaction::errc::summary_truncated),
+         "end:manual:error"},
+        {"empty",
+         {script_step::succeed, "  \n"},
+         0,
+         compaction::make_error_code(compaction::errc::summary_empty),
+         "end:manual:error"},
+        {"aborted stop",
+         {script_step::aborted},
+         0,
+         compaction::make_error_code(compaction::errc::summary_aborted),
+         "end:manual:error"},
         {"transport", {script_step::transport_error}, 0, asio::error::connection_reset, "end:manual:error"},
         {"abort_compaction", {script_step::hang}, 1, make_error_code(errc::cancelled), "end:manual:aborted"},
         {"slot", {script_step::hang}, 2, make_error_code(errc::cancelled), "end:manual:aborted"},
-        {"late result then abort", {script_step::succeed, "## Goal\nlate", std::chrono::milliseconds(200)}, 1, make_error_code(errc::cancelled), "end:manual:aborted"},
+        {"late result then abort",
+         {script_step::succeed, "## Goal\nlate", std::chrono::milliseconds(200)},
+         1,
+         make_error_code(errc::cancelled),
+         "end:manual:aborted"},
         {"close", {script_step::hang}, 3, make_error_code(errc::cancelled), "end:manual:aborted"},
     };
     for (const auto& c : cases)
@@ -509,9 +582,19 @@ test::session_text split_turn_session()
     t.user("u1", tokens(100));
     for (int i = 0; i < 6; ++i)
     {
-        t.message("c" + std::to_string(i), {{"role", "assistant"},
-                                            {"content", json::array{json::object{{"type", "toolCall"}, {"id", "k" + std::to_string(i)}, {"name", "read"}, {"arguments", json::object{{"path", "f" + std::to_string(i)}}}}}},
-                                            {"provider", "anthropic"}, {"model", "claude-sonnet-4-5"}, {"stopReason", "toolUse"}});
+        t.message(
+            "c" + std::to_string(i),
+            {{"role", "assistant"},
+             {"content",
+              json::array{json::object{
+                  {"type", "toolCall"},
+                  {"id", "k" + std::to_string(i)},
+                  {"name", "read"},
+                  {"arguments", json::object{{"path", "f" + std::to_string(i)}}}}}},
+             {"provider", "anthropic"},
+             {"model", "claude-sonnet-4-5"},
+             {"stopReason", "toolUse"}}
+        );
         t.tool_result("r" + std::to_string(i), "k" + std::to_string(i), "read", tokens(100));
     }
     return t;
@@ -531,7 +614,9 @@ TEST_F(session_test, split_turn_requests_run_in_order_history_first_as_pi_1_6)
     for (int i = 0; i < 20; ++i)
         ioc_.poll();
     EXPECT_EQ(summarizer_->calls(), 1u);
-    EXPECT_NE(summarizer_->prompts()[0].prompt.find("<conversation>"), std::string::npos);  // the history first
+    EXPECT_NE(
+        summarizer_->prompts()[0].prompt.find("<conversation>"), std::string::npos
+    );  // the history first
     s->abort_compaction();
     run_until([&] { return op->done; });
     EXPECT_EQ(summarizer_->calls(), 1u);  // a failing history request means no prefix request
@@ -551,7 +636,12 @@ TEST_F(session_test, split_turn_runs_both_requests_and_one_failure_cancels_the_o
     ASSERT_EQ(summarizer_->calls(), 2u);
     EXPECT_NE(summarizer_->prompts()[1].prompt.find("## Original Request"), std::string::npos);
     EXPECT_EQ(summarizer_->prompts()[1].max_output_tokens, 32000u);  // Pi 1.6: the same budget rule
-    EXPECT_EQ(ok->outcome.result->summary.find("## Goal\nhistory\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\nprefix"), 0u);
+    EXPECT_EQ(
+        ok->outcome.result->summary.find(
+            "## Goal\nhistory\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\nprefix"
+        ),
+        0u
+    );
     EXPECT_NE(ok->outcome.result->summary.find("<read-files>"), std::string::npos);
 
     // Now the history request hangs and the prefix request fails: the hanging one is cancelled.
@@ -584,7 +674,11 @@ TEST_F(session_test, manual_compaction_aborts_a_running_automatic_one)
     for (std::size_t p = 0; (p = text.find("\"type\":\"compaction\"", p)) != std::string::npos; ++p)
         ++n;
     EXPECT_EQ(n, 1u);
-    EXPECT_EQ(events_.lines, (std::vector<std::string>{"start:threshold", "end:threshold:aborted", "start:manual", "end:manual:ok"}));
+    EXPECT_EQ(
+        events_.lines,
+        (std::vector<std::string>{"start:threshold", "end:threshold:aborted", "start:manual", "end:manual:ok"}
+        )
+    );
 }
 
 TEST_F(session_test, manual_compaction_raises_the_turn_abort_signal)
@@ -650,7 +744,9 @@ TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
 {
     {
         auto s = open_file(base_text(), config(), "hook1.jsonl");
-        s->on_before_compact([](const before_compact_event&) { return before_compact_decision{.cancel = true}; });
+        s->on_before_compact([](const before_compact_event&) {
+            return before_compact_decision{.cancel = true};
+        });
         const auto before = file();
         auto r = compact(*s);
         run_until([&] { return r->done; });
@@ -714,7 +810,9 @@ TEST_F(session_test, hooks_cancel_supply_a_validated_result_or_throw)
     }
     {
         auto s = open_file(base_text(), config(), "hook4.jsonl");
-        s->on_before_compact([](const before_compact_event&) -> before_compact_decision { throw std::runtime_error("boom"); });
+        s->on_before_compact([](const before_compact_event&) -> before_compact_decision {
+            throw std::runtime_error("boom");
+        });
         auto r = compact(*s);
         run_until([&] { return r->done; });
         EXPECT_TRUE(r->outcome.compacted);  // the default compaction still runs
@@ -727,7 +825,9 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_th
     auto c = config(20000);  // keeps nearly everything
     c.model.context_window = 40000;
     c.settings.reserve_tokens = 38000;  // threshold 2000; the cut keeps at most 1000 (half for the summary)
-    summarizer_->set_default({.text = "## Goal\nKeep the parser fast. " + tokens(1100) + "\n\n## Next Steps\n1. Benchmark it."});
+    summarizer_->set_default(
+        {.text = "## Goal\nKeep the parser fast. " + tokens(1100) + "\n\n## Next Steps\n1. Benchmark it."}
+    );
     test::session_text t;
     t.user("u0", tokens(100)).assistant("a0", tokens(100));
     for (int i = 1; i < 15; ++i)
@@ -736,14 +836,17 @@ TEST_F(session_test, insufficient_reduction_pauses_automatic_compaction_until_th
     auto s = open_file(t.text, c);
     auto first = turn_end(*s, assistant_json("ok", 2400));  // over the threshold, under the window
     run_until([&] { return first->done; });
-    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::insufficient_reduction)) << first->outcome.message;
+    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::insufficient_reduction))
+        << first->outcome.message;
     EXPECT_NE(first->outcome.message.find("paused until it or the settings change"), std::string::npos);
     EXPECT_EQ(summarizer_->calls(), 1u);
     auto again = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return again->done; });
     EXPECT_EQ(again->ec, make_error_code(errc::auto_compaction_paused));
     EXPECT_EQ(summarizer_->calls(), 1u);  // not attempted twice on an unchanged path
-    append(*s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}});  // not in context: the same prefix
+    append(
+        *s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}}
+    );  // not in context: the same prefix
     auto same = turn_end(*s, assistant_json("ok", 2400));
     run_until([&] { return same->done; });
     EXPECT_EQ(same->ec, make_error_code(errc::auto_compaction_paused));
@@ -763,7 +866,8 @@ TEST_F(session_test, a_deterministic_failure_pauses_the_same_prefix_until_it_cha
     auto s = open_file(base_text(), config());
     auto first = turn_end(*s, assistant_json("ok", 190000));
     run_until([&] { return first->done; });
-    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::summary_truncated)) << first->outcome.message;
+    EXPECT_EQ(first->ec, compaction::make_error_code(compaction::errc::summary_truncated))
+        << first->outcome.message;
     EXPECT_EQ(summarizer_->calls(), 1u);
     // A new entry that leaves the covered prefix (and the settings) as they were: still paused.
     append(*s, {{"type", "custom"}, {"customType", "host.note"}, {"data", json::object{{"n", 1}}}});
@@ -810,7 +914,9 @@ TEST_F(session_test, thousand_sessions_compact_concurrently_on_one_thread)
         results.push_back(compact(*s));
         sessions.push_back(std::move(s));
     }
-    run_until([&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; }); });
+    run_until([&] {
+        return std::all_of(results.begin(), results.end(), [](const auto& r) { return r->done; });
+    });
     for (std::size_t i = 0; i < sessions.size(); ++i)
     {
         ASSERT_TRUE(results[i]->outcome.compacted) << i << " " << results[i]->outcome.message;
@@ -844,7 +950,9 @@ TEST_F(session_test, many_threads_append_compact_and_read_snapshots)
     for (int i = 0; i < 200; ++i)
     {
         compaction::diagnostics diag;
-        sessions.push_back(session::open(ioc_.get_executor(), std::make_unique<memory_store>(text), config(), diag).value());
+        sessions.push_back(
+            session::open(ioc_.get_executor(), std::make_unique<memory_store>(text), config(), diag).value()
+        );
     }
     std::atomic<int> done{0};
     for (auto& s : sessions)
@@ -915,14 +1023,19 @@ TEST_F(session_test, a_cancellation_emitted_right_after_initiation_is_not_lost)
 
 // ---- Pi 1.6 lifecycle -----------------------------------------------------------
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_F(session_test, overflow_recovery_omits_the_failed_attempt_then_compacts)
 {
     auto s = open_file(base_text(), config());
-    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    const auto overflow = assistant_json(
+        "",
+        0,
+        "error",
+        4102444800000.0,
+        "claude-sonnet-4-5",
+        "prompt is too long: 210000 tokens > 200000 maximum"
+    );
     const auto failed = append(*s, {{"type", "message"}, {"message", overflow}});
     auto r = turn_end(*s, overflow);
     run_until([&] { return r->done; });
@@ -944,7 +1057,14 @@ TEST_F(session_test, failed_recovery_keeps_the_omission_and_writes_nothing_else)
 {
     summarizer_->push({script_step::stop_error});
     auto s = open_file(base_text(), config());
-    const auto overflow = assistant_json("", 0, "error", 4102444800000.0, "claude-sonnet-4-5", "prompt is too long: 210000 tokens > 200000 maximum");
+    const auto overflow = assistant_json(
+        "",
+        0,
+        "error",
+        4102444800000.0,
+        "claude-sonnet-4-5",
+        "prompt is too long: 210000 tokens > 200000 maximum"
+    );
     const auto failed = append(*s, {{"type", "message"}, {"message", overflow}});
     const auto before = file();
     auto r = turn_end(*s, overflow);
@@ -964,13 +1084,15 @@ TEST_F(session_test, an_early_length_stop_is_recovered_a_full_one_is_not)
     cfg.model.max_output_tokens = 64000;
     auto s = open_file(base_text(), cfg);
     auto full = assistant_json("partial", 0, "length", 4102444800000.0);
-    full["usage"] = json::object{{"input", 1000}, {"output", 64000}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 65000}};
+    full["usage"] = json::object{
+        {"input", 1000}, {"output", 64000}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 65000}};
     append(*s, {{"type", "message"}, {"message", full}});
     auto no = turn_end(*s, full);
     run_until([&] { return no->done; });
     EXPECT_FALSE(no->outcome.attempted);
     auto early = assistant_json("partial", 0, "length", 4102444800001.0);
-    early["usage"] = json::object{{"input", 1000}, {"output", 63999}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 64999}};
+    early["usage"] = json::object{
+        {"input", 1000}, {"output", 63999}, {"cacheRead", 0}, {"cacheWrite", 0}, {"totalTokens", 64999}};
     const auto id = append(*s, {{"type", "message"}, {"message", early}});
     auto yes = turn_end(*s, early);
     run_until([&] { return yes->done; });
@@ -991,11 +1113,21 @@ TEST_F(session_test, the_mid_run_check_measures_new_tool_results_before_they_are
     cfg.settings.reserve_tokens = 2000;
     auto s = open_file(t.text, cfg);
     auto last = assistant_json("", 14790, "toolUse", 1768467900000);
-    last["content"] = json::array{json::object{{"type", "toolCall"}, {"id", "k2"}, {"name", "read"}, {"arguments", json::object{{"path", "x"}}}}};
+    last["content"] = json::array{json::object{
+        {"type", "toolCall"}, {"id", "k2"}, {"name", "read"}, {"arguments", json::object{{"path", "x"}}}}};
     append(*s, {{"type", "message"}, {"message", last}});
-    append(*s, {{"type", "message"}, {"message", json::object{{"role", "toolResult"}, {"toolCallId", "k2"}, {"toolName", "read"},
-                                                            {"content", json::array{json::object{{"type", "text"}, {"text", std::string(51289, 'r')}}}},
-                                                            {"isError", false}, {"timestamp", 1768467900001}}}});
+    append(
+        *s,
+        {{"type", "message"},
+         {"message",
+          json::object{
+              {"role", "toolResult"},
+              {"toolCallId", "k2"},
+              {"toolName", "read"},
+              {"content", json::array{json::object{{"type", "text"}, {"text", std::string(51289, 'r')}}}},
+              {"isError", false},
+              {"timestamp", 1768467900001}}}}
+    );
     EXPECT_EQ(s->current()->context_tokens(), 14790 + 12823);  // last usage + ceil(51289 / 4)
     std::optional<compaction_outcome> out;
     s->async_between_turns([&](error_code, compaction_outcome o) { out = std::move(o); });
@@ -1019,19 +1151,37 @@ TEST_F(session_test, context_edit_writer_rules_in_pis_order)
         return ec;
     };
     const auto before = file();
-    for (const json::value& bad : {json::value(json::object{}), json::value(json::object{{"content", 5}}), json::value("bare")})
-        EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", bad}}),
-                  make_error_code(compaction::errc::wrong_type));  // the replacement is checked first
-    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", nullptr}}),
-              make_error_code(compaction::errc::entry_not_found));
+    for (const json::value& bad :
+         {json::value(json::object{}), json::value(json::object{{"content", 5}}), json::value("bare")})
+        EXPECT_EQ(
+            try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", bad}}),
+            make_error_code(compaction::errc::wrong_type)
+        );  // the replacement is checked first
+    EXPECT_EQ(
+        try_append({{"type", "context_edit"}, {"targetId", "nope"}, {"replacement", nullptr}}),
+        make_error_code(compaction::errc::entry_not_found)
+    );
     EXPECT_EQ(file(), before);
-    const auto sys = append(*s, {{"type", "message"}, {"message", json::object{{"role", "system"}, {"content", ""}, {"timestamp", 1}}}});
-    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", sys}, {"replacement", nullptr}}),
-              make_error_code(compaction::errc::wrong_type));  // not editable
-    append(*s, {{"type", "context_edit"}, {"targetId", "a1"}, {"replacement", json::object{{"content", "A"}}}});
-    append(*s, {{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", json::object{{"content", "U"}}}});
+    const auto sys = append(
+        *s,
+        {{"type", "message"},
+         {"message", json::object{{"role", "system"}, {"content", ""}, {"timestamp", 1}}}}
+    );
+    EXPECT_EQ(
+        try_append({{"type", "context_edit"}, {"targetId", sys}, {"replacement", nullptr}}),
+        make_error_code(compaction::errc::wrong_type)
+    );  // not editable
+    append(
+        *s, {{"type", "context_edit"}, {"targetId", "a1"}, {"replacement", json::object{{"content", "A"}}}}
+    );
+    append(
+        *s, {{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", json::object{{"content", "U"}}}}
+    );
     const auto lines = test::json_lines(file());
-    EXPECT_EQ(json::serialize(lines[lines.size() - 2].at("replacement")), R"({"content":[{"type":"text","text":"A"}]})");
+    EXPECT_EQ(
+        json::serialize(lines[lines.size() - 2].at("replacement")),
+        R"({"content":[{"type":"text","text":"A"}]})"
+    );
     EXPECT_EQ(json::serialize(lines.back().at("replacement")), R"({"content":"U"})");
     // The snapshot applies the edits at once.
     for (const auto& m : s->context())
@@ -1045,14 +1195,20 @@ TEST_F(session_test, context_edit_writer_rules_in_pis_order)
     bool branched = false;
     s->async_branch_from("a0", [&](error_code) { branched = true; });
     run_until([&] { return branched; });
-    EXPECT_EQ(try_append({{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", nullptr}}),
-              make_error_code(compaction::errc::entry_not_found));
+    EXPECT_EQ(
+        try_append({{"type", "context_edit"}, {"targetId", "u1"}, {"replacement", nullptr}}),
+        make_error_code(compaction::errc::entry_not_found)
+    );
 }
 
 TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
 {
     test::session_text t;
-    t.system("s0", {{"pre", "You are helpful."}}, {json::object{{"name", "read"}, {"description", "Read"}, {"parameters", json::object{}}}});
+    t.system(
+        "s0",
+        {{"pre", "You are helpful."}},
+        {json::object{{"name", "read"}, {"description", "Read"}, {"parameters", json::object{}}}}
+    );
     for (int i = 0; i < 10; ++i)
         t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
     auto s = open_file(t.text, config());
@@ -1066,7 +1222,10 @@ TEST_F(session_test, a_compaction_carries_the_replayed_system_prompt)
     const auto& sm = c.at("systemMessage").as_object();
     EXPECT_EQ(json::serialize(sm.at("sections")), R"({"pre":"You are helpful."})");
     EXPECT_EQ(sm.at("toolsAdded").as_array().size(), 1u);
-    EXPECT_EQ(sm.at("timestamp").to_number<double>(), *compaction::parse_iso_timestamp(c.at("timestamp").as_string()));
+    EXPECT_EQ(
+        sm.at("timestamp").to_number<double>(),
+        *compaction::parse_iso_timestamp(c.at("timestamp").as_string())
+    );
     std::vector<std::string> keys;
     for (const auto& kv : c)
         keys.emplace_back(kv.key());
@@ -1115,8 +1274,10 @@ TEST_F(session_test, secrets_never_reach_the_summarizer_or_the_committed_summary
     const std::string summary(line.at("summary").as_string());
     EXPECT_EQ(summary.find(aws), std::string::npos);
     EXPECT_NE(summary.find("[REDACTED:aws_access_key_id]"), std::string::npos);
-    EXPECT_EQ(json::serialize(line.at("details").at("agentctx").at("redactions")),
-              R"({"aws_access_key_id":1,"github_token":1})");
+    EXPECT_EQ(
+        json::serialize(line.at("details").at("agentctx").at("redactions")),
+        R"({"aws_access_key_id":1,"github_token":1})"
+    );
     // The session file itself is never rewritten: the original line still holds the token.
     EXPECT_NE(file().find(github), std::string::npos);
 }
@@ -1125,7 +1286,11 @@ TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions
 {
     test::session_text t;
     t.user("u0", tokens(100)).assistant("a0", tokens(100));
-    t.entry("custom_message", "rem", {{"customType", "reminder"}, {"content", "Never push to main."}, {"display", false}});
+    t.entry(
+        "custom_message",
+        "rem",
+        {{"customType", "reminder"}, {"content", "Never push to main."}, {"display", false}}
+    );
     for (int i = 1; i < 10; ++i)
         t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100));
     summarizer_->push({script_step::succeed, "## Goal\nfirst"});
@@ -1154,19 +1319,32 @@ TEST_F(session_test, pinned_reminders_stay_verbatim_through_repeated_compactions
     EXPECT_EQ(ctx[1].msg->custom_type, "reminder");
     EXPECT_EQ(customs(), std::vector<std::string>{"Never push to main."});
     auto line = test::json_lines(file()).back();
-    EXPECT_NE(std::string(line.at("summary").as_string()).find("[reminder]\nNever push to main."), std::string::npos);
+    EXPECT_NE(
+        std::string(line.at("summary").as_string()).find("[reminder]\nNever push to main."), std::string::npos
+    );
     EXPECT_EQ(line.at("details").at("agentctx").at("pinned").as_array().size(), 1u);
 
     for (int i = 10; i < 20; ++i)
     {
         const double at = 1768467900000.0 + i * 1000;
-        append(*s, {{"type", "message"}, {"message", json::object{{"role", "user"}, {"content", tokens(100)}, {"timestamp", at}}}});
-        append(*s, {{"type", "message"},
-                    {"message", json::object{{"role", "assistant"},
-                                             {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
-                                             {"api", "anthropic-messages"}, {"provider", "anthropic"},
-                                             {"model", "claude-sonnet-4-5"}, {"stopReason", "stop"},
-                                             {"timestamp", at + 500}}}});
+        append(
+            *s,
+            {{"type", "message"},
+             {"message", json::object{{"role", "user"}, {"content", tokens(100)}, {"timestamp", at}}}}
+        );
+        append(
+            *s,
+            {{"type", "message"},
+             {"message",
+              json::object{
+                  {"role", "assistant"},
+                  {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+                  {"api", "anthropic-messages"},
+                  {"provider", "anthropic"},
+                  {"model", "claude-sonnet-4-5"},
+                  {"stopReason", "stop"},
+                  {"timestamp", at + 500}}}}
+        );
     }
     auto r2 = compact(*s);
     run_until([&] { return r2->done; });
@@ -1267,7 +1445,9 @@ TEST_F(session_test, branching_with_a_summary_writes_pis_branch_summary_entry)
     auto s = open_file(base_text(4), config());  // u0 a0 u1 a1 u2 a2 u3 a3, leaf a3
     auto navigate = [&](const std::string& to, bool summarize) {
         std::optional<std::pair<error_code, std::string>> out;
-        s->async_branch_from(to, summarize, [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); });
+        s->async_branch_from(to, summarize, [&](error_code ec, std::string id) {
+            out.emplace(ec, std::move(id));
+        });
         run_until([&] { return out.has_value(); });
         return *out;
     };
@@ -1275,7 +1455,8 @@ TEST_F(session_test, branching_with_a_summary_writes_pis_branch_summary_entry)
     summarizer_->push({script_step::truncated});
     const auto before = file();
     const auto failed = navigate("u2", true);
-    EXPECT_EQ(failed.first, compaction::make_error_code(compaction::errc::summary_truncated)) << failed.second;
+    EXPECT_EQ(failed.first, compaction::make_error_code(compaction::errc::summary_truncated))
+        << failed.second;
     EXPECT_EQ(file(), before);
     EXPECT_EQ(s->current()->leaf_id, "a3");
     // Back to u2, a user message: the leaf is its parent a1, and a2 u3 a3 are summarized.
@@ -1292,13 +1473,22 @@ TEST_F(session_test, branching_with_a_summary_writes_pis_branch_summary_entry)
     EXPECT_EQ(line.at("id").as_string(), id);
     EXPECT_EQ(line.at("parentId"), "a1");
     EXPECT_EQ(line.at("fromId"), "a3");
-    EXPECT_EQ(std::string(line.at("summary").as_string()), std::string(compaction::branch_summary_preamble) + "## Goal\nApproach B");
-    EXPECT_EQ(line.at("details"), (json::object{{"readFiles", json::array{}}, {"modifiedFiles", json::array{}}}));
+    EXPECT_EQ(
+        std::string(line.at("summary").as_string()),
+        std::string(compaction::branch_summary_preamble) + "## Goal\nApproach B"
+    );
+    EXPECT_EQ(
+        line.at("details"), (json::object{{"readFiles", json::array{}}, {"modifiedFiles", json::array{}}})
+    );
     EXPECT_EQ(line.at("fromHook"), false);
     std::vector<std::string> keys;
     for (const auto& kv : line)
         keys.emplace_back(kv.key());
-    EXPECT_EQ(keys, (std::vector<std::string>{"type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook"}));
+    EXPECT_EQ(
+        keys,
+        (std::vector<std::string>{
+            "type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook"})
+    );
     EXPECT_EQ(s->current()->leaf_id, id);
     EXPECT_EQ(s->current()->messages.back().msg->role, compaction::role::branch_summary);
     // Without a summary the leaf only moves (not persisted), as Pi's branch().
@@ -1372,7 +1562,9 @@ TEST_F(session_test, a_running_background_job_keeps_its_launch_through_a_compact
     // The summarizer is told the launch is kept and never sees it as history.
     const std::string sent = summarizer_->prompts()[0].prompt;
     EXPECT_EQ(sent.find("queued job build-42"), std::string::npos);
-    EXPECT_NE(sent.find("<kept-verbatim>\n2 pinned entries (running background job launch)"), std::string::npos) << sent;
+    EXPECT_NE(
+        sent.find("<kept-verbatim>\n2 pinned entries (running background job launch)"), std::string::npos
+    ) << sent;
     const auto ctx = s->context();
     ASSERT_GE(ctx.size(), 3u);
     EXPECT_EQ(ctx[0].msg->role, compaction::role::compaction_summary);
@@ -1381,10 +1573,11 @@ TEST_F(session_test, a_running_background_job_keeps_its_launch_through_a_compact
     EXPECT_EQ(ctx[2].msg->tool_call_id, "call_1");
     const auto line = test::json_lines(file()).back();
     EXPECT_EQ(line.at("details").at("agentctx").at("pinned").as_array().size(), 2u);
-    EXPECT_NE(std::string(line.at("summary").as_string())
-                  .find("<running-jobs>\nBackground jobs still running (their launch is kept verbatim after this "
-                        "summary):\n- job build-42: `start_build` (call call_1), queued or running; no completion "
-                        "recorded\n</running-jobs>"),
-              std::string::npos)
-        << line.at("summary");
+    EXPECT_NE(
+        std::string(line.at("summary").as_string())
+            .find("<running-jobs>\nBackground jobs still running (their launch is kept verbatim after this "
+                  "summary):\n- job build-42: `start_build` (call call_1), queued or running; no completion "
+                  "recorded\n</running-jobs>"),
+        std::string::npos
+    ) << line.at("summary");
 }

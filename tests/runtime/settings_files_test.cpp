@@ -39,7 +39,8 @@ TEST(settings_files, global_then_trusted_project_then_overrides)
     EXPECT_EQ(s.keep_recent_tokens, 1000);
     s = runtime::load_settings(d.global, d.project, false, {}, diag).value();  // untrusted: ignored
     EXPECT_EQ(s.keep_recent_tokens, 4000);
-    s = runtime::load_settings(d.global, d.project, true, {{"compaction", {{"keepRecentTokens", 7}}}}, diag).value();
+    s = runtime::load_settings(d.global, d.project, true, {{"compaction", {{"keepRecentTokens", 7}}}}, diag)
+            .value();
     EXPECT_EQ(s.keep_recent_tokens, 7);
     s = runtime::load_settings(d.root / "missing.json", std::nullopt, false, {}, diag).value();  // defaults
     EXPECT_EQ(s.reserve_tokens, 16384);
@@ -64,9 +65,14 @@ TEST(settings_files, broken_files_are_named_errors)
 TEST(settings_files, model_overrides_merge_across_files_for_the_given_model)
 {
     dirs d;
-    d.write(d.global, R"({"compaction":{"reserveTokens":8000,"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}}})");
-    d.write(d.project / ".pi" / "settings.json",
-            R"({"compaction":{"modelOverrides":{"prov/org/big":{"keepRecentTokens":5},"prov/bad":7}}})");
+    d.write(
+        d.global,
+        R"({"compaction":{"reserveTokens":8000,"modelOverrides":{"prov/org/big":{"reserveTokens":400000}}}})"
+    );
+    d.write(
+        d.project / ".pi" / "settings.json",
+        R"({"compaction":{"modelOverrides":{"prov/org/big":{"keepRecentTokens":5},"prov/bad":7}}})"
+    );
     compaction::diagnostics diag;
     const std::string big = "prov/org/big";
     auto s = runtime::load_settings(d.global, d.project, true, {}, diag, big).value();
@@ -78,7 +84,9 @@ TEST(settings_files, model_overrides_merge_across_files_for_the_given_model)
     auto bad = runtime::load_settings(d.global, d.project, true, {}, diag, std::string("prov/bad"));
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error(), compaction::make_error_code(compaction::errc::invalid_settings));
-    EXPECT_EQ(diag.message, "Invalid compaction.modelOverrides[\"prov/bad\"] setting: 7. Expected an object.");
+    EXPECT_EQ(
+        diag.message, "Invalid compaction.modelOverrides[\"prov/bad\"] setting: 7. Expected an object."
+    );
 }
 
 TEST(settings_files, global_path_honours_pi_coding_agent_dir)
@@ -93,15 +101,20 @@ TEST(settings_files, global_path_honours_pi_coding_agent_dir)
 TEST(settings_files, one_read_returns_the_provider_redaction_and_pinned_sections_layered)
 {
     dirs d;
-    d.write(d.global, R"({"compaction":{"keepRecentTokens":4000},"provider":{"name":"vllm","model":"qwen3","baseUrl":"http://a"},)"
-                      R"("redaction":{"allowlist":["x"]}})");
-    d.write(d.project / ".pi" / "settings.json",
-            R"({"provider":{"model":"llama"},"redaction":{"enabled":false},"pinned":{"customTypes":["reminder"]}})");
+    d.write(
+        d.global,
+        R"({"compaction":{"keepRecentTokens":4000},"provider":{"name":"vllm","model":"qwen3","baseUrl":"http://a"},)"
+        R"("redaction":{"allowlist":["x"]}})"
+    );
+    d.write(
+        d.project / ".pi" / "settings.json",
+        R"({"provider":{"model":"llama"},"redaction":{"enabled":false},"pinned":{"customTypes":["reminder"]}})"
+    );
     compaction::diagnostics diag;
     auto trusted = runtime::load_settings_files({d.global, d.project, true, {}, std::nullopt}, diag);
     ASSERT_TRUE(trusted) << diag.message;
     EXPECT_EQ(trusted->compaction.keep_recent_tokens, 4000);
-    EXPECT_EQ(trusted->provider.at("name"), "vllm");   // from the global file
+    EXPECT_EQ(trusted->provider.at("name"), "vllm");    // from the global file
     EXPECT_EQ(trusted->provider.at("model"), "llama");  // the project wins per field
     EXPECT_EQ(trusted->provider.at("baseUrl"), "http://a");
     EXPECT_FALSE(trusted->redaction.enabled);
@@ -115,7 +128,8 @@ TEST(settings_files, one_read_returns_the_provider_redaction_and_pinned_sections
     EXPECT_TRUE(untrusted->pins.empty());
     EXPECT_FALSE(untrusted->layers.project);  // not even read
 
-    auto none = runtime::load_settings_files({d.root / "missing.json", std::nullopt, false, {}, std::nullopt}, diag);
+    auto none =
+        runtime::load_settings_files({d.root / "missing.json", std::nullopt, false, {}, std::nullopt}, diag);
     ASSERT_TRUE(none) << diag.message;
     EXPECT_TRUE(none->provider.empty());
 }
@@ -139,19 +153,27 @@ TEST(settings_files, the_jobs_section_is_read_and_a_bad_field_names_its_path)
 {
     dirs d;
     compaction::diagnostics diag;
-    d.write(d.global, R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments","field":"jobId"},)"
-                      R"("completedBy":{"tools":["job_status"]}}]}})");
+    d.write(
+        d.global,
+        R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments","field":"jobId"},)"
+        R"("completedBy":{"tools":["job_status"]}}]}})"
+    );
     auto s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
     ASSERT_TRUE(s) << diag.message;
     ASSERT_EQ(s->jobs.rules.size(), 1u);
     EXPECT_EQ(s->jobs.rules[0].tools, std::vector<std::string>{"start_build"});
     EXPECT_EQ(s->jobs.rules[0].id_field, "jobId");
     EXPECT_EQ(s->jobs.rules[0].completion_tools, std::vector<std::string>{"job_status"});
-    d.write(d.global, R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments"},)"
-                      R"("completedBy":{"tools":["job_status"]}}]}})");
+    d.write(
+        d.global,
+        R"({"jobs":{"rules":[{"tools":["start_build"],"id":{"from":"arguments"},)"
+        R"("completedBy":{"tools":["job_status"]}}]}})"
+    );
     s = runtime::load_settings_files({d.global, std::nullopt, false, {}, std::nullopt}, diag);
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), compaction::make_error_code(compaction::errc::invalid_settings));
     EXPECT_EQ(diag.field, "jobs.rules[0].id.field");
-    EXPECT_EQ(diag.message, "settings: field 'jobs.rules[0].id.field': missing (the id is read from this key)");
+    EXPECT_EQ(
+        diag.message, "settings: field 'jobs.rules[0].id.field': missing (the id is read from this key)"
+    );
 }

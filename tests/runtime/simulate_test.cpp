@@ -32,8 +32,9 @@ compaction::session_log load(const std::string& text)
     return std::move(*log);
 }
 
-compaction::policy_cost simulate(const std::string& text, const runtime::simulate_policy& policy,
-                                 runtime::simulate_options options = {})
+compaction::policy_cost simulate(
+    const std::string& text, const runtime::simulate_policy& policy, runtime::simulate_options options = {}
+)
 {
     compaction::diagnostics diag;
     auto cost = runtime::simulate_session(load(text), policy, options, diag);
@@ -227,8 +228,9 @@ std::int64_t instruction_tokens()
     scope.first = 1;
     scope.kept = 3;
     scope.kept_quote = std::string(100, 'y') + "\u2026";
-    const auto p = compaction::cache_friendly_history_prompt(std::make_shared<compaction::request_head>(), scope,
-                                                             std::nullopt, std::nullopt, 200000, 32000);
+    const auto p = compaction::cache_friendly_history_prompt(
+        std::make_shared<compaction::request_head>(), scope, std::nullopt, std::nullopt, 200000, 32000
+    );
     return static_cast<std::int64_t>((compaction::utf16_length(p.prompt) + 3) / 4);
 }
 
@@ -252,14 +254,20 @@ TEST(simulate, a_cache_friendly_summary_request_reads_the_conversations_prefix_f
     EXPECT_EQ(cost.summarizer_input_tokens, 3002 + instr);
     EXPECT_NEAR(cost.billed_input, 3002 * 1.25 + 5001 * 0.1 + 351, 1e-9);  // 4,603.6
     ASSERT_GT(cost.summary_output, 0);
-    EXPECT_DOUBLE_EQ(cost.cost, ((3002 * 1.25 + 5001 * 0.1 + static_cast<double>(instr)) * 3.00 +
-                                 static_cast<double>(200 + cost.summary_output) * 15.00) / 1e6);
+    EXPECT_DOUBLE_EQ(
+        cost.cost,
+        ((3002 * 1.25 + 5001 * 0.1 + static_cast<double>(instr)) * 3.00 +
+         static_cast<double>(200 + cost.summary_output) * 15.00) /
+            1e6
+    );
     // 0.5 s + (1 written + the instruction) / 5,000 + 3,001 read / 50,000 + output / 60.
     ASSERT_EQ(cost.stalls.size(), 1u);
-    EXPECT_NEAR(cost.stalls[0],
-                0.5 + static_cast<double>(1 + instr) / 5000.0 + 3001.0 / 50000.0 +
-                    static_cast<double>(cost.summary_output) / 60.0,
-                1e-9);
+    EXPECT_NEAR(
+        cost.stalls[0],
+        0.5 + static_cast<double>(1 + instr) / 5000.0 + 3001.0 / 50000.0 +
+            static_cast<double>(cost.summary_output) / 60.0,
+        1e-9
+    );
 }
 
 // OpenAI caches the whole request: the instruction message is written (at 1.0, as uncached).
@@ -298,7 +306,9 @@ TEST(simulate, a_standalone_summary_request_is_billed_uncached_as_before)
         EXPECT_EQ(c->input.read, 2000);
         EXPECT_EQ(c->input.written, 2000 + 1001);
         EXPECT_EQ(c->input.uncached, c->summarizer_input_tokens);
-        EXPECT_DOUBLE_EQ(c->billed_input, 3001 * 1.25 + 2000 * 0.1 + static_cast<double>(c->summarizer_input_tokens));
+        EXPECT_DOUBLE_EQ(
+            c->billed_input, 3001 * 1.25 + 2000 * 0.1 + static_cast<double>(c->summarizer_input_tokens)
+        );
     }
     EXPECT_EQ(sa.summarizer_input_tokens, other.summarizer_input_tokens);
     EXPECT_EQ(sa.summary_output, cf.summary_output);
@@ -311,7 +321,9 @@ TEST(simulate, a_standalone_summary_request_is_billed_uncached_as_before)
 // conversation's and the cache serves only u1 and a1 (2,001 read); u2 and a2 are written.
 TEST(simulate, a_redacted_message_ends_what_the_cache_serves_a_cache_friendly_request)
 {
-    const auto cost = simulate(two_turns(std::string(3979, 'y') + " AKIAIOSFODNN7EXAMPLE").text, budget_policy(std::nullopt));
+    const auto cost = simulate(
+        two_turns(std::string(3979, 'y') + " AKIAIOSFODNN7EXAMPLE").text, budget_policy(std::nullopt)
+    );
     EXPECT_EQ(cost.summary_requests, 1);
     EXPECT_EQ(cost.input.read, 2000 + 2001);
     EXPECT_EQ(cost.input.written, 2000 + 1001 + 1001);

@@ -39,8 +39,9 @@ protected:
     {
         summarizer_ = std::make_shared<test::scripted_summarizer>(ioc_.get_executor());
         summarizer_->set_default({.text = long_summary()});
-        path_ = fs::temp_directory_path() / ("agentctx-room-" + std::to_string(::getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
+        path_ = fs::temp_directory_path() /
+                ("agentctx-room-" + std::to_string(::getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
     }
     void TearDown() override { fs::remove(path_); }
 
@@ -123,10 +124,13 @@ TEST_F(summary_room_test, the_cut_keeps_less_so_the_summary_fits)
 TEST_F(summary_room_test, a_suffix_with_no_room_for_the_summary_fails_before_any_model_call)
 {
     test::session_text t;
-    t.user("u0", tokens(100)).assistant("a0", tokens(100)).user("u1", tokens(100)).assistant("a1", tokens(100));
-    t.user("u2", "run the build");  // 13 chars: 4 tokens
+    t.user("u0", tokens(100))
+        .assistant("a0", tokens(100))
+        .user("u1", tokens(100))
+        .assistant("a1", tokens(100));
+    t.user("u2", "run the build");                                // 13 chars: 4 tokens
     t.tool_call("run", "call_0", "bash", {{"command", "make"}});  // "bash" + {"command":"make"}: 6 tokens
-    t.tool_result("log", "call_0", "bash", tokens(8300));          // the running batch's result
+    t.tool_result("log", "call_0", "bash", tokens(8300));         // the running batch's result
     auto s = open(t.text, small_window());
     ASSERT_TRUE(s);
     const auto before = file();
@@ -152,25 +156,29 @@ TEST_F(summary_room_test, the_allowance_is_the_working_budget_when_it_triggered)
     c.model.context_window = 200000;
     c.settings.reserve_tokens = 16384;
     c.settings.working_budget = compaction::token_amount{1000, 0};  // below 200,000 - 16,384
-    c.required.ids = {"u0"};  // nothing may be summarized
+    c.required.ids = {"u0"};                                        // nothing may be summarized
     auto s = open(turns(10, 100, 2000), c);
     ASSERT_TRUE(s);
     compaction::diagnostics diag;
     const auto last = compaction::decode_message(
-        json::object{{"role", "assistant"},
-                     {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
-                     {"api", "anthropic-messages"},
-                     {"provider", "anthropic"},
-                     {"model", "claude-sonnet-4-5"},
-                     {"usage", test::session_text::usage(2000)},
-                     {"stopReason", "stop"},
-                     {"timestamp", 1768467800000.0}},
-        "", diag);
+        json::object{
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "text"}, {"text", tokens(100)}}}},
+            {"api", "anthropic-messages"},
+            {"provider", "anthropic"},
+            {"model", "claude-sonnet-4-5"},
+            {"usage", test::session_text::usage(2000)},
+            {"stopReason", "stop"},
+            {"timestamp", 1768467800000.0}},
+        "",
+        diag
+    );
     ASSERT_TRUE(last) << diag.message;
     const auto [ec, out] = run([&](auto h) { s->async_on_turn_end(*last, h); });
-    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::budget_exceeded)) << ec.message() << ": " << out.message;
+    EXPECT_EQ(ec, compaction::make_error_code(compaction::errc::budget_exceeded))
+        << ec.message() << ": " << out.message;
     ASSERT_EQ(shortfalls_.size(), 1u);
     EXPECT_EQ(shortfalls_[0].reason, compaction_reason::threshold);
-    EXPECT_EQ(shortfalls_[0].allowance, 1000);  // not 200,000 - 16,384
+    EXPECT_EQ(shortfalls_[0].allowance, 1000);    // not 200,000 - 16,384
     EXPECT_EQ(shortfalls_[0].summary_tokens, 0);  // the required entry held the cut
 }

@@ -9,25 +9,26 @@ using runtime::is_overflow_error_message;
 
 TEST(triggers, overflow_patterns)
 {
-    for (const char* m : {"prompt is too long: 213462 tokens > 200000 maximum",
-                          "Error: request_too_large",
-                          "This model's maximum context length is 128000 tokens. However, you requested 130000",
-                          "Input token count 1048577 exceeds the maximum number of tokens allowed",
-                          "the request exceeds the available context size",
-                          "context_length_exceeded",
-                          "Context length exceeded",
-                          "model_context_window_exceeded",
-                          "413 status code (no body)",
-                          "PROMPT IS TOO LONG",
-                          "Prompt too long",
-                          "413 Request Entity Too Large",
-                          "Anthropic API error (413): request too big",
-                          "prompt exceeds max length",
-                          "This request exceeds the model's maximum context length of 131,072 tokens",
-                          "context window exceeded",
-                          "input (140000 tokens) is longer than the model's context length (131072 tokens)",
-                          "prompt has 9,000 tokens, but the configured context size is 8,192 tokens",
-                          "Range of input length should be [1, 30720]"})
+    for (const char* m :
+         {"prompt is too long: 213462 tokens > 200000 maximum",
+          "Error: request_too_large",
+          "This model's maximum context length is 128000 tokens. However, you requested 130000",
+          "Input token count 1048577 exceeds the maximum number of tokens allowed",
+          "the request exceeds the available context size",
+          "context_length_exceeded",
+          "Context length exceeded",
+          "model_context_window_exceeded",
+          "413 status code (no body)",
+          "PROMPT IS TOO LONG",
+          "Prompt too long",
+          "413 Request Entity Too Large",
+          "Anthropic API error (413): request too big",
+          "prompt exceeds max length",
+          "This request exceeds the model's maximum context length of 131,072 tokens",
+          "context window exceeded",
+          "input (140000 tokens) is longer than the model's context length (131072 tokens)",
+          "prompt has 9,000 tokens, but the configured context size is 8,192 tokens",
+          "Range of input length should be [1, 30720]"})
         EXPECT_TRUE(is_overflow_error_message(m)) << m;
 }
 
@@ -60,7 +61,7 @@ TEST(triggers, silent_and_length_stop_overflow_need_the_window)
     m.usage->output = 0;
     m.usage->input = 138000;
     m.usage->cache_read = 60000;
-    EXPECT_TRUE(is_context_overflow(m, 200000));   // 198000 >= 0.99 * 200000
+    EXPECT_TRUE(is_context_overflow(m, 200000));  // 198000 >= 0.99 * 200000
     m.usage->input = 137999;
     EXPECT_FALSE(is_context_overflow(m, 200000));
     m.usage->input = 150000;

@@ -25,7 +25,10 @@ using test::tokens;
 
 namespace {
 
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines(const std::string& text)
+{
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 class write_turn_test : public ::testing::Test
 {
@@ -36,7 +39,8 @@ protected:
     {
         test::session_text t;
         for (int i = 0; i < 10; ++i)
-            t.user("u" + std::to_string(i), tokens(100)).assistant("a" + std::to_string(i), tokens(100), i == 9 ? 3000 : 0);
+            t.user("u" + std::to_string(i), tokens(100))
+                .assistant("a" + std::to_string(i), tokens(100), i == 9 ? 3000 : 0);
         auto st = std::make_unique<test::controlled_store>(t.text, control_);
         store_ = st.get();
         session_config c;
@@ -66,14 +70,22 @@ protected:
     {
         auto r = std::make_shared<race>();
         control_->hold = true;
-        s.async_append(json::object{{"type", "message"},
-                                    {"message", json::object{{"role", "user"}, {"content", "while it compacts"}, {"timestamp", 1.0}}}},
-                       [r](error_code ec, std::string) { r->append = ec; });
-        s.async_compact(std::nullopt, asio::bind_cancellation_slot(cancel.slot(), [r](error_code ec, compaction_outcome o) {
-                            r->compact.emplace(ec, std::move(o));
-                        }));
+        s.async_append(
+            json::object{
+                {"type", "message"},
+                {"message",
+                 json::object{{"role", "user"}, {"content", "while it compacts"}, {"timestamp", 1.0}}}},
+            [r](error_code ec, std::string) { r->append = ec; }
+        );
+        s.async_compact(
+            std::nullopt,
+            asio::bind_cancellation_slot(
+                cancel.slot(),
+                [r](error_code ec, compaction_outcome o) { r->compact.emplace(ec, std::move(o)); }
+            )
+        );
         drain();
-        EXPECT_EQ(summarizer_->calls(), 1u);  // summarized: only the write turn is left
+        EXPECT_EQ(summarizer_->calls(), 1u);   // summarized: only the write turn is left
         EXPECT_EQ(control_->held.size(), 1u);  // the append's write, nothing of the compaction's
         EXPECT_FALSE(r->compact);
         return r;
@@ -131,8 +143,11 @@ TEST_F(write_turn_test, a_failed_write_of_the_branch_summary_leaves_the_leaf_whe
     const auto before = store_->text();
     control_->fail = true;
     std::optional<std::pair<error_code, std::string>> out;
-    s->async_branch_from("u5", branch_options{.summarize = true, .label = std::string("checkpoint")},
-                         [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); });
+    s->async_branch_from(
+        "u5",
+        branch_options{.summarize = true, .label = std::string("checkpoint")},
+        [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); }
+    );
     test::run_until(ioc_, [&] { return out.has_value(); });
     EXPECT_EQ(out->first, make_error_code(errc::io_error)) << out->second;
     EXPECT_EQ(summarizer_->calls(), 1u);
@@ -144,14 +159,19 @@ TEST_F(write_turn_test, a_failed_write_of_the_branch_summary_leaves_the_leaf_whe
     // The same navigation goes through once the store writes: summary, then label on it.
     control_->fail = false;
     out.reset();
-    s->async_branch_from("u5", branch_options{.summarize = true, .label = std::string("checkpoint")},
-                         [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); });
+    s->async_branch_from(
+        "u5",
+        branch_options{.summarize = true, .label = std::string("checkpoint")},
+        [&](error_code ec, std::string id) { out.emplace(ec, std::move(id)); }
+    );
     test::run_until(ioc_, [&] { return out.has_value(); });
     ASSERT_FALSE(out->first) << out->second;
     EXPECT_EQ(s->current()->entry_count, 22u);
     EXPECT_NE(s->current()->leaf_id, "a9");
     EXPECT_NE(store_->text().find(R"("type":"branch_summary")"), std::string::npos);
-    EXPECT_NE(store_->text().find(R"("targetId":")" + out->second + R"(","label":"checkpoint")"), std::string::npos);
+    EXPECT_NE(
+        store_->text().find(R"("targetId":")" + out->second + R"(","label":"checkpoint")"), std::string::npos
+    );
     EXPECT_TRUE(branched);
 }
 

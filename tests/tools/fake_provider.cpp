@@ -51,22 +51,29 @@ int main(int argc, char** argv)
         return reply(agentctx::test::openai_count_body(static_cast<std::int64_t>(r.body.size() / 4)), delay);
     });
     server.route("/messages/count_tokens", [&](const recorded_request& r) {
-        return reply(agentctx::test::anthropic_count_body(static_cast<std::int64_t>(r.body.size() / 4)), delay);
+        return reply(
+            agentctx::test::anthropic_count_body(static_cast<std::int64_t>(r.body.size() / 4)), delay
+        );
     });
     server.route("/responses/compact", [&](const recorded_request&) {
-        return reply(agentctx::test::openai_compact_body({}, {agentctx::test::openai_compaction_item("FAKE-ENC")}), delay);
+        return reply(
+            agentctx::test::openai_compact_body({}, {agentctx::test::openai_compaction_item("FAKE-ENC")}),
+            delay
+        );
     });
     server.route("/messages", [&](const recorded_request& r) {
         if (r.body.find("compact_20260112") != std::string::npos)
-            return reply(agentctx::test::anthropic_compaction_body(
-                             {agentctx::test::anthropic_compaction_block(note_text(), "FAKE-ENC")}),
-                         delay);
+            return reply(
+                agentctx::test::anthropic_compaction_body(
+                    {agentctx::test::anthropic_compaction_block(note_text(), "FAKE-ENC")}
+                ),
+                delay
+            );
         return reply(agentctx::test::anthropic_body(note_text()), delay);
     });
     std::cout << server.base_url() << std::endl;
     for (std::string line; std::getline(std::cin, line);)
-    {
-    }
+    {}
     std::map<std::string, int> by_path;
     for (const auto& r : server.requests())
         ++by_path[r.method + " " + r.target];

@@ -38,9 +38,11 @@ int main(int argc, char** argv)
             out = next();
         else
         {
-            std::fprintf(stderr,
-                         "usage: gen_session [--seed N] [--entries N] [--mean-tool-output BYTES] "
-                         "[--compaction-every TURNS] [--branch-rate P] [--version 1|2|3] [--pi16] [-o FILE]\n");
+            std::fprintf(
+                stderr,
+                "usage: gen_session [--seed N] [--entries N] [--mean-tool-output BYTES] "
+                "[--compaction-every TURNS] [--branch-rate P] [--version 1|2|3] [--pi16] [-o FILE]\n"
+            );
             return 2;
         }
     }
@@ -49,7 +51,9 @@ int main(int argc, char** argv)
         if (out)
             agentctx::tools::write_session_file(o, out);
         else
-            agentctx::tools::generate_session(o, [](const std::string& line) { std::fwrite(line.data(), 1, line.size(), stdout); });
+            agentctx::tools::generate_session(o, [](const std::string& line) {
+                std::fwrite(line.data(), 1, line.size(), stdout);
+            });
     }
     catch (const std::exception& e)
     {

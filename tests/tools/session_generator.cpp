@@ -20,14 +20,23 @@ namespace json = boost::json;
 namespace {
 
 const char* const files[] = {
-    "src/main.cpp", "src/session.cpp", "src/session.hpp", "include/api.hpp", "tests/session_test.cpp",
-    "CMakeLists.txt", "README.md", "src/parser/lexer.cpp", "src/parser/ast.hpp", "docs/design.md",
-    "src/util/日本語.txt", "scripts/build.sh",
+    "src/main.cpp",
+    "src/session.cpp",
+    "src/session.hpp",
+    "include/api.hpp",
+    "tests/session_test.cpp",
+    "CMakeLists.txt",
+    "README.md",
+    "src/parser/lexer.cpp",
+    "src/parser/ast.hpp",
+    "docs/design.md",
+    "src/util/日本語.txt",
+    "scripts/build.sh",
 };
 const char* const words[] = {
-    "the", "session", "parser", "returns", "error", "because", "buffer", "index", "token", "must",
-    "never", "always", "compile", "test", "failing", "fix", "function", "value", "line", "🚀",
-    "config", "strand", "timeout", "retry", "cache", "résumé", "handler", "queue", "async", "summary",
+    "the",    "session", "parser",  "returns", "error",   "because", "buffer",   "index", "token", "must",
+    "never",  "always",  "compile", "test",    "failing", "fix",     "function", "value", "line",  "🚀",
+    "config", "strand",  "timeout", "retry",   "cache",   "résumé",  "handler",  "queue", "async", "summary",
 };
 
 class generator
@@ -35,14 +44,19 @@ class generator
 public:
     generator(const generator_options& o, const std::function<void(const std::string&)>& sink)
         : o_(o), sink_(sink), rng_(o.seed)
-    {
-    }
+    {}
 
     void run()
     {
         char sid[40];
-        std::snprintf(sid, sizeof sid, "019bc1cc-%04x-7%03x-a790-%012llx", pick(0xffff), pick(0xfff),
-                      static_cast<unsigned long long>(o_.seed));
+        std::snprintf(
+            sid,
+            sizeof sid,
+            "019bc1cc-%04x-7%03x-a790-%012llx",
+            pick(0xffff),
+            pick(0xfff),
+            static_cast<unsigned long long>(o_.seed)
+        );
         json::object h;
         h["type"] = "session";
         if (o_.version >= 2)
@@ -90,8 +104,13 @@ private:
                 prompt_sections_[name] = v;
         };
         auto add_tool = [&](const std::string& name) {
-            json::object t{{"name", name}, {"description", "The " + name + " tool: " + sentence(6)},
-                           {"parameters", json::object{{"type", "object"}, {"properties", json::object{{"path", json::object{{"type", "string"}}}}}}}};
+            json::object t{
+                {"name", name},
+                {"description", "The " + name + " tool: " + sentence(6)},
+                {"parameters",
+                 json::object{
+                     {"type", "object"},
+                     {"properties", json::object{{"path", json::object{{"type", "string"}}}}}}}};
             for (auto it = tools_.begin(); it != tools_.end(); ++it)
                 if (it->as_object().at("name").as_string() == name)
                 {
@@ -112,7 +131,9 @@ private:
         }
         else
         {
-            set_section(chance(0.5) ? "skills" : "guidelines", json::value("<skills>" + sentence(12) + "</skills>"));
+            set_section(
+                chance(0.5) ? "skills" : "guidelines", json::value("<skills>" + sentence(12) + "</skills>")
+            );
             if (chance(0.3) && prompt_sections_.contains("skills"))
                 set_section("skills", nullptr);
             if (chance(0.3))
@@ -186,8 +207,11 @@ private:
             if (chance(0.5))
             {
                 call_id = "toolu_len" + std::to_string(written_);
-                content.push_back(json::object{{"type", "toolCall"}, {"id", call_id}, {"name", "read"},
-                                               {"arguments", json::object{{"path", files[0]}}}});
+                content.push_back(json::object{
+                    {"type", "toolCall"},
+                    {"id", call_id},
+                    {"name", "read"},
+                    {"arguments", json::object{{"path", files[0]}}}});
             }
         }
         m["content"] = std::move(content);
@@ -202,9 +226,14 @@ private:
         std::string result;
         if (!call_id.empty())
         {
-            json::object t{{"role", "toolResult"}, {"toolCallId", call_id}, {"toolName", "read"},
-                           {"content", json::array{json::object{{"type", "text"}, {"text", "Tool not executed: the response was truncated."}}}},
-                           {"isError", true}};
+            json::object t{
+                {"role", "toolResult"},
+                {"toolCallId", call_id},
+                {"toolName", "read"},
+                {"content",
+                 json::array{json::object{
+                     {"type", "text"}, {"text", "Tool not executed: the response was truncated."}}}},
+                {"isError", true}};
             result = emit(message_entry(std::move(t)));
         }
         context_edit(failed, nullptr);
@@ -231,9 +260,18 @@ private:
         const std::int64_t m = mp < 10 ? mp + 3 : mp - 9;
         y += m <= 2;
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ", (long long)y,
-                      (long long)m, (long long)d, (long long)(rem / 3600), (long long)(rem % 3600 / 60),
-                      (long long)(rem % 60), (long long)(ms % 1000));
+        std::snprintf(
+            buf,
+            sizeof buf,
+            "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+            (long long)y,
+            (long long)m,
+            (long long)d,
+            (long long)(rem / 3600),
+            (long long)(rem % 3600 / 60),
+            (long long)(rem % 60),
+            (long long)(ms % 1000)
+        );
         return buf;
     }
 
@@ -358,12 +396,14 @@ private:
     {
         json::object u;
         u["role"] = "user";
-        const std::string prompt = "Please " + sentence(8 + pick(30)) + ". You must never " + sentence(4) + ".";
+        const std::string prompt =
+            "Please " + sentence(8 + pick(30)) + ". You must never " + sentence(4) + ".";
         if (chance(o_.image_rate))
         {
             json::array blocks;
             blocks.push_back(json::object{{"type", "text"}, {"text", prompt}});
-            blocks.push_back(json::object{{"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
+            blocks.push_back(json::object{
+                {"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
             u["content"] = std::move(blocks);
         }
         else
@@ -382,7 +422,8 @@ private:
             json::array content;
             if (chance(0.5))
                 content.push_back(json::object{{"type", "thinking"}, {"thinking", sentence(20 + pick(40))}});
-            content.push_back(json::object{{"type", "text"}, {"text", "I will " + sentence(6 + pick(12)) + "."}});
+            content.push_back(json::object{
+                {"type", "text"}, {"text", "I will " + sentence(6 + pick(12)) + "."}});
             const std::size_t calls = 1 + (chance(0.3) ? pick(2) : 0);
             std::vector<std::pair<std::string, std::string>> made;
             for (std::size_t c = 0; c < calls; ++c)
@@ -400,7 +441,8 @@ private:
                 else if (tool == "edit")
                 {
                     args["path"] = file;
-                    args["edits"] = json::array{json::object{{"oldText", sentence(5)}, {"newText", sentence(6)}}};
+                    args["edits"] =
+                        json::array{json::object{{"oldText", sentence(5)}, {"newText", sentence(6)}}};
                 }
                 else if (tool == "write")
                 {
@@ -415,8 +457,11 @@ private:
                     args["path"] = "src";
                 }
                 char call_id[32];
-                std::snprintf(call_id, sizeof call_id, "toolu_%016llx", static_cast<unsigned long long>(rng_()));
-                content.push_back(json::object{{"type", "toolCall"}, {"id", call_id}, {"name", tool}, {"arguments", args}});
+                std::snprintf(
+                    call_id, sizeof call_id, "toolu_%016llx", static_cast<unsigned long long>(rng_())
+                );
+                content.push_back(json::object{
+                    {"type", "toolCall"}, {"id", call_id}, {"name", tool}, {"arguments", args}});
                 made.emplace_back(call_id, tool);
             }
             assistant(std::move(content), "toolUse", 60 + pick(400));
@@ -430,7 +475,8 @@ private:
                 {
                     // A progress note before the last result: the round now spans an assistant message.
                     json::array note;
-                    note.push_back(json::object{{"type", "text"}, {"text", "Still waiting on " + tool + "."}});
+                    note.push_back(json::object{{"type", "text"}, {"text", "Still waiting on " + tool + "."}}
+                    );
                     assistant(std::move(note), "stop", 20);
                     if (written_ >= o_.entries)
                         break;
@@ -441,18 +487,27 @@ private:
                 t["toolName"] = tool;
                 // Heavy tail: most outputs are small, a few are huge.
                 const double scale = std::exponential_distribution<double>(1.0)(rng_);
-                const std::size_t bytes = static_cast<std::size_t>(static_cast<double>(o_.mean_tool_output) * scale);
+                const std::size_t bytes =
+                    static_cast<std::size_t>(static_cast<double>(o_.mean_tool_output) * scale);
                 json::array blocks;
                 blocks.push_back(json::object{{"type", "text"}, {"text", blob(bytes)}});
                 if (chance(o_.image_rate))
-                    blocks.push_back(json::object{{"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
+                    blocks.push_back(json::object{
+                        {"type", "image"}, {"data", image_data()}, {"mimeType", "image/png"}});
                 t["content"] = std::move(blocks);
                 t["isError"] = chance(0.05);
                 context_tokens_ += static_cast<std::int64_t>(bytes / 4);
                 const std::string result_id = emit(message_entry(std::move(t)));
                 if (pi16() && bytes > o_.mean_tool_output && chance(0.2) && written_ < o_.entries)
-                    context_edit(result_id, json::value(json::object{{"content", json::array{json::object{
-                                                {"type", "text"}, {"text", "[tool output elided: " + std::to_string(bytes / 1024) + " KB]"}}}}}));
+                    context_edit(
+                        result_id,
+                        json::value(json::object{
+                            {"content",
+                             json::array{json::object{
+                                 {"type", "text"},
+                                 {"text", "[tool output elided: " + std::to_string(bytes / 1024) + " KB]"}}}}}
+                        )
+                    );
             }
             if (pi16() && chance(0.04) && written_ < o_.entries)
                 failed_attempt();
@@ -471,7 +526,8 @@ private:
         if (written_ < o_.entries)
         {
             json::array content;
-            content.push_back(json::object{{"type", "text"}, {"text", "Done: " + sentence(20 + pick(60)) + "."}});
+            content.push_back(json::object{
+                {"type", "text"}, {"text", "Done: " + sentence(20 + pick(60)) + "."}});
             assistant(std::move(content), "stop", 100 + pick(600));
         }
         if (pi16() && written_ < o_.entries && chance(0.05))
@@ -488,7 +544,8 @@ private:
     void branch_back()
     {
         // Go back to the start of an earlier turn, as /tree does, leaving a branch summary.
-        const std::string target = turn_starts_[turn_starts_.size() - 1 - pick(std::min<std::size_t>(5, turn_starts_.size() - 1))];
+        const std::string target =
+            turn_starts_[turn_starts_.size() - 1 - pick(std::min<std::size_t>(5, turn_starts_.size() - 1))];
         std::size_t pos = path_.size();
         for (std::size_t i = 0; i < path_.size(); ++i)
             if (path_[i] == target)
@@ -499,7 +556,9 @@ private:
         leaf_ = target;
         auto b = base("branch_summary");
         b["fromId"] = target;
-        b["summary"] = "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\n" + sentence(12);
+        b["summary"] = "The user explored a different conversation branch before returning here.\nSummary of "
+                       "that exploration:\n\n## Goal\n" +
+                       sentence(12);
         b["details"] = json::object{{"readFiles", json::array{files[0]}}, {"modifiedFiles", json::array{}}};
         b["fromHook"] = false;
         emit(std::move(b));
@@ -526,7 +585,8 @@ private:
         else
             c["firstKeptEntryIndex"] = written_ > 4 ? static_cast<std::int64_t>(written_ - 3) : 1;
         c["tokensBefore"] = context_tokens_;
-        c["details"] = json::object{{"readFiles", json::array{"src/main.cpp"}}, {"modifiedFiles", json::array{}}};
+        c["details"] =
+            json::object{{"readFiles", json::array{"src/main.cpp"}}, {"modifiedFiles", json::array{}}};
         if (pi16())
         {
             if (chance(0.25))

@@ -85,7 +85,8 @@ class marking_store final : public runtime::store
 public:
     explicit marking_store(std::unique_ptr<runtime::store> inner) : inner_(std::move(inner)) {}
 
-    compaction::result<void> write_header(const compaction::session_header& h, compaction::diagnostics& diag) override
+    compaction::result<void> write_header(const compaction::session_header& h, compaction::diagnostics& diag)
+        override
     {
         return inner_->write_header(h, diag);
     }
@@ -101,10 +102,13 @@ public:
     }
     // Batches (tool-result clearing) go through the real store's one-write batch: the default
     // would append them one by one, which is not what a session over a jsonl_store does.
-    compaction::result<void> append_all(const std::vector<compaction::entry_ptr>& entries, compaction::diagnostics& diag) override
+    compaction::result<void> append_all(
+        const std::vector<compaction::entry_ptr>& entries, compaction::diagnostics& diag
+    ) override
     {
-        const auto it = std::find_if(entries.begin(), entries.end(),
-                                     [](const auto& e) { return e->type == compaction::entry_type::compaction; });
+        const auto it = std::find_if(entries.begin(), entries.end(), [](const auto& e) {
+            return e->type == compaction::entry_type::compaction;
+        });
         if (it != entries.end())
             send("C " + (*it)->id);
         auto r = inner_->append_all(entries, diag);
@@ -113,9 +117,7 @@ public:
         return r;
     }
     compaction::result<compaction::session_log> load(
-        const compaction::load_options& opts,
-        compaction::load_report& report,
-        compaction::diagnostics& diag
+        const compaction::load_options& opts, compaction::load_report& report, compaction::diagnostics& diag
     ) override
     {
         return inner_->load(opts, report, diag);
@@ -133,8 +135,13 @@ json::object message(json::object m)
     // Background mode: times from now on, since a turn-end check skips a message older than the
     // latest compaction.
     if (background)
-        message_time = std::max(message_time + 1, static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                       std::chrono::system_clock::now().time_since_epoch()).count()));
+        message_time = std::max(
+            message_time + 1,
+            static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch()
+            )
+                                    .count())
+        );
     m["timestamp"] = message_time;
     return {{"type", "message"}, {"message", std::move(m)}};
 }
@@ -146,20 +153,37 @@ json::array text_block(const std::string& text)
 
 json::object assistant(json::array content, const char* stop)
 {
-    return message({{"role", "assistant"},
-                    {"content", std::move(content)},
-                    {"api", "anthropic-messages"},
-                    {"provider", "anthropic"},
-                    {"model", "claude-sonnet-4-5"},
-                    {"stopReason", stop}});
+    return message(
+        {{"role", "assistant"},
+         {"content", std::move(content)},
+         {"api", "anthropic-messages"},
+         {"provider", "anthropic"},
+         {"model", "claude-sonnet-4-5"},
+         {"stopReason", stop}}
+    );
 }
 
 // Filler of varied length; now and then a large tool output, whose write(2) spans many pages
 // (the kernel may stop a write between pages when a fatal signal is pending: a torn line).
 std::string filler(std::mt19937_64& rng, bool tool)
 {
-    static const char* const words[] = {"parse", "the", "store", "file", "compaction", "summary", "lock", "append",
-                                        "line", "check", "torn", "tail", "repair", "sync", "entry", "id"};
+    static const char* const words[] = {
+        "parse",
+        "the",
+        "store",
+        "file",
+        "compaction",
+        "summary",
+        "lock",
+        "append",
+        "line",
+        "check",
+        "torn",
+        "tail",
+        "repair",
+        "sync",
+        "entry",
+        "id"};
     std::size_t n = std::uniform_int_distribution<std::size_t>(4, 60)(rng);
     if (tool && rng() % 24 == 0)
         n = std::uniform_int_distribution<std::size_t>(2000, 10000)(rng);  // 10-60 KB
@@ -172,7 +196,9 @@ std::string filler(std::mt19937_64& rng, bool tool)
     return out;
 }
 
-asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq, std::uint64_t seed, std::uint64_t every)
+asio::awaitable<void> run(
+    std::shared_ptr<runtime::session> s, std::uint64_t seq, std::uint64_t seed, std::uint64_t every
+)
 {
     std::mt19937_64 rng(seed);
     std::uint64_t appends = 0;
@@ -206,17 +232,20 @@ asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq
         {
             const std::string call = "call" + std::to_string(seq);
             json::array content = text_block(tag(seq) + "reading a file");
-            content.push_back(json::object{{"type", "toolCall"},
-                                           {"id", call},
-                                           {"name", "read"},
-                                           {"arguments", json::object{{"path", "src/f" + std::to_string(turn % 50) + ".cpp"}}}});
+            content.push_back(json::object{
+                {"type", "toolCall"},
+                {"id", call},
+                {"name", "read"},
+                {"arguments", json::object{{"path", "src/f" + std::to_string(turn % 50) + ".cpp"}}}});
             json::object calling = assistant(std::move(content), "toolUse");
             co_await append(std::move(calling));
-            json::object result = message({{"role", "toolResult"},
-                                           {"toolCallId", call},
-                                           {"toolName", "read"},
-                                           {"content", text_block(tag(seq) + filler(rng, true))},
-                                           {"isError", false}});
+            json::object result = message(
+                {{"role", "toolResult"},
+                 {"toolCallId", call},
+                 {"toolName", "read"},
+                 {"content", text_block(tag(seq) + filler(rng, true))},
+                 {"isError", false}}
+            );
             co_await append(std::move(result));
         }
         json::object reply = assistant(text_block(tag(seq) + filler(rng, false)), "stop");
@@ -225,7 +254,8 @@ asio::awaitable<void> run(std::shared_ptr<runtime::session> s, std::uint64_t seq
         co_await append(std::move(reply));
         if (!last)
             continue;  // the check after each reply: background compaction, or tool-result clearing
-        auto [tec, out] = co_await s->async_on_turn_end(std::move(*last), asio::as_tuple(asio::use_awaitable));
+        auto [tec, out] =
+            co_await s->async_on_turn_end(std::move(*last), asio::as_tuple(asio::use_awaitable));
         if (!tec && out.compacted)
             send("K " + out.entry_id);
     }
@@ -240,8 +270,12 @@ int create_loop(const std::string& dir)
         compaction::diagnostics diag;
         const auto path = dir + "/c" + std::to_string(n) + ".jsonl";
         // fsync never: a fast loop, so more kills land inside create.
-        auto st = runtime::jsonl_store::create(path, compaction::make_header("c" + std::to_string(n), "2026-01-15T09:00:00.000Z", "/"),
-                                               {.fsync = runtime::fsync_policy::never}, diag);
+        auto st = runtime::jsonl_store::create(
+            path,
+            compaction::make_header("c" + std::to_string(n), "2026-01-15T09:00:00.000Z", "/"),
+            {.fsync = runtime::fsync_policy::never},
+            diag
+        );
         if (!st)
             die("create " + path + ": " + st.error().message() + ": " + diag.message);
         st->reset();
@@ -283,7 +317,7 @@ int main(int argc, char** argv)
     if (background)
     {
         config.settings.reserve_tokens = 1000;  // threshold 7,000; background from 4,900
-        config.progress_in_session = false;     // a large prefix goes piecewise: no progress entries in the file
+        config.progress_in_session = false;  // a large prefix goes piecewise: no progress entries in the file
         config.settings.clear_tool_results.enabled = false;  // the context must grow to the background start
     }
     else
@@ -298,7 +332,9 @@ int main(int argc, char** argv)
     }
     config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor());
     compaction::load_report report;
-    auto s = runtime::session::open(ioc.get_executor(), std::make_unique<marking_store>(std::move(*st)), config, diag, &report);
+    auto s = runtime::session::open(
+        ioc.get_executor(), std::make_unique<marking_store>(std::move(*st)), config, diag, &report
+    );
     if (!s)
         die("session open: " + s.error().message() + ": " + diag.message);
     (*s)->on_event([](const runtime::session_event& e) {

@@ -11,10 +11,10 @@ namespace agentctx::providers::offline {
 /// Facts from the user's messages.
 struct request_facts
 {
-    std::string goal;             // the first substantive request, or the latest one that redefines the task
-    bool redefined = false;       // the goal came from a redefining request
-    std::size_t goal_at = 0;      // index of the part the goal came from
-    std::string last_request;     // the last substantive request
+    std::string goal;          // the first substantive request, or the latest one that redefines the task
+    bool redefined = false;    // the goal came from a redefining request
+    std::size_t goal_at = 0;   // index of the part the goal came from
+    std::string last_request;  // the last substantive request
     std::vector<std::string> constraints;  // whole sentences, latest occurrence last
     std::vector<std::string> decisions;    // user sentences that state a choice
 };

@@ -40,9 +40,10 @@ std::string fit(std::vector<section> sections, std::uint32_t cap)
         if (sections.size() < 2)
             return clip_words(text, std::size_t{cap} * 4);
         // The first section (the goal) is kept whole; the longest other list loses a bullet.
-        auto longest = std::max_element(sections.begin() + 1, sections.end(), [](const section& a, const section& b) {
-            return a.items.size() < b.items.size();
-        });
+        auto longest =
+            std::max_element(sections.begin() + 1, sections.end(), [](const section& a, const section& b) {
+                return a.items.size() < b.items.size();
+            });
         if (longest->items.empty())
             return clip_words(text, std::size_t{cap} * 4);
         if (longest->newest_first)

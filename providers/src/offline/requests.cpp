@@ -14,8 +14,25 @@ namespace {
 bool is_greeting(std::string_view lowered)
 {
     const auto w = fingerprint(lowered);
-    for (std::string_view g : {"hi", "hello", "hey", "thanks", "thankyou", "ok", "okay", "yes", "no", "sure", "continue",
-                               "goon", "great", "cool", "hithere", "hellothere", "goodmorning", "thx"})
+    for (std::string_view g :
+         {"hi",
+          "hello",
+          "hey",
+          "thanks",
+          "thankyou",
+          "ok",
+          "okay",
+          "yes",
+          "no",
+          "sure",
+          "continue",
+          "goon",
+          "great",
+          "cool",
+          "hithere",
+          "hellothere",
+          "goodmorning",
+          "thx"})
         if (w == g)
             return true;
     return false;
@@ -26,15 +43,30 @@ bool substantive(std::string_view text)
     const auto t = one_line(text);
     if (t.empty() || t.front() == '/' || is_greeting(lower(t)))
         return false;
-    const bool non_ascii = std::any_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+    const bool non_ascii =
+        std::any_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
     return word_count(t) >= 3 || (non_ascii && length(t) >= 8);
 }
 
 bool redefines(std::string_view lowered)
 {
-    return starts_with_any(lowered, {"actually", "new task", "forget that", "forget it", "scratch that", "change of plan",
-                                     "instead,", "instead of that", "stop that", "never mind", "nevermind"}) ||
-           has_any_word(lowered, {"new task:", "forget that", "scratch that", "change of plans", "instead of that"});
+    return starts_with_any(
+               lowered,
+               {"actually",
+                "new task",
+                "forget that",
+                "forget it",
+                "scratch that",
+                "change of plan",
+                "instead,",
+                "instead of that",
+                "stop that",
+                "never mind",
+                "nevermind"}
+           ) ||
+           has_any_word(
+               lowered, {"new task:", "forget that", "scratch that", "change of plans", "instead of that"}
+           );
 }
 
 bool is_constraint(std::string_view lowered);
@@ -47,8 +79,17 @@ std::string request_text(std::string_view text)
     for (auto x : s)
     {
         const auto l = lower(x);
-        if (is_constraint(l) || starts_with_any(l, {"actually, forget", "forget that", "forget the", "forget it", "scratch that",
-                                                    "never mind", "nevermind", "change of plan"}))
+        if (is_constraint(l) || starts_with_any(
+                                    l,
+                                    {"actually, forget",
+                                     "forget that",
+                                     "forget the",
+                                     "forget it",
+                                     "scratch that",
+                                     "never mind",
+                                     "nevermind",
+                                     "change of plan"}
+                                ))
             continue;
         for (std::string_view marker : {"actually, ", "new task: ", "instead, ", "new task - "})
             if (lower(x).substr(0, marker.size()) == marker && x.size() > marker.size())
@@ -72,9 +113,10 @@ std::string request_text(std::string_view text)
 
 bool is_constraint(std::string_view lowered)
 {
-    return has_any_word(lowered, {"must", "never", "always", "don't", "do not", "dont", "prefer", "please keep", "only",
-                                  "avoid", "make sure", "keep", "mustn't", "should not", "shouldn't", "niemals", "immer", "nie",
-                                  "jamais", "toujours", "ne pas", "nunca", "siempre", "não"});
+    return has_any_word(lowered, {"must",    "never",       "always",    "don't",   "do not",    "dont",
+                                  "prefer",  "please keep", "only",      "avoid",   "make sure", "keep",
+                                  "mustn't", "should not",  "shouldn't", "niemals", "immer",     "nie",
+                                  "jamais",  "toujours",    "ne pas",    "nunca",   "siempre",   "não"});
 }
 
 // A repeated constraint moves last; a longer restatement replaces the shorter one it contains.
@@ -114,13 +156,32 @@ void add_unique(std::vector<std::string>& v, std::string item, bool move_to_end)
 
 bool states_choice(std::string_view l)
 {
-    if (has_any_word(l, {"i'll use", "i will use", "we'll use", "we will use", "let's use", "we decided", "i decided",
-                         "decided to", "going with", "go with", "i chose", "we chose", "switching to", "opting for",
-                         "settled on", "the approach is", "decision:"}))
+    if (has_any_word(
+            l,
+            {"i'll use",
+             "i will use",
+             "we'll use",
+             "we will use",
+             "let's use",
+             "we decided",
+             "i decided",
+             "decided to",
+             "going with",
+             "go with",
+             "i chose",
+             "we chose",
+             "switching to",
+             "opting for",
+             "settled on",
+             "the approach is",
+             "decision:"}
+        ))
         return true;
     // "instead of" / "rather than" only with someone choosing: not "returns two rows instead of three".
     return has_any_word(l, {"instead of", "rather than"}) &&
-           has_any_word(l, {"i'll", "i will", "we'll", "we will", "let's", "use", "using", "switch to", "prefer", "go"});
+           has_any_word(
+               l, {"i'll", "i will", "we'll", "we will", "let's", "use", "using", "switch to", "prefer", "go"}
+           );
 }
 
 request_facts extract_requests(const std::vector<part>& parts)
@@ -131,7 +192,8 @@ request_facts extract_requests(const std::vector<part>& parts)
         const auto& p = parts[i];
         if (p.label != "User")
             continue;
-        if (p.text.starts_with(compaction::compaction_summary_prefix) || p.text.starts_with(compaction::branch_summary_prefix))
+        if (p.text.starts_with(compaction::compaction_summary_prefix) ||
+            p.text.starts_with(compaction::branch_summary_prefix))
         {
             if (f.goal.empty())  // a summary inside the messages carries the goal so far
                 f.goal = one_line(section_body(p.text, "## Goal"));

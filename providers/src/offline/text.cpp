@@ -10,8 +10,14 @@ namespace agentctx::providers::offline {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || static_cast<unsigned char>(c) >= 0x80; }
+bool is_space(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+bool is_alnum(char c)
+{
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || static_cast<unsigned char>(c) >= 0x80;
+}
 
 bool looks_like_secret(std::string_view t)
 {
@@ -25,8 +31,10 @@ bool looks_like_secret(std::string_view t)
     for (std::string_view p : {"sk-", "ghp_", "gho_", "ghs_", "github_pat_", "xoxb-", "xoxp-"})
         if (t.substr(0, p.size()) == p && tail_ok(p.size(), 16))
             return true;
-    return t.substr(0, 4) == "AKIA" && t.size() >= 20 &&
-           std::all_of(t.begin() + 4, t.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)); });
+    return t.substr(0, 4) == "AKIA" && t.size() >= 20 && std::all_of(t.begin() + 4, t.end(), [](char c) {
+               return std::isupper(static_cast<unsigned char>(c)) ||
+                      std::isdigit(static_cast<unsigned char>(c));
+           });
 }
 
 }  // namespace
@@ -82,8 +90,11 @@ std::vector<std::string> sentences(std::string_view s)
         if (!terminator || !(i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\n'))
             continue;
         const auto t = one_line(cur);
-        const bool list_number = c == '.' && t.size() <= 3 && std::all_of(t.begin(), t.end() - 1, [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
-        const bool abbreviation = c == '.' && (t.ends_with("e.g.") || t.ends_with("i.e.") || t.ends_with("vs.") || t.ends_with("cf."));
+        const bool list_number = c == '.' && t.size() <= 3 && std::all_of(t.begin(), t.end() - 1, [](char d) {
+                                     return std::isdigit(static_cast<unsigned char>(d));
+                                 });
+        const bool abbreviation = c == '.' && (t.ends_with("e.g.") || t.ends_with("i.e.") ||
+                                               t.ends_with("vs.") || t.ends_with("cf."));
         if (!list_number && !abbreviation)
             flush();
     }
@@ -122,17 +133,23 @@ bool has_word(std::string_view lowered, std::string_view phrase)
 
 bool has_any_word(std::string_view lowered, std::initializer_list<std::string_view> phrases)
 {
-    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return has_word(lowered, p); });
+    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) {
+        return has_word(lowered, p);
+    });
 }
 
 bool has_any_word(std::string_view lowered, std::span<const std::string_view> phrases)
 {
-    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return has_word(lowered, p); });
+    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) {
+        return has_word(lowered, p);
+    });
 }
 
 bool starts_with_any(std::string_view lowered, std::initializer_list<std::string_view> prefixes)
 {
-    return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return lowered.substr(0, p.size()) == p; });
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) {
+        return lowered.substr(0, p.size()) == p;
+    });
 }
 
 std::size_t word_count(std::string_view s)

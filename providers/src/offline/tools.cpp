@@ -56,15 +56,35 @@ bool probe_segment(const std::string& seg)
     }
     if (w == "sed")
         return seg.find(" -i") == std::string::npos;
-    return one_of(w, {"ls", "grep", "cat", "find", "rg", "head", "tail", "wc", "pwd", "tree", "less", "file", "stat",
-                      "echo", "which", "cd", "awk", "fd", "ag", "du", "nl", "sort", "uniq", "cut", "jq", "xargs"});
+    return one_of(w, {"ls",   "grep", "cat",  "find", "rg",   "head",  "tail", "wc",   "pwd",
+                      "tree", "less", "file", "stat", "echo", "which", "cd",   "awk",  "fd",
+                      "ag",   "du",   "nl",   "sort", "uniq", "cut",   "jq",   "xargs"});
 }
 
 bool check_command(const std::string& cmd)
 {
     const auto l = lower(cmd);
-    return has_any_word(l, {"test", "tests", "pytest", "ctest", "jest", "vitest", "mocha", "tsc", "lint", "eslint", "make",
-                            "cmake", "build", "cargo", "go vet", "mypy", "ruff", "check"}) ||
+    return has_any_word(
+               l,
+               {"test",
+                "tests",
+                "pytest",
+                "ctest",
+                "jest",
+                "vitest",
+                "mocha",
+                "tsc",
+                "lint",
+                "eslint",
+                "make",
+                "cmake",
+                "build",
+                "cargo",
+                "go vet",
+                "mypy",
+                "ruff",
+                "check"}
+           ) ||
            l.find("test") != std::string::npos;
 }
 
@@ -73,7 +93,8 @@ std::string without_passing_counts(const std::string& l)
 {
     static const std::regex passing(
         R"((\b0 (\w+ )?(failed|failures?|errors?|fail)\b)|(\b(failed|failures|errors?|fail)(ed)?\s*[:=]\s*0\b)|)"
-        R"((\b(no|without) (errors?|failures?)\b)|(exit(ed with)? code:? 0\b))");
+        R"((\b(no|without) (errors?|failures?)\b)|(exit(ed with)? code:? 0\b))"
+    );
     return std::regex_replace(l, passing, " ");
 }
 
@@ -98,11 +119,38 @@ std::string path_of(const tool_call& c)
 call_kind kind_of(const tool_call& c)
 {
     const auto n = lower(c.name);
-    if (one_of(n, {"read", "read_file", "view", "cat", "ls", "glob", "grep", "find", "search", "list", "list_files", "rg",
-                   "list_dir", "search_files"}))
+    if (one_of(
+            n,
+            {"read",
+             "read_file",
+             "view",
+             "cat",
+             "ls",
+             "glob",
+             "grep",
+             "find",
+             "search",
+             "list",
+             "list_files",
+             "rg",
+             "list_dir",
+             "search_files"}
+        ))
         return call_kind::probe;
-    if (one_of(n, {"edit", "write", "str_replace", "apply_patch", "multiedit", "multi_edit", "create", "write_file",
-                   "edit_file", "str_replace_editor", "patch"}))
+    if (one_of(
+            n,
+            {"edit",
+             "write",
+             "str_replace",
+             "apply_patch",
+             "multiedit",
+             "multi_edit",
+             "create",
+             "write_file",
+             "edit_file",
+             "str_replace_editor",
+             "patch"}
+        ))
         return call_kind::edit;
     const auto cmd = command_of(c);
     if (cmd.empty())
@@ -122,33 +170,88 @@ std::string key_of(const tool_call& c)
 bool reports_failure(std::string_view result)
 {
     auto l = lower(result);
-    if (!has_any_word(l, {"error", "errors", "fail", "failed", "failing", "failure", "failures", "exception", "panic",
-                          "traceback", "no such file", "segmentation fault", "assertionerror", "command exited with code",
-                          "could not find", "not found", "undefined reference", "fatal"}))
+    if (!has_any_word(
+            l,
+            {"error",
+             "errors",
+             "fail",
+             "failed",
+             "failing",
+             "failure",
+             "failures",
+             "exception",
+             "panic",
+             "traceback",
+             "no such file",
+             "segmentation fault",
+             "assertionerror",
+             "command exited with code",
+             "could not find",
+             "not found",
+             "undefined reference",
+             "fatal"}
+        ))
         return false;  // cheap test first; the regex only runs on candidates
     l = without_passing_counts(l);
-    return has_any_word(l, {"error", "errors", "failed", "fail", "failing", "failure", "failures", "exception", "panic",
-                            "traceback", "no such file", "segmentation fault", "assertionerror", "command exited with code",
-                            "could not find", "not found", "undefined reference", "fatal"});
+    return has_any_word(
+        l,
+        {"error",
+         "errors",
+         "failed",
+         "fail",
+         "failing",
+         "failure",
+         "failures",
+         "exception",
+         "panic",
+         "traceback",
+         "no such file",
+         "segmentation fault",
+         "assertionerror",
+         "command exited with code",
+         "could not find",
+         "not found",
+         "undefined reference",
+         "fatal"}
+    );
 }
 
 std::vector<std::string> error_lines(std::string_view result, std::size_t n)
 {
     static constexpr std::array<std::string_view, 18> marks{
-        "error", "failed", "fail", "exception", "panic", "assert", "expected", "traceback", "not found", "fatal", "undefined",
-        "no such file", "could not", "segmentation fault", "core dumped", "crash", "timeout", "timed out"};
+        "error",
+        "failed",
+        "fail",
+        "exception",
+        "panic",
+        "assert",
+        "expected",
+        "traceback",
+        "not found",
+        "fatal",
+        "undefined",
+        "no such file",
+        "could not",
+        "segmentation fault",
+        "core dumped",
+        "crash",
+        "timeout",
+        "timed out"};
     std::vector<std::string> out;
     for (const auto& line : lines(result))
     {
         // Substrings, not words: TypeError, AssertionError, FAILED.
         auto marked = [&](const std::string& l) {
-            return std::any_of(marks.begin(), marks.end(), [&](std::string_view m) { return l.find(m) != std::string::npos; });
+            return std::any_of(marks.begin(), marks.end(), [&](std::string_view m) {
+                return l.find(m) != std::string::npos;
+            });
         };
         auto l = lower(line);
         if (out.size() >= n || length(line) < 8 || !marked(l))
             continue;  // cheap test first; the regex only runs on candidates
         l = without_passing_counts(l);
-        if (!starts_with_any(l, {"test files ", "tests ", "test suites:", "tests:"}) && marked(l))  // not runner totals
+        if (!starts_with_any(l, {"test files ", "tests ", "test suites:", "tests:"}) &&
+            marked(l))  // not runner totals
             add_unique(out, clip_words(line, 200));
     }
     return out;
@@ -157,8 +260,8 @@ std::vector<std::string> error_lines(std::string_view result, std::size_t n)
 void paths_in(std::string_view text, std::vector<std::string>& out)
 {
     auto stop = [](char c) {
-        return std::isspace(static_cast<unsigned char>(c)) || c == '"' || c == '\'' || c == '`' || c == ',' || c == ')' ||
-               c == '(' || c == '=' || c == '<' || c == '>';
+        return std::isspace(static_cast<unsigned char>(c)) || c == '"' || c == '\'' || c == '`' || c == ',' ||
+               c == ')' || c == '(' || c == '=' || c == '<' || c == '>';
     };
     std::size_t i = 0;
     while (i < text.size())
@@ -171,16 +274,22 @@ void paths_in(std::string_view text, std::vector<std::string>& out)
         std::string tok(text.substr(i, j - i));
         while (!tok.empty() && (tok.back() == '.' || tok.back() == ':' || tok.back() == ';'))
             tok.pop_back();
-        if (const auto colon = tok.find(':'); colon != std::string::npos && tok.find("://") == std::string::npos)
+        if (const auto colon = tok.find(':');
+            colon != std::string::npos && tok.find("://") == std::string::npos)
             tok.erase(colon);  // src/a.ts:12:3 -> src/a.ts
         const auto dot = tok.rfind('.');
-        const bool ext = dot != std::string::npos && dot > 1 && dot + 1 < tok.size() && tok.size() - dot <= 5 &&
-                         std::all_of(tok.begin() + static_cast<long>(dot) + 1, tok.end(),
-                                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-        const bool slash = tok.find('/') != std::string::npos && tok.find_first_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos;
-        const bool bare_root = tok.front() == '/' && tok.find('/', 1) == std::string::npos && !ext;  // "/model"
-        if (tok.size() >= 3 && tok.size() <= 160 && (slash || ext) && !bare_root && tok.find("://") == std::string::npos &&
-            tok.front() != '-' && tok.front() != '@' && std::isalnum(static_cast<unsigned char>(tok.back())))
+        const bool ext = dot != std::string::npos && dot > 1 && dot + 1 < tok.size() &&
+                         tok.size() - dot <= 5 &&
+                         std::all_of(tok.begin() + static_cast<long>(dot) + 1, tok.end(), [](char c) {
+                             return std::isalpha(static_cast<unsigned char>(c));
+                         });
+        const bool slash = tok.find('/') != std::string::npos &&
+                           tok.find_first_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos;
+        const bool bare_root =
+            tok.front() == '/' && tok.find('/', 1) == std::string::npos && !ext;  // "/model"
+        if (tok.size() >= 3 && tok.size() <= 160 && (slash || ext) && !bare_root &&
+            tok.find("://") == std::string::npos && tok.front() != '-' && tok.front() != '@' &&
+            std::isalnum(static_cast<unsigned char>(tok.back())))
             add_unique(out, tok, true);
         i = j + 1;
     }

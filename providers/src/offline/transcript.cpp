@@ -13,8 +13,8 @@ namespace agentctx::providers::offline {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> labels{"[User]: ", "[Assistant thinking]: ", "[Assistant tool calls]: ",
-                                                 "[Assistant]: ", "[Tool result]: "};
+constexpr std::array<std::string_view, 5> labels{
+    "[User]: ", "[Assistant thinking]: ", "[Assistant tool calls]: ", "[Assistant]: ", "[Tool result]: "};
 
 std::string_view label_at(std::string_view conv, std::size_t pos)
 {
@@ -41,7 +41,8 @@ std::vector<part> parse_parts(std::string_view conv)
             break;
         const std::size_t start = pos + l.size();
         std::size_t next = start;
-        while ((next = conv.find("\n\n[", next)) != std::string_view::npos && label_at(conv, next + 2).empty())
+        while ((next = conv.find("\n\n[", next)) != std::string_view::npos && label_at(conv, next + 2).empty()
+        )
             next += 2;
         const std::size_t end = next == std::string_view::npos ? conv.size() : next;
         part p{std::string(l.substr(1, l.size() - 4)), std::string(conv.substr(start, end - start)), {}};
@@ -162,27 +163,36 @@ prompt_view read_prompt(std::string_view prompt)
     std::size_t after = std::string_view::npos;
     if (const auto open = prompt.find("<conversation>\n"); open != std::string_view::npos)
     {
-        const auto close = prompt.find("\n</conversation>", open);  // an empty transcript: "<conversation>\n\n</conversation>"
-        conv = prompt.substr(open + 15, close == std::string_view::npos || close < open + 15 ? 0 : close - open - 15);
+        const auto close = prompt.find(
+            "\n</conversation>", open
+        );  // an empty transcript: "<conversation>\n\n</conversation>"
+        conv = prompt.substr(
+            open + 15, close == std::string_view::npos || close < open + 15 ? 0 : close - open - 15
+        );
         after = close == std::string_view::npos ? close : close + 16;
     }
     else if (const auto c = prompt.find("# Conversation\n"); c != std::string_view::npos)
     {
         const auto start = c + 15;
-        const auto ins = prompt.rfind("\n\n# Instructions\n");  // the last one: the transcript may quote the heading
-        conv = prompt.substr(start, ins == std::string_view::npos || ins < start ? std::string_view::npos : ins - start);
+        const auto ins =
+            prompt.rfind("\n\n# Instructions\n");  // the last one: the transcript may quote the heading
+        conv = prompt.substr(
+            start, ins == std::string_view::npos || ins < start ? std::string_view::npos : ins - start
+        );
         after = ins != std::string_view::npos && ins >= start ? ins : std::string_view::npos;
     }
     while (!conv.empty() && conv.back() == '\n')
         conv.remove_suffix(1);
     v.parts = parse_parts(conv);
     v.instructions = after == std::string_view::npos ? std::string() : std::string(prompt.substr(after));
-    v.previous_summary = std::string(take_between(v.instructions, "<previous-summary>\n", "\n</previous-summary>"));
+    v.previous_summary =
+        std::string(take_between(v.instructions, "<previous-summary>\n", "\n</previous-summary>"));
     std::string own = v.instructions;  // the instructions without the previous checkpoint
     if (!v.previous_summary.empty())
         own.erase(own.find(v.previous_summary), v.previous_summary.size());
     v.turn_prefix = own.find("## Original Request") != std::string::npos;
-    if (const auto f = v.instructions.rfind("\n\nAdditional focus: "); f != std::string::npos && !v.turn_prefix)
+    if (const auto f = v.instructions.rfind("\n\nAdditional focus: ");
+        f != std::string::npos && !v.turn_prefix)
         v.focus = one_line(v.instructions.substr(f + 20));
     return v;
 }

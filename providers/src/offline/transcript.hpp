@@ -21,7 +21,8 @@ struct tool_call
 /// One labelled part of the serialized conversation.
 struct part
 {
-    std::string label;  // "User", "Agent" (a peer's message), "Assistant", "Assistant thinking", "Assistant tool calls", "Tool result"
+    std::string label;  // "User", "Agent" (a peer's message), "Assistant", "Assistant thinking", "Assistant
+                        // tool calls", "Tool result"
     std::string text;
     std::vector<tool_call> calls;  // for "Assistant tool calls"
 };

@@ -88,14 +88,18 @@ std::string stem_of(const std::string& cmd)
 void add_command(std::vector<std::string>& commands, std::string cmd)
 {
     const auto stem = stem_of(cmd);
-    std::erase_if(commands, [&](const std::string& c) { return c == cmd || (stem != cmd && stem_of(c) == stem); });
+    std::erase_if(commands, [&](const std::string& c) {
+        return c == cmd || (stem != cmd && stem_of(c) == stem);
+    });
     commands.push_back(std::move(cmd));
 }
 
 void note_edit(tracker& t, const round& r)
 {
     const auto path = path_of(r.call);
-    const auto verb = lower(r.call.name).find("write") != std::string::npos || lower(r.call.name) == "create" ? "Wrote" : "Edited";
+    const auto verb = lower(r.call.name).find("write") != std::string::npos || lower(r.call.name) == "create"
+                          ? "Wrote"
+                          : "Edited";
     const std::string what = std::string(verb) + " " + code(path.empty() ? r.call.name : path);
     const auto why = first_sentence(r.said);
     auto it = std::find_if(t.edits.begin(), t.edits.end(), [&](const auto& e) { return e.first == what; });
@@ -136,11 +140,14 @@ void note_round(tracker& t, const round& r)
     }
     if (!cmd.empty())
         add_command(t.commands, clip_words(cmd, 200));
-    if (r.result && (cmd.find("git checkout -- ") != std::string::npos || cmd.find("git restore ") != std::string::npos))
+    if (r.result &&
+        (cmd.find("git checkout -- ") != std::string::npos || cmd.find("git restore ") != std::string::npos))
         note_revert(t, cmd);
     if (!r.result)
     {
-        t.pending.push_back("- [ ] " + (cmd.empty() ? r.call.name + (path.empty() ? "" : " " + code(path)) : code(cmd)));
+        t.pending.push_back(
+            "- [ ] " + (cmd.empty() ? r.call.name + (path.empty() ? "" : " " + code(path)) : code(cmd))
+        );
         return;
     }
     auto& o = t.outcomes[key_of(r.call)];
@@ -224,15 +231,16 @@ void progress(const tracker& t, work_facts& f)
         }
         else if (!o->failed && o->check)
             f.done.push_back("- [x] " + o->label + " passes");
-        else if (!o->failed && o->label.front() == '`' && o->label.find("git checkout -- ") == std::string::npos &&
-                 o->label.find("git restore ") == std::string::npos)  // reverts have their own line
+        else if (!o->failed && o->label.front() == '`' && o->label.find("git checkout -- ") == std::string::npos && o->label.find("git restore ") == std::string::npos)  // reverts have their own line
             f.done.push_back("- [x] Ran " + o->label);
         else if (!o->failed)
             continue;
         else if ((o->check ? resolved(t, *o) : true) && o->at < t.last_switch)
             f.done.push_back("- [x] Tried " + o->label + ": it failed, and the approach was changed");
         else if (!resolved(t, *o))
-            f.blocked.push_back("- " + o->label + " fails" + (o->errors.empty() ? "" : ": " + code(o->errors.front())));
+            f.blocked.push_back(
+                "- " + o->label + " fails" + (o->errors.empty() ? "" : ": " + code(o->errors.front()))
+            );
     }
     f.in_progress = t.pending;
 }

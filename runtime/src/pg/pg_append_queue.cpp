@@ -24,7 +24,8 @@ namespace {
 
 // Row locks in one order for every group, so two groups (two nodes) sharing sessions wait for
 // each other instead of deadlocking.
-constexpr const char* lock_sessions = "SELECT 1 FROM agentctx_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE";
+constexpr const char* lock_sessions =
+    "SELECT 1 FROM agentctx_sessions WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE";
 
 // Each request's compare-and-set (last_seq = known, then + n) and the entries of those that
 // matched; the ids that committed come back.
@@ -41,7 +42,8 @@ constexpr const char* append_group =
 // A lone append of one entry (the common case under light load): the same compare-and-set in a
 // statement whose plan is a single index lookup, cheaper than the group's unnest joins.
 constexpr const char* append_one =
-    "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 AND last_seq = $2 RETURNING id, last_seq) "
+    "WITH s AS (UPDATE agentctx_sessions SET last_seq = last_seq + 1 WHERE id = $1 AND last_seq = $2 "
+    "RETURNING id, last_seq) "
     "INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) "
     "SELECT s.id, s.last_seq, $3, $4, $5, $6 FROM s RETURNING session_id";
 
@@ -67,9 +69,15 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
     {
         const auto& r = group[0];
         const auto& e = *r.entries[0];
-        transaction write{{"agentctx_append_one", append_one,
-                           {r.session_id, std::to_string(r.known), e.id,
-                            e.parent_id ? std::optional<std::string>(*e.parent_id) : std::nullopt, e.type_name, line_of(e)}}};
+        transaction write{
+            {"agentctx_append_one",
+             append_one,
+             {r.session_id,
+              std::to_string(r.known),
+              e.id,
+              e.parent_id ? std::optional<std::string>(*e.parent_id) : std::nullopt,
+              e.type_name,
+              line_of(e)}}};
         return {std::move(write)};
     }
     std::vector<std::optional<std::string>> sid, known, n, e_sid, e_k, e_id, e_parent, e_type, e_line;
@@ -93,16 +101,27 @@ std::vector<transaction> group_pipeline(const std::vector<append_request>& group
     transaction write;
     if (group.size() > 1)
         write.push_back({"agentctx_lock", lock_sessions, {ids}});
-    write.push_back({"agentctx_append", append_group,
-                     {ids, text_array(known), text_array(n), text_array(e_sid), text_array(e_k), text_array(e_id),
-                      text_array(e_parent), text_array(e_type), text_array(e_line)}});
+    write.push_back(
+        {"agentctx_append",
+         append_group,
+         {ids,
+          text_array(known),
+          text_array(n),
+          text_array(e_sid),
+          text_array(e_k),
+          text_array(e_id),
+          text_array(e_parent),
+          text_array(e_type),
+          text_array(e_line)}}
+    );
     return {std::move(write)};
 }
 
 // The requests whose compare-and-set matched committed; the others are stale. Returns the
 // notification payloads announcing the committed counts.
-std::vector<std::optional<std::string>> finish_group(pool& owner, std::vector<append_request>& group,
-                                                     const transaction_result& write)
+std::vector<std::optional<std::string>> finish_group(
+    pool& owner, std::vector<append_request>& group, const transaction_result& write
+)
 {
     std::set<std::string, std::less<>> committed;
     for (const auto& row : write.statements.back().values)
@@ -112,8 +131,11 @@ std::vector<std::optional<std::string>> finish_group(pool& owner, std::vector<ap
     {
         if (!committed.contains(req.session_id))
         {
-            req.done(make_error_code(errc::stale_leaf),
-                     "session '" + req.session_id + "' has entries this node has not seen (another node appended); reload and retry");
+            req.done(
+                make_error_code(errc::stale_leaf),
+                "session '" + req.session_id +
+                    "' has entries this node has not seen (another node appended); reload and retry"
+            );
             continue;
         }
         const std::size_t count = req.known + req.entries.size();
@@ -137,9 +159,9 @@ void fail_all(std::vector<append_request>& group, error_code ec, const std::stri
 }  // namespace
 
 append_queue::append_queue(pool& owner, std::size_t max_flushers, std::size_t max_group)
-    : owner_(owner), max_flushers_(std::max<std::size_t>(1, max_flushers)), max_group_(std::max<std::size_t>(1, max_group))
-{
-}
+    : owner_(owner), max_flushers_(std::max<std::size_t>(1, max_flushers)),
+      max_group_(std::max<std::size_t>(1, max_group))
+{}
 
 void append_queue::submit(append_request r)
 {
@@ -239,8 +261,10 @@ asio::awaitable<void> append_queue::commit_group(std::vector<append_request> gro
     auto n = co_await (*c)->pipeline(notify, diag);
     owner_.release(std::move(*c));
     if (!n || !n->front().ok())
-        spdlog::warn("pg_store: notifying other nodes failed ({}); they catch up at their next check",
-                     n ? n->front().error : diag.message);
+        spdlog::warn(
+            "pg_store: notifying other nodes failed ({}); they catch up at their next check",
+            n ? n->front().error : diag.message
+        );
 }
 
 }  // namespace agentctx::runtime::pg

@@ -1,4 +1,5 @@
-// Group commit: appends of different sessions that arrive together commit in one transaction, each with its own compare-and-set.
+// Group commit: appends of different sessions that arrive together commit in one transaction, each with its
+// own compare-and-set.
 #pragma once
 
 #include "pg_connection.hpp"
@@ -50,9 +51,10 @@ public:
 
     struct counters
     {
-        std::uint64_t groups = 0;     ///< transactions committed (or attempted) for appends
-        std::uint64_t appends = 0;    ///< requests they carried
-        std::uint64_t fallbacks = 0;  ///< groups that failed as a whole and were retried one request at a time
+        std::uint64_t groups = 0;   ///< transactions committed (or attempted) for appends
+        std::uint64_t appends = 0;  ///< requests they carried
+        std::uint64_t fallbacks =
+            0;  ///< groups that failed as a whole and were retried one request at a time
     };
     counters stats() const;
 

@@ -1,4 +1,5 @@
-// libpq's asynchronous API on Asio: PQconnectPoll / PQsendQueryParams / PQconsumeInput / PQgetResult over async_wait.
+// libpq's asynchronous API on Asio: PQconnectPoll / PQsendQueryParams / PQconsumeInput / PQgetResult over
+// async_wait.
 #include "pg_connection.hpp"
 
 #include <agentctx/runtime/error.hpp>
@@ -50,8 +51,11 @@ void collect_rows(PGresult* r, rows& out)
     {
         auto& row = out.values.emplace_back();
         for (int k = 0; k < m; ++k)
-            row.push_back(PQgetisnull(r, i, k) ? std::nullopt
-                                               : std::optional<std::string>(std::string(PQgetvalue(r, i, k), PQgetlength(r, i, k))));
+            row.push_back(
+                PQgetisnull(r, i, k)
+                    ? std::nullopt
+                    : std::optional<std::string>(std::string(PQgetvalue(r, i, k), PQgetlength(r, i, k)))
+            );
     }
 }
 
@@ -94,19 +98,23 @@ asio::awaitable<result<void>> connection::wait(bool write, diagnostics& diag)
         socket_.assign(fd);
     }
     error_code ec;
-    co_await socket_.async_wait(write ? asio::posix::descriptor_base::wait_write : asio::posix::descriptor_base::wait_read,
-                                asio::redirect_error(asio::use_awaitable, ec));
+    co_await socket_.async_wait(
+        write ? asio::posix::descriptor_base::wait_write : asio::posix::descriptor_base::wait_read,
+        asio::redirect_error(asio::use_awaitable, ec)
+    );
     if (ec)
     {
         broken_ = true;  // cancelled or failed mid-protocol: the state of the exchange is unknown
-        diag.message = ec == asio::error::operation_aborted ? "cancelled" : "waiting on the socket: " + ec.message();
+        diag.message =
+            ec == asio::error::operation_aborted ? "cancelled" : "waiting on the socket: " + ec.message();
         co_return ec == asio::error::operation_aborted ? ec : make_error_code(errc::database_error);
     }
     co_return result<void>{};
 }
 
-asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(asio::any_io_executor ex, std::string conninfo,
-                                                                         diagnostics& diag, std::string application_name)
+asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(
+    asio::any_io_executor ex, std::string conninfo, diagnostics& diag, std::string application_name
+)
 {
     // The conninfo expands in place of dbname; a name given here overrides the conninfo's.
     const char* keys[] = {"dbname", application_name.empty() ? nullptr : "application_name", nullptr};
@@ -170,8 +178,16 @@ asio::awaitable<result<rows>> connection::exec(std::string_view sql, const param
     const std::string text(sql);
     // No parameters: the simple protocol, which also runs a script of several statements (the migration).
     const int sent = p.empty() ? PQsendQuery(conn_, text.c_str())
-                               : PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                                                   values.data(), nullptr, nullptr, 0);
+                               : PQsendQueryParams(
+                                     conn_,
+                                     text.c_str(),
+                                     static_cast<int>(values.size()),
+                                     nullptr,
+                                     values.data(),
+                                     nullptr,
+                                     nullptr,
+                                     0
+                                 );
     if (!sent)
         co_return fail(diag, "sending a statement");
     if (auto f = co_await flush(diag); !f)
@@ -233,7 +249,10 @@ std::string text_array(const std::vector<std::optional<std::string>>& items)
     return out + "}";
 }
 
-int connection::backend_pid() const noexcept { return PQbackendPID(conn_); }
+int connection::backend_pid() const noexcept
+{
+    return PQbackendPID(conn_);
+}
 
 asio::awaitable<result<PGresult*>> connection::next_result(diagnostics& diag)
 {
@@ -266,8 +285,10 @@ bool connection::send_pipeline(const std::vector<transaction>& txns, std::vector
                 preparing.insert(name);
                 steps.push_back({step::prepare, t, name});
             }
-            const int sent = name.empty() ? PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)
-                                          : PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), nullptr, nullptr, 0);
+            const int sent =
+                name.empty()
+                    ? PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0)
+                    : PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), nullptr, nullptr, 0);
             if (!sent)
                 return false;
             steps.push_back({step::query, t, {}});
@@ -279,7 +300,9 @@ bool connection::send_pipeline(const std::vector<transaction>& txns, std::vector
     return true;
 }
 
-asio::awaitable<result<void>> connection::read_step(const step& s, std::vector<transaction_result>& out, diagnostics& diag)
+asio::awaitable<result<void>> connection::read_step(
+    const step& s, std::vector<transaction_result>& out, diagnostics& diag
+)
 {
     auto& txn = out[s.txn];
     if (s.kind == step::query)
@@ -319,8 +342,9 @@ asio::awaitable<result<void>> connection::read_step(const step& s, std::vector<t
     }
 }
 
-asio::awaitable<result<std::vector<transaction_result>>> connection::pipeline(const std::vector<transaction>& txns,
-                                                                              diagnostics& diag)
+asio::awaitable<result<std::vector<transaction_result>>> connection::pipeline(
+    const std::vector<transaction>& txns, diagnostics& diag
+)
 {
     if (PQenterPipelineMode(conn_) != 1)
         co_return fail(diag, "entering pipeline mode");

@@ -1,4 +1,5 @@
-// One libpq connection driven by Asio: non-blocking connect and queries, its socket waited on with async_wait.
+// One libpq connection driven by Asio: non-blocking connect and queries, its socket waited on with
+// async_wait.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
@@ -83,7 +84,11 @@ public:
     /// Connects with libpq's conninfo/URI; a non-empty `application_name` names the connection
     /// in pg_stat_activity. Errors: database_error (the message names no password).
     static boost::asio::awaitable<result<std::unique_ptr<connection>>> connect(
-        boost::asio::any_io_executor ex, std::string conninfo, diagnostics& diag, std::string application_name = {});
+        boost::asio::any_io_executor ex,
+        std::string conninfo,
+        diagnostics& diag,
+        std::string application_name = {}
+    );
 
     /// Runs one statement with text parameters ($1, $2, ...). Errors: database_error with the
     /// server's message and `diag.field` = SQLSTATE; operation_aborted on cancellation.
@@ -92,8 +97,9 @@ public:
     /// Sends every transaction in one pipeline (libpq pipeline mode: one write, results in
     /// order) and reads all results. Fails only at the transport (then the connection is
     /// broken); statement errors are in each transaction_result.
-    boost::asio::awaitable<result<std::vector<transaction_result>>> pipeline(const std::vector<transaction>& txns,
-                                                                             diagnostics& diag);
+    boost::asio::awaitable<result<std::vector<transaction_result>>> pipeline(
+        const std::vector<transaction>& txns, diagnostics& diag
+    );
 
     /// The server process serving this connection (pg_stat_activity.pid).
     int backend_pid() const noexcept;
@@ -112,13 +118,19 @@ private:
     boost::asio::awaitable<result<pg_result*>> next_result(diagnostics& diag);
     struct step
     {
-        enum kind_t { prepare, query, sync } kind;
+        enum kind_t
+        {
+            prepare,
+            query,
+            sync
+        } kind;
         std::size_t txn;
         std::string name;  ///< the statement a prepare step prepares
     };
     bool send_pipeline(const std::vector<transaction>& txns, std::vector<step>& steps);
-    boost::asio::awaitable<result<void>> read_step(const step& s, std::vector<transaction_result>& out, diagnostics& diag);
-
+    boost::asio::awaitable<result<void>> read_step(
+        const step& s, std::vector<transaction_result>& out, diagnostics& diag
+    );
 
     pg_conn* conn_;
     boost::asio::posix::stream_descriptor socket_;  ///< libpq's socket, not owned (released before PQfinish)

@@ -26,10 +26,13 @@ using boost::system::error_code;
 using namespace std::chrono_literals;
 
 pool::pool(asio::any_io_executor ex, std::string conninfo, const pg_pool_options& opts)
-    : ex_(std::move(ex)), conninfo_(std::move(conninfo)), max_(std::max<std::size_t>(1, opts.max_connections)),
-      check_interval_(opts.check_interval), appends_(*this, opts.max_flushers ? opts.max_flushers : std::max<std::size_t>(1, max_ / 2), opts.max_group), listen_strand_(asio::make_strand(ex_))
-{
-}
+    : ex_(std::move(ex)), conninfo_(std::move(conninfo)),
+      max_(std::max<std::size_t>(1, opts.max_connections)), check_interval_(opts.check_interval),
+      appends_(
+          *this, opts.max_flushers ? opts.max_flushers : std::max<std::size_t>(1, max_ / 2), opts.max_group
+      ),
+      listen_strand_(asio::make_strand(ex_))
+{}
 
 asio::awaitable<result<std::unique_ptr<connection>>> pool::dedicated(diagnostics& diag)
 {
@@ -82,7 +85,9 @@ asio::awaitable<result<std::unique_ptr<connection>>> pool::acquire(diagnostics& 
     }
 }
 
-asio::awaitable<result<std::unique_ptr<connection>>> pool::wait_turn(std::shared_ptr<waiter> w, diagnostics& diag)
+asio::awaitable<result<std::unique_ptr<connection>>> pool::wait_turn(
+    std::shared_ptr<waiter> w, diagnostics& diag
+)
 {
     // Waiters are served in arrival order: a release hands its connection to the first.
     for (;;)
@@ -92,7 +97,8 @@ asio::awaitable<result<std::unique_ptr<connection>>> pool::wait_turn(std::shared
         error_code ec;
         w->timer->expires_after(20ms);
         co_await w->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        const auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
+        const auto cancelled =
+            (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
         std::lock_guard lock(mutex_);
         if (!w->woken && !cancelled)
             continue;
@@ -235,15 +241,20 @@ void pool::start_listening()
             return;
         listening_ = true;
     }
-    asio::co_spawn(listen_strand_, listen_loop(), asio::bind_cancellation_slot(stop_listening_.slot(), asio::detached));
+    asio::co_spawn(
+        listen_strand_, listen_loop(), asio::bind_cancellation_slot(stop_listening_.slot(), asio::detached)
+    );
     if (check_interval_.count() > 0)
-        asio::co_spawn(listen_strand_, check_loop(), asio::bind_cancellation_slot(stop_checking_.slot(), asio::detached));
+        asio::co_spawn(
+            listen_strand_, check_loop(), asio::bind_cancellation_slot(stop_checking_.slot(), asio::detached)
+        );
 }
 
 asio::awaitable<bool> pool::listen_once(bool reconnected, diagnostics& diag)
 {
     // Named after the process, so an operator (or a test) can find a node's LISTEN connection.
-    auto c = co_await connection::connect(ex_, conninfo_, diag, "agentctx-listen-" + std::to_string(::getpid()));
+    auto c =
+        co_await connection::connect(ex_, conninfo_, diag, "agentctx-listen-" + std::to_string(::getpid()));
     if (!c)
         co_return false;
     const std::string listen = std::string("LISTEN ") + notify_channel;
@@ -284,7 +295,9 @@ asio::awaitable<void> pool::listen_loop()
             co_return;
         // A connection that worked is retried at once (the server ended it); a failing one each second.
         const auto delay = was_listening ? 100ms : 1000ms;
-        spdlog::warn("pg_store: the LISTEN connection failed ({}); reconnecting in {} ms", diag.message, delay.count());
+        spdlog::warn(
+            "pg_store: the LISTEN connection failed ({}); reconnecting in {} ms", diag.message, delay.count()
+        );
         reconnected = true;
         asio::steady_timer t(listen_strand_, delay);
         error_code ec;
@@ -309,12 +322,17 @@ asio::awaitable<void> pool::check_counts()
     if (!c)
         co_return;
     const std::vector<transaction> query{
-        {{"agentctx_counts", "SELECT id, last_seq FROM agentctx_sessions WHERE id = ANY($1::text[])", {text_array(ids)}}}};
+        {{"agentctx_counts",
+          "SELECT id, last_seq FROM agentctx_sessions WHERE id = ANY($1::text[])",
+          {text_array(ids)}}}};
     auto r = co_await (*c)->pipeline(query, diag);
     release(std::move(*c));
     if (!r || !r->front().ok())
     {
-        spdlog::warn("pg_store: checking the open sessions' stored counts failed: {}", r ? r->front().error : diag.message);
+        spdlog::warn(
+            "pg_store: checking the open sessions' stored counts failed: {}",
+            r ? r->front().error : diag.message
+        );
         co_return;
     }
     {
@@ -324,7 +342,8 @@ asio::awaitable<void> pool::check_counts()
     for (const auto& row : r->front().statements.front().values)
     {
         std::size_t count = 0;
-        if (row[0] && row[1] && std::from_chars(row[1]->data(), row[1]->data() + row[1]->size(), count).ec == std::errc{})
+        if (row[0] && row[1] &&
+            std::from_chars(row[1]->data(), row[1]->data() + row[1]->size(), count).ec == std::errc{})
             dispatch_one(*row[0], count, true);
     }
 }

@@ -1,4 +1,5 @@
-// The connection pool behind runtime::pg_pool: idle connections, waiters, and the LISTEN connection's subscribers.
+// The connection pool behind runtime::pg_pool: idle connections, waiters, and the LISTEN connection's
+// subscribers.
 #pragma once
 
 #include "pg_append_queue.hpp"
@@ -71,7 +72,9 @@ private:
         std::unique_ptr<connection> handed;  ///< a released connection handed straight to this waiter
     };
     /// Queued: a handed connection, null for a freed slot, or operation_aborted.
-    boost::asio::awaitable<result<std::unique_ptr<connection>>> wait_turn(std::shared_ptr<waiter> w, diagnostics& diag);
+    boost::asio::awaitable<result<std::unique_ptr<connection>>> wait_turn(
+        std::shared_ptr<waiter> w, diagnostics& diag
+    );
     boost::asio::awaitable<void> listen_loop();
     boost::asio::awaitable<bool> listen_once(bool reconnected, diagnostics& diag);
     boost::asio::awaitable<void> check_loop();
@@ -99,8 +102,8 @@ private:
     bool listening_ = false;
     bool closed_ = false;
     boost::asio::strand<boost::asio::any_io_executor> listen_strand_;  ///< the LISTEN loop runs here
-    boost::asio::cancellation_signal stop_listening_;  ///< emitted on listen_strand_ only
-    boost::asio::cancellation_signal stop_checking_;   ///< emitted on listen_strand_ only
+    boost::asio::cancellation_signal stop_listening_;                  ///< emitted on listen_strand_ only
+    boost::asio::cancellation_signal stop_checking_;                   ///< emitted on listen_strand_ only
 };
 
 }  // namespace agentctx::runtime::pg

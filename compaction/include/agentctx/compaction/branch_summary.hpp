@@ -1,4 +1,5 @@
-// Branch summaries (Pi 1.6's tree navigation): what an abandoned branch held, the request that summarizes it, its text.
+// Branch summaries (Pi 1.6's tree navigation): what an abandoned branch held, the request that summarizes it,
+// its text.
 #pragma once
 
 #include <agentctx/compaction/cut_point.hpp>
@@ -29,8 +30,9 @@ inline constexpr std::int64_t default_branch_reserve_tokens = 16384;
 
 /// The entries from `old_leaf` back to, not including, the deepest entry `target`'s path shares
 /// with it, oldest first (log indices); none without an old leaf. Compactions on the way are included.
-std::vector<std::uint32_t> branch_entries_to_summarize(const session_log& log, std::optional<std::size_t> old_leaf,
-                                                       std::size_t target);
+std::vector<std::uint32_t> branch_entries_to_summarize(
+    const session_log& log, std::optional<std::size_t> old_leaf, std::size_t target
+);
 
 struct branch_preparation
 {
@@ -48,9 +50,13 @@ branch_preparation prepare_branch_entries(std::span<const entry_ptr> entries, st
 /// `<conversation>\n…\n</conversation>\n\n` + the branch prompt (`\n\nAdditional focus: …` after
 /// it, or `custom_instructions` alone with `replace_instructions`); the summarization system
 /// prompt; the output clamp of a summary request for the model.
-summary_prompt branch_summary_prompt(std::span<const std::shared_ptr<const message>> messages,
-                                     const std::optional<std::string>& custom_instructions, bool replace_instructions,
-                                     std::int64_t context_window, std::int64_t model_max_tokens);
+summary_prompt branch_summary_prompt(
+    std::span<const std::shared_ptr<const message>> messages,
+    const std::optional<std::string>& custom_instructions,
+    bool replace_instructions,
+    std::int64_t context_window,
+    std::int64_t model_max_tokens
+);
 
 /// The entry's summary and details: the preamble, the model's text, the file-list blocks (sorted
 /// and unbounded with `compat_mode::pi`, bounded newest first otherwise); details
@@ -60,6 +66,8 @@ struct branch_summary_text
     std::string summary;
     boost::json::value details;
 };
-branch_summary_text finish_branch_summary(std::string_view model_text, const file_operations& ops, compat_mode mode);
+branch_summary_text finish_branch_summary(
+    std::string_view model_text, const file_operations& ops, compat_mode mode
+);
 
 }  // namespace agentctx::compaction

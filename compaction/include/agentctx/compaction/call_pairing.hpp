@@ -22,9 +22,9 @@ struct pairing_input
 /// A tool call as declared by an assistant message.
 struct call_declaration
 {
-    std::size_t position;          ///< the declaring assistant's position
+    std::size_t position;  ///< the declaring assistant's position
     const tool_call_block* call;
-    std::size_t answers = 0;       ///< results linked to this declaration
+    std::size_t answers = 0;  ///< results linked to this declaration
 };
 
 enum class result_link_kind
@@ -40,7 +40,7 @@ struct result_link
 {
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
-    std::size_t position;            ///< the result's position
+    std::size_t position;  ///< the result's position
     result_link_kind kind;
     std::size_t declaration = none;  ///< index into tool_call_pairing::declarations (none for no_call)
     std::size_t reach_from = none;   ///< ambiguous: the earliest candidate's position; else the declaration's

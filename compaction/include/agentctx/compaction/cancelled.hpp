@@ -38,5 +38,4 @@ inline bool is_cancelled(const boost::system::error_code& ec) noexcept
 
 template <>
 struct boost::system::is_error_condition_enum<agentctx::errc_condition> : std::true_type
-{
-};
+{};

@@ -142,14 +142,20 @@ std::string record_digest(const checkpoint_record& r);
 /// Strict parse: exactly the known fields, each of its type; `format` must be
 /// checkpoint_format; the digest must match. Errors are `checkpoint_invalid` with `why` set to
 /// `corrupt` or `unsupported_format` and the field named in `diag`.
-result<checkpoint_record> parse_checkpoint(const boost::json::value& v, checkpoint_reason& why, diagnostics& diag);
+result<checkpoint_record> parse_checkpoint(
+    const boost::json::value& v, checkpoint_reason& why, diagnostics& diag
+);
 /// Also refused as `corrupt`: a list or string over its bound (check_record_bounds, limits.hpp)
 /// and a `keptVerbatim` id named twice.
 /// As above from text (JSON; invalid JSON and a key named twice in one object are `corrupt`).
-result<checkpoint_record> parse_checkpoint_text(std::string_view text, checkpoint_reason& why, diagnostics& diag);
+result<checkpoint_record> parse_checkpoint_text(
+    std::string_view text, checkpoint_reason& why, diagnostics& diag
+);
 /// The JSON of a record's text, strictly: a key named twice in one object is refused
 /// (`checkpoint_invalid`, `corrupt`, the key in `diag.field`) instead of the later one winning.
-result<boost::json::value> parse_record_json(std::string_view text, checkpoint_reason& why, diagnostics& diag);
+result<boost::json::value> parse_record_json(
+    std::string_view text, checkpoint_reason& why, diagnostics& diag
+);
 
 /// The covered prefix of the compaction at log index `compaction_index`: the entries on its path
 /// before its firstKeptEntryId, or (firstKeptEntryId its own id or not on its path) every entry
@@ -160,8 +166,9 @@ std::vector<std::uint32_t> entries_before(const session_log& log, std::size_t fi
 
 /// sourceRevision of `entries` (log indices): count, and SHA-256 over each line's stored bytes
 /// followed by `\n`. Fails only when a line cannot be read back.
-result<source_revision> compute_source_revision(const session_log& log, std::span<const std::uint32_t> entries,
-                                                diagnostics& diag);
+result<source_revision> compute_source_revision(
+    const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag
+);
 
 /// compute_source_revision with memory: it keeps the SHA-256 state at the end of each prefix it
 /// hashed, keyed by the prefix's last entry (in an append-only tree the path to an entry is
@@ -177,7 +184,9 @@ public:
     source_revision_cache& operator=(source_revision_cache&&) noexcept;
 
     /// As compute_source_revision(log, entries, diag); `entries` must be a path from the root.
-    result<source_revision> compute(const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag);
+    result<source_revision> compute(
+        const session_log& log, std::span<const std::uint32_t> entries, diagnostics& diag
+    );
 
 private:
     struct impl;
@@ -204,8 +213,9 @@ std::optional<source_revision> recorded_revision(const entry& compaction);
 /// `details.agentctx` fields. Fails with `checkpoint_unavailable` (`unrecorded`) when it carries
 /// no record, or `checkpoint_mismatch` (`replaced`) when its covered prefix no longer hashes as
 /// recorded: a record is never made from a changed history.
-result<checkpoint_record> make_checkpoint(const session_log& log, std::size_t compaction_index, checkpoint_reason& why,
-                                          diagnostics& diag);
+result<checkpoint_record> make_checkpoint(
+    const session_log& log, std::size_t compaction_index, checkpoint_reason& why, diagnostics& diag
+);
 /// The latest compaction on the active path (log index), if any.
 std::optional<std::size_t> latest_compaction(const session_log& log);
 
@@ -213,9 +223,15 @@ std::optional<std::size_t> latest_compaction(const session_log& log);
 /// summarizing with `identity` under `config_digest`: the same identity, the same configuration,
 /// and the whole covered prefix present with the same ids and bytes (entries after it are fine).
 /// Fails with `checkpoint_mismatch`, `why` naming the reason, `diag.message` the detail.
-result<void> check_checkpoint(const checkpoint_record& r, const session_log& log, std::span<const std::uint32_t> path,
-                              const checkpoint_identity& identity, std::string_view config_digest,
-                              checkpoint_reason& why, diagnostics& diag);
+result<void> check_checkpoint(
+    const checkpoint_record& r,
+    const session_log& log,
+    std::span<const std::uint32_t> path,
+    const checkpoint_identity& identity,
+    std::string_view config_digest,
+    checkpoint_reason& why,
+    diagnostics& diag
+);
 
 /// `agentctx verify`: one row per compaction entry of the log, in file order.
 enum class verify_status
@@ -242,10 +258,16 @@ struct compaction_verification
 };
 /// The problems of the compaction entry `c` at log index `compaction_index` (see
 /// compaction_verification::problems); empty when it passes.
-std::vector<std::string> compaction_problems(const session_log& log, std::size_t compaction_index, const entry& c);
+std::vector<std::string> compaction_problems(
+    const session_log& log, std::size_t compaction_index, const entry& c
+);
 /// The row of the compaction entry at log index `compaction_index`.
-result<compaction_verification> verify_compaction(const session_log& log, std::size_t compaction_index, diagnostics& diag,
-                                                  source_revision_cache* cache = nullptr);
+result<compaction_verification> verify_compaction(
+    const session_log& log,
+    std::size_t compaction_index,
+    diagnostics& diag,
+    source_revision_cache* cache = nullptr
+);
 result<std::vector<compaction_verification>> verify_compactions(const session_log& log, diagnostics& diag);
 
 }  // namespace agentctx::compaction

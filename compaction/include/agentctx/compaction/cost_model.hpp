@@ -19,11 +19,11 @@ namespace agentctx::compaction {
 struct price_table
 {
     std::string name;
-    double input_price = 0;        ///< $ per million uncached input tokens
-    double output_price = 0;       ///< $ per million output tokens
-    double write_multiplier = 1;   ///< a token written to the cache, in input-token units
-    double read_multiplier = 0.1;  ///< a token read from the cache, in input-token units
-    double ttl_seconds = 300;      ///< a cached prefix expires this long after it was last written or read
+    double input_price = 0;          ///< $ per million uncached input tokens
+    double output_price = 0;         ///< $ per million output tokens
+    double write_multiplier = 1;     ///< a token written to the cache, in input-token units
+    double read_multiplier = 0.1;    ///< a token read from the cache, in input-token units
+    double ttl_seconds = 300;        ///< a cached prefix expires this long after it was last written or read
     std::int64_t min_prefix = 1024;  ///< shorter shared prefixes are not read from the cache
 };
 

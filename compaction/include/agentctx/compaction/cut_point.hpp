@@ -23,8 +23,8 @@ enum class compat_mode
 
 struct cut_point_result
 {
-    std::size_t first_kept_index = 0;  ///< after the look-back over context-invisible entries
-    std::size_t chosen_index = 0;      ///< the cut point chosen before the look-back
+    std::size_t first_kept_index = 0;             ///< after the look-back over context-invisible entries
+    std::size_t chosen_index = 0;                 ///< the cut point chosen before the look-back
     std::optional<std::size_t> turn_start_index;  ///< Pi's -1 is nullopt
     bool is_split_turn = false;
     /// Where the backward walk reached keepRecentTokens (nullopt: never reached).
@@ -41,13 +41,15 @@ bool is_valid_cut_point(const projected_entry& p) noexcept;
 bool starts_turn(const projected_entry& p) noexcept;
 
 /// The nearest turn start at or before `index`, not before `start`.
-std::optional<std::size_t> find_turn_start(std::span<const projected_entry> entries, std::size_t index,
-                                           std::size_t start);
+std::optional<std::size_t> find_turn_start(
+    std::span<const projected_entry> entries, std::size_t index, std::size_t start
+);
 
 /// The cut points the mode allows in `entries[start, end)` (agentctx mode removes those strictly
 /// inside a tool round).
-std::vector<std::size_t> allowed_cut_points(std::span<const projected_entry> entries, std::size_t start,
-                                            std::size_t end, compat_mode mode);
+std::vector<std::size_t> allowed_cut_points(
+    std::span<const projected_entry> entries, std::size_t start, std::size_t end, compat_mode mode
+);
 
 /// Pi 1.6's findProjectedCutPoint over `entries[start, end)`. In agentctx mode a range with no
 /// allowed cut point is `boundary_unavailable`; in pi mode it yields `start` as Pi does.
@@ -72,31 +74,49 @@ result<cut_point_result> find_cut_point(
  * cannot make a compaction useless. `r` is returned unchanged when it already keeps enough, when
  * the turn is kept whole, or when no earlier cut exists (or fits).
  */
-cut_point_result keep_recent_exchanges(std::span<const projected_entry> entries, std::size_t start,
-                                       std::size_t end, cut_point_result r, std::int64_t exchanges,
-                                       std::int64_t max_kept_tokens = 0,
-                                       const token_counter& counter = default_token_counter());
+cut_point_result keep_recent_exchanges(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    cut_point_result r,
+    std::int64_t exchanges,
+    std::int64_t max_kept_tokens = 0,
+    const token_counter& counter = default_token_counter()
+);
 
 /// A cut that splits a turn moves back to the turn's start when the turn's prefix (the turn
 /// start up to the cut) is at most `max_prefix_tokens`: the whole turn is kept and no separate
 /// turn-prefix summary is needed. `r` is returned unchanged when it splits no turn, when the turn
 /// starts at `start` (nothing would be left to summarize) or when the prefix is larger.
-cut_point_result keep_turn_whole(std::span<const projected_entry> entries, std::size_t start, cut_point_result r,
-                                 std::int64_t max_prefix_tokens, const token_counter& counter = default_token_counter());
+cut_point_result keep_turn_whole(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    cut_point_result r,
+    std::int64_t max_prefix_tokens,
+    const token_counter& counter = default_token_counter()
+);
 
 /// Fills `r` for the cut point `chosen`: the look-back over context-invisible entries to
 /// `first_kept_index`, and the split-turn fields (`pi`: Pi's test on the widened cut).
-void settle_cut(std::span<const projected_entry> entries, std::size_t start, std::size_t chosen, bool pi,
-                cut_point_result& r);
+void settle_cut(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t chosen,
+    bool pi,
+    cut_point_result& r
+);
 
 /// Pi's exported raw variants: the same rules over raw path entries through
 /// entry_messages (no edits, no recovery-suffix rule); indices are path indices.
 std::vector<projected_entry> raw_projected_entries(std::span<const entry_ptr> path);
 bool is_valid_cut_point(const entry& e);
 bool is_turn_start(const entry& e);
-std::optional<std::size_t> find_turn_start(std::span<const entry_ptr> path, std::size_t index, std::size_t start);
-std::vector<std::size_t> allowed_cut_points(std::span<const entry_ptr> path, std::size_t start, std::size_t end,
-                                            compat_mode mode);
+std::optional<std::size_t> find_turn_start(
+    std::span<const entry_ptr> path, std::size_t index, std::size_t start
+);
+std::vector<std::size_t> allowed_cut_points(
+    std::span<const entry_ptr> path, std::size_t start, std::size_t end, compat_mode mode
+);
 result<cut_point_result> find_cut_point(
     std::span<const entry_ptr> path,
     std::size_t start,

@@ -29,7 +29,7 @@ enum class entry_type
     session_info,
     usage,         ///< Pi 1.6: model usage outside assistant messages (never in context)
     context_edit,  ///< Pi 1.6: omits or replaces an earlier entry's contribution to context
-    unknown,  ///< a type written by a newer tool; kept and written back unchanged
+    unknown,       ///< a type written by a newer tool; kept and written back unchanged
 };
 
 std::string_view to_string(entry_type t) noexcept;
@@ -57,23 +57,23 @@ struct entry
 
     std::shared_ptr<const struct message> message;  ///< type message
 
-    std::string thinking_level;     ///< thinking_level_change
+    std::string thinking_level;      ///< thinking_level_change
     std::string provider, model_id;  ///< model_change
 
-    std::string summary;             ///< compaction, branch_summary
-    std::optional<struct usage> usage;  ///< compaction, branch_summary, usage (Pi 1.6)
+    std::string summary;                                   ///< compaction, branch_summary
+    std::optional<struct usage> usage;                     ///< compaction, branch_summary, usage (Pi 1.6)
     std::shared_ptr<const struct message> system_message;  ///< compaction: the prompt checkpoint (Pi 1.6)
-    std::string first_kept_entry_id;  ///< compaction
-    double tokens_before = 0;         ///< compaction
-    boost::json::value details;       ///< compaction, branch_summary, custom_message (null if absent)
-    bool from_hook = false;           ///< compaction, branch_summary
-    std::string from_id;              ///< branch_summary
+    std::string first_kept_entry_id;                       ///< compaction
+    double tokens_before = 0;                              ///< compaction
+    boost::json::value details;  ///< compaction, branch_summary, custom_message (null if absent)
+    bool from_hook = false;      ///< compaction, branch_summary
+    std::string from_id;         ///< branch_summary
 
-    std::string custom_type;   ///< custom, custom_message
-    struct content content;    ///< custom_message
-    bool display = false;      ///< custom_message
+    std::string custom_type;  ///< custom, custom_message
+    struct content content;   ///< custom_message
+    bool display = false;     ///< custom_message
 
-    std::string target_id;             ///< label, context_edit
+    std::string target_id;  ///< label, context_edit
     /// context_edit: nullopt = `replacement: null` (omit the target), else the new content.
     std::optional<struct content> replacement;
     std::string usage_kind;            ///< usage (`cache_warm`, ...)
@@ -95,19 +95,36 @@ result<entry> decode_entry(boost::json::object raw, diagnostics& diag);
 session_header make_header(std::string id, std::string timestamp, std::string cwd);
 
 /// Builders for the entries agentctx writes, in Pi's field order.
-result<entry> make_message_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
-                                 boost::json::object message, diagnostics& diag);
+result<entry> make_message_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    boost::json::object message,
+    diagnostics& diag
+);
 /// A compaction in Pi 1.6's field order: ..., details?, usage?, fromHook, systemMessage?.
 /// `system_message` is the replayed prompt (its timestamp is replaced by the entry's time).
-entry make_compaction_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
-                            std::string summary, std::string first_kept_entry_id, double tokens_before,
-                            boost::json::value details, bool from_hook,
-                            std::optional<boost::json::object> usage = std::nullopt,
-                            std::optional<boost::json::object> system_message = std::nullopt);
+entry make_compaction_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    std::string summary,
+    std::string first_kept_entry_id,
+    double tokens_before,
+    boost::json::value details,
+    bool from_hook,
+    std::optional<boost::json::object> usage = std::nullopt,
+    std::optional<boost::json::object> system_message = std::nullopt
+);
 
 /// A `context_edit` entry (Pi 1.6). `replacement` null omits the target.
-entry make_context_edit_entry(std::string id, std::optional<std::string> parent_id, std::string timestamp,
-                              std::string target_id, boost::json::value replacement);
+entry make_context_edit_entry(
+    std::string id,
+    std::optional<std::string> parent_id,
+    std::string timestamp,
+    std::string target_id,
+    boost::json::value replacement
+);
 
 /// Current time as Pi writes it: `2026-01-15T09:00:00.000Z`.
 std::string iso_timestamp_now();

@@ -25,10 +25,11 @@ class module_category final : public boost::system::error_category
 public:
     using to_string_fn = const char* (*)(Errc) noexcept;
 
-    constexpr module_category(const char* name, to_string_fn to_string, std::optional<Errc> cancelled = std::nullopt) noexcept
+    constexpr module_category(
+        const char* name, to_string_fn to_string, std::optional<Errc> cancelled = std::nullopt
+    ) noexcept
         : name_(name), to_string_(to_string), cancelled_(cancelled)
-    {
-    }
+    {}
 
     const char* name() const noexcept override { return name_; }
 

@@ -38,9 +38,9 @@ struct file_lists
 /// thousands of files does not grow its summary with every compaction.
 struct file_list_bounds
 {
-    std::size_t summary_paths = 50;     ///< paths per list in the summary text
-    std::size_t summary_chars = 4000;   ///< characters per list in the summary text
-    std::size_t details_paths = max_file_list_entries; ///< paths per list carried in `details`
+    std::size_t summary_paths = 50;                     ///< paths per list in the summary text
+    std::size_t summary_chars = 4000;                   ///< characters per list in the summary text
+    std::size_t details_paths = max_file_list_entries;  ///< paths per list carried in `details`
 };
 
 /// Adds the paths of `read`, `write` and `edit` tool calls of an assistant message.
@@ -52,7 +52,9 @@ void seed_file_ops(const boost::json::value& details, file_operations& ops);
 
 /// modified = written ∪ edited; read = read \ modified. Unbounded (Pi 1.6): both sorted by UTF-16
 /// code units. Bounded: newest first, each list cut to `bounds.details_paths`.
-file_lists compute_file_lists(const file_operations& ops, const std::optional<file_list_bounds>& bounds = std::nullopt);
+file_lists compute_file_lists(
+    const file_operations& ops, const std::optional<file_list_bounds>& bounds = std::nullopt
+);
 
 /// `\n\n<read-files>\n…\n</read-files>` and/or `<modified-files>` blocks, or "". Bounded lists put
 /// `<modified-files>` first and end a cut list with a line `…and N more`.

@@ -58,7 +58,7 @@ struct job_rules
 /// A job launched in the context whose completion entry has not arrived.
 struct running_job
 {
-    std::string job_id;     ///< empty while the result that carries it has not been recorded
+    std::string job_id;  ///< empty while the result that carries it has not been recorded
     std::string tool_name;
     std::string call_id;
     /// The launch exchange: the assistant entry, then the entries of the call's results.

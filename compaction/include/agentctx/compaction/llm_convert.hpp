@@ -51,7 +51,9 @@ std::string framed_summary(std::string_view summary, bool branch, summary_framin
 /// custom and summary messages become user messages (summaries framed by `framing`: reference
 /// history unless the caller asks for Pi's text with summary_framing::pi, as every Pi-facing
 /// path and Pi 1.6 prompt does); excluded bash and unknown roles vanish.
-std::vector<std::shared_ptr<const message>> convert_to_llm(std::span<const std::shared_ptr<const message>> messages,
-                                                           summary_framing framing = summary_framing::reference_history);
+std::vector<std::shared_ptr<const message>> convert_to_llm(
+    std::span<const std::shared_ptr<const message>> messages,
+    summary_framing framing = summary_framing::reference_history
+);
 
 }  // namespace agentctx::compaction

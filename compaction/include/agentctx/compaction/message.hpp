@@ -25,7 +25,7 @@ enum class role
     branch_summary,
     compaction_summary,
     system,  ///< Pi 1.6: prompt and tool-set state
-    other,  ///< a role this library does not know; kept, never sent, estimated as 0
+    other,   ///< a role this library does not know; kept, never sent, estimated as 0
 };
 
 /// The JSON spelling of a role (`toolResult`, `bashExecution`, ...).
@@ -171,6 +171,5 @@ std::string content_text(const content& c);
 
 /// Decodes a `Usage` object (all fields optional numbers).
 result<struct usage> decode_usage(const boost::json::object& o, std::string_view path, diagnostics& diag);
-
 
 }  // namespace agentctx::compaction

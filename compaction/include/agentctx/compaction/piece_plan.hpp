@@ -38,8 +38,9 @@ struct summary_piece
 /// Packs consecutive batches of `messages[from, end)` greedily into pieces whose serialized
 /// source is at most `max_source_chars` (0 = unbounded: one piece). A batch over the limit is a
 /// piece of its own (`oversized`). `from` must be a batch boundary (0, or a piece's end).
-std::vector<summary_piece> plan_pieces(std::span<const context_message> messages, std::size_t max_source_chars,
-                                       std::size_t from = 0);
+std::vector<summary_piece> plan_pieces(
+    std::span<const context_message> messages, std::size_t max_source_chars, std::size_t from = 0
+);
 
 /// The serialized source length of `messages` (what one request would carry, without the prompt).
 std::size_t source_chars(std::span<const context_message> messages);
@@ -50,7 +51,9 @@ bool is_batch_boundary(std::span<const context_message> messages, std::size_t in
 /// The bound one portable request's source must respect: `summaryMaxSourceChars` when set, and
 /// always a conservative share of the window (60% of it at 3 bytes per token, leaving room for
 /// the prompt, the running note and the output); 0 = unbounded (no window, no setting).
-std::size_t portable_source_limit(std::int64_t summary_max_source_chars, std::int64_t context_window) noexcept;
+std::size_t portable_source_limit(
+    std::int64_t summary_max_source_chars, std::int64_t context_window
+) noexcept;
 
 /// What a note was derived from: the number of messages covered from the prefix's start, and
 /// SHA-256 over, per message, its entry id, a newline, its serialized text and a newline.

@@ -35,12 +35,16 @@ struct pin_policy
     std::vector<std::string> snapshot_types;
     std::function<bool(const entry&)> predicate;
 
-    bool empty() const noexcept { return ids.empty() && custom_types.empty() && snapshot_types.empty() && !predicate; }
+    bool empty() const noexcept
+    {
+        return ids.empty() && custom_types.empty() && snapshot_types.empty() && !predicate;
+    }
     /// Whether `e` is pinnable and pinned.
     bool pins(const entry& e) const;
 };
 
-/// Reads `{"pinned": {"customTypes": [..], "ids": [..], "snapshotTypes": [..]}}` from a settings object, strictly typed
+/// Reads `{"pinned": {"customTypes": [..], "ids": [..], "snapshotTypes": [..]}}` from a settings object,
+/// strictly typed
 /// (`invalid_settings` naming the field). Absent = nothing pinned.
 result<pin_policy> parse_pin_settings(const boost::json::object& settings, diagnostics& diag);
 

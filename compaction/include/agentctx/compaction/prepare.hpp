@@ -92,10 +92,7 @@ result<compaction_preparation> prepare_compaction(
 /// The same over a log: materializes only the entries from the previous compaction's kept
 /// region onward (plus that compaction); earlier entries are represented by their index data.
 result<compaction_preparation> prepare_compaction(
-    const session_log& log,
-    const compaction_settings& settings,
-    const plan_options& opts,
-    diagnostics& diag
+    const session_log& log, const compaction_settings& settings, const plan_options& opts, diagnostics& diag
 );
 
 /// The same, given the context of the log's active path that the caller already built with

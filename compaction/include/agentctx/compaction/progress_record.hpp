@@ -77,13 +77,15 @@ struct progress_context
 /// be new), ending at an exchange boundary (never inside a tool round) with at least one message
 /// after it. Checked in that order; fails with `progress_mismatch`, `why` naming the reason: a
 /// refused record is started over, never an error of the summarizer.
-result<void> check_progress(const progress_record& r, const progress_context& now, progress_reason& why,
-                            diagnostics& diag);
+result<void> check_progress(
+    const progress_record& r, const progress_context& now, progress_reason& why, diagnostics& diag
+);
 
 /// The pieces still to summarize after a compatible `r`: its recorded boundaries when the prefix
 /// is the one it was written for and each is still a batch boundary, else a fresh plan of the
 /// rest (from `covered.count`) under `max_source_chars`.
-std::vector<summary_piece> remaining_pieces(const progress_record& r, std::span<const context_message> prefix,
-                                            std::size_t max_source_chars);
+std::vector<summary_piece> remaining_pieces(
+    const progress_record& r, std::span<const context_message> prefix, std::size_t max_source_chars
+);
 
 }  // namespace agentctx::compaction

@@ -81,7 +81,8 @@ std::shared_ptr<const message> compaction_summary_message(const entry& compactio
 
 /// Pi's getCurrentSystemMessage (Pi 1.6) over messages in order; null without system messages.
 std::shared_ptr<const message> replay_system_messages(std::span<const context_message> messages);
-std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages);
+std::shared_ptr<const message> replay_system_messages(std::span<const std::shared_ptr<const message>> messages
+);
 
 /// A system message as Pi persists a replay: role, content, sections?, toolsAdded?, timestamp
 /// (sections in JavaScript key order).
@@ -89,18 +90,19 @@ boost::json::object system_message_json(const message& m);
 
 /// The `systemMessage` checkpoint of a compaction appended after this context (Pi 1.6): the
 /// replayed prompt with `timestamp = Date.parse(entry_timestamp)`; nullopt without system messages.
-std::optional<boost::json::object> system_checkpoint(const session_context& ctx, std::string_view entry_timestamp);
+std::optional<boost::json::object> system_checkpoint(
+    const session_context& ctx, std::string_view entry_timestamp
+);
 /// The same from an already replayed system message (null: nullopt).
-std::optional<boost::json::object> system_checkpoint(const std::shared_ptr<const message>& system,
-                                                     std::string_view entry_timestamp);
+std::optional<boost::json::object> system_checkpoint(
+    const std::shared_ptr<const message>& system, std::string_view entry_timestamp
+);
 
 /// Projection of the log for `leaf` (default: the log's leaf). Only the entries the context
 /// needs are materialized; model and thinking level come from the index.
 result<session_context> build_session_context(const session_log& log, diagnostics& diag);
 result<session_context> build_session_context(
-    const session_log& log,
-    std::optional<std::size_t> leaf,
-    diagnostics& diag
+    const session_log& log, std::optional<std::size_t> leaf, diagnostics& diag
 );
 
 /// Projection of a materialized path (root first, leaf last). The carried entries of its

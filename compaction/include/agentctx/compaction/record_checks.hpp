@@ -28,7 +28,9 @@ std::string_view summary_core(std::string_view summary);
 /// The summary a record carries, validated as a model's summary is (check_summary_output):
 /// its core not empty (`summary_empty`) and, with `max_output_tokens` > 0, not over that many
 /// estimated tokens (`summary_too_long`). `diag.field` is `summary`.
-result<void> check_carried_summary(std::string_view summary, std::uint32_t max_output_tokens, diagnostics& diag);
+result<void> check_carried_summary(
+    std::string_view summary, std::uint32_t max_output_tokens, diagnostics& diag
+);
 
 /// Replaces secrets in every string value of `v` (keys are left alone, and so is opaque
 /// provider ciphertext under `encrypted_content`), adding the replacements to `counts`.
@@ -36,8 +38,12 @@ void redact_strings(boost::json::value& v, const redactor& r, std::map<std::stri
 
 /// Replaces secrets in everything a compaction entry writes: the summary (with its file lists and
 /// pinned block) and every string of `details` (file lists, carried entries, native state).
-void redact_compaction(std::string& summary, boost::json::value& details, const redactor& r,
-                       std::map<std::string, std::size_t>& counts);
+void redact_compaction(
+    std::string& summary,
+    boost::json::value& details,
+    const redactor& r,
+    std::map<std::string, std::size_t>& counts
+);
 
 /// The record's summary and file lists with their secrets replaced (what an export writes, and
 /// what a restore appends).

@@ -54,8 +54,8 @@ result<redaction_settings> parse_redaction_settings(const boost::json::object& s
 
 struct redaction_result
 {
-    std::string text;                            ///< the input with every secret replaced
-    std::map<std::string, std::size_t> counts;   ///< replacements per rule name (only rules that fired)
+    std::string text;                           ///< the input with every secret replaced
+    std::map<std::string, std::size_t> counts;  ///< replacements per rule name (only rules that fired)
 };
 
 /// Compiled rules plus allowlist. Built once; `redact` is const, thread-safe and linear in the
@@ -68,9 +68,12 @@ public:
     /// Compiles `rules` and the allowlist. An invalid pattern is `invalid_settings` naming it.
     /// With `prefilter`, one RE2::Set pass first finds which rules can match at all and only those
     /// are run; without it every rule scans the text (kept for the benchmark's comparison).
-    static result<redactor> create(const std::vector<redaction_rule>& rules,
-                                   const std::vector<std::string>& allowlist, diagnostics& diag,
-                                   bool prefilter = true);
+    static result<redactor> create(
+        const std::vector<redaction_rule>& rules,
+        const std::vector<std::string>& allowlist,
+        diagnostics& diag,
+        bool prefilter = true
+    );
     /// The default rules with the settings' allowlist; a disabled redactor returns text unchanged.
     static result<redactor> create(const redaction_settings& settings, diagnostics& diag);
 

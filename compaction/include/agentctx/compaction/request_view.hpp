@@ -49,7 +49,7 @@ struct fit_tokens
 
 struct fit_result
 {
-    std::vector<context_message> messages;  ///< fixed messages, then the kept groups in order
+    std::vector<context_message> messages;    ///< fixed messages, then the kept groups in order
     std::vector<std::string> kept_entry_ids;  ///< entries of the kept groups (not the fixed summary)
     fit_reason reason = fit_reason::fits;
     fit_tokens tokens;

@@ -27,10 +27,10 @@ namespace agentctx::compaction {
 /// with `budget_exceeded`.
 struct budget_shortfall
 {
-    std::int64_t input_tokens = 0;     ///< the context's estimate as planned
-    std::int64_t required_tokens = 0;  ///< what stays from the oldest required entry on
-    std::string boundary_entry_id;     ///< where the range that could be summarized starts
-    std::string required_entry_id;     ///< the oldest required entry, which holds the cut
+    std::int64_t input_tokens = 0;      ///< the context's estimate as planned
+    std::int64_t required_tokens = 0;   ///< what stays from the oldest required entry on
+    std::string boundary_entry_id;      ///< where the range that could be summarized starts
+    std::string required_entry_id;      ///< the oldest required entry, which holds the cut
     std::size_t boundary_position = 0;  ///< both as positions among the projected entries
     std::size_t required_position = 0;
     /// When the summary's room is what is missing (reserve_summary_room): the summary's output
@@ -54,12 +54,20 @@ struct required_policy
 result<required_policy> parse_required_settings(const boost::json::object& settings, diagnostics& diag);
 
 /// The oldest projected entry in `[start, end)` the policy requires, if any.
-std::optional<std::size_t> first_required(std::span<const projected_entry> entries, std::size_t start,
-                                          std::size_t end, const required_policy& policy);
+std::optional<std::size_t> first_required(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy& policy
+);
 
 /// The numbers of a plan that required entries hold at `start` (see budget_shortfall).
-budget_shortfall measure_shortfall(std::span<const projected_entry> entries, std::size_t start,
-                                   const required_policy& policy, const token_counter& counter);
+budget_shortfall measure_shortfall(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    const required_policy& policy,
+    const token_counter& counter
+);
 
 /**
  * @brief Moves the cut `r` back so that no required entry lies before it.
@@ -68,9 +76,15 @@ budget_shortfall measure_shortfall(std::span<const projected_entry> entries, std
  * `[start, end)`; `r` is unchanged when it already keeps every required entry. `budget_exceeded`
  * (the entry named in `diag`) when no allowed cut lies after `start`: nothing could be summarized.
  */
-result<void> hold_cut_before_required(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
-                                      const required_policy& policy, compat_mode mode, cut_point_result& r,
-                                      diagnostics& diag);
+result<void> hold_cut_before_required(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy& policy,
+    compat_mode mode,
+    cut_point_result& r,
+    diagnostics& diag
+);
 
 /**
  * agentctx mode with a known window: the cut leaves room for the summary. When the backward walk
@@ -82,9 +96,17 @@ result<void> hold_cut_before_required(std::span<const projected_entry> entries, 
  * `budget_exceeded` and `shortfall` (when set) holds the numbers: `required_tokens` is the smallest
  * suffix the cut can keep, `required_entry_id` where it starts. No model is asked.
  */
-result<void> reserve_summary_room(std::span<const projected_entry> entries, std::size_t start, std::size_t end,
-                                  const required_policy* policy, std::int64_t allowance, std::int64_t summary_tokens,
-                                  const token_counter& counter, cut_point_result& r, budget_shortfall* shortfall,
-                                  diagnostics& diag);
+result<void> reserve_summary_room(
+    std::span<const projected_entry> entries,
+    std::size_t start,
+    std::size_t end,
+    const required_policy* policy,
+    std::int64_t allowance,
+    std::int64_t summary_tokens,
+    const token_counter& counter,
+    cut_point_result& r,
+    budget_shortfall* shortfall,
+    diagnostics& diag
+);
 
 }  // namespace agentctx::compaction

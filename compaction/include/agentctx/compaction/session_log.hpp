@@ -18,15 +18,15 @@ namespace agentctx::compaction {
 struct load_options
 {
     std::size_t max_line_bytes = 64u * 1024u * 1024u;  ///< longer lines are `line_too_long`
-    std::size_t max_depth = 64;                         ///< deeper nesting is `nesting_too_deep`
+    std::size_t max_depth = 64;                        ///< deeper nesting is `nesting_too_deep`
     bool tolerant = false;  ///< skip corrupt lines (each reported) instead of failing the load
 };
 
 /// Something the loader noticed that did not stop it.
 struct load_note
 {
-    errc code{};            ///< what was wrong (for skipped lines) or 0 for plain notes
-    std::size_t line = 0;   ///< 1-based line
+    errc code{};           ///< what was wrong (for skipped lines) or 0 for plain notes
+    std::size_t line = 0;  ///< 1-based line
     std::string message;
 };
 
@@ -40,15 +40,15 @@ struct torn_tail
 
 struct load_report
 {
-    std::size_t lines = 0;                   ///< physical lines read
+    std::size_t lines = 0;                         ///< physical lines read
     int source_version = current_session_version;  ///< the header's version before migration
-    std::vector<load_note> skipped_lines;    ///< tolerant mode: corrupt lines left out
-    std::vector<load_note> notes;            ///< e.g. a compaction whose firstKeptEntryId is off its path
-    std::optional<torn_tail> torn;           ///< see torn_tail
+    std::vector<load_note> skipped_lines;          ///< tolerant mode: corrupt lines left out
+    std::vector<load_note> notes;   ///< e.g. a compaction whose firstKeptEntryId is off its path
+    std::optional<torn_tail> torn;  ///< see torn_tail
     /// Set by a store that left out a batch a crash cut short: its lines, from the first to the
     /// end of the file (a torn line among them included).
     std::optional<torn_tail> incomplete_batch;
-    bool missing_final_newline = false;      ///< last line complete but unterminated
+    bool missing_final_newline = false;  ///< last line complete but unterminated
 };
 
 /// Reads one line's bytes (without the newline) from where the log was loaded from.
@@ -92,13 +92,13 @@ struct entry_meta
     std::uint64_t offset = 0;         ///< byte range of the line in the file
     std::uint32_t length = 0;
     std::string id;
-    std::string provider;            ///< assistant message provider or model_change provider
-    std::string model;               ///< assistant message model or model_change modelId
-    std::string thinking_level;      ///< thinking_level_change
+    std::string provider;             ///< assistant message provider or model_change provider
+    std::string model;                ///< assistant message model or model_change modelId
+    std::string thinking_level;       ///< thinking_level_change
     std::string first_kept_entry_id;  ///< compaction
     std::string target_id;            ///< label
     std::string label;                ///< label (empty = clear)
-    entry_ptr cached;                ///< set for appended (and eagerly loaded) entries
+    entry_ptr cached;                 ///< set for appended (and eagerly loaded) entries
 };
 
 /// Builds meta data for an entry held in memory (used on append).
@@ -130,7 +130,9 @@ public:
         return insert(id, hash(id), index, metas);
     }
     /// The same with the id's hash() computed already (the loader's other thread does).
-    std::uint32_t insert(std::string_view id, std::uint64_t hash, std::uint32_t index, const chunked_vector<entry_meta>& metas);
+    std::uint32_t insert(
+        std::string_view id, std::uint64_t hash, std::uint32_t index, const chunked_vector<entry_meta>& metas
+    );
 
     static std::uint64_t hash(std::string_view id) noexcept;
     /// Brings the slot where an id of this hash goes into the cache ahead of its insert: the
@@ -165,7 +167,9 @@ public:
     explicit session_log(session_header header);
 
     /// Loads a whole file held in memory (tests, tools). The file loader in runtime streams.
-    static result<session_log> load(std::string text, const load_options& opts, load_report& report, diagnostics& diag);
+    static result<session_log> load(
+        std::string text, const load_options& opts, load_report& report, diagnostics& diag
+    );
 
     const session_header& header() const noexcept { return header_; }
     /// The version of the file as read (1, 2 or 3); entries are migrated in memory to v3.
@@ -262,7 +266,9 @@ public:
     std::string spare_buffer();
 
     /// Ends the input. `reader` must serve the same bytes that were fed, for later materialization.
-    result<session_log> finish(std::shared_ptr<const line_reader> reader, load_report& report, diagnostics& diag);
+    result<session_log> finish(
+        std::shared_ptr<const line_reader> reader, load_report& report, diagnostics& diag
+    );
 
 private:
     struct impl;

@@ -71,7 +71,9 @@ usage combine_usage(const usage& a, const usage& b) noexcept;
 
 /// The usage a compaction stores (Pi 1.6): both requests → combine_usage(history, prefix);
 /// otherwise the one that was made (nullopt when neither reported usage).
-std::optional<usage> compaction_usage(const std::optional<usage>& history, const std::optional<usage>& prefix);
+std::optional<usage> compaction_usage(
+    const std::optional<usage>& history, const std::optional<usage>& prefix
+);
 
 /// A `Usage` object in Pi's key order: `input, output, cacheRead, cacheWrite, cacheWrite1h?,
 /// reasoning?, totalTokens, cost{input, output, cacheRead, cacheWrite, total, totalFromProvider}`
@@ -84,7 +86,7 @@ struct compaction_result
     std::string summary;  ///< with the file blocks appended
     std::string first_kept_entry_id;
     std::int64_t tokens_before = 0;
-    boost::json::value details;  ///< {readFiles, modifiedFiles}
+    boost::json::value details;     ///< {readFiles, modifiedFiles}
     std::int64_t tokens_after = 0;  ///< estimated tokens of summary + retained suffix
     /// The pinned entries the compaction carries (`details.agentctx.pinned`); the summary ends
     /// with their labelled block (render_pinned_block) for Pi.

@@ -25,7 +25,7 @@ struct request_head
     boost::json::array tools;     ///< tool definitions as the conversation sends them
     boost::json::array messages;  ///< the conversation's messages, rendered as its requests render them
     std::optional<std::string> prompt_cache_key;  ///< OpenAI: the conversation's `prompt_cache_key`
-    std::size_t chars = 0;        ///< serialized size of system, tools and messages (bytes)
+    std::size_t chars = 0;                        ///< serialized size of system, tools and messages (bytes)
 };
 
 /// One summary call: a system prompt, one user message, an output cap.
@@ -66,7 +66,9 @@ std::uint32_t summary_output_budget(
 ) noexcept;
 
 /// summary_output_budget over the UTF-16 lengths of `p.system_prompt` and `p.prompt`.
-std::uint32_t summary_output_budget(const summary_prompt& p, std::int64_t context_window, std::int64_t model_max_tokens) noexcept;
+std::uint32_t summary_output_budget(
+    const summary_prompt& p, std::int64_t context_window, std::int64_t model_max_tokens
+) noexcept;
 
 /// `<conversation>…</conversation>` [+ `<previous-summary>…`] + initial or update instructions
 /// [+ `\n\nAdditional focus: …`], over convert_to_llm(messages); `max_output_tokens` is
@@ -153,8 +155,7 @@ summary_prompt history_summary_prompt(
 /// Deprecated: the (1.6-structured) turn-prefix prompt without custom instructions, with an
 /// explicit output cap.
 summary_prompt turn_prefix_summary_prompt(
-    std::span<const std::shared_ptr<const message>> messages,
-    std::uint32_t max_output_tokens
+    std::span<const std::shared_ptr<const message>> messages, std::uint32_t max_output_tokens
 );
 
 }  // namespace agentctx::compaction

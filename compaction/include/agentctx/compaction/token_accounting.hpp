@@ -39,9 +39,9 @@ bool has_usage(const message& m) noexcept;
 
 struct context_estimate
 {
-    std::int64_t tokens = 0;          ///< usage_tokens + trailing_tokens
-    std::int64_t usage_tokens = 0;    ///< from the anchoring assistant usage (0 without one)
-    std::int64_t trailing_tokens = 0; ///< estimated tokens of messages after the anchor
+    std::int64_t tokens = 0;                      ///< usage_tokens + trailing_tokens
+    std::int64_t usage_tokens = 0;                ///< from the anchoring assistant usage (0 without one)
+    std::int64_t trailing_tokens = 0;             ///< estimated tokens of messages after the anchor
     std::optional<std::size_t> last_usage_index;  ///< index of the anchoring message
 };
 
@@ -58,8 +58,7 @@ context_estimate estimate_context_tokens(
 /// anchoring usage is newer than every context_edit and compaction on the path; otherwise the
 /// pure estimate with the prompt counted once, as its replayed state.
 context_estimate estimate_projected_context_tokens(
-    const session_context& ctx,
-    const token_counter& counter = default_token_counter()
+    const session_context& ctx, const token_counter& counter = default_token_counter()
 );
 
 /// Timestamp (Unix ms) of the latest compaction on a projected context: the first message when it
@@ -69,7 +68,9 @@ std::optional<double> latest_compaction_time(const session_context& ctx) noexcep
 struct compaction_settings;
 
 /// `enabled && tokens > window - reserveTokens` (strict).
-bool should_compact(std::int64_t context_tokens, std::int64_t context_window, const compaction_settings& s) noexcept;
+bool should_compact(
+    std::int64_t context_tokens, std::int64_t context_window, const compaction_settings& s
+) noexcept;
 
 /// What a footer shows: tokens and percent, unknown (nullopt) right after a compaction until a
 /// fresh assistant usage exists.

@@ -45,10 +45,10 @@ struct clearing_input
 {
     std::span<const context_message> context;  ///< the projected context, oldest first
     std::int64_t context_tokens = 0;           ///< the size the trigger is compared with
-    std::int64_t threshold = 0;                ///< contextWindow − reserveTokens (a fractional trigger's base)
+    std::int64_t threshold = 0;  ///< contextWindow − reserveTokens (a fractional trigger's base)
     /// Entries the host protects (pinned or required): never cleared. Null = none.
     std::function<bool(const std::string& entry_id)> protected_entry;
-    const token_counter* counter = nullptr;    ///< null = chars/4
+    const token_counter* counter = nullptr;  ///< null = chars/4
     /// The raw `content` of an assistant entry as projected now (with earlier edits), for
     /// clearing its calls' arguments. Null or a null result: arguments are left alone.
     std::function<const boost::json::array*(const std::string& entry_id)> assistant_content;
@@ -70,8 +70,13 @@ clearing_plan plan_tool_clearing(const clear_tool_results_settings& s, const cle
 
 /// The placeholder text of a cleared result: `[Tool result cleared: read(path: src/a.cpp),
 /// 48,213 chars (~12,054 tokens); the original is entry 61f0e1d2]`.
-std::string clearing_placeholder(std::string_view tool, std::string_view key, std::int64_t chars, std::int64_t tokens,
-                                 std::string_view entry_id);
+std::string clearing_placeholder(
+    std::string_view tool,
+    std::string_view key,
+    std::int64_t chars,
+    std::int64_t tokens,
+    std::string_view entry_id
+);
 
 /// The argument that names what a call worked on (`path`, `file_path`, `command`, ...), as
 /// `name: value` cut to 120 characters; empty when the call has none of them.

@@ -46,8 +46,10 @@ inline constexpr std::string_view pi_no_result_text = "No result provided";
  * that launches a declared background job is answered with running_job_outcome_text instead: a
  * queued job's call never reads as interrupted or finished.
  */
-std::vector<context_message> with_unknown_outcomes(std::span<const context_message> messages,
-                                                   compat_mode mode = compat_mode::agentctx,
-                                                   const job_rules* jobs = nullptr);
+std::vector<context_message> with_unknown_outcomes(
+    std::span<const context_message> messages,
+    compat_mode mode = compat_mode::agentctx,
+    const job_rules* jobs = nullptr
+);
 
 }  // namespace agentctx::compaction

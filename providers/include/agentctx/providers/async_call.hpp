@@ -21,8 +21,9 @@ auto async_call(CompletionToken&& token, Object object, Member member, Args&&...
 {
     return boost::asio::async_initiate<CompletionToken, Signature>(
         [object = std::move(object), member](auto handler, auto&&... a) {
-            ((*object).*member)(std::forward<decltype(a)>(a)...,
-                                boost::asio::any_completion_handler<Signature>(std::move(handler)));
+            ((*object).*member
+            )(std::forward<decltype(a)>(a)...,
+              boost::asio::any_completion_handler<Signature>(std::move(handler)));
         },
         token,
         std::forward<Args>(args)...

@@ -45,9 +45,12 @@ struct native_replay;
  * summary is introduced: reference history by default; Pi's text only when asked for
  * (summary_framing::pi, or summary_framing_for(compat_mode::pi)), as Pi-facing callers do.
  */
-boost::json::array to_wire_messages(wire_format f, std::span<const compaction::context_message> context,
-                                    const native_replay* native,
-                                    compaction::summary_framing framing = compaction::summary_framing::reference_history);
+boost::json::array to_wire_messages(
+    wire_format f,
+    std::span<const compaction::context_message> context,
+    const native_replay* native,
+    compaction::summary_framing framing = compaction::summary_framing::reference_history
+);
 
 /**
  * @brief The `input` items of an OpenAI Responses request for `context`.
@@ -57,9 +60,11 @@ boost::json::array to_wire_messages(wire_format f, std::span<const compaction::c
  * OpenAI `native` state whose compaction summary is in `context`, the stored compact `output`
  * items replace that summary message, unchanged.
  */
-boost::json::array to_responses_input(std::span<const compaction::context_message> context,
-                                      const native_replay* native = nullptr,
-                                      compaction::summary_framing framing = compaction::summary_framing::reference_history);
+boost::json::array to_responses_input(
+    std::span<const compaction::context_message> context,
+    const native_replay* native = nullptr,
+    compaction::summary_framing framing = compaction::summary_framing::reference_history
+);
 
 /// The framing of a session in `mode`: Pi's plain preamble in Pi mode, reference history otherwise.
 constexpr compaction::summary_framing summary_framing_for(compaction::compat_mode mode)

@@ -48,5 +48,4 @@ struct diagnostics
 
 template <>
 struct boost::system::is_error_code_enum<agentctx::providers::errc> : std::true_type
-{
-};
+{};

@@ -116,7 +116,9 @@ public:
     template <boost::asio::completion_token_for<http_signature> CompletionToken>
     auto async_request(http_request req, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<http_signature>(token, this, &http_client::request_impl, std::move(req));
+        return ::agentctx::detail::async_call<http_signature>(
+            token, this, &http_client::request_impl, std::move(req)
+        );
     }
 
     /// Counters for tests: transfers in flight, sockets open.

@@ -51,8 +51,12 @@ public:
     /// `client`: the HTTP client to send with, shared with other summarizers (a server's
     /// http_client_pool); nullptr = a client of its own on this summarizer's strand. With a
     /// shared client, on_progress runs on the client's strand.
-    http_summarizer(boost::asio::any_io_executor ex, provider_config cfg, std::shared_ptr<spdlog::logger> logger = nullptr,
-                    std::shared_ptr<http_client> client = nullptr);
+    http_summarizer(
+        boost::asio::any_io_executor ex,
+        provider_config cfg,
+        std::shared_ptr<spdlog::logger> logger = nullptr,
+        std::shared_ptr<http_client> client = nullptr
+    );
     ~http_summarizer() override;
 
     std::string name() const override { return cfg_.name + ":" + cfg_.model; }
@@ -71,10 +75,17 @@ public:
     http_client& client() noexcept { return *client_; }
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
-    void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler) override;
-    void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler) override;
-    void count_native_impl(native_request request, boost::asio::any_completion_handler<count_signature> handler) override;
+    void summarize_impl(
+        compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler
+    ) override;
+    void count_impl(
+        compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler
+    ) override;
+    void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler)
+        override;
+    void count_native_impl(
+        native_request request, boost::asio::any_completion_handler<count_signature> handler
+    ) override;
 
 private:
     struct state;

@@ -34,12 +34,13 @@ public:
     /// can be cancelled while it waits (completes with `operation_aborted`).
     explicit offline_summarizer(boost::asio::any_io_executor ex, std::chrono::milliseconds delay = {})
         : ex_(std::move(ex)), delay_(delay)
-    {
-    }
+    {}
     std::string name() const override { return "offline"; }
 
 protected:
-    void summarize_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler) override;
+    void summarize_impl(
+        compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler
+    ) override;
 
 private:
     boost::asio::any_io_executor ex_;

@@ -50,7 +50,7 @@ struct provider_config
     /// provider never continues a summary on its own; a host's normal chat is not touched.
     bool auto_continue = false;
     int max_retries = 3;
-    std::chrono::milliseconds base_delay{2000};   ///< backoff 2 s, 4 s, 8 s (+ jitter)
+    std::chrono::milliseconds base_delay{2000};  ///< backoff 2 s, 4 s, 8 s (+ jitter)
     std::chrono::milliseconds max_delay{60000};
     std::chrono::milliseconds connect_timeout{10000};
     /// An explicit opt-in for streams only (setting `idleTimeoutMs`, rounded up to whole

@@ -1,4 +1,5 @@
-// The provider data types that summarizers and sessions share: the wire format and native compaction's state, request and reply.
+// The provider data types that summarizers and sessions share: the wire format and native compaction's state,
+// request and reply.
 #pragma once
 
 #include <agentctx/compaction/message.hpp>
@@ -66,7 +67,7 @@ struct native_request
     std::vector<compaction::context_message> window;
     /// The previous compaction's native state: sent back in place of its summary message.
     std::optional<native_replay> previous;
-    std::string system;                        ///< the loop's current instructions
+    std::string system;  ///< the loop's current instructions
     /// The loop's own request configuration, sent as the loop sends it (Anthropic): its tool
     /// definitions (a window with `tool_use` blocks is refused without them), its `tool_choice`
     /// (null = none) and its other request parameters (`thinking`, `temperature`, ...; never
@@ -75,10 +76,10 @@ struct native_request
     boost::json::array tools;
     boost::json::value tool_choice;
     boost::json::object parameters;
-    std::optional<std::string> instructions;   ///< Anthropic: replaces the default summary prompt
-    std::string model;                         ///< the loop's model; empty = the configured model
+    std::optional<std::string> instructions;  ///< Anthropic: replaces the default summary prompt
+    std::string model;                        ///< the loop's model; empty = the configured model
     std::int64_t trigger_tokens = anthropic_min_compaction_trigger;
-    std::uint32_t max_output_tokens = 0;       ///< 0 = 4096 (the edit pauses before any reply)
+    std::uint32_t max_output_tokens = 0;  ///< 0 = 4096 (the edit pauses before any reply)
 };
 
 /// What a valid native compaction returned.

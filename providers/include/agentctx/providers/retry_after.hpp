@@ -16,8 +16,7 @@ namespace agentctx::providers {
  * still a valid timer duration, and the caller compares it with its maximum wait first.
  */
 std::optional<std::chrono::milliseconds> parse_retry_after(
-    std::string_view value,
-    std::chrono::system_clock::time_point now = std::chrono::system_clock::now()
+    std::string_view value, std::chrono::system_clock::time_point now = std::chrono::system_clock::now()
 );
 
 }  // namespace agentctx::providers

@@ -61,7 +61,9 @@ public:
     template <boost::asio::completion_token_for<summarize_signature> CompletionToken>
     auto async_summarize(compaction::summary_prompt prompt, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<summarize_signature>(token, this, &summarizer::summarize_impl, std::move(prompt));
+        return ::agentctx::detail::async_call<summarize_signature>(
+            token, this, &summarizer::summarize_impl, std::move(prompt)
+        );
     }
 
     /**
@@ -74,7 +76,9 @@ public:
     template <boost::asio::completion_token_for<count_signature> CompletionToken>
     auto async_count_tokens(compaction::summary_prompt prompt, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<count_signature>(token, this, &summarizer::count_impl, std::move(prompt));
+        return ::agentctx::detail::async_call<count_signature>(
+            token, this, &summarizer::count_impl, std::move(prompt)
+        );
     }
 
     /**
@@ -89,8 +93,9 @@ public:
     template <boost::asio::completion_token_for<native_signature> CompletionToken>
     auto async_compact_native(native_request request, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<native_signature>(token, this, &summarizer::native_impl,
-                                                                std::move(request));
+        return ::agentctx::detail::async_call<native_signature>(
+            token, this, &summarizer::native_impl, std::move(request)
+        );
     }
 
     /**
@@ -104,8 +109,9 @@ public:
     template <boost::asio::completion_token_for<count_signature> CompletionToken>
     auto async_count_native(native_request request, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<count_signature>(token, this, &summarizer::count_native_impl,
-                                                               std::move(request));
+        return ::agentctx::detail::async_call<count_signature>(
+            token, this, &summarizer::count_native_impl, std::move(request)
+        );
     }
 
     /// A short identity for logs and compaction details (`offline`, `openai:gpt-4.1`).
@@ -115,15 +121,20 @@ public:
 
 protected:
     virtual void summarize_impl(
-        compaction::summary_prompt prompt,
-        boost::asio::any_completion_handler<summarize_signature> handler
+        compaction::summary_prompt prompt, boost::asio::any_completion_handler<summarize_signature> handler
     ) = 0;
     /// Default: `not_supported`, posted to the handler's executor.
-    virtual void count_impl(compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler);
+    virtual void count_impl(
+        compaction::summary_prompt prompt, boost::asio::any_completion_handler<count_signature> handler
+    );
     /// Default: `not_supported`, posted to the handler's executor.
-    virtual void native_impl(native_request request, boost::asio::any_completion_handler<native_signature> handler);
+    virtual void native_impl(
+        native_request request, boost::asio::any_completion_handler<native_signature> handler
+    );
     /// Default: `not_supported`, posted to the handler's executor.
-    virtual void count_native_impl(native_request request, boost::asio::any_completion_handler<count_signature> handler);
+    virtual void count_native_impl(
+        native_request request, boost::asio::any_completion_handler<count_signature> handler
+    );
 };
 
 }  // namespace agentctx::providers

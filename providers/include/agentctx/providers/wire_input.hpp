@@ -1,4 +1,5 @@
-// Provider-format conversation input: Chat Completions messages, Responses items and Anthropic Messages as Pi messages.
+// Provider-format conversation input: Chat Completions messages, Responses items and Anthropic Messages as Pi
+// messages.
 #pragma once
 
 #include <agentctx/compaction/error.hpp>
@@ -66,8 +67,8 @@ struct wire_input_options
  * `invalid_wire_message` and the field path in `diag.message`
  * (`messages[3].tool_calls[0].function.arguments: not valid JSON`); nothing is returned then.
  */
-compaction::result<std::vector<boost::json::object>> from_wire_messages(input_format f, const boost::json::value& items,
-                                                                        const wire_input_options& options,
-                                                                        diagnostics& diag);
+compaction::result<std::vector<boost::json::object>> from_wire_messages(
+    input_format f, const boost::json::value& items, const wire_input_options& options, diagnostics& diag
+);
 
 }  // namespace agentctx::providers

@@ -52,8 +52,8 @@ struct before_branch_event
 /// A summary a before_branch hook supplies: written with `fromHook: true`, no model call.
 struct hook_branch_summary
 {
-    std::string summary;            ///< empty: no entry is written (as Pi)
-    boost::json::value details;     ///< null: the entry has no `details`
+    std::string summary;         ///< empty: no entry is written (as Pi)
+    boost::json::value details;  ///< null: the entry has no `details`
     std::optional<compaction::usage> usage;
 };
 

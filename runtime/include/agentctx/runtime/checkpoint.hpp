@@ -56,8 +56,11 @@ using checkpoint_status_signature = void(boost::system::error_code, checkpoint_s
 
 /// The status of the latest compaction of `log`'s active path for a session summarizing with
 /// `identity` under `config_digest` (what session::async_checkpoint_status and the CLI report).
-compaction::result<checkpoint_status> checkpoint_status_of(const compaction::session_log& log,
-                                                           const compaction::checkpoint_identity& identity,
-                                                           std::string config_digest, compaction::diagnostics& diag);
+compaction::result<checkpoint_status> checkpoint_status_of(
+    const compaction::session_log& log,
+    const compaction::checkpoint_identity& identity,
+    std::string config_digest,
+    compaction::diagnostics& diag
+);
 
 }  // namespace agentctx::runtime

@@ -40,7 +40,8 @@ boost::json::object user(std::string_view text);
 boost::json::object assistant(const assistant_reply& reply);
 
 /// The result of tool call `call_id` (tool `tool_name`); `is_error` when the tool failed.
-boost::json::object tool_result(std::string_view call_id, std::string_view tool_name, std::string_view text,
-                                bool is_error = false);
+boost::json::object tool_result(
+    std::string_view call_id, std::string_view tool_name, std::string_view text, bool is_error = false
+);
 
 }  // namespace agentctx::runtime::entries

@@ -84,13 +84,15 @@ struct derived_state_dropped_event
 struct budget_exceeded_event
 {
     compaction_reason reason;
-    std::int64_t input_tokens = 0;     ///< the context's estimate
+    std::int64_t input_tokens = 0;  ///< the context's estimate
     /// The limit that started the compaction: the working budget when it triggered (reasons
     /// threshold and background), else contextWindow - reserveTokens (0: window unknown).
     std::int64_t allowance = 0;
-    std::int64_t required_tokens = 0;  ///< what must stay: from the oldest required entry, or the smallest keepable suffix
-    std::string boundary_entry_id;     ///< where the summarizable range starts
-    std::string required_entry_id;     ///< the oldest required entry, or where the smallest keepable suffix starts
+    std::int64_t required_tokens =
+        0;  ///< what must stay: from the oldest required entry, or the smallest keepable suffix
+    std::string boundary_entry_id;  ///< where the summarizable range starts
+    std::string
+        required_entry_id;  ///< the oldest required entry, or where the smallest keepable suffix starts
     std::size_t boundary_position = 0;  ///< both as positions in the projected context
     std::size_t required_position = 0;
     /// From a request view the host asked for (session::async_request_view), not a compaction:
@@ -105,11 +107,12 @@ struct budget_exceeded_event
 /// context_edit entries, written together. The originals stay in the session (session::async_original).
 struct context_cleared_event
 {
-    std::int64_t results = 0;             ///< tool results cleared
-    std::int64_t tokens = 0;              ///< tokens freed (estimated)
-    std::int64_t tokens_before = 0;       ///< the context's size that triggered it
-    std::vector<std::string> target_ids;  ///< the cleared entries (results, and assistants whose arguments were cleared)
-    std::vector<std::string> edit_ids;    ///< the context_edit entries written, in order
+    std::int64_t results = 0;        ///< tool results cleared
+    std::int64_t tokens = 0;         ///< tokens freed (estimated)
+    std::int64_t tokens_before = 0;  ///< the context's size that triggered it
+    std::vector<std::string>
+        target_ids;  ///< the cleared entries (results, and assistants whose arguments were cleared)
+    std::vector<std::string> edit_ids;  ///< the context_edit entries written, in order
 };
 
 /// The host's evidence store (session_config::preserve_evidence) refused the originals of a
@@ -123,10 +126,17 @@ struct clearing_refused_event
     std::int64_t tokens_before = 0;       ///< the context's size that triggered it
 };
 
-using session_event = std::variant<compaction_start_event, compaction_end_event, remote_change_event,
-                                   compaction_progress_event, compaction_finished_event, derived_state_dropped_event,
-                                   budget_exceeded_event, compaction_prepared_event, context_cleared_event,
-                                   clearing_refused_event>;
+using session_event = std::variant<
+    compaction_start_event,
+    compaction_end_event,
+    remote_change_event,
+    compaction_progress_event,
+    compaction_finished_event,
+    derived_state_dropped_event,
+    budget_exceeded_event,
+    compaction_prepared_event,
+    context_cleared_event,
+    clearing_refused_event>;
 
 /// Passed to before_compact hooks; every reference lives until the hook returns (or, for an
 /// awaitable hook, until its awaitable completes).

@@ -1,4 +1,5 @@
-// One host configuration for every front end: settings files + environment + flags → provider → session_config.
+// One host configuration for every front end: settings files + environment + flags → provider →
+// session_config.
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>

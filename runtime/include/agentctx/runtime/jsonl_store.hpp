@@ -39,9 +39,7 @@ public:
 
     /// Opens an existing file. Errors: not_found, session_locked, io_error.
     static result<std::unique_ptr<jsonl_store>> open(
-        const std::filesystem::path& path,
-        jsonl_store_options opts,
-        diagnostics& diag
+        const std::filesystem::path& path, jsonl_store_options opts, diagnostics& diag
     );
 
     /// Creates a new file (fails with already_exists) and writes `header` into it. The file is
@@ -59,9 +57,7 @@ public:
     /// All lines in one write(2), rolled back together on failure.
     result<void> append_all(const std::vector<compaction::entry_ptr>& entries, diagnostics& diag) override;
     result<compaction::session_log> load(
-        const compaction::load_options& opts,
-        compaction::load_report& report,
-        diagnostics& diag
+        const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
     ) override;
 
     const std::filesystem::path& path() const noexcept { return path_; }
@@ -70,16 +66,20 @@ private:
     struct fd_holder;
     jsonl_store(std::filesystem::path path, std::shared_ptr<fd_holder> fd, jsonl_store_options opts);
     result<void> write_line(const std::string& line, bool sync, diagnostics& diag);
-    result<compaction::session_log> load_without_batch(const compaction::load_options& opts,
-                                                       const compaction::session_log& full, std::size_t first,
-                                                       std::shared_ptr<const compaction::line_reader> reader,
-                                                       compaction::load_report& report, diagnostics& diag);
+    result<compaction::session_log> load_without_batch(
+        const compaction::load_options& opts,
+        const compaction::session_log& full,
+        std::size_t first,
+        std::shared_ptr<const compaction::line_reader> reader,
+        compaction::load_report& report,
+        diagnostics& diag
+    );
 
     std::filesystem::path path_;
     std::shared_ptr<fd_holder> fd_;
     jsonl_store_options opts_;
     std::optional<compaction::torn_tail> torn_;  ///< from the last load, repaired on next append
-    bool needs_newline_ = false;                  ///< last line complete but unterminated
+    bool needs_newline_ = false;                 ///< last line complete but unterminated
 };
 
 enum class migrate_outcome

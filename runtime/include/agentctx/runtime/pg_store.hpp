@@ -1,4 +1,5 @@
-// The PostgreSQL store: many server nodes on one database, append compare-and-set, a compaction lease, NOTIFY.
+// The PostgreSQL store: many server nodes on one database, append compare-and-set, a compaction lease,
+// NOTIFY.
 #pragma once
 
 #include <agentctx/providers/async_call.hpp>
@@ -22,8 +23,9 @@ class pool;
 
 struct pg_pool_options
 {
-    std::size_t max_connections = 8;  ///< statements in flight at once (the LISTEN and lease connections are extra)
-    bool listen = true;               ///< LISTEN for other nodes' changes (pg_store::on_remote_change)
+    std::size_t max_connections =
+        8;               ///< statements in flight at once (the LISTEN and lease connections are extra)
+    bool listen = true;  ///< LISTEN for other nodes' changes (pg_store::on_remote_change)
     /// With `listen`: how often the stored counts of this node's open sessions are compared with
     /// what it has seen, so a lost or late notification leaves a session behind for at most
     /// about this long. Zero: never.
@@ -37,13 +39,14 @@ struct pg_pool_options
 /// What a pool has done, for metrics and tests.
 struct pg_pool_stats
 {
-    std::uint64_t append_groups = 0;     ///< transactions that carried appends (group commit)
-    std::uint64_t appends = 0;           ///< appends they carried
-    std::uint64_t group_fallbacks = 0;   ///< groups that failed whole and were retried one append at a time
-    std::uint64_t listen_reconnects = 0; ///< LISTEN connections re-established after a failure
-    std::uint64_t full_resyncs = 0;      ///< re-syncs of every open session (after a reconnect)
-    std::uint64_t checks = 0;            ///< periodic checks of the open sessions' stored counts
-    std::uint64_t missed_changes = 0;    ///< sessions a check found ahead of every notification (then re-synced)
+    std::uint64_t append_groups = 0;      ///< transactions that carried appends (group commit)
+    std::uint64_t appends = 0;            ///< appends they carried
+    std::uint64_t group_fallbacks = 0;    ///< groups that failed whole and were retried one append at a time
+    std::uint64_t listen_reconnects = 0;  ///< LISTEN connections re-established after a failure
+    std::uint64_t full_resyncs = 0;       ///< re-syncs of every open session (after a reconnect)
+    std::uint64_t checks = 0;             ///< periodic checks of the open sessions' stored counts
+    std::uint64_t missed_changes =
+        0;  ///< sessions a check found ahead of every notification (then re-synced)
 };
 
 class pg_store;
@@ -84,14 +87,18 @@ public:
     template <boost::asio::completion_token_for<pg_open_signature> CompletionToken>
     auto async_open(std::string session_id, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<pg_open_signature>(token, this, &pg_pool::open_impl, std::move(session_id));
+        return ::agentctx::detail::async_call<pg_open_signature>(
+            token, this, &pg_pool::open_impl, std::move(session_id)
+        );
     }
 
     /// Stores a new session with only its header (`already_exists` if its id is taken).
     template <boost::asio::completion_token_for<pg_open_signature> CompletionToken>
     auto async_create(compaction::session_header header, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<pg_open_signature>(token, this, &pg_pool::create_impl, std::move(header));
+        return ::agentctx::detail::async_call<pg_open_signature>(
+            token, this, &pg_pool::create_impl, std::move(header)
+        );
     }
 
     /// Stores a whole Pi JSONL file (v3, validated strictly) as a new session, each line byte
@@ -99,14 +106,18 @@ public:
     template <boost::asio::completion_token_for<pg_text_signature> CompletionToken>
     auto async_import(std::string jsonl, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<pg_text_signature>(token, this, &pg_pool::import_impl, std::move(jsonl));
+        return ::agentctx::detail::async_call<pg_text_signature>(
+            token, this, &pg_pool::import_impl, std::move(jsonl)
+        );
     }
 
     /// The session as a Pi JSONL file: the stored lines, byte for byte, one per line.
     template <boost::asio::completion_token_for<pg_text_signature> CompletionToken>
     auto async_export(std::string session_id, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<pg_text_signature>(token, this, &pg_pool::export_impl, std::move(session_id));
+        return ::agentctx::detail::async_call<pg_text_signature>(
+            token, this, &pg_pool::export_impl, std::move(session_id)
+        );
     }
 
     /// Stops the LISTEN connection and drops idle connections (the destructor does it too).
@@ -121,7 +132,9 @@ public:
 private:
     void migrate_impl(boost::asio::any_completion_handler<pg_text_signature> h);
     void open_impl(std::string id, boost::asio::any_completion_handler<pg_open_signature> h);
-    void create_impl(compaction::session_header header, boost::asio::any_completion_handler<pg_open_signature> h);
+    void create_impl(
+        compaction::session_header header, boost::asio::any_completion_handler<pg_open_signature> h
+    );
     void import_impl(std::string jsonl, boost::asio::any_completion_handler<pg_text_signature> h);
     void export_impl(std::string id, boost::asio::any_completion_handler<pg_text_signature> h);
 
@@ -156,13 +169,25 @@ public:
     // load (text_store) parses the text loaded by async_open / async_reload (no I/O).
 
     bool asynchronous() const noexcept override { return true; }
-    void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
-                     boost::asio::any_completion_handler<store_write_signature> h) override;
+    void async_write(
+        boost::asio::any_io_executor ex,
+        compaction::entry_ptr e,
+        std::size_t known_entries,
+        boost::asio::any_completion_handler<store_write_signature> h
+    ) override;
     /// All of `entries` in one transaction under one compare-and-set on the count, or none.
-    void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries, std::size_t known_entries,
-                           boost::asio::any_completion_handler<store_write_signature> h) override;
-    void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h) override;
-    void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h) override;
+    void async_write_batch(
+        boost::asio::any_io_executor ex,
+        std::vector<compaction::entry_ptr> entries,
+        std::size_t known_entries,
+        boost::asio::any_completion_handler<store_write_signature> h
+    ) override;
+    void async_lease(
+        boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h
+    ) override;
+    void async_reload(
+        boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h
+    ) override;
     void on_remote_change(std::function<void(std::size_t)> callback) override;
 
     const std::string& session_id() const noexcept { return id_; }

@@ -1,4 +1,5 @@
-// The host's evidence store: the original entries a compaction is about to summarize (or a clearing to clip), kept before it does.
+// The host's evidence store: the original entries a compaction is about to summarize (or a clearing to clip),
+// kept before it does.
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
@@ -42,7 +43,7 @@ struct evidence_request
 struct evidence_decision
 {
     bool refuse = false;
-    std::string reason;  ///< why it refused (safe text: it reaches logs and the outcome)
+    std::string reason;                   ///< why it refused (safe text: it reaches logs and the outcome)
     std::vector<std::string> references;  ///< at least one when not refused
 };
 
@@ -60,6 +61,7 @@ struct evidence_decision
  * target's position and digest (`count` 1); a checkpoint whose covered prefix holds the edit
  * carries them too, and restore checks them before the covered prefix's digest.
  */
-using preserve_evidence_fn = std::function<boost::asio::awaitable<evidence_decision>(const evidence_request&)>;
+using preserve_evidence_fn =
+    std::function<boost::asio::awaitable<evidence_decision>(const evidence_request&)>;
 
 }  // namespace agentctx::runtime

@@ -38,18 +38,19 @@ struct preflight_evidence
 /// How a compaction went, without conversation text or provider bodies.
 struct compaction_evidence
 {
-    std::string method = "single";          ///< `single`, `piecewise` (or `native`)
-    std::optional<std::string> failure;     ///< the safe failure category (an error code's name)
+    std::string method = "single";       ///< `single`, `piecewise` (or `native`)
+    std::optional<std::string> failure;  ///< the safe failure category (an error code's name)
     std::int64_t elapsed_ms = 0;
-    int calls = 0;                          ///< model calls of this pass, rejected replies included
-    compaction::usage usage;                ///< summed over those calls, cache buckets included
-    std::size_t pieces_total = 0;           ///< piecewise: pieces of the whole prefix
-    std::size_t pieces_completed = 0;       ///< accepted so far (resumed ones included)
-    std::size_t pieces_resumed = 0;         ///< taken from a progress record of an earlier pass
+    int calls = 0;                     ///< model calls of this pass, rejected replies included
+    compaction::usage usage;           ///< summed over those calls, cache buckets included
+    std::size_t pieces_total = 0;      ///< piecewise: pieces of the whole prefix
+    std::size_t pieces_completed = 0;  ///< accepted so far (resumed ones included)
+    std::size_t pieces_resumed = 0;    ///< taken from a progress record of an earlier pass
     std::string native_selection = "portable: no native compaction is configured";
     std::optional<preflight_evidence> preflight;  ///< when a portable history request was planned
     int counting_calls = 0;                       ///< exact-count requests (not model calls)
-    bool turn_prefix_folded = false;  ///< a split turn's prefix over the bound was summarized with the history
+    bool turn_prefix_folded =
+        false;  ///< a split turn's prefix over the bound was summarized with the history
     std::optional<std::string> progress_rejected;  ///< the reason an earlier record was refused
     std::optional<std::string> discarded;          ///< a background compaction that wrote nothing: why
     /// How the portable summary requests were shaped (agentctx mode; absent in `--compat pi` and
@@ -86,9 +87,7 @@ using persist_checkpoint_signature = void(boost::system::error_code, bool);
 /// code); `operation_aborted` (the handler's cancellation slot is the compaction's) rolls the
 /// piece back and the compaction completes `cancelled`. Writes must be atomic: a refused or
 /// cancelled piece cannot be undone by the library.
-using persist_checkpoint_fn = std::function<void(
-    const compaction::progress_record&, progress_position,
-    boost::asio::any_completion_handler<persist_checkpoint_signature>
-)>;
+using persist_checkpoint_fn = std::function<
+    void(const compaction::progress_record&, progress_position, boost::asio::any_completion_handler<persist_checkpoint_signature>)>;
 
 }  // namespace agentctx::runtime

@@ -61,7 +61,7 @@ struct session_config
     compaction::compaction_settings settings;
     model_identity model;
     std::shared_ptr<providers::summarizer> summarizer;
-    std::shared_ptr<spdlog::logger> logger;         ///< nullptr = spdlog's default logger
+    std::shared_ptr<spdlog::logger> logger;              ///< nullptr = spdlog's default logger
     const compaction::token_counter* counter = nullptr;  ///< nullptr = chars/4
     compaction::load_options load;
     /// Send a split turn's history and turn-prefix requests at once. Off by default, as Pi 1.6:
@@ -140,14 +140,14 @@ using append_batch_signature = void(boost::system::error_code, append_batch_resu
 /// What a history replacement did (session::async_replace_history).
 struct replace_history_result
 {
-    bool changed = false;     ///< something was written (false: the messages were the context's)
-    std::size_t shared = 0;   ///< leading messages of the list that matched the context
+    bool changed = false;    ///< something was written (false: the messages were the context's)
+    std::size_t shared = 0;  ///< leading messages of the list that matched the context
     /// The entry the new branch grows from (the last entry both branches share); empty for a new
     /// root, or when nothing changed.
     std::string fork_id;
-    std::string old_leaf_id;        ///< the leaf before the replacement (its branch stays in the log)
-    std::vector<std::string> ids;   ///< the new entries, in order
-    std::string reason;             ///< on failure: which message and field, or why (safe text)
+    std::string old_leaf_id;       ///< the leaf before the replacement (its branch stays in the log)
+    std::vector<std::string> ids;  ///< the new entries, in order
+    std::string reason;            ///< on failure: which message and field, or why (safe text)
 };
 using replace_history_signature = void(boost::system::error_code, replace_history_result);
 using request_view_signature = void(boost::system::error_code, compaction::fit_result);
@@ -219,7 +219,8 @@ public:
     auto async_append(boost::json::object fields, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<append_signature>(
-            token, shared_from_this(), &session::append_impl, std::move(fields));
+            token, shared_from_this(), &session::append_impl, std::move(fields)
+        );
     }
 
     /**
@@ -232,7 +233,8 @@ public:
     auto async_append(boost::json::object fields, compaction::diagnostics& diag, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<append_signature>(
-            token, shared_from_this(), &session::append_diag_impl, std::move(fields), &diag);
+            token, shared_from_this(), &session::append_diag_impl, std::move(fields), &diag
+        );
     }
 
     /**
@@ -254,7 +256,8 @@ public:
     auto async_change_model(model_identity model, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<append_signature>(
-            token, shared_from_this(), &session::change_model_impl, std::move(model));
+            token, shared_from_this(), &session::change_model_impl, std::move(model)
+        );
     }
 
     /// The model the session serves: session_config::model until a `model_change` entry of a
@@ -276,7 +279,8 @@ public:
     auto async_append_messages(std::vector<boost::json::object> messages, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<append_batch_signature>(
-            token, shared_from_this(), &session::append_messages_impl, std::move(messages));
+            token, shared_from_this(), &session::append_messages_impl, std::move(messages)
+        );
     }
 
     /**
@@ -299,7 +303,8 @@ public:
     auto async_replace_history(std::vector<boost::json::object> messages, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<replace_history_signature>(
-            token, shared_from_this(), &session::replace_history_impl, std::move(messages));
+            token, shared_from_this(), &session::replace_history_impl, std::move(messages)
+        );
     }
 
     /**
@@ -312,8 +317,9 @@ public:
     template <boost::asio::completion_token_for<original_signature> CompletionToken>
     auto async_original(std::string entry_id, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<original_signature>(token, shared_from_this(), &session::original_impl,
-                                                                  std::move(entry_id));
+        return ::agentctx::detail::async_call<original_signature>(
+            token, shared_from_this(), &session::original_impl, std::move(entry_id)
+        );
     }
 
     /**
@@ -335,7 +341,8 @@ public:
     auto async_on_turn_end(compaction::message last_assistant, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<outcome_signature>(
-            token, shared_from_this(), &session::check_impl, std::move(last_assistant), true);
+            token, shared_from_this(), &session::check_impl, std::move(last_assistant), true
+        );
     }
 
     /**
@@ -348,7 +355,9 @@ public:
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_on_turn_end(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<outcome_signature>(token, shared_from_this(), &session::turn_end_impl);
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token, shared_from_this(), &session::turn_end_impl
+        );
     }
 
     /**
@@ -364,7 +373,8 @@ public:
     auto async_between_turns(CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<outcome_signature>(
-            token, shared_from_this(), &session::between_turns_impl);
+            token, shared_from_this(), &session::between_turns_impl
+        );
     }
 
     /// The pre-prompt check (includes aborted responses). Cancellation as async_on_turn_end.
@@ -372,7 +382,8 @@ public:
     auto async_before_prompt(CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<outcome_signature>(
-            token, shared_from_this(), &session::before_prompt_impl);
+            token, shared_from_this(), &session::before_prompt_impl
+        );
     }
 
     /// The overflow path for a provider error that was not persisted as a message. Completes
@@ -381,7 +392,8 @@ public:
     auto async_recover_overflow(std::string error_message, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<outcome_signature>(
-            token, shared_from_this(), &session::recover_overflow_impl, std::move(error_message));
+            token, shared_from_this(), &session::recover_overflow_impl, std::move(error_message)
+        );
     }
 
     /**
@@ -396,7 +408,8 @@ public:
     auto async_compact(std::optional<std::string> custom_instructions, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<outcome_signature>(
-            token, shared_from_this(), &session::compact_impl, std::move(custom_instructions));
+            token, shared_from_this(), &session::compact_impl, std::move(custom_instructions)
+        );
     }
 
     /**
@@ -412,7 +425,8 @@ public:
     auto async_request_view(compaction::request_budget budget, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<request_view_signature>(
-            token, shared_from_this(), &session::request_view_impl, std::move(budget));
+            token, shared_from_this(), &session::request_view_impl, std::move(budget)
+        );
     }
 
     /**
@@ -432,8 +446,9 @@ public:
     template <boost::asio::completion_token_for<append_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, bool summarize, CompletionToken&& token)
     {
-        return async_branch_from(std::move(entry_id), branch_options{.summarize = summarize},
-                                 std::forward<CompletionToken>(token));
+        return async_branch_from(
+            std::move(entry_id), branch_options{.summarize = summarize}, std::forward<CompletionToken>(token)
+        );
     }
 
     /**
@@ -452,8 +467,9 @@ public:
     template <boost::asio::completion_token_for<append_signature> CompletionToken>
     auto async_branch_from(std::string entry_id, branch_options options, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<append_signature>(token, shared_from_this(), &session::navigate_impl,
-                                                                std::move(entry_id), std::move(options));
+        return ::agentctx::detail::async_call<append_signature>(
+            token, shared_from_this(), &session::navigate_impl, std::move(entry_id), std::move(options)
+        );
     }
 
     /// Moves the leaf to an earlier entry (Pi's tree navigation). Not persisted, as in Pi.
@@ -461,7 +477,8 @@ public:
     auto async_branch_from(std::string entry_id, CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<void_signature>(
-            token, shared_from_this(), &session::branch_impl, std::move(entry_id));
+            token, shared_from_this(), &session::branch_impl, std::move(entry_id)
+        );
     }
 
     /**
@@ -476,7 +493,8 @@ public:
     auto async_export_checkpoint(CompletionToken&& token)
     {
         return ::agentctx::detail::async_call<checkpoint_signature>(
-            token, shared_from_this(), &session::export_checkpoint_impl);
+            token, shared_from_this(), &session::export_checkpoint_impl
+        );
     }
 
     /**
@@ -492,8 +510,9 @@ public:
     template <boost::asio::completion_token_for<checkpoint_signature> CompletionToken>
     auto async_restore_checkpoint(boost::json::value record, CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<checkpoint_signature>(token, shared_from_this(), &session::restore_checkpoint_impl,
-                                                                    std::move(record));
+        return ::agentctx::detail::async_call<checkpoint_signature>(
+            token, shared_from_this(), &session::restore_checkpoint_impl, std::move(record)
+        );
     }
 
     /// The latest compaction's checkpoint status (checkpoint_status_of against this session's
@@ -501,8 +520,9 @@ public:
     template <boost::asio::completion_token_for<checkpoint_status_signature> CompletionToken>
     auto async_checkpoint_status(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<checkpoint_status_signature>(token, shared_from_this(),
-                                                                           &session::checkpoint_status_impl);
+        return ::agentctx::detail::async_call<checkpoint_status_signature>(
+            token, shared_from_this(), &session::checkpoint_status_impl
+        );
     }
 
     /**
@@ -515,7 +535,9 @@ public:
     template <boost::asio::completion_token_for<void_signature> CompletionToken>
     auto async_refresh(CompletionToken&& token)
     {
-        return ::agentctx::detail::async_call<void_signature>(token, shared_from_this(), &session::refresh_impl);
+        return ::agentctx::detail::async_call<void_signature>(
+            token, shared_from_this(), &session::refresh_impl
+        );
     }
 
     /// Cancels the in-flight compaction, if any (it completes with `cancelled`).
@@ -548,19 +570,21 @@ public:
     /// Any callable: one returning an awaitable is registered as the awaitable hook, one returning
     /// void as the synchronous one (a lambda converts to both std::function types).
     template <class F>
-        requires std::invocable<F&, const compacted_event&>
+    requires std::invocable<F&, const compacted_event&>
     void on_compacted(F f)
     {
         on_compacted(hook_of<compacted_hook, async_compacted_hook, compacted_event>(std::move(f)));
     }
     template <class F>
-        requires std::invocable<F&, const compact_failed_event&>
+    requires std::invocable<F&, const compact_failed_event&>
     void on_compact_failed(F f)
     {
-        on_compact_failed(hook_of<compact_failed_hook, async_compact_failed_hook, compact_failed_event>(std::move(f)));
+        on_compact_failed(
+            hook_of<compact_failed_hook, async_compact_failed_hook, compact_failed_event>(std::move(f))
+        );
     }
     template <class F>
-        requires std::invocable<F&, const branched_event&>
+    requires std::invocable<F&, const branched_event&>
     void on_branched(F f)
     {
         on_branched(hook_of<branched_hook, async_branched_hook, branched_event>(std::move(f)));
@@ -583,26 +607,43 @@ private:
 
     // Each forwards to the core, which keeps itself alive until the operation completes.
     void append_impl(boost::json::object fields, boost::asio::any_completion_handler<append_signature> h);
-    void append_diag_impl(boost::json::object fields, compaction::diagnostics* diag,
-                          boost::asio::any_completion_handler<append_signature> h);
-    void append_messages_impl(std::vector<boost::json::object> messages,
-                              boost::asio::any_completion_handler<append_batch_signature> h);
+    void append_diag_impl(
+        boost::json::object fields,
+        compaction::diagnostics* diag,
+        boost::asio::any_completion_handler<append_signature> h
+    );
+    void append_messages_impl(
+        std::vector<boost::json::object> messages,
+        boost::asio::any_completion_handler<append_batch_signature> h
+    );
     void change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h);
-    void replace_history_impl(std::vector<boost::json::object> messages,
-                              boost::asio::any_completion_handler<replace_history_signature> h);
+    void replace_history_impl(
+        std::vector<boost::json::object> messages,
+        boost::asio::any_completion_handler<replace_history_signature> h
+    );
     void refresh_impl(boost::asio::any_completion_handler<void_signature> h);
     void original_impl(std::string entry_id, boost::asio::any_completion_handler<original_signature> h);
     void between_turns_impl(boost::asio::any_completion_handler<outcome_signature> h);
-    void check_impl(compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h);
+    void check_impl(
+        compaction::message m, bool skip_aborted, boost::asio::any_completion_handler<outcome_signature> h
+    );
     void turn_end_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
-    void compact_impl(std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h);
+    void compact_impl(
+        std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h
+    );
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
-    void navigate_impl(std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h);
-    void request_view_impl(compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h);
+    void navigate_impl(
+        std::string id, branch_options opts, boost::asio::any_completion_handler<append_signature> h
+    );
+    void request_view_impl(
+        compaction::request_budget budget, boost::asio::any_completion_handler<request_view_signature> h
+    );
     void export_checkpoint_impl(boost::asio::any_completion_handler<checkpoint_signature> h);
-    void restore_checkpoint_impl(boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h);
+    void restore_checkpoint_impl(
+        boost::json::value record, boost::asio::any_completion_handler<checkpoint_signature> h
+    );
     void checkpoint_status_impl(boost::asio::any_completion_handler<checkpoint_status_signature> h);
 
     /// The state and the operations (runtime/src/session_core.hpp).

@@ -40,13 +40,13 @@ struct settings_sources
 /// Everything a session's configuration reads from the layered files, read once.
 struct loaded_settings
 {
-    compaction::settings_layers layers;        ///< as read (re-resolve for another model with them)
+    compaction::settings_layers layers;          ///< as read (re-resolve for another model with them)
     compaction::compaction_settings compaction;  ///< resolved for `settings_sources::model_key`
-    boost::json::object provider;              ///< the merged `"provider"` section; empty = none
-    compaction::redaction_settings redaction;  ///< the merged `"redaction"` section
-    compaction::pin_policy pins;               ///< the merged `"pinned"` section
-    compaction::required_policy required;      ///< the merged `"required"` section
-    compaction::job_rules jobs;                ///< the merged `"jobs"` section (compaction::parse_job_settings)
+    boost::json::object provider;                ///< the merged `"provider"` section; empty = none
+    compaction::redaction_settings redaction;    ///< the merged `"redaction"` section
+    compaction::pin_policy pins;                 ///< the merged `"pinned"` section
+    compaction::required_policy required;        ///< the merged `"required"` section
+    compaction::job_rules jobs;  ///< the merged `"jobs"` section (compaction::parse_job_settings)
 };
 
 /// Reads the layers and resolves them: the compaction settings (compaction::resolve_settings),

@@ -15,10 +15,10 @@ namespace agentctx::runtime {
 /// A compaction policy under test.
 struct simulate_policy
 {
-    std::string name;                       ///< `none`, `pi`, `agentctx`, or a settings file's base name
+    std::string name;  ///< `none`, `pi`, `agentctx`, or a settings file's base name
     compaction::compaction_settings settings;
     compaction::compat_mode mode = compaction::compat_mode::agentctx;
-    bool never_compact = false;             ///< `none`: no hook runs (the upper bound)
+    bool never_compact = false;  ///< `none`: no hook runs (the upper bound)
 };
 
 /// The built-in policies: `none`, `pi` (Pi 1.6.0's decisions) and `agentctx` (the defaults).
@@ -29,7 +29,7 @@ struct simulate_options
 {
     compaction::price_table prices = *compaction::builtin_price_table("anthropic");
     compaction::timing_model timing;
-    std::int64_t system_tokens = 0;      ///< S: the system prompt and tools, a fixed first part
+    std::int64_t system_tokens = 0;  ///< S: the system prompt and tools, a fixed first part
     std::int64_t context_window = 200000;
     std::int64_t max_output_tokens = 32000;
 };
@@ -53,9 +53,11 @@ struct simulate_options
  * cache-friendly request's from the standalone prompt over the same messages); each summary
  * request stalls the agent for its duration under `options.timing`.
  */
-compaction::result<compaction::policy_cost> simulate_session(const compaction::session_log& log,
-                                                             const simulate_policy& policy,
-                                                             const simulate_options& options,
-                                                             compaction::diagnostics& diag);
+compaction::result<compaction::policy_cost> simulate_session(
+    const compaction::session_log& log,
+    const simulate_policy& policy,
+    const simulate_options& options,
+    compaction::diagnostics& diag
+);
 
 }  // namespace agentctx::runtime

@@ -40,12 +40,13 @@ struct snapshot
     /// compaction's provider): the portable summary stands in. The session reports each new
     /// one as a derived_state_dropped_event.
     std::vector<compaction::derived_note> dropped_derived;
-    bool has_edits = false;  ///< a context_edit is among the projected entries  ///< estimate of `system`, counted once in the pure estimate
+    bool has_edits = false;  ///< a context_edit is among the projected entries  ///< estimate of `system`,
+                             ///< counted once in the pure estimate
 
-    std::int64_t total_estimate = 0;              ///< Σ estimates of all non-system messages
-    std::optional<std::size_t> usage_index;       ///< fresh usage anchor, if any
-    std::int64_t usage_tokens = 0;                ///< its calculate_context_tokens
-    std::int64_t trailing_tokens = 0;             ///< estimates after the anchor
+    std::int64_t total_estimate = 0;         ///< Σ estimates of all non-system messages
+    std::optional<std::size_t> usage_index;  ///< fresh usage anchor, if any
+    std::int64_t usage_tokens = 0;           ///< its calculate_context_tokens
+    std::int64_t trailing_tokens = 0;        ///< estimates after the anchor
 
     /// Context tokens as Pi 1.6's estimateProjectedContextTokens: anchored usage + trailing
     /// estimates, or without a fresh anchor every message estimated with the prompt counted once.
@@ -67,9 +68,7 @@ compaction::result<std::shared_ptr<const snapshot>> make_snapshot(
 
 /// Builds a snapshot from an already projected context.
 std::shared_ptr<const snapshot> snapshot_from_context(
-    compaction::session_context ctx,
-    std::size_t entry_count,
-    const compaction::token_counter& counter
+    compaction::session_context ctx, std::size_t entry_count, const compaction::token_counter& counter
 );
 
 /// Whether `m` is a reminder snapshot of `pins` (a custom message whose `customType` is one of
@@ -84,8 +83,9 @@ bool is_reminder_snapshot(const compaction::pin_policy& pins, const compaction::
  * before it whose replacement came after it). Null when nothing is dropped. agentctx mode only:
  * the runtime never applies it with `--compat pi`.
  */
-std::shared_ptr<const snapshot> without_replaced_snapshots(const snapshot& s, const compaction::pin_policy& pins,
-                                                           const compaction::token_counter& counter);
+std::shared_ptr<const snapshot> without_replaced_snapshots(
+    const snapshot& s, const compaction::pin_policy& pins, const compaction::token_counter& counter
+);
 
 /// Whether the native state `native` (`details.agentctx.native`) of `compaction` may be
 /// replayed: at most max_native_state_bytes as JSON, valid for its provider
@@ -98,9 +98,7 @@ std::string native_problem(const compaction::entry& compaction, const boost::jso
 /// The snapshot after appending `e` to the log (which must now have `e` as its leaf): O(1).
 /// A `context_edit` changes earlier messages: callers rebuild with make_snapshot instead.
 std::shared_ptr<const snapshot> extend_snapshot(
-    const snapshot& s,
-    const compaction::entry& e,
-    const compaction::token_counter& counter
+    const snapshot& s, const compaction::entry& e, const compaction::token_counter& counter
 );
 
 }  // namespace agentctx::runtime

@@ -62,9 +62,7 @@ public:
 
     /// Reads the whole session. The log materializes entries from this store on demand.
     virtual result<compaction::session_log> load(
-        const compaction::load_options& opts,
-        compaction::load_report& report,
-        diagnostics& diag
+        const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
     ) = 0;
 
     // The asynchronous path: the session writes through it for every store, and keeps every
@@ -78,22 +76,34 @@ public:
     /// Appends `e` if the store holds exactly `known_entries` entries (compare-and-set on the
     /// session's last sequence); otherwise fails with `stale_leaf` and writes nothing. Completes
     /// once the line is committed.
-    virtual void async_write(boost::asio::any_io_executor ex, compaction::entry_ptr e, std::size_t known_entries,
-                             boost::asio::any_completion_handler<store_write_signature> h);
+    virtual void async_write(
+        boost::asio::any_io_executor ex,
+        compaction::entry_ptr e,
+        std::size_t known_entries,
+        boost::asio::any_completion_handler<store_write_signature> h
+    );
 
     /// async_write for several entries: appends all of `entries` in order if the store holds
     /// exactly `known_entries` entries, or nothing (`stale_leaf` when another writer was first).
     /// The default runs append_all() for a synchronous store and chains async_write otherwise.
-    virtual void async_write_batch(boost::asio::any_io_executor ex, std::vector<compaction::entry_ptr> entries,
-                                   std::size_t known_entries, boost::asio::any_completion_handler<store_write_signature> h);
+    virtual void async_write_batch(
+        boost::asio::any_io_executor ex,
+        std::vector<compaction::entry_ptr> entries,
+        std::size_t known_entries,
+        boost::asio::any_completion_handler<store_write_signature> h
+    );
 
     /// Takes the session's compaction lease; `compaction_in_progress` when another holder has
     /// it. The default is a lease that excludes nothing beyond what the store already does.
-    virtual void async_lease(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h);
+    virtual void async_lease(
+        boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_lease_signature> h
+    );
 
     /// The whole session as stored now, for a session that fell behind another writer. The
     /// default (a single writer, which cannot fall behind) completes with an empty text: nothing new.
-    virtual void async_reload(boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h);
+    virtual void async_reload(
+        boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h
+    );
 
     /// Called (from any thread) with the stored entry count whenever another writer changed the
     /// session. Stores with a single writer never call it. The callback must outlive the store

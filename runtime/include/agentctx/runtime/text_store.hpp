@@ -14,9 +14,7 @@ class text_store : public store
 public:
     /// Parses the text held (no I/O).
     result<compaction::session_log> load(
-        const compaction::load_options& opts,
-        compaction::load_report& report,
-        diagnostics& diag
+        const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
     ) override;
 
 protected:
