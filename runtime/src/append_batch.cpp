@@ -62,7 +62,7 @@ boost::json::object raw_entry(
 }  // namespace
 
 compaction::result<std::vector<entry_ptr>> prepare_batch(
-    const session_core& s,
+    const compaction::session_log& log,
     std::vector<boost::json::object> fields,
     std::optional<std::string> parent,
     std::string& reason
@@ -73,19 +73,19 @@ compaction::result<std::vector<entry_ptr>> prepare_batch(
     const std::string now = compaction::iso_timestamp_now();
     for (std::size_t i = 0; i < fields.size(); ++i)
     {
-        std::string id = s.log_.new_id();
+        std::string id = log.new_id();
         while (ids.count(id))
-            id = s.log_.new_id();
+            id = log.new_id();
         compaction::diagnostics diag;
         auto raw = raw_entry(std::move(fields[i]), id, parent, now);
         mark_batch_entry(raw, i, fields.size());  // a load sets aside a batch a crash cut short
         auto e = compaction::result<compaction::entry>(compaction::errc::wrong_type);
-        if (auto edit = check_context_edit(s.log_, raw, diag); !edit)
+        if (auto edit = check_context_edit(log, raw, diag); !edit)
             e = compaction::result<compaction::entry>(edit.error());
         else
             e = compaction::decode_entry(std::move(raw), diag);
         if (e && i == 0)
-            if (auto ok = check_appendable(s.log_, *e, diag); !ok)
+            if (auto ok = check_appendable(log, *e, diag); !ok)
                 e = compaction::result<compaction::entry>(ok.error());
         if (!e)
         {
@@ -99,65 +99,36 @@ compaction::result<std::vector<entry_ptr>> prepare_batch(
     return out;
 }
 
-void write_batch(std::shared_ptr<session_core> self, std::vector<entry_ptr> entries, batch_handler h)
-{
-    auto batch = entries;
-    self->store_->async_write_batch(
-        self->strand_,
-        std::move(batch),
-        self->log_.size(),
-        [self, entries = std::move(entries), h = std::move(h)](error_code ec, std::string message) mutable {
-            append_batch_result r;
-            for (std::size_t i = 0; !ec && i < entries.size(); ++i)
-            {
-                // Validated before the write: adoption fails only if the log itself is broken.
-                compaction::diagnostics diag;
-                if (auto adopted = self->adopt_entry(entries[i], diag); !adopted)
-                    std::tie(ec, message) = std::pair(adopted.error(), diag.message);
-                else
-                    r.ids.push_back(entries[i]->id);
-            }
-            if (!ec)
-            {
-                self->leave_writes();
-                return finish(std::move(h), self->strand_, {}, std::move(r));
-            }
-            self->logger_->warn("batch append of {} entries failed: {}", entries.size(), message);
-            auto done = [self, h = std::move(h), ec, message]() mutable {
-                self->leave_writes();
-                finish(std::move(h), self->strand_, ec, append_batch_result{{}, message});
-            };
-            if (ec != make_error_code(errc::stale_leaf))
-                return done();
-            // Another node appended first: catch up so that a retry sees its entries.
-            self->reload([done = std::move(done)](error_code) mutable { done(); });
-        }
-    );
-}
-
 void append_entries(
     std::shared_ptr<session_core> core, std::vector<boost::json::object> fields, batch_handler h
 )
 {
-    auto strand = core->strand_;
+    auto strand = core->strand();
     asio::post(strand, [self = std::move(core), fields = std::move(fields), h = std::move(h)]() mutable {
-        if (self->closed_)
-            return finish(std::move(h), self->strand_, make_error_code(errc::session_closed), {});
-        self->enter_writes([self, fields = std::move(fields), h = std::move(h)]() mutable {
-            std::string reason;
-            auto entries =
-                self->closed_
-                    ? compaction::result<std::vector<entry_ptr>>(make_error_code(errc::session_closed))
-                    : prepare_batch(*self, std::move(fields), self->log_.leaf_id(), reason);
+        if (self->closed())
+            return finish(std::move(h), self->strand(), make_error_code(errc::session_closed), {});
+        auto ids = std::make_shared<append_batch_result>();
+        auto prepare = [self, fields = std::move(fields), ids](compaction::diagnostics& diag
+                       ) mutable -> compaction::result<commit_plan> {
+            if (self->closed())
+                return make_error_code(errc::session_closed);
+            auto entries = prepare_batch(self->log(), std::move(fields), self->log().leaf_id(), diag.message);
             if (!entries)
-            {
-                self->leave_writes();
-                return finish(
-                    std::move(h), self->strand_, entries.error(), append_batch_result{{}, std::move(reason)}
-                );
+                return entries.error();
+            for (const auto& e : *entries)
+                ids->ids.push_back(e->id);
+            return commit_plan{std::move(*entries), std::nullopt, nullptr};
+        };
+        self->writes().async_commit(
+            std::move(prepare),
+            [self, ids, h = std::move(h)](error_code ec, std::string message) mutable {
+                if (ec)
+                    return finish(
+                        std::move(h), self->strand(), ec, append_batch_result{{}, std::move(message)}
+                    );
+                finish(std::move(h), self->strand(), ec, std::move(*ids));
             }
-            write_batch(self, std::move(*entries), std::move(h));
-        });
+        );
     });
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/compaction/entry.hpp>
+#include <agentctx/compaction/session_log.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -30,20 +31,13 @@ void append_entries(
 /// first against the log; the rest have their parent in the batch; a context edit's target
 /// against the log). Nothing is written; a refusal names `[index]` and the field in `reason`.
 compaction::result<std::vector<compaction::entry_ptr>> prepare_batch(
-    const session_core& s,
+    const compaction::session_log& log,
     std::vector<boost::json::object> fields,
     std::optional<std::string> parent,
     std::string& reason
 );
 
-/// Inside the write turn: the whole batch in one store write, then every entry adopted; leaves
-/// the write turn and completes `h` through the strand's queue.
-void write_batch(
-    std::shared_ptr<session_core> self,
-    std::vector<compaction::entry_ptr> entries,
-    boost::asio::any_completion_handler<append_batch_signature> h
-);
-
+/// session::async_append_messages: each message as a `message` entry, one batch.
 void append_messages(
     std::shared_ptr<session_core> core,
     std::vector<boost::json::object> messages,

@@ -83,15 +83,15 @@ asio::awaitable<result<branch_text>> summarize_branch(
     session_core& s, const branch_preparation& prep, const instructions& instr, std::string& why
 )
 {
-    const auto& model = s.config_.model;
+    const auto& model = s.config().model;
     auto prompt = branch_summary_prompt(
         prep.messages, instr.custom, instr.replace, model.context_window, model.max_output_tokens
     );
-    prompt.prompt = s.redactor_->redact(prompt.prompt).text;
+    prompt.prompt = s.redaction().redact(prompt.prompt).text;
     if (const auto snap = s.current(); snap->thinking_level != "off")
         prompt.reasoning_effort = snap->thinking_level;
     const auto cap = prompt.max_output_tokens;
-    auto [ec, out] = co_await s.config_.summarizer->async_summarize(
+    auto [ec, out] = co_await s.config().summarizer->async_summarize(
         std::move(prompt), asio::as_tuple(asio::use_awaitable)
     );
     if (agentctx::is_cancelled(ec))
@@ -104,13 +104,13 @@ asio::awaitable<result<branch_text>> summarize_branch(
     diagnostics d;
     // Pi accepts an empty branch summary (the preamble stands alone); agentctx does not.
     if (auto ok = check_summary_output(out, cap, d, summary_kind::branch);
-        !ok && !(ok.error() == compaction::errc::summary_empty && s.config_.compat == compat_mode::pi))
+        !ok && !(ok.error() == compaction::errc::summary_empty && s.config().compat == compat_mode::pi))
     {
         why = d.message;
         co_return ok.error();
     }
-    const auto text = s.redactor_->redact(out.text).text;
-    auto finished = finish_branch_summary(text, prep.file_ops, s.config_.compat);
+    const auto text = s.redaction().redact(out.text).text;
+    auto finished = finish_branch_summary(text, prep.file_ops, s.config().compat);
     co_return branch_text{std::move(finished.summary), std::move(finished.details), out.usage, false};
 }
 
@@ -119,7 +119,7 @@ asio::awaitable<result<branch_text>> model_summary(
     session_core& s, const std::vector<entry_ptr>& entries, const instructions& instr, std::string& why
 )
 {
-    const auto window = s.config_.model.context_window > 0 ? s.config_.model.context_window : 128000;
+    const auto window = s.config().model.context_window > 0 ? s.config().model.context_window : 128000;
     const auto prep = prepare_branch_entries(entries, window - default_branch_reserve_tokens);
     if (prep.messages.empty())
         co_return branch_text{
@@ -133,7 +133,7 @@ asio::awaitable<result<branch_text>> model_summary(
 // A hook's summary, redacted as the model's would be.
 branch_text hook_summary(const session_core& s, hook_branch_summary h)
 {
-    return branch_text{s.redactor_->redact(h.summary).text, std::move(h.details), h.usage, true};
+    return branch_text{s.redaction().redact(h.summary).text, std::move(h.details), h.usage, true};
 }
 
 // The navigation's state between its steps.
@@ -151,10 +151,10 @@ struct navigation
 result<void> collect(const session_core& s, navigation& n, std::string& why)
 {
     diagnostics diag;
-    const auto target = s.log_.find(n.target_id);
-    for (const auto i : branch_entries_to_summarize(s.log_, n.old_leaf, *target))
+    const auto target = s.log().find(n.target_id);
+    for (const auto i : branch_entries_to_summarize(s.log(), n.old_leaf, *target))
     {
-        auto e = s.log_.get(i, diag);
+        auto e = s.log().get(i, diag);
         if (!e)
         {
             why = diag.message;
@@ -184,9 +184,9 @@ result<std::vector<entry_ptr>> navigation_entries(
     std::optional<std::string> parent = new_leaf;
     const std::string now = iso_timestamp_now();
     auto add = [&](boost::json::object f) -> result<void> {
-        std::string id = s.log_.new_id();
+        std::string id = s.log().new_id();
         while (!out.empty() && out.front()->id == id)
-            id = s.log_.new_id();
+            id = s.log().new_id();
         boost::json::object raw{
             {"type", f["type"]},
             {"id", id},
@@ -201,7 +201,7 @@ result<std::vector<entry_ptr>> navigation_entries(
         // The first is checked against the log; a label on the summary has its parent and
         // target in this batch.
         if (out.empty())
-            if (auto ok = check_appendable(s.log_, *e, diag); !ok)
+            if (auto ok = check_appendable(s.log(), *e, diag); !ok)
                 return ok.error();
         parent = id;
         out.push_back(std::make_shared<const entry>(std::move(*e)));
@@ -231,12 +231,7 @@ struct planned_move
 // Puts the log's leaf at `id` (none: before the first entry).
 result<void> set_leaf(session_core& s, const std::optional<std::string>& id, diagnostics& diag)
 {
-    if (!id)
-    {
-        s.log_.reset_leaf();
-        return {};
-    }
-    return s.log_.branch(*id, diag);
+    return s.writes().move_leaf(id, diag);
 }
 
 // The move computed at the new leaf, then the leaf put back where it was: nothing is moved
@@ -252,7 +247,7 @@ result<planned_move> plan_move(
     planned_move m{new_leaf_for(*n.target), nullptr, {}};
     if (auto b = set_leaf(s, m.new_leaf, diag); !b)
         return b.error();
-    auto snap = make_snapshot(s.log_, s.counter(), diag);
+    auto snap = make_snapshot(s.log(), s.counter(), diag);
     auto entries = snap ? navigation_entries(s, n, m.new_leaf, text, label, diag)
                         : result<std::vector<entry_ptr>>(snap.error());
     diagnostics ignored;
@@ -271,77 +266,68 @@ asio::awaitable<navigation_result> move_and_write(
     session_core& s, const navigation& n, const std::optional<branch_text>& text, const std::string& label
 )
 {
-    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-    auto give_up = [&s](error_code ec, std::string message) {
-        s.leave_writes();
-        return navigation_result{ec, std::move(message)};
-    };
-    // Cancelled or closed while another write held the turn: nothing moves, nothing is written.
-    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
-        co_return give_up(make_error_code(errc::cancelled), "cancelled");
-    if (s.closed_)
-        co_return give_up(make_error_code(errc::session_closed), "the session was closed");
-    // Appended to meanwhile: the branch left is not the one summarized.
-    if (s.log_.leaf() != n.old_leaf)
-        co_return give_up(make_error_code(errc::stale_plan), "the session changed during the branch summary");
-    diagnostics diag;
-    auto m = plan_move(s, n, text, label, diag);
-    if (!m)
-        co_return give_up(m.error(), diag.message);
-    if (!m->entries.empty())
-    {
-        // Not cancellable: once sent, only the store's answer says whether it committed.
-        auto [ec, message] = co_await awaited<store_write_signature>(
-            [&s, &m](auto h) {
-                s.store_->async_write_batch(s.strand_, m->entries, s.log_.size(), std::move(h));
-            },
-            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
-        );
-        if (ec == make_error_code(errc::stale_leaf))
-            (void)co_await awaited<void_signature>(
-                [&s](auto h) { s.reload(std::move(h)); }, asio::as_tuple(asio::use_awaitable)
-            );
-        if (ec)
+    const auto cs = co_await asio::this_coro::cancellation_state;
+    std::string summary_id;
+    auto prepare = [&](diagnostics& diag) -> result<commit_plan> {
+        // Cancelled or closed while another write held the turn: nothing moves, nothing is written.
+        if (cs.cancelled() != asio::cancellation_type::none)
         {
-            s.logger_->warn("branch navigation's write failed: {}", message);
-            co_return give_up(ec, std::move(message));
+            diag.message = "cancelled";
+            return make_error_code(errc::cancelled);
         }
-    }
-    // Stored: the leaf moves and the entries join the log (validated above, so this holds).
-    (void)set_leaf(s, m->new_leaf, diag);
-    auto snap = m->snap;
-    for (const auto& e : m->entries)
-    {
-        (void)s.log_.append(e, diag);
-        snap = extend_snapshot(*snap, *e, s.counter());
-    }
-    s.publish(std::move(snap));
-    s.leave_writes();
-    co_return navigation_result{
-        error_code{}, text && !m->entries.empty() ? m->entries.front()->id : std::string()};
+        if (s.closed())
+        {
+            diag.message = "the session was closed";
+            return make_error_code(errc::session_closed);
+        }
+        // Appended to meanwhile: the branch left is not the one summarized.
+        if (s.log().leaf() != n.old_leaf)
+        {
+            diag.message = "the session changed during the branch summary";
+            return make_error_code(errc::stale_plan);
+        }
+        auto m = plan_move(s, n, text, label, diag);
+        if (!m)
+            return m.error();
+        // Stored: the leaf moves and the entries join the log (validated here, so this holds).
+        auto snap = m->snap;
+        for (const auto& e : m->entries)
+            snap = extend_snapshot(*snap, *e, s.counter());
+        if (text && !m->entries.empty())
+            summary_id = m->entries.front()->id;
+        return commit_plan{std::move(m->entries), m->new_leaf, std::move(snap)};
+    };
+    // Not cancellable once the write is sent: only the store's answer says whether it committed.
+    auto [ec, message] = co_await awaited<void(error_code, std::string)>(
+        [&](auto h) { s.writes().async_commit(prepare, std::move(h)); },
+        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
+    );
+    if (ec)
+        co_return navigation_result{ec, std::move(message)};
+    co_return navigation_result{error_code{}, std::move(summary_id)};
 }
 
 // The checks Pi makes before anything runs; fills `n`. A set error code ends the navigation
 // (`done` with no error: already at the target).
 navigation_result start(session_core& s, navigation& n, const branch_options& opts, bool& done)
 {
-    if (s.closed_)
+    if (s.closed())
         return {make_error_code(errc::session_closed), "the session was closed"};
-    if (s.coordinator_->running())
+    if (s.coordinator().running())
         return {make_error_code(errc::compaction_running), "a compaction is running"};
-    n.old_leaf = s.log_.leaf();
-    n.old_leaf_id = s.log_.leaf_id();
+    n.old_leaf = s.log().leaf();
+    n.old_leaf_id = s.log().leaf_id();
     if (n.old_leaf_id == n.target_id)
     {
         done = true;
         return {};
     }
-    if (opts.summarize && !s.config_.summarizer)
+    if (opts.summarize && !s.config().summarizer)
         return {make_error_code(errc::no_summarizer), "no summarizer is configured"};
     diagnostics diag;
-    const auto target = s.log_.find(n.target_id);
+    const auto target = s.log().find(n.target_id);
     auto target_entry =
-        target ? s.log_.get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+        target ? s.log().get(*target, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
     if (!target_entry)
         return {target_entry.error(), "entry '" + n.target_id + "' is not in the session"};
     n.target = std::move(*target_entry);
@@ -369,7 +355,7 @@ asio::awaitable<navigation_result> run_before_hooks(
         {opts.custom_instructions, opts.replace_instructions},
         opts.label.value_or(std::string()),
         std::nullopt};
-    if (!s.branch_hooks_.has_before())
+    if (!s.hooks().branch().has_before())
         co_return navigation_result{};
     auto cs = co_await asio::this_coro::cancellation_state;
     const before_branch_event e{
@@ -382,8 +368,8 @@ asio::awaitable<navigation_result> run_before_hooks(
         opts.replace_instructions,
         opts.label,
         cs.slot()};
-    auto r = co_await s.branch_hooks_.run_before(e, *s.logger_, [&s, cs] {
-        return s.closed_ || cs.cancelled() != asio::cancellation_type::none;
+    auto r = co_await s.hooks().branch().run_before(e, s.logger(), [&s, cs] {
+        return s.closed() || cs.cancelled() != asio::cancellation_type::none;
     });
     if (r.stopped)
         co_return navigation_result{make_error_code(errc::cancelled), "cancelled"};
@@ -412,16 +398,16 @@ asio::awaitable<void> run_after_hooks(
 {
     diagnostics diag;
     entry_ptr summary;
-    if (const auto i = summary_id.empty() ? std::nullopt : s.log_.find(summary_id))
-        if (auto e = s.log_.get(*i, diag))
+    if (const auto i = summary_id.empty() ? std::nullopt : s.log().find(summary_id))
+        if (auto e = s.log().get(*i, diag))
             summary = std::move(*e);
-    const auto new_leaf_id = s.log_.leaf_id();
+    const auto new_leaf_id = s.log().leaf_id();
     const branched_event after{
         new_leaf_id,
         n.old_leaf_id,
         summary.get(),
         text ? std::optional<bool>(text->from_hook) : std::nullopt};
-    co_await s.branch_hooks_.run_after(after, *s.logger_);
+    co_await s.hooks().branch().run_after(after, s.logger());
 }
 
 asio::awaitable<navigation_result> navigate(

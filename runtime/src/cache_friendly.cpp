@@ -1,7 +1,7 @@
 // Cache-friendly summary requests: the conversation's own request, then the checkpoint instructions; the
 // standalone fallback.
 #include "scrub_strings.hpp"
-#include "transaction.hpp"
+#include "compaction_run.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/pinned.hpp>
@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -106,7 +106,7 @@ std::shared_ptr<request_head> make_head(
         head->system = content_text(snap.system->content);
     json::value tools = std::move(head->tools), messages = render(context);
     for (auto* v : {&head->system, &tools, &messages})
-        detail::scrub_strings(scrub, *v);
+        scrub_strings(scrub, *v);
     head->tools = std::move(tools.get_array());
     head->messages = std::move(messages.get_array());
     head->chars =
@@ -116,34 +116,29 @@ std::shared_ptr<request_head> make_head(
 
 }  // namespace
 
-transaction::cache_friendly_calls transaction::plan_cache_friendly(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    const scrub_fn& scrub,
-    bool need_history,
-    bool need_prefix
+compaction_run::cache_friendly_calls compaction_run::plan_cache_friendly(
+    const plan& p, const scrub_fn& scrub, bool need_history, bool need_prefix
 )
 {
-    if (s.config_.compat == compat_mode::pi)
+    if (cx_.config().compat == compat_mode::pi)
         return {};  // Pi 1.6: standalone, and the evidence stays as it was
-    const auto caps = s.config_.summarizer->capabilities();
-    if (auto why = standalone_because(s.config_, caps))
-        return j.evidence.request = std::move(*why), cache_friendly_calls{};
-    const auto snap = s.current();
+    const auto caps = cx_.config().summarizer->capabilities();
+    if (auto why = standalone_because(cx_.config(), caps))
+        return j_.evidence.request = std::move(*why), cache_friendly_calls{};
+    const auto snap = cx_.current();
     const auto context =
-        with_unknown_outcomes(snap->messages.to_vector(), compat_mode::agentctx, &s.config_.jobs);
+        with_unknown_outcomes(snap->messages.to_vector(), compat_mode::agentctx, &cx_.config().jobs);
     const auto& prep = p.prep;
     const auto kept_at = position_of(context, prep.first_kept_entry_id);
     const auto turn_at =
         need_prefix ? position_of(context, prep.turn_prefix_messages.front().entry_id) : std::nullopt;
     if (!kept_at || (need_prefix && !turn_at))
-        return j.evidence.request = "standalone: the cut is not in the context", cache_friendly_calls{};
+        return j_.evidence.request = "standalone: the cut is not in the context", cache_friendly_calls{};
 
     std::optional<conversation_request> host;
-    if (s.config_.conversation)
-        host = s.config_.conversation();
-    const auto framing = providers::summary_framing_for(s.config_.compat);
+    if (cx_.config().conversation)
+        host = cx_.config().conversation();
+    const auto framing = providers::summary_framing_for(cx_.config().compat);
     const render_fn render =
         host && host->render ? host->render : render_fn([&](std::span<const context_message> c) {
             return providers::to_wire_messages(*caps.head_format, c, snap->native.get(), framing);
@@ -159,7 +154,7 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(
         turn = boundary_at(render, context, whole, history_end);
     }
 
-    const auto& model = s.config_.model;
+    const auto& model = cx_.config().model;
     std::optional<std::string> effort;
     if (snap->thinking_level != "off")
         effort = snap->thinking_level;
@@ -175,7 +170,7 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(
             head,
             scope_of(std::nullopt, turn.value_or(kept), *context[history_end].msg),
             prep.previous_summary,
-            j.request.instructions,
+            j_.request.instructions,
             model.context_window,
             model.max_output_tokens
         ));
@@ -183,15 +178,16 @@ transaction::cache_friendly_calls transaction::plan_cache_friendly(
         calls.prefix = finish(cache_friendly_turn_prefix_prompt(
             head,
             scope_of(turn, kept, *context[*kept_at].msg),
-            j.request.instructions,
+            j_.request.instructions,
             model.context_window,
             model.max_output_tokens
         ));
     for (const auto* c : {&calls.history, &calls.prefix})
         if (*c && !cache_friendly_fits(**c, model.max_output_tokens))
-            return j.evidence.request = "standalone: the conversation and instructions do not fit the window",
+            return j_.evidence.request =
+                       "standalone: the conversation and instructions do not fit the window",
                    cache_friendly_calls{};
-    j.evidence.request = "cache-friendly";
+    j_.evidence.request = "cache-friendly";
     return calls;
 }
 
@@ -210,22 +206,17 @@ bool falls_back(const boost::system::error_code& ec)
 
 }  // namespace
 
-asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    const scrub_fn& scrub,
-    cache_friendly_calls calls,
-    summaries& out
+asio::awaitable<compaction_run::step<void>> compaction_run::summarize_cache_friendly(
+    const plan& p, const scrub_fn& scrub, cache_friendly_calls calls, summaries& out
 )
 {
     // In turn, as standalone requests go by default: both read the conversation's cache.
     const auto refused = [&](const failure& f) {
         if (!falls_back(f.ec))
             return false;
-        if (!j.evidence.request->starts_with("fallback"))
-            j.evidence.request = "fallback: " + f.ec.message();
-        s.logger_->info(
+        if (!j_.evidence.request->starts_with("fallback"))
+            j_.evidence.request = "fallback: " + f.ec.message();
+        cx_.logger().info(
             "cache-friendly summary request refused ({}): one standalone request instead", f.ec.message()
         );
         return true;
@@ -237,7 +228,7 @@ asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(
         auto& cached = history ? calls.history : calls.prefix;
         if (!cached)
             continue;
-        auto r = co_await request(s, j, std::move(*cached), kind);
+        auto r = co_await request(std::move(*cached), kind);
         if (!r && !refused(r.error()))
             co_return r.error();
         if (r)
@@ -245,10 +236,10 @@ asio::awaitable<transaction::step<void>> transaction::summarize_cache_friendly(
             (history ? out.history : out.prefix) = std::move(r->text);
             (history ? out.history_usage : out.prefix_usage) = r->usage;
         }
-        else if (auto f = co_await summarize_standalone(s, j, p, scrub, history, !history, out); !f)
+        else if (auto f = co_await summarize_standalone(p, scrub, history, !history, out); !f)
             co_return f.error();
     }
     co_return step<void>{};
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail

@@ -1,6 +1,8 @@
 // Portable checkpoints in the session: identity and config digest, the recorded fields of every
 // compaction, export of the latest one, and restore (validate, then append one compaction entry).
 #include "checkpoint_ops.hpp"
+#include "checkpoint_fields.hpp"
+#include "session_core.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
@@ -25,6 +27,8 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using boost::system::error_code;
 using namespace compaction;
+using detail::commit_plan;
+using detail::session_core;
 
 compaction::checkpoint_identity checkpoint_identity_of(const session_config& c, bool from_hook)
 {
@@ -89,33 +93,35 @@ result<checkpoint_status> checkpoint_status_of(
     return out;
 }
 
-result<void> checkpoint_ops::add_fields(
-    const session_core& s,
+result<void> add_checkpoint_fields(
+    const session_log& log,
+    const session_config& config,
+    source_revision_cache& revisions,
     json::object& agentctx,
     std::string_view first_kept,
     bool from_hook,
     diagnostics& diag
 )
 {
-    const auto kept = s.log_.find(first_kept);
+    const auto kept = log.find(first_kept);
     if (!kept)
     {
         diag.message = "firstKeptEntryId '" + std::string(first_kept) + "' names no entry";
         return compaction::errc::entry_not_found;
     }
-    auto rev = s.revisions_->compute(s.log_, entries_before(s.log_, *kept), diag);
+    auto rev = revisions.compute(log, entries_before(log, *kept), diag);
     if (!rev)
         return rev.error();
     agentctx["sourceRevision"] = to_json(*rev);
-    agentctx["identity"] = to_json(checkpoint_identity_of(s.config_, from_hook));
-    agentctx["configDigest"] = config_digest_of(s.config_);
+    agentctx["identity"] = to_json(checkpoint_identity_of(config, from_hook));
+    agentctx["configDigest"] = config_digest_of(config);
     return {};
 }
 
-checkpoint_outcome checkpoint_ops::export_latest(const session_core& s, error_code& ec)
+checkpoint_outcome export_latest_checkpoint(const session_core& s, error_code& ec)
 {
     checkpoint_outcome out;
-    const auto c = latest_compaction(s.log_);
+    const auto c = latest_compaction(s.log());
     if (!c)
     {
         ec = make_error_code(compaction::errc::checkpoint_unavailable);
@@ -124,7 +130,7 @@ checkpoint_outcome checkpoint_ops::export_latest(const session_core& s, error_co
         return out;
     }
     diagnostics diag;
-    auto r = make_checkpoint(s.log_, *c, out.reason, diag);
+    auto r = make_checkpoint(s.log(), *c, out.reason, diag);
     if (!r)
     {
         ec = r.error();
@@ -133,7 +139,7 @@ checkpoint_outcome checkpoint_ops::export_latest(const session_core& s, error_co
     }
     // A compaction written before its details were redacted must not leak through its record.
     std::map<std::string, std::size_t> counts;
-    redact_record(*r, *s.redactor_, counts);
+    redact_record(*r, s.redaction(), counts);
     if (!counts.empty())
         r->digest = record_digest(*r);
     out.record = std::move(*r);
@@ -175,7 +181,7 @@ result<checkpoint_record> parse_restorable(
     // Not empty, within the output cap (twice it: a split turn joins the history's summary and
     // the turn prefix's).
     const std::uint32_t cap =
-        summary_output_budget(s.config_.model.context_window, s.config_.model.max_output_tokens, 0, 0);
+        summary_output_budget(s.config().model.context_window, s.config().model.max_output_tokens, 0, 0);
     if (auto ok = check_carried_summary(r->summary, cap > UINT32_MAX / 2 ? UINT32_MAX : 2 * cap, diag); !ok)
     {
         why = checkpoint_reason::corrupt;
@@ -195,9 +201,9 @@ result<json::array> kept_verbatim_lines(
     json::array kept;
     for (const auto& kid : r.kept_verbatim_ids)
         for (std::size_t k = 0; k < r.revision.count; ++k)
-            if (s.log_.meta(path[k]).id == kid)
+            if (s.log().meta(path[k]).id == kid)
             {
-                auto e = s.log_.get(path[k], diag);
+                auto e = s.log().get(path[k], diag);
                 if (!e)
                     return e.error();
                 kept.push_back((*e)->raw);
@@ -225,7 +231,7 @@ result<entry_ptr> restored_entry(
     json::object ours{
         {"reason", "restore"},
         {"restoredFrom", r.digest},
-        {"summarizer", s.config_.summarizer ? s.config_.summarizer->name() : std::string()},
+        {"summarizer", s.config().summarizer ? s.config().summarizer->name() : std::string()},
         {"sourceRevision", to_json(r.revision)},
         {"identity", to_json(r.identity)},
         {"configDigest", r.config_digest},
@@ -249,13 +255,13 @@ result<entry_ptr> restored_entry(
         {"agentctx", std::move(ours)},
     };
     std::map<std::string, std::size_t> redactions;
-    redact_compaction(summary, written, *s.redactor_, redactions);
+    redact_compaction(summary, written, s.redaction(), redactions);
     if (!redactions.empty())
         written.as_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
     const std::string ts = iso_timestamp_now();
     return std::make_shared<const entry>(make_compaction_entry(
         id,
-        s.log_.leaf_id(),
+        s.log().leaf_id(),
         ts,
         summary,
         first_kept,
@@ -269,67 +275,71 @@ result<entry_ptr> restored_entry(
 
 }  // namespace
 
-checkpoint_outcome checkpoint_ops::restore(session_core& s, const json::value& record, error_code& ec)
+namespace {
+
+// Inside the write turn: the record checked against the log as it is now, and the one compaction
+// entry that restores it with the snapshot after it. A refusal sets `ec` and `out.message`.
+result<commit_plan> plan_restore(
+    const session_core& s, const json::value& record, checkpoint_outcome& out, diagnostics& diag
+)
 {
-    checkpoint_outcome out;
-    auto refuse = [&](error_code code, std::string message) {
-        ec = code;
-        out.message = std::move(message);
-        return out;
-    };
-    if (s.closed_)
-        return refuse(make_error_code(errc::session_closed), "the session was closed");
-    if (s.coordinator_->running())
-        return refuse(
-            make_error_code(errc::compaction_running), "a compaction is running; restore after it ends"
-        );
-    diagnostics diag;
+    if (s.closed())
+    {
+        diag.message = "the session was closed";
+        return make_error_code(errc::session_closed);
+    }
+    if (s.coordinator().running())
+    {
+        diag.message = "a compaction is running; restore after it ends";
+        return make_error_code(errc::compaction_running);
+    }
     auto r = parse_restorable(s, record, out.reason, diag);
     if (!r)
-        return refuse(r.error(), diag.message);
+        return r.error();
     out.record = *r;
-    const auto path = s.log_.active_path();
+    const auto path = s.log().active_path();
     if (auto ok = check_checkpoint(
-            *r, s.log_, path, checkpoint_identity_of(s.config_), config_digest_of(s.config_), out.reason, diag
+            *r,
+            s.log(),
+            path,
+            checkpoint_identity_of(s.config()),
+            config_digest_of(s.config()),
+            out.reason,
+            diag
         );
         !ok)
-        return refuse(ok.error(), diag.message);
-
-    // Build everything first, then store append, log append, snapshot swap (as a compaction commit).
+        return ok.error();
+    // Build everything first; the write path then stores, appends and swaps (as a compaction commit).
     const std::size_t count = r->revision.count;
-    const std::string id = s.log_.new_id();
+    const std::string id = s.log().new_id();
     // Kept from the first entry after the covered prefix; with nothing after it, retain none.
-    const std::string first_kept = count < path.size() ? s.log_.meta(path[count]).id : id;
+    const std::string first_kept = count < path.size() ? s.log().meta(path[count]).id : id;
     auto e = restored_entry(s, *r, path, id, first_kept, diag);
     if (!e)
-        return refuse(e.error(), diag.message);
-    if (auto fits = check_line_fits(**e, s.log_.options().max_line_bytes, diag); !fits)
+        return e.error();
+    if (auto fits = check_line_fits(**e, s.log().options().max_line_bytes, diag); !fits)
     {
         out.reason = checkpoint_reason::corrupt;
-        return refuse(fits.error(), diag.message);
+        return fits.error();
     }
-    auto next_path = restore_path(s.log_, count, diag);
+    auto next_path = restore_path(s.log(), count, diag);
     if (!next_path)
-        return refuse(next_path.error(), diag.message);
+        return next_path.error();
     next_path->push_back(*e);
     auto next =
-        snapshot_from_context(build_session_context(*next_path, &s.log_), s.log_.size() + 1, s.counter());
-    if (auto w = s.store_->append(**e, diag); !w)
-        return refuse(w.error(), diag.message);
-    if (auto w = s.log_.append(*e, diag); !w)
-        return refuse(w.error(), diag.message);  // unreachable: a fresh id, the leaf as parent
-    s.publish(std::move(next));
-    s.suppression_.reset();
+        snapshot_from_context(build_session_context(*next_path, &s.log()), s.log().size() + 1, s.counter());
     out.entry_id = id;
-    s.logger_->info(
-        "checkpoint restored entry={} covered={} first_kept={} record={}",
+    s.logger().info(
+        "checkpoint restoring entry={} covered={} first_kept={} record={}",
         id,
         count,
         first_kept,
         r->digest.substr(0, 12)
     );
-    return out;
+    return commit_plan{{std::move(*e)}, std::nullopt, std::move(next)};
 }
+
+}  // namespace
 
 namespace {
 
@@ -349,8 +359,8 @@ void session_core::export_checkpoint_impl(asio::any_completion_handler<checkpoin
 {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         error_code ec;
-        auto out = checkpoint_ops::export_latest(*self, ec);
-        complete(std::move(h), self->strand_, ec, std::move(out));
+        auto out = export_latest_checkpoint(*self, ec);
+        complete(std::move(h), self->strand(), ec, std::move(out));
     });
 }
 
@@ -359,10 +369,10 @@ void session_core::checkpoint_status_impl(asio::any_completion_handler<checkpoin
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         diagnostics diag;
         auto st = checkpoint_status_of(
-            self->log_, checkpoint_identity_of(self->config_), config_digest_of(self->config_), diag
+            self->log(), checkpoint_identity_of(self->config()), config_digest_of(self->config()), diag
         );
         const error_code ec = st ? error_code{} : st.error();
-        asio::post(self->strand_, asio::append(std::move(h), ec, st ? std::move(*st) : checkpoint_status{}));
+        asio::post(self->strand(), asio::append(std::move(h), ec, st ? std::move(*st) : checkpoint_status{}));
     });
 }
 
@@ -370,10 +380,26 @@ void session_core::restore_checkpoint_impl(
     json::value record, asio::any_completion_handler<checkpoint_signature> h
 )
 {
+    // Validated and written in one write turn, through the write path like every other write.
     asio::post(strand_, [self = shared_from_this(), record = std::move(record), h = std::move(h)]() mutable {
-        error_code ec;
-        auto out = checkpoint_ops::restore(*self, record, ec);
-        complete(std::move(h), self->strand_, ec, std::move(out));
+        auto out = std::make_shared<checkpoint_outcome>();
+        auto prepare = [self, record = std::move(record), out](diagnostics& diag) {
+            *out = checkpoint_outcome{};
+            return plan_restore(*self, record, *out, diag);
+        };
+        self->writes().async_commit(
+            std::move(prepare),
+            [self, out, h = std::move(h)](error_code ec, std::string message) mutable {
+                if (ec)
+                {
+                    out->entry_id.clear();
+                    out->message = std::move(message);
+                }
+                else
+                    self->ledger().suppression().reset();
+                complete(std::move(h), self->strand(), ec, std::move(*out));
+            }
+        );
     });
 }
 

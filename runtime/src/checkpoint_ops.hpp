@@ -1,33 +1,17 @@
-// Portable checkpoints inside the session: the fields every compaction records, export, restore.
+// Checkpoint export over the session's log: the latest compaction as a portable record.
 #pragma once
 
-#include "session_core.hpp"
+#include <agentctx/runtime/checkpoint.hpp>
 
-#include <boost/json/object.hpp>
-
-#include <string_view>
+#include <boost/system/error_code.hpp>
 
 namespace agentctx::runtime {
 
-using detail::session_core;
+namespace detail {
+class session_core;
+}
 
-/// Checkpoint steps over the session's core; everything runs on the session's strand.
-struct checkpoint_ops
-{
-    /// Adds `sourceRevision`, `identity` and `configDigest` to a compaction's `details.agentctx`,
-    /// for a compaction keeping from `first_kept` (an entry of the log).
-    static compaction::result<void> add_fields(
-        const session_core& s,
-        boost::json::object& agentctx,
-        std::string_view first_kept,
-        bool from_hook,
-        compaction::diagnostics& diag
-    );
-
-    static checkpoint_outcome export_latest(const session_core& s, boost::system::error_code& ec);
-    static checkpoint_outcome restore(
-        session_core& s, const boost::json::value& record, boost::system::error_code& ec
-    );
-};
+/// The latest compaction on the active path as a portable record, redacted; on the strand.
+checkpoint_outcome export_latest_checkpoint(const detail::session_core& s, boost::system::error_code& ec);
 
 }  // namespace agentctx::runtime

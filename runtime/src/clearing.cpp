@@ -29,12 +29,12 @@ namespace {
 // Pinned or required by the host: never cleared.
 bool host_protects(const session_core& s, const std::string& id)
 {
-    if (s.config_.pins.empty() && s.config_.required.empty())
+    if (s.config().pins.empty() && s.config().required.empty())
         return false;
     diagnostics diag;
-    const auto index = s.log_.find(id);
-    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
-    return e && (s.config_.pins.pins(**e) || s.config_.required.requires_entry(**e));
+    const auto index = s.log().find(id);
+    auto e = index ? s.log().get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    return e && (s.config().pins.pins(**e) || s.config().required.requires_entry(**e));
 }
 
 // An assistant entry's content as projected now: the last edit on the path that replaces it, else its own.
@@ -43,15 +43,15 @@ const boost::json::array* projected_content(
 )
 {
     diagnostics diag;
-    const auto path = s.log_.active_path();
+    const auto path = s.log().active_path();
     for (std::size_t k = path.size(); k-- > 0;)
     {
-        const auto& meta = s.log_.meta(path[k]);
+        const auto& meta = s.log().meta(path[k]);
         if (meta.id == id)
             break;
         if (meta.type != entry_type::context_edit || meta.target_id != id)
             continue;
-        auto e = s.log_.get(path[k], diag);
+        auto e = s.log().get(path[k], diag);
         if (!e)
             return nullptr;
         hold.push_back(*e);
@@ -59,8 +59,8 @@ const boost::json::array* projected_content(
         const auto* c = r && r->is_object() ? r->get_object().if_contains("content") : nullptr;
         return c && c->is_array() ? &c->get_array() : nullptr;
     }
-    const auto index = s.log_.find(id);
-    auto e = index ? s.log_.get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
+    const auto index = s.log().find(id);
+    auto e = index ? s.log().get(*index, diag) : result<entry_ptr>(compaction::errc::entry_not_found);
     if (!e || !(*e)->raw.contains("message"))
         return nullptr;
     hold.push_back(*e);
@@ -92,7 +92,7 @@ void write_clearing(
             if (ec)
             {
                 // The session goes on without clearing; the next check tries again.
-                self->logger_->warn("clearing tool results failed: {}", r.reason);
+                self->logger().warn("clearing tool results failed: {}", r.reason);
                 return std::move(next)(tokens);
             }
             event.edit_ids = std::move(r.ids);
@@ -116,24 +116,24 @@ void after_evidence(
 )
 {
     session_core& s = *self;
-    if (ev.cancelled || s.closed_)
+    if (ev.cancelled || s.closed())
         return std::move(next)(tokens);
     if (!ev.refused.empty())
     {
-        s.logger_->warn(
+        s.logger().warn(
             "clearing tool results paused for {} entries: {}", event.target_ids.size(), ev.refused
         );
-        s.suppression_.clearing_refused(event.target_ids);
+        s.ledger().suppression().clearing_refused(event.target_ids);
         s.emit(clearing_refused_event{event.target_ids, std::move(ev.refused), tokens});
         return std::move(next)(tokens);
     }
     // The plan was made on the history before the host answered: only that history is edited.
     if (ev.failed.empty() &&
-        (s.log_.leaf() != leaf || s.coordinator_->running() || s.coordinator_->prepared()))
+        (s.log().leaf() != leaf || s.coordinator().running() || s.coordinator().prepared()))
         ev.failed = "the session changed while the evidence store was asked";
     if (!ev.failed.empty())
     {
-        s.logger_->warn("clearing tool results skipped: {}", ev.failed);
+        s.logger().warn("clearing tool results skipped: {}", ev.failed);
         return std::move(next)(tokens);
     }
     for (std::size_t k = 0; k < fields.size() && k < ev.references.size(); ++k)
@@ -157,21 +157,21 @@ void ask_then_write(
 )
 {
     session_core& s = *self;
-    s.clearing_asking_ = true;
+    s.set_clearing_asking(true);
     auto targets = event.target_ids;
     asio::co_spawn(
-        s.strand_,
+        s.strand(),
         ask_clearing_evidence(self, std::move(targets)),
         asio::bind_cancellation_slot(
-            s.clearing_abort_.slot(),
+            s.clearing_abort_slot(),
             [self,
              fields = std::move(fields),
              event = std::move(event),
              tokens,
-             leaf = s.log_.leaf(),
+             leaf = s.log().leaf(),
              next = std::move(next)](std::exception_ptr ep, clearing_evidence ev) mutable {
-                self->clearing_asking_ = false;
-                self->clearing_abort_.slot().clear();
+                self->set_clearing_asking(false);
+                self->clearing_abort_slot().clear();
                 if (ep)
                     ev.failed = "the evidence store's answer failed unexpectedly";
                 after_evidence(
@@ -192,11 +192,11 @@ void ask_then_write(
 
 void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<void(std::int64_t)> next)
 {
-    const auto& settings = config_.settings.clear_tool_results;
+    const auto& settings = config().settings.clear_tool_results;
     // A running or held compaction is not disturbed: its covered prefix would no longer hold.
     // One clearing at a time: another check's clearing may be waiting for the evidence store.
-    if (!clearing_enabled(settings, config_.compat) || config_.model.context_window <= 0 ||
-        coordinator_->running() || coordinator_->prepared() || clearing_asking_)
+    if (!clearing_enabled(settings, config().compat) || config().model.context_window <= 0 ||
+        coordinator().running() || coordinator().prepared() || clearing_asking())
         return std::move(next)(tokens);
     const auto snap = current();
     const auto context = snap->messages.to_vector();
@@ -209,14 +209,15 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     // Entries whose originals the evidence store refused are left alone, as the host's own.
     // A running job's launch exchange is never cleared: its result may carry the job's id.
     std::vector<running_job> jobs;
-    if (!config_.jobs.empty())
+    if (!config().jobs.empty())
     {
         diagnostics diag;
-        if (auto ctx = build_session_context(log_, diag))
-            jobs = find_running_jobs(ctx->entries, config_.jobs);
+        if (auto ctx = build_session_context(log(), diag))
+            jobs = find_running_jobs(ctx->entries, config().jobs);
     }
     in.protected_entry = [this, &jobs](const std::string& id) {
-        return suppression_.clearing_paused(id) || host_protects(*this, id) || in_running_job(jobs, id);
+        return ledger_.suppression().clearing_paused(id) || host_protects(*this, id) ||
+               in_running_job(jobs, id);
     };
     in.assistant_content = [this, &hold](const std::string& id) {
         return projected_content(*this, id, hold);
@@ -233,7 +234,7 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
             {{"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}}
         );
     }
-    if (!config_.preserve_evidence)
+    if (!config().preserve_evidence)
         return write_clearing(
             shared_from_this(), std::move(fields), std::move(event), tokens, std::move(next)
         );
@@ -247,17 +248,17 @@ void session_core::original_impl(std::string id, asio::any_completion_handler<or
         diagnostics diag;
         error_code ec;
         boost::json::object out;
-        const auto index = s.closed_ ? std::nullopt : s.log_.find(id);
-        if (s.closed_)
+        const auto index = s.closed() ? std::nullopt : s.log().find(id);
+        if (s.closed())
             ec = make_error_code(runtime::errc::session_closed);
         else if (!index)
             ec = make_error_code(compaction::errc::entry_not_found);
-        else if (auto e = s.log_.get(*index, diag); !e)
+        else if (auto e = s.log().get(*index, diag); !e)
             ec = e.error();
         else
             out = (*e)->raw;
         asio::get_associated_cancellation_slot(h).clear();
-        asio::post(s.strand_, asio::append(std::move(h), ec, std::move(out)));
+        asio::post(s.strand(), asio::append(std::move(h), ec, std::move(out)));
     });
 }
 

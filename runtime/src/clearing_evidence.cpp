@@ -45,7 +45,7 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(
     session_core& s = *self;
     clearing_evidence out;
     diagnostics diag;
-    const auto at = locate(s.log_, target_ids);
+    const auto at = locate(s.log(), target_ids);
     if (at.indices.size() != target_ids.size())
     {
         out.failed = "a cleared entry is not on the active path";
@@ -55,8 +55,8 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(
     std::vector<std::string> digests;  // each target's own line, in path order
     for (const auto i : at.indices)
     {
-        auto e = s.log_.get(i, diag);
-        auto one = compute_source_revision(s.log_, std::span<const std::uint32_t>(&i, 1), diag);
+        auto e = s.log().get(i, diag);
+        auto one = compute_source_revision(s.log(), std::span<const std::uint32_t>(&i, 1), diag);
         if (!e || !one)
         {
             out.failed = "the original of a cleared entry could not be read: " + diag.message;
@@ -65,7 +65,7 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(
         entries.push_back(std::move(*e));
         digests.push_back(std::move(one->sha256));
     }
-    auto all = compute_source_revision(s.log_, at.indices, diag);
+    auto all = compute_source_revision(s.log(), at.indices, diag);
     if (!all)
     {
         out.failed = "the cleared entries could not be read: " + diag.message;
@@ -82,13 +82,13 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(
     evidence_decision d;
     try
     {
-        d = co_await s.config_.preserve_evidence(req);
+        d = co_await s.config().preserve_evidence(req);
     }
     catch (const std::exception& e)
     {
         d = {.refuse = true, .reason = std::string("it threw: ") + e.what()};
     }
-    if (s.closed_ || cs.cancelled() != asio::cancellation_type::none)
+    if (s.closed() || cs.cancelled() != asio::cancellation_type::none)
     {
         out.cancelled = true;
         co_return out;
@@ -100,7 +100,7 @@ asio::awaitable<clearing_evidence> ask_clearing_evidence(
     {
         auto& refs = out.references.emplace_back();
         for (std::size_t k = 0; k < at.indices.size(); ++k)
-            if (s.log_.meta(at.indices[k]).id == id)
+            if (s.log().meta(at.indices[k]).id == id)
                 for (const auto& r : d.references)
                     refs.push_back({r, at.positions[k], 1, digests[k]});
     }

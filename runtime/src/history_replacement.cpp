@@ -252,72 +252,55 @@ std::string in_host_list(const std::string& reason, std::size_t tail_from)
     return "[" + std::to_string(tail_from + std::stoul(reason.substr(1, close - 1))) + reason.substr(close);
 }
 
-// Inside the write turn: compare, then write the tail through the batch path (or nothing).
-void replace_in_turn(
-    std::shared_ptr<session_core> self, std::vector<json::object> messages, replace_handler h
+// Inside the write turn: the host's list compared with the context, then the tail prepared as
+// a batch (or nothing to write). A refusal fills `r` and returns its code.
+compaction::result<commit_plan> plan_in_turn(
+    const session_core& s, std::vector<json::object>& messages, replace_history_result& r
 )
 {
-    session_core& s = *self;
-    auto give_up = [&s](replace_handler h, error_code ec, replace_history_result r) {
-        s.leave_writes();
-        finish(std::move(h), s.strand_, ec, std::move(r));
-    };
-    replace_history_result r;
-    r.old_leaf_id = s.log_.leaf_id().value_or(std::string());
-    if (s.closed_)
-        return give_up(std::move(h), make_error_code(errc::session_closed), std::move(r));
+    r.old_leaf_id = s.log().leaf_id().value_or(std::string());
+    if (s.closed())
+        return make_error_code(errc::session_closed);
     auto host = decode_all(messages, r.reason);
     if (!host)
-        return give_up(std::move(h), host.error(), std::move(r));
+        return host.error();
     const auto snap = s.current();
     const auto ctx = snap->messages.to_vector();
     std::unordered_set<const message*> own_messages;
     for (const auto& m : ctx)
         own_messages.insert(m.msg.get());
-    const auto view = with_unknown_outcomes(ctx, s.config_.compat);
+    const auto view = with_unknown_outcomes(ctx, s.config().compat);
     std::vector<bool> own;
     for (const auto& m : view)
         own.push_back(own_messages.count(m.msg.get()) > 0);
     diagnostics diag;
-    auto plan = plan_replacement(s.log_, view, own, *host, diag);
+    auto plan = plan_replacement(s.log(), view, own, *host, diag);
     if (!plan)
     {
         r.reason = diag.message;
-        return give_up(std::move(h), plan.error(), std::move(r));
+        return plan.error();
     }
     r.shared = plan->shared;
     if (plan->refused)
     {
         r.reason = "message [" + std::to_string(plan->shared) +
                    "] differs inside the latest compaction's summary: summarized history cannot be replaced";
-        return give_up(std::move(h), make_error_code(errc::summarized_history), std::move(r));
+        return make_error_code(errc::summarized_history);
     }
     if (!plan->changed)
-        return give_up(std::move(h), error_code{}, std::move(r));
+        return commit_plan{};
     auto fields = tail_fields(messages, plan->tail_from, r.old_leaf_id);
     std::string reason;
-    auto entries = prepare_batch(s, std::move(fields), plan->fork, reason);
+    auto entries = prepare_batch(s.log(), std::move(fields), plan->fork, reason);
     if (!entries)
     {
         r.reason = in_host_list(reason, plan->tail_from);
-        return give_up(std::move(h), entries.error(), std::move(r));
+        return entries.error();
     }
     r.fork_id = plan->fork.value_or(std::string());
-    write_batch(
-        self,
-        std::move(*entries),
-        [self, r = std::move(r), h = std::move(h)](error_code ec, append_batch_result written) mutable {
-            r.changed = !ec;
-            r.ids = std::move(written.ids);
-            if (ec)
-                r.reason = std::move(written.reason);
-            else
-                self->logger_->debug(
-                    "history replaced: {} messages shared, branch from '{}'", r.shared, r.fork_id
-                );
-            finish(std::move(h), self->strand_, ec, std::move(r));
-        }
-    );
+    for (const auto& e : *entries)
+        r.ids.push_back(e->id);
+    return commit_plan{std::move(*entries), std::nullopt, nullptr};
 }
 
 }  // namespace
@@ -326,13 +309,37 @@ void replace_history(
     std::shared_ptr<session_core> core, std::vector<json::object> messages, replace_handler h
 )
 {
-    auto strand = core->strand_;
+    auto strand = core->strand();
     asio::post(strand, [self = std::move(core), messages = std::move(messages), h = std::move(h)]() mutable {
-        if (self->closed_)
-            return finish(std::move(h), self->strand_, make_error_code(errc::session_closed), {});
-        self->enter_writes([self, messages = std::move(messages), h = std::move(h)]() mutable {
-            replace_in_turn(self, std::move(messages), std::move(h));
-        });
+        if (self->closed())
+            return finish(std::move(h), self->strand(), make_error_code(errc::session_closed), {});
+        auto r = std::make_shared<replace_history_result>();
+        auto refused = std::make_shared<bool>(false);
+        auto prepare = [self,
+                        messages = std::move(messages),
+                        r,
+                        refused](diagnostics&) mutable -> compaction::result<commit_plan> {
+            auto plan = plan_in_turn(*self, messages, *r);
+            *refused = !plan;
+            return plan;
+        };
+        self->writes().async_commit(
+            std::move(prepare),
+            [self, r, refused, h = std::move(h)](error_code ec, std::string message) mutable {
+                // Written when the plan had entries and the store took them.
+                r->changed = !ec && !r->ids.empty();
+                if (ec && !*refused)
+                {
+                    r->ids.clear();  // the store refused: nothing was appended
+                    r->reason = std::move(message);
+                }
+                if (r->changed)
+                    self->logger().debug(
+                        "history replaced: {} messages shared, branch from '{}'", r->shared, r->fork_id
+                    );
+                finish(std::move(h), self->strand(), ec, std::move(*r));
+            }
+        );
     });
 }
 

@@ -1,5 +1,5 @@
 // A before_compact hook's firstKeptEntryId, checked against the cut-point rules the plan itself follows.
-#include "transaction.hpp"
+#include "compaction_run.hpp"
 
 #include <agentctx/compaction/cut_point.hpp>
 #include <agentctx/compaction/jobs.hpp>
@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 using namespace compaction;
 
@@ -28,12 +28,10 @@ std::string why_not_allowed(const projected_entry& p)
 
 }  // namespace
 
-transaction::step<void> transaction::check_hook_cut(
-    const session_core& s, const plan& p, const std::string& first_kept
-)
+compaction_run::step<void> compaction_run::check_hook_cut(const plan& p, const std::string& first_kept)
 {
     // Pi 1.6 takes a hook's cut as it is: `--compat pi` keeps that. The plan's own cut is valid.
-    if (s.config_.compat == compat_mode::pi || first_kept == p.prep.first_kept_entry_id)
+    if (cx_.config().compat == compat_mode::pi || first_kept == p.prep.first_kept_entry_id)
         return {};
     const auto refuse = [&first_kept](const std::string& why) {
         return failure{
@@ -66,16 +64,16 @@ transaction::step<void> transaction::check_hook_cut(
         ++chosen;
     if (chosen == e.size())
         return refuse("keeps no message");
-    const auto allowed = allowed_cut_points(e, start, e.size(), s.config_.compat);
+    const auto allowed = allowed_cut_points(e, start, e.size(), cx_.config().compat);
     if (std::find(allowed.begin(), allowed.end(), chosen) == allowed.end())
         return refuse(why_not_allowed(e[chosen]));
     // Required entries hold the cut (hold_cut_before_required): none may be summarized.
-    if (!s.config_.required.empty())
-        if (const auto r = first_required(e, start, e.size(), s.config_.required); r && *k > *r)
+    if (!cx_.config().required.empty())
+        if (const auto r = first_required(e, start, e.size(), cx_.config().required); r && *k > *r)
             return refuse("lies past required entry '" + e[*r].source->id + "', which is never summarized");
     // Pins the plan keeps are not among those this compaction carries: cutting past one would lose it.
     for (auto i = std::max(start, p.prep.first_kept_projected); i < *k; ++i)
-        if (!e[i].messages.empty() && s.config_.pins.pins(*e[i].source))
+        if (!e[i].messages.empty() && cx_.config().pins.pins(*e[i].source))
             return refuse(
                 "lies past pinned entry '" + e[i].source->id + "', which this compaction would not carry"
             );
@@ -89,4 +87,4 @@ transaction::step<void> transaction::check_hook_cut(
     return {};
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail

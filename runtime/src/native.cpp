@@ -1,5 +1,5 @@
 // Provider-native compaction: select it or say why not, send the whole window once, check what returns.
-#include "transaction.hpp"
+#include "compaction_run.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/llm_convert.hpp>
@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
 using namespace compaction;
@@ -112,47 +112,47 @@ bool holds_tool_results(const std::vector<context_message>& window)
 
 // The window's size in tokens and how it was measured: the provider's exact count of the native
 // request where the summarizer counts, else (and when the count fails) the estimate, said so.
-asio::awaitable<transaction::step<std::pair<std::int64_t, std::string>>> transaction::measure_native(
-    session_core& s, session_core::job& j, const providers::native_request& req
+asio::awaitable<compaction_run::step<std::pair<std::int64_t, std::string>>> compaction_run::measure_native(
+    const providers::native_request& req
 )
 {
     using measured = std::pair<std::int64_t, std::string>;
     std::int64_t estimate = 0;
     for (const auto& m : req.window)
-        estimate += static_cast<std::int64_t>(s.counter().count(*m.msg));
+        estimate += static_cast<std::int64_t>(cx_.counter().count(*m.msg));
     const std::string approx = "~" + std::to_string(estimate) + " tokens, estimated";
-    auto& summarizer = *s.config_.summarizer;
+    auto& summarizer = *cx_.config().summarizer;
     if (!summarizer.capabilities().exact_counting)
         co_return measured{estimate, approx + ": the provider offers no exact count"};
-    ++j.evidence.counting_calls;
+    ++j_.evidence.counting_calls;
     auto [ec, tokens] = co_await summarizer.async_count_native(req, asio::as_tuple(asio::use_awaitable));
     if (agentctx::is_cancelled(ec) ||
-        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        !still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec || tokens <= 0)
     {
         const std::string why = ec ? ec.message() : std::string("no tokens");
-        s.logger_->warn("compaction: the native window's count failed ({}); the estimate decides", why);
+        cx_.logger().warn("compaction: the native window's count failed ({}); the estimate decides", why);
         co_return measured{estimate, approx + ": the count failed (" + why + ")"};
     }
     co_return measured{tokens, std::to_string(tokens) + " tokens, counted by the provider"};
 }
 
-asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::try_native(
-    session_core& s, session_core::job& j, const plan& p
+asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> compaction_run::try_native(
+    const plan& p
 )
 {
     using chosen = std::optional<providers::native_reply>;
-    auto& why = j.evidence.native_selection;
-    auto& summarizer = *s.config_.summarizer;
+    auto& why = j_.evidence.native_selection;
+    auto& summarizer = *cx_.config().summarizer;
     const auto caps = summarizer.capabilities();
     if (!caps.native_compaction)
     {
         why = "portable: " + summarizer.name() + " offers no native compaction";
         co_return chosen{};
     }
-    const auto serving = s.serving_.load(std::memory_order_acquire);
-    if (auto other = other_model_because(*serving, caps))
+    const auto serving = cx_.budgets().serving();
+    if (auto other = other_model_because(serving, caps))
     {
         why = std::move(*other);
         co_return chosen{};
@@ -161,16 +161,16 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     providers::native_request req;
     req.window = eligible_window(p.prep, previous);
     // Portable requests are redacted; a native one sends the window as it is.
-    if (const auto n = secrets_in(*s.redactor_, req.window); n > 0)
+    if (const auto n = secrets_in(cx_.redaction(), req.window); n > 0)
     {
         why = "portable: the eligible window holds " + std::to_string(n) +
               " secret(s) that native compaction would send unredacted";
         co_return chosen{};
     }
-    const auto snap = s.current();
+    const auto snap = cx_.current();
     if (snap->native && previous && snap->native->entry_id == *previous)
         req.previous = *snap->native;
-    add_loop_request(s.config_, *snap, req);
+    add_loop_request(cx_.config(), *snap, req);
     if (caps.head_format == providers::wire_format::anthropic && req.tools.empty() &&
         holds_tool_results(req.window))
     {
@@ -180,44 +180,44 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     }
     req.instructions =
         std::string(initial_summary_instructions) +
-        (j.request.instructions ? "\n\nAdditional focus: " + *j.request.instructions : std::string());
-    req.model = serving->model_id;
-    auto size = co_await measure_native(s, j, req);
+        (j_.request.instructions ? "\n\nAdditional focus: " + *j_.request.instructions : std::string());
+    req.model = serving.model_id;
+    auto size = co_await measure_native(req);
     if (!size)
         co_return size.error();
     const auto& [tokens, measured] = *size;
-    if (auto portable = portable_because(s.config_, caps, tokens, measured))
+    if (auto portable = portable_because(cx_.config(), caps, tokens, measured))
     {
         why = std::move(*portable);
         co_return chosen{};
     }
-    co_return co_await call_native(s, j, std::move(req), measured);
+    co_return co_await call_native(std::move(req), measured);
 }
 
 // The native request itself, and what its reply means for the compaction.
-asio::awaitable<transaction::step<std::optional<providers::native_reply>>> transaction::call_native(
-    session_core& s, session_core::job& j, providers::native_request req, const std::string& measured
+asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> compaction_run::call_native(
+    providers::native_request req, const std::string& measured
 )
 {
     using chosen = std::optional<providers::native_reply>;
-    auto& why = j.evidence.native_selection;
-    auto& summarizer = *s.config_.summarizer;
-    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    auto& why = j_.evidence.native_selection;
+    auto& summarizer = *cx_.config().summarizer;
+    if (!still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    ++j.model_calls;
+    ++j_.model_calls;
     auto [ec, reply] =
         co_await summarizer.async_compact_native(std::move(req), asio::as_tuple(asio::use_awaitable));
-    j.evidence.usage = combine_usage(j.evidence.usage, reply.usage);  // billed whether or not it is used
+    j_.evidence.usage = combine_usage(j_.evidence.usage, reply.usage);  // billed whether or not it is used
     if (agentctx::is_cancelled(ec) ||
-        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        !still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec)
     {
         why = "portable: native compaction failed (" + ec.message() + "): " + reply.failure_detail;
-        s.logger_->warn("compaction: {}", why);
+        cx_.logger().warn("compaction: {}", why);
         co_return chosen{};
     }
-    if (reply.readable && !s.redactor_->redact(*reply.readable).counts.empty())
+    if (reply.readable && !cx_.redaction().redact(*reply.readable).counts.empty())
     {
         why = "portable: the native summary holds a secret, and the block is kept verbatim";
         co_return chosen{};
@@ -227,4 +227,4 @@ asio::awaitable<transaction::step<std::optional<providers::native_reply>>> trans
     co_return chosen{std::move(reply)};
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail

@@ -1,8 +1,6 @@
 // Piecewise portable summaries: choose single or pieces (resuming compatible progress),
 // summarize the pieces in order with the running note, and persist each accepted piece.
-#include "transaction.hpp"
-
-#include "checkpoint_ops.hpp"
+#include "compaction_run.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/error_category.hpp>
@@ -24,7 +22,7 @@
 
 #include <algorithm>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -49,7 +47,7 @@ const entry* latest_progress(const std::vector<entry_ptr>& path)
 // Hands the host a handler it may complete once. A host that throws completes it (posted, never
 // inline) with checkpoint_persist_failed, so the transaction never waits on a handler nobody holds.
 template <class Handler>
-void call_host(session_core& s, const progress_record& r, progress_position pos, Handler handler)
+void call_host(const session_config& config, const progress_record& r, progress_position pos, Handler handler)
 {
     const auto slot = asio::get_associated_cancellation_slot(handler);
     const auto ex = asio::get_associated_executor(handler);
@@ -63,7 +61,7 @@ void call_host(session_core& s, const progress_record& r, progress_position pos,
     };
     try
     {
-        s.config_.persist_checkpoint(
+        config.persist_checkpoint(
             r,
             pos,
             asio::any_completion_handler<persist_checkpoint_signature>(
@@ -111,17 +109,15 @@ std::optional<std::string> previous_compaction_id(const std::vector<entry_ptr>& 
     return std::nullopt;
 }
 
-asio::awaitable<transaction::step<transaction::portable_bound>> transaction::preflight(
-    session_core& s, session_core::job& j, const plan& p
-)
+asio::awaitable<compaction_run::step<compaction_run::portable_bound>> compaction_run::preflight(const plan& p)
 {
     const auto& prefix = p.prep.messages_to_summarize;
-    const auto& settings = s.config_.settings;
-    const auto& model = s.config_.model;
+    const auto& settings = cx_.config().settings;
+    const auto& model = cx_.config().model;
     portable_bound bound{
         portable_source_limit(settings.summary_max_source_chars, model.context_window), std::nullopt};
-    auto& ev = j.evidence.preflight.emplace();
-    if (!s.config_.summarizer->capabilities().exact_counting)
+    auto& ev = j_.evidence.preflight.emplace();
+    if (!cx_.config().summarizer->capabilities().exact_counting)
         co_return bound;
     const std::size_t chars = source_chars(prefix);
     if (model.context_window <= 0)
@@ -138,26 +134,26 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     auto prompt = history_summary_prompt(
         messages_of(prefix),
         p.prep.previous_summary,
-        j.request.instructions,
+        j_.request.instructions,
         model.context_window,
         model.max_output_tokens
     );
     prompt.prompt += pinned_prompt_note(p.prep.pinned);
-    prompt.prompt = s.redactor_->redact(prompt.prompt).text;  // what the request itself would send
+    prompt.prompt = cx_.redaction().redact(prompt.prompt).text;  // what the request itself would send
     const std::size_t overhead_chars =
         prompt.prompt.size() + prompt.system_prompt.size() - std::min(chars, prompt.prompt.size());
-    ++j.evidence.counting_calls;
-    auto [ec, tokens] = co_await s.config_.summarizer->async_count_tokens(
+    ++j_.evidence.counting_calls;
+    auto [ec, tokens] = co_await cx_.config().summarizer->async_count_tokens(
         std::move(prompt), asio::as_tuple(asio::use_awaitable)
     );
     if (agentctx::is_cancelled(ec) ||
-        !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+        !still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec || tokens <= 0)
     {
         ev.note =
             "the count failed (" + (ec ? ec.message() : std::string("no tokens")) + "); the estimate decides";
-        s.logger_->warn("compaction preflight: {}", ev.note);
+        cx_.logger().warn("compaction preflight: {}", ev.note);
         co_return bound;
     }
     ev.method = "count";
@@ -186,13 +182,14 @@ asio::awaitable<transaction::step<transaction::portable_bound>> transaction::pre
     co_return bound;
 }
 
-void transaction::fold_oversized_turn_prefix(session_core& s, session_core::job& j, plan& p)
+void compaction_run::fold_oversized_turn_prefix(plan& p)
 {
     auto& prep = p.prep;
     if (!prep.is_split_turn || prep.turn_prefix_messages.empty())
         return;
-    const std::size_t limit =
-        portable_source_limit(s.config_.settings.summary_max_source_chars, s.config_.model.context_window);
+    const std::size_t limit = portable_source_limit(
+        cx_.config().settings.summary_max_source_chars, cx_.config().model.context_window
+    );
     if (limit == 0)
         return;
     const std::size_t chars = source_chars(prep.turn_prefix_messages);
@@ -203,8 +200,8 @@ void transaction::fold_oversized_turn_prefix(session_core& s, session_core::job&
     );
     prep.turn_prefix_messages.clear();
     prep.is_split_turn = false;
-    j.evidence.turn_prefix_folded = true;
-    s.logger_->info(
+    j_.evidence.turn_prefix_folded = true;
+    cx_.logger().info(
         "compaction: the split turn's prefix ({} bytes) is over the portable bound ({}); it is "
         "summarized with the history",
         chars,
@@ -212,8 +209,8 @@ void transaction::fold_oversized_turn_prefix(session_core& s, session_core::job&
     );
 }
 
-transaction::step<std::optional<transaction::piece_run>> transaction::choose_pieces(
-    session_core& s, session_core::job& j, const plan& p, const portable_bound& bound
+compaction_run::step<std::optional<compaction_run::piece_run>> compaction_run::choose_pieces(
+    const plan& p, const portable_bound& bound
 )
 {
     const auto& prefix = p.prep.messages_to_summarize;
@@ -234,9 +231,9 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
         found.emplace(parse_progress(data ? *data : boost::json::value(nullptr), why, diag));
         from = "progress entry " + e->id;
     }
-    else if (s.config_.saved_progress)
+    else if (cx_.config().saved_progress)
     {
-        found.emplace(*s.config_.saved_progress);
+        found.emplace(*cx_.config().saved_progress);
         from = "the host's saved progress";
     }
     if (found)
@@ -245,7 +242,7 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
         if (r)
         {
             const progress_context now{
-                prefix, base, checkpoint_identity_of(s.config_), config_digest_of(s.config_)};
+                prefix, base, checkpoint_identity_of(cx_.config()), config_digest_of(cx_.config())};
             if (auto ok = check_progress(*r, now, why, diag); !ok)
                 r = ok.error();
         }
@@ -253,17 +250,17 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
         {
             piece_run run{remaining_pieces(*r, prefix, limit), r->note};
             const std::size_t done = r->completed;
-            j.evidence.method = "piecewise";
-            j.evidence.pieces_resumed = done;
-            j.evidence.pieces_completed = done;
-            j.evidence.pieces_total = done + run.pieces.size();
-            s.logger_->info(
-                "compaction resumes {}: {} of {} pieces done", from, done, j.evidence.pieces_total
+            j_.evidence.method = "piecewise";
+            j_.evidence.pieces_resumed = done;
+            j_.evidence.pieces_completed = done;
+            j_.evidence.pieces_total = done + run.pieces.size();
+            cx_.logger().info(
+                "compaction resumes {}: {} of {} pieces done", from, done, j_.evidence.pieces_total
             );
             return std::optional<piece_run>(std::move(run));
         }
-        j.evidence.progress_rejected = std::string(to_string(why));
-        s.logger_->warn("compaction {} rejected ({}): {}", from, to_string(why), diag.message);
+        j_.evidence.progress_rejected = std::string(to_string(why));
+        cx_.logger().warn("compaction {} rejected ({}): {}", from, to_string(why), diag.message);
     }
 
     if (limit == 0 || source_chars(prefix) <= limit)
@@ -271,20 +268,20 @@ transaction::step<std::optional<transaction::piece_run>> transaction::choose_pie
     auto pieces = plan_pieces(prefix, limit);
     if (pieces.size() < 2)
         return std::optional<piece_run>{};
-    j.evidence.method = "piecewise";
-    j.evidence.pieces_total = pieces.size();
+    j_.evidence.method = "piecewise";
+    j_.evidence.pieces_total = pieces.size();
     return std::optional<piece_run>(piece_run{std::move(pieces), p.prep.previous_summary});
 }
 
-asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces(
-    session_core& s, session_core::job& j, const plan& p, piece_run run, const scrub_fn& scrub
+asio::awaitable<compaction_run::step<summary_output>> compaction_run::summarize_pieces(
+    const plan& p, piece_run run, const scrub_fn& scrub
 )
 {
-    const auto& model = s.config_.model;
+    const auto& model = cx_.config().model;
     const std::span<const context_message> prefix = p.prep.messages_to_summarize;
-    const auto max_calls = s.config_.settings.summary_max_calls;
+    const auto max_calls = cx_.config().settings.summary_max_calls;
     std::optional<std::string> effort;
-    if (const auto snap = s.current(); snap->thinking_level != "off")
+    if (const auto snap = cx_.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
     std::optional<usage> total;
     covered_hasher covered;
@@ -293,7 +290,7 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
     for (std::size_t k = 0; k < run.pieces.size(); ++k)
     {
         const auto& piece = run.pieces[k];
-        if (max_calls > 0 && j.model_calls >= max_calls)
+        if (max_calls > 0 && j_.model_calls >= max_calls)
             co_return failure{
                 make_error_code(errc::summary_call_limit),
                 "summaryMaxCalls (" + std::to_string(max_calls) + ") reached with " +
@@ -302,14 +299,14 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
         auto prompt = history_summary_prompt(
             messages_of(prefix.subspan(piece.begin, piece.end - piece.begin)),
             run.note,
-            j.request.instructions,
+            j_.request.instructions,
             model.context_window,
             model.max_output_tokens
         );
         prompt.reasoning_effort = effort;
         prompt.prompt += pinned_prompt_note(p.prep.pinned);
         scrub(prompt.prompt);
-        auto out = co_await request(s, j, std::move(prompt), summary_kind::history);
+        auto out = co_await request(std::move(prompt), summary_kind::history);
         if (!out)
             co_return out.error();
         scrub(out->text);
@@ -317,7 +314,7 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
         if (k + 1 == run.pieces.size())
         {
             // The last note covers the whole prefix: it is validated and committed as a single summary is.
-            ++j.evidence.pieces_completed;
+            ++j_.evidence.pieces_completed;
             out->usage = total;
             co_return std::move(*out);
         }
@@ -330,37 +327,37 @@ asio::awaitable<transaction::step<summary_output>> transaction::summarize_pieces
         for (std::size_t m = k + 1; m < run.pieces.size(); ++m)
             r.remaining.push_back(run.pieces[m].end);
         r.prefix_messages = prefix.size();
-        r.completed = j.evidence.pieces_completed + 1;
-        r.identity = checkpoint_identity_of(s.config_);
-        r.config_digest = config_digest_of(s.config_);
-        const progress_position pos{j.evidence.pieces_completed + 1, run.pieces.size() - k - 1};
-        auto saved = co_await persist_piece(s, j, r, pos);
+        r.completed = j_.evidence.pieces_completed + 1;
+        r.identity = checkpoint_identity_of(cx_.config());
+        r.config_digest = config_digest_of(cx_.config());
+        const progress_position pos{j_.evidence.pieces_completed + 1, run.pieces.size() - k - 1};
+        auto saved = co_await persist_piece(r, pos);
         if (!saved)
             co_return saved.error();
         run.note = std::move(r.note);
-        j.evidence.pieces_completed = pos.completed;
-        s.emit(compaction_progress_event{pos.completed, pos.remaining});
+        j_.evidence.pieces_completed = pos.completed;
+        cx_.emit(compaction_progress_event{pos.completed, pos.remaining});
     }
     co_return failure{make_error_code(errc::io_error), "no pieces to summarize"};  // unreachable: >= 1 piece
 }
 
-asio::awaitable<transaction::step<bool>> transaction::persist_piece(
-    session_core& s, session_core::job& j, const progress_record& r, progress_position pos
+asio::awaitable<compaction_run::step<bool>> compaction_run::persist_piece(
+    const progress_record& r, progress_position pos
 )
 {
     const auto refused = [](std::string why) {
         return failure{make_error_code(errc::checkpoint_persist_failed), "persist_checkpoint " + why};
     };
-    if (s.config_.persist_checkpoint)
+    if (cx_.config().persist_checkpoint)
     {
         auto [ec, accepted] = co_await asio::
             async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, persist_checkpoint_signature>(
-                [&](auto handler) { call_host(s, r, pos, std::move(handler)); },
+                [&](auto handler) { call_host(cx_.config(), r, pos, std::move(handler)); },
                 asio::as_tuple(asio::use_awaitable)
             );
         // Cancelled while the host saved: the staged piece is not accepted (no entry, no event).
         if (agentctx::is_cancelled(ec) ||
-            !still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+            !still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
             co_return failure{make_error_code(errc::cancelled), "cancelled"};
         if (ec && is_agentctx_error(ec))
             co_return failure{ec, "persist_checkpoint failed: " + ec.message()};
@@ -369,13 +366,13 @@ asio::awaitable<transaction::step<bool>> transaction::persist_piece(
         if (!accepted)
             co_return refused("refused the piece");
     }
-    if (s.config_.progress_in_session)
+    if (cx_.config().progress_in_session)
     {
         boost::json::object fields{
             {"type", "custom"}, {"customType", progress_custom_type}, {"data", to_json(r)}};
         auto [ec, id] =
             co_await asio::async_initiate<const asio::as_tuple_t<asio::use_awaitable_t<>>, append_signature>(
-                [&s, &fields](auto handler) { s.append_in_turn(std::move(fields), std::move(handler)); },
+                [this, &fields](auto handler) { cx_.append(std::move(fields), std::move(handler)); },
                 asio::as_tuple(asio::use_awaitable)
             );
         if (ec)
@@ -384,4 +381,4 @@ asio::awaitable<transaction::step<bool>> transaction::persist_piece(
     co_return true;
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail

@@ -1,6 +1,6 @@
 // The host's evidence store: the original range a compaction is about to summarize, handed over before it is.
 #include "clearing_evidence.hpp"
-#include "transaction.hpp"
+#include "compaction_run.hpp"
 
 #include <agentctx/compaction/checkpoint.hpp>
 #include <agentctx/compaction/limits.hpp>
@@ -12,7 +12,7 @@
 
 #include <span>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
 using namespace compaction;
@@ -50,7 +50,7 @@ std::optional<std::pair<std::size_t, std::size_t>> summarized_range(
 
 }  // namespace
 
-std::string detail::check_evidence_answer(const evidence_decision& d)
+std::string check_evidence_answer(const evidence_decision& d)
 {
     if (d.refuse)
         return "the host's evidence store refused" + (d.reason.empty() ? std::string() : ": " + d.reason);
@@ -66,16 +66,16 @@ std::string detail::check_evidence_answer(const evidence_decision& d)
     return {};
 }
 
-asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction::preserve_evidence(
-    session_core& s, const session_core::job& j, const std::string& first_kept
+asio::awaitable<compaction_run::step<std::vector<evidence_reference>>> compaction_run::preserve_evidence(
+    const std::string& first_kept
 )
 {
     std::vector<evidence_reference> out;
-    if (!s.config_.preserve_evidence)
+    if (!cx_.config().preserve_evidence)
         co_return out;
     diagnostics diag;
-    const auto path = s.log_.active_path();
-    const auto range = summarized_range(s.log_, path, first_kept, diag);
+    const auto path = cx_.log().active_path();
+    const auto range = summarized_range(cx_.log(), path, first_kept, diag);
     if (!range || range->first >= range->second)
         co_return out;  // nothing of the path is summarized: nothing to keep
     const auto span =
@@ -83,30 +83,30 @@ asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction:
     std::vector<entry_ptr> entries;
     for (const auto i : span)
     {
-        auto e = s.log_.get(i, diag);
+        auto e = cx_.log().get(i, diag);
         if (!e)
             co_return failure{e.error(), diag.message};
         entries.push_back(std::move(*e));
     }
-    auto digest = compute_source_revision(s.log_, span, diag);
+    auto digest = compute_source_revision(cx_.log(), span, diag);
     if (!digest)
         co_return failure{digest.error(), diag.message};
     auto cs = co_await asio::this_coro::cancellation_state;
-    const evidence_request req{j.request.reason, entries, range->first, digest->sha256, cs.slot()};
+    const evidence_request req{j_.request.reason, entries, range->first, digest->sha256, cs.slot()};
     evidence_decision d;
     try
     {
-        d = co_await s.config_.preserve_evidence(req);
+        d = co_await cx_.config().preserve_evidence(req);
     }
     catch (const std::exception& e)
     {
         d = {.refuse = true, .reason = std::string("it threw: ") + e.what()};
     }
-    if (!still_wanted(s, j, cs.cancelled()))
+    if (!still_wanted(cs.cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    if (auto why = detail::check_evidence_answer(d); !why.empty())
+    if (auto why = check_evidence_answer(d); !why.empty())
     {
-        s.logger_->warn("compaction stopped: {}", why);
+        cx_.logger().warn("compaction stopped: {}", why);
         co_return failure{make_error_code(errc::evidence_refused), std::move(why)};
     }
     for (auto& r : d.references)
@@ -114,4 +114,4 @@ asio::awaitable<transaction::step<std::vector<evidence_reference>>> transaction:
     co_return out;
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail

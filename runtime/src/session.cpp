@@ -64,83 +64,67 @@ std::vector<compaction::context_message> session::context() const
 
 session::executor_type session::get_executor() const noexcept
 {
-    return core_->strand_;
+    return core_->strand();
 }
 
 boost::asio::cancellation_slot session::turn_abort_slot()
 {
-    return core_->turn_abort_.slot();
+    return core_->turn_abort_slot();
 }
 
 void session::on_event(event_listener l)
 {
-    core_->listeners_.push_back(std::move(l));
+    core_->hooks().add(std::move(l));
 }
 void session::on_before_compact(before_compact_hook h)
 {
-    // One list, awaited in order: a synchronous hook is an awaitable that never suspends. The
-    // closure lives in the list, which is not changed while operations run.
-    core_->before_hooks_.push_back(
-        [h = std::move(h)](const before_compact_event& e) -> boost::asio::awaitable<before_compact_decision> {
-            co_return h(e);
-        }
-    );
+    core_->hooks().add(std::move(h));
 }
 void session::on_before_compact(async_before_compact_hook h)
 {
-    core_->before_hooks_.push_back(std::move(h));
+    core_->hooks().add(std::move(h));
 }
 void session::on_compacted(compacted_hook h)
 {
-    core_->compacted_hooks_.push_back(
-        [h = std::move(h)](const compacted_event& e) -> boost::asio::awaitable<void> {
-            h(e);
-            co_return;
-        }
-    );
+    core_->hooks().add(std::move(h));
 }
 void session::on_compacted(async_compacted_hook h)
 {
-    core_->compacted_hooks_.push_back(std::move(h));
+    core_->hooks().add(std::move(h));
 }
 void session::on_compact_failed(compact_failed_hook h)
 {
-    core_->failed_hooks_.push_back(
-        [h = std::move(h)](const compact_failed_event& e) -> boost::asio::awaitable<void> {
-            h(e);
-            co_return;
-        }
-    );
+    core_->hooks().add(std::move(h));
 }
 void session::on_compact_failed(async_compact_failed_hook h)
 {
-    core_->failed_hooks_.push_back(std::move(h));
+    core_->hooks().add(std::move(h));
 }
 void session::on_before_branch(before_branch_hook h)
 {
-    core_->branch_hooks_.add(std::move(h));
+    core_->hooks().branch().add(std::move(h));
 }
 void session::on_before_branch(async_before_branch_hook h)
 {
-    core_->branch_hooks_.add(std::move(h));
+    core_->hooks().branch().add(std::move(h));
 }
 void session::on_branched(branched_hook h)
 {
-    core_->branch_hooks_.add(std::move(h));
+    core_->hooks().branch().add(std::move(h));
 }
 void session::on_branched(async_branched_hook h)
 {
-    core_->branch_hooks_.add(std::move(h));
+    core_->hooks().branch().add(std::move(h));
 }
 
 const session_config& session::config() const noexcept
 {
-    return core_->given_config_;
+    return core_->budgets().given();
 }
 
 model_identity session::serving_model() const
 {
-    return *core_->serving_.load(std::memory_order_acquire);
+    return core_->budgets().serving();
 }
 
 void session::change_model_impl(model_identity model, boost::asio::any_completion_handler<append_signature> h)

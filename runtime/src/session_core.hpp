@@ -1,15 +1,17 @@
-// The session's state and operations behind the public facade: the log, the store, the snapshot, the strand.
+// The session's actor: the public operations on one strand, over owned parts (writes, budgets, hooks).
 #pragma once
 
 #include <agentctx/runtime/session.hpp>
 
-#include "background_policy.hpp"
-#include "branch_hook_runner.hpp"
+#include "compaction_callers.hpp"
+#include "compaction_ledger.hpp"
+#include "hook_set.hpp"
+#include "interrupts.hpp"
+#include "model_budgets.hpp"
+#include "write_path.hpp"
 
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/compaction/session_log.hpp>
-
-#include "failure_suppression.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -19,7 +21,6 @@
 #include <boost/json/value.hpp>
 
 #include <atomic>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,26 +29,28 @@
 
 namespace agentctx::runtime::detail {
 
-class compaction_coordinator;
+struct compaction_job;
+class run_context;
 struct coordinator_effects;
 enum class discard_reason;
 
 /**
- * @brief What a `session` is: one conversation's state on one strand, and the operations on it.
+ * @brief What a `session` is: one conversation's operations on one strand, over its owned parts.
  *
- * The public `session` forwards to it; the compaction transaction, the checkpoint operations and
- * the piecewise and native steps work on it directly. Its members are open to those files (the
- * runtime's own sources): every one of them is used on the strand only, except `snapshot_`
- * (atomic), `next_caller_` (atomic) and the registration vectors (filled before operations run).
- * Operations keep it alive through shared_from_this until they complete.
+ * The parts: the write path (store, log, snapshot, write turn: every write goes through it), the
+ * model budgets (the configuration as given and in use, the serving model, a pending change), the
+ * hook set (listeners and hooks in order) and the compaction ledger (failures, growth, a prepared
+ * background result). This class decides what an operation does and carries it out through them;
+ * a compaction runs as a compaction_run over a narrow view of the same parts. The public
+ * `session` forwards to it. Everything runs on the strand except the initiating functions, which
+ * only post (current(), config() and the registrations are safe from any thread as documented in
+ * session.hpp). Operations keep it alive through shared_from_this until they complete.
  */
 class session_core : public std::enable_shared_from_this<session_core>
 {
 public:
     using executor_type = session::executor_type;
-    struct job;       ///< the running compaction (transaction.hpp)
-    struct prepared;  ///< a background compaction's result, held (transaction.hpp)
-    struct caller;    ///< one caller of a compacting operation: its id and early-cancellation flag
+    struct caller;  ///< one caller of a compacting operation: its id and early-cancellation flag
 
     session_core(
         executor_type ex, std::unique_ptr<store> st, session_config config, compaction::session_log log
@@ -59,16 +62,27 @@ public:
     /// Builds the redactor and the first snapshot; listens to a shared store's remote changes.
     compaction::result<void> start_up(compaction::diagnostics& diag);
 
-    std::shared_ptr<const snapshot> current() const noexcept
-    {
-        return snapshot_.load(std::memory_order_acquire);
-    }
-    /// Swaps in `s`; reports its dropped derived state that the previous snapshot did not have.
-    /// In agentctx mode, reminder snapshots a newer one replaces leave it first
-    /// (without_replaced_snapshots). `appended`: `s` extends the current snapshot by this entry
-    /// only, so only a new snapshot can replace anything.
-    void publish(std::shared_ptr<const snapshot> s, const compaction::entry* appended = nullptr);
-    const compaction::token_counter& counter() const;
+    // The parts, for the operations kept in their own files.
+    write_path& writes() noexcept { return writes_; }
+    const compaction::session_log& log() const noexcept { return writes_.log(); }
+    std::shared_ptr<const snapshot> current() const noexcept { return writes_.current(); }
+    model_budgets& budgets() noexcept { return budgets_; }
+    const model_budgets& budgets() const noexcept { return budgets_; }
+    /// The configuration in use (budgets().config()).
+    const session_config& config() const noexcept { return budgets_.config(); }
+    const compaction::token_counter& counter() const { return budgets_.counter(); }
+    /// The automatic threshold: `contextWindow − reserveTokens`, or the lower working budget.
+    std::int64_t threshold() const noexcept { return budgets_.threshold(); }
+    hook_set& hooks() noexcept { return hooks_; }
+    void emit(const session_event& e) const { hooks_.emit(e); }
+    compaction_ledger& ledger() noexcept { return ledger_; }
+    compaction_coordinator& coordinator() noexcept { return callers_.coordinator(); }
+    const compaction_coordinator& coordinator() const noexcept { return callers_.coordinator(); }
+    const compaction::redactor& redaction() const noexcept { return *redactor_; }
+    spdlog::logger& logger() const noexcept { return hooks_.logger(); }
+    const boost::asio::strand<executor_type>& strand() const noexcept { return strand_; }
+    bool closed() const noexcept { return interrupts_.closed(); }
+    boost::asio::cancellation_slot turn_abort_slot() { return interrupts_.turn_slot(); }
 
     // The public operations, from any thread (session.hpp documents them).
     /// `out`: where a refusal's diagnostics go (the caller's, alive until the handler runs), or nullptr.
@@ -113,14 +127,6 @@ public:
 
     // Model changes (model_change.cpp).
     void change_model_impl(model_identity m, boost::asio::any_completion_handler<append_signature> h);
-    /// The model `provider`/`model_id` names among the known ones (config, then async_change_model's).
-    std::optional<model_identity> known_model(const std::string& provider, const std::string& model_id) const;
-    /// A `model_change` entry was appended: a known model becomes the serving one; in agentctx
-    /// mode its budgets wait for the next automatic check (downshift_first).
-    void model_changed(const compaction::entry& e);
-    /// At open and after a reload: the latest known `model_change` on the active path is served,
-    /// with its budgets at once (the change was checked when it was made).
-    void follow_path_model();
     /// Before an automatic check: a pending model change compacts first (reason `model_change`,
     /// the previous model's budgets) when decide_downshift says so, and takes `h` (true); else
     /// the new model's budgets apply and the check goes on (false).
@@ -135,45 +141,13 @@ public:
         boost::asio::any_completion_handler<outcome_signature> h
     );
 
-    /// On the strand: waits for the write turn, then validates, writes, appends to the log and
-    /// publishes the new snapshot (append_async).
+    /// On the strand: appends one entry through the write path (validated in the write turn).
     void append_in_turn(
         boost::json::object fields,
         boost::asio::any_completion_handler<append_signature> h,
         compaction::diagnostics* out = nullptr
     );
-    /// The entry `fields` become as the leaf's child, validated completely (nothing written).
-    compaction::result<compaction::entry_ptr> prepare_entry(
-        boost::json::object fields, compaction::diagnostics& diag
-    );
-    /// After the store has the entry: the log, the snapshot, the trigger flags.
-    compaction::result<void> adopt_entry(const compaction::entry_ptr& e, compaction::diagnostics& diag);
-
-    // Every write goes through the store's asynchronous interface, one at a time, in arrival
-    // order, so no append interleaves between a validation and its snapshot swap. On the strand.
-    /// Runs `next` now when no write is in flight (without type-erasing it), else queues it.
-    /// `next` is taken by value: a handler is moved from once it is run.
-    template <class Next>
-    void enter_writes(Next next)
-    {
-        if (writing_)
-        {
-            write_queue_.emplace_back(std::move(next));
-            return;
-        }
-        writing_ = true;
-        std::move(next)();
-    }
-    void leave_writes();
-    /// Inside the write turn: appends through async_write; on `stale_leaf` reloads first.
-    void append_async(
-        boost::json::object fields,
-        boost::asio::any_completion_handler<append_signature> h,
-        compaction::diagnostics* out = nullptr
-    );
-    /// Inside the write turn: replaces the log with the store's current content.
-    void reload(boost::asio::any_completion_handler<void_signature> h);
-    /// Appends several entries in order through the write turn (the overflow path's omissions).
+    /// Appends several entries in order, one write each (the overflow path's omissions).
     void append_all(
         std::vector<boost::json::object> fields, boost::asio::any_completion_handler<void_signature> h
     );
@@ -195,9 +169,6 @@ public:
     std::shared_ptr<caller> hook_cancellation(boost::asio::any_completion_handler<outcome_signature>& h);
 
     // On the strand.
-    /// The automatic threshold: `contextWindow − reserveTokens`, or the lower working budget
-    /// (compaction/working_budget.hpp).
-    std::int64_t threshold() const noexcept;
     /// Tool-result clearing (clearing.cpp): when the context of `tokens` reaches the trigger,
     /// asks the host's evidence store (if any), writes one batch of context edits and emits
     /// context_cleared_event; then `next` runs with the context's size as it is now (at once
@@ -234,9 +205,6 @@ public:
     );
     /// Carries out what the coordinator decided.
     void apply(const coordinator_effects& fx);
-    void launch(std::uint64_t operation);
-    void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
-    void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
     /// Background compaction (`compaction.background`) is on for this session.
     bool background_on() const noexcept;
     /// Drops the prepared background result, if any, and reports why.
@@ -244,58 +212,34 @@ public:
     /// Below the threshold: drops a prepared result whose covered prefix no longer holds, then
     /// starts a background compaction when the check asks for one. True when one started.
     bool maybe_start_background(std::int64_t tokens);
-    void emit(const session_event& e);
-    /// The compact_failed hooks, in registration order (after compaction_end, as Pi 1.6),
-    /// each awaited; one that throws is logged and skipped.
-    boost::asio::awaitable<void> run_failed_hooks(const compact_failed_event& e);
-    /// The compacted hooks likewise.
-    boost::asio::awaitable<void> run_compacted_hooks(const compacted_event& e);
+
+    /// A clearing waits for the host's evidence store (clearing.cpp): close() cancels it, and no
+    /// second clearing starts meanwhile.
+    boost::asio::cancellation_slot clearing_abort_slot() { return interrupts_.clearing_slot(); }
+    bool clearing_asking() const noexcept { return interrupts_.clearing_asking(); }
+    void set_clearing_asking(bool v) noexcept { interrupts_.set_clearing_asking(v); }
+
+private:
+    void launch(std::uint64_t operation);
+    void finish(std::uint64_t operation, boost::system::error_code ec, const compaction_outcome& out);
+    void complete_caller(std::uint64_t id, boost::system::error_code ec, compaction_outcome out);
+    /// An entry joined the log by an append: the overflow flag, a model change.
+    void adopted(const compaction::entry& e);
+    /// Another writer's entries were loaded.
+    void reloaded();
+    /// What a compaction run may touch of this session.
+    run_context run_view();
+    /// The session's own measurements, before the host's listeners see an event.
+    void observe(const session_event& e);
 
     boost::asio::strand<executor_type> strand_;
-    std::unique_ptr<store> store_;
-    session_config config_;
-    compaction::session_log log_;
-    std::atomic<std::shared_ptr<const snapshot>> snapshot_;
-    std::shared_ptr<spdlog::logger> logger_;
-    std::optional<compaction::redactor> redactor_;  ///< built at open from config_.redaction
-    /// sourceRevision of each compaction: the covered prefix is read once, not at every compaction.
-    std::unique_ptr<compaction::source_revision_cache> revisions_ =
-        std::make_unique<compaction::source_revision_cache>();
-
-    // Compactions: the lifecycle (sans-io), the running transaction, and the callers waiting.
-    std::unique_ptr<compaction_coordinator> coordinator_;
-    std::shared_ptr<job> job_;
-    std::shared_ptr<prepared>
-        prepared_;  ///< set between a background compaction's end and its commit or discard
-    /// Linked callers' handlers. A map: handlers are never move-assigned (Asio 1.26 bug).
-    std::map<std::uint64_t, boost::asio::any_completion_handler<outcome_signature>> waiting_;
-    std::atomic<std::uint64_t> next_caller_{1};  ///< allocated in initiating functions, on any thread
-
-    bool overflow_attempted_ = false;
-    bool closed_ = false;
-    bool writing_ = false;  ///< a write or reload is in flight
-    /// Writers waiting for their turn. A deque: only push_back/pop_front (no move-assignment).
-    std::deque<boost::asio::any_completion_handler<void()>> write_queue_;
-    /// Automatic compaction paused after a failure (until the prefix, the settings or the log change).
-    failure_suppression suppression_;
-    detail::growth_meter growth_;  ///< when a background compaction should start
-    boost::asio::cancellation_signal turn_abort_;
-    /// A clearing is waiting for the host's evidence store (clearing.cpp); close() cancels it.
-    bool clearing_asking_ = false;
-    boost::asio::cancellation_signal clearing_abort_;
-
-    std::vector<event_listener> listeners_;
-    std::vector<async_before_compact_hook> before_hooks_;  ///< synchronous ones wrapped
-    std::vector<async_compacted_hook> compacted_hooks_;    ///< synchronous ones wrapped
-    std::vector<async_compact_failed_hook> failed_hooks_;  ///< synchronous ones wrapped
-    branch_hook_runner branch_hooks_;                      ///< before_branch and branched
-
-    // Model changes. config_.model holds the budgets in use (the previous model's while a change
-    // waits for its check); session::config() shows the configuration as given.
-    const session_config given_config_;
-    std::atomic<std::shared_ptr<const model_identity>> serving_;  ///< read from any thread
-    std::vector<model_identity> changed_to_;                      ///< models async_change_model made known
-    std::optional<model_identity> pending_model_;                 ///< served, its budgets not yet in use
+    model_budgets budgets_;
+    hook_set hooks_;
+    write_path writes_;
+    compaction_ledger ledger_;
+    compaction_callers callers_;
+    interrupts interrupts_;
+    std::optional<compaction::redactor> redactor_;  ///< built at open from the redaction settings
 };
 
 }  // namespace agentctx::runtime::detail

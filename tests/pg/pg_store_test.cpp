@@ -5,6 +5,8 @@
 #include "scripted_summarizer.hpp"
 #include "session_text.hpp"
 
+#include <agentctx/compaction/checkpoint.hpp>
+#include <agentctx/runtime/checkpoint.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
@@ -167,6 +169,48 @@ TEST_F(pg_store_test, concurrent_compactions_on_two_nodes_commit_exactly_one)
     // b hears of it (NOTIFY), reloads and can compact again right after.
     ASSERT_TRUE(test::run_until(ioc_, [&] { return b->current()->compacted_at.has_value(); }));
     EXPECT_EQ(b->context().size(), a->context().size());
+}
+
+TEST_F(pg_store_test, a_checkpoint_restores_into_a_session_on_postgresql)
+{
+    // The record comes from a compaction on one session; a second session holds the same history.
+    const std::string from = test::unique_session_id("ckpt-from");
+    const std::string into = test::unique_session_id("ckpt-into");
+    ASSERT_FALSE(import(*node_a_, ten_turns(from)).first);
+    ASSERT_FALSE(import(*node_a_, ten_turns(into)).first);
+    auto a = open_session(*node_a_, from);
+    summarizer_->push({.kind = test::script_step::succeed});
+    std::optional<std::pair<error_code, compaction_outcome>> compacted;
+    a->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) { compacted.emplace(ec, o); });
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return compacted.has_value(); }));
+    ASSERT_TRUE(compacted->second.compacted) << compacted->second.message;
+    std::optional<std::pair<error_code, checkpoint_outcome>> exported;
+    a->async_export_checkpoint([&](error_code ec, checkpoint_outcome o) {
+        exported.emplace(ec, std::move(o));
+    });
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return exported.has_value(); }));
+    ASSERT_FALSE(exported->first) << exported->second.message;
+
+    // The restore goes through the session's write path: the store's asynchronous write.
+    auto b = open_session(*node_a_, into);
+    std::optional<std::pair<error_code, checkpoint_outcome>> restored;
+    b->async_restore_checkpoint(
+        compaction::to_json(*exported->second.record),
+        [&](error_code ec, checkpoint_outcome o) { restored.emplace(ec, std::move(o)); }
+    );
+    ASSERT_TRUE(test::run_until(ioc_, [&] { return restored.has_value(); }));
+    ASSERT_FALSE(restored->first) << restored->second.message;
+    ASSERT_FALSE(restored->second.entry_id.empty());
+    EXPECT_EQ(b->context().size(), a->context().size());
+
+    // Stored: the database holds the restored compaction as the session's last line.
+    auto [ec, text] = export_text(*node_a_, into);
+    ASSERT_FALSE(ec) << text;
+    const auto last = text.rfind('\n', text.size() - 2);
+    const auto line = text.substr(last + 1);
+    EXPECT_NE(line.find("\"type\":\"compaction\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"id\":\"" + restored->second.entry_id + "\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"reason\":\"restore\""), std::string::npos) << line;
 }
 
 TEST_F(pg_store_test, other_nodes_sessions_follow_appends_through_notify)

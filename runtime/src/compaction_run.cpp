@@ -1,8 +1,7 @@
-// The compaction transaction: plan, hooks, summarize, revalidate, build, commit — each step returns its
-// failure.
-#include "transaction.hpp"
+// The compaction run: plan, hooks, summarize, revalidate, build, commit — each step returns its failure.
+#include "compaction_run.hpp"
 
-#include "checkpoint_ops.hpp"
+#include "checkpoint_fields.hpp"
 
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
@@ -22,7 +21,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace agentctx::runtime {
+namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -46,16 +45,12 @@ auto awaited(Initiation init, Token token)
 // Required entries, or the summary's room, hold the cut: the host hears the numbers (never
 // content) before the failure. The allowance is the limit that started the compaction: the
 // working budget when it triggered, else contextWindow - reserveTokens.
-void report_shortfall(session_core& s, compaction_reason reason, const budget_shortfall& b)
+void report_shortfall(const run_context& cx, compaction_reason reason, const budget_shortfall& b)
 {
-    const auto window = s.config_.model.context_window;
-    const bool automatic = reason == compaction_reason::threshold || reason == compaction_reason::background;
-    s.emit(budget_exceeded_event{
+    cx.emit(budget_exceeded_event{
         .reason = reason,
         .input_tokens = b.input_tokens,
-        .allowance = window <= 0 ? 0
-                     : automatic ? s.threshold()
-                                 : window - s.config_.settings.reserve_tokens,
+        .allowance = cx.budgets().allowance(reason),
         .required_tokens = b.required_tokens,
         .boundary_entry_id = b.boundary_entry_id,
         .required_entry_id = b.required_entry_id,
@@ -85,28 +80,39 @@ struct request_failed
 
 }  // namespace
 
-asio::awaitable<transaction::result_type> transaction::run(
-    std::shared_ptr<session_core> self, std::shared_ptr<session_core::job> job
+compaction_run::compaction_run(run_context cx, std::shared_ptr<compaction_job> job)
+    : cx_(std::move(cx)), job_(std::move(job)), j_(*job_)
+{}
+
+asio::awaitable<compaction_run::result_type> compaction_run::run(
+    [[maybe_unused]] std::shared_ptr<const void> keep_alive,
+    run_context cx,
+    std::shared_ptr<compaction_job> job
 )
 {
-    session_core& s = *self;
-    session_core::job& j = *job;
+    // The frame owns the session's parts (keep_alive) and the run, until the run completes.
+    compaction_run r(std::move(cx), std::move(job));
+    co_return co_await r.go();
+}
+
+asio::awaitable<compaction_run::result_type> compaction_run::go()
+{
     // Cancellation is checked explicitly between steps: it completes as `cancelled`, and must
     // never surface as an exception from the next co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
-    // A background compaction prepares and holds its result (background.cpp); the next automatic
-    // operation commits a prepared one if its prefix still holds.
-    if (j.request.reason == compaction_reason::background && !j.request.prepared_only)
-        co_return co_await run_background(s, job);
-    if (auto used = co_await use_prepared(s, j))
+    // A background compaction prepares and holds its result (run_background.cpp); the next
+    // automatic operation commits a prepared one if its prefix still holds.
+    if (j_.request.reason == compaction_reason::background && !j_.request.prepared_only)
+        co_return co_await run_background(job_);
+    if (auto used = co_await use_prepared())
         co_return std::move(*used);
     // Pi 1.6: an automatic compaction announces itself only once it has a preparation.
-    if (j.request.reason == compaction_reason::manual)
-        emit_start(s, j);
+    if (j_.request.reason == compaction_reason::manual)
+        emit_start();
     std::optional<step<committed>> r;
     try
     {
-        r.emplace(co_await attempt(s, j));
+        r.emplace(co_await attempt());
     }
     catch (const std::exception& e)
     {
@@ -114,71 +120,68 @@ asio::awaitable<transaction::result_type> transaction::run(
         r.emplace(boost::system::in_place_error, failure{make_error_code(errc::io_error), e.what()});
     }
     if (*r)
-        co_return co_await succeed(s, j, std::move(**r));
+        co_return co_await succeed(j_, std::move(**r));
     if (r->error().silent)
     {
         // A paused compaction says so to its caller; nothing else does (no events, no hooks).
         const auto ec = r->error().ec == errc::auto_compaction_paused ? r->error().ec : error_code{};
         co_return result_type{
             ec,
-            j.prepared_commit.value_or(compaction_outcome{
-                .reason = j.request.reason, .message = r->error().message})};
+            j_.prepared_commit.value_or(compaction_outcome{
+                .reason = j_.request.reason, .message = r->error().message})};
     }
-    emit_start(s, j);
-    co_return co_await fail(s, j, r->error());
+    emit_start();
+    co_return co_await fail(j_, r->error());
 }
 
-asio::awaitable<transaction::step<transaction::committed>> transaction::attempt(
-    session_core& s, session_core::job& j
-)
+asio::awaitable<compaction_run::step<compaction_run::committed>> compaction_run::attempt()
 {
     // 1-4. Plan, hold the lease, run the hooks, summarize; still wanted.
-    auto r = co_await plan_and_summarize(s, j);
+    auto r = co_await plan_and_summarize();
     if (!r)
         co_return r.error();
     auto& [p, lease, sum, first_kept] = *r;
 
-    // 5. Still valid against the current leaf? From here to the swap there is no suspension point
-    // except the store's write, during which the write turn keeps every other append (and
-    // branch) of this session waiting.
-    co_await awaited<void()>([&s](auto h) { s.enter_writes(std::move(h)); }, asio::use_awaitable);
-    const write_turn turn(s);
-    // A cancellation or close() that came while another write held the turn: nothing is written.
-    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
-        co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    if (s.closed_)
-        co_return failure{make_error_code(errc::session_closed), "the session was closed"};
-    auto now = revalidate(s, p, first_kept);
-    if (!now)
-        co_return now.error();
-
-    // 6. Validate the result against the current path; 7. commit it.
-    auto result = build(s, p, *now, sum);
-    if (!result)
-        co_return result.error();
-    auto e = co_await commit(s, j, *result, *now, sum);
+    // 5-7. In the write turn, with no suspension point but the store's write: still wanted and
+    // open (a cancellation or close() that came while another write held the turn writes
+    // nothing), still valid against the current leaf, the result validated against the current
+    // path, then committed.
+    const auto cs = co_await asio::this_coro::cancellation_state;
+    auto e = co_await commit([&, cs]() -> step<std::optional<commit_input>> {
+        if (!still_wanted(cs.cancelled()))
+            return failure{make_error_code(errc::cancelled), "cancelled"};
+        if (cx_.closed())
+            return failure{make_error_code(errc::session_closed), "the session was closed"};
+        auto now = revalidate(p, first_kept);
+        if (!now)
+            return now.error();
+        auto result = build(p, *now, sum);
+        if (!result)
+            return result.error();
+        return commit_input{std::move(*now), std::move(*result), &j_, &sum};
+    });
     if (!e)
         co_return e.error();
-    co_return committed{std::move(*e), std::move(*result)};
+    co_return std::move(**e);
 }
 
-asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_and_summarize(
-    session_core& s, session_core::job& j, const compaction_settings* settings
+asio::awaitable<compaction_run::step<compaction_run::summarized>> compaction_run::plan_and_summarize(
+    const compaction_settings* settings
 )
 {
     // 1. Plan against the current leaf.
-    auto p = plan_compaction(s, j, settings);
+    auto p = plan_compaction(settings);
     if (!p)
         co_return p.error();
-    fold_oversized_turn_prefix(s, j, *p);
-    if (auto paused = check_paused(s, j, *p); !paused)
+    fold_oversized_turn_prefix(*p);
+    if (auto paused = check_paused(*p); !paused)
         co_return paused.error();
     // 1b. A shared store: hold the session's lease before anything is summarized or written.
-    auto lease = co_await take_lease(s, j);
+    auto lease = co_await take_lease();
     if (!lease)
         co_return lease.error();
-    emit_start(s, j);
-    s.logger_->debug(
+    emit_start();
+    cx_.logger().debug(
         "compaction plan: first kept {}, {} to summarize, {} in turn prefix",
         p->prep.first_kept_entry_id,
         p->prep.messages_to_summarize.size(),
@@ -186,7 +189,7 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     );
 
     // 2. before_compact hooks, in registration order.
-    auto custom = co_await before_hooks(s, j, *p);
+    auto custom = co_await before_hooks(*p);
     if (!custom)
         co_return custom.error();
 
@@ -194,105 +197,102 @@ asio::awaitable<transaction::step<transaction::summarized>> transaction::plan_an
     const bool hook_kept = *custom && !(*custom)->result.first_kept_entry_id.empty();
     std::string first_kept = hook_kept ? (*custom)->result.first_kept_entry_id : p->prep.first_kept_entry_id;
     if (hook_kept)
-        if (auto cut = check_hook_cut(s, *p, first_kept); !cut)
+        if (auto cut = check_hook_cut(*p, first_kept); !cut)
             co_return cut.error();
 
     // 2b. The host's evidence store keeps the original range before anything is summarized.
-    auto evidence = co_await preserve_evidence(s, j, first_kept);
+    auto evidence = co_await preserve_evidence(first_kept);
     if (!evidence)
         co_return evidence.error();
 
     // 3. Summarize (or take the hook's result).
-    auto sum = co_await summarize(s, j, *p, std::move(*custom));
+    auto sum = co_await summarize(*p, std::move(*custom));
     if (!sum)
         co_return sum.error();
     sum->evidence = std::move(*evidence);
 
     // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
-    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    if (!still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
-    if (s.closed_)
+    if (cx_.closed())
         co_return failure{make_error_code(errc::session_closed), "the session was closed"};
     co_return summarized{std::move(*p), std::move(*lease), std::move(*sum), std::move(first_kept)};
 }
 
-asio::awaitable<transaction::step<std::shared_ptr<store_lease>>> transaction::take_lease(
-    session_core& s, const session_core::job& j
-)
+asio::awaitable<compaction_run::step<std::shared_ptr<store_lease>>> compaction_run::take_lease()
 {
     // A single-writer store's lease excludes nothing beyond the session's own lifecycle.
     auto [ec, lease, message] = co_await awaited<store_lease_signature>(
-        [&s](auto h) { s.store_->async_lease(s.strand_, std::move(h)); }, asio::as_tuple(asio::use_awaitable)
+        [this](auto h) { cx_.writes().async_lease(std::move(h)); }, asio::as_tuple(asio::use_awaitable)
     );
     if (ec == asio::error::operation_aborted)
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     // Another node is compacting: a manual request fails fast, an automatic one skips quietly.
     if (ec == make_error_code(errc::compaction_in_progress))
-        co_return failure{ec, message, false, j.request.reason != compaction_reason::manual};
+        co_return failure{ec, message, false, j_.request.reason != compaction_reason::manual};
     if (ec)
         co_return failure{ec, message};
     co_return std::move(lease);
 }
 
-transaction::step<transaction::plan> transaction::plan_compaction(
-    session_core& s, const session_core::job& j, const compaction_settings* settings
+compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const compaction_settings* settings
 )
 {
-    if (s.coordinator_->aborted(j.id))
+    if (cx_.aborted(j_.id))
         return failure{make_error_code(errc::cancelled), "cancelled before it started"};
-    if (!s.config_.summarizer)
+    if (!cx_.config().summarizer)
         return failure{make_error_code(errc::no_summarizer), "no summarizer is configured"};
     diagnostics diag;
     plan p;
-    p.leaf = s.log_.leaf_id();
-    auto path = load_planning_path(s.log_, diag);
+    p.leaf = cx_.log().leaf_id();
+    auto path = load_planning_path(cx_.log(), diag);
     if (!path)
         return failure{path.error(), diag.message};
     compaction::budget_shortfall shortfall;
     // A background cut keeps a split turn whole when the turn is no larger than what a foreground
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
-        j.request.reason == compaction_reason::background ? s.config_.settings.keep_recent_tokens : 0;
+        j_.request.reason == compaction_reason::background ? cx_.config().settings.keep_recent_tokens : 0;
     auto prep = prepare_compaction(
         path->entries,
-        settings ? *settings : s.config_.settings,
-        {.mode = s.config_.compat,
-         .counter = &s.counter(),
-         .pins = &s.config_.pins,
-         .required = &s.config_.required,
-         .jobs = &s.config_.jobs,
+        settings ? *settings : cx_.config().settings,
+        {.mode = cx_.config().compat,
+         .counter = &cx_.counter(),
+         .pins = &cx_.config().pins,
+         .required = &cx_.config().required,
+         .jobs = &cx_.config().jobs,
          .shortfall = &shortfall,
-         .context_window = s.config_.model.context_window,
-         .model_max_tokens = s.config_.model.max_output_tokens,
-         .reserve_summary_room = j.request.reason != compaction_reason::background,
+         .context_window = cx_.config().model.context_window,
+         .model_max_tokens = cx_.config().model.max_output_tokens,
+         .reserve_summary_room = j_.request.reason != compaction_reason::background,
          .whole_turn_tokens = whole_turn},
         diag
     );
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
-        report_shortfall(s, j.request.reason, shortfall);
+        report_shortfall(cx_, j_.request.reason, shortfall);
     if (!prep)
     {
         const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
                              prep.error() == make_error_code(compaction::errc::already_compacted);
         return failure{
-            prep.error(), diag.message, false, nothing && j.request.reason != compaction_reason::manual};
+            prep.error(), diag.message, false, nothing && j_.request.reason != compaction_reason::manual};
     }
     p.path = std::move(path->entries);
     p.prep = std::move(*prep);
     return p;
 }
 
-transaction::step<void> transaction::check_paused(session_core& s, session_core::job& j, const plan& p)
+compaction_run::step<void> compaction_run::check_paused(const plan& p)
 {
-    const auto kept = s.log_.find(p.prep.first_kept_entry_id);
+    const auto kept = cx_.log().find(p.prep.first_kept_entry_id);
     if (!kept)
         return {};
     diagnostics diag;
-    auto rev = s.revisions_->compute(s.log_, entries_before(s.log_, *kept), diag);
+    auto rev = cx_.ledger().revisions().compute(cx_.log(), entries_before(cx_.log(), *kept), diag);
     if (!rev)
         return {};  // unreadable prefix: the commit reports it
-    j.prefix = detail::prefix_key{rev->count, std::move(rev->sha256), config_digest_of(s.config_)};
-    if (!s.suppression_.paused(j.request.reason, *j.prefix))
+    j_.prefix = prefix_key{rev->count, std::move(rev->sha256), config_digest_of(cx_.config())};
+    if (!cx_.ledger().suppression().paused(j_.request.reason, *j_.prefix))
         return {};
     return failure{
         make_error_code(errc::auto_compaction_paused),
@@ -302,22 +302,21 @@ transaction::step<void> transaction::check_paused(session_core& s, session_core:
         true};
 }
 
-asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> transaction::before_hooks(
-    session_core& s, const session_core::job& j, const plan& p
-)
+asio::awaitable<compaction_run::step<std::optional<compaction_run::hook_result>>>
+compaction_run::before_hooks(const plan& p)
 {
     std::optional<hook_result> custom;
-    if (s.before_hooks_.empty())
+    if (cx_.hooks().before_compact().empty())
         co_return custom;
     diagnostics diag;
-    auto branch = complete_active_path(s.log_, diag);
+    auto branch = complete_active_path(cx_.log(), diag);
     if (!branch)
         co_return failure{branch.error(), diag.message};
     auto cs = co_await asio::this_coro::cancellation_state;
-    for (const auto& h : s.before_hooks_)
+    for (const auto& h : cx_.hooks().before_compact())
     {
         const before_compact_event e{
-            j.request.reason, p.prep, j.request.instructions, j.request.will_retry, *branch, cs.slot()};
+            j_.request.reason, p.prep, j_.request.instructions, j_.request.will_retry, *branch, cs.slot()};
         before_compact_decision d;
         bool threw = false;
         try
@@ -326,11 +325,11 @@ asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> tran
         }
         catch (const std::exception& ex)
         {
-            s.logger_->error("before_compact hook threw, skipped: {}", ex.what());
+            cx_.logger().error("before_compact hook threw, skipped: {}", ex.what());
             threw = true;
         }
         // Cancelled while a hook ran: nothing else runs, nothing is written.
-        if (!still_wanted(s, j, cs.cancelled()))
+        if (!still_wanted(cs.cancelled()))
             co_return failure{make_error_code(errc::cancelled), "cancelled"};
         if (threw)
             continue;
@@ -343,55 +342,55 @@ asio::awaitable<transaction::step<std::optional<transaction::hook_result>>> tran
     co_return custom;
 }
 
-asio::awaitable<transaction::step<transaction::summaries>> transaction::summarize(
-    session_core& s, session_core::job& j, const plan& p, std::optional<hook_result> custom
+asio::awaitable<compaction_run::step<compaction_run::summaries>> compaction_run::summarize(
+    const plan& p, std::optional<hook_result> custom
 )
 {
     summaries out;
-    const scrub_fn scrub = [&s, &out](std::string& text) {
-        auto r = s.redactor_->redact(text);
+    const scrub_fn scrub = [this, &out](std::string& text) {
+        auto r = cx_.redaction().redact(text);
         for (const auto& [rule, n] : r.counts)
             out.redactions[rule] += n;
         text = std::move(r.text);
     };
     if (custom)
     {
-        if (auto r = accept_hook_summary(s, j, std::move(*custom), scrub, out); !r)
+        if (auto r = accept_hook_summary(std::move(*custom), scrub, out); !r)
             co_return r.error();
         co_return out;
     }
     // Native compaction first, where the provider offers it.
-    auto native = co_await try_native(s, j, p);
+    auto native = co_await try_native(p);
     if (!native)
         co_return native.error();
     std::optional<usage> native_usage;
     if (*native)
     {
         native_usage = (*native)->usage;
-        if (adopt_native_reply(j, std::move(**native), out))
+        if (adopt_native_reply(std::move(**native), out))
             co_return out;
     }
-    if (auto r = co_await summarize_portable(s, j, p, scrub, out); !r)
+    if (auto r = co_await summarize_portable(p, scrub, out); !r)
         co_return r.error();
-    finish_portable(j, p.prep, native_usage, scrub, out);
+    finish_portable(p.prep, native_usage, scrub, out);
     co_return out;
 }
 
-transaction::step<void> transaction::accept_hook_summary(
-    session_core& s, session_core::job& j, hook_result hook, const scrub_fn& scrub, summaries& out
+compaction_run::step<void> compaction_run::accept_hook_summary(
+    hook_result hook, const scrub_fn& scrub, summaries& out
 )
 {
-    j.from_hook = true;
+    j_.from_hook = true;
     auto& custom = hook.result;
     // The hook's own call is billed as a summary call would be: the entry's usage, the end
     // event's and the finished event's evidence (whether or not the result commits).
     if (hook.usage)
     {
-        j.evidence.usage = combine_usage(j.evidence.usage, *hook.usage);
+        j_.evidence.usage = combine_usage(j_.evidence.usage, *hook.usage);
         out.history_usage = hook.usage;
     }
     // Pi 1.6: the model's output limit, clamped so input and output fit the window.
-    const auto& model = s.config_.model;
+    const auto& model = cx_.config().model;
     const auto cap = summary_output_budget(model.context_window, model.max_output_tokens, 0, 0);
     diagnostics d;
     if (auto r = check_summary_output({custom.summary, stop_reason::stop, std::nullopt}, cap, d); !r)
@@ -401,10 +400,10 @@ transaction::step<void> transaction::accept_hook_summary(
     return {};
 }
 
-bool transaction::adopt_native_reply(session_core::job& j, providers::native_reply reply, summaries& out)
+bool compaction_run::adopt_native_reply(providers::native_reply reply, summaries& out)
 {
     out.native = providers::to_json(reply.state);
-    j.evidence.method = "native";
+    j_.evidence.method = "native";
     if (!reply.readable)
         return false;  // OpenAI: the item is opaque; the entry's summary is a portable note
     // Anthropic: the block's content is the summary; it covers the turn prefix too.
@@ -414,28 +413,22 @@ bool transaction::adopt_native_reply(session_core::job& j, providers::native_rep
     return true;
 }
 
-asio::awaitable<transaction::step<void>> transaction::summarize_portable(
-    session_core& s, session_core::job& j, const plan& p, const scrub_fn& scrub, summaries& out
+asio::awaitable<compaction_run::step<void>> compaction_run::summarize_portable(
+    const plan& p, const scrub_fn& scrub, summaries& out
 )
 {
     const auto& prep = p.prep;
     const bool need_prefix = prep.is_split_turn && !prep.turn_prefix_messages.empty();
     // agentctx: the conversation's own request first (no piecewise bound: it fits the window).
     auto cached =
-        plan_cache_friendly(s, j, p, scrub, !prep.messages_to_summarize.empty() || !need_prefix, need_prefix);
+        plan_cache_friendly(p, scrub, !prep.messages_to_summarize.empty() || !need_prefix, need_prefix);
     if (cached.history || cached.prefix)
-        co_return co_await summarize_cache_friendly(s, j, p, scrub, std::move(cached), out);
-    co_return co_await summarize_standalone(s, j, p, scrub, true, need_prefix, out);
+        co_return co_await summarize_cache_friendly(p, scrub, std::move(cached), out);
+    co_return co_await summarize_standalone(p, scrub, true, need_prefix, out);
 }
 
-asio::awaitable<transaction::step<void>> transaction::summarize_standalone(
-    session_core& s,
-    session_core::job& j,
-    const plan& p,
-    const scrub_fn& scrub,
-    bool history,
-    bool prefix,
-    summaries& out
+asio::awaitable<compaction_run::step<void>> compaction_run::summarize_standalone(
+    const plan& p, const scrub_fn& scrub, bool history, bool prefix, summaries& out
 )
 {
     const auto& prep = p.prep;
@@ -443,13 +436,13 @@ asio::awaitable<transaction::step<void>> transaction::summarize_standalone(
     bool pieced = false;
     if (history)
     {
-        auto r = co_await summarize_history_in_pieces(s, j, p, scrub, out);
+        auto r = co_await summarize_history_in_pieces(p, scrub, out);
         if (!r)
             co_return r.error();
         pieced = *r;
     }
     const bool need_history = history && !pieced && (!prep.messages_to_summarize.empty() || !need_prefix);
-    auto prompts = request_prompts(s, j, prep, need_history, scrub);
+    auto prompts = request_prompts(prep, need_history, scrub);
     // Named, not temporaries: the prompts outlive each suspension in this frame.
     std::optional<summary_prompt> hp, pp;
     if (need_history)
@@ -457,15 +450,15 @@ asio::awaitable<transaction::step<void>> transaction::summarize_standalone(
     if (need_prefix)
         pp = std::move(prompts.second);
     step<void> done;
-    if (hp && pp && s.config_.concurrent_summaries)
-        done = co_await request_together(s, j, std::move(*hp), std::move(*pp), out);
+    if (hp && pp && cx_.config().concurrent_summaries)
+        done = co_await request_together(std::move(*hp), std::move(*pp), out);
     else
-        done = co_await request_in_turn(s, j, std::move(hp), std::move(pp), out);
+        done = co_await request_in_turn(std::move(hp), std::move(pp), out);
     co_return done;
 }
 
-asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_pieces(
-    session_core& s, session_core::job& j, const plan& p, const scrub_fn& scrub, summaries& out
+asio::awaitable<compaction_run::step<bool>> compaction_run::summarize_history_in_pieces(
+    const plan& p, const scrub_fn& scrub, summaries& out
 )
 {
     // The prefix is measured first (an exact count when offered); one over the bound (or with
@@ -473,17 +466,17 @@ asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_piece
     portable_bound bound;
     if (!p.prep.messages_to_summarize.empty())
     {
-        auto b = co_await preflight(s, j, p);
+        auto b = co_await preflight(p);
         if (!b)
             co_return b.error();
         bound = *b;
     }
-    auto pieces = choose_pieces(s, j, p, bound);
+    auto pieces = choose_pieces(p, bound);
     if (!pieces)
         co_return pieces.error();
     if (!*pieces)
         co_return false;
-    auto h = co_await summarize_pieces(s, j, p, std::move(**pieces), scrub);
+    auto h = co_await summarize_pieces(p, std::move(**pieces), scrub);
     if (!h)
         co_return h.error();
     out.history = std::move(h->text);
@@ -491,30 +484,26 @@ asio::awaitable<transaction::step<bool>> transaction::summarize_history_in_piece
     co_return true;
 }
 
-std::pair<summary_prompt, summary_prompt> transaction::request_prompts(
-    const session_core& s,
-    const session_core::job& j,
-    const compaction_preparation& prep,
-    bool need_history,
-    const scrub_fn& scrub
+std::pair<summary_prompt, summary_prompt> compaction_run::request_prompts(
+    const compaction_preparation& prep, bool need_history, const scrub_fn& scrub
 )
 {
-    const auto& model = s.config_.model;
+    const auto& model = cx_.config().model;
     std::optional<std::string> effort;
-    if (const auto snap = s.current(); snap->thinking_level != "off")
+    if (const auto snap = cx_.current(); snap->thinking_level != "off")
         effort = snap->thinking_level;
     // Only when the history goes out in one request: a piecewise prefix is never serialized whole.
     auto hp = need_history ? history_summary_prompt(
                                  messages_of(prep.messages_to_summarize),
                                  prep.previous_summary,
-                                 j.request.instructions,
+                                 j_.request.instructions,
                                  model.context_window,
                                  model.max_output_tokens
                              )
                            : summary_prompt{};
     auto pp = turn_prefix_summary_prompt(
         messages_of(prep.turn_prefix_messages),
-        j.request.instructions,
+        j_.request.instructions,
         model.context_window,
         model.max_output_tokens
     );
@@ -528,8 +517,8 @@ std::pair<summary_prompt, summary_prompt> transaction::request_prompts(
     return {std::move(hp), std::move(pp)};
 }
 
-asio::awaitable<transaction::step<void>> transaction::request_together(
-    session_core& s, session_core::job& j, summary_prompt hp, summary_prompt pp, summaries& out
+asio::awaitable<compaction_run::step<void>> compaction_run::request_together(
+    summary_prompt hp, summary_prompt pp, summaries& out
 )
 {
     // Both at once (opt-in); the first failure cancels the other and is the one reported.
@@ -539,8 +528,8 @@ asio::awaitable<transaction::step<void>> transaction::request_together(
     try
     {
         both.emplace(co_await (
-            request_or_throw(s, j, std::move(hp), summary_kind::history, first) &&
-            request_or_throw(s, j, std::move(pp), summary_kind::turn_prefix, first)
+            request_or_throw(std::move(hp), summary_kind::history, first) &&
+            request_or_throw(std::move(pp), summary_kind::turn_prefix, first)
         ));
     }
     catch (const request_failed&)
@@ -557,19 +546,15 @@ asio::awaitable<transaction::step<void>> transaction::request_together(
     co_return step<void>{};
 }
 
-asio::awaitable<transaction::step<void>> transaction::request_in_turn(
-    session_core& s,
-    session_core::job& j,
-    std::optional<summary_prompt> hp,
-    std::optional<summary_prompt> pp,
-    summaries& out
+asio::awaitable<compaction_run::step<void>> compaction_run::request_in_turn(
+    std::optional<summary_prompt> hp, std::optional<summary_prompt> pp, summaries& out
 )
 {
     // Pi 1.6 (#5536): the history request first, the turn prefix after its response;
     // single-slot local servers answer 429 to parallel requests.
     if (hp)
     {
-        auto h = co_await request(s, j, std::move(*hp), summary_kind::history);
+        auto h = co_await request(std::move(*hp), summary_kind::history);
         if (!h)
             co_return h.error();
         out.history = std::move(h->text);
@@ -577,7 +562,7 @@ asio::awaitable<transaction::step<void>> transaction::request_in_turn(
     }
     if (pp)
     {
-        auto pr = co_await request(s, j, std::move(*pp), summary_kind::turn_prefix);
+        auto pr = co_await request(std::move(*pp), summary_kind::turn_prefix);
         if (!pr)
             co_return pr.error();
         out.prefix = std::move(pr->text);
@@ -586,8 +571,7 @@ asio::awaitable<transaction::step<void>> transaction::request_in_turn(
     co_return step<void>{};
 }
 
-void transaction::finish_portable(
-    session_core::job& j,
+void compaction_run::finish_portable(
     const compaction_preparation& prep,
     const std::optional<usage>& native_usage,
     const scrub_fn& scrub,
@@ -604,27 +588,27 @@ void transaction::finish_portable(
         out.history = prep.previous_summary;
     if (out.native)
     {
-        j.evidence.method = "native";  // the portable note accompanies the opaque item
+        j_.evidence.method = "native";  // the portable note accompanies the opaque item
         out.history_usage =
             out.history_usage ? combine_usage(*out.history_usage, *native_usage) : native_usage;
     }
 }
 
-asio::awaitable<transaction::step<summary_output>> transaction::request(
-    session_core& s, session_core::job& j, summary_prompt prompt, summary_kind kind
+asio::awaitable<compaction_run::step<summary_output>> compaction_run::request(
+    summary_prompt prompt, summary_kind kind
 )
 {
     // Cancelled between two sequential requests: the second one is never sent.
-    if (!still_wanted(s, j, (co_await asio::this_coro::cancellation_state).cancelled()))
+    if (!still_wanted((co_await asio::this_coro::cancellation_state).cancelled()))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     const auto cap = prompt.max_output_tokens;
-    ++j.model_calls;
-    auto [ec, out] = co_await s.config_.summarizer->async_summarize(
+    ++j_.model_calls;
+    auto [ec, out] = co_await cx_.config().summarizer->async_summarize(
         std::move(prompt), asio::as_tuple(asio::use_awaitable)
     );
     // Billed whether or not the reply commits (a `length` stop included).
     if (out.usage)
-        j.evidence.usage = combine_usage(j.evidence.usage, *out.usage);
+        j_.evidence.usage = combine_usage(j_.evidence.usage, *out.usage);
     if (agentctx::is_cancelled(ec))
         co_return failure{make_error_code(errc::cancelled), "cancelled"};
     if (ec)
@@ -640,16 +624,12 @@ asio::awaitable<transaction::step<summary_output>> transaction::request(
     co_return out;
 }
 
-asio::awaitable<summary_output> transaction::request_or_throw(
-    session_core& s,
-    session_core::job& j,
-    summary_prompt prompt,
-    summary_kind kind,
-    std::optional<failure>& first
+asio::awaitable<summary_output> compaction_run::request_or_throw(
+    summary_prompt prompt, summary_kind kind, std::optional<failure>& first
 )
 {
     co_await asio::this_coro::throw_if_cancelled(false);
-    auto r = co_await request(s, j, std::move(prompt), kind);
+    auto r = co_await request(std::move(prompt), kind);
     if (r)
         co_return std::move(*r);
     if (!first)
@@ -657,13 +637,13 @@ asio::awaitable<summary_output> transaction::request_or_throw(
     throw request_failed{};
 }
 
-transaction::step<transaction::revalidated> transaction::revalidate(
-    session_core& s, const plan& p, std::string first_kept
+compaction_run::step<compaction_run::revalidated> compaction_run::revalidate(
+    const plan& p, std::string first_kept
 )
 {
     // Appends are fine; a branch switch or another compaction is not.
     diagnostics diag;
-    auto now = load_planning_path(s.log_, diag);
+    auto now = load_planning_path(cx_.log(), diag);
     if (!now)
         return failure{now.error(), diag.message};
     std::optional<std::size_t> kept_index;
@@ -674,15 +654,15 @@ transaction::step<transaction::revalidated> transaction::revalidate(
         return failure{
             make_error_code(errc::stale_plan),
             "the path changed during the compaction (planned at leaf " + p.leaf.value_or("-") + ", now " +
-                s.log_.leaf_id().value_or("-") + ")"};
+                cx_.log().leaf_id().value_or("-") + ")"};
     return revalidated{std::move(now->entries), *kept_index, std::move(first_kept)};
 }
 
-transaction::step<compaction_result> transaction::build(
-    session_core& s, const plan& p, const revalidated& v, const summaries& sum, bool bounded
+compaction_run::step<compaction_result> compaction_run::build(
+    const plan& p, const revalidated& v, const summaries& sum, bool bounded
 )
 {
-    const auto& model = s.config_.model;
+    const auto& model = cx_.config().model;
     const auto window = bounded ? model.context_window : 0;  // 0: no threshold check
     if (sum.custom)
     {
@@ -693,8 +673,8 @@ transaction::step<compaction_result> transaction::build(
         result.pinned = p.prep.pinned;
         if (result.tokens_before == 0)
             result.tokens_before = p.prep.tokens_before;
-        result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, s.counter());
-        const auto threshold = model.context_window - s.config_.settings.reserve_tokens;
+        result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, cx_.counter());
+        const auto threshold = model.context_window - cx_.config().settings.reserve_tokens;
         if (window > 0 && result.tokens_after > threshold)
             return failure{
                 make_error_code(compaction::errc::insufficient_reduction),
@@ -713,7 +693,7 @@ transaction::step<compaction_result> transaction::build(
     current.first_kept_entry_id = v.first_kept;
     diagnostics diag;
     auto r = assemble_compaction(
-        v.path, current, sum.history, sum.prefix, window, s.config_.settings, diag, s.counter()
+        v.path, current, sum.history, sum.prefix, window, cx_.config().settings, diag, cx_.counter()
     );
     if (!r)
         return failure{r.error(), diag.message};
@@ -725,8 +705,8 @@ namespace {
 // The entry's details.agentctx: how the compaction came about and what it cost, its evidence,
 // the carried entries, a native state, and the portable checkpoint fields.
 compaction::result<void> add_agentctx_details(
-    const session_core& s,
-    const session_core::job& j,
+    const run_context& cx,
+    const compaction_job& j,
     const compaction_result& result,
     long long duration_ms,
     boost::json::object evidence,
@@ -743,7 +723,7 @@ compaction::result<void> add_agentctx_details(
              {"tokensAfter", result.tokens_after},
              {"durationMs", duration_ms},
              {"modelCalls", j.model_calls},
-             {"summarizer", j.from_hook ? std::string("hook") : s.config_.summarizer->name()},
+             {"summarizer", j.from_hook ? std::string("hook") : cx.config().summarizer->name()},
          });
     ours.get_object()["evidence"] = std::move(evidence);
     if (!result.pinned.empty())
@@ -758,18 +738,16 @@ compaction::result<void> add_agentctx_details(
         ours.get_object()["evidenceRefs"] = std::move(refs);
     }
     // Portable checkpoints: what it covers (sourceRevision), who wrote it, under which settings.
-    return checkpoint_ops::add_fields(s, ours.get_object(), first_kept, j.from_hook, diag);
+    return add_checkpoint_fields(
+        cx.log(), cx.config(), cx.ledger().revisions(), ours.get_object(), first_kept, j.from_hook, diag
+    );
 }
 
 }  // namespace
 
-asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
-    session_core& s,
-    const session_core::job& j,
-    const compaction_result& result,
-    const revalidated& v,
-    const summaries& sum
-)
+compaction_run::step<commit_plan> compaction_run::make_entry(
+    const compaction_job& j, const compaction_result& result, const revalidated& v, const summaries& sum
+) const
 {
     // Build everything first, then store append, log append, snapshot swap.
     boost::json::value details = result.details;
@@ -780,7 +758,7 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
         const long long duration_ms = elapsed_ms(j.started);
         diagnostics cdiag;
         if (auto r = add_agentctx_details(
-                s,
+                cx_,
                 j,
                 result,
                 duration_ms,
@@ -792,13 +770,13 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
                 cdiag
             );
             !r)
-            co_return failure{r.error(), cdiag.message};
+            return failure{r.error(), cdiag.message};
     }
     // Everything the entry writes is redacted, not only the model's text: the file lists in the
     // summary and in details, the carried entries and their block, a hook's details.
     std::string summary = result.summary;
     auto redactions = sum.redactions;
-    redact_compaction(summary, details, *s.redactor_, redactions);
+    redact_compaction(summary, details, cx_.redaction(), redactions);
     if (details.is_object() && !redactions.empty())
         details.get_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
@@ -806,10 +784,10 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     const auto total_usage = compaction_usage(sum.history_usage, sum.prefix_usage);
     const std::string ts = iso_timestamp_now();
     // The snapshot holds the replay for this leaf (revalidated above): no second projection.
-    auto checkpoint = system_checkpoint(s.current()->system, ts);
+    auto checkpoint = system_checkpoint(cx_.current()->system, ts);
     auto e = std::make_shared<const entry>(make_compaction_entry(
-        s.log_.new_id(),
-        s.log_.leaf_id(),
+        cx_.log().new_id(),
+        cx_.log().leaf_id(),
         ts,
         summary,
         v.first_kept,
@@ -821,31 +799,51 @@ asio::awaitable<transaction::step<entry_ptr>> transaction::commit(
     ));
     std::vector<entry_ptr> next_path(v.path.begin(), v.path.end());
     next_path.push_back(e);
-    auto next =
-        snapshot_from_context(build_session_context(next_path, &s.log_), s.log_.size() + 1, s.counter());
-    diagnostics diag;
-    if (auto fits = check_line_fits(*e, s.log_.options().max_line_bytes, diag); !fits)
-        co_return failure{fits.error(), diag.message};
-    // Compare-and-set against the stored leaf in the write's own transaction (a shared store).
-    // Not cancellable: once sent, only the store's answer says whether it committed.
-    auto [ec, message] = co_await awaited<store_write_signature>(
-        [&s, &e](auto h) { s.store_->async_write(s.strand_, e, s.log_.size(), std::move(h)); },
-        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
+    auto next = snapshot_from_context(
+        build_session_context(next_path, &cx_.log()), cx_.log().size() + 1, cx_.counter()
     );
-    if (ec == make_error_code(errc::stale_leaf))
-        (void)co_await awaited<void_signature>(
-            [&s](auto h) { s.reload(std::move(h)); }, asio::as_tuple(asio::use_awaitable)
-        );
-    if (ec)
-        co_return failure{ec, message};
-    if (auto r = s.log_.append(e, diag); !r)
-        co_return failure{r.error(), diag.message};  // unreachable: id and parent were checked
-    s.publish(std::move(next));
-    co_return e;
+    diagnostics diag;
+    if (auto fits = check_line_fits(*e, cx_.log().options().max_line_bytes, diag); !fits)
+        return failure{fits.error(), diag.message};
+    return commit_plan{{std::move(e)}, std::nullopt, std::move(next)};
 }
 
-compaction_evidence transaction::finished_evidence(
-    const session_core::job& j, std::optional<error_code> failed
+asio::awaitable<compaction_run::step<std::optional<compaction_run::committed>>> compaction_run::commit(
+    decide_fn decide
+)
+{
+    // Decided, built and written in one write turn: a compare-and-set against the stored leaf in
+    // the write's own transaction (a shared store). Not cancellable: once sent, only the store's
+    // answer says whether it committed.
+    std::optional<failure> refused;
+    std::optional<committed> done;
+    auto prepare = [&](diagnostics&) -> compaction::result<commit_plan> {
+        auto in = decide();
+        if (in && !*in)
+            return commit_plan{};  // nothing to write
+        auto plan = in ? make_entry(*(*in)->job, (*in)->result, (*in)->v, *(*in)->sum)
+                       : step<commit_plan>(in.error());
+        if (!plan)
+        {
+            refused = plan.error();
+            return refused->ec;
+        }
+        done = committed{plan->entries.front(), std::move((*in)->result)};
+        return std::move(*plan);
+    };
+    auto [ec, message] = co_await awaited<void(error_code, std::string)>(
+        [&](auto h) { cx_.writes().async_commit(prepare, std::move(h)); },
+        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable))
+    );
+    if (refused)
+        co_return *refused;
+    if (ec)
+        co_return failure{ec, message};
+    co_return std::move(done);
+}
+
+compaction_evidence compaction_run::finished_evidence(
+    const compaction_job& j, std::optional<error_code> failed
 )
 {
     compaction_evidence e = j.evidence;
@@ -856,24 +854,20 @@ compaction_evidence transaction::finished_evidence(
     return e;
 }
 
-bool transaction::still_wanted(
-    const session_core& s, const session_core::job& j, asio::cancellation_type cancelled
-)
+bool compaction_run::still_wanted(asio::cancellation_type cancelled)
 {
-    return cancelled == asio::cancellation_type::none && !s.coordinator_->aborted(j.id);
+    return cancelled == asio::cancellation_type::none && !cx_.aborted(j_.id);
 }
 
-void transaction::emit_start(session_core& s, session_core::job& j)
+void compaction_run::emit_start()
 {
-    if (j.start_emitted)
+    if (j_.start_emitted)
         return;
-    j.start_emitted = true;
-    s.emit(compaction_start_event{j.request.reason});
+    j_.start_emitted = true;
+    cx_.emit(compaction_start_event{j_.request.reason});
 }
 
-asio::awaitable<transaction::result_type> transaction::succeed(
-    session_core& s, const session_core::job& j, committed c
-)
+asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compaction_job& j, committed c)
 {
     const auto reason = j.request.reason;
     compaction_outcome out{
@@ -883,14 +877,14 @@ asio::awaitable<transaction::result_type> transaction::succeed(
         .will_retry = j.request.will_retry,
         .result = c.result,
         .entry_id = c.entry->id};
-    s.suppression_.reset();
+    cx_.ledger().suppression().reset();
     // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
     const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
-    co_await s.run_compacted_hooks(done);
-    s.emit(compaction_end_event{
+    co_await cx_.hooks().run_compacted(done);
+    cx_.emit(compaction_end_event{
         reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
-    s.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
-    s.logger_->info(
+    cx_.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
+    cx_.logger().info(
         "compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} "
         "model_calls={} "
         "entry={}",
@@ -904,9 +898,7 @@ asio::awaitable<transaction::result_type> transaction::succeed(
     co_return result_type{error_code{}, std::move(out)};
 }
 
-asio::awaitable<transaction::result_type> transaction::fail(
-    session_core& s, const session_core::job& j, failure f
-)
+asio::awaitable<compaction_run::result_type> compaction_run::fail(const compaction_job& j, failure f)
 {
     const auto reason = j.request.reason;
     const bool aborted = agentctx::is_cancelled(f.ec) || f.ec == make_error_code(errc::hook_cancelled);
@@ -914,22 +906,22 @@ asio::awaitable<transaction::result_type> transaction::fail(
     compaction_outcome out{.attempted = true, .reason = reason, .message = f.message};
     // Pi 1.6 tries again once the session has a new entry, whatever failed: `--compat pi` keeps
     // that; agentctx pauses a deterministic failure until its prefix or settings change.
-    auto kind = detail::classify_failure(f.ec);
-    if (s.config_.compat == compaction::compat_mode::pi && kind == detail::failure_kind::deterministic)
-        kind = detail::failure_kind::transient;
-    s.suppression_.failed(reason, kind, j.prefix, s.log_.size());
-    if (kind == detail::failure_kind::deterministic && reason != compaction_reason::manual)
+    auto kind = classify_failure(f.ec);
+    if (cx_.config().compat == compaction::compat_mode::pi && kind == failure_kind::deterministic)
+        kind = failure_kind::transient;
+    cx_.ledger().suppression().failed(reason, kind, j.prefix, cx_.log().size());
+    if (kind == failure_kind::deterministic && reason != compaction_reason::manual)
         out.message += j.prefix
                            ? "; automatic compaction of this history paused until it or the settings change"
                            : "; automatic compaction paused until new entries arrive";
     const auto shown = aborted ? std::nullopt : std::optional(out.message);
     // Pi 1.6: compaction_end first, then the failed hooks.
-    s.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
+    cx_.emit(compaction_end_event{reason, std::nullopt, aborted, false, shown, j.evidence.discarded});
     // Named, not a temporary: it lives across the hooks' suspensions.
     const compact_failed_event failed{reason, shown, aborted, false, from_hook};
-    co_await s.run_failed_hooks(failed);
-    s.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
-    s.logger_->info(
+    co_await cx_.hooks().run_failed(failed);
+    cx_.emit(compaction_finished_event{reason, finished_evidence(j, f.ec)});
+    cx_.logger().info(
         "compaction reason={} outcome={} duration_ms={} model_calls={} detail=\"{}\"",
         to_string(reason),
         f.ec.message(),
@@ -940,4 +932,4 @@ asio::awaitable<transaction::result_type> transaction::fail(
     co_return result_type{f.ec, std::move(out)};
 }
 
-}  // namespace agentctx::runtime
+}  // namespace agentctx::runtime::detail
