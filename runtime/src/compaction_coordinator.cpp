@@ -44,7 +44,7 @@ compaction_coordinator::operation compaction_coordinator::make(
     op.initiator = initiator;
     if (initiator != 0)  // a background operation has no caller
         op.waiters.push_back(initiator);
-    op.aborted = cancelled_early;  // the transaction then unwinds at once with `cancelled`
+    op.aborted = cancelled_early;  // the run then unwinds at once with `cancelled`
     return op;
 }
 

@@ -39,7 +39,7 @@ struct coordinator_effects
     std::optional<operation_id> launch;
 };
 
-/// After the running operation's transaction completed: who gets its result, what runs next.
+/// After the running operation's run completed: who gets its result, what runs next.
 struct finished_operation
 {
     std::vector<caller_id> waiters;  ///< the initiator and every joined caller, in arrival order
@@ -93,7 +93,7 @@ public:
     /// abort_compaction() and close() (`closing`): the running and the pending operation are
     /// aborted; closing also drops a prepared result.
     coordinator_effects abort_all(bool closing = false);
-    /// The running operation's transaction completed; `held`: it was a background operation and
+    /// The running operation's run completed; `held`: it was a background operation and
     /// left a prepared result. `commit_now` (`"when-ready"`) launches its commit at once when no
     /// operation is queued. Precondition: `id` is running.
     finished_operation finish(operation_id id, bool held = false, bool commit_now = false);

@@ -74,7 +74,7 @@ compaction::result<std::vector<entry_ptr>> complete_active_path(const session_lo
     return out;
 }
 
-// Thrown only between request_or_throw and the `&&` that awaits it (see transaction.hpp).
+// Thrown only between request_or_throw and the `&&` that awaits it (see compaction_run.hpp).
 struct request_failed
 {};
 

@@ -140,7 +140,7 @@ public:
     friend struct prepared_result;
 
 private:
-    /// Why a step stopped the transaction.
+    /// Why a step stopped the run.
     struct failure
     {
         boost::system::error_code ec;
@@ -196,7 +196,7 @@ private:
     struct summarized
     {
         plan p;
-        std::shared_ptr<store_lease> lease;  ///< held until the transaction ends
+        std::shared_ptr<store_lease> lease;  ///< held until the run ends
         summaries sum;
         std::string first_kept;  ///< the plan's, or a hook's result's
     };

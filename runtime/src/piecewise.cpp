@@ -45,7 +45,7 @@ const entry* latest_progress(const std::vector<entry_ptr>& path)
 }
 
 // Hands the host a handler it may complete once. A host that throws completes it (posted, never
-// inline) with checkpoint_persist_failed, so the transaction never waits on a handler nobody holds.
+// inline) with checkpoint_persist_failed, so the run never waits on a handler nobody holds.
 template <class Handler>
 void call_host(const session_config& config, const progress_record& r, progress_position pos, Handler handler)
 {

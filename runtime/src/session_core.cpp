@@ -775,7 +775,7 @@ void session_core::launch(std::uint64_t operation)
     j->request = *callers_.coordinator().request(operation);
     callers_.set_running(j);
     // An operation aborted before it started (cancel before link, or a pending manual one that
-    // was aborted) still runs: its transaction unwinds at once and reports `cancelled`.
+    // was aborted) still runs: its run unwinds at once and reports `cancelled`.
     asio::co_spawn(
         strand_,
         compaction_run::run(shared_from_this(), run_view(), j),
