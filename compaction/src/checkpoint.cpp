@@ -9,7 +9,7 @@
 
 #include <agentctx/compaction/record_checks.hpp>
 
-#include "exact_json.hpp"
+#include "json/exact_json.hpp"
 #include "sha256.hpp"
 
 #include <boost/json/parse.hpp>

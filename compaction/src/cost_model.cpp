@@ -1,7 +1,7 @@
 // Prices, the prompt-cache model, summary timing and stall statistics (what simulate bills).
 #include <agentctx/compaction/cost_model.hpp>
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 
 #include <algorithm>
 #include <cmath>

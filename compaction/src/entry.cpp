@@ -3,7 +3,7 @@
 
 #include <agentctx/compaction/json_text.hpp>
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 
 #include <array>
 #include <cmath>

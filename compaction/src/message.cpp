@@ -1,7 +1,7 @@
 // Strict decoding of agent messages and content blocks.
 #include <agentctx/compaction/message.hpp>
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Reads `{"redaction": {"enabled": bool, "allowlist": [..]}}` from a settings object, strictly typed.
 #include <agentctx/compaction/redaction.hpp>
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 
 #include <re2/re2.h>
 

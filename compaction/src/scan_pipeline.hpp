@@ -1,7 +1,7 @@
 // Scans a session file's lines on two threads: each takes the next unit, reads it and scans it.
 #pragma once
 
-#include "line_indexer.hpp"
+#include "json/line_indexer.hpp"
 
 #include <agentctx/compaction/session_log.hpp>
 

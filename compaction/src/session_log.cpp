@@ -3,8 +3,8 @@
 
 #include <agentctx/compaction/json_text.hpp>
 
-#include "exact_json.hpp"
-#include "line_indexer.hpp"
+#include "json/exact_json.hpp"
+#include "json/line_indexer.hpp"
 #include "scan_pipeline.hpp"
 
 #include <cstdio>

@@ -5,7 +5,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/projection.hpp>
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 #include "settings_clearing.hpp"
 
 #include <cmath>

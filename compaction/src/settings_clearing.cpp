@@ -2,7 +2,7 @@
 // layer.
 #include "settings_clearing.hpp"
 
-#include "field_reader.hpp"
+#include "json/field_reader.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 

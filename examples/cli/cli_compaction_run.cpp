@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <variant>
 
 namespace agentctx::cli {
 
@@ -14,11 +15,13 @@ compaction_run run_compaction(
     runtime::session& session,
     std::optional<std::string> instructions,
     bool tty,
+    bool announce,
     std::chrono::milliseconds period,
     std::function<void()> draw
 )
 {
     compaction_run run;
+    // From here SIGINT and SIGTERM are ours, also where the shell started us ignoring SIGINT.
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec)
@@ -26,6 +29,15 @@ compaction_run run_compaction(
         run.interrupted = true;
         session.abort_compaction();
     });
+    // The announcement comes after the handlers above, so a signal sent once it is read aborts
+    // the compaction. The listener outlives this call: it holds no reference to its locals.
+    if (announce)
+        session.on_event([said = false](const runtime::session_event& e) mutable {
+            if (said || !std::holds_alternative<runtime::compaction_start_event>(e))
+                return;
+            said = true;
+            std::fprintf(stderr, "%s\n", started_line);
+        });
     boost::asio::steady_timer ticker(ioc);
     bool finished = false;
     std::function<void()> tick = [&] {

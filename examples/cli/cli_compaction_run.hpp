@@ -20,14 +20,21 @@ struct compaction_run
     bool interrupted = false;  ///< SIGINT or SIGTERM aborted it
 };
 
+/// The stderr line `announce` writes once the compaction is under way and a signal aborts it
+/// (docs/cli.md): a script may wait for it before it sends SIGINT.
+inline constexpr const char* started_line = "compaction started";
+
 /// Compacts `session` (with `instructions`) and runs `ioc` until the compaction completes.
 /// SIGINT and SIGTERM abort the compaction. With `tty`, `draw` is called at once and then every
 /// `period` while the compaction runs, and the line it drew on stderr is cleared at the end.
+/// With `announce`, `started_line` is written to stderr when the session announces the
+/// compaction (compaction_start_event), which is after the signal handlers are installed.
 compaction_run run_compaction(
     boost::asio::io_context& ioc,
     runtime::session& session,
     std::optional<std::string> instructions,
     bool tty,
+    bool announce,
     std::chrono::milliseconds period,
     std::function<void()> draw
 );

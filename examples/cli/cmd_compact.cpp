@@ -140,6 +140,7 @@ int cmd_compact(int argc, char** argv)
         *session,
         a->get("instructions"),
         tty,
+        !json && !tty,
         std::chrono::milliseconds(100),
         [&, frame = 0]() mutable {
             static const char* const spin[] = {"|", "/", "-", "\\"};

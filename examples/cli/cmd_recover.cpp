@@ -147,17 +147,18 @@ int cmd_recover(int argc, char** argv)
             setup->config.summarizer->name().c_str()
         );
 
-    const auto run = run_compaction(ioc, *session, std::nullopt, tty, std::chrono::milliseconds(200), [&] {
-        const double total = static_cast<double>(done + left);
-        std::fprintf(
-            stderr,
-            "\r%s %zu/%s pieces, %.1fs",
-            bar(total > 0 ? done / total : 0.0, 30).c_str(),
-            done,
-            total > 0 ? std::to_string(done + left).c_str() : "?",
-            secs()
-        );
-    });
+    const auto run =
+        run_compaction(ioc, *session, std::nullopt, tty, !json && !tty, std::chrono::milliseconds(200), [&] {
+            const double total = static_cast<double>(done + left);
+            std::fprintf(
+                stderr,
+                "\r%s %zu/%s pieces, %.1fs",
+                bar(total > 0 ? done / total : 0.0, 30).c_str(),
+                done,
+                total > 0 ? std::to_string(done + left).c_str() : "?",
+                secs()
+            );
+        });
     const auto ev = evidence ? boost::json::value(runtime::to_json(*evidence)) : boost::json::value(nullptr);
     if (run.ec || !run.outcome.compacted)
         return report_unfinished(json, run, evidence, ev);

@@ -1,8 +1,8 @@
 // The vector string skipper and the loop for uncaptured values: they may only decide faster, never
 // differently. Each case scans a line with and without them and wants the same verdict, message
 // and captured fields.
-#include "line_indexer.hpp"
-#include "string_skip.hpp"
+#include "json/line_indexer.hpp"
+#include "json/string_skip.hpp"
 
 #include <gtest/gtest.h>
 

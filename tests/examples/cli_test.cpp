@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace fs = std::filesystem;
 using agentctx::test::run_process;
@@ -351,12 +352,23 @@ TEST(cli_compact, an_interrupted_compaction_leaves_the_file_unchanged)
 {
     const auto path = copy_of_bundled("interrupt.jsonl");
     const auto before = agentctx::test::read_text(path);
-    // A slow (simulated) model; SIGINT after 300 ms, long before the 20 s answer.
+    const auto fifo = fs::temp_directory_path() / ("agentctx-cli-" + std::to_string(::getpid()) + "-stderr");
+    fs::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // A slow (simulated) model, started as a background job (SIGINT ignored until the CLI takes
+    // it). The shell reads the CLI's stderr through the FIFO and passes it on; it sends SIGINT
+    // when the CLI says the compaction started (its handler is in place by then), long before
+    // the 20 s answer, then reads on to the end.
     const auto r = run_process(
         "sh -c 'AGENTCTX_OFFLINE_DELAY_MS=20000 " + cli + " compact " + path.string() +
-        " --keep-recent 3000 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid'"
+        " --keep-recent 3000 2>" + fifo.string() +
+        " & pid=$!; while IFS= read -r line; do printf \"%s\\n\" \"$line\" >&2;" +
+        " if [ \"$line\" = \"compaction started\" ]; then kill -INT $pid; fi; done <" + fifo.string() +
+        "; wait $pid'"
     );
+    fs::remove(fifo);
     EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("\ncompaction started\n"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("interrupted: the file is unchanged"), std::string::npos) << r.err;
     EXPECT_EQ(agentctx::test::read_text(path), before);
     fs::remove(path);

@@ -2,9 +2,9 @@
 // decode_entry, then what consumes a decoded entry: projection, LLM conversion, the summarizer
 // transcript, token estimates, timestamps. Invariants: no crash, no sanitizer report, no
 // exception; a decode failure names a message; the raw object is kept byte for byte.
-#include "exact_json.hpp"
 #include "fuzz_check.hpp"
-#include "line_indexer.hpp"
+#include "json/exact_json.hpp"
+#include "json/line_indexer.hpp"
 
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/compaction/json_text.hpp>

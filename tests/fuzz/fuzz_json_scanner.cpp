@@ -12,9 +12,9 @@
 //     builds the same value (doubles: within Boost 1.81's inexact rounding);
 //   - the captured index fields (type, id, parentId, message.role ...) are what the value holds;
 //   - stringify (JSON.stringify) output re-parses and re-stringifies to the same bytes.
-#include "exact_json.hpp"
 #include "fuzz_check.hpp"
-#include "line_indexer.hpp"
+#include "json/exact_json.hpp"
+#include "json/line_indexer.hpp"
 
 #include <agentctx/compaction/json_text.hpp>
 
