@@ -1,4 +1,4 @@
-// The public session: opens the core and forwards each operation to it.
+// The public session, a door: open and create, then every operation forwarded to the core on its strand.
 #include <agentctx/runtime/session.hpp>
 
 #include <agentctx/compaction/unresolved_calls.hpp>
