@@ -371,6 +371,9 @@ private:
         bool go_on = false;
     };
     boost::asio::awaitable<prepared_use> commit_prepared();
+    /// Inside the write turn: the taken result checked against the path and the threshold as
+    /// they are now; nullopt = discarded (reported), `verdict` says whether a foreground pass follows.
+    std::optional<commit_input> judge_prepared(prepared_result& p, size_verdict& verdict);
 
     /// The job's evidence with its elapsed time, call count and (when it failed) the failure's code name.
     static compaction_evidence finished_evidence(

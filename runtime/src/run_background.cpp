@@ -146,31 +146,10 @@ asio::awaitable<compaction_run::prepared_use> compaction_run::commit_prepared()
             return std::nullopt;  // dropped while we waited
         p = cx_.ledger().take_prepared();
         cx_.consume_prepared();
-        compaction_job& bg = *p->job;
-        if (const auto why = check_binding(p->binding, path_steps(cx_.log()), config_digest_of(cx_.config())))
-        {
-            report_discard(cx_, bg, *why);
-            return std::nullopt;
-        }
-        auto v = revalidate(p->plan, p->first_kept);
-        auto result = v ? build(p->plan, *v, p->summaries, false)
-                        : step<compaction_result>(boost::system::in_place_error, v.error());
-        const auto& model = cx_.config().model;
-        const auto threshold = model.context_window > 0 ? cx_.threshold() : 0;
-        verdict = result ? judge_size(
-                               cx_.current()->context_tokens(),
-                               result->tokens_after,
-                               threshold,
-                               !j_.request.prepared_only
-                           )
-                         : size_verdict::discard;
-        if (verdict == size_verdict::discard)
-        {
-            report_discard(cx_, bg, result ? discard_reason::over_threshold : discard_reason::failed);
-            return std::nullopt;
-        }
-        early.reset();
-        return commit_input{std::move(*v), std::move(*result), &bg, &p->summaries};
+        auto in = judge_prepared(*p, verdict);
+        if (in)
+            early.reset();
+        return in;
     };
     // 3. The same one-entry commit as a foreground compaction, recorded as the background one's.
     auto e = co_await commit(decide);
@@ -185,6 +164,35 @@ asio::awaitable<compaction_run::prepared_use> compaction_run::commit_prepared()
     done.second.reason = j_.request.reason;
     done.second.will_retry = j_.request.will_retry;
     co_return prepared_use{std::move(done), verdict == size_verdict::commit_then_foreground};
+}
+
+std::optional<compaction_run::commit_input> compaction_run::judge_prepared(
+    prepared_result& p, size_verdict& verdict
+)
+{
+    // Its prefix must still hold, and the result must still be worth committing now.
+    compaction_job& bg = *p.job;
+    if (const auto why = check_binding(p.binding, path_steps(cx_.log()), config_digest_of(cx_.config())))
+    {
+        report_discard(cx_, bg, *why);
+        return std::nullopt;
+    }
+    auto v = revalidate(p.plan, p.first_kept);
+    auto result = v ? build(p.plan, *v, p.summaries, false)
+                    : step<compaction_result>(boost::system::in_place_error, v.error());
+    const auto threshold = cx_.config().model.context_window > 0 ? cx_.threshold() : 0;
+    verdict =
+        result
+            ? judge_size(
+                  cx_.current()->context_tokens(), result->tokens_after, threshold, !j_.request.prepared_only
+              )
+            : size_verdict::discard;
+    if (verdict == size_verdict::discard)
+    {
+        report_discard(cx_, bg, result ? discard_reason::over_threshold : discard_reason::failed);
+        return std::nullopt;
+    }
+    return commit_input{std::move(*v), std::move(*result), &bg, &p.summaries};
 }
 
 void compaction_run::report_discard(const run_context& cx, compaction_job& background, discard_reason why)
