@@ -252,7 +252,7 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
     // A background cut keeps a split turn whole when the turn is no larger than what a foreground
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
-        j_.request.reason == compaction_reason::background ? cx_.config().settings.keep_recent_tokens : 0;
+        j_.request.reason == compaction_reason::background ? cx_.budgets().keep_recent() : 0;
     auto prep = prepare_compaction(
         path->entries,
         settings ? *settings : cx_.config().settings,
@@ -674,7 +674,7 @@ compaction_run::step<compaction_result> compaction_run::build(
         if (result.tokens_before == 0)
             result.tokens_before = p.prep.tokens_before;
         result.tokens_after = tokens_after_compaction(v.path, v.kept_index, result.summary, cx_.counter());
-        const auto threshold = model.context_window - cx_.config().settings.reserve_tokens;
+        const auto threshold = cx_.budgets().window_allowance();
         if (window > 0 && result.tokens_after > threshold)
             return failure{
                 make_error_code(compaction::errc::insufficient_reduction),

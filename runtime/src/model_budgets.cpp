@@ -30,7 +30,7 @@ std::int64_t model_budgets::allowance(compaction_reason reason) const noexcept
 {
     const auto window = in_use_.model.context_window;
     const bool automatic = reason == compaction_reason::threshold || reason == compaction_reason::background;
-    return window <= 0 ? 0 : automatic ? threshold() : window - in_use_.settings.reserve_tokens;
+    return window <= 0 ? 0 : automatic ? threshold() : window_allowance();
 }
 
 void model_budgets::learn(model_identity m)

@@ -42,6 +42,11 @@ public:
     std::int64_t threshold() const noexcept;
     /// What a compaction keeps unsummarized at the end of the context (keepRecentTokens).
     std::int64_t keep_recent() const noexcept { return in_use_.settings.keep_recent_tokens; }
+    /// `contextWindow − reserveTokens`: what a request may carry (meaningless for an unknown window).
+    std::int64_t window_allowance() const noexcept
+    {
+        return in_use_.model.context_window - in_use_.settings.reserve_tokens;
+    }
     /// The limit that started a compaction of `reason`: the threshold for an automatic one, else
     /// `contextWindow − reserveTokens` (0 for an unknown window).
     std::int64_t allowance(compaction_reason reason) const noexcept;

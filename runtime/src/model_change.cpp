@@ -98,7 +98,7 @@ void session_core::after_downshift(
     const auto tokens = current()->context_tokens();
     if (fits_window(config().model, tokens, config().settings))
         return complete(std::move(h), strand_, ec, std::move(out));
-    const auto allowance = config().model.context_window - config().settings.reserve_tokens;
+    const auto allowance = budgets_.window_allowance();
     emit(budget_exceeded_event{
         .reason = compaction_reason::model_change,
         .input_tokens = tokens,
