@@ -143,7 +143,7 @@ result<compaction::compaction_settings> load_settings(
     const std::optional<std::string>& model_key
 )
 {
-    auto layers = read_layers({global, false, project_dir, project_trusted, overrides, model_key}, diag);
+    auto layers = read_layers({global, project_dir, project_trusted, overrides, model_key}, diag);
     if (!layers)
         return layers.error();
     return compaction::resolve_settings(*layers, diag, model_key);

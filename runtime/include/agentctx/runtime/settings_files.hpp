@@ -27,8 +27,6 @@ struct settings_sources
     /// The global file (`--settings FILE`, else default_global_settings_path()); an absent file
     /// is no layer. nullopt = no global layer at all.
     std::optional<std::filesystem::path> global;
-    /// `global` was named by the host (`--settings FILE`): a missing file is `not_found`.
-    bool global_named = false;
     /// `project_dir/.pi/settings.json`, read only when `project_trusted` (an untrusted project's
     /// file is not even opened).
     std::optional<std::filesystem::path> project_dir;
@@ -37,6 +35,8 @@ struct settings_sources
     boost::json::object overrides;
     /// The model whose `compaction.modelOverrides` entry applies (compaction::override_key).
     std::optional<std::string> model_key;
+    /// `global` was named by the host (`--settings FILE`): a missing file is `not_found`.
+    bool global_named = false;
 };
 
 /// The sources a host's flags name, the same for the CLI and the agent server: `settings_file`
