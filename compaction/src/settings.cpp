@@ -26,6 +26,14 @@ boost::json::object deep_merge(const boost::json::object& base, const boost::jso
     return out;
 }
 
+boost::json::object merge_layers(const settings_layers& layers)
+{
+    boost::json::object merged = layers.global.value_or(boost::json::object{});
+    if (layers.project && layers.project_trusted)
+        merged = deep_merge(merged, *layers.project);
+    return deep_merge(merged, layers.overrides);
+}
+
 std::string override_key(const model_ref& model)
 {
     return model.provider + "/" + model.model_id;
@@ -288,22 +296,15 @@ result<compaction_settings> resolve_settings(
     const settings_layers& layers, diagnostics& diag, const std::optional<std::string>& model_key
 )
 {
-    boost::json::object merged;
     if (layers.global)
-    {
         if (auto r = check_layer(*layers.global, "global", diag); !r)
             return r.error();
-        merged = *layers.global;
-    }
     if (layers.project && layers.project_trusted)
-    {
         if (auto r = check_layer(*layers.project, "project", diag); !r)
             return r.error();
-        merged = deep_merge(merged, *layers.project);
-    }
     if (auto r = check_layer(layers.overrides, "override", diag); !r)
         return r.error();
-    merged = deep_merge(merged, layers.overrides);
+    const boost::json::object merged = merge_layers(layers);
 
     compaction_settings s;
     const auto section = [&](const char* name) -> const boost::json::object* {

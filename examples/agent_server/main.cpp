@@ -3,8 +3,7 @@
 #include "server.hpp"
 #include "summarizers.hpp"
 
-#include <agentctx/providers/http_summarizer.hpp>
-#include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/providers/error.hpp>
 #include <agentctx/providers/provider_url.hpp>
 #include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/settings_files.hpp>
@@ -67,11 +66,12 @@ struct command_line
     const char* token_file = nullptr;
     bool no_auth = false;
     const char* log_level = std::getenv("AGENTCTX_LOG_LEVEL");
-    // Settings as the CLI reads them: --settings FILE (else the global file), then the project's
-    // .pi/settings.json only with --trust-project (the project is --project-dir, else the
-    // server's working directory; never a session's client-supplied cwd).
-    runtime::settings_sources sources;
-    const char* settings_file = nullptr;
+    // Settings as the CLI reads them (runtime::host_settings_sources): --settings FILE (else the
+    // global file), then the project's .pi/settings.json only with --trust-project (the project
+    // is --project-dir, else the server's working directory; never a session's client-supplied cwd).
+    std::optional<std::filesystem::path> settings_file;
+    std::filesystem::path project_dir = std::filesystem::current_path();
+    bool project_trusted = false;
     const char* store_url = std::getenv("AGENTCTX_STORE");
     std::optional<std::size_t> max_open_sessions, max_connections;  ///< nullopt: from RLIMIT_NOFILE
 };
@@ -103,7 +103,7 @@ std::vector<std::pair<std::string_view, std::function<void(command_line&, const 
         {"--token-file", [](command_line& c, const char* v) { c.token_file = v; }},
         {"--log-level", [](command_line& c, const char* v) { c.log_level = v; }},
         {"--settings", [](command_line& c, const char* v) { c.settings_file = v; }},
-        {"--project-dir", [](command_line& c, const char* v) { c.sources.project_dir = v; }},
+        {"--project-dir", [](command_line& c, const char* v) { c.project_dir = v; }},
         {"--max-open-sessions", [](command_line& c, const char* v) { c.max_open_sessions = size_arg(v); }},
         {"--max-connections", [](command_line& c, const char* v) { c.max_connections = size_arg(v); }},
     };
@@ -115,8 +115,6 @@ std::optional<command_line> parse_arguments(int argc, char** argv)
     command_line c;
     c.opts.data_dir = "agent-data";
     c.opts.port = 8080;
-    c.sources.global = runtime::default_global_settings_path();
-    c.sources.project_dir = std::filesystem::current_path();
     const auto flags = valued_flags();
     for (int i = 1; i < argc; ++i)
     {
@@ -128,7 +126,7 @@ std::optional<command_line> parse_arguments(int argc, char** argv)
         else if (arg == "--no-auth")
             c.no_auth = true;
         else if (arg == "--trust-project")
-            c.sources.project_trusted = true;
+            c.project_trusted = true;
         else
         {
             std::fputs(usage, stderr);
@@ -186,48 +184,35 @@ std::optional<std::optional<std::string>> read_token(const char* file, bool no_a
     return std::nullopt;
 }
 
-// The summarizer factory for the configured provider, or the offline summarizer without one.
-server::summarizer_factory summarizers_for(
-    const std::optional<providers::provider_config>& provider, boost::asio::io_context& ioc, int threads
-)
+// The sessions' summarizers: with a provider, one HTTP client (curl multi handle, connection
+// cache) per io thread, shared by every session; else the host's default (the offline summarizer).
+void share_summarizers(runtime::host_config& host, boost::asio::io_context& ioc, int threads)
 {
-    if (provider)
+    if (!host.provider)
     {
-        // One HTTP client (curl multi handle, connection cache) per io thread, shared by every session.
-        spdlog::info(
-            "summaries from {}:{} at {}",
-            provider->name,
-            provider->model,
-            providers::mask_url(provider->base_url)
-        );
-        return server::shared_http_summarizers(
-            ioc.get_executor(), *provider, static_cast<std::size_t>(threads)
-        );
+        spdlog::info("summaries from the offline summarizer (no provider configured)");
+        return;
     }
-    // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (as in the CLI).
-    const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
-    const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
-    spdlog::info("summaries from the offline summarizer (no provider configured)");
-    return [delay](boost::asio::any_io_executor ex) {
-        return std::make_shared<providers::offline_summarizer>(ex, delay);
-    };
+    spdlog::info(
+        "summaries from {}:{} at {}",
+        host.provider->name,
+        host.provider->model,
+        providers::mask_url(host.provider->base_url)
+    );
+    host.make_summarizer = server::shared_http_summarizers(
+        ioc.get_executor(), *host.provider, static_cast<std::size_t>(threads)
+    );
 }
 
-// Settings files + environment → provider → what every session is configured with (the
-// model, its summarizer, the compaction settings, redaction and pins). False after saying why.
+// Settings files + environment → provider → the host configuration every session is built from
+// (the model, its summarizer, the compaction settings, redaction and pins). False after saying why.
 bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
 {
-    if (c.settings_file &&
-        !std::filesystem::exists(c.settings_file))  // a named file must exist; the default need not
-    {
-        std::fprintf(stderr, "agent_server: cannot read the settings file %s\n", c.settings_file);
-        return false;
-    }
-    if (c.settings_file)
-        c.sources.global = c.settings_file;
     // Settings files + environment -> provider -> model -> settings for that model (as the CLI).
+    runtime::host_inputs in;
+    in.sources = runtime::host_settings_sources(c.settings_file, c.project_dir, c.project_trusted);
     compaction::diagnostics sdiag;
-    auto host = runtime::load_host_config({.sources = c.sources}, sdiag);
+    auto host = runtime::load_host_config(in, sdiag);
     if (!host)
     {
         if (host.error() == providers::make_error_code(providers::errc::not_configured))
@@ -238,22 +223,16 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
             );
         return false;
     }
-    auto& o = c.opts;
-    o.model = host->model;
-    o.models = host->models;
-    o.make_summarizer = summarizers_for(host->provider, ioc, c.threads);
-    o.settings = host->settings.compaction;
-    o.redaction = host->settings.redaction;
-    o.pins = host->settings.pins;
-    o.required = host->settings.required;
-    o.jobs = host->settings.jobs;
+    share_summarizers(*host, ioc, c.threads);
+    const auto& settings = host->settings.compaction;
     spdlog::info(
         "settings: keepRecentTokens={} reserveTokens={} (project {}{})",
-        o.settings.keep_recent_tokens,
-        o.settings.reserve_tokens,
-        c.sources.project_dir->string(),
-        c.sources.project_trusted ? ", trusted" : ", not read"
+        settings.keep_recent_tokens,
+        settings.reserve_tokens,
+        c.project_dir.string(),
+        c.project_trusted ? ", trusted" : ", not read"
     );
+    c.opts.host = std::move(*host);
     return true;
 }
 

@@ -1,7 +1,7 @@
 // An HTTP agent server embedding the runtime: sessions as JSONL files, REST endpoints, SSE events.
 #pragma once
 
-#include <agentctx/providers/summarizer.hpp>
+#include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/pg_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -25,16 +25,11 @@ struct server_options
     std::shared_ptr<runtime::pg_pool> pg;
     std::string address = "127.0.0.1";
     std::uint16_t port = 0;  ///< 0 = any free port
-    runtime::model_identity model{"offline", "offline", 200000, 0};
-    /// The settings' "models" section: the models a `model_change` entry may switch a session to.
-    std::vector<runtime::model_identity> models;
-    compaction::compaction_settings settings;
-    compaction::redaction_settings redaction;  ///< the settings' "redaction" section
-    compaction::pin_policy pins;               ///< the settings' "pinned" section
-    compaction::required_policy required;      ///< the settings' "required" section
-    /// The settings' "jobs" section: every session's queued background jobs, unless the session
-    /// was created with its own `settings.jobs` (POST /v1/sessions).
-    compaction::job_rules jobs;
+    /// What every session is built from (runtime::make_session_config, as the CLI builds its
+    /// own): the resolved settings, the model and the models it may switch to, the summarizer
+    /// choice. A session created with its own `settings.jobs` (POST /v1/sessions) keeps those
+    /// instead of `host.settings.jobs`.
+    runtime::host_config host;
     /// Time to receive a request's header once its first byte arrived (slow senders are closed).
     std::chrono::milliseconds header_timeout{std::chrono::seconds(30)};
     /// Time a keep-alive connection may wait for its next request, and the time allowed to
@@ -60,8 +55,6 @@ struct server_options
     std::size_t open_threads = 2;
     /// Test hook: called with the session id on the open thread just before a file is opened.
     std::function<void(const std::string&)> before_load;
-    /// Makes the summarizer for a session (called once per opened session, on the server's executor).
-    std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)> make_summarizer;
 };
 
 /**

@@ -78,17 +78,7 @@ void server_state::free_descriptors()
 
 runtime::session_config server_state::session_config() const
 {
-    runtime::session_config c;
-    c.settings = opts.settings;
-    c.redaction = opts.redaction;
-    c.pins = opts.pins;
-    c.required = opts.required;
-    c.jobs = opts.jobs;
-    c.model = opts.model;
-    c.models = opts.models;
-    if (opts.make_summarizer)
-        c.summarizer = opts.make_summarizer(ioc.get_executor());
-    return c;
+    return runtime::make_session_config(opts.host, ioc.get_executor());
 }
 
 void server_state::declare_jobs(const std::string& id, compaction::job_rules jobs)

@@ -2,19 +2,17 @@
 #pragma once
 
 #include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/runtime/host_config.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include <cstddef>
-#include <functional>
-#include <memory>
 
 namespace agentctx::server {
 
-using summarizer_factory =
-    std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)>;
+using runtime::summarizer_factory;
 
-/// A server_options::make_summarizer that gives every session an http_summarizer for `cfg`
+/// A runtime::host_config::make_summarizer that gives every session an http_summarizer for `cfg`
 /// sending through one of `io_threads` http_clients on `ex` (a providers::http_client_pool), so
 /// the server holds `io_threads` curl multi handles and connection caches, not one per session.
 summarizer_factory shared_http_summarizers(

@@ -174,9 +174,10 @@ compaction::model_ref model_ref_of(const std::string& key)
     return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
-// Layers: the global file (--settings, else $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json),
-// a project's .pi/settings.json when --trust-project, then the budget flags.
-std::optional<runtime::settings_sources> cli_sources(const args& a, bool json, int& code)
+// Layers (runtime::host_settings_sources): the global file (--settings, else
+// $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json), a project's .pi/settings.json when
+// --trust-project, then the budget flags.
+std::optional<runtime::settings_sources> cli_sources(const args& a, int& code)
 {
     bool ok = true;
     boost::json::object compaction_overrides;
@@ -195,28 +196,21 @@ std::optional<runtime::settings_sources> cli_sources(const args& a, bool json, i
             }
             compaction_overrides[key] = *n;
         }
-    const auto explicit_file = a.get("settings");
-    if (explicit_file && !std::filesystem::exists(*explicit_file))
-    {
-        print_error(json, "not_found", "cannot read settings file '" + *explicit_file + "'");
-        code = exit_io;
-        return std::nullopt;
-    }
-    runtime::settings_sources sources;
-    sources.global =
-        explicit_file ? std::filesystem::path(*explicit_file) : runtime::default_global_settings_path();
-    if (const auto dir = a.get("project-dir"))
-        sources.project_dir = *dir;
-    sources.project_trusted = a.has("trust-project");
-    sources.overrides = boost::json::object{{"compaction", compaction_overrides}};
-    return sources;
+    const auto file = a.get("settings");
+    const auto dir = a.get("project-dir");
+    return runtime::host_settings_sources(
+        file ? std::optional<std::filesystem::path>(*file) : std::nullopt,
+        dir ? std::optional<std::filesystem::path>(*dir) : std::nullopt,
+        a.has("trust-project"),
+        boost::json::object{{"compaction", compaction_overrides}}
+    );
 }
 
 }  // namespace
 
 std::optional<runtime::host_config> cli_host_config(const args& a, bool json, int& code, bool model_is_key)
 {
-    auto sources = cli_sources(a, json, code);
+    auto sources = cli_sources(a, code);
     if (!sources)
         return std::nullopt;
     runtime::host_inputs in;
@@ -243,7 +237,8 @@ std::optional<runtime::host_config> cli_host_config(const args& a, bool json, in
     if (!host)
     {
         print_error(json, host.error().message(), diag.message);
-        code = exit_usage;
+        // A named settings file that is missing is an unreadable file, the rest bad settings.
+        code = host.error() == runtime::make_error_code(runtime::errc::not_found) ? exit_io : exit_usage;
         return std::nullopt;
     }
     return std::move(*host);

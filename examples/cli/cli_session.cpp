@@ -1,15 +1,12 @@
 // The session configuration shared by `compact` and `checkpoint`.
 #include "cli_session.hpp"
 
-#include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 
 #include <spdlog/logger.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -35,22 +32,10 @@ std::optional<cli_session_setup> cli_session_config(
     if (!host)
         return std::nullopt;
     cli_session_setup out;
-    out.config = runtime::session_config_of(*host);
-    auto& config = out.config;
-    config.logger = std::make_shared<spdlog::logger>("agentctx");  // no sinks: the CLI prints its own lines
-    if (host->provider)
-    {
-        out.http =
-            std::make_shared<providers::http_summarizer>(ioc.get_executor(), *host->provider, config.logger);
-        config.summarizer = out.http;
-    }
-    else
-    {
-        // AGENTCTX_OFFLINE_DELAY_MS simulates a slow model (to see progress and try Ctrl-C).
-        const char* delay_env = std::getenv("AGENTCTX_OFFLINE_DELAY_MS");
-        const auto delay = std::chrono::milliseconds(delay_env ? std::strtoll(delay_env, nullptr, 10) : 0);
-        config.summarizer = std::make_shared<providers::offline_summarizer>(ioc.get_executor(), delay);
-    }
+    // No sinks: the CLI prints its own lines.
+    out.config =
+        runtime::make_session_config(*host, ioc.get_executor(), std::make_shared<spdlog::logger>("agentctx"));
+    out.http = std::dynamic_pointer_cast<providers::http_summarizer>(out.config.summarizer);
     return out;
 }
 

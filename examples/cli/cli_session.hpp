@@ -24,10 +24,11 @@ struct cli_session_setup
 /// context-window, settings, project-dir; (flags): trust-project.
 extern const std::vector<std::string_view> session_valued_options;
 
-/// Settings (cli_settings), `--context-window` (default 200000), the settings file's `redaction`
-/// section, and the summarizer: `--provider`/`--model`/`--base-url`, else the settings file's
-/// `provider` section or the environment; offline when none. Prints the error and sets `code`
-/// on failure.
+/// runtime::make_session_config of cli_host_config, as the agent server builds its sessions:
+/// the settings and budget flags, `--context-window` (default 200000), the settings file's
+/// `redaction` section, and the summarizer: `--provider`/`--model`/`--base-url`, else the
+/// settings file's `provider` section or the environment; offline when none. Prints the error
+/// and sets `code` on failure.
 std::optional<cli_session_setup> cli_session_config(
     const args& a, bool json, boost::asio::io_context& ioc, int& code
 );

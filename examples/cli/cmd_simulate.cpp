@@ -29,7 +29,8 @@ const char* const simulate_usage =
     "summaries from the offline summarizer) and bills every request through the prompt-cache\n"
     "model: billed input, cost, compactions, summary calls and stall.\n"
     "\n"
-    "  --policy NAME        none (never compacts), pi (Pi 1.6.0), agentctx (the defaults); repeatable;\n"
+    "  --policy NAME        none (never compacts), pi (Pi 1.6.0), agentctx (the runtime's defaults,\n"
+    "                       background compaction included); repeatable;\n"
     "                       default: all three\n"
     "  --settings FILE      one more policy: agentctx with this settings file ({\"compaction\": {...}}),\n"
     "                       named by the file's base name; repeatable\n"
@@ -117,12 +118,15 @@ std::optional<compaction::price_table> read_prices(const std::string& p, std::st
 
 std::optional<runtime::simulate_policy> settings_policy(const std::string& file, std::string& error)
 {
+    // Read as a host reads its --settings file; what it leaves unset is the runtime's default.
     compaction::diagnostics diag;
-    auto s = runtime::load_settings(std::filesystem::path(file), std::nullopt, false, {}, diag);
+    auto s = runtime::load_settings_files(
+        runtime::host_settings_sources(std::filesystem::path(file), std::nullopt, false), diag
+    );
     if (!s)
         return error = "--settings " + file + ": " + diag.message, std::nullopt;
     return runtime::simulate_policy{
-        std::filesystem::path(file).stem().string(), *s, compaction::compat_mode::agentctx, false};
+        std::filesystem::path(file).stem().string(), s->compaction, compaction::compat_mode::agentctx, false};
 }
 
 std::optional<sim_setup> setup(const args& a, std::string& error)

@@ -3,7 +3,11 @@
 
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/settings.hpp>
+#include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -101,10 +105,7 @@ result<std::optional<std::int64_t>> count_field(
 // The merged `models` section: `"<provider>/<modelId>"` → {contextWindow, maxOutputTokens}.
 result<std::vector<model_identity>> parse_models(const compaction::settings_layers& layers, diagnostics& diag)
 {
-    boost::json::object merged = layers.global.value_or(boost::json::object{});
-    if (layers.project && layers.project_trusted)
-        merged = compaction::deep_merge(merged, *layers.project);
-    merged = compaction::deep_merge(merged, layers.overrides);
+    const boost::json::object merged = compaction::merge_layers(layers);
     std::vector<model_identity> out;
     const auto* section = merged.if_contains("models");
     if (!section)
@@ -134,6 +135,13 @@ result<std::vector<model_identity>> parse_models(const compaction::settings_laye
     return out;
 }
 
+// AGENTCTX_OFFLINE_DELAY_MS, in milliseconds; absent or not a number = none.
+std::chrono::milliseconds offline_delay_of(const std::function<const char*(const char*)>& getenv)
+{
+    const char* v = getenv("AGENTCTX_OFFLINE_DELAY_MS");
+    return std::chrono::milliseconds(v ? std::max(0LL, std::strtoll(v, nullptr, 10)) : 0);
+}
+
 }  // namespace
 
 result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
@@ -146,16 +154,17 @@ result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
     boost::json::object section = loaded->provider;
     for (const auto& kv : in.provider_flags)
         section[kv.key()] = kv.value();
-    if (in.model)
-    {
-        host_config out{
-            std::move(*loaded),
-            std::nullopt,
-            {in.model->provider, in.model->model_id, in.context_window.value_or(default_context_window), 0}};
-        return resolve_for_model(std::move(out), diag);
-    }
     const std::function<const char*(const char*)> getenv =
         in.getenv ? in.getenv : [](const char* n) { return static_cast<const char*>(std::getenv(n)); };
+    host_config out;
+    out.settings = std::move(*loaded);
+    out.offline_delay = offline_delay_of(getenv);
+    if (in.model)
+    {
+        out.model = {
+            in.model->provider, in.model->model_id, in.context_window.value_or(default_context_window), 0};
+        return resolve_for_model(std::move(out), diag);
+    }
     providers::diagnostics pdiag;
     auto provider = providers::provider_from_environment(section.empty() ? nullptr : &section, getenv, pdiag);
     if (!provider)
@@ -163,12 +172,23 @@ result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
         diag.message = pdiag.message;
         return provider.error();
     }
-    host_config out{std::move(*loaded), std::move(*provider), {}};
+    out.provider = std::move(*provider);
     out.model = model_of(out.provider, in.context_window);
     return resolve_for_model(std::move(out), diag);
 }
 
-session_config session_config_of(const host_config& h)
+std::shared_ptr<providers::summarizer> summarizer_for(
+    const host_config& h, boost::asio::any_io_executor ex, std::shared_ptr<spdlog::logger> logger
+)
+{
+    if (h.provider)
+        return std::make_shared<providers::http_summarizer>(std::move(ex), *h.provider, std::move(logger));
+    return std::make_shared<providers::offline_summarizer>(std::move(ex), h.offline_delay);
+}
+
+session_config make_session_config(
+    const host_config& h, boost::asio::any_io_executor ex, std::shared_ptr<spdlog::logger> logger
+)
 {
     session_config c;
     c.settings = h.settings.compaction;
@@ -178,6 +198,9 @@ session_config session_config_of(const host_config& h)
     c.required = h.settings.required;
     c.jobs = h.settings.jobs;
     c.models = h.models;
+    c.logger = logger;
+    c.summarizer =
+        h.make_summarizer ? h.make_summarizer(std::move(ex)) : summarizer_for(h, std::move(ex), logger);
     return c;
 }
 

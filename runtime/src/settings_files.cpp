@@ -1,6 +1,8 @@
 // load_settings: the global and project settings files, layered under programmatic overrides.
 #include <agentctx/runtime/settings_files.hpp>
 
+#include <agentctx/runtime/error.hpp>
+
 #include <boost/json/parse.hpp>
 
 #include <cstdlib>
@@ -17,6 +19,22 @@ fs::path default_global_settings_path()
         return fs::path(dir) / "settings.json";
     const char* home = std::getenv("HOME");
     return fs::path(home ? home : ".") / ".pi" / "agent" / "settings.json";
+}
+
+settings_sources host_settings_sources(
+    const std::optional<fs::path>& settings_file,
+    std::optional<fs::path> project_dir,
+    bool project_trusted,
+    boost::json::object overrides
+)
+{
+    settings_sources s;
+    s.global = settings_file ? *settings_file : default_global_settings_path();
+    s.global_named = settings_file.has_value();  // a named file must exist; the default need not
+    s.project_dir = std::move(project_dir);
+    s.project_trusted = project_trusted;
+    s.overrides = std::move(overrides);
+    return s;
 }
 
 namespace {
@@ -47,6 +65,12 @@ result<compaction::settings_layers> read_layers(const settings_sources& sources,
     compaction::settings_layers layers;
     layers.project_trusted = sources.project_trusted;
     layers.overrides = sources.overrides;
+    if (sources.global && sources.global_named && !fs::exists(*sources.global))
+    {
+        diag.field.clear();
+        diag.message = "cannot read the settings file '" + sources.global->string() + "'";
+        return make_error_code(errc::not_found);
+    }
     if (sources.global)
     {
         auto g = read_layer(*sources.global, diag);
@@ -80,10 +104,7 @@ result<loaded_settings> load_settings_files(const settings_sources& sources, dia
     out.compaction = *resolved;
 
     // The other sections layer like the compaction section: project over global, overrides last.
-    boost::json::object merged = layers.global.value_or(boost::json::object{});
-    if (layers.project)
-        merged = compaction::deep_merge(merged, *layers.project);
-    merged = compaction::deep_merge(merged, layers.overrides);
+    const boost::json::object merged = compaction::merge_layers(layers);
     if (const auto* p = merged.if_contains("provider"))
     {
         if (!p->is_object())

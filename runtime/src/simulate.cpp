@@ -7,6 +7,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/providers/chat_messages.hpp>
+#include <agentctx/runtime/host_config.hpp>
 #include <agentctx/runtime/memory_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -96,15 +97,12 @@ public:
         auto entries = kept_entries(log, diag);
         if (!entries)
             return entries.error();
-        session_config config;
-        config.settings = policy_.settings;
-        // The replay models foreground compactions; background ones only when a settings file turns them on.
-        config.settings.background.enabled = config.settings.background.enabled.value_or(false);
-        config.compat = policy_.mode;
-        config.logger = std::make_shared<spdlog::logger>("simulate");  // no sinks: a replay logs nothing
-        config.model = {
-            simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
-        auto redactor = compaction::redactor::create(config.redaction, diag);
+        // The session a host would build (make_session_config) with the policy's settings: the
+        // runtime's defaults, background compaction included, unless the policy changes them.
+        host_config host;
+        host.settings.compaction = policy_.settings;
+        host.model = {simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
+        auto redactor = compaction::redactor::create(host.settings.redaction, diag);
         if (!redactor)
             return redactor.error();
         redactor_ = std::make_shared<const compaction::redactor>(std::move(*redactor));
@@ -115,7 +113,11 @@ public:
             [this] { return head_parts(); },
             calls_
         );
-        config.summarizer = summarizer;
+        host.make_summarizer = [summarizer](asio::any_io_executor) { return summarizer; };
+        // No sinks: a replay logs nothing.
+        auto config =
+            make_session_config(host, ioc_.get_executor(), std::make_shared<spdlog::logger>("simulate"));
+        config.compat = policy_.mode;
         auto header =
             compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
         auto s = session::create(

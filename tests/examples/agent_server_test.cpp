@@ -1675,7 +1675,7 @@ TEST(server_process, the_cli_plan_and_the_server_cut_at_the_same_entry_for_one_s
 
 TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceeded_event_and_a_409)
 {
-    tweak_ = [](server::server_options& o) { o.required.custom_types = {"spec"}; };
+    tweak_ = [](server::server_options& o) { o.host.settings.required.custom_types = {"spec"}; };
     start();
     const auto id = std::string(sync("POST", "/v1/sessions")->json().at("id").as_string());
     const std::string spec =
@@ -1718,9 +1718,9 @@ TEST_F(agent_server_test, required_context_that_cannot_be_cut_is_a_budget_exceed
 TEST_F(agent_server_test, cleared_tool_results_are_announced_and_their_originals_readable)
 {
     tweak_ = [](server::server_options& o) {
-        o.settings.clear_tool_results.trigger = {1000, 0};
-        o.settings.clear_tool_results.keep = 1;
-        o.settings.clear_tool_results.clear_at_least = 100;
+        o.host.settings.compaction.clear_tool_results.trigger = {1000, 0};
+        o.host.settings.compaction.clear_tool_results.keep = 1;
+        o.host.settings.compaction.clear_tool_results.clear_at_least = 100;
     };
     start();
     const auto id = new_session();

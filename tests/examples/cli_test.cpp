@@ -230,6 +230,12 @@ TEST(cli_plan, usage_and_file_errors)
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.out.find("invalid_settings"), std::string::npos) << bad.out;
     fs::remove(settings);
+    // A named settings file must exist (the server refuses to start on the same one).
+    const auto missing =
+        run_process(cli + " plan " + fixture + " --settings /nonexistent-agentctx/settings.json --json");
+    EXPECT_EQ(missing.exit_code, 4);
+    EXPECT_NE(missing.out.find("not_found"), std::string::npos) << missing.out;
+    EXPECT_NE(missing.out.find("cannot read the settings file"), std::string::npos) << missing.out;
     EXPECT_EQ(run_process(cli + " plan --help").exit_code, 0);
 }
 

@@ -36,7 +36,7 @@ constexpr std::string_view to_haiku =
 TEST_F(server_model_change, a_switch_to_a_smaller_window_is_answered_after_its_compaction)
 {
     // The settings' models section: haiku's window 4000 with reserve 1000 leaves a threshold of 3000.
-    tweak_ = [](server::server_options& o) { o.models = {{"anthropic", "claude-haiku-4-5", 4000, 0}}; };
+    tweak_ = [](server::server_options& o) { o.host.models = {{"anthropic", "claude-haiku-4-5", 4000, 0}}; };
     start({}, 200000, 1000);
     const auto id = new_session();
     for (int i = 0; i < 8; ++i)
@@ -80,7 +80,7 @@ TEST_F(server_model_change, a_switch_to_a_smaller_window_is_answered_after_its_c
 TEST_F(server_model_change, a_window_the_compacted_context_still_exceeds_is_a_conflict)
 {
     tweak_ = [](server::server_options& o) {
-        o.models = {{"anthropic", "claude-haiku-4-5", 1100, 0}};
+        o.host.models = {{"anthropic", "claude-haiku-4-5", 1100, 0}};
     };  // allowance 100
     start({}, 200000, 1000);
     const auto id = new_session();

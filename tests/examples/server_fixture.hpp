@@ -61,10 +61,10 @@ protected:
         fs::remove_all(dir_);
         server::server_options o;
         o.data_dir = dir_;
-        o.model = {"anthropic", "claude-sonnet-4-5", window, 0};
-        o.settings.keep_recent_tokens = 200;
-        o.settings.reserve_tokens = reserve;
-        o.make_summarizer = make ? make : [](asio::any_io_executor ex) {
+        o.host.model = {"anthropic", "claude-sonnet-4-5", window, 0};
+        o.host.settings.compaction.keep_recent_tokens = 200;
+        o.host.settings.compaction.reserve_tokens = reserve;
+        o.host.make_summarizer = make ? make : [](asio::any_io_executor ex) {
             return std::make_shared<providers::offline_summarizer>(ex);
         };
         if (tweak_)

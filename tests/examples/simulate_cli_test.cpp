@@ -41,7 +41,7 @@ TEST(simulate_cli, the_report_on_the_bundled_sessions_is_exact)
     const auto want = boost::json::parse(agentctx::test::read_text(fixtures + "/simulate_bundled.json"));
     EXPECT_EQ(boost::json::value(got), want) << boost::json::serialize(got);
     const auto& keep = got.at("policies").at("keep-3000");
-    EXPECT_EQ(keep.at("compactions").as_int64(), 5);
+    EXPECT_EQ(keep.at("compactions").as_int64(), 7);  // background compaction, the default
     EXPECT_EQ(got.at("policies").at("none").at("summaryRequests").as_int64(), 0);
     // agentctx's defaults clear old tool results instead of summarizing (Pi pays four summary calls).
     EXPECT_EQ(got.at("policies").at("agentctx").at("clearing").at("batches").as_int64(), 3);
@@ -51,7 +51,8 @@ TEST(simulate_cli, the_report_on_the_bundled_sessions_is_exact)
 
 // agentctx's summary requests are cache-friendly by default (the conversation's request read from
 // the prompt cache, then the instructions); `summaryRequest: standalone` bills them as each its own
-// uncached request, the figures the report gave before it modelled cache-friendly requests.
+// uncached request. Both policies run the runtime's defaults otherwise, background compaction
+// included: the same seven compactions and eight summary requests.
 TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly_ones_less)
 {
     const auto r = agentctx::test::run_process(
@@ -61,13 +62,13 @@ TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly
     const auto got = boost::json::parse(r.out);
     const auto& standalone = got.at("policies").at("keep-3000-standalone");
     const auto& in = standalone.at("input");
-    EXPECT_EQ(in.at("uncached").as_int64(), 25881);
-    EXPECT_EQ(in.at("written").as_int64(), 58790);
-    EXPECT_EQ(in.at("read").as_int64(), 431474);
-    EXPECT_NEAR(in.at("billed").to_number<double>(), 142515.9, 1e-6);
-    EXPECT_NEAR(standalone.at("cost").to_number<double>(), 0.7701177, 1e-12);
-    EXPECT_EQ(standalone.at("summarizerInputTokens").as_int64(), 25881);
-    EXPECT_NEAR(standalone.at("stall").at("totalSeconds").to_number<double>(), 74.35953333333333, 1e-9);
+    EXPECT_EQ(in.at("uncached").as_int64(), 23976);
+    EXPECT_EQ(in.at("written").as_int64(), 75841);
+    EXPECT_EQ(in.at("read").as_int64(), 409223);
+    EXPECT_NEAR(in.at("billed").to_number<double>(), 159699.55, 1e-6);
+    EXPECT_NEAR(standalone.at("cost").to_number<double>(), 0.82508865, 1e-12);
+    EXPECT_EQ(standalone.at("summarizerInputTokens").as_int64(), 23976);
+    EXPECT_NEAR(standalone.at("stall").at("totalSeconds").to_number<double>(), 34.6467333333333, 1e-9);
     // The same compactions, the same summaries; the cache-friendly requests read the conversation.
     const auto& cached = got.at("policies").at("keep-3000");
     EXPECT_EQ(cached.at("compactions").as_int64(), standalone.at("compactions").as_int64());
@@ -75,7 +76,7 @@ TEST(simulate_cli, standalone_summary_requests_bill_as_before_and_cache_friendly
     EXPECT_EQ(
         cached.at("output").at("summaries").as_int64(), standalone.at("output").at("summaries").as_int64()
     );
-    EXPECT_NEAR(cached.at("input").at("billed").to_number<double>(), 138520.55, 1e-6);
+    EXPECT_NEAR(cached.at("input").at("billed").to_number<double>(), 147722.4, 1e-6);
 }
 
 TEST(simulate_cli, a_working_budget_sweep_prints_each_value_beside_its_summary_calls)

@@ -3,9 +3,15 @@
 #include <agentctx/runtime/host_config.hpp>
 
 #include <agentctx/providers/error.hpp>
+#include <agentctx/providers/offline_summarizer.hpp>
+#include <agentctx/runtime/error.hpp>
+
+#include <boost/asio/io_context.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -29,6 +35,13 @@ runtime::host_inputs inputs(const fs::path& file)
     return in;
 }
 
+// The session configuration every host builds (make_session_config), on a scratch executor.
+runtime::session_config config_of(const runtime::host_config& h)
+{
+    static boost::asio::io_context ioc;
+    return runtime::make_session_config(h, ioc.get_executor());
+}
+
 const std::string with_provider = R"({
   "provider": {"name": "vllm", "model": "m1", "baseUrl": "http://127.0.0.1:9/v1", "contextWindow": 64000},
   "compaction": {"keepRecentTokens": 20000, "reserveTokens": 4000,
@@ -48,7 +61,7 @@ TEST(host_config, the_settings_files_provider_selects_its_model_override)
     EXPECT_EQ(h->model.context_window, 64000);
     EXPECT_EQ(h->settings.compaction.keep_recent_tokens, 1234);  // "vllm/m1", never the bare "m1"
     EXPECT_EQ(h->settings.compaction.reserve_tokens, 4000);
-    const auto c = runtime::session_config_of(*h);
+    const auto c = config_of(*h);
     EXPECT_EQ(c.settings.keep_recent_tokens, 1234);
     EXPECT_EQ(c.model.model_id, "m1");
     EXPECT_EQ(c.model.context_window, 64000);
@@ -124,7 +137,7 @@ TEST(host_config, the_models_section_lists_the_models_a_session_may_switch_to)
     EXPECT_EQ(h->models[1].model_id, "qwen/qwen3-32b");  // the provider ends at the first '/'
     EXPECT_EQ(h->models[1].context_window, 32768);
     EXPECT_EQ(h->models[1].max_output_tokens, 0);
-    const auto c = runtime::session_config_of(*h);
+    const auto c = config_of(*h);
     ASSERT_EQ(c.models.size(), 2u);
     EXPECT_EQ(c.models[1].model_id, "qwen/qwen3-32b");
 }
@@ -147,7 +160,7 @@ TEST(host_config, each_listed_model_carries_its_own_model_overrides)
     // The configured model's are those the settings were resolved with.
     EXPECT_EQ(h->model.reserve_tokens, h->settings.compaction.reserve_tokens);
     EXPECT_EQ(h->model.keep_recent_tokens, h->settings.compaction.keep_recent_tokens);
-    EXPECT_EQ(runtime::session_config_of(*h).models[0].reserve_tokens, 4000);
+    EXPECT_EQ(config_of(*h).models[0].reserve_tokens, 4000);
 }
 
 TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
@@ -176,4 +189,60 @@ TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
         EXPECT_EQ(diag.field, field) << text;
         EXPECT_EQ(diag.message.rfind("settings field '" + std::string(field) + "': ", 0), 0u) << diag.message;
     }
+}
+
+// One host configuration for the CLI and the server: the offline delay is read once, with the
+// rest of the environment, and the session's summarizer is the host's choice.
+TEST(host_config, the_summarizer_choice_and_the_offline_delay_come_from_the_host_configuration)
+{
+    auto in = inputs(settings_file("offline-delay", R"({"compaction": {"keepRecentTokens": 4321}})"));
+    in.getenv = [](const char* name) -> const char* {
+        return std::strcmp(name, "AGENTCTX_OFFLINE_DELAY_MS") == 0 ? "250" : nullptr;
+    };
+    compaction::diagnostics diag;
+    auto h = runtime::load_host_config(in, diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_EQ(h->offline_delay, std::chrono::milliseconds(250));
+    const auto offline = config_of(*h);
+    ASSERT_TRUE(offline.summarizer);
+    EXPECT_EQ(offline.summarizer->name(), "offline");  // no provider: the offline summarizer
+    EXPECT_EQ(offline.settings.keep_recent_tokens, 4321);
+    EXPECT_EQ(offline.model.provider, "offline");
+    int made = 0;
+    h->make_summarizer = [&made](boost::asio::any_io_executor ex) {
+        ++made;
+        return std::make_shared<providers::offline_summarizer>(ex);
+    };
+    const auto shared = config_of(*h);
+    EXPECT_EQ(made, 1);  // the host's own factory, once per session
+    EXPECT_EQ(shared.settings.keep_recent_tokens, 4321);
+    const auto with_provider_config =
+        config_of(*runtime::load_host_config(inputs(settings_file("provider-choice", with_provider)), diag));
+    ASSERT_TRUE(with_provider_config.summarizer);
+    EXPECT_EQ(with_provider_config.summarizer->name(), "vllm:m1");
+}
+
+// The flags' settings sources, the same for the CLI and the server: a file named by --settings
+// must exist; the default global file need not.
+TEST(host_config, a_named_settings_file_must_exist_and_the_default_one_need_not)
+{
+    const auto missing = fs::temp_directory_path() / "agentctx-host-config-missing.json";
+    fs::remove(missing);
+    runtime::host_inputs in;
+    in.getenv = [](const char*) -> const char* { return nullptr; };
+    in.sources = runtime::host_settings_sources(missing, std::nullopt, false);
+    compaction::diagnostics diag;
+    const auto named = runtime::load_host_config(in, diag);
+    ASSERT_FALSE(named);
+    EXPECT_EQ(named.error(), runtime::make_error_code(runtime::errc::not_found));
+    EXPECT_EQ(diag.message, "cannot read the settings file '" + missing.string() + "'");
+    in.sources.global_named = false;  // the same path as the default global file: no layer
+    const auto absent = runtime::load_host_config(in, diag);
+    ASSERT_TRUE(absent) << diag.message;
+    EXPECT_EQ(absent->settings.compaction.keep_recent_tokens, 20000);
+    const auto defaults = runtime::host_settings_sources(std::nullopt, fs::path("/p"), true);
+    EXPECT_EQ(defaults.global, runtime::default_global_settings_path());
+    EXPECT_FALSE(defaults.global_named);
+    EXPECT_EQ(defaults.project_dir, fs::path("/p"));
+    EXPECT_TRUE(defaults.project_trusted);
 }

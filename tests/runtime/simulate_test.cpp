@@ -83,6 +83,7 @@ TEST(simulate, a_compaction_stalls_the_agent_for_its_summary_requests)
         auto policy = *runtime::builtin_policy(name);
         policy.settings.reserve_tokens = 1000;
         policy.settings.keep_recent_tokens = 1500;
+        policy.settings.background.enabled = false;  // the foreground compaction (Pi's way)
         runtime::simulate_options options;
         options.context_window = 5000;  // threshold 4,000: a3's request (4,002 + 100 output) crosses it
         const auto cost = simulate(three_turns().text, policy, options);
@@ -108,6 +109,7 @@ TEST(simulate, later_requests_carry_the_compacted_context)
     auto policy = *runtime::builtin_policy("agentctx");
     policy.settings.reserve_tokens = 1000;
     policy.settings.keep_recent_tokens = 1500;
+    policy.settings.background.enabled = false;
     runtime::simulate_options options;
     options.context_window = 5000;
     const auto compacted = simulate(t.text, policy, options);
@@ -119,9 +121,10 @@ TEST(simulate, later_requests_carry_the_compacted_context)
     EXPECT_EQ(none.peak_context, 2000 + 1 + 1000 + 1 + 1000 + 1 + 100);
 }
 
-// Background on: a2's request (3,001 + 100 output) is over 0.7 × 4,000, so the summary runs from
-// a2's check at t 62; a3's check at t 403 commits it, long ready: a compaction with no stall.
-// The same session in the foreground stalls a3's check for the whole summary.
+// The agentctx policy runs the runtime's defaults, background compaction included: a2's request
+// (3,001 + 100 output) is over 0.7 × 4,000, so the summary runs from a2's check at t 62; a3's
+// check at t 403 commits it, long ready: a compaction with no stall. The same session with
+// background compaction turned off stalls a3's check for the whole summary.
 TEST(simulate, a_background_compaction_is_billed_but_stalls_only_for_what_is_still_running)
 {
     auto policy = *runtime::builtin_policy("agentctx");
@@ -129,9 +132,9 @@ TEST(simulate, a_background_compaction_is_billed_but_stalls_only_for_what_is_sti
     policy.settings.keep_recent_tokens = 1500;
     runtime::simulate_options options;
     options.context_window = 5000;
+    const auto background = simulate(three_turns().text, policy, options);  // the defaults
+    policy.settings.background.enabled = false;
     const auto foreground = simulate(three_turns().text, policy, options);
-    policy.settings.background.enabled = true;
-    const auto background = simulate(three_turns().text, policy, options);
     EXPECT_EQ(foreground.compactions, 1);
     ASSERT_EQ(foreground.stalls.size(), 1u);
     EXPECT_GT(foreground.stalls[0], 0.5);
@@ -217,6 +220,7 @@ runtime::simulate_policy budget_policy(std::optional<compaction::summary_request
     p.settings.working_budget = compaction::token_amount{2500, 0};
     p.settings.keep_recent_tokens = 1000;
     p.settings.summary_request = request;
+    p.settings.background.enabled = false;  // one compaction at a2's turn end, as worked out below
     return p;
 }
 
@@ -354,6 +358,7 @@ TEST(simulate, a_split_turns_two_cache_friendly_requests_share_the_conversations
     policy.settings.working_budget = compaction::token_amount{8100, 0};
     policy.settings.keep_recent_tokens = 1500;
     policy.settings.clear_tool_results.enabled = false;
+    policy.settings.background.enabled = false;  // compacts inside the turn, as worked out above
     const auto cost = simulate(t.text, policy);
     const auto none = simulate(t.text, *runtime::builtin_policy("none"));
     EXPECT_EQ(none.peak_context, 8034);

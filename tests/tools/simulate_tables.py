@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 SETTINGS = {
     "no-clearing": {"clearToolResults": {"enabled": False}},
-    "background": {"background": {"enabled": True}},
+    "foreground": {"background": {"enabled": False}},
     "no-budget": {"workingBudget": 0},
     "standalone": {"summaryRequest": "standalone"},
     "keep-3000": {"keepRecentTokens": 3000},
@@ -108,19 +108,19 @@ def per_session(result, name):
 
 def bundled(build, work, _):
     files = [os.path.join(ROOT, "examples", "sessions", f) for f in BUNDLED]
-    names = ["no-clearing", "background", "keep-3000"]
+    names = ["no-clearing", "foreground", "keep-3000"]
     r = simulate(build, work, files, ["--context-window", "24000", "--policy", "none", "--policy", "pi"] +
                  settings_args(names[:1]) + ["--policy", "agentctx"] + settings_args(names[1:]))
     policy_table(r, [("none", "none"), ("pi (Pi 1.6)", "pi"), ("agentctx without clearing", "no-clearing"),
-                     ("agentctx defaults", "agentctx"), ("agentctx defaults + background", "background"),
+                     ("agentctx defaults", "agentctx"), ("agentctx, foreground compactions", "foreground"),
                      ("agentctx, keepRecentTokens 3,000", "keep-3000")])
 
 
 def generated(build, work, files):
     r = simulate(build, work, files, ["--policy", "none", "--policy", "pi"] + settings_args(["no-clearing"]) +
-                 ["--policy", "agentctx"] + settings_args(["background", "no-budget", "standalone"]))
+                 ["--policy", "agentctx"] + settings_args(["foreground", "no-budget", "standalone"]))
     policy_table(r, [("none", "none"), ("pi (Pi 1.6)", "pi"), ("agentctx without clearing", "no-clearing"),
-                     ("agentctx defaults", "agentctx"), ("agentctx defaults + background", "background"),
+                     ("agentctx defaults", "agentctx"), ("agentctx, foreground compactions", "foreground"),
                      ("agentctx without a working budget", "no-budget"),
                      ("agentctx, standalone summary requests", "standalone")])
     per_session(r, "agentctx")

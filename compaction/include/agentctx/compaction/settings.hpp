@@ -124,6 +124,10 @@ std::string override_key(const model_ref& model);
 /// leaf); nested objects merge recursively; arrays and scalars are replaced whole.
 boost::json::object deep_merge(const boost::json::object& base, const boost::json::object& over);
 
+/// The one layering rule of every settings section: the global layer, then a trusted project's
+/// layer, then the overrides, deep-merged in that order (an untrusted project's layer is ignored).
+boost::json::object merge_layers(const settings_layers& layers);
+
 /// JavaScript's `String(v)` of a JSON value: `null`, `true`, `1.5`, the raw string,
 /// `[object Object]`, array elements joined by `,` (a null element is empty).
 std::string js_string(const boost::json::value& v);

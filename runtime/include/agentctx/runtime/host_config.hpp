@@ -1,5 +1,5 @@
 // One host configuration for every front end: settings files + environment + flags → provider →
-// session_config.
+// session_config. The CLI and the agent server build their sessions through make_session_config.
 #pragma once
 
 #include <agentctx/compaction/projection.hpp>
@@ -7,10 +7,13 @@
 #include <agentctx/runtime/session.hpp>
 #include <agentctx/runtime/settings_files.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/json/object.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -29,9 +32,16 @@ struct host_inputs
     std::optional<compaction::model_ref> model;
     /// A context window given on the command line: wins over the provider's.
     std::optional<std::int64_t> context_window;
-    /// The environment (provider_from_environment); empty = std::getenv.
+    /// The environment (provider_from_environment, AGENTCTX_OFFLINE_DELAY_MS); empty = std::getenv.
     std::function<const char*(const char*)> getenv;
 };
+
+/// Makes one session's summarizer on the executor the session runs on.
+using summarizer_factory =
+    std::function<std::shared_ptr<providers::summarizer>(boost::asio::any_io_executor)>;
+
+/// The window a model has when neither the provider nor a flag names one.
+inline constexpr std::int64_t default_context_window = 200000;
 
 /// What a host serves with: the settings as read and resolved, the provider, the model.
 struct host_config
@@ -42,14 +52,18 @@ struct host_config
     std::optional<providers::provider_config> provider;
     /// The provider's name, model, context window (200000 when it names none) and output cap;
     /// `offline`/`offline` without a provider.
-    model_identity model;
+    model_identity model{"offline", "offline", default_context_window, 0};
     /// The settings' `models` section (merged like the others): the models a session may be
     /// switched to, `{"<provider>/<modelId>": {"contextWindow": N, "maxOutputTokens": M}}`.
     std::vector<model_identity> models;
+    /// `AGENTCTX_OFFLINE_DELAY_MS`: the offline summarizer answers after this long (a slow model,
+    /// to watch the progress and try an interruption).
+    std::chrono::milliseconds offline_delay{0};
+    /// The summarizer choice: empty = an http_summarizer of its own per session for `provider`,
+    /// else the offline summarizer after `offline_delay` (summarizer_for). A host sets it to share
+    /// HTTP clients between sessions; a test, to script the summaries.
+    summarizer_factory make_summarizer;
 };
-
-/// The window a model has when neither the provider nor a flag names one.
-inline constexpr std::int64_t default_context_window = 200000;
 
 /// Reads the settings layers, resolves the provider from the merged `"provider"` section, the
 /// flags and the environment, then resolves the compaction settings for that model's
@@ -58,8 +72,17 @@ inline constexpr std::int64_t default_context_window = 200000;
 /// provider, a hosted one without its key).
 result<host_config> load_host_config(const host_inputs& in, diagnostics& diag);
 
-/// A session configuration from it: compaction settings, model, redaction and pins. The
-/// summarizer and the logger are the host's to set.
-session_config session_config_of(const host_config& h);
+/// The default summarizer choice of `h` on `ex`: an http_summarizer for `h.provider` (logging to
+/// `logger`), else the offline summarizer after `h.offline_delay`.
+std::shared_ptr<providers::summarizer> summarizer_for(
+    const host_config& h, boost::asio::any_io_executor ex, std::shared_ptr<spdlog::logger> logger = nullptr
+);
+
+/// One session's configuration, the same for every host: the compaction settings, the model and
+/// the models it may switch to, redaction, pins, required entries, jobs, `logger`, and the
+/// summarizer made on `ex` by `h.make_summarizer` (else summarizer_for).
+session_config make_session_config(
+    const host_config& h, boost::asio::any_io_executor ex, std::shared_ptr<spdlog::logger> logger = nullptr
+);
 
 }  // namespace agentctx::runtime

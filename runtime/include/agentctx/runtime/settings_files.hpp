@@ -35,7 +35,20 @@ struct settings_sources
     boost::json::object overrides;
     /// The model whose `compaction.modelOverrides` entry applies (compaction::override_key).
     std::optional<std::string> model_key;
+    /// `global` was named by the host (`--settings FILE`): a missing file is `not_found`.
+    bool global_named = false;
 };
+
+/// The sources a host's flags name, the same for the CLI and the agent server: `settings_file`
+/// (`--settings FILE`) as the global file, else default_global_settings_path(); `project_dir`
+/// (`--project-dir DIR`), read only when `project_trusted` (`--trust-project`); `overrides` (the
+/// flags' `{"compaction": {...}}`) over both.
+settings_sources host_settings_sources(
+    const std::optional<std::filesystem::path>& settings_file,
+    std::optional<std::filesystem::path> project_dir,
+    bool project_trusted,
+    boost::json::object overrides = {}
+);
 
 /// Everything a session's configuration reads from the layered files, read once.
 struct loaded_settings
@@ -51,8 +64,9 @@ struct loaded_settings
 
 /// Reads the layers and resolves them: the compaction settings (compaction::resolve_settings),
 /// and the `provider`, `redaction` and `pinned` sections of global < trusted project <
-/// overrides, deep-merged (compaction::deep_merge). A file that is not a JSON object, or a
-/// section of the wrong type, is `invalid_settings` naming the file or field.
+/// overrides, deep-merged (compaction::merge_layers). A file that is not a JSON object, or a
+/// section of the wrong type, is `invalid_settings` naming the file or field; a named global file
+/// that does not exist is runtime's `not_found`.
 result<loaded_settings> load_settings_files(const settings_sources& sources, diagnostics& diag);
 
 /// The compaction settings alone (load_settings_files(...).compaction).

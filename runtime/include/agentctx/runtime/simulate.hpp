@@ -21,8 +21,9 @@ struct simulate_policy
     bool never_compact = false;  ///< `none`: no hook runs (the upper bound)
 };
 
-/// The built-in policies: `none`, `pi` (Pi 1.6.0's decisions) and `agentctx` (the defaults).
-/// Anything else: nullopt.
+/// The built-in policies: `none`, `pi` (Pi 1.6.0's decisions) and `agentctx` (the runtime's
+/// defaults, exactly as a host's session runs them: background compaction included). Anything
+/// else: nullopt.
 std::optional<simulate_policy> builtin_policy(std::string_view name);
 
 struct simulate_options
@@ -51,7 +52,10 @@ struct simulate_options
  * moment, through the prompt cache, then the instruction message (uncached after Anthropic's last
  * breakpoint; OpenAI caches it with the rest). Summaries come from the offline summarizer (a
  * cache-friendly request's from the standalone prompt over the same messages); each summary
- * request stalls the agent for its duration under `options.timing`.
+ * request stalls the agent for its duration under `options.timing`; a background compaction's
+ * only for what is still running when a check needs its result. The session is the one a host
+ * builds (make_session_config) from the policy's settings: every setting the policy leaves
+ * unset, background compaction included, is the runtime's default.
  */
 compaction::result<compaction::policy_cost> simulate_session(
     const compaction::session_log& log,
