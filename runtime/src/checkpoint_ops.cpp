@@ -329,8 +329,8 @@ result<commit_plan> plan_restore(
     auto next =
         snapshot_from_context(build_session_context(*next_path, &s.log()), s.log().size() + 1, s.counter());
     out.entry_id = id;
-    s.logger().info(
-        "checkpoint restoring entry={} covered={} first_kept={} record={}",
+    s.logger().debug(
+        "checkpoint restore planned: entry={} covered={} first_kept={} record={}",
         id,
         count,
         first_kept,
@@ -396,7 +396,14 @@ void session_core::restore_checkpoint_impl(
                     out->message = std::move(message);
                 }
                 else
+                {
                     self->ledger().suppression().reset();
+                    self->logger().info(
+                        "checkpoint restored entry={} record={}",
+                        out->entry_id,
+                        out->record ? out->record->digest.substr(0, 12) : std::string()
+                    );
+                }
                 complete(std::move(h), self->strand(), ec, std::move(*out));
             }
         );
