@@ -384,7 +384,6 @@ void session_core::restore_checkpoint_impl(
     asio::post(strand_, [self = shared_from_this(), record = std::move(record), h = std::move(h)]() mutable {
         auto out = std::make_shared<checkpoint_outcome>();
         auto prepare = [self, record = std::move(record), out](diagnostics& diag) {
-            *out = checkpoint_outcome{};
             return plan_restore(*self, record, *out, diag);
         };
         self->writes().async_commit(

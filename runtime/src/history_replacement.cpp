@@ -314,25 +314,20 @@ void replace_history(
         if (self->closed())
             return finish(std::move(h), self->strand(), make_error_code(errc::session_closed), {});
         auto r = std::make_shared<replace_history_result>();
-        auto refused = std::make_shared<bool>(false);
-        auto prepare = [self,
-                        messages = std::move(messages),
-                        r,
-                        refused](diagnostics&) mutable -> compaction::result<commit_plan> {
-            auto plan = plan_in_turn(*self, messages, *r);
-            *refused = !plan;
-            return plan;
+        auto prepare = [self, messages = std::move(messages), r](diagnostics&) mutable {
+            return plan_in_turn(*self, messages, *r);
         };
         self->writes().async_commit(
             std::move(prepare),
-            [self, r, refused, h = std::move(h)](error_code ec, std::string message) mutable {
-                // Written when the plan had entries and the store took them.
-                r->changed = !ec && !r->ids.empty();
-                if (ec && !*refused)
+            [self, r, h = std::move(h)](error_code ec, std::string message) mutable {
+                // The plan names its entries only once it is ready to write them: a refusal
+                // before that leaves none, and a failure with entries named is the store's.
+                if (ec && !r->ids.empty())
                 {
                     r->ids.clear();  // the store refused: nothing was appended
                     r->reason = std::move(message);
                 }
+                r->changed = !ec && !r->ids.empty();
                 if (r->changed)
                     self->logger().debug(
                         "history replaced: {} messages shared, branch from '{}'", r->shared, r->fork_id

@@ -20,8 +20,6 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
-#include <atomic>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>

@@ -8,6 +8,7 @@
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
+#include "controlled_store.hpp"
 #include "session_text.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -227,6 +228,28 @@ TEST_F(checkpoint_session_test, every_compaction_records_source_revision_identit
     for (int k = 0; k < 16; ++k)
         end = text.find('\n', end) + 1;
     EXPECT_EQ(rev.at("sha256").as_string(), compaction::sha256_hex(text.substr(pos, end - pos)));
+}
+
+// The store refuses the restored entry: the store's failure, no entry id, the context unchanged.
+TEST_F(checkpoint_session_test, a_restore_the_store_refuses_leaves_the_session_as_it_was)
+{
+    const auto record = original();
+    auto control = std::make_shared<test::store_control>();
+    auto st = std::make_unique<test::controlled_store>(history().text, control);
+    const auto* stored = st.get();
+    compaction::diagnostics diag;
+    auto s = session::open(ioc_.get_executor(), std::move(st), config(), diag);
+    ASSERT_TRUE(s) << diag.message;
+    const auto before = stored->text();
+    const auto context_before = (*s)->current();
+    control->fail = true;
+    auto [ec, out] = restore(**s, compaction::to_json(record));
+    EXPECT_EQ(ec, make_error_code(errc::io_error)) << ec.message() << ": " << out.message;
+    EXPECT_TRUE(out.entry_id.empty());
+    EXPECT_EQ(out.message, "the test's store refuses writes");
+    EXPECT_EQ(control->writes, 1u);
+    EXPECT_EQ(stored->text(), before);
+    EXPECT_EQ((*s)->current(), context_before);
 }
 
 TEST_F(checkpoint_session_test, export_then_restore_into_a_matching_copy_appends_one_compaction)

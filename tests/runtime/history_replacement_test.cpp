@@ -7,6 +7,7 @@
 #include <agentctx/runtime/session.hpp>
 
 #include "append_entry.hpp"
+#include "controlled_store.hpp"
 #include "file_text.hpp"
 #include "long_session.hpp"
 #include "open_session.hpp"
@@ -214,6 +215,32 @@ TEST_F(history_replacement_test, more_messages_than_the_context_are_appended_at_
     EXPECT_EQ(r.fork_id, "r1");
     ASSERT_EQ(r.ids.size(), 1u);
     EXPECT_EQ(context_ids(), (std::vector<std::string>{"u0", "a0", "c1", "r1", r.ids[0]}));
+}
+
+// The store refuses the tail: the answer is the store's failure, with no ids, and nothing changed.
+TEST_F(history_replacement_test, a_store_that_refuses_the_tail_leaves_the_session_as_it_was)
+{
+    const auto t = tool_session();
+    auto control = std::make_shared<test::store_control>();
+    auto st = std::make_unique<test::controlled_store>(t.text, control);
+    const auto* stored = st.get();
+    compaction::diagnostics diag;
+    auto opened = session::open(ioc_.get_executor(), std::move(st), config(), diag);
+    ASSERT_TRUE(opened) << diag.message;
+    session_ = *opened;
+    const auto before = stored->text();
+    const auto ids = context_ids();
+    control->fail = true;
+    auto host = messages_of(t.text, {"u0", "a0", "c1", "r1"});
+    host.push_back({{"role", "user"}, {"content", "and run the tests"}, {"timestamp", 5}});
+    const auto [ec, r] = replace(host);
+    EXPECT_EQ(ec, make_error_code(errc::io_error));
+    EXPECT_FALSE(r.changed);
+    EXPECT_TRUE(r.ids.empty());
+    EXPECT_EQ(r.reason, "the test's store refuses writes");
+    EXPECT_EQ(control->writes, 1u);
+    EXPECT_EQ(stored->text(), before);
+    EXPECT_EQ(context_ids(), ids);
 }
 
 // A retry: the list drops the last reply. The leaf's move is kept by one marker entry.

@@ -169,51 +169,29 @@ std::string key_of(const tool_call& c)
 
 bool reports_failure(std::string_view result)
 {
+    static constexpr std::array<std::string_view, 18> failure_words = {
+        "error",
+        "errors",
+        "fail",
+        "failed",
+        "failing",
+        "failure",
+        "failures",
+        "exception",
+        "panic",
+        "traceback",
+        "no such file",
+        "segmentation fault",
+        "assertionerror",
+        "command exited with code",
+        "could not find",
+        "not found",
+        "undefined reference",
+        "fatal"};
     auto l = lower(result);
-    if (!has_any_word(
-            l,
-            {"error",
-             "errors",
-             "fail",
-             "failed",
-             "failing",
-             "failure",
-             "failures",
-             "exception",
-             "panic",
-             "traceback",
-             "no such file",
-             "segmentation fault",
-             "assertionerror",
-             "command exited with code",
-             "could not find",
-             "not found",
-             "undefined reference",
-             "fatal"}
-        ))
+    if (!has_any_word(l, std::span<const std::string_view>(failure_words)))
         return false;  // cheap test first; the regex only runs on candidates
-    l = without_passing_counts(l);
-    return has_any_word(
-        l,
-        {"error",
-         "errors",
-         "failed",
-         "fail",
-         "failing",
-         "failure",
-         "failures",
-         "exception",
-         "panic",
-         "traceback",
-         "no such file",
-         "segmentation fault",
-         "assertionerror",
-         "command exited with code",
-         "could not find",
-         "not found",
-         "undefined reference",
-         "fatal"}
-    );
+    return has_any_word(without_passing_counts(l), std::span<const std::string_view>(failure_words));
 }
 
 std::vector<std::string> error_lines(std::string_view result, std::size_t n)
