@@ -78,11 +78,15 @@ std::optional<providers::wire_input_options> options_of(
     opt.model = string_field(body, "model", why).value_or(serving.model_id);
     if (!why.empty())
         return std::nullopt;
-    opt.timestamp = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::system_clock::now().time_since_epoch()
+    // Stamped now, and after the latest compaction even within its millisecond: a message not
+    // newer than the compaction is one the session's checks skip as predating it.
+    const auto snap = s.current();
+    const auto now = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch()
     )
-                                            .count());
-    opt.tool_name = [snap = s.current()](std::string_view id) { return earlier_call_name(*snap, id); };
+                                             .count());
+    opt.timestamp = snap->compacted_at && now <= *snap->compacted_at ? *snap->compacted_at + 1 : now;
+    opt.tool_name = [snap](std::string_view id) { return earlier_call_name(*snap, id); };
     return opt;
 }
 
