@@ -175,34 +175,16 @@ compaction::model_ref model_ref_of(const std::string& key)
 }
 
 // Layers (runtime::host_settings_sources): the global file (--settings, else
-// $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json), a project's .pi/settings.json when
-// --trust-project, then the budget flags.
-std::optional<runtime::settings_sources> cli_sources(const args& a, int& code)
+// $PI_CODING_AGENT_DIR or ~/.pi/agent/settings.json), and a project's .pi/settings.json when
+// --trust-project.
+runtime::settings_sources cli_sources(const args& a)
 {
-    bool ok = true;
-    boost::json::object compaction_overrides;
-    for (const auto& [flag, key] :
-         {std::pair{"keep-recent", "keepRecentTokens"},
-          std::pair{"reserve", "reserveTokens"},
-          std::pair{"max-source-chars", "summaryMaxSourceChars"},
-          std::pair{"max-calls", "summaryMaxCalls"}})
-        if (a.has(flag))
-        {
-            const auto n = count_option(a, flag, 0, ok);
-            if (!ok)
-            {
-                code = exit_usage;
-                return std::nullopt;
-            }
-            compaction_overrides[key] = *n;
-        }
     const auto file = a.get("settings");
     const auto dir = a.get("project-dir");
     return runtime::host_settings_sources(
         file ? std::optional<std::filesystem::path>(*file) : std::nullopt,
         dir ? std::optional<std::filesystem::path>(*dir) : std::nullopt,
-        a.has("trust-project"),
-        boost::json::object{{"compaction", compaction_overrides}}
+        a.has("trust-project")
     );
 }
 
@@ -210,21 +192,23 @@ std::optional<runtime::settings_sources> cli_sources(const args& a, int& code)
 
 std::optional<runtime::host_config> cli_host_config(const args& a, bool json, int& code, bool model_is_key)
 {
-    auto sources = cli_sources(a, code);
-    if (!sources)
-        return std::nullopt;
     runtime::host_inputs in;
-    in.sources = std::move(*sources);
-    if (a.has("context-window"))
+    in.sources = cli_sources(a);
+    // The budget flags and the window, typed: load_host_config applies them over every layer.
+    bool ok = true;
+    for (const auto& [flag, field] :
+         {std::pair{"keep-recent", &runtime::budget_flags::keep_recent_tokens},
+          std::pair{"reserve", &runtime::budget_flags::reserve_tokens},
+          std::pair{"max-source-chars", &runtime::budget_flags::summary_max_source_chars},
+          std::pair{"max-calls", &runtime::budget_flags::summary_max_calls}})
+        if (ok && a.has(flag))
+            in.flags.*field = count_option(a, flag, 0, ok);
+    if (ok && a.has("context-window"))
+        in.context_window = count_option(a, "context-window", 0, ok);
+    if (!ok)
     {
-        bool ok = true;
-        const auto window = count_option(a, "context-window", 0, ok);
-        if (!ok)
-        {
-            code = exit_usage;
-            return std::nullopt;
-        }
-        in.context_window = *window;
+        code = exit_usage;
+        return std::nullopt;
     }
     if (model_is_key && a.get("model"))
         in.model = model_ref_of(*a.get("model"));

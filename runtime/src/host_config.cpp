@@ -142,29 +142,22 @@ std::chrono::milliseconds offline_delay_of(const std::function<const char*(const
     return std::chrono::milliseconds(v ? std::max(0LL, std::strtoll(v, nullptr, 10)) : 0);
 }
 
-}  // namespace
-
-result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
+// The provider and the model `in` names: a model named without a provider (a dry run), else
+// the merged `"provider"` section under the flags and the environment (none = offline).
+result<void> choose_model(const host_inputs& in, host_config& out, diagnostics& diag)
 {
-    settings_sources sources = in.sources;
-    sources.model_key.reset();  // resolved below, for the model the provider names
-    auto loaded = load_settings_files(sources, diag);
-    if (!loaded)
-        return loaded.error();
-    boost::json::object section = loaded->provider;
-    for (const auto& kv : in.provider_flags)
-        section[kv.key()] = kv.value();
     const std::function<const char*(const char*)> getenv =
         in.getenv ? in.getenv : [](const char* n) { return static_cast<const char*>(std::getenv(n)); };
-    host_config out;
-    out.settings = std::move(*loaded);
     out.offline_delay = offline_delay_of(getenv);
     if (in.model)
     {
         out.model = {
             in.model->provider, in.model->model_id, in.context_window.value_or(default_context_window), 0};
-        return resolve_for_model(std::move(out), diag);
+        return {};
     }
+    boost::json::object section = out.settings.provider;
+    for (const auto& kv : in.provider_flags)
+        section[kv.key()] = kv.value();
     providers::diagnostics pdiag;
     auto provider = providers::provider_from_environment(section.empty() ? nullptr : &section, getenv, pdiag);
     if (!provider)
@@ -174,7 +167,47 @@ result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
     }
     out.provider = std::move(*provider);
     out.model = model_of(out.provider, in.context_window);
-    return resolve_for_model(std::move(out), diag);
+    return {};
+}
+
+// The serving model and every model of the `models` section: each carries its own budgets.
+std::vector<model_identity*> models_of(host_config& h)
+{
+    std::vector<model_identity*> out{&h.model};
+    for (auto& m : h.models)
+        out.push_back(&m);
+    return out;
+}
+
+}  // namespace
+
+result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
+{
+    settings_sources sources = in.sources;
+    sources.model_key.reset();  // resolved below, for the model the provider names
+    auto loaded = load_settings_files(sources, diag);
+    if (!loaded)
+        return loaded.error();
+    host_config out;
+    out.settings = std::move(*loaded);
+    if (auto served = choose_model(in, out, diag); !served)
+        return served.error();
+    auto h = resolve_for_model(std::move(out), diag);
+    if (!h)
+        return h;
+    // The flags last, over modelOverrides too: the command line means this run, on every model.
+    const budget_flags& f = in.flags;
+    auto& s = h->settings.compaction;
+    s.keep_recent_tokens = f.keep_recent_tokens.value_or(s.keep_recent_tokens);
+    s.reserve_tokens = f.reserve_tokens.value_or(s.reserve_tokens);
+    s.summary_max_source_chars = f.summary_max_source_chars.value_or(s.summary_max_source_chars);
+    s.summary_max_calls = f.summary_max_calls.value_or(s.summary_max_calls);
+    for (model_identity* m : models_of(*h))
+    {
+        m->keep_recent_tokens = f.keep_recent_tokens ? f.keep_recent_tokens : m->keep_recent_tokens;
+        m->reserve_tokens = f.reserve_tokens ? f.reserve_tokens : m->reserve_tokens;
+    }
+    return h;
 }
 
 std::shared_ptr<providers::summarizer> summarizer_for(

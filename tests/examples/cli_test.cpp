@@ -208,6 +208,25 @@ TEST(cli_plan, json_has_context_threshold_and_plan)
     fs::remove(path);
 }
 
+TEST(cli_plan, the_keep_recent_flag_wins_over_the_model_s_override_in_a_settings_file)
+{
+    const auto path = scratch("plan-flag.jsonl", metadata_before_prompt_session());
+    const auto settings = scratch(
+        "flag-settings.json",
+        R"({"compaction":{"modelOverrides":{"offline/offline":{"keepRecentTokens":20000}}}})"
+    );
+    const auto with_file = " --settings " + settings.string() + " --json";
+    const auto r = run_process(cli + " plan " + path.string() + " --keep-recent 200" + with_file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(boost::json::parse(r.out).at("plan").at("firstKeptEntryId"), "m1");
+    // The file alone keeps 20000 tokens: nothing to compact.
+    const auto file_only = run_process(cli + " plan " + path.string() + with_file);
+    ASSERT_EQ(file_only.exit_code, 0) << file_only.err;
+    EXPECT_EQ(boost::json::parse(file_only.out).at("error").at("code"), "nothing_to_compact");
+    fs::remove(path);
+    fs::remove(settings);
+}
+
 TEST(cli_plan, planning_errors_are_reported_in_the_json)
 {
     const auto path = scratch("plan-small.jsonl", metadata_before_prompt_session());

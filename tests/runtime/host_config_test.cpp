@@ -163,6 +163,44 @@ TEST(host_config, each_listed_model_carries_its_own_model_overrides)
     EXPECT_EQ(config_of(*h).models[0].reserve_tokens, 4000);
 }
 
+TEST(host_config, the_budget_flags_win_over_every_layer_and_every_model_override)
+{
+    const auto file = settings_file(
+        "budget-flags", R"({"provider": {"name": "vllm", "model": "m1", "baseUrl": "http://127.0.0.1:9/v1"},
+        "compaction": {"keepRecentTokens": 20000, "reserveTokens": 9000, "summaryMaxCalls": 3,
+        "modelOverrides": {"vllm/m1": {"keepRecentTokens": 1234, "reserveTokens": 4000},
+                           "anthropic/claude-haiku-4-5": {"keepRecentTokens": 3000}}},
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 100000}}})"
+    );
+    auto in = inputs(file);
+    in.flags.keep_recent_tokens = 777;
+    in.flags.reserve_tokens = 2000;
+    in.flags.summary_max_calls = 9;
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(in, diag);
+    ASSERT_TRUE(h) << diag.message;
+    EXPECT_EQ(h->settings.compaction.keep_recent_tokens, 777);  // over "vllm/m1"'s 1234
+    EXPECT_EQ(h->settings.compaction.reserve_tokens, 2000);     // over "vllm/m1"'s 4000
+    EXPECT_EQ(h->settings.compaction.summary_max_calls, 9);
+    EXPECT_EQ(
+        h->settings.compaction.summary_max_source_chars,
+        compaction::compaction_settings{}.summary_max_source_chars
+    );
+    EXPECT_EQ(h->model.keep_recent_tokens, 777);
+    ASSERT_EQ(h->models.size(), 1u);
+    EXPECT_EQ(h->models[0].keep_recent_tokens, 777);  // over its own override's 3000
+    EXPECT_EQ(h->models[0].reserve_tokens, 2000);
+    const auto c = config_of(*h);
+    EXPECT_EQ(c.settings.keep_recent_tokens, 777);
+    EXPECT_EQ(c.models[0].keep_recent_tokens, 777);
+
+    // Without flags the overrides hold, as before.
+    const auto plain = runtime::load_host_config(inputs(file), diag);
+    ASSERT_TRUE(plain) << diag.message;
+    EXPECT_EQ(plain->settings.compaction.keep_recent_tokens, 1234);
+    EXPECT_EQ(plain->models[0].keep_recent_tokens, 3000);
+}
+
 TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
 {
     const std::pair<const char*, const char*> cases[] = {

@@ -19,12 +19,26 @@
 
 namespace agentctx::runtime {
 
+/// The budget flags of a command line (`--keep-recent`, `--reserve`, `--max-source-chars`,
+/// `--max-calls`), typed. Each given one wins over every settings layer, a model's
+/// `compaction.modelOverrides` entry included, and applies to every model of the `models` section:
+/// what a person types for one run means that run.
+struct budget_flags
+{
+    std::optional<std::int64_t> keep_recent_tokens;
+    std::optional<std::int64_t> reserve_tokens;
+    std::optional<std::int64_t> summary_max_source_chars;
+    std::optional<std::int64_t> summary_max_calls;
+};
+
 /// What a host reads besides the environment: its settings sources and its command-line flags.
 struct host_inputs
 {
-    /// The settings files and the flags' `{"compaction": {...}}` overrides. `model_key` is not
-    /// read: the key is the resolved model's (compaction::override_key).
+    /// The settings files and programmatic `overrides`. `model_key` is not read: the key is the
+    /// resolved model's (compaction::override_key).
     settings_sources sources;
+    /// The budget flags, applied once the settings are resolved for the model.
+    budget_flags flags;
     /// Flags over the settings' `"provider"` section, key by key (`name`, `model`, `baseUrl`).
     boost::json::object provider_flags;
     /// A model named without a provider (a dry run such as `agentctx plan --model PROVIDER/ID`):
@@ -67,8 +81,8 @@ struct host_config
 
 /// Reads the settings layers, resolves the provider from the merged `"provider"` section, the
 /// flags and the environment, then resolves the compaction settings for that model's
-/// `modelOverrides` key. Errors: `invalid_settings` (a file or field, named in `diag`, e.g.
-/// `models.openai/gpt-4.1.contextWindow`), the providers' `not_configured` (an unknown
+/// `modelOverrides` key and applies the budget flags over them. Errors: `invalid_settings` (a file or field,
+/// named in `diag`, e.g. `models.openai/gpt-4.1.contextWindow`), the providers' `not_configured` (an unknown
 /// provider, a hosted one without its key).
 result<host_config> load_host_config(const host_inputs& in, diagnostics& diag);
 
