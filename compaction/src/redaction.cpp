@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace agentctx::compaction {
@@ -223,8 +227,24 @@ result<redactor> redactor::create(
 
 result<redactor> redactor::create(const redaction_settings& settings, diagnostics& diag)
 {
+    // Compiled rules take ~180 KiB; every session with the same settings shares one copy (an idle
+    // session should cost little more than its log). Matching a const RE2 is thread-safe.
+    static std::mutex mutex;
+    static std::unordered_map<std::string, std::weak_ptr<const impl>> compiled;
+    std::string key(settings.enabled ? "1" : "0");
+    for (const auto& a : settings.allowlist)  // length-prefixed: no two lists share a key
+        key += std::to_string(a.size()) + ':' + a;
+    const std::lock_guard lock(mutex);
+    if (const auto it = compiled.find(key); it != compiled.end())
+        if (auto shared = it->second.lock())
+            return redactor(std::move(shared));
     static const std::vector<redaction_rule> none;
-    return create(settings.enabled ? default_redaction_rules() : none, settings.allowlist, diag);
+    auto made = create(settings.enabled ? default_redaction_rules() : none, settings.allowlist, diag);
+    if (!made)
+        return made;
+    std::erase_if(compiled, [](const auto& kv) { return kv.second.expired(); });
+    compiled[std::move(key)] = made->impl_;
+    return made;
 }
 
 redaction_result redactor::redact(std::string_view text) const

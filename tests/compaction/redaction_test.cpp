@@ -286,6 +286,27 @@ TEST(redaction, allowlist_exact_strings_and_patterns_suppress_matches)
     EXPECT_EQ(out.counts, (std::map<std::string, std::size_t>{{"aws_access_key_id", 1}}));
 }
 
+TEST(redaction, redactors_made_from_different_settings_keep_their_own_rules_while_others_live)
+{
+    // Redactors of equal settings share one compiled state; each settings value keeps its own.
+    const auto key = "AKIA" + fake(upper_digits, 16, 74);
+    diagnostics diag;
+    const auto plain = redactor::create(redaction_settings{}, diag).value();
+    const auto allowing = redactor::create(redaction_settings{.allowlist = {key}}, diag).value();
+    const auto prefix_only =
+        redactor::create(redaction_settings{.allowlist = {key.substr(0, 10)}}, diag).value();
+    const auto off = redactor::create(redaction_settings{.enabled = false, .allowlist = {}}, diag).value();
+    const auto plain_again = redactor::create(redaction_settings{}, diag).value();
+    EXPECT_EQ(plain.redact(key).text, "[REDACTED:aws_access_key_id]");
+    EXPECT_EQ(allowing.redact(key).text, key);
+    EXPECT_EQ(prefix_only.redact(key).text, "[REDACTED:aws_access_key_id]");
+    EXPECT_EQ(off.redact(key).text, key);
+    EXPECT_EQ(plain_again.redact(key).text, "[REDACTED:aws_access_key_id]");
+    // An invalid allowlist is refused every time, never served from a valid one's state.
+    EXPECT_FALSE(redactor::create(redaction_settings{.allowlist = {"re:(bad"}}, diag));
+    EXPECT_FALSE(redactor::create(redaction_settings{.allowlist = {"re:(bad"}}, diag));
+}
+
 TEST(redaction, allowlist_pattern_must_match_the_whole_secret)
 {
     const auto key = "AKIA" + fake(upper_digits, 16, 73);
