@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace agentctx::compaction {
@@ -227,23 +227,30 @@ result<redactor> redactor::create(
 
 result<redactor> redactor::create(const redaction_settings& settings, diagnostics& diag)
 {
-    // Compiled rules take ~180 KiB; every session with the same settings shares one copy (an idle
-    // session should cost little more than its log). Matching a const RE2 is thread-safe.
+    // Compiled rules take ~180 KiB and ~3 ms: sessions with the same settings share one copy, and
+    // the last few settings stay compiled while no session uses them (a session reopened after the
+    // LRU closed it pays neither). Matching a const RE2 is thread-safe.
+    constexpr std::size_t kept = 8;
     static std::mutex mutex;
-    static std::unordered_map<std::string, std::weak_ptr<const impl>> compiled;
+    static std::list<std::pair<std::string, std::shared_ptr<const impl>>> recent;  // newest first
     std::string key(settings.enabled ? "1" : "0");
     for (const auto& a : settings.allowlist)  // length-prefixed: no two lists share a key
         key += std::to_string(a.size()) + ':' + a;
     const std::lock_guard lock(mutex);
-    if (const auto it = compiled.find(key); it != compiled.end())
-        if (auto shared = it->second.lock())
-            return redactor(std::move(shared));
+    const auto hit =
+        std::find_if(recent.begin(), recent.end(), [&](const auto& r) { return r.first == key; });
+    if (hit != recent.end())
+    {
+        recent.splice(recent.begin(), recent, hit);
+        return redactor(hit->second);
+    }
     static const std::vector<redaction_rule> none;
     auto made = create(settings.enabled ? default_redaction_rules() : none, settings.allowlist, diag);
     if (!made)
         return made;
-    std::erase_if(compiled, [](const auto& kv) { return kv.second.expired(); });
-    compiled[std::move(key)] = made->impl_;
+    recent.emplace_front(std::move(key), made->impl_);
+    if (recent.size() > kept)
+        recent.pop_back();
     return made;
 }
 
