@@ -23,7 +23,7 @@ inline constexpr std::size_t max_default_sessions = 4096;
 inline constexpr std::size_t max_default_connections = 65536;
 
 /// The defaults for a descriptor limit of `nofile` (RLIMIT_NOFILE): after what the process needs
-/// anyway (`fixed_descriptors`, each io thread's provider client, each loader thread's file being
+/// anyway (`fixed_descriptors`, each io thread's provider client, each open or create thread's file being
 /// opened, `database_connections`), half of the rest for connections and half for sessions (one
 /// descriptor each), each at least 1 and at most its cap.
 inline descriptor_budget budget_for(

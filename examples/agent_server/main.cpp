@@ -266,8 +266,9 @@ void apply_descriptor_budget(command_line& c)
         ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? lim.rlim_cur : 1u << 20;
     const runtime::pg_pool_options pg_defaults;
     const std::size_t database = c.opts.pg ? pg_defaults.max_connections + 2 : 0;  // + LISTEN and a lease
-    const auto b =
-        server::budget_for(nofile, static_cast<std::size_t>(c.threads), c.opts.open_threads, database);
+    const auto b = server::budget_for(
+        nofile, static_cast<std::size_t>(c.threads), c.opts.open_threads + c.opts.create_threads, database
+    );
     c.opts.max_open_sessions = c.max_open_sessions.value_or(b.max_open_sessions);
     c.opts.max_connections = c.max_connections.value_or(b.max_connections);
     spdlog::info(

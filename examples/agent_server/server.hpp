@@ -53,6 +53,9 @@ struct server_options
     /// Threads that open and load session files (never the io threads): a session opening
     /// blocks one of them, not the requests of sessions already open.
     std::size_t open_threads = 2;
+    /// Threads that create session files: a create waits for two syncs (the header, then the
+    /// directory), so many run at once and their syncs are grouped; they parse nothing.
+    std::size_t create_threads = 16;
     /// Test hook: called with the session id on the open thread just before a file is opened.
     std::function<void(const std::string&)> before_load;
 };

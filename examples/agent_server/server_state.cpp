@@ -20,6 +20,7 @@ std::shared_ptr<server_state> server_state::make(boost::asio::io_context& ioc, s
     r.pg = s->opts.pg;
     r.max_open_sessions = s->opts.max_open_sessions;
     r.open_threads = s->opts.open_threads;
+    r.create_threads = s->opts.create_threads;
     r.before_load = s->opts.before_load;
     r.session_config = [weak] {
         auto self = weak.lock();

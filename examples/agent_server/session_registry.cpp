@@ -69,7 +69,7 @@ session_registry::lease_state::~lease_state()
 
 session_registry::session_registry(asio::io_context& ioc, registry_options opts)
     : ioc_(ioc), opts_(std::move(opts)), loader_(std::max<std::size_t>(opts_.open_threads, 1)),
-      book_(opts_.max_open_sessions)
+      creator_(std::max<std::size_t>(opts_.create_threads, 1)), book_(opts_.max_open_sessions)
 {}
 
 // Wraps a lease the book took. Caller holds mu_.
@@ -80,13 +80,13 @@ lease session_registry::take(const std::shared_ptr<session_slot>& slot)
 
 // Registers an opening slot for `id` and starts its open; the caller's lease keeps it from
 // being closed to make room before the caller has used it. Caller holds mu_.
-lease session_registry::begin_open(const std::string& id, store_factory make_store)
+lease session_registry::begin_open(const std::string& id, store_factory make_store, asio::thread_pool& pool)
 {
     auto slot = std::make_shared<session_slot>();
     slot->opened = std::make_shared<release_channel>(ioc_.get_executor());
     book_.begin_open(id, slot);
     auto held = take(slot);
-    asio::co_spawn(ioc_, open_session(id, slot, std::move(make_store)), asio::detached);
+    asio::co_spawn(ioc_, open_session(id, slot, std::move(make_store), pool), asio::detached);
     return held;
 }
 
@@ -94,7 +94,7 @@ lease session_registry::begin_open(const std::string& id, store_factory make_sto
 // slot and wakes everyone waiting for it. Not cancellable: every waiter depends on it, and it
 // ends once the blocking read ends.
 asio::awaitable<void> session_registry::open_session(
-    std::string id, std::shared_ptr<session_slot> slot, store_factory make_store
+    std::string id, std::shared_ptr<session_slot> slot, store_factory make_store, asio::thread_pool& pool
 )
 {
     auto self = shared_from_this();
@@ -123,7 +123,7 @@ asio::awaitable<void> session_registry::open_session(
         r.session = runtime::session::open(ex, std::move(wrapped), config, r.diag);
         co_return r;
     };
-    open_result r = co_await asio::co_spawn(loader_, std::move(work), asio::use_awaitable);
+    open_result r = co_await asio::co_spawn(pool, std::move(work), asio::use_awaitable);
     publish_open(id, slot, r);
     slot->opened->close();
 }
@@ -249,9 +249,11 @@ asio::awaitable<compaction::result<lease>> session_registry::find_once(
             else if (opts_.pg)
                 break;  // opened below, outside mu_: the database read is asynchronous
             else
-                opening = begin_open(id, [path](compaction::diagnostics& d) {
-                    return runtime::jsonl_store::open(path, {}, d);
-                });
+                opening = begin_open(
+                    id,
+                    [path](compaction::diagnostics& d) { return runtime::jsonl_store::open(path, {}, d); },
+                    loader_
+                );
         }
         if (opening)
             co_return co_await await_open(std::move(opening), diag);
@@ -288,7 +290,8 @@ asio::awaitable<compaction::result<lease>> session_registry::adopt_opened(
                 id,
                 [held](compaction::diagnostics&) -> compaction::result<std::unique_ptr<runtime::store>> {
                     return std::move(*held);
-                }
+                },
+                loader_
             );
         }
     }
@@ -322,7 +325,8 @@ asio::awaitable<compaction::result<std::pair<std::string, lease>>> session_regis
                     id,
                     [path = opts_.data_dir / (id + ".jsonl"), header](compaction::diagnostics& d) {
                         return runtime::jsonl_store::create(path, header, {}, d);
-                    }
+                    },
+                    creator_
                 );
         }
         if (opening)

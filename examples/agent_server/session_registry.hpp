@@ -44,6 +44,7 @@ struct registry_options
     std::shared_ptr<runtime::pg_pool> pg;  ///< sessions in PostgreSQL instead of files
     std::size_t max_open_sessions = 0;     ///< 0 = no limit
     std::size_t open_threads = 2;
+    std::size_t create_threads = 16;                          ///< creates wait for syncs, not for the CPU
     std::function<void(const std::string&)> before_load;      ///< test hook, on the open thread
     std::function<runtime::session_config()> session_config;  ///< for each session opened
     /// Adjusts session `id`'s configuration before it opens (its per-session declarations).
@@ -107,9 +108,12 @@ private:
     struct open_result;
 
     lease take(const std::shared_ptr<session_slot>& slot);
-    lease begin_open(const std::string& id, store_factory make_store);
+    lease begin_open(const std::string& id, store_factory make_store, boost::asio::thread_pool& pool);
     boost::asio::awaitable<void> open_session(
-        std::string id, std::shared_ptr<session_slot> slot, store_factory make_store
+        std::string id,
+        std::shared_ptr<session_slot> slot,
+        store_factory make_store,
+        boost::asio::thread_pool& pool
     );
     void publish_open(const std::string& id, const std::shared_ptr<session_slot>& slot, open_result& r);
     static boost::asio::awaitable<compaction::result<lease>> await_open(
@@ -131,6 +135,7 @@ private:
     /// Session files are read here, never on an io thread: a large session's open does not
     /// hold up requests to open sessions (or the opens of others, up to the pool's size).
     boost::asio::thread_pool loader_;
+    boost::asio::thread_pool creator_;  ///< new files: header and directory syncs, grouped
     // Guards book_ and stopped_. Never drop the last reference to a session while holding it:
     // its release takes it.
     std::mutex mu_;

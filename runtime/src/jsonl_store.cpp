@@ -2,6 +2,7 @@
 #include <agentctx/runtime/jsonl_store.hpp>
 
 #include "batch_mark.hpp"
+#include "directory_sync.hpp"
 
 #include <agentctx/runtime/error.hpp>
 
@@ -220,6 +221,10 @@ result<std::unique_ptr<jsonl_store>> jsonl_store::create(
             return io_failure(diag, "cannot create", path, err).error();
         }
     }
+    // The name is durable once the directory is: concurrent creates share one directory sync.
+    if (opts.fsync != fsync_policy::never)
+        if (const int err = sync_directory(dir); err != 0)
+            return io_failure(diag, "cannot sync the directory of", path, err).error();
     return s;
 }
 
@@ -417,6 +422,9 @@ result<migrate_outcome> migrate_file(const fs::path& path, diagnostics& diag)
         ::unlink(tmp.c_str());
         return io_failure(diag, "cannot replace", path, rerr).error();
     }
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    if (const int err = sync_directory(dir); err != 0)
+        return io_failure(diag, "cannot sync the directory of", path, err).error();
     return migrate_outcome::migrated;
 }
 

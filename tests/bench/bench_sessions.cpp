@@ -1,7 +1,9 @@
 // Open sessions per node: memory per open session, creates per second, reopens per second and their
 // p99, through the library (in this process) and through the agent server (a child process).
-//   bench_sessions [--via library|server] [--shape empty|chat20|tools500|compacted] [--store jsonl|memory]
-//                  [--sessions N=2000] [--clients N=64] [--threads N=2] [--server BIN]
+//   bench_sessions [--via library|server] [--shape empty|chat20|tools500|compacted]
+//                  [--store jsonl|memory|pg] [--sessions N=2000] [--clients N=64] [--threads N=2] [--server
+//                  BIN]
+// `--store pg` (server only) uses AGENTCTX_PG_URL or a throwaway cluster (tests/tools/pg_cluster.sh).
 // Figures and the commands that produce them: docs/performance.md ("Open sessions per node").
 #include "bench_http.hpp"
 #include "server_binary.hpp"
@@ -10,6 +12,7 @@
 #include <agentctx/providers/offline_summarizer.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/memory_store.hpp>
+#include <agentctx/runtime/pg_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -40,7 +43,7 @@ struct options
 {
     std::string via = "library";
     std::string shape = "chat20";
-    std::string store = "jsonl";  ///< library only: memory keeps each file's text in the store
+    std::string store = "jsonl";  ///< memory (library): the store holds the text; pg (server): PostgreSQL
     std::size_t sessions = 2000;
     int clients = 64;
     int threads = 2;
@@ -316,19 +319,66 @@ std::vector<double> in_flight(
     return all;
 }
 
+// A PostgreSQL to run against: AGENTCTX_PG_URL, or a throwaway cluster started in `state`.
+std::string pg_url(const fs::path& state)
+{
+    if (const char* url = std::getenv("AGENTCTX_PG_URL"))
+        return url;
+    std::string url;
+    const std::string script = AGENTCTX_PG_CLUSTER_SCRIPT;
+    if (std::system((script + " start " + state.string() + " >/dev/null").c_str()) != 0 ||
+        !std::getline(std::ifstream(state / "url"), url))
+        std::fprintf(stderr, "bench_sessions: no PostgreSQL (set AGENTCTX_PG_URL)\n"), std::exit(1);
+    return url;
+}
+
+// Stores the sessions of the shape in the database (the server migrates the schema first).
+void import_sessions(const std::string& url, const fs::path& dir, std::size_t n)
+{
+    boost::asio::io_context ioc(1);
+    runtime::pg_pool pool(ioc.get_executor(), url, {.max_connections = 8, .listen = false});
+    pool.async_migrate([](boost::system::error_code ec, std::string m) {
+        if (ec)
+            std::fprintf(stderr, "migrate: %s\n", m.c_str()), std::exit(1);
+    });
+    ioc.run();
+    ioc.restart();
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        std::ifstream f(session_path(dir, i), std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        pool.async_import(std::move(text), [](boost::system::error_code ec, std::string m) {
+            if (ec)
+                std::fprintf(stderr, "import: %s\n", m.c_str()), std::exit(1);
+        });
+    }
+    ioc.run();
+    pool.close();
+    ioc.restart();
+    ioc.poll();
+}
+
 void server_bench(const options& o, const fs::path& dir)
 {
     const std::string text = shape_text(o.shape);
     for (std::size_t i = 0; !text.empty() && i < o.sessions; ++i)
         write_session(dir, i, text);
+    std::string store_arg = "--data-dir", store_value = dir.string();
+    if (o.store == "pg")
+    {
+        store_arg = "--store";
+        store_value = pg_url(dir / "pg");
+        if (!text.empty())
+            import_sessions(store_value, dir, o.sessions);
+    }
     test::server_process child(
         o.server_bin,
         {.args =
              {"--no-auth",
               "--port",
               "0",
-              "--data-dir",
-              dir.string(),
+              store_arg,
+              store_value,
               "--threads",
               std::to_string(o.threads),
               "--max-open-sessions",
@@ -356,9 +406,11 @@ void server_bench(const options& o, const fs::path& dir)
     );
     const double secs = seconds_since(t0);
     std::printf(
-        "server, %s: %zu sessions, %d clients in flight: %.0f %s/s, p50 %.2f ms, p99 %.2f ms; RSS %.1f KiB "
+        "server (%s), %s: %zu sessions, %d clients in flight: %.0f %s/s, p50 %.2f ms, p99 %.2f ms; RSS %.1f "
+        "KiB "
         "per "
         "open session\n",
+        o.store.c_str(),
         o.shape.c_str(),
         o.sessions,
         o.clients,
@@ -406,7 +458,13 @@ int main(int argc, char** argv)
         fs::temp_directory_path() / ("agentctx-bench-sessions-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     if (o.via == "server")
+    {
         server_bench(o, dir);
+        if (o.store == "pg" && !std::getenv("AGENTCTX_PG_URL"))
+            (void
+            )std::system((std::string(AGENTCTX_PG_CLUSTER_SCRIPT) + " stop " + (dir / "pg").string()).c_str()
+            );
+    }
     else
         library_bench(o, dir).run();
     fs::remove_all(dir);
