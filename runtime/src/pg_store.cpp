@@ -340,6 +340,19 @@ pg_store::pg_store(
     : text_store(std::move(text)), pool_(std::move(pool)), id_(std::move(session_id)), entries_(entries)
 {}
 
+result<compaction::session_log> pg_store::load(
+    const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+)
+{
+    if (loaded_)
+    {
+        diag.message = "PostgreSQL session '" + id_ + "' was loaded already: its text went to that log";
+        return errc::io_error;
+    }
+    loaded_ = true;
+    return compaction::session_log::load(std::exchange(text_, {}), opts, report, diag);
+}
+
 pg_store::~pg_store()
 {
     if (subscription_)

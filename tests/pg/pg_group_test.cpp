@@ -67,11 +67,9 @@ TEST_F(pg_group_test, a_stale_append_inside_a_group_fails_alone_and_the_others_c
     const auto before = node_a_->stats();
     // Queued together before the io_context runs: the first flusher takes all three as one group.
     std::optional<error_code> rx, ry, rz;
-    write(*x.store, test::next_entries(*x.store, 1), 20, rx);
-    write(
-        *y.store, test::next_entries(*y.store, 1), 19, ry
-    );  // y holds 20 entries: its compare-and-set fails
-    write(*z.store, test::next_entries(*z.store, 1), 20, rz);
+    write(*x.store, test::next_entries(x.text, 1), 20, rx);
+    write(*y.store, test::next_entries(y.text, 1), 19, ry);  // y holds 20 entries: its compare-and-set fails
+    write(*z.store, test::next_entries(z.text, 1), 20, rz);
     ASSERT_TRUE(test::run_until(ioc_, [&] { return rx && ry && rz; }));
     const auto after = node_a_->stats();
     EXPECT_EQ(after.append_groups - before.append_groups, 1u) << "one transaction for the three appends";
@@ -89,12 +87,12 @@ TEST_F(pg_group_test, a_batch_commits_all_its_entries_under_one_compare_and_set_
 {
     auto x = import_session("batch");
     std::optional<error_code> first, again;
-    write(*x.store, test::next_entries(*x.store, 3), 20, first);
+    write(*x.store, test::next_entries(x.text, 3), 20, first);
     ASSERT_TRUE(test::run_until(ioc_, [&] { return first.has_value(); }));
     EXPECT_EQ(*first, error_code{});
     ASSERT_EQ(stored_entries(x.id), 23u);
     const std::string committed = export_text(*node_b_, x.id).second;
-    write(*x.store, test::next_entries(*x.store, 4), 20, again);  // the count is 23 now
+    write(*x.store, test::next_entries(x.text, 4), 20, again);  // the count is 23 now
     ASSERT_TRUE(test::run_until(ioc_, [&] { return again.has_value(); }));
     EXPECT_EQ(*again, make_error_code(errc::stale_leaf));
     EXPECT_EQ(export_text(*node_b_, x.id).second, committed) << "none of the stale batch's four entries";
@@ -107,13 +105,14 @@ TEST_F(pg_group_test, a_group_whose_statement_fails_retries_each_append_alone)
     // the group's statement, so nothing of the group commits and each append is retried alone.
     compaction::diagnostics diag;
     compaction::load_report report;
-    const std::string taken =
-        x.store->load({}, report, diag)->meta(0).id;  // ten_turns: same ids in every session
+    const std::string taken = compaction::session_log::load(x.text, {}, report, diag)
+                                  ->meta(0)
+                                  .id;  // ten_turns: same ids in every session
     const auto before = node_a_->stats();
     std::optional<error_code> rx, ry, rz;
-    write(*x.store, test::next_entries(*x.store, 1), 20, rx);
-    write(*y.store, test::next_entries(*y.store, 1, taken), 20, ry);
-    write(*z.store, test::next_entries(*z.store, 1), 20, rz);
+    write(*x.store, test::next_entries(x.text, 1), 20, rx);
+    write(*y.store, test::next_entries(y.text, 1, taken), 20, ry);
+    write(*z.store, test::next_entries(z.text, 1), 20, rz);
     ASSERT_TRUE(test::run_until(ioc_, [&] { return rx && ry && rz; }));
     EXPECT_EQ(node_a_->stats().group_fallbacks - before.group_fallbacks, 1u);
     EXPECT_EQ(*rx, error_code{});

@@ -92,13 +92,13 @@ TEST_F(pg_resync_test, a_change_no_notification_announced_is_found_by_the_period
 {
     pg_pool b(ioc_.get_executor(), url_, {.check_interval = 200ms});
     const std::string id = test::unique_session_id("check");
-    ASSERT_FALSE(import(b, ten_turns(id)).first);
+    const std::string text = ten_turns(id);
+    ASSERT_FALSE(import(b, text).first);
     auto s = open_session(b, id);
-    auto st = open_store(b, id);
     const auto before = s->context().size();
     // A committed entry whose notification never came (as a node that died between its commit
     // and its NOTIFY leaves it): written straight into the tables.
-    const auto e = test::next_entries(*st, 1).front();
+    const auto e = test::next_entries(text, 1).front();
     std::string line = to_jsonl_line(e->raw);
     line.pop_back();
     test::pg_sql(

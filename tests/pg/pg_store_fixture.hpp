@@ -21,14 +21,15 @@
 
 namespace agentctx::test {
 
-/// `n` user messages chained after the store's leaf, each with a fresh id (or all with `id`).
+/// `n` user messages chained after the leaf of the session `text`, each with a fresh id (or all
+/// with `id`). A store gives its text to its one load, so the tests keep the text they stored.
 inline std::vector<compaction::entry_ptr> next_entries(
-    runtime::pg_store& st, std::size_t n, std::optional<std::string> id = {}
+    const std::string& text, std::size_t n, std::optional<std::string> id = {}
 )
 {
     compaction::diagnostics diag;
     compaction::load_report report;
-    auto log = st.load({}, report, diag);
+    auto log = compaction::session_log::load(text, {}, report, diag);
     EXPECT_TRUE(log) << diag.message;
     std::vector<compaction::entry_ptr> out;
     std::optional<std::string> parent = log->leaf_id();

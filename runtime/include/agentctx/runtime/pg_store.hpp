@@ -166,7 +166,12 @@ public:
     result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
     /// Blocking appends are not offered: fails with io_error (the session uses async_write).
     result<void> append(const compaction::entry& e, diagnostics& diag) override;
-    // load (text_store) parses the text loaded by async_open / async_reload (no I/O).
+    /// Parses the text read by async_open and gives it to the log (no I/O): the log then holds
+    /// the session's only copy in memory. A second load fails with io_error (open the session
+    /// again to read it again); a reload is async_reload.
+    result<compaction::session_log> load(
+        const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+    ) override;
 
     bool asynchronous() const noexcept override { return true; }
     void async_write(
@@ -197,6 +202,7 @@ private:
     std::string id_;
     std::size_t entries_ = 0;
     std::uint64_t subscription_ = 0;
+    bool loaded_ = false;
 };
 
 /// The conninfo with any password replaced by `***`, for logs and messages.
