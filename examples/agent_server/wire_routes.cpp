@@ -146,7 +146,8 @@ std::variant<std::vector<json::object>, http_response> converted_body(
         {
             auto body = error_body(
                 "reserved_field",
-                std::string(kv.key()) + ": reserved: fields named 'agentctx*' are the runtime's"
+                std::string(kv.key()) +
+                    ": reserved: top-level fields named 'agentctx*' are written only by the runtime"
             );
             body["error"].as_object()["field"] = kv.key();
             return reply(c.req, http::status::bad_request, std::move(body));
