@@ -1,5 +1,6 @@
-// The agent server under hostile batches: tool results that can never pair and forged batch marks
-// are refused at the door with the field; ids reused across turns are accepted and compact.
+// The agent server under hostile input: tool results that can never pair and forged batch marks
+// are refused at the door with the field; ids reused across turns are accepted and compact;
+// /compact answers with the stored (redacted) summary.
 #include "server_fixture.hpp"
 
 #include "loopback_http.hpp"
@@ -190,4 +191,36 @@ TEST_F(hostile_batches, a_client_cannot_write_the_batch_mark)
             ->res.status,
         201
     );
+}
+
+// `/compact` answers with the summary the entry stores: a token in a read file's path reaches the
+// answer redacted, as in the file.
+TEST_F(hostile_batches, compact_answers_with_the_stored_redacted_summary)
+{
+    start();
+    const auto id = new_session();
+    const std::string token = "ghp_" + std::string("aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
+    const auto path = "/v1/sessions/" + id + "/messages?format=openai";
+    const auto read = sync(
+        "POST",
+        path,
+        messages(
+            "messages",
+            R"([{"role":"user","content":"read the notes"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"read","arguments":"{\"path\":\"notes/)" +
+                token + R"(\"}"}}]},{"role":"tool","tool_call_id":"call_0","content":")" +
+                std::string(2000, 'x') + R"("},{"role":"assistant","content":"read"}])"
+        )
+    );
+    ASSERT_EQ(read->res.status, 201) << read->res.body;
+    for (int k = 1; k < 4; ++k)
+        ASSERT_EQ(sync("POST", path, messages("messages", "[" + call_0_turn(k) + "]"))->res.status, 201);
+    const auto compacted = sync("POST", "/v1/sessions/" + id + "/compact", "{}");
+    ASSERT_EQ(compacted->res.status, 200) << compacted->res.body;
+    const std::string summary(compacted->json().at("summary").as_string());
+    EXPECT_EQ(summary.find(token), std::string::npos) << summary;
+    EXPECT_NE(summary.find("notes/[REDACTED:github_token]"), std::string::npos) << summary;
+    const auto text = file(id);
+    const auto last = json::parse(text.substr(text.rfind('\n', text.size() - 2) + 1)).as_object();
+    ASSERT_EQ(last.at("type"), "compaction");
+    EXPECT_EQ(last.at("summary").as_string(), summary);
 }
