@@ -3,6 +3,8 @@
 
 #include <agentctx/compaction/json_text.hpp>
 
+#include <cctype>
+
 namespace agentctx::compaction {
 
 std::string bash_execution_to_text(const message& m)
@@ -36,7 +38,50 @@ std::shared_ptr<const message> user_text(const message& from, std::string text)
     return u;
 }
 
+bool ascii_iequal(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+// Whether a framing tag (`<summary>`, `</summary>`, `< / SUMMARY ...>`) opens at `s[at]` ('<').
+bool framing_tag_at(std::string_view s, std::size_t at)
+{
+    std::size_t p = at + 1;
+    const auto skip_space = [&] {
+        while (p < s.size() && std::isspace(static_cast<unsigned char>(s[p])))
+            ++p;
+    };
+    skip_space();
+    if (p < s.size() && s[p] == '/')
+        ++p;
+    skip_space();
+    constexpr std::string_view name = "summary";
+    if (p + name.size() > s.size() || !ascii_iequal(s.substr(p, name.size()), name))
+        return false;
+    p += name.size();
+    return p == s.size() || !(std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '-' || s[p] == '_');
+}
+
 }  // namespace
+
+std::string neutralize_framing_tags(std::string_view summary)
+{
+    std::string out;
+    out.reserve(summary.size());
+    for (std::size_t i = 0; i < summary.size(); ++i)
+    {
+        if (summary[i] == '<' && framing_tag_at(summary, i))
+            out += "&lt;";
+        else
+            out += summary[i];
+    }
+    return out;
+}
 
 std::string framed_summary(std::string_view summary, bool branch, summary_framing framing)
 {
@@ -45,8 +90,9 @@ std::string framed_summary(std::string_view summary, bool branch, summary_framin
                             std::string(branch_summary_suffix)
                       : std::string(compaction_summary_prefix) + std::string(summary) +
                             std::string(compaction_summary_suffix);
+    // The summary cannot close its own frame: a `</summary>` inside it is shown, not obeyed.
     return std::string(branch ? reference_branch_prefix : reference_compaction_prefix) +
-           std::string(reference_history_notice) + std::string(summary) +
+           std::string(reference_history_notice) + neutralize_framing_tags(summary) +
            std::string(reference_history_suffix);
 }
 

@@ -125,15 +125,6 @@ verbatim_plan collect_verbatim(
     return plan;
 }
 
-std::string transcript_message(const std::vector<transcript_issue>& issues)
-{
-    std::string msg = "the transcript's tool calls and results do not pair up:";
-    for (const auto& is : issues)
-        msg += std::string(" ") + to_string(is.kind) + " (entry " + is.entry_id + ", call " +
-               is.tool_call_id + ");";
-    return msg;
-}
-
 }  // namespace
 
 namespace {
@@ -313,17 +304,13 @@ result<compaction_preparation> prepare_projected(
     const auto& e = ctx.entries;
     compaction_preparation p;
     const auto prev = place_range(ctx, path_size, p);
+    // Results that pair with no call, or answer one twice, are reported, never a reason not to
+    // compact: a session that holds them (a file written before the server refused them) would
+    // otherwise grow into a real overflow. No cut separates a call from its results (the tool
+    // rounds), and the wire views leave out a result no call owns.
     if (opts.mode != compat_mode::pi)
-    {
-        auto issues =
+        p.transcript_issues =
             validate_transcript(std::span<const projected_entry>(e), p.boundary_projected, e.size());
-        std::erase_if(issues, [](const transcript_issue& is) { return is_barrier(is.kind); });
-        if (!issues.empty())
-        {
-            diag.message = transcript_message(issues);
-            return errc::transcript_invalid;
-        }
-    }
     p.tokens_before = estimate_projected_context_tokens(ctx, counter).tokens;
     if (opts.mode != compat_mode::pi && opts.jobs)
         p.running_jobs = find_running_jobs(e, *opts.jobs);

@@ -1,4 +1,4 @@
-// Reserved entry types: a progress record or other runtime entry a client could forge is refused.
+// Reserved types and fields: runtime data a client could forge (a progress record, a batch mark) is refused.
 #include <agentctx/compaction/reserved.hpp>
 
 namespace agentctx::compaction {
@@ -8,8 +8,21 @@ bool is_reserved_custom_type(std::string_view custom_type) noexcept
     return custom_type.starts_with(reserved_custom_type_prefix);
 }
 
+bool is_reserved_field(std::string_view key) noexcept
+{
+    return key.starts_with(reserved_field_prefix);
+}
+
 result<void> check_client_entry(const boost::json::object& fields, diagnostics& diag)
 {
+    for (const auto& kv : fields)
+        if (is_reserved_field(kv.key()))
+        {
+            diag.field = std::string(kv.key());
+            diag.message = diag.field + ": reserved: top-level fields named '" +
+                           std::string(reserved_field_prefix) + "*' are written only by the runtime";
+            return errc::reserved_field;
+        }
     const auto* type = fields.if_contains("type");
     if (!type || !type->is_string() ||
         (type->get_string() != "custom" && type->get_string() != "custom_message"))

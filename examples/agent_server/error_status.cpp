@@ -27,6 +27,7 @@ http::status compaction_status(const error_code& ec)
         "duplicate_id",
         "dangling_parent",
         "reserved_type",
+        "reserved_field",
         "duplicate_key"};
     if (std::find(std::begin(bad_input), std::end(bad_input), ec.message()) != std::end(bad_input))
         return http::status::bad_request;

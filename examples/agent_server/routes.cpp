@@ -1,6 +1,7 @@
 // The route table and its handlers: create, append, read an entry, compact, context, metrics.
 #include "routes.hpp"
 
+#include "call_check.hpp"
 #include "error_status.hpp"
 #include "openapi_text.hpp"
 #include "request_json.hpp"
@@ -236,6 +237,12 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
             http::status::unprocessable_entity,
             error_body("entry_not_appendable", "session and compaction entries cannot be appended")
         );
+    if (auto refused = unpairable_entry(*held->session().current(), c.body))
+    {
+        auto body = error_body("unpaired_tool_call", refused->message);
+        body["error"].as_object()["field"] = refused->field;
+        co_return reply(c.req, http::status::bad_request, std::move(body));
+    }
     auto turn_end = assistant_message(c.body);
     const bool model_change = t && t->is_string() && t->get_string() == "model_change";
     compaction::diagnostics diag;

@@ -1,9 +1,11 @@
 // Provider-format input over HTTP: the body converted with from_wire_messages, appended as one batch.
 #include "wire_routes.hpp"
 
+#include "call_check.hpp"
 #include "error_status.hpp"
 #include "routes.hpp"
 
+#include <agentctx/compaction/reserved.hpp>
 #include <agentctx/providers/wire_input.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -95,6 +97,35 @@ http_response invalid(const http_request& req, std::string_view why)
     return reply(req, http::status::bad_request, error_body("invalid_wire_message", why));
 }
 
+// 400 naming the field when a tool result or call of `converted` can never pair with the calls
+// and results of its batch (find_unpairable): accepted, it would be unusable.
+std::optional<http_response> unpairable_answer(
+    const http_request& req,
+    const std::vector<compaction::context_message>& context,
+    const std::vector<json::object>& converted,
+    const providers::wire_id_paths& paths
+)
+{
+    std::vector<compaction::message> incoming;
+    incoming.reserve(converted.size());
+    for (const auto& o : converted)
+    {
+        compaction::diagnostics d;
+        auto m = compaction::decode_message(o, "message", d);
+        if (!m)
+            return std::nullopt;  // the append refuses it, with its own reason
+        incoming.push_back(std::move(*m));
+    }
+    const auto u = find_unpairable(context, incoming);
+    if (!u)
+        return std::nullopt;
+    const auto& at = paths.at(u->message);
+    const std::string field = at.at(u->call == unpairable::npos ? 0 : u->call);
+    auto body = error_body("unpaired_tool_call", field + ": " + u->why);
+    body["error"].as_object()["field"] = field;
+    return reply(req, http::status::bad_request, std::move(body));
+}
+
 // The body's messages in the `format` query parameter's format, converted to Pi messages; or
 // the 400 answer that names the field. `allow_empty`: an empty list is a list (a replacement).
 std::variant<std::vector<json::object>, http_response> converted_body(
@@ -110,6 +141,17 @@ std::variant<std::vector<json::object>, http_response> converted_body(
             error_body("invalid_request", "format must be openai, responses or anthropic")
         );
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
+    for (const auto& kv : c.body)
+        if (compaction::is_reserved_field(kv.key()))
+        {
+            auto body = error_body(
+                "reserved_field",
+                std::string(kv.key()) +
+                    ": reserved: top-level fields named 'agentctx*' are written only by the runtime"
+            );
+            body["error"].as_object()["field"] = kv.key();
+            return reply(c.req, http::status::bad_request, std::move(body));
+        }
     std::string why;
     const auto opt = options_of(c.body, key, held->session(), why);
     if (!opt)
@@ -118,11 +160,18 @@ std::variant<std::vector<json::object>, http_response> converted_body(
     if (!items)
         return invalid(c.req, std::string(key) + ": missing");
     providers::diagnostics diag;
-    auto converted = providers::from_wire_messages(*format, *items, *opt, diag);
+    providers::wire_id_paths paths;
+    auto converted = providers::from_wire_messages(*format, *items, *opt, diag, paths);
     if (!converted)
         return invalid(c.req, diag.message);
     if (converted->empty() && !allow_empty)
         return invalid(c.req, std::string(key) + ": no messages");
+    // A replacement is the whole conversation; an append joins the context.
+    const auto snap = held->session().current();
+    const auto context =
+        allow_empty ? std::vector<compaction::context_message>() : snap->messages.to_vector();
+    if (auto refused = unpairable_answer(c.req, context, *converted, paths))
+        return std::move(*refused);
     return std::move(*converted);
 }
 

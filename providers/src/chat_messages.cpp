@@ -1,6 +1,7 @@
 // to_wire_messages: agent messages to OpenAI Chat Completions or Anthropic Messages turns.
 #include <agentctx/providers/chat_messages.hpp>
 
+#include <agentctx/compaction/call_pairing.hpp>
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/serialize.hpp>
 #include "native_compaction.hpp"
@@ -181,6 +182,32 @@ std::shared_ptr<const message> with_authorship(const message& m)
     return framed;
 }
 
+// Which of `converted` a request carries: sendable messages, and of the tool results only those
+// that answer a call the request carries. The results of an `error`/`aborted` assistant's calls
+// leave with it, and a result no call of the view can own (no call, or a call answered already)
+// is left out: a provider refuses a result whose call it was not sent.
+std::vector<bool> carried(const std::vector<std::shared_ptr<const message>>& converted)
+{
+    std::vector<bool> keep(converted.size());
+    std::vector<compaction::pairing_input> in;
+    in.reserve(converted.size());
+    for (std::size_t i = 0; i < converted.size(); ++i)
+    {
+        keep[i] = sendable(*converted[i]);
+        in.push_back({converted[i].get(), i});
+    }
+    const auto pairing = compaction::pair_tool_calls(in);
+    for (const auto& r : pairing.results)
+    {
+        using compaction::result_link_kind;
+        if (r.kind == result_link_kind::no_call || r.kind == result_link_kind::repeat)
+            keep[r.position] = false;
+        else if (r.kind == result_link_kind::paired)
+            keep[r.position] = keep[pairing.declarations[r.declaration].position];
+    }
+    return keep;
+}
+
 // convert_to_llm over `context`, sendable messages only.
 std::vector<std::shared_ptr<const message>> llm_messages(
     std::span<const compaction::context_message> context, compaction::summary_framing framing
@@ -190,9 +217,11 @@ std::vector<std::shared_ptr<const message>> llm_messages(
     agent.reserve(context.size());
     for (const auto& m : context)
         agent.push_back(m.msg);
+    auto converted = compaction::convert_to_llm(agent, framing);
+    const auto keep = carried(converted);
     std::vector<std::shared_ptr<const message>> out;
-    for (auto& m : compaction::convert_to_llm(agent, framing))
-        if (sendable(*m))
+    for (std::size_t i = 0; i < converted.size(); ++i)
+        if (auto& m = converted[i]; keep[i])
             out.push_back(
                 m->peer.empty() || framing == compaction::summary_framing::pi ? std::move(m)
                                                                               : with_authorship(*m)

@@ -193,6 +193,18 @@ compaction::result<std::vector<json::object>> from_wire_messages(
     input_format f, const json::value& items, const wire_input_options& options, diagnostics& diag
 )
 {
+    wire_id_paths paths;
+    return from_wire_messages(f, items, options, diag, paths);
+}
+
+compaction::result<std::vector<json::object>> from_wire_messages(
+    input_format f,
+    const json::value& items,
+    const wire_input_options& options,
+    diagnostics& diag,
+    wire_id_paths& paths
+)
+{
     wire_reader rd(diag);
     const std::string root = f == input_format::responses ? "input" : "messages";
     const auto invalid = make_error_code(errc::invalid_wire_message);
@@ -223,6 +235,7 @@ compaction::result<std::vector<json::object>> from_wire_messages(
                ),
                invalid;
     complete(f, options, batch.messages);
+    paths = std::move(batch.id_paths);
     return std::move(batch.messages);
 }
 

@@ -110,7 +110,7 @@ bool read_user(const json::object& m, const std::string& path, wire_reader& rd, 
             auto content = id ? read_result_content(b, at, rd) : std::nullopt;
             if (!content || rd.failed())
                 return false;
-            out.tool_result(std::move(*id), std::move(*content), is_error);
+            out.tool_result(std::move(*id), std::move(*content), is_error, field_path(at, "tool_use_id"));
             return true;
         }
     );
@@ -164,19 +164,22 @@ std::optional<json::object> read_assistant_block(
 bool read_assistant(const json::object& m, const std::string& path, wire_reader& rd, pi_batch& out)
 {
     json::array blocks;
+    std::vector<std::string> id_paths;
     const bool ok = for_each_block(
         m,
         path,
         rd,
         [&](const json::object& b, const std::string& type, const std::string& at) {
             auto block = read_assistant_block(b, type, at, rd);
+            if (block && type == "tool_use")
+                id_paths.push_back(field_path(at, "id"));
             if (block)
                 blocks.push_back(std::move(*block));
             return block.has_value();
         }
     );
     if (ok)
-        out.assistant(std::move(blocks));
+        out.assistant(std::move(blocks), std::move(id_paths));
     return ok;
 }
 

@@ -64,7 +64,13 @@ std::optional<json::value> read_content(
     return json::value(std::move(blocks));
 }
 
-bool read_tool_calls(const json::object& m, const std::string& path, wire_reader& rd, json::array& content)
+bool read_tool_calls(
+    const json::object& m,
+    const std::string& path,
+    wire_reader& rd,
+    json::array& content,
+    std::vector<std::string>& id_paths
+)
 {
     const auto* v = m.if_contains("tool_calls");
     if (!v || v->is_null())
@@ -84,6 +90,7 @@ bool read_tool_calls(const json::object& m, const std::string& path, wire_reader
         if (rd.failed())
             return false;
         content.push_back(pi_tool_call(std::move(*id), std::move(*name), std::move(*args)));
+        id_paths.push_back(field_path(at, "id"));
     }
     return !rd.failed();
 }
@@ -111,9 +118,10 @@ bool read_message(const json::object& m, const std::string& path, wire_reader& r
         // An empty string is no text: to_wire_messages renders both as `content: null`.
         if (blocks.size() == 1 && blocks[0].get_object().at("text").get_string().empty())
             blocks.clear();
-        if (!read_tool_calls(m, path, rd, blocks))
+        std::vector<std::string> id_paths;
+        if (!read_tool_calls(m, path, rd, blocks, id_paths))
             return false;
-        out.assistant(std::move(blocks));
+        out.assistant(std::move(blocks), std::move(id_paths));
         return true;
     }
     if (*role == "tool")

@@ -73,21 +73,28 @@ json::object pi_tool_call(std::string id, std::string name, json::object argumen
 struct pi_batch
 {
     std::vector<json::object> messages;
+    /// Beside each message, the input paths of its tool-call ids (wire_id_paths).
+    std::vector<std::vector<std::string>> id_paths;
 
     void user(json::value content)
     {
         messages.push_back(json::object{{"role", "user"}, {"content", std::move(content)}});
+        id_paths.emplace_back();
     }
     void system(json::value content)
     {
         messages.push_back(json::object{{"role", "system"}, {"content", std::move(content)}});
+        id_paths.emplace_back();
     }
-    /// A new assistant message with `content`; its other fields are added at the end.
-    void assistant(json::array content)
+    /// A new assistant message with `content`; its other fields are added at the end. `calls`:
+    /// the paths of the ids of the tool calls in `content`, in order.
+    void assistant(json::array content, std::vector<std::string> calls = {})
     {
         messages.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+        id_paths.push_back(std::move(calls));
     }
-    void tool_result(std::string call_id, json::array content, bool is_error)
+    /// `id_path`: where the call id was read.
+    void tool_result(std::string call_id, json::array content, bool is_error, std::string id_path)
     {
         messages.push_back(json::object{
             {"role", "toolResult"},
@@ -95,6 +102,7 @@ struct pi_batch
             {"toolName", ""},
             {"content", std::move(content)},
             {"isError", is_error}});
+        id_paths.push_back({std::move(id_path)});
     }
 };
 
@@ -139,7 +147,7 @@ bool read_tool_result(
     auto content = id ? read_content() : std::nullopt;
     if (!content)
         return false;
-    out.tool_result(std::move(*id), std::move(content->get_array()), false);
+    out.tool_result(std::move(*id), std::move(content->get_array()), false, field_path(path, id_key));
     return true;
 }
 

@@ -172,6 +172,7 @@ bool reader::item(const json::object& o, const std::string& path)
         if (rd_.failed())
             return false;
         assistant(false).push_back(pi_tool_call(std::move(*id), std::move(*name), std::move(*args)));
+        out_.id_paths.back().push_back(field_path(path, "call_id"));
         calls_ = true;
         return true;
     }

@@ -71,14 +71,17 @@ compaction::result<std::vector<entry_ptr>> prepare_batch(
     std::vector<entry_ptr> out;
     std::set<std::string> ids;
     const std::string now = compaction::iso_timestamp_now();
+    std::string first;
     for (std::size_t i = 0; i < fields.size(); ++i)
     {
         std::string id = log.new_id();
         while (ids.count(id))
             id = log.new_id();
+        if (i == 0)
+            first = id;
         compaction::diagnostics diag;
         auto raw = raw_entry(std::move(fields[i]), id, parent, now);
-        mark_batch_entry(raw, i, fields.size());  // a load sets aside a batch a crash cut short
+        mark_batch_entry(raw, i, fields.size(), first);  // a load sets aside a batch a crash cut short
         auto e = compaction::result<compaction::entry>(compaction::errc::wrong_type);
         if (auto edit = check_context_edit(log, raw, diag); !edit)
             e = compaction::result<compaction::entry>(edit.error());

@@ -11,6 +11,9 @@ struct mark
 {
     std::int64_t index = 0;
     std::int64_t size = 0;
+    std::string first;                  ///< the id of the batch's first entry, as the mark names it
+    std::string id;                     ///< the marked entry's own id
+    std::optional<std::string> parent;  ///< and its parent's
 };
 
 std::optional<mark> mark_at(const compaction::session_log& log, std::size_t position)
@@ -23,18 +26,20 @@ std::optional<mark> mark_at(const compaction::session_log& log, std::size_t posi
     const auto* o = m ? m->if_object() : nullptr;
     const auto* index = o ? o->if_contains("index") : nullptr;
     const auto* size = o ? o->if_contains("size") : nullptr;
-    if (!index || !size || !index->is_int64() || !size->is_int64())
+    const auto* first = o ? o->if_contains("first") : nullptr;
+    if (!index || !size || !first || !index->is_int64() || !size->is_int64() || !first->is_string())
         return std::nullopt;
-    return mark{index->get_int64(), size->get_int64()};
+    return mark{
+        index->get_int64(), size->get_int64(), std::string(first->get_string()), (*e)->id, (*e)->parent_id};
 }
 
 }  // namespace
 
-void mark_batch_entry(boost::json::object& raw, std::size_t index, std::size_t size)
+void mark_batch_entry(boost::json::object& raw, std::size_t index, std::size_t size, const std::string& first)
 {
     if (size < 2)
         return;
-    raw[batch_mark_key] = boost::json::object{{"index", index}, {"size", size}};
+    raw[batch_mark_key] = boost::json::object{{"index", index}, {"size", size}, {"first", first}};
 }
 
 std::optional<std::size_t> incomplete_trailing_batch(const compaction::session_log& log)
@@ -46,11 +51,16 @@ std::optional<std::size_t> incomplete_trailing_batch(const compaction::session_l
         static_cast<std::uint64_t>(last->index) >= log.size())
         return std::nullopt;
     const std::size_t first = log.size() - 1 - static_cast<std::size_t>(last->index);
-    for (std::size_t k = first; k + 1 < log.size(); ++k)
+    std::optional<std::string> previous;
+    for (std::size_t k = first; k < log.size(); ++k)
     {
         const auto m = mark_at(log, k);
-        if (!m || m->size != last->size || m->index != static_cast<std::int64_t>(k - first))
+        // The runtime's own batch: one size, consecutive indices, a parent chain, and every mark
+        // naming the id the runtime gave the first entry (which no client knew before it existed).
+        if (!m || m->size != last->size || m->index != static_cast<std::int64_t>(k - first) ||
+            m->first != last->first || (k == first ? m->id != m->first : m->parent != previous))
             return std::nullopt;
+        previous = m->id;
     }
     return first;
 }

@@ -808,6 +808,19 @@ compaction_run::step<commit_plan> compaction_run::make_entry(
     return commit_plan{{std::move(e)}, std::nullopt, std::move(next)};
 }
 
+compaction_result compaction_run::stored_result(compaction_result r, const entry& stored) const
+{
+    // What callers and events see is what the entry stores: the redacted summary (its file lists
+    // and pinned block included), never the text the model or a hook returned.
+    r.summary = stored.summary;
+    std::map<std::string, std::size_t> counts;
+    redact_strings(r.details, cx_.redaction(), counts);
+    boost::json::value pinned = std::move(r.pinned);
+    redact_strings(pinned, cx_.redaction(), counts);
+    r.pinned = std::move(pinned.as_array());
+    return r;
+}
+
 asio::awaitable<compaction_run::step<std::optional<compaction_run::committed>>> compaction_run::commit(
     decide_fn decide
 )
@@ -828,7 +841,8 @@ asio::awaitable<compaction_run::step<std::optional<compaction_run::committed>>> 
             refused = plan.error();
             return refused->ec;
         }
-        done = committed{plan->entries.front(), std::move((*in)->result)};
+        done =
+            committed{plan->entries.front(), stored_result(std::move((*in)->result), *plan->entries.front())};
         return std::move(*plan);
     };
     auto [ec, message] = co_await awaited<void(error_code, std::string)>(

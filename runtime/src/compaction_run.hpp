@@ -307,6 +307,10 @@ private:
         const revalidated& v,
         const summaries& sum
     ) const;
+    /// `r` as the entry `stored` keeps it: its summary, and its details and pins redacted.
+    compaction::compaction_result stored_result(
+        compaction::compaction_result r, const compaction::entry& stored
+    ) const;
     /// One write turn (write_path::async_commit): `decide`, then the one compaction entry,
     /// written and published. nullopt: `decide` chose to write nothing.
     boost::asio::awaitable<step<std::optional<committed>>> commit(decide_fn decide);

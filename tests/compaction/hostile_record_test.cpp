@@ -441,6 +441,34 @@ TEST(hostile_progress, a_record_ending_inside_a_tool_round_is_rejected)
     EXPECT_TRUE(is_batch_boundary(prefix, pieces.front().begin));
 }
 
+// The batch mark and every other `agentctx*` top-level field are the runtime's, on any entry type.
+TEST(reserved_types, clients_cannot_write_the_runtime_s_own_top_level_fields)
+{
+    diagnostics diag;
+    const json::object forged{
+        {"type", "message"},
+        {"message", json::object{{"role", "user"}, {"content", "hi"}, {"timestamp", 1}}},
+        {"agentctxBatch", json::object{{"index", 0}, {"size", 2}}}};
+    EXPECT_EQ(check_client_entry(forged, diag).error(), make_error_code(errc::reserved_field));
+    EXPECT_EQ(diag.field, "agentctxBatch");
+    EXPECT_EQ(
+        diag.message,
+        "agentctxBatch: reserved: top-level fields named 'agentctx*' are written only by the runtime"
+    );
+    EXPECT_EQ(
+        check_client_entry({{"type", "custom"}, {"customType", "app"}, {"agentctx", 1}}, diag).error(),
+        make_error_code(errc::reserved_field)
+    );
+    EXPECT_EQ(diag.field, "agentctx");
+    EXPECT_EQ(to_string(errc::reserved_field), std::string("reserved_field"));
+    // Inside an entry's own objects the name is the client's.
+    EXPECT_TRUE(check_client_entry(
+                    {{"type", "custom"}, {"customType", "app"}, {"data", json::object{{"agentctxBatch", 1}}}},
+                    diag
+    )
+                    .has_value());
+}
+
 TEST(reserved_types, clients_cannot_write_the_runtime_s_own_custom_types)
 {
     diagnostics diag;

@@ -144,7 +144,7 @@ TEST(prepare, nothing_to_compact_instead_of_an_empty_conversation)
     EXPECT_EQ(pi.error(), make_error_code(errc::nothing_to_compact));
 }
 
-TEST(prepare, invalid_transcripts_fail_closed)
+TEST(prepare, invalid_transcripts_are_reported_and_still_compact)
 {
     session_text s;
     s.user("u1", tokens(100));
@@ -169,14 +169,17 @@ TEST(prepare, invalid_transcripts_fail_closed)
     EXPECT_TRUE(is_barrier(issues[0].kind));
     EXPECT_EQ(issues[1].kind, transcript_issue_kind::result_without_call);
     EXPECT_EQ(issues[1].entry_id, "r3");
+    // Reported with the plan, never a reason not to compact.
     diagnostics diag;
     auto r = prepare_compaction(path, keep(200), {}, diag);
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error(), make_error_code(errc::transcript_invalid));
-    EXPECT_NE(diag.message.find("result_without_call (entry r3, call zz)"), std::string::npos)
-        << diag.message;
-    EXPECT_TRUE(prepare_compaction(path, keep(200), {.mode = compat_mode::pi}, diag)
-    );  // Pi does not validate
+    ASSERT_TRUE(r) << diag.message;
+    EXPECT_EQ(r->first_kept_entry_id, "u2");
+    ASSERT_EQ(r->transcript_issues.size(), 2u);
+    EXPECT_EQ(r->transcript_issues[1].kind, transcript_issue_kind::result_without_call);
+    EXPECT_EQ(r->transcript_issues[1].entry_id, "r3");
+    const auto pi = prepare_compaction(path, keep(200), {.mode = compat_mode::pi}, diag);
+    ASSERT_TRUE(pi);  // Pi does not validate
+    EXPECT_TRUE(pi->transcript_issues.empty());
 }
 
 TEST(prepare, a_call_without_result_is_not_invalid)

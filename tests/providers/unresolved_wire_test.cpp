@@ -228,3 +228,59 @@ TEST_F(unresolved_session, the_hosts_context_answers_the_call_and_the_checkpoint
     EXPECT_EQ(record.find("before repeating"), std::string::npos);
     EXPECT_EQ(out.result->summary.find("call_lost"), std::string::npos);
 }
+
+// An assistant that called a tool and then stopped on an error (a content filter, a refusal, a
+// failed or cancelled response) is left out of every request; the results the agent posted for
+// its calls leave with it, as does a result that answers no call, and the view stays valid.
+TEST(unresolved_wire, the_results_of_a_dropped_assistants_calls_leave_the_view_with_it)
+{
+    test::session_text s;
+    s.user("u1", "read it");
+    s.tool_call("a1", "call_0", "read", {{"path", "a.txt"}});
+    s.tool_result("r1", "call_0", "read", "first");
+    s.assistant("f1", "read");
+    s.user("u2", "now build");
+    for (const char* stop : {"error", "aborted"})
+    {
+        const std::string k = stop;
+        s.message(
+            "a2" + k,
+            {{"role", "assistant"},
+             {"content",
+              json::array{json::object{
+                  {"type", "toolCall"},
+                  {"id", "call_0"},
+                  {"name", "bash"},
+                  {"arguments", json::object{{"command", "make"}}}}}},
+             {"api", "openai-completions"},
+             {"provider", "openai"},
+             {"model", "gpt-4.1"},
+             {"stopReason", stop}}
+        );
+        s.tool_result("r2" + k, "call_0", "bash", "refused " + k);
+    }
+    s.tool_result("r3", "call_nobody", "bash", "orphan");
+    s.user("u3", "try again").assistant("a3", "done");
+    const auto ctx = compaction::build_session_context(s.path());
+    const auto openai = providers::to_wire_messages(providers::wire_format::openai, ctx.messages);
+    expect_valid_openai(openai);
+    std::vector<std::string> roles;
+    for (const auto& m : openai)
+        roles.emplace_back(m.at("role").as_string());
+    EXPECT_EQ(
+        roles,
+        (std::vector<std::string>{"user", "assistant", "tool", "assistant", "user", "user", "assistant"})
+    );
+    EXPECT_EQ(observation_for(openai, "call_0"), "first");
+    const auto anthropic = providers::to_wire_messages(providers::wire_format::anthropic, ctx.messages);
+    expect_valid_anthropic(anthropic);
+    const auto anthropic_text = json::serialize(anthropic);
+    EXPECT_EQ(anthropic_text.find("refused"), std::string::npos) << anthropic_text;
+    EXPECT_EQ(anthropic_text.find("orphan"), std::string::npos) << anthropic_text;
+    const auto responses = providers::to_responses_input(ctx.messages);
+    std::vector<std::string> outputs;
+    for (const auto& item : responses)
+        if (const auto* t = item.as_object().if_contains("type"); t && *t == "function_call_output")
+            outputs.emplace_back(item.at("output").as_string());
+    EXPECT_EQ(outputs, (std::vector<std::string>{"first"}));
+}

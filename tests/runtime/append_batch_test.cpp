@@ -156,9 +156,12 @@ TEST_F(append_batch_test, every_entry_of_a_batch_is_marked_with_its_index_and_th
     const auto lines = lines_of(test::read_text(path_));
     ASSERT_EQ(lines.size(), 5u);
     EXPECT_EQ(lines[1].find("agentctxBatch"), std::string::npos);
+    const std::string first(json::parse(lines[2]).at("id").as_string());
     for (int i = 0; i < 3; ++i)
         EXPECT_NE(
-            lines[2 + i].find(R"("agentctxBatch":{"index":)" + std::to_string(i) + R"(,"size":3})"),
+            lines[2 + i].find(
+                R"("agentctxBatch":{"index":)" + std::to_string(i) + R"(,"size":3,"first":")" + first + "\"}"
+            ),
             std::string::npos
         ) << lines[2 + i];
     // A whole batch at the end of the file is loaded whole.
@@ -212,4 +215,41 @@ TEST_F(append_batch_test, a_batch_a_crash_cut_short_is_left_out_and_set_aside_by
         );
     }
     fs::remove(path_.string() + ".torn");
+}
+
+// A file written before clients were refused the field: a client's own `agentctxBatch` on an
+// acknowledged entry at the end of the file (no `first`, or a `first` naming another entry, or
+// a chain that does not start at the id the mark names) never makes a load leave it out, and the
+// next append moves nothing to `<file>.torn`.
+TEST_F(append_batch_test, a_forged_batch_mark_never_sets_an_acknowledged_entry_aside)
+{
+    const std::string header =
+        R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})";
+    const auto line = [](const std::string& id, const std::string& parent, const std::string& mark) {
+        return R"({"type":"message","id":")" + id + R"(","parentId":)" + parent +
+               R"(,"timestamp":"2026-01-15T09:00:01.000Z","message":{"role":"user","content":")" + id +
+               R"(","timestamp":1},"agentctxBatch":)" + mark + "}";
+    };
+    const std::vector<std::pair<std::string, std::string>> forged{
+        {"no first", line("e1", "null", R"({"index":0,"size":2})")},
+        {"another entry's id", line("e1", "null", R"({"index":0,"size":2,"first":"e0"})")},
+        {"a chain from an unmarked entry",
+         line("e0", "null", R"({"index":0,"size":3})") + "\n" +
+             line("e1", "\"e0\"", R"({"index":1,"size":3,"first":"e0"})")},
+    };
+    for (const auto& [what, lines] : forged)
+    {
+        SCOPED_TRACE(what);
+        session_.reset();
+        fs::remove(path_.string() + ".torn");
+        std::ofstream(path_, std::ios::trunc) << header << '\n' << lines << '\n';
+        const auto before = test::read_text(path_);
+        session_ = test::open_session(ioc_.get_executor(), path_, {});
+        ASSERT_TRUE(session_);
+        EXPECT_EQ(session_->current()->leaf_id, "e1");
+        const auto [ec, r] = append({user("after")});
+        ASSERT_FALSE(ec) << r.reason;
+        EXPECT_EQ(test::read_text(path_).substr(0, before.size()), before);
+        EXPECT_FALSE(fs::exists(path_.string() + ".torn"));
+    }
 }

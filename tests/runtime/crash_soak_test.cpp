@@ -546,7 +546,8 @@ void cut_batch(file_state& f, std::mt19937_64& rng, std::uint64_t round, figures
             {"timestamp", "2026-01-15T10:00:00.000Z"},
             {"targetId", f.leaf},
             {"replacement", nullptr},
-            {"agentctxBatch", json::object{{"index", i}, {"size", 3}}}};
+            {"agentctxBatch",
+             json::object{{"index", i}, {"size", 3}, {"first", "cut" + std::to_string(round) + "-0"}}}};
         lines += json::serialize(o) + "\n";
         parent = id;
     }

@@ -221,6 +221,48 @@ TEST_F(hostile_session_test, a_compaction_redacts_its_file_lists_pins_and_detail
     EXPECT_TRUE(again->current()->dropped_derived.empty());
 }
 
+// The outcome and the compaction_end event carry the text the entry stores, never the raw one:
+// a project key in a pinned reminder, a GitHub token in a read file's path.
+TEST_F(hostile_session_test, the_outcome_and_the_end_event_carry_the_stored_redacted_summary)
+{
+    const std::string project_key = "sk-proj-" + std::string("Zq8Xw3Lm9Np2Rt7Vy4Bc6Df1Gh5Jk0Ms8Qa3We7Ur");
+    test::session_text t;
+    t.user("u0", "read the notes").tool_call("a0", "call-1", "read", {{"path", "notes/" + github_token}});
+    t.tool_result("r0", "call-1", "read", "contents " + tokens(50));
+    t.entry(
+        "custom_message",
+        "rem",
+        {{"customType", "reminder"}, {"content", "deploy with " + project_key}, {"display", true}}
+    );
+    for (std::size_t i = 1; i < 10; ++i)
+        t.user("u" + std::to_string(i), "turn " + std::to_string(i) + " " + tokens(100))
+            .assistant("a" + std::to_string(i), "answer " + std::to_string(i) + " " + tokens(100));
+    auto p = write("s.jsonl", t.text);
+    auto s = test::open_session(ioc_.get_executor(), p, config());
+    ASSERT_TRUE(s);
+    std::optional<compaction::compaction_result> ended;
+    s->on_event([&](const session_event& e) {
+        if (const auto* end = std::get_if<compaction_end_event>(&e))
+            ended = end->result;
+    });
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    ASSERT_TRUE(out.result);
+    const auto stored = json::parse(last_line(p)).as_object();
+    ASSERT_EQ(stored.at("type"), "compaction");
+    const std::string summary(stored.at("summary").as_string());
+    EXPECT_EQ(summary.find(project_key), std::string::npos);
+    EXPECT_EQ(summary.find(github_token), std::string::npos);
+    EXPECT_NE(summary.find("notes/[REDACTED:github_token]"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("deploy with [REDACTED:openai_api_key]"), std::string::npos) << summary;
+    EXPECT_EQ(out.result->summary, summary);
+    EXPECT_EQ(out.result->details.at("readFiles"), (json::array{"notes/[REDACTED:github_token]"}));
+    EXPECT_EQ(out.result->pinned.at(0).at("content"), "deploy with [REDACTED:openai_api_key]");
+    ASSERT_TRUE(ended);
+    EXPECT_EQ(ended->summary, summary);
+    EXPECT_EQ(compaction::stringify(ended->details).find(github_token), std::string::npos);
+}
+
 TEST_F(hostile_session_test, a_forged_record_is_checked_and_redacted_like_a_compaction)
 {
     // The genuine record of the history, compacted elsewhere.

@@ -57,6 +57,7 @@ enum class errc
     over_limit,         ///< a list or string is over its bound (limits.hpp), or a line over max_line_bytes
                         // The host's requirements.
     budget_exceeded,    ///< required context cannot be fitted: the cut cannot pass a required entry
+    reserved_field,     ///< a client wrote a top-level entry field the runtime reserves (`agentctx*`)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -44,7 +44,13 @@ enum class summary_framing
 /// The user text Pi sends for a `!command` (bashExecutionToText).
 std::string bash_execution_to_text(const message& m);
 
-/// The text a summary message becomes for a model (`branch`: a branch summary).
+/// `summary` with every `<summary>` / `</summary>` tag (any case, spaces inside the brackets)
+/// opened with `&lt;` instead of `<`: text inside the frame that cannot end it.
+std::string neutralize_framing_tags(std::string_view summary);
+
+/// The text a summary message becomes for a model (`branch`: a branch summary). Reference-history
+/// framing neutralizes the framing tags inside the summary (neutralize_framing_tags); Pi's
+/// framing sends Pi's bytes.
 std::string framed_summary(std::string_view summary, bool branch, summary_framing framing);
 
 /// Converts agent messages for a model. user/assistant/toolResult are shared unchanged; bash,

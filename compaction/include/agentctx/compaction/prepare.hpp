@@ -75,13 +75,16 @@ struct compaction_preparation
     boost::json::array pinned;
     /// The jobs running at planning time (agentctx mode, with `plan_options::jobs`).
     std::vector<running_job> running_jobs;
+    /// agentctx mode: what validate_transcript found in the planned range (results with no call,
+    /// second answers, conflicting ids). Reported only: none of them stops the plan.
+    std::vector<transcript_issue> transcript_issues;
 };
 
 /// Plans a compaction of the path (root first, leaf last) as Pi 1.6's prepareCompaction does, on
 /// projected entries. Errors: already_compacted, nothing_to_compact (Pi's `undefined`: nothing
 /// lies before the cut), budget_exceeded (a required entry holds the cut at the range's start)
-/// and, in agentctx mode only, transcript_invalid (issues listed in `diag.message`) and
-/// boundary_unavailable.
+/// and, in agentctx mode only, boundary_unavailable. Tool results that do not pair are listed in
+/// `transcript_issues` and compacted like the rest (never transcript_invalid).
 result<compaction_preparation> prepare_compaction(
     std::span<const entry_ptr> path,
     const compaction_settings& settings,

@@ -12,12 +12,20 @@ namespace agentctx::compaction {
 /// The namespace of the runtime's own custom types (`agentctx.compaction_progress`, ...).
 inline constexpr std::string_view reserved_custom_type_prefix = "agentctx.";
 
+/// The prefix of the top-level entry fields the runtime writes for itself (`agentctxBatch`, the
+/// mark a load finds a batch by).
+inline constexpr std::string_view reserved_field_prefix = "agentctx";
+
 /// Whether `custom_type` belongs to the runtime (starts with `agentctx.`).
 bool is_reserved_custom_type(std::string_view custom_type) noexcept;
 
-/// The fields of an entry a client asks to append: a `custom` or `custom_message` entry whose
-/// `customType` is reserved is refused with `reserved_type`, `diag.field` = `customType`. Every
-/// other entry passes (the entry's own validation follows).
+/// Whether a top-level entry field named `key` belongs to the runtime (starts with `agentctx`).
+bool is_reserved_field(std::string_view key) noexcept;
+
+/// The fields of an entry a client asks to append: a top-level field the runtime reserves is
+/// refused with `reserved_field`, `diag.field` = its name; a `custom` or `custom_message` entry
+/// whose `customType` is reserved is refused with `reserved_type`, `diag.field` = `customType`.
+/// Every other entry passes (the entry's own validation follows).
 result<void> check_client_entry(const boost::json::object& fields, diagnostics& diag);
 
 }  // namespace agentctx::compaction

@@ -19,7 +19,9 @@ namespace agentctx::providers {
  *
  * Messages go through convert_to_llm first. System messages are left out (they belong in the
  * request's system prompt and tool list) and so are `error`/`aborted` assistant messages (no tool
- * ran for them; Pi 1.6 drops them too). Thinking blocks are not sent.
+ * ran for them; Pi 1.6 drops them too), with the tool results of their calls. A tool result no
+ * call of the view owns (pair_tool_calls: no call, or a second answer) is left out too, so a
+ * provider is never sent a result without its call. Thinking blocks are not sent.
  *
  * - `openai`: `user` (string or text/image_url parts), `assistant` (`content` text or null,
  *   `tool_calls` with JSON-string `arguments`), one `tool` message per result.

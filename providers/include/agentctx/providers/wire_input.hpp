@@ -71,4 +71,19 @@ compaction::result<std::vector<boost::json::object>> from_wire_messages(
     input_format f, const boost::json::value& items, const wire_input_options& options, diagnostics& diag
 );
 
+/// Beside each converted message, where its tool-call ids were read in the input: one path per
+/// tool call of an assistant message, in order (`messages[1].tool_calls[0].id`,
+/// `input[3].call_id`, `messages[1].content[2].id`); the call id's path for a tool result
+/// (`messages[2].tool_call_id`, `messages[2].content[0].tool_use_id`); none for other messages.
+using wire_id_paths = std::vector<std::vector<std::string>>;
+
+/// As above, and the id paths of the converted messages in `paths` (on success).
+compaction::result<std::vector<boost::json::object>> from_wire_messages(
+    input_format f,
+    const boost::json::value& items,
+    const wire_input_options& options,
+    diagnostics& diag,
+    wire_id_paths& paths
+);
+
 }  // namespace agentctx::providers
