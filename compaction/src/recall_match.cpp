@@ -38,7 +38,48 @@ std::vector<line_terms> lines_of(std::string_view summary)
     return out;
 }
 
+bool found_whole(
+    const recall_probe& p, std::string_view summary, const std::vector<line_terms>& lines, double min
+);
+
+// A rule of several clauses (`Keep X and do not add Y`) is kept when each clause is, each on a
+// line of its own if the summary lists them apart.
+std::vector<std::string> clauses_of(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (const std::string_view joint :
+         {" and do not ", " and don't ", " and never ", " and always ", ", and ", "; "})
+        for (auto at = text.find(joint, start); at != std::string::npos; at = text.find(joint, start))
+        {
+            out.push_back(text.substr(start, at - start));
+            start = at + (joint.starts_with(" and ") ? 5 : joint.size());
+        }
+    if (out.empty())
+        return out;
+    out.push_back(text.substr(start));
+    return out;
+}
+
 bool found_in(
+    const recall_probe& p, std::string_view summary, const std::vector<line_terms>& lines, double min
+)
+{
+    if (found_whole(p, summary, lines, min))
+        return true;
+    const auto parts = p.kind == probe_kind::rule ? clauses_of(p.text) : std::vector<std::string>{};
+    if (parts.size() < 2)
+        return false;
+    return std::all_of(parts.begin(), parts.end(), [&](const std::string& c) {
+        recall_probe part{probe_kind::rule, c, recall_terms(c), detail::names_in(c), false, {}, {}};
+        const auto w = detail::words_of(c);
+        part.negative =
+            std::any_of(w.begin(), w.end(), [](const std::string& x) { return detail::is_negation(x); });
+        return found_whole(part, summary, lines, min);
+    });
+}
+
+bool found_whole(
     const recall_probe& p, std::string_view summary, const std::vector<line_terms>& lines, double min
 )
 {

@@ -316,8 +316,11 @@ std::vector<recall_probe> extract_probes(
     {
         if (scrub)
         {
+            const auto raw = p.text;
             scrub(p.text);
             scrub(p.overrides);
+            if (p.kind == probe_kind::artifact && p.text != raw)
+                continue;  // a name that is a secret: nothing a summary should keep
         }
         p.text = detail::bounded_text(p.text, limits.max_text_chars);
         p.overrides = detail::bounded_text(p.overrides, limits.max_text_chars);

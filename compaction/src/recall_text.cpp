@@ -29,6 +29,16 @@ std::string collapse(std::string_view s)
     return out;
 }
 
+// `e.g.`, `i.e.`, `vs.`, `cf.` end at `line[dot]`: not a sentence end.
+bool abbreviation_before(std::string_view line, std::size_t dot)
+{
+    for (const std::string_view a : {"e.g", "i.e", "vs", "cf", "E.g", "I.e"})
+        if (dot >= a.size() && line.substr(dot - a.size(), a.size()) == a &&
+            (dot == a.size() || line[dot - a.size() - 1] == ' ' || line[dot - a.size() - 1] == '('))
+            return true;
+    return false;
+}
+
 // Splits one line at sentence ends: `.`, `!`, `?`, `;` followed by a space or the end.
 void split_line(std::string_view line, std::vector<sentence>& out)
 {
@@ -38,7 +48,7 @@ void split_line(std::string_view line, std::vector<sentence>& out)
         const char c = line[i];
         const bool end_mark = c == '.' || c == '!' || c == '?' || c == ';';
         const bool at_end = i + 1 == line.size() || line[i + 1] == ' ' || line[i + 1] == '\t';
-        if (!end_mark || !at_end)
+        if (!end_mark || !at_end || (c == '.' && abbreviation_before(line, i)))
             continue;
         if (auto s = collapse(line.substr(start, i + 1 - start)); !s.empty())
             out.push_back({std::move(s), c == '?'});
@@ -127,8 +137,8 @@ bool name_like(std::string_view t) noexcept
         if (std::isupper(static_cast<unsigned char>(t[i])) &&
             std::islower(static_cast<unsigned char>(t[i - 1])))
             return true;
-    // a file name with a short extension: export.py, settings.json
-    if (dot != std::string_view::npos && dot > 0 && dot + 1 < t.size() && t.size() - dot - 1 <= 5 &&
+    // a file name with a short extension: export.py, settings.json (not `e.g`)
+    if (dot != std::string_view::npos && dot > 1 && dot + 1 < t.size() && t.size() - dot - 1 <= 5 &&
         std::all_of(t.begin() + static_cast<std::ptrdiff_t>(dot) + 1, t.end(), [](char c) {
             return std::isalpha(static_cast<unsigned char>(c));
         }))
@@ -207,10 +217,17 @@ std::string stem(std::string_view word)
     if (w.ends_with("'s"))
         w.resize(w.size() - 2);
     const auto cut = [&](std::size_t n) { w.resize(w.size() - n); };
+    // A doubled final consonant left by `-ed` / `-ing` is one (`dropped` -> `drop`).
+    const auto undouble = [&] {
+        const char c = w.back();
+        if (w.size() > 3 && c == w[w.size() - 2] && c != 'l' && c != 's' && c != 'z' &&
+            std::string_view("aeiou").find(c) == std::string_view::npos)
+            w.pop_back();
+    };
     if (w.size() > 5 && w.ends_with("ing"))
-        cut(3);
+        cut(3), undouble();
     else if (w.size() > 4 && w.ends_with("ed"))
-        cut(2);
+        cut(2), undouble();
     else if (w.size() > 4 && (w.ends_with("ses") || w.ends_with("xes") || w.ends_with("zes") || w.ends_with("ches") || w.ends_with("shes")))
         cut(2);
     else if (w.size() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us"))

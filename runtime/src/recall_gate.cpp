@@ -63,12 +63,9 @@ asio::awaitable<compaction_run::step<void>> compaction_run::recall_gate(const pl
     auto& target = on_prefix ? sum.prefix : sum.history;
     if (mode == recall_gate_mode::off || sum.custom || sum.native || !target)
         co_return step<void>{};
-    const scrub_fn scrub = [this, &sum](std::string& text) {
-        auto r = cx_.redaction().redact(text);
-        for (const auto& [rule, n] : r.counts)
-            sum.redactions[rule] += n;
-        text = std::move(r.text);
-    };
+    // Probes are scrubbed like the summary; not counted again: the same text was counted when the
+    // summary request was scrubbed.
+    const scrub_fn scrub = [this](std::string& text) { text = cx_.redaction().redact(text).text; };
     std::vector<context_message> span = p.prep.messages_to_summarize;
     span.insert(span.end(), p.prep.turn_prefix_messages.begin(), p.prep.turn_prefix_messages.end());
     const probe_limits limits;
@@ -102,6 +99,8 @@ asio::awaitable<compaction_run::step<void>> compaction_run::recall_gate(const pl
             cx_.logger().info("recall follow-up refused ({}): the draft stands", reply.error().ec.message());
         else
         {
+            for (const auto& [rule, n] : cx_.redaction().redact(reply->text).counts)
+                sum.redactions[rule] += n;  // a secret the model echoes is counted, as in a summary
             scrub(reply->text);
             const auto text = text_with(reply->text);
             auto still = missing_probes(missing, text, limits.min_coverage);

@@ -216,6 +216,7 @@ TEST(recall_probes, probes_are_bounded_and_redacted)
 {
     session_text s;
     s.user("u1", "Always send the token sk-ant-api03-" + std::string(90, 'A') + " with requests.");
+    s.user("u1b", "The key is sk-ant-api03_abcdef here.");  // a name that is a secret is no probe
     std::string many;
     for (int i = 0; i < 40; ++i)
         many += "Never touch module" + std::to_string(i) + "x. ";
@@ -239,6 +240,7 @@ TEST(recall_probes, probes_are_bounded_and_redacted)
     });
     const auto r2 = texts(all, probe_kind::rule);
     ASSERT_EQ(r2.size(), 24u);
+    EXPECT_EQ(texts(all, probe_kind::artifact), strings{});
     for (const auto& p : all)
     {
         EXPECT_LE(p.text.size(), 40u);
@@ -341,4 +343,32 @@ TEST(recall_followup, the_follow_up_extends_the_original_request)
     EXPECT_EQ(g.head->messages[2], json::value(json::object{{"role", "assistant"}, {"content", "DRAFT"}}));
     EXPECT_EQ(head->messages.size(), 1u);  // the original request is untouched
     EXPECT_TRUE(g.prompt.starts_with("Your checkpoint above leaves out"));
+}
+
+TEST(recall_match, a_rule_of_two_clauses_may_be_kept_on_two_lines)
+{
+    const std::string rule =
+        "Keep the public exportCsv() signature unchanged and do not add new dependencies.";
+    const recall_probe p{probe_kind::rule, rule, recall_terms(rule), {"exportCsv()"}, true, "u1", {}};
+    EXPECT_TRUE(probe_found(
+        p,
+        "## Constraints\n- Keep the public exportCsv() signature unchanged.\n- Do not add new dependencies."
+    ));
+    EXPECT_FALSE(probe_found(
+        p, "## Constraints\n- Keep the public exportCsv() signature unchanged.\n- Add dependencies as needed."
+    ));
+}
+
+TEST(recall_probes, abbreviations_end_no_sentence_and_name_nothing)
+{
+    session_text s;
+    s.user("u1", "Fix the export, e.g. the quoted comma case. Never drop rows.");
+    const auto ps = probes_of(s);
+    EXPECT_EQ(texts(ps, probe_kind::rule), strings{"Never drop rows."});
+    EXPECT_EQ(texts(ps, probe_kind::open_work), strings{"Fix the export, e.g. the quoted comma case."});
+    EXPECT_EQ(texts(ps, probe_kind::artifact), strings{});
+    EXPECT_EQ(
+        recall_terms("The parser dropped rows, stopping early"),
+        (strings{"parser", "drop", "row", "stop", "early"})
+    );
 }
