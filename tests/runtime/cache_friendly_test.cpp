@@ -521,6 +521,12 @@ TEST_F(cache_friendly_test, the_recall_follow_up_reads_the_conversation_from_the
     EXPECT_GE(
         static_cast<double>(billed_[*follow_up].read) / static_cast<double>(billed_[*follow_up].input), 0.9
     );
+    for (const auto& [name, at] : {std::pair{"history", *history}, std::pair{"follow_up", *follow_up}})
+    {
+        RecordProperty(std::string(name) + "_input", std::to_string(billed_[at].input));
+        RecordProperty(std::string(name) + "_read", std::to_string(billed_[at].read));
+        RecordProperty(std::string(name) + "_written", std::to_string(billed_[at].written));
+    }
     EXPECT_NE(out.result->summary.find("## User rules (verbatim)\n- Never push to main."), std::string::npos);
     ASSERT_EQ(finished_.size(), 1u);
     ASSERT_TRUE(finished_[0].recall);
