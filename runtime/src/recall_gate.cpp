@@ -5,6 +5,7 @@
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/file_ops.hpp>
 #include <agentctx/compaction/recall.hpp>
+#include <agentctx/compaction/recall_carry.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -119,7 +120,13 @@ asio::awaitable<compaction_run::step<void>> compaction_run::recall_gate(const pl
         }
     }
     if (mode == recall_gate_mode::repair)
+    {
+        // A model that copied the previous verbatim part would carry a rule the span revoked.
+        for (auto* part : {&sum.history, &sum.prefix})
+            if (*part)
+                drop_revoked_rules(**part, probes);
         counts.verbatim = add_verbatim_rules(*target, missing, limits);
+    }
     finish_recall(probes, counts, sum);
     co_return step<void>{};
 }

@@ -2,6 +2,7 @@
 // against a summary, the verbatim rules part and the follow-up request.
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/recall.hpp>
+#include <agentctx/compaction/recall_carry.hpp>
 
 #include "session_text.hpp"
 
@@ -371,4 +372,28 @@ TEST(recall_probes, abbreviations_end_no_sentence_and_name_nothing)
         recall_terms("The parser dropped rows, stopping early"),
         (strings{"parser", "drop", "row", "stop", "early"})
     );
+}
+
+TEST(recall_verbatim, a_revoked_rule_copied_from_the_previous_part_is_dropped)
+{
+    std::string summary =
+        "## Goal\nShip.\n\n## User rules (verbatim)\n- Never push to main.\n- EU suppliers only.\n"
+        "- Never push to main.\n## Next Steps\n1. Test.";
+    const std::vector<recall_probe> probes{
+        {probe_kind::rule, "EU suppliers only.", {}, {}, false, "", {}},
+        {probe_kind::rule,
+         "Actually, you may push to main now.",
+         {},
+         {},
+         false,
+         "u3",
+         "Never push to main."}};
+    EXPECT_EQ(drop_revoked_rules(summary, probes), 2u);
+    EXPECT_EQ(
+        summary, "## Goal\nShip.\n\n## User rules (verbatim)\n- EU suppliers only.\n## Next Steps\n1. Test."
+    );
+    // Outside the part, the model's own words are left alone.
+    std::string own = "## Constraints\n- Never push to main.";
+    EXPECT_EQ(drop_revoked_rules(own, probes), 0u);
+    EXPECT_EQ(own, "## Constraints\n- Never push to main.");
 }

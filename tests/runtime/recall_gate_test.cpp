@@ -110,7 +110,7 @@ protected:
         for (std::string line; std::getline(in, line);)
         {
             const auto v = json::parse(line).as_object();
-            if (v.at("type") == "compaction")
+            if (v.at("type") == "compaction" && v.at("details").as_object().contains("agentctx"))
                 out = v.at("details").as_object().at("agentctx").as_object();
         }
         return out;
@@ -453,4 +453,37 @@ TEST_F(recall_cycles_test, without_the_gate_a_forgetful_summarizer_loses_the_rul
     for (const auto& summary : report.last_summary)
         EXPECT_EQ(summary.find("EU suppliers only."), std::string::npos);
     EXPECT_EQ(report.calls, 10);
+}
+
+TEST_F(recall_gate_test, a_revoked_rule_the_model_copies_from_the_previous_summary_is_dropped)
+{
+    // The previous checkpoint carries `Never push to main.` verbatim; the span revokes it; the model
+    // copies the previous part anyway.
+    test::session_text t;
+    t.user("u0", tokens(2500)).assistant("a0", tokens(2500));
+    t.compaction(
+        "c0", "u0", "## Goal\nShip.\n\n## User rules (verbatim)\n- Never push to main.\n- EU suppliers only."
+    );
+    t.user("u1", "Actually, you may push to main now.").assistant("a1", "Noted.");
+    t.user("u2", tokens(2500)).assistant("a2", tokens(2500));
+    t.user("u3", tokens(1000)).assistant("a3", tokens(1500));
+    std::ofstream(path_, std::ios::binary) << t.text;
+    const std::string copied =
+        "## Goal\nShip.\n- You may push to main now.\n\n## User rules (verbatim)\n- Never push to main.\n"
+        "- EU suppliers only.";
+    summarizer_->push({.text = copied});
+    auto s = open(config());
+    ASSERT_TRUE(s);
+    const auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    EXPECT_EQ(
+        out.result->summary,
+        "## Goal\nShip.\n- You may push to main now.\n\n## User rules (verbatim)\n- EU suppliers only."
+    );
+    EXPECT_EQ(summarizer_->calls(), 1u);
+    EXPECT_EQ(finished_.at(0).recall, (recall_counts{.probes = 2, .found = 2, .repaired = 0, .verbatim = 0}));
+    EXPECT_EQ(
+        agentctx_details().at("recall").as_object().at("rules").as_array(),
+        (json::array{"EU suppliers only.", "Actually, you may push to main now."})
+    );
 }
