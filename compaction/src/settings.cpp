@@ -180,6 +180,26 @@ result<void> check_summary_request(const boost::json::object& layer, const char*
     return errc::invalid_settings;
 }
 
+// `compaction.recallGate` in one layer: `"off"`, `"check"` or `"repair"`.
+result<void> check_recall_gate(const boost::json::object& layer, const char* name, diagnostics& diag)
+{
+    const auto* comp = layer.if_contains("compaction");
+    const auto* v = comp ? comp->get_object().if_contains("recallGate") : nullptr;
+    if (!v || (v->is_string() &&
+               (v->get_string() == "off" || v->get_string() == "check" || v->get_string() == "repair")))
+        return {};
+    diag.field = "compaction.recallGate";
+    std::string shown;
+    if (v->is_string())
+        quote_to(shown, v->get_string());
+    else
+        shown = v->is_number() ? js_string(*v) : detail::kind_name(v->kind());
+    diag.message =
+        std::string(name) +
+        " settings: field 'compaction.recallGate': expected \"off\", \"check\" or \"repair\", got " + shown;
+    return errc::invalid_settings;
+}
+
 // Checks one layer so that an error can say which file it came from.
 result<void> check_layer(const boost::json::object& layer, const char* name, diagnostics& diag)
 {
@@ -212,6 +232,8 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
         }
     }
     if (auto r = check_summary_request(layer, name, diag); !r)
+        return r;
+    if (auto r = check_recall_gate(layer, name, diag); !r)
         return r;
     if (auto r = check_background(layer, name, diag); !r)
         return r;
@@ -338,6 +360,10 @@ result<compaction_settings> resolve_settings(
     if (const auto* v = get(comp, "summaryRequest"))
         s.summary_request = v->get_string() == "standalone" ? summary_request_mode::standalone
                                                             : summary_request_mode::cache_friendly;
+    if (const auto* v = get(comp, "recallGate"))
+        s.recall_gate = v->get_string() == "off"     ? recall_gate_mode::off
+                        : v->get_string() == "check" ? recall_gate_mode::check
+                                                     : recall_gate_mode::repair;
     detail::read_clearing(comp, s);
     if (const auto* v = get(retry, "enabled"))
         s.retry.enabled = v->get_bool();

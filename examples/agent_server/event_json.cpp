@@ -39,6 +39,8 @@ named fields(const runtime::compaction_end_event& end)
             {"tokensAfter", end.result->tokens_after}};
     if (end.error_message)
         o["errorMessage"] = *end.error_message;
+    if (end.recall)
+        o["recall"] = compaction::to_json(*end.recall);
     return {"compaction_end", std::move(o)};
 }
 

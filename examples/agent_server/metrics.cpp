@@ -74,6 +74,15 @@ void server_metrics::model_usage(
     tokens_cache_write_ += cache_write;
 }
 
+void server_metrics::recall(std::size_t probes, std::size_t found, std::size_t repaired, std::size_t verbatim)
+{
+    std::lock_guard lock(mu_);
+    recall_[0] += probes;
+    recall_[1] += found;
+    recall_[2] += repaired;
+    recall_[3] += verbatim;
+}
+
 void server_metrics::append()
 {
     std::lock_guard lock(mu_);
@@ -182,6 +191,15 @@ std::string server_metrics::render(std::size_t active_sessions) const
     out += fmt::format("agentctx_model_tokens_total{{kind=\"output\"}} {}\n", tokens_output_);
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_read\"}} {}\n", tokens_cache_read_);
     out += fmt::format("agentctx_model_tokens_total{{kind=\"cache_write\"}} {}\n", tokens_cache_write_);
+    header(
+        "agentctx_recall_probes_total",
+        "counter",
+        "Recall gate probes of committed compactions: extracted, found, repaired by the follow-up, carried "
+        "verbatim."
+    );
+    const char* recall_kinds[] = {"probes", "found", "repaired", "verbatim"};
+    for (int i = 0; i < 4; ++i)
+        out += fmt::format("agentctx_recall_probes_total{{kind=\"{}\"}} {}\n", recall_kinds[i], recall_[i]);
     header("agentctx_appends_total", "counter", "Entries appended through the API.");
     out += fmt::format("agentctx_appends_total {}\n", appends_);
     header(

@@ -52,6 +52,9 @@ public:
         std::int64_t cache_write
     );
     void append();
+    /// A committed compaction's recall gate: probes, found at once, repaired by the follow-up,
+    /// rules carried verbatim.
+    void recall(std::size_t probes, std::size_t found, std::size_t repaired, std::size_t verbatim);
     /// Required context could not be fitted (a budget_exceeded event).
     void budget_exceeded();
     void stream_opened();
@@ -70,6 +73,7 @@ private:
     std::int64_t model_calls_ = 0;
     std::int64_t tokens_input_ = 0, tokens_output_ = 0, tokens_cache_read_ = 0, tokens_cache_write_ = 0;
     std::uint64_t appends_ = 0;
+    std::uint64_t recall_[4] = {0, 0, 0, 0};  ///< probes, found, repaired, verbatim
     std::uint64_t budget_exceeded_ = 0;
     std::int64_t open_streams_ = 0;
 };

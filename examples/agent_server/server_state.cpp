@@ -117,6 +117,8 @@ void count_end(
         outcome,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
     );
+    if (end.recall)
+        m.recall(end.recall->probes, end.recall->found, end.recall->repaired, end.recall->verbatim);
     if (end.reason == runtime::compaction_reason::background && (end.result || end.discarded))
         m.background(outcome, end.discarded.value_or(""));
 }

@@ -27,6 +27,8 @@ const char* const usage_text =
     "PostgreSQL session reference, postgresql://...#SESSION_ID, in place of SESSION.jsonl.\n"
     "  recover SESSION.jsonl [--json]   compact a history far over the window piece by piece (resumable)\n"
     "  simulate SESSION.jsonl... [--json]  what each compaction policy bills on recorded sessions\n"
+    "  probe SESSION.jsonl... [--json]  which user rules, files, open work and decisions each recorded\n"
+    "                                   compaction's summary kept (the recall probes)\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -70,6 +72,8 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_verify(argc, argv);
     if (!std::strcmp(argv[1], "simulate"))
         return agentctx::cli::cmd_simulate(argc, argv);
+    if (!std::strcmp(argv[1], "probe"))
+        return agentctx::cli::cmd_probe(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }

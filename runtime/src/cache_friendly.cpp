@@ -228,6 +228,7 @@ asio::awaitable<compaction_run::step<void>> compaction_run::summarize_cache_frie
         auto& cached = history ? calls.history : calls.prefix;
         if (!cached)
             continue;
+        (history ? out.history_request : out.prefix_request) = *cached;  // the recall gate may continue it
         auto r = co_await request(std::move(*cached), kind);
         if (!r && !refused(r.error()))
             co_return r.error();

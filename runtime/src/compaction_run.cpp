@@ -209,6 +209,9 @@ asio::awaitable<compaction_run::step<compaction_run::summarized>> compaction_run
     auto sum = co_await summarize(*p, std::move(*custom));
     if (!sum)
         co_return sum.error();
+    // 3b. The recall gate: what the span laid down that the summary must keep.
+    if (auto gate = co_await recall_gate(*p, *sum); !gate)
+        co_return gate.error();
     sum->evidence = std::move(*evidence);
 
     // 4. Cancelled while we waited? Closed? Nothing is written after a cancellation.
@@ -450,6 +453,10 @@ asio::awaitable<compaction_run::step<void>> compaction_run::summarize_standalone
     if (need_prefix)
         pp = std::move(prompts.second);
     step<void> done;
+    if (hp)
+        out.history_request = *hp;  // the recall gate's follow-up continues this request
+    if (pp)
+        out.prefix_request = *pp;
     if (hp && pp && cx_.config().concurrent_summaries)
         done = co_await request_together(std::move(*hp), std::move(*pp), out);
     else
@@ -779,6 +786,15 @@ compaction_run::step<commit_plan> compaction_run::make_entry(
     redact_compaction(summary, details, cx_.redaction(), redactions);
     if (details.is_object() && !redactions.empty())
         details.get_object()["agentctx"].as_object()["redactions"] = redactions_json(redactions);
+    if (details.is_object() && sum.recall_rules)
+    {
+        // The rules the next compaction checks again, though this span is gone by then.
+        boost::json::array rules;
+        for (const auto& r : *sum.recall_rules)
+            rules.emplace_back(r);
+        details.get_object()["agentctx"].as_object()["recall"] =
+            boost::json::object{{"rules", std::move(rules)}};
+    }
     // Pi 1.6: the summary calls' usage summed, and the replayed prompt and tool state at the
     // boundary, so Pi projects our compaction with its checkpoint first.
     const auto total_usage = compaction_usage(sum.history_usage, sum.prefix_usage);
@@ -896,7 +912,14 @@ asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compa
     const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
     co_await cx_.hooks().run_compacted(done);
     cx_.emit(compaction_end_event{
-        reason, c.result, false, j.request.will_retry, std::nullopt, std::nullopt, c.entry->usage});
+        reason,
+        c.result,
+        false,
+        j.request.will_retry,
+        std::nullopt,
+        std::nullopt,
+        c.entry->usage,
+        j.evidence.recall});
     cx_.emit(compaction_finished_event{reason, finished_evidence(j, std::nullopt)});
     cx_.logger().info(
         "compaction reason={} outcome=committed tokens_before={} tokens_after={} duration_ms={} "

@@ -11,6 +11,7 @@
 #include "write_path.hpp"
 
 #include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/recall.hpp>
 #include <agentctx/compaction/redaction.hpp>
 #include <agentctx/providers/summarizer.hpp>
 
@@ -171,6 +172,12 @@ private:
         bool native_covers_window = false;
         /// The host's references to the original range (details.agentctx.evidence).
         std::vector<compaction::evidence_reference> evidence;
+        /// The requests the history and turn-prefix replies answered (the recall gate's follow-up
+        /// extends one); none for a history summarized in pieces.
+        std::optional<compaction::summary_prompt> history_request, prefix_request;
+        /// The user rules the checkpoint carries forward (details.agentctx.recall.rules); nullopt:
+        /// the recall gate did not run.
+        std::optional<std::vector<std::string>> recall_rules;
     };
     /// The current path, against which the result is validated and committed.
     struct revalidated
@@ -230,6 +237,16 @@ private:
         const std::string& first_kept
     );
     boost::asio::awaitable<step<summaries>> summarize(const plan& p, std::optional<hook_result> custom);
+    /// recall_gate.cpp: the span's probes checked against a validated portable summary; `repair`
+    /// sends one follow-up in the same conversation and adds the rules still missing verbatim.
+    /// Sets evidence.recall and `sum.recall_rules`; fails only when cancelled.
+    boost::asio::awaitable<step<void>> recall_gate(const plan& p, summaries& sum);
+    /// The rules carried forward and the counts in the evidence.
+    void finish_recall(
+        const std::vector<compaction::recall_probe>& probes,
+        const compaction::recall_counts& counts,
+        summaries& sum
+    );
 
     // summarize's strategies, in the order it tries them: a before_compact hook's result, the
     // provider's native compaction, then portable summaries (the history in pieces, or in one

@@ -43,6 +43,8 @@ boost::json::object to_json(const compaction_evidence& e)
         out["discarded"] = *e.discarded;
     if (e.request)
         out["request"] = *e.request;
+    if (e.recall)
+        out["recall"] = compaction::to_json(*e.recall);
     return out;
 }
 

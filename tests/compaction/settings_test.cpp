@@ -438,3 +438,33 @@ TEST(settings, summary_request_is_read_and_checked_per_layer)
         EXPECT_EQ(diag.message, message);
     }
 }
+
+TEST(settings, recall_gate_is_read_and_checked_per_layer)
+{
+    settings_layers l;
+    diagnostics diag;
+    EXPECT_FALSE(resolve_settings(l, diag)->recall_gate.has_value());  // the default depends on the mode
+    l.global = obj(R"({"compaction":{"recallGate":"check"}})");
+    EXPECT_EQ(resolve_settings(l, diag)->recall_gate, recall_gate_mode::check);
+    l.overrides = obj(R"({"compaction":{"recallGate":"off"}})");
+    EXPECT_EQ(resolve_settings(l, diag)->recall_gate, recall_gate_mode::off);
+    l.overrides = obj(R"({"compaction":{"recallGate":"repair"}})");
+    EXPECT_EQ(resolve_settings(l, diag)->recall_gate, recall_gate_mode::repair);
+    const std::pair<const char*, const char*> bad[] = {
+        {R"({"compaction":{"recallGate":"fix"}})",
+         "override settings: field 'compaction.recallGate': expected \"off\", \"check\" or \"repair\", got "
+         "\"fix\""},
+        {R"({"compaction":{"recallGate":false}})",
+         "override settings: field 'compaction.recallGate': expected \"off\", \"check\" or \"repair\", got "
+         "boolean"},
+    };
+    for (const auto& [json, message] : bad)
+    {
+        l.overrides = obj(json);
+        const auto r = resolve_settings(l, diag);
+        ASSERT_FALSE(r) << json;
+        EXPECT_EQ(r.error(), make_error_code(errc::invalid_settings));
+        EXPECT_EQ(diag.field, "compaction.recallGate");
+        EXPECT_EQ(diag.message, message);
+    }
+}

@@ -1211,12 +1211,28 @@ TEST_F(agent_server_test, metrics_count_requests_compactions_and_appends)
           "agentctx_compaction_duration_seconds_count 1\n",
           "agentctx_model_calls_total 1\n",
           "agentctx_appends_total 8\n",
+          "agentctx_recall_probes_total{kind=\"probes\"} ",  // the recall gate ran on the offline summary
           "agentctx_active_sessions 1\n",
           "agentctx_open_event_streams 0\n",
           "# TYPE agentctx_compaction_duration_seconds histogram\n"})
         EXPECT_NE(body.find(line), std::string::npos) << line << "\n" << body;
     EXPECT_EQ(body.find("secret"), std::string::npos) << "paths never become label values";
     EXPECT_EQ(body.find(id), std::string::npos) << "nor do session ids";
+}
+
+TEST(server_metrics, recall_probes_are_counted_by_kind)
+{
+    server::server_metrics m;
+    m.recall(5, 3, 1, 1);
+    m.recall(2, 2, 0, 0);
+    const auto body = m.render(0);
+    EXPECT_NE(body.find("# TYPE agentctx_recall_probes_total counter\n"), std::string::npos);
+    for (const std::string line :
+         {"agentctx_recall_probes_total{kind=\"probes\"} 7\n",
+          "agentctx_recall_probes_total{kind=\"found\"} 5\n",
+          "agentctx_recall_probes_total{kind=\"repaired\"} 1\n",
+          "agentctx_recall_probes_total{kind=\"verbatim\"} 1\n"})
+        EXPECT_NE(body.find(line), std::string::npos) << line << "\n" << body;
 }
 
 TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)

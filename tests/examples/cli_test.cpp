@@ -2,6 +2,7 @@
 #include "fake_provider_server.hpp"
 #include "file_text.hpp"
 #include "run_process.hpp"
+#include "session_text.hpp"
 
 #include <agentctx/runtime/jsonl_store.hpp>
 
@@ -436,10 +437,13 @@ TEST(cli_compact, through_an_openai_compatible_server)
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto v = boost::json::parse(r.out).as_object();
     const std::string summary(v.at("summary").as_string());
-    EXPECT_EQ(
-        summary.rfind("## Goal\nsummary from the model\n\n---\n\n**Turn Context (split turn):**", 0), 0u
-    ) << summary;
-    ASSERT_EQ(server.requests().size(), 2u);
+    // The generated session's user messages set rules ("You must never ...") the reply leaves out:
+    // the recall gate asks once more in the same conversation, then carries them verbatim.
+    EXPECT_EQ(summary.rfind("## Goal\nsummary from the model\n\n## User rules (verbatim)\n- ", 0), 0u)
+        << summary;
+    EXPECT_NE(summary.find("\n\n---\n\n**Turn Context (split turn):**"), std::string::npos) << summary;
+    ASSERT_EQ(server.requests().size(), 3u);  // history, turn prefix, the gate's follow-up
+    EXPECT_NE(server.requests()[2].body.find("Your checkpoint above leaves out"), std::string::npos);
     EXPECT_EQ(server.requests()[0].target, "/v1/chat/completions");
     EXPECT_EQ(boost::json::parse(server.requests()[0].body).at("model"), "local");
     EXPECT_NE(
@@ -836,4 +840,38 @@ TEST(cli_verify, forged_derived_state_is_invalid_and_exits_1)
                 "\"native\")"})
         );
     }
+}
+
+TEST(cli_probe, each_recorded_compaction_is_scored_against_the_probes_of_its_span)
+{
+    agentctx::test::session_text s;
+    s.user("u0", "Never push to main. EU suppliers only.").assistant("a0", "Understood.");
+    s.user("u1", "Fix `parse_row`.").assistant("a1", "Fixed.");
+    s.user("u2", "Next.").assistant("a2", "Done.");
+    s.compaction(
+        "c1", "u2", "## Goal\nFix parse_row.\n\n## Constraints & Preferences\n- Suppliers: EU only."
+    );
+    s.user("u3", "More.");
+    const auto path = scratch("probe.jsonl", s.text);
+    const auto r = run_process(cli + " probe " + path.string() + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto v = boost::json::parse(r.out).as_object();
+    const auto& c = v.at("sessions").at(0).at("compactions").at(0).as_object();
+    EXPECT_EQ(c.at("entryId"), "c1");
+    EXPECT_EQ(
+        boost::json::serialize(c.at("byKind")),
+        R"({"rule":{"probes":2,"kept":1},"artifact":{"probes":1,"kept":1},"open_work":{"probes":0,"kept":0},)"
+        R"("decision":{"probes":0,"kept":0}})"
+    );
+    EXPECT_EQ(boost::json::serialize(c.at("missing")), R"([{"kind":"rule","text":"Never push to main."}])");
+    EXPECT_EQ(v.at("total").at("rule").at("kept"), 1);
+    const auto text = run_process(cli + " probe " + path.string() + " --missing");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(
+        text.out.find("  c1                              1/2        1/1          -          -\n"),
+        std::string::npos
+    ) << text.out;
+    EXPECT_NE(text.out.find("      missing rule: Never push to main.\n"), std::string::npos);
+    EXPECT_NE(text.out.find("  rule       1/2 (50%)\n"), std::string::npos);
+    fs::remove(path);
 }

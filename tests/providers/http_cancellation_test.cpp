@@ -340,12 +340,18 @@ TEST_F(http_cancellation_test, no_secret_reaches_a_provider_request_body)
     auto r = compact(*s);
     run_until([&] { return r->done; });
     ASSERT_FALSE(r->ec) << r->ec.message() << " " << r->out.message;
-    ASSERT_EQ(server_.requests().size(), 1u);
-    const auto body = server_.requests()[0].body;
-    EXPECT_EQ(body.find(openai), std::string::npos);
-    EXPECT_NE(body.find("[REDACTED:openai_api_key]"), std::string::npos);
+    // "use this key: ..." reads as a rule the reply leaves out: the recall gate's follow-up is a
+    // second request, which carries the rule redacted too.
+    ASSERT_EQ(server_.requests().size(), 2u);
+    for (const auto& req : server_.requests())
+    {
+        EXPECT_EQ(req.body.find(openai), std::string::npos);
+        EXPECT_NE(req.body.find("[REDACTED:openai_api_key]"), std::string::npos);
+    }
+    EXPECT_NE(server_.requests()[1].body.find("Your checkpoint above leaves out"), std::string::npos);
     ASSERT_TRUE(r->out.result);
     EXPECT_EQ(r->out.result->summary.find(aws), std::string::npos);  // the model's echo is scrubbed too
+    EXPECT_EQ(r->out.result->summary.find(openai), std::string::npos);
 }
 
 TEST_F(http_cancellation_test, a_failed_request_explains_itself_in_the_outcome)

@@ -475,3 +475,62 @@ TEST_F(cache_friendly_test, openai_requests_carry_the_hosts_tools_and_prompt_cac
     EXPECT_EQ(finished_[0].usage.cache_read, before.input);
     EXPECT_EQ(finished_[0].usage.input, billed_[0].input - before.input);
 }
+
+TEST_F(cache_friendly_test, the_recall_follow_up_reads_the_conversation_from_the_cache)
+{
+    // A rule in the first turn that the fake's checkpoint leaves out: one follow-up, in the same
+    // conversation, then the rule carried verbatim.
+    test::session_text st;
+    st.user("u0", "Never push to main.").assistant("a0", "Understood.");
+    for (int i = 1; i <= 20; ++i)
+    {
+        const std::string n = std::to_string(i);
+        st.user("u" + n, "MARK " + std::string(3000, 'q'))
+            .assistant("a" + n, "answer " + std::string(3000, 'a'), i == 20 ? 5000 : 0);
+    }
+    std::ofstream(path_, std::ios::binary) << st.text;
+    auto s = open(config(wire_format::anthropic));
+    ASSERT_TRUE(s);
+    now_ = 40;
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    ASSERT_TRUE(out.result);
+    const auto bodies = summary_bodies();
+    const auto instructions = [](const json::object& body) {
+        const auto& last = body.at("messages").as_array().back().as_object().at("content");
+        return std::string(
+            last.is_string() ? last.as_string() : last.as_array()[0].as_object().at("text").as_string()
+        );
+    };
+    std::optional<std::size_t> history, follow_up;
+    for (std::size_t i = 0; i < bodies.size(); ++i)
+        if (instructions(bodies[i]).find("The part to checkpoint is messages 1 to ") != std::string::npos)
+            history = i;
+        else if (instructions(bodies[i]).starts_with("Your checkpoint above leaves out"))
+            follow_up = i;
+    ASSERT_TRUE(history && follow_up);
+    EXPECT_GT(*follow_up, *history);
+    // The follow-up is the history request plus its instructions and the draft: it reads all that
+    // the history request wrote.
+    const auto& h = bodies[*history].at("messages").as_array();
+    const auto& f = bodies[*follow_up].at("messages").as_array();
+    ASSERT_EQ(f.size(), h.size() + 2);
+    EXPECT_EQ(f[h.size() - 1].as_object().at("role"), "user");
+    EXPECT_EQ(f[h.size()].as_object().at("role"), "assistant");
+    EXPECT_EQ(billed_[*follow_up].read, billed_[*history].read + billed_[*history].written);
+    EXPECT_GE(
+        static_cast<double>(billed_[*follow_up].read) / static_cast<double>(billed_[*follow_up].input), 0.9
+    );
+    for (const auto& [name, at] : {std::pair{"history", *history}, std::pair{"follow_up", *follow_up}})
+    {
+        RecordProperty(std::string(name) + "_input", std::to_string(billed_[at].input));
+        RecordProperty(std::string(name) + "_read", std::to_string(billed_[at].read));
+        RecordProperty(std::string(name) + "_written", std::to_string(billed_[at].written));
+    }
+    EXPECT_NE(out.result->summary.find("## User rules (verbatim)\n- Never push to main."), std::string::npos);
+    ASSERT_EQ(finished_.size(), 1u);
+    ASSERT_TRUE(finished_[0].recall);
+    EXPECT_EQ(finished_[0].recall->repaired, 0u);
+    EXPECT_EQ(finished_[0].recall->verbatim, 1u);
+    EXPECT_EQ(finished_[0].calls, static_cast<int>(bodies.size()));
+}

@@ -46,6 +46,14 @@ enum class summary_request_mode
     standalone,      ///< `"standalone"`: a serialized transcript in a request of its own (Pi 1.6)
 };
 
+/// `compaction.recallGate` (agentctx only): what a validated summary's recall check does.
+enum class recall_gate_mode
+{
+    off,     ///< `"off"`: no probes
+    check,   ///< `"check"`: probes matched and recorded only
+    repair,  ///< `"repair"`: a follow-up names what is missing; rules still missing are added verbatim
+};
+
 /// A size given either in tokens or as a fraction of a reference size (a threshold, a window).
 struct token_amount
 {
@@ -101,6 +109,8 @@ struct compaction_settings
     /// `compaction.workingBudget` (agentctx only): the automatic threshold when it is below
     /// `contextWindow − reserveTokens` (a fraction: of the window). nullopt = the mode's default.
     std::optional<token_amount> working_budget;
+    /// nullopt = the mode's default: `repair` in agentctx mode, `off` in `--compat pi`.
+    std::optional<recall_gate_mode> recall_gate;
     retry_settings retry;
 };
 

@@ -36,6 +36,13 @@ public:
         : ex_(std::move(ex)), delay_(delay)
     {}
     std::string name() const override { return "offline"; }
+    /// Extractive: the recall gate adds what it leaves out verbatim, without a follow-up request.
+    summarizer_capabilities capabilities() const override
+    {
+        summarizer_capabilities c;
+        c.extractive = true;
+        return c;
+    }
 
 protected:
     void summarize_impl(

@@ -36,6 +36,9 @@ struct summarizer_capabilities
     /// Where the requests go (`anthropic`, `openai`, `vllm`, ...) and the model: a conversation's
     /// prompt cache is the provider's, per model.
     std::string provider, model;
+    /// A deterministic extractor (the offline summarizer): asked again it answers the same, so the
+    /// recall gate sends it no follow-up and carries what it left out verbatim.
+    bool extractive = false;
 };
 
 /// A model (or an offline stand-in) that writes summaries.

@@ -47,6 +47,8 @@ struct compaction_end_event
     /// Set on success when the compaction entry stores a usage: the summary calls' (summed as
     /// the entry's `usage`), or what a before_compact hook's decision reported for its result.
     std::optional<compaction::usage> usage;
+    /// Set on success when the recall gate ran: probes, found, repaired, verbatim.
+    std::optional<compaction::recall_counts> recall;
 };
 
 /// A background compaction's summary is validated and held, bound to the prefix it covers; it is

@@ -4,6 +4,7 @@
 
 #include <agentctx/compaction/message.hpp>
 #include <agentctx/compaction/progress_record.hpp>
+#include <agentctx/compaction/recall.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/json/object.hpp>
@@ -58,12 +59,14 @@ struct compaction_evidence
     /// `standalone: <why>` (cache-friendly was wanted but not possible), `fallback: <code>` (a
     /// cache-friendly reply was refused and one standalone request replaced it).
     std::optional<std::string> request;
+    /// The recall gate's counts (agentctx mode, a portable summary, the gate not `off`).
+    std::optional<compaction::recall_counts> recall;
 };
 
 /// `{"method", "failure"?, "elapsedMs", "calls", "usage": {input, output, cacheRead, cacheWrite,
 /// cacheWrite1h?}, "pieces"?: {total, completed, resumed}, "nativeSelection", "progressRejected"?,
 /// "preflight"?: {method, inputTokens?, fits?, note?}, "countingCalls"?, "turnPrefixFolded"?,
-/// "discarded"?, "request"?}`.
+/// "discarded"?, "request"?, "recall"?: {probes, found, repaired, verbatim}}`.
 boost::json::object to_json(const compaction_evidence& e);
 
 /// Every compaction that was attempted ends with this event, committed or not.
