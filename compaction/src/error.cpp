@@ -79,6 +79,8 @@ const char* to_string(errc e) noexcept
         return "over_limit";
     case errc::budget_exceeded:
         return "budget_exceeded";
+    case errc::invalid_value:
+        return "invalid_value";
     }
     return "unknown";
 }

@@ -110,6 +110,8 @@ std::variant<std::vector<json::object>, http_response> converted_body(
             error_body("invalid_request", "format must be openai, responses or anthropic")
         );
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
+    if (auto over = too_many_items(c.req, c.body, key, max_batch_items))
+        return std::move(*over);
     std::string why;
     const auto opt = options_of(c.body, key, held->session(), why);
     if (!opt)
@@ -124,6 +126,17 @@ std::variant<std::vector<json::object>, http_response> converted_body(
     if (converted->empty() && !allow_empty)
         return invalid(c.req, std::string(key) + ": no messages");
     return std::move(*converted);
+}
+
+// Why a batch was refused: the library's reason, or what the code means when it gave none (the
+// server stopping under the request).
+std::string batch_refusal(
+    const request_context& c, const boost::system::error_code& ec, const std::string& reason
+)
+{
+    if (!reason.empty())
+        return without_data_dir(reason, c.server.data_dir_prefix);
+    return public_message(ec, compaction::diagnostics{});
 }
 
 // The new entries' ids, each counted as an append in the metrics.
@@ -150,11 +163,7 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
         std::move(converted), asio::as_tuple(asio::use_awaitable)
     );
     if (ec)
-        co_return reply(
-            c.req,
-            status_for(ec),
-            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
-        );
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
     json::array ids = counted_appends(c, r.ids);
     co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
 }
@@ -169,11 +178,7 @@ asio::awaitable<http_response> replace_wire_messages(request_context& c, const l
         std::move(converted), asio::as_tuple(asio::use_awaitable)
     );
     if (ec)
-        co_return reply(
-            c.req,
-            status_for(ec),
-            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
-        );
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
     json::array ids = counted_appends(c, r.ids);
     co_return reply(
         c.req,

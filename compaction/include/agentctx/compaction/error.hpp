@@ -57,6 +57,9 @@ enum class errc
     over_limit,         ///< a list or string is over its bound (limits.hpp), or a line over max_line_bytes
                         // The host's requirements.
     budget_exceeded,    ///< required context cannot be fitted: the cut cannot pass a required entry
+                        // Client values.
+    invalid_value,      ///< a value out of its range: a negative or huge usage count, a non-finite number,
+                        ///< image data that is not base64, an image type no provider accepts
 };
 
 const boost::system::error_category& error_category() noexcept;
