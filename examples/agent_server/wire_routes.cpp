@@ -7,6 +7,7 @@
 #include <agentctx/providers/wire_input.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
 
@@ -95,37 +96,65 @@ http_response invalid(const http_request& req, std::string_view why)
     return reply(req, http::status::bad_request, error_body("invalid_wire_message", why));
 }
 
+using converted_batch = std::variant<std::vector<json::object>, http_response>;
+
+// The conversion itself, and the refusals it finds (as a 400 naming the field).
+converted_batch convert_items(
+    const http_request& req,
+    providers::input_format format,
+    const json::value& items,
+    const providers::wire_input_options& opt,
+    std::string_view key,
+    bool allow_empty
+)
+{
+    providers::diagnostics diag;
+    auto converted = providers::from_wire_messages(format, items, opt, diag);
+    if (!converted)
+        return invalid(req, diag.message);
+    if (converted->empty() && !allow_empty)
+        return invalid(req, std::string(key) + ": no messages");
+    return std::move(*converted);
+}
+
 // The body's messages in the `format` query parameter's format, converted to Pi messages; or
 // the 400 answer that names the field. `allow_empty`: an empty list is a list (a replacement).
-std::variant<std::vector<json::object>, http_response> converted_body(
-    request_context& c, const lease& held, bool allow_empty
-)
+// A large body (off_thread_body_bytes) is converted on the body worker, its items moved there.
+asio::awaitable<converted_batch> converted_body(request_context& c, const lease& held, bool allow_empty)
 {
     const auto name = query_param(c.req.target(), "format");
     const auto format = name ? providers::input_format_from_string(*name) : std::nullopt;
     if (!format)
-        return reply(
+        co_return reply(
             c.req,
             http::status::bad_request,
             error_body("invalid_request", "format must be openai, responses or anthropic")
         );
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
     if (auto over = too_many_items(c.req, c.body, key, max_batch_items))
-        return std::move(*over);
+        co_return std::move(*over);
     std::string why;
-    const auto opt = options_of(c.body, key, held->session(), why);
+    auto opt = options_of(c.body, key, held->session(), why);
     if (!opt)
-        return invalid(c.req, why);
-    const auto* items = c.body.if_contains(key);
+        co_return invalid(c.req, why);
+    auto* items = c.body.if_contains(key);
     if (!items)
-        return invalid(c.req, std::string(key) + ": missing");
-    providers::diagnostics diag;
-    auto converted = providers::from_wire_messages(*format, *items, *opt, diag);
-    if (!converted)
-        return invalid(c.req, diag.message);
-    if (converted->empty() && !allow_empty)
-        return invalid(c.req, std::string(key) + ": no messages");
-    return std::move(*converted);
+        co_return invalid(c.req, std::string(key) + ": missing");
+    if (c.req.body().size() <= off_thread_body_bytes)
+        co_return convert_items(c.req, *format, *items, *opt, key, allow_empty);
+    // What an answer needs of the request (its version and keep-alive), not its 16 MiB body.
+    auto shape = std::make_shared<http_request>();
+    shape->version(c.req.version());
+    shape->keep_alive(c.req.keep_alive());
+    auto work = [req = std::shared_ptr<const http_request>(std::move(shape)),
+                 format = *format,
+                 items = std::move(*items),
+                 opt = std::move(*opt),
+                 key = std::string(key),
+                 allow_empty]() -> asio::awaitable<converted_batch> {
+        co_return convert_items(*req, format, items, opt, key, allow_empty);
+    };
+    co_return co_await asio::co_spawn(c.server.body_worker, std::move(work), asio::use_awaitable);
 }
 
 // Why a batch was refused: the library's reason, or what the code means when it gave none (the
@@ -155,7 +184,7 @@ json::array counted_appends(request_context& c, const std::vector<std::string>& 
 
 asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
 {
-    auto body = converted_body(c, held, false);
+    auto body = co_await converted_body(c, held, false);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
@@ -170,7 +199,7 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
 
 asio::awaitable<http_response> replace_wire_messages(request_context& c, const lease& held)
 {
-    auto body = converted_body(c, held, true);
+    auto body = co_await converted_body(c, held, true);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
