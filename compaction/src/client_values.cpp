@@ -101,9 +101,8 @@ bool is_base64(std::string_view data) noexcept
     if (data.empty() || data.size() % 4 == 1)
         return false;
     const auto pad = data.find('=');
-    if (pad != std::string_view::npos &&
-        (data.size() % 4 != 0 || data.size() - pad > 2 ||
-         data.find_first_not_of('=', pad) != std::string_view::npos))
+    if (pad != std::string_view::npos && (data.size() % 4 != 0 || data.size() - pad > 2 ||
+                                          data.find_first_not_of('=', pad) != std::string_view::npos))
         return false;
     return std::all_of(
         data.begin(),
