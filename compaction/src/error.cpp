@@ -81,6 +81,8 @@ const char* to_string(errc e) noexcept
         return "budget_exceeded";
     case errc::reserved_field:
         return "reserved_field";
+    case errc::invalid_value:
+        return "invalid_value";
     }
     return "unknown";
 }

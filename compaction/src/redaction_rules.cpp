@@ -61,6 +61,13 @@ std::vector<redaction_rule> make_rules()
          .min_entropy = generic_min_entropy,
          .min_length = generic_min_length,
          .skip_identifiers = true},
+        // A password written as a quoted literal is one whatever its entropy or alphabet
+        // (`password = "hunter22"`, `"db_password": "Tr0ub4dor&3"`); a placeholder (`"${PW}"`,
+        // `"<password>"`, `"****"`, an earlier marker) is not.
+        {.name = "generic_secret",
+         .pattern =
+             R"((?i)(?:passw(?:or)?d|passphrase|pwd)[a-z0-9_.-]{0,24}(?:\\?["'])?[ \t]{0,8}(?::=|=>|=|:)[ \t]{0,8}\\?["']([^"'\\\s$<*\[{][^"'\\\r\n]{5,127})\\?["'])",
+         .min_length = 6},
         {.name = "generic_secret",
          .pattern = R"((?i)bearer[ \t]+([A-Za-z0-9_+/=.~-]{12,}))",
          .min_entropy = generic_min_entropy,

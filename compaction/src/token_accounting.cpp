@@ -3,6 +3,8 @@
 #include <agentctx/compaction/token_accounting.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 
+#include <algorithm>
+
 namespace agentctx::compaction {
 
 std::size_t chars4_counter::count(const message& m) const
@@ -18,7 +20,13 @@ const token_counter& default_token_counter() noexcept
 
 std::int64_t calculate_context_tokens(const usage& u) noexcept
 {
-    return u.total_tokens ? u.total_tokens : u.input + u.output + u.cache_read + u.cache_write;
+    const auto count = [](std::int64_t n) { return std::max<std::int64_t>(n, 0); };
+    if (u.total_tokens)
+        return count(u.total_tokens);
+    return saturating_add(
+        saturating_add(count(u.input), count(u.output)),
+        saturating_add(count(u.cache_read), count(u.cache_write))
+    );
 }
 
 bool has_usage(const message& m) noexcept
@@ -50,7 +58,7 @@ context_estimate estimate_context_tokens(
         est.usage_tokens = calculate_context_tokens(*messages[*est.last_usage_index].msg->usage);
     for (std::size_t i = from; i < messages.size(); ++i)
         est.trailing_tokens += static_cast<std::int64_t>(counter.count(*messages[i].msg));
-    est.tokens = est.usage_tokens + est.trailing_tokens;
+    est.tokens = saturating_add(est.usage_tokens, est.trailing_tokens);
     return est;
 }
 

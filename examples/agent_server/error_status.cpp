@@ -28,7 +28,8 @@ http::status compaction_status(const error_code& ec)
         "dangling_parent",
         "reserved_type",
         "reserved_field",
-        "duplicate_key"};
+        "duplicate_key",
+        "invalid_value"};
     if (std::find(std::begin(bad_input), std::end(bad_input), ec.message()) != std::end(bad_input))
         return http::status::bad_request;
     const auto e = static_cast<compaction::errc>(ec.value());
@@ -50,8 +51,10 @@ http::status status_for(const error_code& ec)
         ec == rt::errc::stale_plan || ec == rt::errc::stale_leaf || ec == rt::errc::compaction_in_progress ||
         ec == rt::errc::model_window_exceeded || ec == rt::errc::summarized_history)
         return http::status::conflict;  // stale_leaf: the session reloaded, retry the append
+    // session_closed: the server is stopping (SIGTERM) while the request was in flight; the
+    // request did nothing and may be retried against the next server (reply adds Retry-After).
     if (ec == rt::errc::database_error || ec == errc::too_many_open_sessions ||
-        ec == errc::out_of_descriptors)
+        ec == errc::out_of_descriptors || ec == rt::errc::session_closed)
         return http::status::service_unavailable;
     if (ec == rt::errc::io_error)
         return http::status::internal_server_error;  // the session file could not be written
@@ -72,6 +75,8 @@ std::string public_message(const error_code& ec, const compaction::diagnostics& 
         return "the session database could not be read or written";
     if (ec == errc::out_of_descriptors)
         return "the server is out of file descriptors; retry later";
+    if (ec == rt::errc::session_closed)
+        return "the server is shutting down and did not carry out the request; retry";
     return "the session file could not be read or written";
 }
 

@@ -272,13 +272,15 @@ asio::awaitable<void> serve_connection(std::shared_ptr<server_state> s, tcp::soc
     struct leave
     {
         server_state& s;
-        connection_state& state;
+        std::shared_ptr<connection_state> held;
         ~leave()
         {
-            state.stream = nullptr;  // on the connection's strand, like every use of it
+            s.idle.ended(held);
+            held->stream = nullptr;  // on the connection's strand, like every use of it
             --s.connections;
         }
-    } guard{*s, *state};
+    } guard{*s, state};
+    s->idle.admitted(state);
     beast::flat_buffer buffer;
     for (;;)
     {
@@ -290,6 +292,8 @@ asio::awaitable<void> serve_connection(std::shared_ptr<server_state> s, tcp::soc
         const auto started = clock_type::now();
         if (!s->authorized(parser.get()))
             co_return co_await refuse_unauthorized(*s, stream, parser.get(), started);
+        if (!s->idle.authenticated(state))
+            co_return;  // closed to make room before its header was complete
         if (!co_await read_body(*s, stream, buffer, parser))
             co_return;
         const auto req = parser.release();

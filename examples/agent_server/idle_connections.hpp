@@ -1,4 +1,5 @@
-// Connections waiting for their next request, longest idle first: the ones to close to make room.
+// Connections that may be closed to make room: those not authenticated yet (oldest first), then those
+// waiting for their next request (longest idle first).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -17,6 +18,7 @@ struct connection_state
     boost::asio::any_io_executor strand;         ///< the connection's strand
     boost::beast::tcp_stream* stream = nullptr;  ///< used on the strand only; null once the connection ended
     std::uint64_t idle_key = 0;                  ///< its key while idle (guarded by idle_connections)
+    std::uint64_t pending_key = 0;  ///< its key until authenticated (guarded by idle_connections)
 };
 
 /// Thread-safe.
@@ -32,9 +34,23 @@ public:
     bool close_longest();
     std::size_t count();
 
+    /// A connection was accepted: until its first request passes authentication (or it ends) it
+    /// may be closed to make room, before any idle one.
+    void admitted(const std::shared_ptr<connection_state>& c);
+    /// Its first request passed authentication; false when it was chosen to make room meanwhile
+    /// (it closes then).
+    bool authenticated(const std::shared_ptr<connection_state>& c);
+    /// The connection ended.
+    void ended(const std::shared_ptr<connection_state>& c);
+    /// Closes the oldest connection not authenticated yet (its socket is shut down on its own
+    /// strand, so whatever it waits for now or next fails); false when there is none.
+    bool close_unauthenticated();
+    std::size_t unauthenticated();
+
 private:
     std::mutex mu_;
-    std::map<std::uint64_t, std::shared_ptr<connection_state>> idle_;  ///< by when they began to idle
+    std::map<std::uint64_t, std::shared_ptr<connection_state>> idle_;     ///< by when they began to idle
+    std::map<std::uint64_t, std::shared_ptr<connection_state>> pending_;  ///< by when they were accepted
     std::uint64_t sequence_ = 0;
 };
 

@@ -47,13 +47,17 @@ asio::awaitable<void> refuse_connection(tcp::socket sock, std::size_t limit)
 void admit(const std::shared_ptr<server_state>& s, tcp::socket sock)
 {
     auto ex = sock.get_executor();
-    switch (admit_connection(s->connections.load(), s->opts.max_connections, s->idle.count()))
+    // Connections not authenticated yet go first (oldest first): a client without the token
+    // cannot hold the slots an authenticated one needs. Then the longest idle.
+    const std::size_t closable = s->idle.unauthenticated() + s->idle.count();
+    switch (admit_connection(s->connections.load(), s->opts.max_connections, closable))
     {
     case admission::refuse:
         asio::co_spawn(ex, refuse_connection(std::move(sock), s->opts.max_connections), asio::detached);
         return;
     case admission::accept_after_idle:
-        s->idle.close_longest();
+        if (!s->idle.close_unauthenticated())
+            s->idle.close_longest();
         break;
     case admission::accept:
         break;

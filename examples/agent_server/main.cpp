@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 namespace {
 
@@ -238,10 +241,41 @@ bool configure_sessions(command_line& c, boost::asio::io_context& ioc)
 
 // Opens and migrates the PostgreSQL store when one is named; where the sessions are kept, or
 // nullopt after saying why not.
+// The data directory exists (created if need be) and a file can be created in it: a server that
+// could not write a session would start and answer 500 to everything.
+bool data_dir_writable(const std::filesystem::path& dir)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::string why = ec ? ec.message() : std::string();
+    if (!ec)
+    {
+        const auto probe = dir / (".agentctx-write-check-" + std::to_string(::getpid()));
+        const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+            why = std::strerror(errno);
+        else
+        {
+            ::close(fd);
+            ::unlink(probe.c_str());
+        }
+    }
+    if (why.empty())
+        return true;
+    std::fprintf(
+        stderr, "agent_server: the data directory %s is not writable: %s\n", dir.c_str(), why.c_str()
+    );
+    return false;
+}
+
 std::optional<std::string> connect_store(command_line& c, boost::asio::io_context& ioc)
 {
     if (!c.store_url || !*c.store_url)
+    {
+        if (!data_dir_writable(c.opts.data_dir))
+            return std::nullopt;
         return c.opts.data_dir.string();
+    }
     c.opts.pg = std::make_shared<runtime::pg_pool>(ioc.get_executor(), c.store_url);
     std::optional<std::pair<boost::system::error_code, std::string>> migrated;
     c.opts.pg->async_migrate([&](boost::system::error_code ec, std::string m) {

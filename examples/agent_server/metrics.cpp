@@ -235,8 +235,10 @@ std::string route_label(std::string_view method, std::string_view target)
     const std::string m(method);
     if (parts.size() == 1 && (parts[0] == "metrics" || parts[0] == "openapi.json"))
         return m + " /" + std::string(parts[0]);
-    if (parts.size() < 2 || parts.size() > 4 || parts[0] != "v1" || parts[1] != "sessions")
+    if (parts.size() < 2 || parts.size() > 5 || parts[0] != "v1" || parts[1] != "sessions")
         return m + " other";  // unknown paths never become label values
+    if (parts.size() == 5)    // one stored entry; nothing else has five segments
+        return parts[3] == "entries" ? m + " /v1/sessions/{id}/entries/{entryId}" : m + " other";
     if (parts.size() == 2)
         return m + " /v1/sessions";
     if (parts.size() == 3)

@@ -1,6 +1,8 @@
 // Parsing untrusted request bodies: one JSON object, bounded depth, duplicate keys refused.
 #pragma once
 
+#include <agentctx/compaction/client_values.hpp>
+
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value_stack.hpp>
@@ -116,12 +118,8 @@ private:
     std::string key_;
 };
 
-}  // namespace detail
-
-/// Parses a request body that must be one JSON object nesting at most `max_depth` levels (the
-/// session file limit, so an accepted entry always loads again) with no key repeated in any
-/// object, in one pass. On failure returns nullopt and says why in `why`.
-inline std::optional<boost::json::object> parse_request_object(
+// One parse of `body` (parse_request_object without the lone-surrogate reading).
+inline std::optional<boost::json::object> parse_object_once(
     std::string_view body, std::size_t max_depth, std::string& why
 )
 {
@@ -151,6 +149,27 @@ inline std::optional<boost::json::object> parse_request_object(
         return std::nullopt;
     }
     return std::move(v.get_object());
+}
+
+}  // namespace detail
+
+/// Parses a request body that must be one JSON object nesting at most `max_depth` levels (the
+/// session file limit, so an accepted entry always loads again) with no key repeated in any
+/// object, in one pass. A lone surrogate escape (`"\ud800"`, a cut emoji as JSON.stringify and
+/// json.dumps write it) reads as U+FFFD, as the session file reads it. On failure returns nullopt
+/// and says why in `why`.
+inline std::optional<boost::json::object> parse_request_object(
+    std::string_view body, std::size_t max_depth, std::string& why
+)
+{
+    auto parsed = detail::parse_object_once(body, max_depth, why);
+    if (parsed || !why.starts_with("the request body is not valid JSON"))
+        return parsed;
+    const auto fixed = compaction::lone_surrogates_replaced(body);
+    if (!fixed)
+        return parsed;
+    why.clear();
+    return detail::parse_object_once(*fixed, max_depth, why);
 }
 
 }  // namespace agentctx::server

@@ -11,6 +11,7 @@
 #include "wire_routes.hpp"
 #include "server_error.hpp"
 
+#include <agentctx/compaction/client_values.hpp>
 #include <agentctx/compaction/jobs.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
@@ -19,6 +20,7 @@
 #include <agentctx/runtime/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/json/array.hpp>
@@ -86,6 +88,14 @@ bool is_event_stream(const http_request& req)
 }
 
 namespace {
+
+// A number of the body out of the range of a double, named by its path.
+json::object invalid_value_body(std::string field)
+{
+    auto body = error_body("invalid_value", field + ": a number out of the range of a double");
+    body["error"].as_object()["field"] = std::move(field);
+    return body;
+}
 
 asio::awaitable<http_response> get_metrics(request_context& c)
 {
@@ -227,6 +237,30 @@ asio::awaitable<http_response> after_model_change(request_context& c, const leas
     co_return reply(c.req, http::status::created, std::move(out));
 }
 
+// A model_change to a model the server does not know (neither the serving model nor one of the
+// settings' `models`) would be stored and ignored: refused with 400 `unknown_model`, field `modelId`.
+std::optional<http_response> unlisted_model(
+    const http_request& req, const json::object& body, const runtime::session_config& config
+)
+{
+    const auto* p = body.if_contains("provider");
+    const auto* m = body.if_contains("modelId");
+    if (!p || !p->is_string() || !m || !m->is_string())
+        return std::nullopt;  // the entry's own validation names the field
+    auto same = [&](const runtime::model_identity& k) {
+        return k.provider == p->get_string() && k.model_id == m->get_string();
+    };
+    if (same(config.model) || std::any_of(config.models.begin(), config.models.end(), same))
+        return std::nullopt;
+    auto out = error_body(
+        "unknown_model",
+        "modelId: " + std::string(p->get_string()) + "/" + std::string(m->get_string()) +
+            " is neither the serving model nor one of the settings' models"
+    );
+    out["error"].as_object()["field"] = "modelId";
+    return reply(req, http::status::bad_request, std::move(out));
+}
+
 asio::awaitable<http_response> append_entry(request_context& c, const lease& held)
 {
     // Only entries that may follow a header can be appended through the API.
@@ -245,16 +279,21 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
     }
     auto turn_end = assistant_message(c.body);
     const bool model_change = t && t->is_string() && t->get_string() == "model_change";
+    if (model_change)
+        if (auto refused = unlisted_model(c.req, c.body, held->session().config()))
+            co_return std::move(*refused);
     compaction::diagnostics diag;
     auto [ec, id] =
         co_await held->session().async_append(std::move(c.body), diag, asio::as_tuple(asio::use_awaitable));
     if (ec)
     {
         // The diagnostics: the sentence (field path and reason) and the field on its own.
+        const bool refused = ec.category() == compaction::error_category();
         auto body = error_body(
             ec.message(),
-            diag.message.empty() ? "the entry was rejected"
-                                 : without_data_dir(diag.message, c.server.data_dir_prefix)
+            !diag.message.empty() ? without_data_dir(diag.message, c.server.data_dir_prefix)
+            : refused             ? std::string("the entry was rejected")
+                                  : public_message(ec, diag)
         );
         if (!diag.field.empty())
             body["error"].as_object()["field"] = diag.field;
@@ -453,6 +492,40 @@ asio::awaitable<http_response> with_session(
     co_return co_await handler(c, *held);
 }
 
+// A request body parsed and checked, or the 400 that refuses it.
+struct parsed_body
+{
+    std::optional<json::object> body;
+    std::optional<http_response> refused;
+};
+
+parsed_body parse_body(const http_request& req)
+{
+    std::string why;
+    auto parsed = parse_request_object(req.body(), compaction::load_options{}.max_depth, why);
+    if (!parsed)
+        return {std::nullopt, reply(req, http::status::bad_request, error_body("invalid_json", why))};
+    // 1e400 parses as infinity, which JSON cannot hold: refused, never written back as null.
+    if (auto at = compaction::first_non_finite(*parsed, ""))
+        return {std::nullopt, reply(req, http::status::bad_request, invalid_value_body(std::move(*at)))};
+    return {std::move(parsed), std::nullopt};
+}
+
+// parse_body on the body worker for a large body (off_thread_body_bytes): the io thread serves
+// other requests meanwhile. The work owns what it reads (the caller may be cancelled).
+asio::awaitable<parsed_body> parse_request_body(server_state& s, const http_request& req)
+{
+    if (req.body().size() <= off_thread_body_bytes)
+        co_return parse_body(req);
+    auto work = [copy = std::make_shared<const http_request>(req),
+                 hook = s.opts.before_body_parse]() -> asio::awaitable<parsed_body> {
+        if (hook)
+            hook();
+        co_return parse_body(*copy);
+    };
+    co_return co_await asio::co_spawn(s.body_worker, std::move(work), asio::use_awaitable);
+}
+
 }  // namespace
 
 asio::awaitable<http_response> route(std::shared_ptr<server_state> server, const http_request& req)
@@ -460,11 +533,10 @@ asio::awaitable<http_response> route(std::shared_ptr<server_state> server, const
     request_context c{*server, req, {}};
     if ((req.method() == http::verb::post || req.method() == http::verb::put) && !req.body().empty())
     {
-        std::string why;
-        auto parsed = parse_request_object(req.body(), compaction::load_options{}.max_depth, why);
-        if (!parsed)
-            co_return reply(req, http::status::bad_request, error_body("invalid_json", why));
-        c.body = std::move(*parsed);
+        auto parsed = co_await parse_request_body(*server, req);
+        if (parsed.refused)
+            co_return std::move(*parsed.refused);
+        c.body = std::move(*parsed.body);
     }
     const auto parts = split_target(req.target());
     for (const auto& r : route_table)

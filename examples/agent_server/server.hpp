@@ -58,7 +58,14 @@ struct server_options
     std::size_t create_threads = 16;
     /// Test hook: called with the session id on the open thread just before a file is opened.
     std::function<void(const std::string&)> before_load;
+    /// Test hook: called on the body worker thread just before a large body (over
+    /// off_thread_body_bytes) is parsed.
+    std::function<void()> before_body_parse;
 };
+
+/// Request bodies over this size are parsed (and checked) on the server's body worker thread,
+/// never on an io thread: the largest accepted body does not hold up other requests meanwhile.
+inline constexpr std::size_t off_thread_body_bytes = 64 * 1024;
 
 /**
  * Endpoints (JSON in, JSON out; errors are `{"error": {"code", "message"}}` with a 4xx/5xx status;

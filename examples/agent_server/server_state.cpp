@@ -71,9 +71,12 @@ void server_state::free_descriptors()
 {
     constexpr std::size_t sessions_per_attempt = 4;
     const auto closed = sessions->shed_idle(sessions_per_attempt);
-    const bool connection = idle.close_longest();
+    // An unauthenticated connection first, as when the connection cap is reached.
+    const bool connection = idle.close_unauthenticated() || idle.close_longest();
     spdlog::warn(
-        "out of descriptors: closed {} idle sessions{}", closed, connection ? " and an idle connection" : ""
+        "out of descriptors: closed {} idle sessions{}",
+        closed,
+        connection ? " and an unauthenticated or idle connection" : ""
     );
 }
 

@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -36,6 +37,8 @@ struct server_state : std::enable_shared_from_this<server_state>
     std::atomic<bool> stopped{false};
     std::atomic<std::uint64_t> accept_failures{0};
     std::atomic<std::size_t> connections{0};
+    /// Parses and checks large request bodies (off_thread_body_bytes) off the io threads.
+    boost::asio::thread_pool body_worker{1};
 
     /// One request answered: its counter, and one structured line at debug (route labels never
     /// carry ids or unknown paths; nothing of the body or the headers is logged).

@@ -11,7 +11,10 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace agentctx::server {
@@ -60,10 +63,23 @@ http_response bad(const http_request& req, std::string_view why)
     return reply(req, http::status::bad_request, error_body("invalid_request", why));
 }
 
+// The first field of `body` not among `known` (as the other routes, unknown fields are refused).
+std::optional<std::string> unknown_field(
+    const json::object& body, std::initializer_list<std::string_view> known
+)
+{
+    for (const auto& kv : body)
+        if (std::find(known.begin(), known.end(), std::string_view(kv.key())) == known.end())
+            return std::string(kv.key()) + ": unknown field";
+    return std::nullopt;
+}
+
 }  // namespace
 
 asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
 {
+    if (const auto why = unknown_field(c.body, {"format", "usage"}))
+        co_return bad(c.req, *why);
     const auto* f = c.body.if_contains("format");
     const auto format =
         f && f->is_string() ? providers::input_format_from_string(f->get_string()) : std::nullopt;
@@ -72,6 +88,8 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
     const auto* usage = c.body.if_contains("usage");
     if (usage && !usage->is_object())
         co_return bad(c.req, "usage: expected an object");
+    if (providers::diagnostics why; usage && !providers::check_wire_usage(usage->get_object(), why))
+        co_return bad(c.req, why.message);
     const auto snap = held->session().current();
     auto m = last_assistant(*snap);
     if (!m)
@@ -115,6 +133,8 @@ asio::awaitable<http_response> turn_end(request_context& c, const lease& held)
 
 asio::awaitable<http_response> overflow(request_context& c, const lease& held)
 {
+    if (const auto why = unknown_field(c.body, {"status", "body"}))
+        co_return bad(c.req, *why);
     const auto* status = c.body.if_contains("status");
     const auto* body = c.body.if_contains("body");
     if (!status || !status->is_int64() || status->get_int64() < 100 || status->get_int64() > 599)

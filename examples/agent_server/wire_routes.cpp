@@ -9,6 +9,7 @@
 #include <agentctx/providers/wire_input.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
 
@@ -126,53 +127,106 @@ std::optional<http_response> unpairable_answer(
     return reply(req, http::status::bad_request, std::move(body));
 }
 
+// 400 naming the first top-level field the runtime reserves (`agentctx*`), if the body has one.
+std::optional<http_response> reserved_field_answer(const http_request& req, const json::object& body)
+{
+    for (const auto& kv : body)
+        if (compaction::is_reserved_field(kv.key()))
+        {
+            auto answer = error_body(
+                "reserved_field",
+                std::string(kv.key()) +
+                    ": reserved: top-level fields named 'agentctx*' are written only by the runtime"
+            );
+            answer["error"].as_object()["field"] = kv.key();
+            return reply(req, http::status::bad_request, std::move(answer));
+        }
+    return std::nullopt;
+}
+
+using converted_batch = std::variant<std::vector<json::object>, http_response>;
+
+// The conversion itself, and the refusals it finds (as a 400 naming the field). A batch that can
+// never pair against `context` (empty for a replacement: the batch is the whole conversation) is
+// refused too.
+converted_batch convert_items(
+    const http_request& req,
+    providers::input_format format,
+    const json::value& items,
+    const providers::wire_input_options& opt,
+    std::string_view key,
+    bool allow_empty,
+    const std::vector<compaction::context_message>& context
+)
+{
+    providers::diagnostics diag;
+    providers::wire_id_paths paths;
+    auto converted = providers::from_wire_messages(format, items, opt, diag, paths);
+    if (!converted)
+        return invalid(req, diag.message);
+    if (converted->empty() && !allow_empty)
+        return invalid(req, std::string(key) + ": no messages");
+    if (auto refused = unpairable_answer(req, context, *converted, paths))
+        return std::move(*refused);
+    return std::move(*converted);
+}
+
 // The body's messages in the `format` query parameter's format, converted to Pi messages; or
 // the 400 answer that names the field. `allow_empty`: an empty list is a list (a replacement).
-std::variant<std::vector<json::object>, http_response> converted_body(
-    request_context& c, const lease& held, bool allow_empty
-)
+// A large body (off_thread_body_bytes) is converted on the body worker, its items moved there.
+asio::awaitable<converted_batch> converted_body(request_context& c, const lease& held, bool allow_empty)
 {
     const auto name = query_param(c.req.target(), "format");
     const auto format = name ? providers::input_format_from_string(*name) : std::nullopt;
     if (!format)
-        return reply(
+        co_return reply(
             c.req,
             http::status::bad_request,
             error_body("invalid_request", "format must be openai, responses or anthropic")
         );
     const std::string_view key = *format == providers::input_format::responses ? "input" : "messages";
-    for (const auto& kv : c.body)
-        if (compaction::is_reserved_field(kv.key()))
-        {
-            auto body = error_body(
-                "reserved_field",
-                std::string(kv.key()) +
-                    ": reserved: top-level fields named 'agentctx*' are written only by the runtime"
-            );
-            body["error"].as_object()["field"] = kv.key();
-            return reply(c.req, http::status::bad_request, std::move(body));
-        }
+    if (auto refused = reserved_field_answer(c.req, c.body))
+        co_return std::move(*refused);
+    if (auto over = too_many_items(c.req, c.body, key, max_batch_items))
+        co_return std::move(*over);
     std::string why;
-    const auto opt = options_of(c.body, key, held->session(), why);
+    auto opt = options_of(c.body, key, held->session(), why);
     if (!opt)
-        return invalid(c.req, why);
-    const auto* items = c.body.if_contains(key);
+        co_return invalid(c.req, why);
+    auto* items = c.body.if_contains(key);
     if (!items)
-        return invalid(c.req, std::string(key) + ": missing");
-    providers::diagnostics diag;
-    providers::wire_id_paths paths;
-    auto converted = providers::from_wire_messages(*format, *items, *opt, diag, paths);
-    if (!converted)
-        return invalid(c.req, diag.message);
-    if (converted->empty() && !allow_empty)
-        return invalid(c.req, std::string(key) + ": no messages");
+        co_return invalid(c.req, std::string(key) + ": missing");
     // A replacement is the whole conversation; an append joins the context.
-    const auto snap = held->session().current();
-    const auto context =
-        allow_empty ? std::vector<compaction::context_message>() : snap->messages.to_vector();
-    if (auto refused = unpairable_answer(c.req, context, *converted, paths))
-        return std::move(*refused);
-    return std::move(*converted);
+    auto context = allow_empty ? std::vector<compaction::context_message>()
+                               : held->session().current()->messages.to_vector();
+    if (c.req.body().size() <= off_thread_body_bytes)
+        co_return convert_items(c.req, *format, *items, *opt, key, allow_empty, context);
+    // What an answer needs of the request (its version and keep-alive), not its 16 MiB body.
+    auto shape = std::make_shared<http_request>();
+    shape->version(c.req.version());
+    shape->keep_alive(c.req.keep_alive());
+    auto work = [req = std::shared_ptr<const http_request>(std::move(shape)),
+                 format = *format,
+                 items = std::move(*items),
+                 opt = std::move(*opt),
+                 key = std::string(key),
+                 allow_empty,
+                 context = std::move(context)]() -> asio::awaitable<converted_batch> {
+        co_return convert_items(*req, format, items, opt, key, allow_empty, context);
+    };
+    co_return co_await asio::co_spawn(c.server.body_worker, std::move(work), asio::use_awaitable);
+}
+
+// Why a batch was refused: the library's reason, or what the code means when it gave none (the
+// server stopping under the request).
+std::string batch_refusal(
+    const request_context& c, const boost::system::error_code& ec, const std::string& reason
+)
+{
+    if (!reason.empty())
+        return without_data_dir(reason, c.server.data_dir_prefix);
+    return public_message(ec, compaction::diagnostics{});
+}
 }
 
 // The new entries' ids, each counted as an append in the metrics.
@@ -191,7 +245,7 @@ json::array counted_appends(request_context& c, const std::vector<std::string>& 
 
 asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
 {
-    auto body = converted_body(c, held, false);
+    auto body = co_await converted_body(c, held, false);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
@@ -199,18 +253,14 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
         std::move(converted), asio::as_tuple(asio::use_awaitable)
     );
     if (ec)
-        co_return reply(
-            c.req,
-            status_for(ec),
-            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
-        );
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
     json::array ids = counted_appends(c, r.ids);
     co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
 }
 
 asio::awaitable<http_response> replace_wire_messages(request_context& c, const lease& held)
 {
-    auto body = converted_body(c, held, true);
+    auto body = co_await converted_body(c, held, true);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto converted = std::move(std::get<std::vector<json::object>>(body));
@@ -218,11 +268,7 @@ asio::awaitable<http_response> replace_wire_messages(request_context& c, const l
         std::move(converted), asio::as_tuple(asio::use_awaitable)
     );
     if (ec)
-        co_return reply(
-            c.req,
-            status_for(ec),
-            error_body(ec.message(), without_data_dir(r.reason, c.server.data_dir_prefix))
-        );
+        co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
     json::array ids = counted_appends(c, r.ids);
     co_return reply(
         c.req,

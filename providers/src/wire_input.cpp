@@ -1,6 +1,7 @@
 // from_wire_messages: one batch of provider-format input as complete Pi messages, or nothing.
 #include <agentctx/providers/wire_input.hpp>
 
+#include <agentctx/compaction/client_values.hpp>
 #include <agentctx/compaction/summary.hpp>
 
 #include "json_fields.hpp"
@@ -189,6 +190,43 @@ compaction::usage usage_from_wire(input_format f, const json::object& usage)
     return provider_usage(f, usage);
 }
 
+namespace {
+
+// The path of the first number under `v` outside 0..max_usage_tokens; "" when there is none.
+std::string usage_out_of_range(const json::value& v, const std::string& path)
+{
+    if (v.is_number())
+    {
+        constexpr auto max = compaction::max_usage_tokens;
+        const bool ok = v.is_int64() ? v.get_int64() >= 0 && v.get_int64() <= max
+                        : v.is_uint64()
+                            ? v.get_uint64() <= static_cast<std::uint64_t>(max)
+                            : v.get_double() >= 0 && v.get_double() < static_cast<double>(max) + 1;
+        return ok ? std::string() : path;
+    }
+    if (const auto* o = v.if_object())
+        for (const auto& kv : *o)
+            if (auto at = usage_out_of_range(kv.value(), path + "." + std::string(kv.key())); !at.empty())
+                return at;
+    if (const auto* a = v.if_array())
+        for (std::size_t i = 0; i < a->size(); ++i)
+            if (auto at = usage_out_of_range((*a)[i], index_path(path, i)); !at.empty())
+                return at;
+    return {};
+}
+
+}  // namespace
+
+bool check_wire_usage(const json::object& usage, diagnostics& diag)
+{
+    const auto at = usage_out_of_range(usage, "usage");
+    if (at.empty())
+        return true;
+    diag.message = at + ": a token count must be a whole number from 0 to " +
+                   std::to_string(compaction::max_usage_tokens);
+    return false;
+}
+
 compaction::result<std::vector<json::object>> from_wire_messages(
     input_format f, const json::value& items, const wire_input_options& options, diagnostics& diag
 )
@@ -212,6 +250,8 @@ compaction::result<std::vector<json::object>> from_wire_messages(
         return rd.fail(root, "expected an array"), invalid;
     if (options.usage && !options.usage->is_object())
         return rd.fail("usage", "expected an object"), invalid;
+    if (options.usage && !check_wire_usage(options.usage->get_object(), diag))
+        return invalid;
     pi_batch batch;
     bool ok = false;
     switch (f)

@@ -22,7 +22,7 @@ std::optional<json::object> read_image(const json::object& b, const std::string&
     auto data = rd.string(*source, "data", at);
     if (rd.failed())
         return std::nullopt;
-    return pi_image(std::move(*data), std::move(*mime));
+    return rd.image(std::move(*data), std::move(*mime), field_path(at, "data"), field_path(at, "media_type"));
 }
 
 // Text and image blocks (user content, tool result content).

@@ -1,6 +1,8 @@
 // wire_reader: typed field access with field paths; Pi block builders.
 #include "wire_input_reader.hpp"
 
+#include <agentctx/compaction/client_values.hpp>
+
 #include <boost/json/parse.hpp>
 
 namespace agentctx::providers::detail {
@@ -135,7 +137,22 @@ std::optional<json::object> wire_reader::arguments_text(
         return fail(field_path(path, key), "not valid JSON"), std::nullopt;
     if (!v.is_object())
         return fail(field_path(path, key), "not a JSON object"), std::nullopt;
+    // 1e400 parses as infinity, which JSON cannot hold (it would be written as null).
+    if (const auto at = compaction::first_non_finite(v, ""))
+        return fail(field_path(path, key), *at + ": a number out of the range of a double"), std::nullopt;
     return std::move(v.get_object());
+}
+
+std::optional<json::object> wire_reader::image(
+    std::string data, std::string media_type, const std::string& data_path, const std::string& type_path
+)
+{
+    if (!compaction::is_image_media_type(media_type))
+        return fail(type_path, "not an accepted image type (image/png, image/jpeg, image/gif, image/webp)"),
+               std::nullopt;
+    if (!compaction::is_base64(data))
+        return fail(data_path, "not base64 image data"), std::nullopt;
+    return pi_image(std::move(data), std::move(media_type));
 }
 
 std::optional<json::object> wire_reader::data_url_image(
@@ -150,7 +167,10 @@ std::optional<json::object> wire_reader::data_url_image(
     if (!url->starts_with(scheme) || at == std::string::npos || at == scheme.size())
         return fail(field_path(path, key), "only base64 data: URLs are accepted (images are not fetched)"),
                std::nullopt;
-    return pi_image(url->substr(at + marker.size()), url->substr(scheme.size(), at - scheme.size()));
+    const std::string where = field_path(path, key);
+    return image(
+        url->substr(at + marker.size()), url->substr(scheme.size(), at - scheme.size()), where, where
+    );
 }
 
 json::object pi_text(std::string text)

@@ -55,6 +55,11 @@ public:
     std::optional<json::object> arguments_text(
         const json::object& o, std::string_view key, const std::string& path
     );
+    /// A Pi image block: `media_type` one of compaction::image_media_types (else refused at
+    /// `type_path`), `data` base64 (else refused at `data_path`).
+    std::optional<json::object> image(
+        std::string data, std::string media_type, const std::string& data_path, const std::string& type_path
+    );
     /// `data:<mime>;base64,<data>` as a Pi image block.
     std::optional<json::object> data_url_image(
         const json::object& o, std::string_view key, const std::string& path

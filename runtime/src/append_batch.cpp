@@ -6,6 +6,7 @@
 #include "context_edit_check.hpp"
 #include "session_core.hpp"
 
+#include <agentctx/compaction/client_values.hpp>
 #include <agentctx/compaction/entry.hpp>
 #include <agentctx/runtime/error.hpp>
 
@@ -85,6 +86,8 @@ compaction::result<std::vector<entry_ptr>> prepare_batch(
         auto e = compaction::result<compaction::entry>(compaction::errc::wrong_type);
         if (auto edit = check_context_edit(log, raw, diag); !edit)
             e = compaction::result<compaction::entry>(edit.error());
+        else if (auto values = compaction::check_client_values(raw, diag); !values)
+            e = compaction::result<compaction::entry>(values.error());
         else
             e = compaction::decode_entry(std::move(raw), diag);
         if (e && i == 0)

@@ -179,6 +179,24 @@ std::vector<model_identity*> models_of(host_config& h)
     return out;
 }
 
+// A model of the `models` section whose window is at or below its reserveTokens could never hold
+// a request (its threshold would be negative): refused, naming its contextWindow.
+result<void> check_model_windows(const host_config& h, diagnostics& diag)
+{
+    for (const auto& m : h.models)
+    {
+        const std::int64_t reserve = m.reserve_tokens.value_or(h.settings.compaction.reserve_tokens);
+        if (m.context_window <= reserve)
+            return bad_models(
+                diag,
+                "models." + m.provider + "/" + m.model_id + ".contextWindow",
+                std::to_string(m.context_window) + " must be larger than reserveTokens (" +
+                    std::to_string(reserve) + ")"
+            );
+    }
+    return {};
+}
+
 }  // namespace
 
 result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
@@ -207,6 +225,8 @@ result<host_config> load_host_config(const host_inputs& in, diagnostics& diag)
         m->keep_recent_tokens = f.keep_recent_tokens ? f.keep_recent_tokens : m->keep_recent_tokens;
         m->reserve_tokens = f.reserve_tokens ? f.reserve_tokens : m->reserve_tokens;
     }
+    if (auto ok = check_model_windows(*h, diag); !ok)
+        return ok.error();
     return h;
 }
 

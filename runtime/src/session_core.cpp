@@ -4,6 +4,7 @@
 #include <agentctx/compaction/cancelled.hpp>
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/prepare.hpp>
+#include <agentctx/compaction/client_values.hpp>
 #include <agentctx/compaction/reserved.hpp>
 #include <agentctx/compaction/summary.hpp>
 #include <agentctx/compaction/working_budget.hpp>
@@ -216,6 +217,8 @@ result<entry_ptr> prepare_entry(const session_log& log, boost::json::object fiel
             raw[kv.key()] = std::move(kv.value());
     if (auto r = detail::check_context_edit(log, raw, diag); !r)
         return r.error();
+    if (auto r = check_client_values(raw, diag); !r)
+        return r.error();
     auto decoded = decode_entry(std::move(raw), diag);
     if (!decoded)
         return decoded.error();
@@ -400,6 +403,14 @@ void session_core::check_impl(message m, bool skip_aborted, asio::any_completion
     asio::post(
         strand_,
         [self = shared_from_this(), m = std::move(m), skip_aborted, h = std::move(h), c]() mutable {
+            // The host's usage is checked as an appended message's is: counts out of range refused.
+            if (diagnostics diag; m.usage && !check_usage(*m.usage, "usage", diag))
+                return complete(
+                    std::move(h),
+                    self->strand(),
+                    compaction::make_error_code(compaction::errc::invalid_value),
+                    compaction_outcome{.message = std::move(diag.message)}
+                );
             self->evaluate(m, skip_aborted, std::move(h), c);
         }
     );

@@ -537,3 +537,37 @@ TEST(redaction_settings, wrong_types_name_the_field)
         EXPECT_NE(diag.message.find(field), std::string::npos);
     }
 }
+
+TEST(redaction, a_quoted_password_literal_is_redacted_whatever_its_entropy)
+{
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"(password = "hunter22")", R"(password = "[REDACTED:generic_secret]")"},
+        {R"(db_password: 'Tr0ub4dor&3')", R"(db_password: '[REDACTED:generic_secret]')"},
+        {R"({"password": "correct horse battery staple"})", R"({"password": "[REDACTED:generic_secret]"})"},
+        {R"(connect(user="app", passwd="S3cure!Pass"))",
+         R"(connect(user="app", passwd="[REDACTED:generic_secret]"))"},
+        {R"({\"passphrase\":\"open sesame\"})", R"({\"passphrase\":\"[REDACTED:generic_secret]\"})"},
+    };
+    for (const auto& [in, want] : cases)
+    {
+        SCOPED_TRACE(in);
+        const auto r = default_redactor().redact(in);
+        EXPECT_EQ(r.text, want);
+        EXPECT_EQ(r.counts, (std::map<std::string, std::size_t>{{"generic_secret", 1}}));
+        EXPECT_EQ(default_redactor().redact(r.text).text, r.text);  // a marker is not a password
+    }
+    const std::vector<std::string> placeholders = {
+        R"(password = "")",
+        R"(password = "abc")",
+        R"(password = "${DB_PASSWORD}")",
+        R"(password: "<password>")",
+        R"(password = "********")",
+        R"("password": "[REDACTED:generic_secret]")",
+        R"(password = os.environ["DB_PASSWORD"])",
+    };
+    for (const auto& n : placeholders)
+    {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(default_redactor().redact(n).text, n);
+    }
+}

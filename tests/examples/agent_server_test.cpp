@@ -1260,6 +1260,16 @@ TEST(server_metrics, histogram_buckets_are_cumulative_and_routes_are_labels)
     EXPECT_EQ(server::route_label("GET", "/"), "GET other");
 }
 
+TEST(server_metrics, reading_one_stored_entry_has_its_own_route_label)
+{
+    EXPECT_EQ(
+        server::route_label("GET", "/v1/sessions/ab12/entries/e9f0a1b2"),
+        "GET /v1/sessions/{id}/entries/{entryId}"
+    );
+    EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12/context/e9f0a1b2"), "GET other");
+    EXPECT_EQ(server::route_label("GET", "/v1/sessions/ab12/entries/e9/x"), "GET other");
+}
+
 TEST(server_process, sigterm_during_a_compaction_exits_cleanly_and_keeps_every_acknowledged_entry)
 {
     auto words = [](int n) {
@@ -1498,6 +1508,54 @@ TEST_F(agent_server_test, beyond_the_connection_cap_the_longest_idle_makes_room_
     const auto refused = checked_ask(port_, "GET", "/v1/sessions/nosuchsession/context");
     EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
     EXPECT_EQ(raw_body(refused).at("error").at("code"), "too_many_connections");
+}
+
+TEST_F(agent_server_test, connections_without_a_token_cannot_hold_every_slot_from_an_authenticated_client)
+{
+    tweak_ = [](server::server_options& o) {
+        o.max_connections = 3;
+        o.token = "s3cret-token";
+    };
+    start();
+    auto wait_open = [&](std::size_t n) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (server_->open_connections() != n && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return server_->open_connections();
+    };
+    // Connections that sent one header byte each fill the cap (each would wait the whole header
+    // timeout).
+    std::vector<std::unique_ptr<raw_conn>> stalled;
+    auto stall = [&] {
+        stalled.push_back(std::make_unique<raw_conn>(port_));
+        EXPECT_TRUE(stalled.back()->send("G"));
+    };
+    for (int i = 0; i < 3; ++i)
+        stall();
+    ASSERT_EQ(wait_open(3), 3u);
+    auto authenticated = [&] {
+        raw_conn c(port_);
+        EXPECT_TRUE(
+            c.send("POST /v1/sessions HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer "
+                   "s3cret-token\r\nContent-Length: 0\r\n\r\n")
+        );
+        std::string res;
+        EXPECT_TRUE(c.read_to_close(res)) << res;
+        return res;
+    };
+    // An authenticated client is served each time the cap is full: the oldest connection that
+    // has not authenticated makes room.
+    for (std::size_t i = 0; i < 3; ++i)
+    {
+        const auto res = authenticated();
+        EXPECT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
+        std::string out;
+        EXPECT_TRUE(stalled[i]->read_to_close(out)) << i;
+        EXPECT_EQ(out, "");
+        ASSERT_EQ(wait_open(2), 2u);  // the served client and the closed one are gone
+        stall();
+        ASSERT_EQ(wait_open(3), 3u);
+    }
 }
 
 TEST_F(agent_server_test, an_open_session_holds_one_descriptor)

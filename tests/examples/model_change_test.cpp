@@ -101,7 +101,7 @@ TEST_F(server_model_change, a_window_the_compacted_context_still_exceeds_is_a_co
     ) << message;
 }
 
-TEST_F(server_model_change, an_unlisted_model_changes_nothing)
+TEST_F(server_model_change, an_unlisted_model_is_refused_naming_the_field)
 {
     start({}, 200000, 1000);
     const auto id = new_session();
@@ -109,9 +109,23 @@ TEST_F(server_model_change, an_unlisted_model_changes_nothing)
         ASSERT_EQ(
             sync("POST", "/v1/sessions/" + id + "/messages?format=openai", chat_turn(i))->res.status, 201
         );
+    const auto before = file(id);
     const auto r = sync("POST", "/v1/sessions/" + id + "/entries", std::string(to_haiku));
-    ASSERT_EQ(r->res.status, 201) << r->res.body;
-    EXPECT_FALSE(r->json().as_object().contains("compaction")) << r->res.body;
+    ASSERT_EQ(r->res.status, 400) << r->res.body;
+    EXPECT_EQ(r->json().at("error").at("code"), "unknown_model");
+    EXPECT_EQ(r->json().at("error").at("field"), "modelId");
+    EXPECT_EQ(
+        r->json().at("error").at("message"),
+        "modelId: anthropic/claude-haiku-4-5 is neither the serving model nor one of the settings' models"
+    );
+    EXPECT_EQ(file(id), before);  // nothing stored
+    // The serving model itself is always known.
+    const auto back = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"model_change","provider":"anthropic","modelId":"claude-sonnet-4-5"})"
+    );
+    EXPECT_EQ(back->res.status, 201) << back->res.body;
 }
 
 TEST(server_model_change_process, the_binary_reads_the_settings_models_section)
@@ -149,6 +163,31 @@ TEST(server_model_change_process, the_binary_reads_the_settings_models_section)
         test::checked_ask(child.port, "POST", "/v1/sessions/" + id + "/entries", std::string(to_haiku));
     ASSERT_EQ(res.rfind("HTTP/1.1 201", 0), 0u) << res;
     EXPECT_EQ(test::raw_body(res).at("compaction").at("reason"), "model_change") << res;
+    fs::remove_all(root);
+}
+
+TEST(server_model_change_process, a_models_window_at_or_below_reserve_tokens_stops_the_start)
+{
+    const auto root =
+        fs::temp_directory_path() / ("agentctx-server-small-model-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const auto settings = root / "settings.json";
+    std::ofstream(settings) << R"({"compaction": {"reserveTokens": 16384},
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 16384}}})";
+    const std::string bin = AGENTCTX_SERVER_BIN;
+    const auto r = test::run_process(
+        bin + " --no-auth --port 0 --data-dir " + (root / "data").string() + " --settings " +
+        settings.string()
+    );
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(
+        r.err.find(
+            "settings field 'models.anthropic/claude-haiku-4-5.contextWindow': 16384 must be larger than "
+            "reserveTokens (16384)"
+        ),
+        std::string::npos
+    ) << r.err;
     fs::remove_all(root);
 }
 

@@ -530,3 +530,46 @@ TEST(WireInput, FormatNames)
 }
 
 }  // namespace
+
+// ---- Values a client cannot send ----
+
+TEST(WireInputValues, usage_numbers_arguments_out_of_range_and_malformed_images_are_refused_with_their_paths)
+{
+    wire_input_options opt;
+    opt.usage = json::parse(R"({"input_tokens":10,"output_tokens":-1})");
+    EXPECT_EQ(
+        failure(input_format::anthropic, R"([{"role":"assistant","content":"a"}])", opt),
+        "usage.output_tokens: a token count must be a whole number from 0 to 1000000000000"
+    );
+    opt.usage = json::parse(R"({"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":1e13}})");
+    EXPECT_EQ(
+        failure(input_format::openai, R"([{"role":"assistant","content":"a"}])", opt),
+        "usage.prompt_tokens_details.cached_tokens: a token count must be a whole number from 0 to "
+        "1000000000000"
+    );
+    diagnostics diag;
+    EXPECT_TRUE(
+        check_wire_usage(json::parse(R"({"prompt_tokens":1000000000000,"cost":0.25})").as_object(), diag)
+    );
+    EXPECT_EQ(
+        failure(
+            input_format::openai,
+            R"([{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":{\"b\":[1e400]}}"}}]}])"
+        ),
+        "messages[0].tool_calls[0].function.arguments: a.b[0]: a number out of the range of a double"
+    );
+    EXPECT_EQ(
+        failure(
+            input_format::responses,
+            R"([{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,a*b="}]}])"
+        ),
+        "input[0].content[0].image_url: not base64 image data"
+    );
+    EXPECT_EQ(
+        failure(
+            input_format::anthropic,
+            R"([{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"a"}}]}])"
+        ),
+        "messages[0].content[0].source.data: not base64 image data"
+    );
+}

@@ -37,7 +37,7 @@ json::object overflow_reply(double ts)
         {"api", "anthropic-messages"},
         {"provider", "anthropic"},
         {"model", "claude-sonnet-4-5"},
-        {"usage", test::session_text::usage(0)},
+        {"usage", json::object{{"input", 0}, {"output", 0}, {"totalTokens", 0}}},  // an error reports none
         {"stopReason", "error"},
         {"errorMessage", overflow_text},
         {"timestamp", ts}};

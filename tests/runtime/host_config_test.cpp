@@ -229,6 +229,35 @@ TEST(host_config, a_bad_models_section_is_invalid_settings_naming_the_field)
     }
 }
 
+TEST(host_config, a_models_window_at_or_below_its_reserve_tokens_is_refused_naming_the_field)
+{
+    // The model's own override counts: 8000 would fit the ordinary 4000, not its 8000.
+    const auto file = settings_file(
+        "models-small-window", R"({"compaction": {"reserveTokens": 4000,
+        "modelOverrides": {"openai/gpt-4.1-nano": {"reserveTokens": 8000}}},
+        "models": {"anthropic/claude-haiku-4-5": {"contextWindow": 4001}, "openai/gpt-4.1-nano": {"contextWindow": 8000}}})"
+    );
+    compaction::diagnostics diag;
+    const auto h = runtime::load_host_config(inputs(file), diag);
+    ASSERT_FALSE(h);
+    EXPECT_EQ(h.error(), compaction::make_error_code(compaction::errc::invalid_settings));
+    EXPECT_EQ(diag.field, "models.openai/gpt-4.1-nano.contextWindow");
+    EXPECT_EQ(
+        diag.message,
+        "settings field 'models.openai/gpt-4.1-nano.contextWindow': 8000 must be larger than reserveTokens "
+        "(8000)"
+    );
+    // A --reserve-tokens flag applies to every model, and is checked against every window.
+    auto in = inputs(
+        settings_file("models-flag-window", R"({"models": {"openai/gpt-4.1": {"contextWindow": 30000}}})")
+    );
+    in.flags.reserve_tokens = 30000;
+    EXPECT_FALSE(runtime::load_host_config(in, diag));
+    EXPECT_EQ(diag.field, "models.openai/gpt-4.1.contextWindow");
+    in.flags.reserve_tokens = 29999;
+    EXPECT_TRUE(runtime::load_host_config(in, diag)) << diag.message;
+}
+
 // One host configuration for the CLI and the server: the offline delay is read once, with the
 // rest of the environment, and the session's summarizer is the host's choice.
 TEST(host_config, the_summarizer_choice_and_the_offline_delay_come_from_the_host_configuration)

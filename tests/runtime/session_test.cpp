@@ -47,6 +47,16 @@ json::object user_msg(const std::string& text)
 }
 
 // An assistant message as the host would persist it (for appends and for on_turn_end).
+// session_text::usage without a negative count (a client's usage is refused then): a total under
+// 100 is all output.
+json::object usage_of(std::int64_t total)
+{
+    auto u = test::session_text::usage(total);
+    if (total < 100)
+        u["input"] = 0, u["output"] = total;
+    return u;
+}
+
 json::object assistant_json(
     const std::string& text,
     std::int64_t total,
@@ -62,7 +72,7 @@ json::object assistant_json(
         {"api", "anthropic-messages"},
         {"provider", "anthropic"},
         {"model", model},
-        {"usage", test::session_text::usage(total)},
+        {"usage", usage_of(total)},
         {"stopReason", stop},
         {"timestamp", ts}};
     if (error)

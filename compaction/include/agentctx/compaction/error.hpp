@@ -58,6 +58,9 @@ enum class errc
                         // The host's requirements.
     budget_exceeded,    ///< required context cannot be fitted: the cut cannot pass a required entry
     reserved_field,     ///< a client wrote a top-level entry field the runtime reserves (`agentctx*`)
+                        // Client values.
+    invalid_value,      ///< a value out of its range: a negative or huge usage count, a non-finite number,
+                        ///< image data that is not base64, an image type no provider accepts
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -5,6 +5,7 @@
 #include <agentctx/compaction/projection.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -30,7 +31,18 @@ public:
 /// The process-wide default counter (a chars4_counter).
 const token_counter& default_token_counter() noexcept;
 
-/// `totalTokens || input + output + cacheRead + cacheWrite`.
+/// `a + b`, held at the int64 bounds instead of overflowing (token counts from a file or a
+/// provider can be anything).
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept
+{
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    return r;
+}
+
+/// `totalTokens || input + output + cacheRead + cacheWrite`, never negative: a negative count
+/// (from a file written before usage was checked) counts as 0 and the sum saturates.
 std::int64_t calculate_context_tokens(const usage& u) noexcept;
 
 /// An assistant message with usage whose stop reason is neither `aborted` nor `error` and whose

@@ -33,6 +33,11 @@ std::string_view to_string(input_format f) noexcept;
 /// wire_input_options::usage gets; unknown fields are ignored, missing counts are 0).
 compaction::usage usage_from_wire(input_format f, const boost::json::object& usage);
 
+/// A provider `usage` object as a client sends it: every number in it, nested details included,
+/// from 0 to compaction::max_usage_tokens. False with `usage.<path>: <why>` in `diag.message`
+/// (`usage.prompt_tokens_details.cached_tokens`) otherwise.
+bool check_wire_usage(const boost::json::object& usage, diagnostics& diag);
+
 /// What the provider said about the call that produced the batch's last assistant message.
 struct wire_input_options
 {

@@ -52,7 +52,8 @@ struct snapshot
     /// estimates, or without a fresh anchor every message estimated with the prompt counted once.
     std::int64_t context_tokens() const noexcept
     {
-        return usage_index ? usage_tokens + trailing_tokens : total_estimate + system_tokens;
+        return usage_index ? compaction::saturating_add(usage_tokens, trailing_tokens)
+                           : total_estimate + system_tokens;
     }
 
     /// The last assistant message of the context, if any.
