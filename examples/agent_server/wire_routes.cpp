@@ -227,7 +227,6 @@ std::string batch_refusal(
         return without_data_dir(reason, c.server.data_dir_prefix);
     return public_message(ec, compaction::diagnostics{});
 }
-}
 
 // The new entries' ids, each counted as an append in the metrics.
 json::array counted_appends(request_context& c, const std::vector<std::string>& new_ids)
