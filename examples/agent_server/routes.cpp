@@ -261,6 +261,19 @@ std::optional<http_response> unlisted_model(
     return reply(req, http::status::bad_request, std::move(out));
 }
 
+// unpairable_entry, on the body worker when the context is long (off_thread_context_messages).
+asio::awaitable<std::optional<refused_field>> unpairable_entry_off_thread(
+    request_context& c, std::shared_ptr<const runtime::snapshot> snap
+)
+{
+    if (snap->messages.size() <= off_thread_context_messages)
+        co_return unpairable_entry(*snap, c.body);
+    auto work = [snap = std::move(snap), &body = c.body]() -> asio::awaitable<std::optional<refused_field>> {
+        co_return unpairable_entry(*snap, body);
+    };
+    co_return co_await asio::co_spawn(c.server.body_worker, std::move(work), asio::use_awaitable);
+}
+
 asio::awaitable<http_response> append_entry(request_context& c, const lease& held)
 {
     // Only entries that may follow a header can be appended through the API.
@@ -271,7 +284,7 @@ asio::awaitable<http_response> append_entry(request_context& c, const lease& hel
             http::status::unprocessable_entity,
             error_body("entry_not_appendable", "session and compaction entries cannot be appended")
         );
-    if (auto refused = unpairable_entry(*held->session().current(), c.body))
+    if (auto refused = co_await unpairable_entry_off_thread(c, held->session().current()))
     {
         auto body = error_body("unpaired_tool_call", refused->message);
         body["error"].as_object()["field"] = refused->field;

@@ -66,6 +66,9 @@ struct server_options
 /// Request bodies over this size are parsed (and checked) on the server's body worker thread,
 /// never on an io thread: the largest accepted body does not hold up other requests meanwhile.
 inline constexpr std::size_t off_thread_body_bytes = 64 * 1024;
+/// The door's pairing check of tool calls and results walks the whole context: for a context
+/// longer than this it runs on the body worker too, so a long session's append holds up no one.
+inline constexpr std::size_t off_thread_context_messages = 2000;
 
 /**
  * Endpoints (JSON in, JSON out; errors are `{"error": {"code", "message"}}` with a 4xx/5xx status;

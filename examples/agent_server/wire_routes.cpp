@@ -199,7 +199,7 @@ asio::awaitable<converted_batch> converted_body(request_context& c, const lease&
     // A replacement is the whole conversation; an append joins the context.
     auto context = allow_empty ? std::vector<compaction::context_message>()
                                : held->session().current()->messages.to_vector();
-    if (c.req.body().size() <= off_thread_body_bytes)
+    if (c.req.body().size() <= off_thread_body_bytes && context.size() <= off_thread_context_messages)
         co_return convert_items(c.req, *format, *items, *opt, key, allow_empty, context);
     // What an answer needs of the request (its version and keep-alive), not its 16 MiB body.
     auto shape = std::make_shared<http_request>();

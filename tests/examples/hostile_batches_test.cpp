@@ -224,3 +224,30 @@ TEST_F(hostile_batches, compact_answers_with_the_stored_redacted_summary)
     ASSERT_EQ(last.at("type"), "compaction");
     EXPECT_EQ(last.at("summary").as_string(), summary);
 }
+
+// In a session longer than off_thread_context_messages the pairing check runs on the body worker:
+// it still refuses what can never pair, on /messages and on /entries, and accepts what pairs.
+TEST_F(hostile_batches, a_long_context_is_checked_on_the_body_worker_with_the_same_answers)
+{
+    start();
+    const auto id = new_session();
+    const auto path = "/v1/sessions/" + id + "/messages?format=openai";
+    std::string turns;
+    for (int k = 0; k < 520; ++k)  // 4 messages a turn: 2,080 messages
+        turns += (k ? "," : "") + call_0_turn(k);
+    ASSERT_EQ(sync("POST", path, messages("messages", "[" + turns + "]"))->res.status, 201);
+    const auto orphan = sync(
+        "POST", path, messages("messages", R"([{"role":"tool","tool_call_id":"call_9","content":"x"}])")
+    );
+    ASSERT_EQ(orphan->res.status, 400) << orphan->res.body;
+    EXPECT_EQ(orphan->json().at("error").at("code"), "unpaired_tool_call");
+    EXPECT_EQ(orphan->json().at("error").at("field"), "messages[0].tool_call_id");
+    const auto entry = sync(
+        "POST",
+        "/v1/sessions/" + id + "/entries",
+        R"({"type":"message","message":{"role":"toolResult","toolCallId":"call_9","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":1}})"
+    );
+    ASSERT_EQ(entry->res.status, 400) << entry->res.body;
+    EXPECT_EQ(entry->json().at("error").at("field"), "message.toolCallId");
+    EXPECT_EQ(sync("POST", path, messages("messages", "[" + call_0_turn(520) + "]"))->res.status, 201);
+}
