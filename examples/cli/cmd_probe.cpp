@@ -1,19 +1,24 @@
 // `agentctx probe SESSION...`: for every recorded compaction, the recall probes of the span it covered
-// and which of them its summary kept; a table per session and a total per probe kind.
+// and which of them its summary kept; a table per session and a total per probe kind. With --replay, the
+// same for the compactions of the session replayed under the current settings.
 #include "cli_common.hpp"
+#include "cli_session.hpp"
 #include "commands.hpp"
 
 #include <agentctx/compaction/recall_score.hpp>
+#include <agentctx/runtime/simulate.hpp>
 
 #include <array>
 #include <cstdio>
+
+#include <unistd.h>
 
 namespace agentctx::cli {
 
 namespace {
 
 const char* const probe_usage =
-    "usage: agentctx probe SESSION.jsonl... [--json]\n"
+    "usage: agentctx probe SESSION.jsonl... [--missing] [--json] [--replay [SETTINGS FLAGS]]\n"
     "\n"
     "For every compaction on each session's active path (Pi's or agentctx's): the probes of the part\n"
     "it summarized (the user's rules and their overrides, files, failed commands and names, open\n"
@@ -21,7 +26,13 @@ const char* const probe_usage =
     "per kind over all sessions. No model call.\n"
     "\n"
     "  --missing   list each probe a summary did not keep\n"
-    "  --json      one JSON object with the same numbers (and every missing probe)\n";
+    "  --json      one JSON object with the same numbers (and every missing probe)\n"
+    "  --replay    also replay each session (recorded compactions dropped, the file untouched) under\n"
+    "              the current settings and summarizer, and score the compactions that replay makes;\n"
+    "              the settings flags of `agentctx compact` apply (--settings, --project-dir,\n"
+    "              --trust-project, --provider, --model, --base-url, --keep-recent, --reserve,\n"
+    "              --max-source-chars, --max-calls, --context-window); the offline summarizer when\n"
+    "              no model is configured. A progress bar on a terminal's stderr.\n";
 
 constexpr std::array kinds{
     compaction::probe_kind::rule,
@@ -82,32 +93,28 @@ boost::json::object compaction_json(const compaction::compaction_recall& r, cons
     return {{"entryId", r.entry_id}, {"byKind", t.json()}, {"missing", std::move(missing)}};
 }
 
-// One session: its compactions scored, printed (or added to `sessions`), added to `total`.
-int probe_session(const std::string& path, const args& a, boost::json::array& sessions, tally& total)
+void print_header(const std::string& title, std::size_t compactions)
+{
+    std::printf(
+        "%s: %zu compactions\n  %-24s %10s %10s %10s %10s\n",
+        title.c_str(),
+        compactions,
+        "compaction (kept/probes)",
+        "rule",
+        "artifact",
+        "open_work",
+        "decision"
+    );
+}
+
+// Scored compactions: a row each (printed, or added to `rows`), their sum returned.
+tally score_rows(
+    const std::vector<compaction::compaction_recall>& scored, const args& a, boost::json::array& rows
+)
 {
     const bool json = a.has("json");
-    int code = exit_ok;
-    auto s = open_session(path, json, code);
-    if (!s)
-        return code;
-    compaction::diagnostics diag;
-    auto scored = compaction::score_recorded_compactions(s->log, diag);
-    if (!scored)
-        return print_error(json, scored.error().message(), diag.message), exit_bad_session;
-    boost::json::array rows;
-    if (!json)
-        std::printf(
-            "%s: %zu compactions\n  %-24s %10s %10s %10s %10s\n",
-            path.c_str(),
-            scored->size(),
-            "compaction (kept/probes)",
-            "rule",
-            "artifact",
-            "open_work",
-            "decision"
-        );
     tally session;
-    for (const auto& r : *scored)
+    for (const auto& r : scored)
     {
         tally t;
         t.add(r);
@@ -125,13 +132,132 @@ int probe_session(const std::string& path, const args& a, boost::json::array& se
                         r.probes[i].text.c_str()
                     );
     }
-    if (json)
-        sessions.push_back(boost::json::object{
-            {"path", path}, {"compactions", std::move(rows)}, {"total", session.json()}});
-    else
+    return session;
+}
+
+// The replay's bar on a terminal's stderr: redrawn at each percent, cleared at the end.
+void replay_progress(const std::string& path, std::size_t done, std::size_t total, int& drawn)
+{
+    const int percent = total ? static_cast<int>(100 * done / total) : 100;
+    if (percent == drawn)
+        return;
+    drawn = percent;
+    std::fprintf(
+        stderr, "\r%s %3d%% replay %-40.40s", bar(percent / 100.0, 30).c_str(), percent, path.c_str()
+    );
+    if (done == total)
+        std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+}
+
+// `log` replayed under `host` (recorded compactions dropped, in memory) and its compactions scored.
+compaction::result<std::vector<compaction::compaction_recall>> replay_scores(
+    const compaction::session_log& log,
+    const runtime::host_config& host,
+    const std::string& path,
+    compaction::diagnostics& diag
+)
+{
+    runtime::simulate_options options;
+    options.host = host;
+    std::string replayed;
+    options.replayed = &replayed;
+    int drawn = -1;
+    if (::isatty(STDERR_FILENO))
+        options.progress = [&](std::size_t done, std::size_t total) {
+            replay_progress(path, done, total, drawn);
+        };
+    const runtime::simulate_policy policy{
+        "replay", host.settings.compaction, compaction::compat_mode::agentctx};
+    if (auto cost = runtime::simulate_session(log, policy, options, diag); !cost)
+        return cost.error();
+    compaction::load_report report;
+    auto again = compaction::session_log::load(std::move(replayed), {}, report, diag);
+    if (!again)
+        return again.error();
+    return compaction::score_recorded_compactions(*again, diag);
+}
+
+struct totals
+{
+    tally recorded, replayed;
+};
+
+// One session: its compactions scored (and, with `host`, its replay's), printed (or added to
+// `sessions`), added to `total`.
+int probe_session(
+    const std::string& path,
+    const args& a,
+    const std::optional<runtime::host_config>& host,
+    boost::json::array& sessions,
+    totals& total
+)
+{
+    const bool json = a.has("json");
+    int code = exit_ok;
+    auto s = open_session(path, json, code);
+    if (!s)
+        return code;
+    compaction::diagnostics diag;
+    auto scored = compaction::score_recorded_compactions(s->log, diag);
+    if (!scored)
+        return print_error(json, scored.error().message(), path + ": " + diag.message), exit_bad_session;
+    std::optional<std::vector<compaction::compaction_recall>> again;
+    if (host)
+    {
+        auto r = replay_scores(s->log, *host, path, diag);
+        if (!r)
+            return print_error(json, r.error().message(), path + ": replay: " + diag.message), exit_failed;
+        again = std::move(*r);
+    }
+    boost::json::array rows, replay_rows;
+    if (!json)
+        print_header(path, scored->size());
+    const auto session = score_rows(*scored, a, rows);
+    if (!json)
         print_row("session", session);
-    total.add(session);
+    total.recorded.add(session);
+    boost::json::object out{{"path", path}, {"compactions", std::move(rows)}, {"total", session.json()}};
+    if (again)
+    {
+        if (!json)
+            print_header(path + " replayed", again->size());
+        const auto replayed = score_rows(*again, a, replay_rows);
+        if (!json)
+            print_row("session (replay)", replayed);
+        total.replayed.add(replayed);
+        out["replay"] =
+            boost::json::object{{"compactions", std::move(replay_rows)}, {"total", replayed.json()}};
+    }
+    if (json)
+        sessions.push_back(std::move(out));
     return exit_ok;
+}
+
+std::string percent_cell(std::size_t kept, std::size_t probes)
+{
+    return cell(kept, probes) + (probes ? " (" + std::to_string(100 * kept / probes) + "%)" : "");
+}
+
+void print_totals(const totals& total, bool replay)
+{
+    std::printf("total (kept/probes)\n");
+    if (replay)
+        std::printf("  %-10s %-16s %s\n", "", "recorded", "replayed");
+    for (const auto k : kinds)
+    {
+        const auto i = static_cast<std::size_t>(k);
+        const auto recorded = percent_cell(total.recorded.kept[i], total.recorded.probes[i]);
+        std::printf("  %-10s ", std::string(compaction::to_string(k)).c_str());
+        if (replay)
+            std::printf(
+                "%-16s %s\n",
+                recorded.c_str(),
+                percent_cell(total.replayed.kept[i], total.replayed.probes[i]).c_str()
+            );
+        else
+            std::printf("%s\n", recorded.c_str());
+    }
 }
 
 }  // namespace
@@ -139,7 +265,9 @@ int probe_session(const std::string& path, const args& a, boost::json::array& se
 int cmd_probe(int argc, char** argv)
 {
     std::string error;
-    auto a = parse_args(argc, argv, 2, {}, {"json", "missing", "help"}, error);
+    auto a = parse_args(
+        argc, argv, 2, session_valued_options, {"json", "missing", "replay", "trust-project", "help"}, error
+    );
     if (!a || a->has("help") || a->positional.empty())
     {
         if (a && a->has("help"))
@@ -150,29 +278,28 @@ int cmd_probe(int argc, char** argv)
         return exit_usage;
     }
     const bool json = a->has("json");
+    std::optional<runtime::host_config> host;
+    if (a->has("replay"))
+    {
+        int code = exit_ok;
+        host = cli_host_config(*a, json, code);
+        if (!host)
+            return code;
+    }
     boost::json::array sessions;
-    tally total;
+    totals total;
     for (const auto& path : a->positional)
-        if (const int code = probe_session(path, *a, sessions, total); code != exit_ok)
+        if (const int code = probe_session(path, *a, host, sessions, total); code != exit_ok)
             return code;
     if (json)
-        print_json(boost::json::object{{"sessions", std::move(sessions)}, {"total", total.json()}});
-    else
     {
-        std::printf("total (kept/probes)\n");
-        for (const auto k : kinds)
-        {
-            const auto i = static_cast<std::size_t>(k);
-            std::printf(
-                "  %-10s %s%s\n",
-                std::string(compaction::to_string(k)).c_str(),
-                cell(total.kept[i], total.probes[i]).c_str(),
-                total.probes[i]
-                    ? (" (" + std::to_string(100 * total.kept[i] / total.probes[i]) + "%)").c_str()
-                    : ""
-            );
-        }
+        boost::json::object out{{"sessions", std::move(sessions)}, {"total", total.recorded.json()}};
+        if (host)
+            out["replayTotal"] = total.replayed.json();
+        print_json(out);
     }
+    else
+        print_totals(total, host.has_value());
     std::fflush(stdout);
     return exit_ok;
 }

@@ -102,6 +102,8 @@ public:
         host_config host;
         host.settings.compaction = policy_.settings;
         host.model = {simulated_model, simulated_model, options_.context_window, options_.max_output_tokens};
+        if (options_.host)
+            host = *options_.host;
         auto redactor = compaction::redactor::create(host.settings.redaction, diag);
         if (!redactor)
             return redactor.error();
@@ -113,24 +115,26 @@ public:
             [this] { return head_parts(); },
             calls_
         );
-        host.make_summarizer = [summarizer](asio::any_io_executor) { return summarizer; };
+        if (!options_.host)
+            host.make_summarizer = [summarizer](asio::any_io_executor) { return summarizer; };
         // No sinks: a replay logs nothing.
         auto config =
             make_session_config(host, ioc_.get_executor(), std::make_shared<spdlog::logger>("simulate"));
         config.compat = policy_.mode;
         auto header =
             compaction::make_header(log.header().id, log.header().timestamp, log.header().cwd.value_or("/"));
-        auto s = session::create(
-            ioc_.get_executor(), std::make_unique<memory_store>(), header, std::move(config), diag
-        );
+        auto store = std::make_unique<memory_store>();
+        const auto* replayed = store.get();
+        auto s = session::create(ioc_.get_executor(), std::move(store), header, std::move(config), diag);
         if (!s)
             return s.error();
         session_ = *s;
         // What each compaction summarizes, for the text of its cache-friendly requests.
-        session_->on_before_compact([summarizer](const before_compact_event& e) {
-            summarizer->planned(e);
-            return before_compact_decision{};
-        });
+        if (!options_.host)
+            session_->on_before_compact([summarizer](const before_compact_event& e) {
+                summarizer->planned(e);
+                return before_compact_decision{};
+            });
         observe_background();
         boost::system::error_code failed;
         asio::co_spawn(ioc_, replay_all(std::move(*entries), failed), asio::detached);
@@ -140,6 +144,8 @@ public:
             diag.message = "the replay stopped: " + failed.message() + (error_.empty() ? "" : ": " + error_);
             return failed;
         }
+        if (options_.replayed)
+            *options_.replayed = replayed->text();
         return cost_;
     }
 
@@ -183,6 +189,8 @@ private:
                 co_await hook([this] {
                     return session_->async_between_turns(asio::as_tuple(asio::use_awaitable));
                 });
+            if (options_.progress)
+                options_.progress(i + 1, entries.size());
         }
         session_->close();
     }

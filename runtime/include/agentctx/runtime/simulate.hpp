@@ -6,8 +6,11 @@
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
+#include <agentctx/runtime/host_config.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace agentctx::runtime {
@@ -33,6 +36,14 @@ struct simulate_options
     std::int64_t system_tokens = 0;  ///< S: the system prompt and tools, a fixed first part
     std::int64_t context_window = 200000;
     std::int64_t max_output_tokens = 32000;
+    /// The replay's session built from this host's configuration instead (its settings, model,
+    /// redaction and summarizer: summarizer_for unless it sets make_summarizer; `agentctx probe
+    /// --replay`); the policy's settings are then unused and the summary requests are not billed.
+    std::optional<host_config> host;
+    /// After each replayed entry: (entries replayed, entries to replay).
+    std::function<void(std::size_t, std::size_t)> progress;
+    /// When set, receives the replayed session's file (JSONL, in memory) at the end.
+    std::string* replayed = nullptr;
 };
 
 /**

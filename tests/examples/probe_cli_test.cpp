@@ -1,0 +1,129 @@
+// `agentctx probe --replay`: the session compacted again under the current settings, its checkpoints
+// scored beside the recorded ones, the file untouched.
+#include "file_text.hpp"
+#include "run_process.hpp"
+#include "session_text.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using agentctx::test::run_process;
+
+namespace {
+
+const std::string cli = AGENTCTX_CLI;
+
+fs::path scratch(const std::string& name, const std::string& content)
+{
+    const auto p = fs::temp_directory_path() / ("agentctx-probe-" + std::to_string(::getpid()) + "-" + name);
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+}
+
+// Two rules in the first turn, then `turns` padded turns with no rule in them; a recorded
+// compaction after turn 10 whose summary keeps neither rule.
+std::string ruled_session(std::size_t turns)
+{
+    agentctx::test::session_text s;
+    s.user("u", "Never push to main. Keep the public signature of parse_row.").assistant("a", "Understood.");
+    for (std::size_t i = 0; i < turns; ++i)
+    {
+        const auto n = std::to_string(i);
+        s.user("u" + n, "turn " + n + " " + std::string(400, 'q'));
+        s.assistant("a" + n, "answer " + n + " " + std::string(400, 'a'));
+        if (i == 10)
+            s.compaction("c1", "u" + n, "## Goal\nTurns.");
+    }
+    return s.text;
+}
+
+// The compactions `agentctx simulate` counts for the policy of `settings` on `path`.
+std::int64_t simulated_compactions(const fs::path& path, const fs::path& settings, const std::string& window)
+{
+    const auto r = run_process(
+        cli + " simulate " + path.string() + " --settings " + settings.string() + " --context-window " +
+        window + " --json"
+    );
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return boost::json::parse(r.out).at("policies").at(settings.stem().string()).at("compactions").as_int64();
+}
+
+}  // namespace
+
+TEST(cli_probe, replay_scores_the_compactions_the_current_settings_make_and_leaves_the_file_as_it_was)
+{
+    const auto path = scratch("replay.jsonl", ruled_session(40));
+    const auto settings =
+        scratch("replay-keep.json", R"({"compaction": {"keepRecentTokens": 600, "reserveTokens": 1000}})");
+    const auto before = agentctx::test::read_text(path);
+    const std::string window = "4000";
+    const auto r = run_process(
+        cli + " probe " + path.string() + " --replay --settings " + settings.string() + " --context-window " +
+        window + " --json"
+    );
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(agentctx::test::read_text(path), before);
+    const auto v = boost::json::parse(r.out).as_object();
+    const auto& session = v.at("sessions").at(0).as_object();
+    // The recorded part is what `probe` without --replay prints.
+    const auto plain = boost::json::parse(run_process(cli + " probe " + path.string() + " --json").out);
+    EXPECT_EQ(session.at("compactions"), plain.at("sessions").at(0).at("compactions"));
+    EXPECT_EQ(v.at("total"), plain.at("total"));
+    EXPECT_EQ(session.at("compactions").as_array().size(), 1u);
+    EXPECT_EQ(session.at("total").at("rule").at("kept"), 0);
+    // The replay compacts where simulate's replay under the same settings does; each of its
+    // compactions is probed for both rules (the first from the span, the later ones carried) and
+    // the offline summarizer keeps them.
+    const auto n = simulated_compactions(path, settings, window);
+    ASSERT_GE(n, 2);
+    const auto& replay = session.at("replay").as_object();
+    EXPECT_EQ(replay.at("compactions").as_array().size(), static_cast<std::size_t>(n));
+    for (const auto& c : replay.at("compactions").as_array())
+    {
+        EXPECT_EQ(c.at("byKind").at("rule"), (boost::json::object{{"probes", 2}, {"kept", 2}})) << c;
+        EXPECT_NE(c.at("entryId"), "c1");
+    }
+    EXPECT_EQ(replay.at("total").at("rule"), (boost::json::object{{"probes", 2 * n}, {"kept", 2 * n}}));
+    EXPECT_EQ(v.at("replayTotal"), replay.at("total"));
+    EXPECT_EQ(session.at("path").as_string(), path.string());
+    // Without --replay there is no replay part.
+    EXPECT_FALSE(plain.as_object().contains("replayTotal"));
+    EXPECT_FALSE(plain.at("sessions").at(0).as_object().contains("replay"));
+    fs::remove(path);
+    fs::remove(settings);
+}
+
+TEST(cli_probe, replay_table_shows_the_recorded_and_the_replayed_totals)
+{
+    const auto path = scratch("replay-table.jsonl", ruled_session(40));
+    const auto r = run_process(
+        cli + " probe " + path.string() + " --replay --keep-recent 600 --reserve 1000 --context-window 4000"
+    );
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(path.string() + ": 1 compactions\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(path.string() + " replayed: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  c1                              0/2"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("             recorded         replayed\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  rule       0/2 (0%)         "), std::string::npos) << r.out;
+    EXPECT_EQ(r.err, "");  // stderr is not a terminal: no progress bar
+    fs::remove(path);
+}
+
+TEST(cli_probe, replay_refuses_a_bad_settings_file_before_reading_any_session)
+{
+    const auto path = scratch("replay-bad.jsonl", ruled_session(2));
+    const auto bad = scratch("replay-bad.json", R"({"compaction": {"keepRecentTokens": "many"}})");
+    const auto r = run_process(cli + " probe " + path.string() + " --replay --settings " + bad.string());
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.out, "");
+    fs::remove(path);
+    fs::remove(bad);
+}
