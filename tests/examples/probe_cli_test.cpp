@@ -117,13 +117,15 @@ TEST(cli_probe, replay_table_shows_the_recorded_and_the_replayed_totals)
     fs::remove(path);
 }
 
+// The settings are read first: a bad file is the usage error (2), not the missing session (4).
 TEST(cli_probe, replay_refuses_a_bad_settings_file_before_reading_any_session)
 {
-    const auto path = scratch("replay-bad.jsonl", ruled_session(2));
     const auto bad = scratch("replay-bad.json", R"({"compaction": {"keepRecentTokens": "many"}})");
-    const auto r = run_process(cli + " probe " + path.string() + " --replay --settings " + bad.string());
-    EXPECT_NE(r.exit_code, 0);
+    const auto missing = fs::temp_directory_path() / "agentctx-probe-no-such-session.jsonl";
+    const auto r = run_process(cli + " probe " + missing.string() + " --replay --settings " + bad.string());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(r.out, "");
-    fs::remove(path);
+    EXPECT_NE(r.err.find("keepRecentTokens"), std::string::npos) << r.err;
+    EXPECT_EQ(run_process(cli + " probe " + missing.string() + " --replay").exit_code, 4);
     fs::remove(bad);
 }
