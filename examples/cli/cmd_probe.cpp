@@ -150,18 +150,34 @@ void replay_progress(const std::string& path, std::size_t done, std::size_t tota
     std::fflush(stderr);
 }
 
+// What a replay made: its compactions scored, and the compactions that failed (the first's reason).
+struct replay_result
+{
+    std::vector<compaction::compaction_recall> scored;
+    std::size_t failed = 0;
+    std::string first_error;
+};
+
 // `log` replayed under `host` (recorded compactions dropped, in memory) and its compactions scored.
-compaction::result<std::vector<compaction::compaction_recall>> replay_scores(
+compaction::result<replay_result> replay_scores(
     const compaction::session_log& log,
     const runtime::host_config& host,
     const std::string& path,
     compaction::diagnostics& diag
 )
 {
+    replay_result out;
     runtime::simulate_options options;
     options.host = host;
     std::string replayed;
     options.replayed = &replayed;
+    options.on_event = [&out](const runtime::session_event& e) {
+        const auto* end = std::get_if<runtime::compaction_end_event>(&e);
+        if (!end || end->result || end->discarded || end->will_retry)
+            return;
+        if (++out.failed == 1)
+            out.first_error = end->error_message.value_or("failed");
+    };
     int drawn = -1;
     if (::isatty(STDERR_FILENO))
         options.progress = [&](std::size_t done, std::size_t total) {
@@ -175,7 +191,11 @@ compaction::result<std::vector<compaction::compaction_recall>> replay_scores(
     auto again = compaction::session_log::load(std::move(replayed), {}, report, diag);
     if (!again)
         return again.error();
-    return compaction::score_recorded_compactions(*again, diag);
+    auto scored = compaction::score_recorded_compactions(*again, diag);
+    if (!scored)
+        return scored.error();
+    out.scored = std::move(*scored);
+    return out;
 }
 
 struct totals
@@ -202,7 +222,7 @@ int probe_session(
     auto scored = compaction::score_recorded_compactions(s->log, diag);
     if (!scored)
         return print_error(json, scored.error().message(), path + ": " + diag.message), exit_bad_session;
-    std::optional<std::vector<compaction::compaction_recall>> again;
+    std::optional<replay_result> again;
     if (host)
     {
         auto r = replay_scores(s->log, *host, path, diag);
@@ -221,13 +241,19 @@ int probe_session(
     if (again)
     {
         if (!json)
-            print_header(path + " replayed", again->size());
-        const auto replayed = score_rows(*again, a, replay_rows);
+            print_header(path + " replayed", again->scored.size());
+        const auto replayed = score_rows(again->scored, a, replay_rows);
         if (!json)
             print_row("session (replay)", replayed);
+        if (!json && again->failed)
+            std::printf("  %zu compactions failed (first: %s)\n", again->failed, again->first_error.c_str());
         total.replayed.add(replayed);
-        out["replay"] =
-            boost::json::object{{"compactions", std::move(replay_rows)}, {"total", replayed.json()}};
+        out["replay"] = boost::json::object{
+            {"compactions", std::move(replay_rows)},
+            {"total", replayed.json()},
+            {"failed", again->failed},
+            {"firstError",
+             again->failed ? boost::json::value(again->first_error) : boost::json::value(nullptr)}};
     }
     if (json)
         sessions.push_back(std::move(out));

@@ -394,6 +394,8 @@ private:
     void observe_background()
     {
         session_->on_event([this](const session_event& e) {
+            if (options_.on_event)
+                options_.on_event(e);
             if (const auto* start = std::get_if<compaction_start_event>(&e))
             {
                 if (start->reason == compaction_reason::background)

@@ -1,5 +1,6 @@
 // `agentctx probe --replay`: the session compacted again under the current settings, its checkpoints
 // scored beside the recorded ones, the file untouched.
+#include "fake_provider_server.hpp"
 #include "file_text.hpp"
 #include "run_process.hpp"
 #include "session_text.hpp"
@@ -28,17 +29,17 @@ fs::path scratch(const std::string& name, const std::string& content)
     return p;
 }
 
-// Two rules in the first turn, then `turns` padded turns with no rule in them; a recorded
-// compaction after turn 10 whose summary keeps neither rule.
-std::string ruled_session(std::size_t turns)
+// Two rules in the first turn, then `turns` turns padded with `pad` characters with no rule in them; a
+// recorded compaction after turn 10 whose summary keeps neither rule.
+std::string ruled_session(std::size_t turns, std::size_t pad = 400)
 {
     agentctx::test::session_text s;
     s.user("u", "Never push to main. Keep the public signature of parse_row.").assistant("a", "Understood.");
     for (std::size_t i = 0; i < turns; ++i)
     {
         const auto n = std::to_string(i);
-        s.user("u" + n, "turn " + n + " " + std::string(400, 'q'));
-        s.assistant("a" + n, "answer " + n + " " + std::string(400, 'a'));
+        s.user("u" + n, "turn " + n + " " + std::string(pad, 'q'));
+        s.assistant("a" + n, "answer " + n + " " + std::string(pad, 'a'));
         if (i == 10)
             s.compaction("c1", "u" + n, "## Goal\nTurns.");
     }
@@ -93,6 +94,8 @@ TEST(cli_probe, replay_scores_the_compactions_the_current_settings_make_and_leav
     }
     EXPECT_EQ(replay.at("total").at("rule"), (boost::json::object{{"probes", 2 * n}, {"kept", 2 * n}}));
     EXPECT_EQ(v.at("replayTotal"), replay.at("total"));
+    EXPECT_EQ(replay.at("failed"), 0);
+    EXPECT_TRUE(replay.at("firstError").is_null());
     EXPECT_EQ(session.at("path").as_string(), path.string());
     // Without --replay there is no replay part.
     EXPECT_FALSE(plain.as_object().contains("replayTotal"));
@@ -115,6 +118,60 @@ TEST(cli_probe, replay_table_shows_the_recorded_and_the_replayed_totals)
     EXPECT_NE(r.out.find("  rule       0/2 (0%)         "), std::string::npos) << r.out;
     EXPECT_EQ(r.err, "");  // stderr is not a terminal: no progress bar
     fs::remove(path);
+}
+
+// The replay's summaries come from the configured model: one that leaves the rules out keeps none
+// with the gate off, and with the gate (`repair`, the default) every rule survives every compaction.
+TEST(cli_probe, replay_compacts_with_the_configured_summarizer)
+{
+    agentctx::test::fake_provider_server server;
+    server.set_default({.chunks = agentctx::test::openai_stream({"## Goal\n", "turns"})});
+    const auto path = scratch("replay-model.jsonl", ruled_session(40, 2000));
+    const auto before = agentctx::test::read_text(path);
+    const auto off = scratch(
+        "replay-off.json",
+        R"({"compaction": {"keepRecentTokens": 3000, "reserveTokens": 4000, "recallGate": "off"}})"
+    );
+    const auto run = [&](const std::string& settings) {
+        const auto r = run_process(
+            "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " + cli + " probe " + path.string() +
+            " --replay --provider openai-compatible --base-url " + server.base_url() +
+            "/v1 --model local --context-window 20000 " + settings + " --json"
+        );
+        EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+        return boost::json::parse(r.out).at("sessions").at(0).at("replay").as_object();
+    };
+    const auto forgot = run("--settings " + off.string());
+    const auto requests = server.requests().size();
+    const auto forgot_n = forgot.at("compactions").as_array().size();
+    ASSERT_GE(forgot_n, 1u) << boost::json::serialize(forgot);
+    EXPECT_EQ(forgot.at("failed"), 0);
+    EXPECT_GE(requests, forgot_n);
+    // The first compaction reads both rules and its summary has neither; nothing carries them on.
+    EXPECT_EQ(forgot.at("total").at("rule"), (boost::json::object{{"probes", 2}, {"kept", 0}}));
+    const auto gated = run("--keep-recent 3000 --reserve 4000");
+    const auto gated_n = static_cast<std::int64_t>(gated.at("compactions").as_array().size());
+    ASSERT_GE(gated_n, 1);
+    EXPECT_GT(server.requests().size(), requests + static_cast<std::size_t>(gated_n));  // + follow-ups
+    EXPECT_EQ(
+        gated.at("total").at("rule"), (boost::json::object{{"probes", 2 * gated_n}, {"kept", 2 * gated_n}})
+    );
+    // In a 4,000-token window the model's reply is over each request's output cap: every
+    // compaction of the replay fails, and the report says so.
+    const auto capped = run_process(
+        "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY " + cli + " probe " + path.string() +
+        " --replay --provider openai-compatible --base-url " + server.base_url() +
+        "/v1 --model local --context-window 4000 --keep-recent 600 --reserve 1000 --json"
+    );
+    ASSERT_EQ(capped.exit_code, 0) << capped.err;
+    const auto failed = boost::json::parse(capped.out).at("sessions").at(0).at("replay");
+    EXPECT_EQ(failed.at("compactions").as_array().size(), 0u);
+    EXPECT_GE(failed.at("failed").as_int64(), 1);
+    EXPECT_NE(std::string(failed.at("firstError").as_string()).find("over the cap"), std::string::npos)
+        << failed;
+    EXPECT_EQ(agentctx::test::read_text(path), before);
+    fs::remove(path);
+    fs::remove(off);
 }
 
 // The settings are read first: a bad file is the usage error (2), not the missing session (4).

@@ -6,6 +6,7 @@
 #include <agentctx/compaction/error.hpp>
 #include <agentctx/compaction/session_log.hpp>
 #include <agentctx/compaction/settings.hpp>
+#include <agentctx/runtime/events.hpp>
 #include <agentctx/runtime/host_config.hpp>
 
 #include <cstdint>
@@ -42,6 +43,8 @@ struct simulate_options
     std::optional<host_config> host;
     /// After each replayed entry: (entries replayed, entries to replay).
     std::function<void(std::size_t, std::size_t)> progress;
+    /// Each event of the replay's session (a failed compaction's compaction_end_event among them).
+    std::function<void(const session_event&)> on_event;
     /// When set, receives the replayed session's file (JSONL, in memory) at the end.
     std::string* replayed = nullptr;
 };
