@@ -49,7 +49,11 @@ std::size_t skip_fillers(const std::vector<std::string>& w, bool& standing)
     std::size_t i = 0;
     for (;;)
     {
-        const auto at = [&](std::size_t k) -> std::string_view { return i + k < w.size() ? w[i + k] : ""; };
+        // Both arms are string_views: a `?:` of std::string and "" would make a temporary string
+        // and return a view of it.
+        const auto at = [&](std::size_t k) {
+            return i + k < w.size() ? std::string_view(w[i + k]) : std::string_view();
+        };
         if (at(0) == "from" && at(1) == "now" && at(2) == "on")
             standing = true, i += 3;
         else if ((at(0) == "going" && at(1) == "forward") || (at(0) == "in" && at(1) == "future"))
