@@ -29,14 +29,10 @@ result<std::vector<compaction_recall>> score_recorded_compactions(
     const session_log& log, diagnostics& diag, const probe_limits& limits
 )
 {
-    std::vector<entry_ptr> path;
-    for (const auto i : log.active_path())
-    {
-        auto e = log.get(i, diag);
-        if (!e)
-            return e.error();
-        path.push_back(std::move(*e));
-    }
+    auto read = read_active_path(log, diag);
+    if (!read)
+        return read.error();
+    const std::vector<entry_ptr>& path = *read;
     std::vector<compaction_recall> out;
     const entry* previous = nullptr;
     for (std::size_t i = 0; i < path.size(); ++i)

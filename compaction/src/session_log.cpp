@@ -1091,4 +1091,17 @@ result<session_log> session_log::load(
     return b.finish(std::make_shared<string_line_reader>(std::move(text)), report, diag);
 }
 
+result<std::vector<entry_ptr>> read_active_path(const session_log& log, diagnostics& diag)
+{
+    std::vector<entry_ptr> out;
+    for (const auto i : log.active_path())
+    {
+        auto e = log.get(i, diag);
+        if (!e)
+            return e.error();
+        out.push_back(std::move(*e));
+    }
+    return out;
+}
+
 }  // namespace agentctx::compaction

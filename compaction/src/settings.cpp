@@ -8,7 +8,10 @@
 #include "json/field_reader.hpp"
 #include "settings_clearing.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <string_view>
 
 namespace agentctx::compaction {
 
@@ -160,43 +163,30 @@ result<void> check_background(const boost::json::object& layer, const char* name
     return {};
 }
 
-// `compaction.summaryRequest` in one layer: `"cache-friendly"` or `"standalone"`.
-result<void> check_summary_request(const boost::json::object& layer, const char* name, diagnostics& diag)
+// `compaction.<key>` in one layer: one of `choices` (written `"a" or "b"` / `"a", "b" or "c"` in
+// `expected`), or absent.
+result<void> check_choice(
+    const boost::json::object& layer,
+    const char* name,
+    std::string_view key,
+    std::initializer_list<std::string_view> choices,
+    std::string_view expected,
+    diagnostics& diag
+)
 {
     const auto* comp = layer.if_contains("compaction");
-    const auto* v = comp ? comp->get_object().if_contains("summaryRequest") : nullptr;
-    if (!v || (v->is_string() && (v->get_string() == "cache-friendly" || v->get_string() == "standalone")))
+    const auto* v = comp ? comp->get_object().if_contains(key) : nullptr;
+    if (!v || (v->is_string() && std::find(choices.begin(), choices.end(), v->get_string()) != choices.end()))
         return {};
-    diag.field = "compaction.summaryRequest";
+    const std::string field = "compaction." + std::string(key);
+    diag.field = field;
     std::string shown;
     if (v->is_string())
         quote_to(shown, v->get_string());
     else
         shown = v->is_number() ? js_string(*v) : detail::kind_name(v->kind());
-    diag.message = std::string(name) +
-                   " settings: field 'compaction.summaryRequest': expected \"cache-friendly\" or "
-                   "\"standalone\", got " +
-                   shown;
-    return errc::invalid_settings;
-}
-
-// `compaction.recallGate` in one layer: `"off"`, `"check"` or `"repair"`.
-result<void> check_recall_gate(const boost::json::object& layer, const char* name, diagnostics& diag)
-{
-    const auto* comp = layer.if_contains("compaction");
-    const auto* v = comp ? comp->get_object().if_contains("recallGate") : nullptr;
-    if (!v || (v->is_string() &&
-               (v->get_string() == "off" || v->get_string() == "check" || v->get_string() == "repair")))
-        return {};
-    diag.field = "compaction.recallGate";
-    std::string shown;
-    if (v->is_string())
-        quote_to(shown, v->get_string());
-    else
-        shown = v->is_number() ? js_string(*v) : detail::kind_name(v->kind());
-    diag.message =
-        std::string(name) +
-        " settings: field 'compaction.recallGate': expected \"off\", \"check\" or \"repair\", got " + shown;
+    diag.message = std::string(name) + " settings: field '" + field + "': expected " + std::string(expected) +
+                   ", got " + shown;
     return errc::invalid_settings;
 }
 
@@ -231,9 +221,20 @@ result<void> check_layer(const boost::json::object& layer, const char* name, dia
             return errc::invalid_settings;
         }
     }
-    if (auto r = check_summary_request(layer, name, diag); !r)
+    if (auto r = check_choice(
+            layer,
+            name,
+            "summaryRequest",
+            {"cache-friendly", "standalone"},
+            R"("cache-friendly" or "standalone")",
+            diag
+        );
+        !r)
         return r;
-    if (auto r = check_recall_gate(layer, name, diag); !r)
+    if (auto r = check_choice(
+            layer, name, "recallGate", {"off", "check", "repair"}, R"("off", "check" or "repair")", diag
+        );
+        !r)
         return r;
     if (auto r = check_background(layer, name, diag); !r)
         return r;

@@ -60,20 +60,6 @@ void report_shortfall(const run_context& cx, compaction_reason reason, const bud
     });
 }
 
-// The active path with every entry read in full (the planning path holds stand-ins for old ones).
-compaction::result<std::vector<entry_ptr>> complete_active_path(const session_log& log, diagnostics& diag)
-{
-    std::vector<entry_ptr> out;
-    for (const auto i : log.active_path())
-    {
-        auto e = log.get(i, diag);
-        if (!e)
-            return e.error();
-        out.push_back(std::move(*e));
-    }
-    return out;
-}
-
 // Thrown only between request_or_throw and the `&&` that awaits it (see compaction_run.hpp).
 struct request_failed
 {};
@@ -312,7 +298,7 @@ compaction_run::before_hooks(const plan& p)
     if (cx_.hooks().before_compact().empty())
         co_return custom;
     diagnostics diag;
-    auto branch = complete_active_path(cx_.log(), diag);
+    auto branch = compaction::read_active_path(cx_.log(), diag);
     if (!branch)
         co_return failure{branch.error(), diag.message};
     auto cs = co_await asio::this_coro::cancellation_state;

@@ -422,8 +422,7 @@ result<migrate_outcome> migrate_file(const fs::path& path, diagnostics& diag)
         ::unlink(tmp.c_str());
         return io_failure(diag, "cannot replace", path, rerr).error();
     }
-    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    if (const int err = sync_directory(dir); err != 0)
+    if (const int err = sync_directory(path.parent_path()); err != 0)  // "" is the working directory
         return io_failure(diag, "cannot sync the directory of", path, err).error();
     return migrate_outcome::migrated;
 }

@@ -275,4 +275,7 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
+/// The active path with every entry read in full (a planning path holds stand-ins for old ones).
+result<std::vector<entry_ptr>> read_active_path(const session_log& log, diagnostics& diag);
+
 }  // namespace agentctx::compaction
