@@ -5,6 +5,7 @@
 #   ./build.sh build   configure and build only        ./build.sh bench   run the benchmarks
 #   PRESET=asan ./build.sh test   use another CMake preset (default, asan, tsan, release)
 #   ./build.sh fuzz [SECONDS]      build the libFuzzer targets (clang-14) and run each for SECONDS (30)
+#   ./build.sh npm                 install the pinned npm packages of tests/npm/packages.txt
 #   ./build.sh format [fix]        check every C++ file against .clang-format (clang-format 14); `fix` rewrites
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -38,6 +39,30 @@ ensure_packages() {
     $cmd
 }
 
+# The pinned npm packages of tests/npm/packages.txt (Node 22, Pi, the TypeScript frameworks),
+# installed once into a cache folder. Never fails the build: where npm or the registry is
+# missing, the tests that need a package skip and say why.
+NPM_CACHE=${AGENTCTX_NPM_CACHE:-$HOME/.cache/agentctx-npm}
+export AGENTCTX_NPM_CACHE=$NPM_CACHE
+ensure_npm_packages() {
+    local wanted
+    wanted=$(grep -v '^#' tests/npm/packages.txt | xargs)
+    [ -z "$wanted" ] && return 0
+    [ "$(cat "$NPM_CACHE/.installed" 2>/dev/null)" = "$wanted" ] && return 0
+    if ! command -v npm >/dev/null; then
+        echo "npm not found: the tests labelled npm will skip" >&2
+        return 0
+    fi
+    mkdir -p "$NPM_CACHE"
+    [ -f "$NPM_CACHE/package.json" ] || echo '{"private": true}' >"$NPM_CACHE/package.json"
+    # shellcheck disable=SC2086 # one word per package
+    if (cd "$NPM_CACHE" && npm install --no-audit --no-fund --save-exact $wanted >/dev/null); then
+        echo "$wanted" >"$NPM_CACHE/.installed"
+    else
+        echo "npm install into $NPM_CACHE failed: the tests labelled npm will skip" >&2
+    fi
+}
+
 # build [TARGET...]: configure, then build the named targets (all when none are named).
 build() {
     ensure_packages
@@ -51,6 +76,7 @@ case "${1:-}" in
     build) build ;;
     test)
         build
+        ensure_npm_packages
         ctest --preset "$PRESET" -j "$(nproc)"
         ;;
     demo)
@@ -73,12 +99,13 @@ case "${1:-}" in
             echo "$files" | xargs clang-format-14 --dry-run -Werror --style=file
         fi
         ;;
+    npm) ensure_npm_packages ;;
     bench)
         build
         for b in build/"$PRESET"/tests/bench_*; do "$b" "${@:2}"; done
         ;;
     *)
-        echo "usage: ./build.sh demo|test|build|bench|fuzz [SECONDS]|format [fix]" >&2
+        echo "usage: ./build.sh demo|test|build|bench|npm|fuzz [SECONDS]|format [fix]" >&2
         exit 2
         ;;
 esac
