@@ -1,6 +1,7 @@
 // jsonl_store: locked, append-only JSONL file with torn-tail repair and atomic migration.
 #include <agentctx/runtime/jsonl_store.hpp>
 
+#include "read_at.hpp"
 #include "batch_mark.hpp"
 #include "directory_sync.hpp"
 
@@ -110,19 +111,7 @@ public:
 
     result<std::string> read(std::uint64_t offset, std::size_t length) const override
     {
-        std::string buf(length, '\0');
-        std::size_t done = 0;
-        while (done < length)
-        {
-            const ssize_t n =
-                ::pread(fd_, buf.data() + done, length - done, static_cast<off_t>(offset + done));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return errc::io_error;
-            done += static_cast<std::size_t>(n);
-        }
-        return buf;
+        return read_at(fd_, offset, length);
     }
 
 private:

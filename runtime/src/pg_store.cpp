@@ -350,7 +350,14 @@ result<compaction::session_log> pg_store::load(
         return errc::io_error;
     }
     loaded_ = true;
-    return compaction::session_log::load(std::exchange(text_, {}), opts, report, diag);
+    return pool_->load_log(std::exchange(text_, {}), opts, report, diag);
+}
+
+result<compaction::session_log> pg_store::load_text(
+    std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+)
+{
+    return pool_->load_log(std::move(text), opts, report, diag);
 }
 
 pg_store::~pg_store()

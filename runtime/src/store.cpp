@@ -97,4 +97,11 @@ void store::async_reload(asio::any_io_executor ex, asio::any_completion_handler<
     asio::post(ex, asio::append(std::move(h), boost::system::error_code{}, std::string()));
 }
 
+result<compaction::session_log> store::load_text(
+    std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+)
+{
+    return compaction::session_log::load(std::move(text), opts, report, diag);
+}
+
 }  // namespace agentctx::runtime

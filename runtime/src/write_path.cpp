@@ -240,7 +240,7 @@ void write_path::reload_in_turn(turn t, reload_handler h)
                 return done(error_code{});  // a single writer: nothing can be new
             diagnostics diag;
             load_report report;
-            auto log = session_log::load(std::move(text), rules_.load, report, diag);
+            auto log = store_->load_text(std::move(text), rules_.load, report, diag);
             auto snap = log ? make_snapshot(*log, *rules_.counter, diag)
                             : result<std::shared_ptr<const snapshot>>(log.error());
             if (!snap)

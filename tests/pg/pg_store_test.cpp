@@ -266,6 +266,57 @@ TEST_F(pg_store_test, the_loaded_text_goes_to_the_log_so_the_session_holds_one_c
     // The store kept no copy: a second load has nothing to parse and says so.
     EXPECT_EQ(st->load({}, report, diag).error(), make_error_code(errc::io_error));
     EXPECT_NE(diag.message.find("loaded already"), std::string::npos) << diag.message;
+    // And the log's copy is the spill file's, not the heap's, until the log goes.
+    EXPECT_EQ(node_a_->stats().spilled_logs, 1u);
+    EXPECT_EQ(node_a_->stats().spilled_bytes, text.size());
+    log = compaction::session_log{};
+    EXPECT_EQ(node_a_->stats().spilled_logs, 0u);
+    EXPECT_EQ(node_a_->stats().spilled_bytes, 0u);
+}
+
+TEST_F(pg_store_test, without_spilling_the_log_reads_its_lines_from_memory)
+{
+    pg_pool_options opts;
+    opts.spill_text = false;
+    opts.listen = false;
+    pg_pool node(ioc_.get_executor(), url_, opts);
+    const std::string text = ten_turns(test::unique_session_id("in-memory"));
+    auto [ec, id] = import(node, text);
+    ASSERT_FALSE(ec) << id;
+    auto st = open_store(node, id);
+    ASSERT_TRUE(st);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto log = st->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    auto last = log->get(log->size() - 1, diag);
+    ASSERT_TRUE(last) << diag.message;
+    EXPECT_EQ(
+        (*last)->raw,
+        compaction::session_log::load(text, {}, report, diag)->get(log->size() - 1, diag).value()->raw
+    );
+    EXPECT_EQ(node.stats().spilled_logs, 0u);
+    EXPECT_EQ(node.stats().spill_fallbacks, 0u);  // not a fallback: spilling is off
+}
+
+TEST_F(pg_store_test, an_unusable_spill_directory_keeps_the_text_in_memory_and_counts_it)
+{
+    pg_pool_options opts;
+    opts.spill_directory = "/nonexistent/agentctx-spill";
+    opts.listen = false;
+    pg_pool node(ioc_.get_executor(), url_, opts);
+    const std::string text = ten_turns(test::unique_session_id("no-spill"));
+    auto [ec, id] = import(node, text);
+    ASSERT_FALSE(ec) << id;
+    auto st = open_store(node, id);
+    ASSERT_TRUE(st);
+    compaction::diagnostics diag;
+    compaction::load_report report;
+    auto log = st->load({}, report, diag);
+    ASSERT_TRUE(log) << diag.message;
+    EXPECT_TRUE(log->get(1, diag)) << diag.message;
+    EXPECT_EQ(node.stats().spilled_logs, 0u);
+    EXPECT_EQ(node.stats().spill_fallbacks, 1u);
 }
 
 TEST(pg_conninfo, passwords_never_reach_messages)

@@ -31,7 +31,7 @@ pool::pool(asio::any_io_executor ex, std::string conninfo, const pg_pool_options
       appends_(
           *this, opts.max_flushers ? opts.max_flushers : std::max<std::size_t>(1, max_ / 2), opts.max_group
       ),
-      listen_strand_(asio::make_strand(ex_))
+      spill_directory_(spill_directory_for(opts)), listen_strand_(asio::make_strand(ex_))
 {}
 
 asio::awaitable<result<std::unique_ptr<connection>>> pool::dedicated(diagnostics& diag)
@@ -178,6 +178,13 @@ pg_pool_stats pool::stats() const
     out.append_groups = q.groups;
     out.appends = q.appends;
     out.group_fallbacks = q.fallbacks;
+    out.spill_fallbacks = spill_fallbacks_.load(std::memory_order_relaxed);
+    if (spill_)
+    {
+        const auto s = spill_->stats();
+        out.spilled_bytes = s.live_bytes;
+        out.spilled_logs = s.live_extents;
+    }
     return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include "pg_append_queue.hpp"
 #include "pg_connection.hpp"
+#include "../spill_file.hpp"
 
 #include <agentctx/runtime/pg_store.hpp>
 
@@ -28,6 +29,9 @@ namespace agentctx::runtime::pg {
 
 /// The channel every store notifies on; the payload is `<entry count> <session id>`.
 inline constexpr const char* notify_channel = "agentctx_sessions";
+
+/// The spill file's directory for these options: empty when text is not spilled.
+std::string spill_directory_for(const pg_pool_options& opts);
 
 class pool : public std::enable_shared_from_this<pool>
 {
@@ -64,6 +68,12 @@ public:
     const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
     const std::string& conninfo() const noexcept { return conninfo_; }
 
+    /// A log over `text`: its lines in the spill file, or in memory when there is none (the
+    /// file is made on first use; a failure is logged once and counted per load).
+    result<compaction::session_log> load_log(
+        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+    );
+
 private:
     struct waiter
     {
@@ -84,11 +94,16 @@ private:
     void notify_all_subscribers();
     void wake_one_locked(std::unique_ptr<connection> c);
 
+    std::shared_ptr<spill_file> spill();
+
     boost::asio::any_io_executor ex_;
     std::string conninfo_;
     std::size_t max_;
     std::chrono::milliseconds check_interval_;
     append_queue appends_;
+    std::string spill_directory_;  ///< empty: no spilling
+    std::shared_ptr<spill_file> spill_;
+    bool spill_failed_ = false;  ///< the file could not be made: text stays in memory
 
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<connection>> idle_;
@@ -98,6 +113,7 @@ private:
     std::map<std::string, std::size_t> seen_;  ///< subscribed sessions: the highest count this node knows of
     pg_pool_stats stats_;
     std::atomic<int> listen_pid_{0};
+    std::atomic<std::uint64_t> spill_fallbacks_{0};
     std::uint64_t next_token_ = 1;
     bool listening_ = false;
     bool closed_ = false;

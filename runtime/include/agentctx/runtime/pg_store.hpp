@@ -34,6 +34,12 @@ struct pg_pool_options
     /// Append transactions in flight at once; 0: half of max_connections (the rest serve
     /// reloads, opens and checks). Fewer flushers make larger groups: fewer commits per append.
     std::size_t max_flushers = 0;
+    /// Where a loaded session's text waits for the log to read a line back (lines it has not
+    /// materialized: a branch, an export, a plan): one unlinked scratch file for the pool, so the
+    /// text is not held in the heap beside the parsed context. Empty: the system's temporary
+    /// directory. Text stays in memory when `spill_text` is false or the file cannot be made.
+    std::string spill_directory;
+    bool spill_text = true;
 };
 
 /// What a pool has done, for metrics and tests.
@@ -47,6 +53,9 @@ struct pg_pool_stats
     std::uint64_t checks = 0;             ///< periodic checks of the open sessions' stored counts
     std::uint64_t missed_changes =
         0;  ///< sessions a check found ahead of every notification (then re-synced)
+    std::uint64_t spilled_bytes = 0;    ///< loaded text kept in the spill file now (open logs)
+    std::uint64_t spilled_logs = 0;     ///< logs reading their text from it now
+    std::uint64_t spill_fallbacks = 0;  ///< loads that kept their text in memory (no spill file)
 };
 
 class pg_store;
@@ -166,9 +175,9 @@ public:
     result<void> write_header(const compaction::session_header& h, diagnostics& diag) override;
     /// Blocking appends are not offered: fails with io_error (the session uses async_write).
     result<void> append(const compaction::entry& e, diagnostics& diag) override;
-    /// Parses the text read by async_open and gives it to the log (no I/O): the log then holds
-    /// the session's only copy in memory. A second load fails with io_error (open the session
-    /// again to read it again); a reload is async_reload.
+    /// Parses the text read by async_open; the log reads lines back from the pool's spill file
+    /// (pg_pool_options::spill_directory), or from memory when there is none. A second load
+    /// fails with io_error (open the session again to read it again); a reload is async_reload.
     result<compaction::session_log> load(
         const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
     ) override;
@@ -194,6 +203,10 @@ public:
         boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h
     ) override;
     void on_remote_change(std::function<void(std::size_t)> callback) override;
+    /// The text from async_reload, its lines kept in the spill file as load() keeps them.
+    result<compaction::session_log> load_text(
+        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+    ) override;
 
     const std::string& session_id() const noexcept { return id_; }
 

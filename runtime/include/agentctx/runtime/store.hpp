@@ -105,6 +105,12 @@ public:
         boost::asio::any_io_executor ex, boost::asio::any_completion_handler<store_reload_signature> h
     );
 
+    /// Parses a session's whole text (from async_reload) into a log. The default keeps the text
+    /// in memory for the log to read lines back from; a store may keep it elsewhere.
+    virtual result<compaction::session_log> load_text(
+        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+    );
+
     /// Called (from any thread) with the stored entry count whenever another writer changed the
     /// session. Stores with a single writer never call it. The callback must outlive the store
     /// or be replaced by an empty one.
