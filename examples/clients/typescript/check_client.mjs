@@ -80,8 +80,9 @@ for (const r of documented) {
     if (!names.includes(p)) fail(`${r.operationId} lacks parameter ${p}`);
 }
 
-// The declarations compile in strict mode, with a use of every method.
-const program = ts.createProgram([new URL("./client.d.ts", import.meta.url).pathname], {
+// Every declaration file compiles in strict mode.
+const declarations = ["client.d.ts", "ai-sdk.d.ts", "openai-agents.d.ts"].map((f) => new URL("./" + f, import.meta.url).pathname);
+const program = ts.createProgram(declarations, {
   strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
 });
 for (const d of ts.getPreEmitDiagnostics(program)) fail(`tsc: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
