@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { AgentctxClient, AgentctxError } from "../../examples/clients/typescript/client.mjs";
-import { agentctx, AgentctxConversionError, toAnthropicMessages } from "../../examples/clients/typescript/ai-sdk.mjs";
+import { agentctx, AgentctxConversionError, toAnthropicMessages, fromAnthropicMessages } from "../../examples/clients/typescript/ai-sdk.mjs";
 import { startServer, startLoopbackModel, fileText } from "./harness.mjs";
 
 const modules = process.env.AGENTCTX_NODE_MODULES;
@@ -45,6 +45,29 @@ try {
 } catch (err) {
   check(err instanceof AgentctxConversionError && err.code === "unsupported_part" && err.field === "messages[0].content[0]",
     `the refusal does not name the part: ${err.message}`);
+}
+
+// Every part the server stores comes back as it went in (reasoning is stored, never sent back).
+{
+  const rid = (await client.createSession({})).id;
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+  const sent = [
+    { role: "user", content: [{ type: "text", text: "Look at this." }, { type: "image", image: png, mediaType: "image/png" }] },
+    { role: "assistant", content: [{ type: "reasoning", text: "The image is tiny." }, { type: "text", text: "Reading two files." },
+      { type: "tool-call", toolCallId: "t1", toolName: "read_file", input: { path: "a.c" } },
+      { type: "tool-call", toolCallId: "t2", toolName: "read_file", input: { path: "b.c" } }] },
+    { role: "tool", content: [
+      { type: "tool-result", toolCallId: "t1", toolName: "read_file", output: { type: "text", value: "int a;" } },
+      { type: "tool-result", toolCallId: "t2", toolName: "read_file", output: { type: "error-text", value: "no such file" } }] },
+    { role: "assistant", content: [{ type: "text", text: "b.c is missing." }] },
+  ];
+  await client.appendWireMessages(rid, "anthropic", { messages: toAnthropicMessages(sent) });
+  const back = fromAnthropicMessages((await client.getContext(rid, "anthropic")).wire);
+  const expected = structuredClone(sent);
+  expected[1].content.shift(); // the reasoning part: stored, not in the view
+  check(JSON.stringify(back) === JSON.stringify(expected), `the round trip changed the messages:\n  ${JSON.stringify(back)}\n  ${JSON.stringify(expected)}`);
+  const stored = await client.getEntry(rid, (await client.getContext(rid)).messages[1].entryId);
+  check(stored.message.content[0].type === "thinking" && stored.message.content[0].thinking === "The image is tiny.", `the reasoning was not stored: ${JSON.stringify(stored.message.content[0])}`);
 }
 
 const provider = createOpenAICompatible({ name: "loopback", baseURL: model.url, apiKey: "none" });

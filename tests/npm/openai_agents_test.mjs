@@ -41,6 +41,22 @@ try {
   check(err instanceof AgentctxConversionError && err.field === "input[0].type", `the refusal does not name the item: ${err.message}`);
 }
 
+// Every item the server stores comes back as it went in.
+{
+  const rid = (await client.createSession({})).id;
+  const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+  const sent = [
+    { type: "message", role: "user", content: [{ type: "input_text", text: "Look at this." }, { type: "input_image", image: png }] },
+    { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Reading it." }] },
+    { type: "function_call", callId: "t1", name: "read_file", arguments: "{\"path\":\"a.c\"}", status: "completed" },
+    { type: "function_call_result", callId: "t1", name: "read_file", status: "completed", output: { type: "text", text: "int a;" } },
+    { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Done." }] },
+  ];
+  await client.appendWireMessages(rid, "responses", { input: toResponsesInput(sent) });
+  const back = await new AgentctxSession({ client, sessionId: rid }).getItems();
+  check(JSON.stringify(back) === JSON.stringify(sent), `the round trip changed the items:\n  ${JSON.stringify(back)}\n  ${JSON.stringify(sent)}`);
+}
+
 agents.setTracingDisabled(true);
 let manual;
 const readFile = agents.tool({
