@@ -212,9 +212,12 @@ export function agentctx({ client, sessionId, onTurn } = {}) {
   }
 
   // The last step's messages: prepareStep appends a step's messages only when another step follows.
+  // streamText's fields are promises that settle when its stream has been read.
   async function finish(result) {
-    const last = result.steps?.at(-1);
-    await append(last?.response?.messages ?? result.response?.messages ?? [], last?.usage ?? result.usage);
+    const steps = await result.steps;
+    const last = steps?.at(-1);
+    const response = await result.response;
+    await append(last?.response?.messages ?? response?.messages ?? [], last?.usage ?? (await result.usage));
     posted = 0;
   }
 
