@@ -15,6 +15,8 @@ export async function startServer(bin, settings) {
     env: { ...process.env, AGENTCTX_SERVER_TOKEN: token },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  const kill = () => child.kill("SIGKILL");
+  process.on("exit", kill); // a test that dies early leaves no server behind
   let log = "";
   const port = await new Promise((resolve, reject) => {
     const onData = (d) => {
@@ -31,6 +33,7 @@ export async function startServer(bin, settings) {
     token,
     log: () => log,
     stop: () => {
+      process.off("exit", kill);
       child.removeAllListeners("exit");
       child.kill("SIGTERM");
       rmSync(dir, { recursive: true, force: true });
