@@ -33,6 +33,22 @@ boost::json::array strings(const std::vector<std::string>& v)
     return a;
 }
 
+// 1-based position of the first message the kept part contributes: the first message of a
+// projected entry at or after the cut's path index (the cut may fall on an entry that projects
+// nothing, such as a context edit); the latest compaction, projected first, is not kept (0 = none).
+std::size_t kept_position(const compaction::session_context& ctx, std::size_t first_kept_index)
+{
+    std::size_t before = 0;
+    for (const auto& pe : ctx.entries)
+    {
+        const bool summary = pe.source && pe.source->type == compaction::entry_type::compaction;
+        if (!summary && pe.path_index >= first_kept_index && !pe.messages.empty())
+            return before + 1;
+        before += pe.messages.size();
+    }
+    return 0;
+}
+
 // 1-based position of the first message of `entry_id` among `messages` (0 = none).
 std::size_t position_of(const std::vector<compaction::context_message>& messages, const std::string& entry_id)
 {
@@ -193,9 +209,16 @@ boost::json::object advisor::request_summary(
     scope.first = p.messages_to_summarize.empty()
                       ? 1
                       : position_of(v.ctx.messages, p.messages_to_summarize[0].entry_id);
-    scope.kept = position_of(v.ctx.messages, p.first_kept_entry_id);
+    scope.kept = kept_position(v.ctx, p.first_kept_index);
     if (scope.first == 0 || scope.kept == 0 || scope.kept <= scope.first)
-        return {{"action", "none"}, {"note", "the cut is not inside the projected context"}};
+        return {
+            {"action", "none"},
+            {"note",
+             "the cut is not inside the projected context (first " + std::to_string(scope.first) + ", kept " +
+                 std::to_string(scope.kept) + ", firstKeptEntryId " + p.first_kept_entry_id +
+                 ", summarize from " +
+                 (p.messages_to_summarize.empty() ? std::string("-") : p.messages_to_summarize[0].entry_id) +
+                 ")"}};
     scope.kept_quote = compaction::message_quote(*v.ctx.messages[scope.kept - 1].msg);
     auto head = std::make_shared<compaction::request_head>();
     head->chars = static_cast<std::size_t>(v.tokens) * 4;

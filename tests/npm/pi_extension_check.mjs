@@ -52,6 +52,8 @@ check(ext.extensionCompactions === ext.proposed.commits, "a proposed compaction 
 check(ext.contextEdits === ext.proposed.edits, "a proposed clearing edit was not appended by Pi");
 check(ext.proposed.commitsWithoutWait >= ext.proposed.commits - 1, "a compaction after the first waited for the model");
 check(JSON.stringify(ours) === JSON.stringify(ext.projection), "Pi's projection of the reloaded session differs from agentctx context");
+check(ext.manualCompaction?.fromHook && ext.manualCompaction.reason === "manual", `/compact did not go through the advisor: ${JSON.stringify(ext.manualCompaction)}`);
+check(pi.manualCompaction && !pi.manualCompaction.fromHook && !pi.manualCompaction.error, "/compact failed in Pi alone");
 check(ratio <= Number(arg["max-ratio"] ?? 0.5), `billed input ${ratio.toFixed(3)}x of Pi alone`);
 for (const [name, r] of [["crash", crash], ["garbage", junk], ["refused-draft", bogus]])
   check(r.requests === pi.requests && r.billedInput === pi.billedInput && r.compactions === pi.compactions &&

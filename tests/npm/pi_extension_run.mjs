@@ -145,8 +145,23 @@ const loadErrors = resourceLoader.getExtensions().errors.map((e) => e.error ?? S
 
 const started = performance.now();
 const prompts = Math.ceil(turns / perPrompt);
-for (let p = 0; p < prompts; p++) await session.prompt(`Task ${p}: review the next modules and report.`);
+// Half way, one `/compact` with a focus (through session_before_compact when the extension is loaded).
+let manual = null;
+async function compactNow() {
+  try {
+    await session.compact("the modules reviewed last");
+    const last = session.sessionManager.getEntries().filter((e) => e.type === "compaction").at(-1);
+    manual = { fromHook: !!last?.fromHook, reason: last?.details?.agentctx?.reason ?? null };
+  } catch (err) {
+    manual = { error: String(err?.message ?? err) };
+  }
+}
+for (let p = 0; p < prompts; p++) {
+  await session.prompt(`Task ${p}: review the next modules and report.`);
+  if (p === Math.floor(prompts / 2)) await compactNow();
+}
 const seconds = (performance.now() - started) / 1000;
+const measuredRequests = requests;
 const file = session.sessionManager.getSessionFile();
 session.dispose();
 
@@ -161,12 +176,13 @@ const report = {
   mode,
   file,
   seconds,
-  requests: requests.turns,
-  summaryCalls: requests.summaries,
-  billedInput: Math.round(requests.billedTurns + requests.billedSummaries),
-  billedTurns: Math.round(requests.billedTurns),
-  billedSummaries: Math.round(requests.billedSummaries),
+  requests: measuredRequests.turns,
+  summaryCalls: measuredRequests.summaries,
+  billedInput: Math.round(measuredRequests.billedTurns + measuredRequests.billedSummaries),
+  billedTurns: Math.round(measuredRequests.billedTurns),
+  billedSummaries: Math.round(measuredRequests.billedSummaries),
   separatedToolCalls: requests.separated,
+  manualCompaction: manual,
   compactions: entries.filter((e) => e.type === "compaction").length,
   extensionCompactions: entries.filter((e) => e.type === "compaction" && e.fromHook).length,
   contextEdits: entries.filter((e) => e.type === "context_edit").length,
