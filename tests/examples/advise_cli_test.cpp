@@ -378,6 +378,32 @@ TEST(advise_cli, a_running_summary_at_the_threshold_is_awaited)
     EXPECT_EQ(c.at("compaction").at("firstKeptEntryId"), a.at("firstKeptEntryId"));
 }
 
+// A cut that keeps a metadata entry just before its first message (here a thinking-level change
+// before each prompt) still names where the kept part begins among the request's messages.
+TEST(advise_cli, a_cut_on_a_metadata_entry_is_placed_among_the_messages)
+{
+    pi_file f("advise-metadata-cut");
+    for (int t = 1; t <= 12; ++t)
+    {
+        f.s.entry("thinking_level_change", "tl" + std::to_string(t), {{"thinkingLevel", "off"}});
+        f.turn(t, 2000);
+    }
+    f.flush();
+    advisor_process p;
+    const json::object settings{
+        {"keepRecentTokens", 4000}, {"clearToolResults", json::object{{"enabled", false}}}};
+    ASSERT_FALSE(p.ask(open_request(f.path(), settings)).contains("error"));
+    const auto a = p.ask({{"op", "compact"}, {"reason", "manual"}});
+    ASSERT_EQ(action(a), "summarize") << json::serialize(a);
+    EXPECT_EQ(std::string(a.at("firstKeptEntryId").as_string()).substr(0, 2), "tl");
+    const auto kept = a.at("scope").at("kept").as_int64();
+    EXPECT_GT(kept, a.at("scope").at("first").as_int64());
+    // The kept part's first message is the prompt after that entry.
+    const std::string tl(a.at("firstKeptEntryId").as_string());
+    const auto quoted = std::string(a.at("instructions").as_string());
+    EXPECT_NE(quoted.find("step " + tl.substr(2)), std::string::npos) << quoted.substr(0, 600);
+}
+
 // A prepared summary whose covered history changed (a compaction appended meanwhile) is dropped.
 TEST(advise_cli, a_stale_plan_is_discarded)
 {
