@@ -13,5 +13,6 @@ int cmd_verify(int argc, char** argv);
 int cmd_recover(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);
 int cmd_probe(int argc, char** argv);
+int cmd_advise(int argc, char** argv);
 
 }  // namespace agentctx::cli

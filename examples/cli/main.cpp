@@ -29,6 +29,7 @@ const char* const usage_text =
     "  simulate SESSION.jsonl... [--json]  what each compaction policy bills on recorded sessions\n"
     "  probe SESSION.jsonl... [--json]  which user rules, files, open work and decisions each recorded\n"
     "                                   compaction's summary kept (the recall probes)\n"
+    "  advise --stdio                   the Pi extension's advisor: JSON lines on stdin and stdout\n"
     "\n"
     "Run `agentctx <command> --help` for a command's options.\n"
     "\n"
@@ -74,6 +75,8 @@ int main(int argc, char** argv)
         return agentctx::cli::cmd_simulate(argc, argv);
     if (!std::strcmp(argv[1], "probe"))
         return agentctx::cli::cmd_probe(argc, argv);
+    if (!std::strcmp(argv[1], "advise"))
+        return agentctx::cli::cmd_advise(argc, argv);
     std::fprintf(stderr, "agentctx: unknown command '%s'\n\n%s", argv[1], usage_text);
     return agentctx::cli::exit_usage;
 }
