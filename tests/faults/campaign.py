@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import threading
@@ -47,6 +48,8 @@ def parse_args():
     p.add_argument("--heal-bound", type=float, default=30.0, help="seconds every node has to converge")
     p.add_argument("--rss-limit-mb", type=int, default=1024)
     p.add_argument("--offline-delay-ms", type=int, default=30)
+    p.add_argument("--require-writes", action="store_true",
+                   help="a session that takes no write on some node after healing is a violation")
     p.add_argument("--no-faults", action="store_true", help="the same load with no fault at all")
     p.add_argument("--break", dest="breaker", choices=sorted(breakers.BREAKERS), default=None,
                    help="make the store misbehave on purpose (tests the checker)")
@@ -102,23 +105,72 @@ def converge(cluster, nodes, session_ids, bound_s):
         time.sleep(0.2)
 
 
-def setup(args, workdir):
-    cluster = Cluster()
-    cluster.start()
-    host = ProxyHost()
+class Rig:
+    """What the campaign started; `close` stops whatever of it is running."""
+
+    def __init__(self):
+        self.cluster = None
+        self.host = None
+        self.db_proxies, self.nodes, self.client_proxies = [], [], []
+
+    def close(self):
+        for n in self.nodes:
+            n.stop()
+        if self.host:
+            self.host.stop()
+        if self.cluster:
+            self.cluster.destroy()
+
+
+def dump_state(cluster, nodes, workdir):
+    """What the database's backends and the nodes' counters say, when a node did not converge."""
+    path = os.path.join(workdir, "stuck.txt")
+    with open(path, "w") as f:
+        for row in cluster.sql("SELECT pid, application_name, client_port, state, wait_event_type, wait_event, "
+                               "xact_start, left(query, 120) FROM pg_stat_activity WHERE backend_type = 'client backend'"):
+            f.write(row + "\n")
+        for row in cluster.sql("SELECT locktype, relation::regclass, mode, granted, pid FROM pg_locks WHERE NOT granted"):
+            f.write("waiting lock: " + row + "\n")
+        for n in nodes:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % n.port, timeout=5) as r:
+                    text = r.read().decode()
+                f.write("%s pid %s:\n%s\n" % (n.name, n.pid(), "\n".join(
+                    l for l in text.split("\n") if l.startswith("agentctx_pg") or l.startswith("agentctx_active"))))
+            except OSError as e:
+                f.write("%s: metrics unavailable: %s\n" % (n.name, e))
+        for n in nodes:
+            if n.pid():
+                r = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True)
+                f.write("%s sockets (Recv-Q Send-Q local peer):\n%s\n" % (n.name, "\n".join(
+                    l for l in r.stdout.split("\n") if "pid=%d," % n.pid() in l)))
+    log("state of the database and the nodes written to " + path)
+
+
+def probe_writes(work, sessions, nodes):
+    """After healing, one append to every session through every node: a write that hangs is a stuck session."""
+    rng = random.Random(0)
+    jobs = [(sid, i) for sid, _ in sessions for i in range(len(nodes))]
+    with ThreadPoolExecutor(8) as pool:
+        done = list(pool.map(lambda j: work.run_op("append", j[0], j[1], rng, probe=True), jobs))
+    return [o for o in done if o["outcome"] != "ok" and o.get("error") != "stale_leaf"]
+
+
+def setup(args, workdir, rig):
+    rig.cluster = Cluster()
+    rig.cluster.start()
+    rig.host = ProxyHost()
     settings = os.path.join(workdir, "settings.json")
     write_settings(settings)
-    db_proxies, nodes, client_proxies = [], [], []
     for i in range(3):
-        db_proxies.append(host.add("db%d" % i, cluster.port))
-        nodes.append(Node("node%d" % i, args.server, cluster.url(db_proxies[-1].port), settings, workdir,
-                          args.offline_delay_ms))
-    for n in nodes:
+        rig.db_proxies.append(rig.host.add("db%d" % i, rig.cluster.port))
+        rig.nodes.append(Node("node%d" % i, args.server, rig.cluster.url(rig.db_proxies[-1].port), settings, workdir,
+                              args.offline_delay_ms))
+    for n in rig.nodes:
         if not n.start_until_ready():
             raise RuntimeError("%s did not start; see %s" % (n.name, n.log_path))
-    for n in nodes:
-        client_proxies.append(host.add("client-" + n.name, n.port))
-    return cluster, host, db_proxies, nodes, client_proxies
+    for n in rig.nodes:
+        rig.client_proxies.append(rig.host.add("client-" + n.name, n.port))
 
 
 def create_sessions(args, client_proxies):
@@ -139,8 +191,10 @@ def create_sessions(args, client_proxies):
 
 
 def run(args, workdir):
-    cluster, host, db_proxies, nodes, client_proxies = setup(args, workdir)
+    rig = Rig()
     try:
+        setup(args, workdir, rig)
+        cluster, db_proxies, nodes, client_proxies = rig.cluster, rig.db_proxies, rig.nodes, rig.client_proxies
         sessions, hot = create_sessions(args, client_proxies)
         log("%d sessions (%d hot), 3 nodes, %d clients, seed %d" % (len(sessions), len(hot), args.clients, args.seed))
         history = History()
@@ -166,15 +220,30 @@ def run(args, workdir):
         convergence, db, views = converge(cluster, nodes, [s for s, _ in sessions], args.heal_bound)
         log("converged in %s after healing took %.2f s" % (
             "%.2f s" % convergence if convergence is not None else "NOT", heal_done - load_end))
+        if convergence is None:
+            dump_state(cluster, nodes, workdir)
+        stuck = probe_writes(work, sessions, nodes)
+        log("write probes after healing: %d of %d sessions x nodes did not take a write" % (
+            len(stuck), len(sessions) * len(nodes)))
+        if stuck:
+            dump_state(cluster, nodes, workdir)
+        # The probes wrote: the views are compared with the database again (the same bound).
+        again, db, views = converge(cluster, nodes, [s for s, _ in sessions], args.heal_bound)
+        log("converged again after the probes in %s" % ("%.2f s" % again if again is not None else "NOT"))
         sampler.stop.set()
         report = checker.check(history.ops, db, views, sampler.peak, args.rss_limit_mb * 1024)
-        fig = figures.compute(history.ops, injector.events, (load_start, calm_end), (calm_end, load_end),
+        for o in stuck[:1] if args.require_writes else []:
+            report.fail("stuck_session", o["session"], "node %d did not take a write after healing (%s)" % (
+                o["node"], o.get("error") or o.get("transport")), [o["id"]])
+        fig = figures.compute([o for o in history.ops if not o["probe"]], injector.events, (load_start, calm_end), (calm_end, load_end),
                               load_end, convergence)
         fig["violations"] = len(report.violations)
+        fig["stuck_after_healing"] = len(stuck)
         fig["peak_rss_kb"] = sampler.peak
         fig["node_starts"] = {n.name: n.starts for n in nodes}
         print(checker.describe(report, history.ops))
         print(figures.describe(fig))
+        print("figures: %d of %d write probes after healing failed" % (len(stuck), len(sessions) * len(nodes)))
         print("figures: peak RSS " + ", ".join("%s %d MiB" % (k, v // 1024) for k, v in sorted(sampler.peak.items())))
         with open(os.path.join(workdir, "history.json"), "w") as f:
             json.dump({"ops": history.ops, "faults": injector.events}, f)
@@ -183,10 +252,7 @@ def run(args, workdir):
                        "violations": report.violations[:100]}, f, indent=1)
         return report
     finally:
-        for n in nodes:
-            n.stop()
-        host.stop()
-        cluster.destroy()
+        rig.close()
 
 
 def main():
@@ -199,7 +265,7 @@ def main():
     log("work directory " + workdir)
     try:
         report = run(args, workdir)
-    except RuntimeError as e:
+    except (RuntimeError, OSError) as e:
         print("campaign could not run: %s" % e)
         return 2
     kinds = {v[0] for v in report.violations}

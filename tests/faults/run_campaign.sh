@@ -9,7 +9,7 @@ seed=${1:?usage: run_campaign.sh SEED [SECONDS] [BUILD_DIR]}
 seconds=${2:-600}
 build=${3:-build/default}
 here=$(cd "$(dirname "$0")" && pwd)
-server="$build/examples/agent_server/agent_server"
+server="$build/examples/agent_server"
 [ -x "$server" ] || { echo "run_campaign: $server not built (cmake --build --preset default --target agent_server)" >&2; exit 2; }
 out="$build/faults/seed-$seed"
 rm -rf "$out"
@@ -21,6 +21,6 @@ python3 "$here/campaign.py" --server "$server" --seed "$seed" --seconds "$calm_s
     --out "$out/no-faults" | grep -E '^(checker|figures|first)' || true
 echo "== campaign: $seconds s, seed $seed"
 set +e
-python3 "$here/campaign.py" --server "$server" --seed "$seed" --seconds "$seconds" --calm 0.05 --out "$out/faults" \
+python3 "$here/campaign.py" --server "$server" --seed "$seed" --seconds "$seconds" --calm 0.05 --require-writes --out "$out/faults" \
     | tee "$out/campaign.log" | grep -vE '^\[ *[0-9.]+\] fault '
 exit "${PIPESTATUS[0]}"

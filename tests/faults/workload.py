@@ -105,7 +105,7 @@ class Workload:
             kind = "append" if r < 0.5 else "batch" if r < 0.8 else "turn_end" if r < 0.93 else "compact"
             self.run_op(kind, sid, node, rng)
 
-    def run_op(self, kind, sid, node, rng):
+    def run_op(self, kind, sid, node, rng, probe=False):
         oid = self.history.new_id()
         port = self.client_ports[node]
         base = "/v1/sessions/" + sid
@@ -133,7 +133,7 @@ class Workload:
         end = time.monotonic()
         told = outcome_of(status, body, transport)
         op = {"id": oid, "kind": kind, "session": sid, "node": node, "start": start, "end": end,
-              "outcome": told, "status": status, "transport": transport}
+              "outcome": told, "status": status, "transport": transport, "probe": probe}
         if isinstance(body, dict):
             if "error" in body:
                 op["error"] = (body.get("error") or {}).get("code")
