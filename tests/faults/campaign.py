@@ -246,7 +246,8 @@ def run(args, workdir):
         print("figures: %d of %d write probes after healing failed" % (len(stuck), len(sessions) * len(nodes)))
         print("figures: peak RSS " + ", ".join("%s %d MiB" % (k, v // 1024) for k, v in sorted(sampler.peak.items())))
         with open(os.path.join(workdir, "history.json"), "w") as f:
-            json.dump({"ops": history.ops, "faults": injector.events}, f)
+            json.dump({"ops": history.ops, "faults": injector.events,
+                       "phases": {"load_start": load_start, "calm_end": calm_end, "load_end": load_end}}, f)
         with open(os.path.join(workdir, "report.json"), "w") as f:
             json.dump({"seed": args.seed, "seconds": args.seconds, "figures": fig, "counts": report.counts,
                        "violations": report.violations[:100]}, f, indent=1)
