@@ -50,6 +50,7 @@ def parse_args():
     p.add_argument("--offline-delay-ms", type=int, default=30)
     p.add_argument("--require-writes", action="store_true",
                    help="a session that takes no write on some node after healing is a violation")
+    p.add_argument("--faults", default=None, help="comma-separated fault kinds to pick from (default: all)")
     p.add_argument("--no-faults", action="store_true", help="the same load with no fault at all")
     p.add_argument("--break", dest="breaker", choices=sorted(breakers.BREAKERS), default=None,
                    help="make the store misbehave on purpose (tests the checker)")
@@ -141,8 +142,8 @@ def dump_state(cluster, nodes, workdir):
                 f.write("%s: metrics unavailable: %s\n" % (n.name, e))
         for n in nodes:
             if n.pid():
-                r = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True)
-                f.write("%s sockets (Recv-Q Send-Q local peer):\n%s\n" % (n.name, "\n".join(
+                r = subprocess.run(["ss", "-tanpH"], capture_output=True, text=True)
+                f.write("%s sockets (state Recv-Q Send-Q local peer):\n%s\n" % (n.name, "\n".join(
                     l for l in r.stdout.split("\n") if "pid=%d," % n.pid() in l)))
     log("state of the database and the nodes written to " + path)
 
@@ -201,7 +202,8 @@ def run(args, workdir):
         sampler = RssSampler(nodes)
         sampler.start()
         work = Workload(history, sessions, hot, [p.port for p in client_proxies], args.seed, args.timeout)
-        injector = Injector(cluster, nodes, db_proxies, client_proxies, args.seed, log)
+        injector = Injector(cluster, nodes, db_proxies, client_proxies, args.seed, log,
+                            args.faults.split(",") if args.faults else None)
         load_start = time.monotonic()
         work.start(args.clients)
         calm_end = load_start + args.seconds * (args.calm if not args.no_faults else 1.0)

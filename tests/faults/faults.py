@@ -11,7 +11,7 @@ OTHER_KINDS = ["node_kill9", "pg_restart_fast", "pg_restart_smart", "listen_cut"
 
 
 class Injector:
-    def __init__(self, cluster, nodes, db_proxies, client_proxies, seed, log):
+    def __init__(self, cluster, nodes, db_proxies, client_proxies, seed, log, only=None):
         self.cluster = cluster
         self.nodes = nodes
         self.db_proxies = db_proxies
@@ -19,9 +19,11 @@ class Injector:
         self.rng = random.Random(seed)
         self.log = log
         self.events = []  # {"kind", "node", "start", "end", "note"?}
+        self.only = only  # fault kinds to pick from (all when empty)
 
     def kinds(self):
-        return ["%s_%s" % k for k in PROXY_KINDS] + OTHER_KINDS
+        every = ["%s_%s" % k for k in PROXY_KINDS] + OTHER_KINDS
+        return [k for k in every if k in self.only] if self.only else every
 
     def run(self, until):
         """Injects faults until the monotonic time `until`, then leaves everything healed."""
