@@ -263,6 +263,9 @@ def main():
     if not os.path.exists(os.path.join(PG_BIN, "initdb")):
         print("SKIP: PostgreSQL 15 is not installed (%s/initdb)" % PG_BIN)
         return 77
+    if os.getuid() == 0 and subprocess.run(["id", "postgres"], capture_output=True).returncode != 0:
+        print("SKIP: running as root and there is no 'postgres' user to run the server as")
+        return 77
     workdir = args.out or tempfile.mkdtemp(prefix="agentctx-faults.")
     os.makedirs(workdir, exist_ok=True)
     log("work directory " + workdir)
