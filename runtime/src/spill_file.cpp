@@ -13,7 +13,10 @@ namespace agentctx::runtime {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e)
+{
+    return std::strerror(e);
+}
 
 /// O_TMPFILE where the file system has it, else a named file unlinked at once.
 int open_unlinked(const std::string& directory)
@@ -54,7 +57,10 @@ private:
 
 spill_file::spill_file(token, int fd) : fd_(fd) {}
 
-spill_file::~spill_file() { ::close(fd_); }
+spill_file::~spill_file()
+{
+    ::close(fd_);
+}
 
 result<std::shared_ptr<spill_file>> spill_file::open(const std::string& directory, diagnostics& diag)
 {
@@ -67,7 +73,9 @@ result<std::shared_ptr<spill_file>> spill_file::open(const std::string& director
     return std::make_shared<spill_file>(token{}, fd);
 }
 
-result<std::shared_ptr<const compaction::line_reader>> spill_file::keep(std::string_view text, diagnostics& diag)
+result<std::shared_ptr<const compaction::line_reader>> spill_file::keep(
+    std::string_view text, diagnostics& diag
+)
 {
     std::uint64_t base = 0;
     {
@@ -82,7 +90,8 @@ result<std::shared_ptr<const compaction::line_reader>> spill_file::keep(std::str
     std::size_t done = 0;
     while (done < text.size())
     {
-        const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(base + done));
+        const ssize_t n =
+            ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(base + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -120,7 +129,10 @@ void spill_file::release(std::uint64_t offset, std::uint64_t length)
     }
     if (length > 0)
         (void)::fallocate(
-            fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(length)
+            fd_,
+            FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+            static_cast<off_t>(offset),
+            static_cast<off_t>(length)
         );
 }
 

@@ -56,8 +56,7 @@ public:
 private:
     class reader;
     struct token
-    {
-    };
+    {};
 
 public:
     spill_file(token, int fd);

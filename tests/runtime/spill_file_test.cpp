@@ -105,7 +105,9 @@ TEST(spill_file, concurrent_keeps_get_extents_of_their_own)
         workers.emplace_back([&, t] {
             compaction::diagnostics diag;
             for (int i = 0; i < each; ++i)
-                kept[t].push_back(file->keep("t" + std::to_string(t) + "-" + std::to_string(i) + ";", diag).value());
+                kept[t].push_back(
+                    file->keep("t" + std::to_string(t) + "-" + std::to_string(i) + ";", diag).value()
+                );
         });
     for (auto& w : workers)
         w.join();

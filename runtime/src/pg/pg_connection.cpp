@@ -12,6 +12,11 @@
 
 #include <libpq-fe.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <regex>
 
 namespace agentctx::runtime {
@@ -65,13 +70,39 @@ connection::connection(asio::any_io_executor ex, PGconn* c) : conn_(c), socket_(
 
 connection::~connection()
 {
-    if (socket_.is_open())
-    {
-        error_code ignored;
-        socket_.cancel(ignored);
-        (void)socket_.release();  // libpq closes its own socket
-    }
+    error_code ignored;
+    socket_.close(ignored);  // our duplicate; libpq closes its own socket in PQfinish
     PQfinish(conn_);
+}
+
+result<void> connection::watch(int fd, diagnostics& diag)
+{
+    // Asio waits on a duplicate of libpq's socket, never on libpq's own descriptor. libpq closes
+    // its socket when the connection drops, and the number can go to another connection's new
+    // socket at once; deregistering that number afterwards (a release or a close of the old
+    // descriptor object) would take the other socket out of the reactor, and its next wait
+    // would never end. A duplicate is ours until we close it, so no one else can hold its number.
+    error_code ignored;
+    socket_.close(ignored);
+    watched_ = -1;
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+    {
+        broken_ = true;
+        diag.message = std::string("duplicating the connection's socket: ") + std::strerror(errno);
+        return errc::database_error;
+    }
+    error_code ec;
+    socket_.assign(copy, ec);
+    if (ec)
+    {
+        ::close(copy);
+        broken_ = true;
+        diag.message = "watching the connection's socket: " + ec.message();
+        return errc::database_error;
+    }
+    watched_ = fd;
+    return {};
 }
 
 error_code connection::fail(diagnostics& diag, std::string_view what)
@@ -90,13 +121,11 @@ asio::awaitable<result<void>> connection::wait(bool write, diagnostics& diag)
         diag.message = "the connection has no socket";
         co_return errc::database_error;
     }
-    if (!socket_.is_open() || socket_.native_handle() != fd)
-    {
-        // libpq may open a new socket while connecting (another address of the host).
-        if (socket_.is_open())
-            (void)socket_.release();
-        socket_.assign(fd);
-    }
+    // While connecting libpq may close its socket and open another (another address of the
+    // host), possibly under the same number: watch afresh at every wait until connected.
+    if (!connected_ || fd != watched_)
+        if (auto w = watch(fd, diag); !w)
+            co_return w.error();
     error_code ec;
     co_await socket_.async_wait(
         write ? asio::posix::descriptor_base::wait_write : asio::posix::descriptor_base::wait_read,
@@ -144,6 +173,7 @@ asio::awaitable<result<std::unique_ptr<connection>>> connection::connect(
             co_return w.error();
         st = PQconnectPoll(raw);
     }
+    c->connected_ = true;
     if (PQsetnonblocking(raw, 1) != 0)
     {
         c->fail(diag, "setting non-blocking mode");

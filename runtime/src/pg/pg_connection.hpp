@@ -112,6 +112,8 @@ public:
 private:
     connection(boost::asio::any_io_executor ex, pg_conn* c);
     boost::asio::awaitable<result<void>> wait(bool write, diagnostics& diag);
+    /// Points socket_ at a duplicate of libpq's socket `fd` (see the .cpp for why a duplicate).
+    result<void> watch(int fd, diagnostics& diag);
     boost::asio::awaitable<result<void>> flush(diagnostics& diag);
     boost::system::error_code fail(diagnostics& diag, std::string_view what);
     std::vector<notification> take_notifications();
@@ -133,7 +135,9 @@ private:
     );
 
     pg_conn* conn_;
-    boost::asio::posix::stream_descriptor socket_;  ///< libpq's socket, not owned (released before PQfinish)
+    boost::asio::posix::stream_descriptor socket_;  ///< a duplicate of libpq's socket, ours to close
+    int watched_ = -1;                              ///< libpq's socket number that socket_ duplicates
+    bool connected_ = false;  ///< past PQconnectPoll: libpq keeps its socket from here on
     bool broken_ = false;
     std::set<std::string, std::less<>> prepared_;  ///< statement names prepared on this connection
 };

@@ -71,7 +71,10 @@ public:
     /// A log over `text`: its lines in the spill file, or in memory when there is none (the
     /// file is made on first use; a failure is logged once and counted per load).
     result<compaction::session_log> load_log(
-        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+        std::string text,
+        const compaction::load_options& opts,
+        compaction::load_report& report,
+        diagnostics& diag
     );
 
 private:

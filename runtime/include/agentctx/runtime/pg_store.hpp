@@ -52,9 +52,9 @@ struct pg_pool_stats
     std::uint64_t full_resyncs = 0;       ///< re-syncs of every open session (after a reconnect)
     std::uint64_t checks = 0;             ///< periodic checks of the open sessions' stored counts
     std::uint64_t missed_changes =
-        0;  ///< sessions a check found ahead of every notification (then re-synced)
-    std::uint64_t spilled_bytes = 0;    ///< loaded text kept in the spill file now (open logs)
-    std::uint64_t spilled_logs = 0;     ///< logs reading their text from it now
+        0;                            ///< sessions a check found ahead of every notification (then re-synced)
+    std::uint64_t spilled_bytes = 0;  ///< loaded text kept in the spill file now (open logs)
+    std::uint64_t spilled_logs = 0;   ///< logs reading their text from it now
     std::uint64_t spill_fallbacks = 0;  ///< loads that kept their text in memory (no spill file)
 };
 
@@ -205,7 +205,10 @@ public:
     void on_remote_change(std::function<void(std::size_t)> callback) override;
     /// The text from async_reload, its lines kept in the spill file as load() keeps them.
     result<compaction::session_log> load_text(
-        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+        std::string text,
+        const compaction::load_options& opts,
+        compaction::load_report& report,
+        diagnostics& diag
     ) override;
 
     const std::string& session_id() const noexcept { return id_; }

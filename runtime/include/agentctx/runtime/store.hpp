@@ -108,7 +108,10 @@ public:
     /// Parses a session's whole text (from async_reload) into a log. The default keeps the text
     /// in memory for the log to read lines back from; a store may keep it elsewhere.
     virtual result<compaction::session_log> load_text(
-        std::string text, const compaction::load_options& opts, compaction::load_report& report, diagnostics& diag
+        std::string text,
+        const compaction::load_options& opts,
+        compaction::load_report& report,
+        diagnostics& diag
     );
 
     /// Called (from any thread) with the stored entry count whenever another writer changed the
