@@ -240,7 +240,8 @@ std::string server_metrics::render(std::size_t active_sessions) const
     header(
         "agentctx_reasoning_blocks_total",
         "counter",
-        "Replayed reasoning items or thinking blocks providers reported: removed, or allowed despite a failed check."
+        "Replayed reasoning items or thinking blocks providers reported: removed, or allowed despite a "
+        "failed check."
     );
     out += fmt::format("agentctx_reasoning_blocks_total{{action=\"removed\"}} {}\n", reasoning_removed_);
     out += fmt::format("agentctx_reasoning_blocks_total{{action=\"allowed\"}} {}\n", reasoning_allowed_);
@@ -254,7 +255,8 @@ std::string server_metrics::render(std::size_t active_sessions) const
     header(
         "agentctx_clearing_deferred_total",
         "counter",
-        "Tool-result clearings put off until the next compaction: they would drop more reasoning than they free."
+        "Tool-result clearings put off until the next compaction: they would drop more reasoning than they "
+        "free."
     );
     out += fmt::format("agentctx_clearing_deferred_total {}\n", clearing_deferred_);
     header("agentctx_active_sessions", "gauge", "Sessions open now.");

@@ -59,7 +59,9 @@ public:
     void budget_exceeded();
     /// A provider's report on replayed reasoning (a reasoning_transformed event): blocks removed
     /// and allowed, and one count per entry by reason (an unknown reason counts as `other`).
-    void reasoning_transformed(std::int64_t removed, std::int64_t allowed, const std::vector<std::string>& reasons);
+    void reasoning_transformed(
+        std::int64_t removed, std::int64_t allowed, const std::vector<std::string>& reasons
+    );
     /// A clearing put off until the next compaction (a clearing_deferred event).
     void clearing_deferred();
     void stream_opened();

@@ -408,7 +408,8 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
     std::optional<std::int64_t> inline_threshold;
     if (cfg.summarizer && cfg.summarizer->capabilities().inline_compaction &&
         cfg.compat != compaction::compat_mode::pi)
-        inline_threshold = compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat);
+        inline_threshold =
+            compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat);
     co_return reply(
         c.req,
         http::status::ok,

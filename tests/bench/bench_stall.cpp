@@ -181,7 +181,9 @@ run_result run(mode m, const params& p, const fs::path& dir)
     config.summarizer = std::make_shared<providers::http_summarizer>(ioc.get_executor(), pc, logger);
     config.logger = logger;
 
-    const fs::path file = dir / (m == mode::foreground ? "foreground.jsonl" : m == mode::background ? "background.jsonl" : "native.jsonl");
+    const fs::path file = dir / (m == mode::foreground   ? "foreground.jsonl"
+                                 : m == mode::background ? "background.jsonl"
+                                                         : "native.jsonl");
     std::ofstream(file, std::ios::binary)
         << R"({"type":"session","version":3,"id":"bench","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
         << '\n';
@@ -201,7 +203,8 @@ run_result run(mode m, const params& p, const fs::path& dir)
     });
     ioc.run();
     for (const auto& r : server.requests())
-        out.summary_calls += r.target.ends_with("/chat/completions") || r.target.ends_with("/responses") ? 1 : 0;
+        out.summary_calls +=
+            r.target.ends_with("/chat/completions") || r.target.ends_with("/responses") ? 1 : 0;
     return out;
 }
 

@@ -593,7 +593,8 @@ scripted_response openai_inline_reply(const recorded_request& r, const std::stri
     }
     bool triggered = false;
     for (std::size_t i = 0; i < input.size(); ++i)
-        if (input[i].is_object() && input[i].get_object().contains("type") && input[i].at("type") == "compaction_trigger")
+        if (input[i].is_object() && input[i].get_object().contains("type") &&
+            input[i].at("type") == "compaction_trigger")
         {
             if (i + 1 != input.size())
                 return invalid_request("compaction_trigger must be the final input item");

@@ -370,7 +370,11 @@ TEST_F(server_wire, a_replys_input_transformations_are_kept_and_counted)
     const auto r = sync(
         "POST",
         "/v1/sessions/" + id + "/messages?format=anthropic",
-        with_items("messages", anthropic_turns, R"(,"usage":{"input_tokens":500,"output_tokens":20},"input_transformations":)" + list)
+        with_items(
+            "messages",
+            anthropic_turns,
+            R"(,"usage":{"input_tokens":500,"output_tokens":20},"input_transformations":)" + list
+        )
     );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     const auto stored = stored_messages(file(id));
@@ -379,10 +383,12 @@ TEST_F(server_wire, a_replys_input_transformations_are_kept_and_counted)
     EXPECT_EQ(stored[5].at("usage").at("inputTransformations").at("allowed"), 1);
     EXPECT_FALSE(stored[1].at("usage").as_object().contains("inputTransformations"));
     const auto metrics = sync("GET", "/metrics")->res.body;
-    EXPECT_NE(metrics.find("agentctx_reasoning_blocks_total{action=\"removed\"} 1\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("agentctx_reasoning_blocks_total{action=\"removed\"} 1\n"), std::string::npos)
+        << metrics;
     EXPECT_NE(metrics.find("agentctx_reasoning_blocks_total{action=\"allowed\"} 1\n"), std::string::npos);
     EXPECT_NE(
-        metrics.find("agentctx_reasoning_transformations_total{reason=\"prefix_binding_mismatch\"} 2\n"), std::string::npos
+        metrics.find("agentctx_reasoning_transformations_total{reason=\"prefix_binding_mismatch\"} 2\n"),
+        std::string::npos
     );
 
     const auto bad = sync(
