@@ -157,6 +157,7 @@ void policy_cost::add(const policy_cost& o)
     peak_context = std::max(peak_context, o.peak_context);
     context_sum += o.context_sum;
     summarizer_input_tokens += o.summarizer_input_tokens;
+    reasoning_lost += o.reasoning_lost;
     stalls.insert(stalls.end(), o.stalls.begin(), o.stalls.end());
 }
 
@@ -178,6 +179,7 @@ boost::json::object policy_cost::to_json() const
         {"clearing", {{"batches", clearing_batches}, {"tokens", clearing_tokens}}},
         {"context", {{"peak", peak_context}, {"mean", mean}}},
         {"summarizerInputTokens", summarizer_input_tokens},
+        {"reasoningLost", reasoning_lost},
         {"stall", {{"totalSeconds", st.total}, {"p50", st.p50}, {"p95", st.p95}, {"max", st.max}}}};
 }
 

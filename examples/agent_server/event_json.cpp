@@ -119,6 +119,32 @@ named fields(const runtime::clearing_refused_event& c)
             {"targetIds", std::move(targets)}, {"reason", c.reason}, {"tokensBefore", c.tokens_before}}};
 }
 
+// A provider withheld (or let through) replayed reasoning: counts and reasons only.
+named fields(const runtime::reasoning_transformed_event& r)
+{
+    json::array reasons(r.reasons.begin(), r.reasons.end());
+    return {
+        "reasoning_transformed",
+        json::object{
+            {"entryId", r.entry_id},
+            {"removed", r.removed},
+            {"allowed", r.allowed},
+            {"reasons", std::move(reasons)}}};
+}
+
+// A clearing waits for the next compaction: it would cost more reasoning than it frees.
+named fields(const runtime::clearing_deferred_event& c)
+{
+    return {
+        "clearing_deferred",
+        json::object{
+            {"results", c.results},
+            {"tokens", c.tokens},
+            {"reasoningBlocks", c.reasoning_blocks},
+            {"reasoningTokens", c.reasoning_tokens},
+            {"tokensBefore", c.tokens_before}}};
+}
+
 }  // namespace
 
 event_text event_json(const runtime::session_event& e)

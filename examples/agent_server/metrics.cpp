@@ -95,6 +95,35 @@ void server_metrics::budget_exceeded()
     ++budget_exceeded_;
 }
 
+void server_metrics::reasoning_transformed(
+    std::int64_t removed, std::int64_t allowed, const std::vector<std::string>& reasons
+)
+{
+    // Reasons come from a provider: only the documented ones become labels.
+    static constexpr std::string_view known[] = {
+        "prefix_mismatch",
+        "turn_boundary",
+        "model_mismatch",
+        "organization_mismatch",
+        "end_user_mismatch",
+        "prefix_binding_mismatch",
+        "model_binding_mismatch",
+        "organization_binding_mismatch",
+        "end_user_binding_mismatch"};
+    std::lock_guard lock(mu_);
+    reasoning_removed_ += removed;
+    reasoning_allowed_ += allowed;
+    for (const auto& r : reasons)
+        ++reasoning_reasons_
+            [std::find(std::begin(known), std::end(known), r) == std::end(known) ? std::string("other") : r];
+}
+
+void server_metrics::clearing_deferred()
+{
+    std::lock_guard lock(mu_);
+    ++clearing_deferred_;
+}
+
 void server_metrics::stream_opened()
 {
     std::lock_guard lock(mu_);
@@ -208,6 +237,28 @@ std::string server_metrics::render(std::size_t active_sessions) const
         "Required context that did not fit: a compaction that could not cut far enough, or a request view."
     );
     out += fmt::format("agentctx_budget_exceeded_total {}\n", budget_exceeded_);
+    header(
+        "agentctx_reasoning_blocks_total",
+        "counter",
+        "Replayed reasoning items or thinking blocks providers reported: removed, or allowed despite a "
+        "failed check."
+    );
+    out += fmt::format("agentctx_reasoning_blocks_total{{action=\"removed\"}} {}\n", reasoning_removed_);
+    out += fmt::format("agentctx_reasoning_blocks_total{{action=\"allowed\"}} {}\n", reasoning_allowed_);
+    header(
+        "agentctx_reasoning_transformations_total",
+        "counter",
+        "Providers' input_transformations entries by reason."
+    );
+    for (const auto& [reason, n] : reasoning_reasons_)
+        out += fmt::format("agentctx_reasoning_transformations_total{{reason=\"{}\"}} {}\n", reason, n);
+    header(
+        "agentctx_clearing_deferred_total",
+        "counter",
+        "Tool-result clearings put off until the next compaction: they would drop more reasoning than they "
+        "free."
+    );
+    out += fmt::format("agentctx_clearing_deferred_total {}\n", clearing_deferred_);
     header("agentctx_active_sessions", "gauge", "Sessions open now.");
     out += fmt::format("agentctx_active_sessions {}\n", active_sessions);
     header("agentctx_open_event_streams", "gauge", "Server-sent event streams open now.");

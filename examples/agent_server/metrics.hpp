@@ -57,6 +57,13 @@ public:
     void recall(std::size_t probes, std::size_t found, std::size_t repaired, std::size_t verbatim);
     /// Required context could not be fitted (a budget_exceeded event).
     void budget_exceeded();
+    /// A provider's report on replayed reasoning (a reasoning_transformed event): blocks removed
+    /// and allowed, and one count per entry by reason (an unknown reason counts as `other`).
+    void reasoning_transformed(
+        std::int64_t removed, std::int64_t allowed, const std::vector<std::string>& reasons
+    );
+    /// A clearing put off until the next compaction (a clearing_deferred event).
+    void clearing_deferred();
     void stream_opened();
     void stream_closed();
 
@@ -75,6 +82,9 @@ private:
     std::uint64_t appends_ = 0;
     std::uint64_t recall_[4] = {0, 0, 0, 0};  ///< probes, found, repaired, verbatim
     std::uint64_t budget_exceeded_ = 0;
+    std::int64_t reasoning_removed_ = 0, reasoning_allowed_ = 0;
+    std::map<std::string, std::uint64_t> reasoning_reasons_;
+    std::uint64_t clearing_deferred_ = 0;
     std::int64_t open_streams_ = 0;
 };
 

@@ -16,6 +16,7 @@
 #include <agentctx/compaction/json_text.hpp>
 #include <agentctx/compaction/token_estimate.hpp>
 #include <agentctx/compaction/unresolved_calls.hpp>
+#include <agentctx/compaction/working_budget.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/runtime/error.hpp>
 
@@ -358,7 +359,8 @@ json::object context_json(
     const runtime::snapshot& snap,
     const std::optional<std::string>& wire,
     compaction::summary_framing framing,
-    const compaction::job_rules* jobs
+    const compaction::job_rules* jobs,
+    std::optional<std::int64_t> inline_threshold = std::nullopt
 )
 {
     json::array msgs;
@@ -380,7 +382,9 @@ json::object context_json(
             {"entryId", native->entry_id}};
     if (wire == "responses")
         out["wire"] = providers::to_responses_input(ctx, native, framing);
-    else if (wire)
+    if (wire == "responses" && inline_threshold)  // the loop's request compacts inline
+        out["contextManagement"] = providers::inline_context_management(*inline_threshold);
+    else if (wire && wire != "responses")
         out["wire"] = providers::to_wire_messages(
             *wire == "anthropic" ? providers::wire_format::anthropic : providers::wire_format::openai,
             ctx,
@@ -399,7 +403,13 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
             http::status::bad_request,
             error_body("invalid_request", "wire must be anthropic, openai or responses")
         );
-    const auto framing = providers::summary_framing_for(held->session().config().compat);
+    const auto& cfg = held->session().config();
+    const auto framing = providers::summary_framing_for(cfg.compat);
+    std::optional<std::int64_t> inline_threshold;
+    if (cfg.summarizer && cfg.summarizer->capabilities().inline_compaction &&
+        cfg.compat != compaction::compat_mode::pi)
+        inline_threshold =
+            compaction::automatic_threshold(cfg.model.context_window, cfg.settings, cfg.compat);
     co_return reply(
         c.req,
         http::status::ok,
@@ -407,8 +417,8 @@ asio::awaitable<http_response> context(request_context& c, const lease& held)
             *held->session().current(),
             wire,
             framing,
-            held->session().config().compat == compaction::compat_mode::pi ? nullptr
-                                                                           : &held->session().config().jobs
+            cfg.compat == compaction::compat_mode::pi ? nullptr : &cfg.jobs,
+            inline_threshold
         )
     );
 }

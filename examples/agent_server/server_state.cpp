@@ -155,6 +155,16 @@ void server_state::observe(const std::shared_ptr<session_slot>& slot)
             if (auto self = owner.lock())
                 self->metrics.budget_exceeded();
         }
+        else if (const auto* r = std::get_if<runtime::reasoning_transformed_event>(&e))
+        {
+            if (auto self = owner.lock())
+                self->metrics.reasoning_transformed(r->removed, r->allowed, r->reasons);
+        }
+        else if (std::holds_alternative<runtime::clearing_deferred_event>(e))
+        {
+            if (auto self = owner.lock())
+                self->metrics.clearing_deferred();
+        }
         else if (std::holds_alternative<runtime::compaction_prepared_event>(e))
         {
             if (auto self = owner.lock())

@@ -63,7 +63,7 @@ std::optional<providers::wire_input_options> options_of(
 {
     for (const auto& kv : body)
         if (kv.key() != items_key && kv.key() != "usage" && kv.key() != "stop_reason" &&
-            kv.key() != "provider" && kv.key() != "model")
+            kv.key() != "provider" && kv.key() != "model" && kv.key() != "input_transformations")
         {
             why = std::string(kv.key()) + ": unknown field";
             return std::nullopt;
@@ -71,6 +71,8 @@ std::optional<providers::wire_input_options> options_of(
     providers::wire_input_options opt;
     if (const auto* u = body.if_contains("usage"))
         opt.usage = *u;
+    if (const auto* t = body.if_contains("input_transformations"))
+        opt.input_transformations = *t;
     opt.stop_reason = string_field(body, "stop_reason", why);
     // The serving model by default: the session's checks compare an assistant message's
     // provider and model with it (an overflow counts only for the model being served). `--compat

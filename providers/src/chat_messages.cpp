@@ -329,4 +329,17 @@ json::array to_responses_input(
     return out;
 }
 
+json::array inline_context_management(std::int64_t threshold)
+{
+    json::object management{{"type", "compaction"}};
+    if (threshold > 0)
+        management["compact_threshold"] = threshold;
+    return json::array{std::move(management)};
+}
+
+json::object compaction_trigger_item()
+{
+    return json::object{{"type", "compaction_trigger"}};
+}
+
 }  // namespace agentctx::providers

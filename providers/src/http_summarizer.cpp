@@ -361,8 +361,9 @@ asio::awaitable<native_result> native(
     }
     std::shared_ptr<native_stream_accumulator> acc;
     native_reply reply;
+    provider_config form = cfg;  // OpenAI "auto": inline, then the compact endpoint once if refused
     const auto build = [&] {
-        http_request req = build_native_request(cfg, request);
+        http_request req = build_native_request(form, request);
         acc = std::make_shared<native_stream_accumulator>();
         if (cfg.stream && cfg.format == wire_format::anthropic)
             req.on_data = [acc = acc](std::string_view chunk) { acc->feed(chunk); };
@@ -388,6 +389,13 @@ asio::awaitable<native_result> native(
         return {};
     };
     auto r = co_await exchange(call, "native compaction", build, accept);
+    if (r.ec == make_error_code(errc::invalid_request) && cfg.format == wire_format::openai &&
+        cfg.openai_form == openai_native_form::automatic)
+    {
+        call.log->info("inline compaction refused ({}); asking the compact endpoint", failure_detail(r.diag));
+        form.openai_form = openai_native_form::compact_endpoint;
+        r = co_await exchange(call, "native compaction", build, accept);
+    }
     if (r.ec)
     {
         auto failed = native_failure(
@@ -474,7 +482,10 @@ summarizer_capabilities http_summarizer::capabilities() const
         cfg_.format == wire_format::anthropic ? anthropic_min_compaction_trigger : 0,
         cfg_.format,
         cfg_.name,
-        cfg_.model};
+        cfg_.model,
+        false,
+        cfg_.format == wire_format::openai && cfg_.native != native_mode::off &&
+            cfg_.openai_form != openai_native_form::compact_endpoint};
 }
 
 void http_summarizer::count_impl(

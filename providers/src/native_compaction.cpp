@@ -196,6 +196,35 @@ std::int64_t anthropic_max_tokens(const native_request& req)
     return cap;
 }
 
+// The beta that lets a request say what a thinking block failing its binding check does.
+constexpr std::string_view thinking_binding_beta = "thinking-binding-controls-2026-08-01";
+
+// A request agentctx builds with the loop's thinking never fails on a thinking block whose prefix
+// changed (the default is a 400): such blocks are dropped instead. The host's own choice stays.
+// True when the body's thinking asks for it, so the request names the beta.
+bool drop_unbound_thinking(json::object& body)
+{
+    auto* t = body.if_contains("thinking");
+    if (!t || !t->is_object())
+        return false;
+    auto& thinking = t->get_object();
+    const auto* type = thinking.if_contains("type");
+    if (!type || !type->is_string() || (type->get_string() != "enabled" && type->get_string() != "adaptive"))
+        return false;
+    if (const auto* b = thinking.if_contains("block_binding"); !b || b->is_null())
+        thinking["block_binding"] = json::object{{"prefix_mismatch_behavior", "drop_block"}};
+    return true;
+}
+
+// `compact-2026-01-12`, and the binding beta when the body's thinking sets its behaviour.
+std::string anthropic_betas(bool binding)
+{
+    std::string betas(anthropic_compaction_beta);
+    if (binding)
+        betas += "," + std::string(thinking_binding_beta);
+    return betas;
+}
+
 // The compaction request: the edit form (`context_management.edits[compact_20260112]`, paused
 // after the compaction) or, with `compaction_parameter`, the on-demand `compaction` parameter,
 // which takes no trigger and no pause flag and treats blank instructions as absent.
@@ -284,6 +313,51 @@ void responses_native_body(const native_request& req, const native_replay* previ
         body["instructions"] = req.system;
 }
 
+// OpenAI inline compaction: an ordinary Responses request whose input ends with the
+// `compaction_trigger` item (compact now), with `context_management` at the session's threshold;
+// not stored by the provider (the state is kept here).
+void responses_inline_body(const native_request& req, const native_replay* previous, json::object& body)
+{
+    responses_native_body(req, previous, body);
+    body["input"].as_array().push_back(compaction_trigger_item());
+    body["context_management"] = inline_context_management(req.compact_threshold);
+    body["store"] = false;
+}
+
+// An inline reply (a Response object): exactly one compaction item, beside reasoning items only;
+// the state kept is that item alone (the kept messages follow it in the context).
+compaction::result<json::array> inline_output(const json::object& o, diagnostics& diag)
+{
+    const auto* output = o.if_contains("output");
+    if (!output || !output->is_array())
+        return invalid(diag, "the response has no output").error();
+    json::array kept;
+    for (std::size_t i = 0; i < output->get_array().size(); ++i)
+    {
+        const auto& item = output->get_array()[i];
+        const std::string type = item.is_object() ? str_of(item.get_object(), "type") : std::string();
+        if (type == "compaction")
+            kept.push_back(item);
+        else if (type != "reasoning")
+            return invalid(
+                       diag,
+                       "output item " + std::to_string(i) + " is a '" + type + "', not the compaction item"
+            )
+                .error();
+    }
+    if (kept.size() != 1)
+        return invalid(
+                   diag,
+                   "the response has " + std::to_string(kept.size()) +
+                       " compaction items; exactly one is required"
+        )
+            .error();
+    std::string why;
+    if (!valid_openai_output(kept, why))
+        return invalid(diag, why).error();
+    return kept;
+}
+
 }  // namespace
 
 http_request build_native_request(const provider_config& cfg, const native_request& req)
@@ -295,14 +369,19 @@ http_request build_native_request(const provider_config& cfg, const native_reque
     if (cfg.format == wire_format::anthropic)
     {
         r.url = anthropic_url(cfg, "/messages");
-        r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
         anthropic_native_body(cfg, req, previous, body);
+        r.headers.emplace_back("anthropic-beta", anthropic_betas(drop_unbound_thinking(body)));
         set_read_deadline(cfg, cfg.stream, r);
     }
-    else
+    else if (cfg.openai_form == openai_native_form::compact_endpoint)
     {
         r.url = join_url(cfg.base_url, "/responses/compact");
         responses_native_body(req, previous, body);
+    }
+    else
+    {
+        r.url = join_url(cfg.base_url, "/responses");
+        responses_inline_body(req, previous, body);
     }
     add_auxiliary_call_fields(cfg, body);
     r.body = compaction::stringify(body);
@@ -342,6 +421,17 @@ compaction::result<native_reply> parse_native_response(
         r.readable = std::string(block->get_object().at("content").get_string());
         if (const auto* u = o.if_contains("usage"); u && u->is_object())
             r.usage = anthropic_native_usage(u->get_object());
+        return r;
+    }
+    if (const auto* kind = o.if_contains("object");
+        kind && kind->is_string() && kind->get_string() == "response")
+    {
+        auto kept = inline_output(o, diag);
+        if (!kept)
+            return kept.error();
+        r.state.item = std::move(*kept);
+        if (const auto* u = o.if_contains("usage"); u && u->is_object())
+            r.usage = responses_usage(u->get_object());
         return r;
     }
     if (const auto* kind = o.if_contains("object");
@@ -498,7 +588,6 @@ http_request build_native_count_request(const provider_config& cfg, const native
         // The native request's own system, tools, tool_choice and thinking, and its messages
         // (a previous compaction block included: counting applies it, never triggers one).
         r.url = anthropic_url(cfg, "/messages/count_tokens");
-        r.headers.emplace_back("anthropic-beta", std::string(anthropic_compaction_beta));
         if (!req.system.empty())
             body["system"] = req.system;
         if (!req.tools.empty())
@@ -508,6 +597,7 @@ http_request build_native_count_request(const provider_config& cfg, const native
         if (const auto* t = req.parameters.if_contains("thinking"))
             body["thinking"] = *t;
         body["messages"] = anthropic_native_messages(req, previous);
+        r.headers.emplace_back("anthropic-beta", anthropic_betas(drop_unbound_thinking(body)));
     }
     else
     {

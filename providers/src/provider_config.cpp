@@ -65,6 +65,34 @@ compaction::result<void> read_timing(
     return {};
 }
 
+// `native: {"openai": "inline" | "compact-endpoint" | "auto"}`: which OpenAI native form compacts.
+compaction::result<void> read_native_forms(
+    const boost::json::object& section, provider_config& c, diagnostics& diag
+)
+{
+    const auto* v = section.if_contains("native");
+    if (!v)
+        return {};
+    const auto* forms = v->if_object();
+    const auto* openai = forms ? forms->if_contains("openai") : nullptr;
+    const auto* name = openai && openai->is_string() ? &openai->get_string() : nullptr;
+    if (forms && !openai)
+        return {};
+    if (name && *name == "inline")
+        c.openai_form = openai_native_form::inline_request;
+    else if (name && *name == "compact-endpoint")
+        c.openai_form = openai_native_form::compact_endpoint;
+    else if (name && *name == "auto")
+        c.openai_form = openai_native_form::automatic;
+    else
+    {
+        diag.message = forms ? "provider.native.openai must be \"inline\", \"compact-endpoint\" or \"auto\""
+                             : "provider.native must be an object ({\"openai\": …})";
+        return make_error_code(errc::not_configured);
+    }
+    return {};
+}
+
 // The section's limits and switches (`contextWindow`, `maxOutputTokens`, `maxRetries`,
 // `maxRetryWaitMs`, `maxResponseBytes`, `stream`, `countTokens`, `compactionParameter`, `nativeCompaction`)
 // over `c`.
@@ -95,6 +123,8 @@ compaction::result<void> read_limits(
     if (const auto* v = section.if_contains("compactionParameter"); v && v->is_bool())
         c.compaction_parameter = v->get_bool();
     if (auto ok = read_timing(section, c, diag); !ok)
+        return ok;
+    if (auto ok = read_native_forms(section, c, diag); !ok)
         return ok;
     if (const auto* v = section.if_contains("nativeCompaction"))
     {

@@ -1,5 +1,6 @@
 // from_wire_messages: one batch of provider-format input as complete Pi messages, or nothing.
 #include <agentctx/providers/wire_input.hpp>
+#include <agentctx/providers/input_transformations.hpp>
 
 #include <agentctx/compaction/client_values.hpp>
 #include <agentctx/compaction/summary.hpp>
@@ -113,6 +114,12 @@ json::object complete_assistant(input_format f, json::object m, const wire_input
     if (opt.model)
         out["model"] = *opt.model;
     out["usage"] = compaction::usage_to_json(usage);
+    if (last && opt.input_transformations)
+    {
+        diagnostics ignored;  // checked by from_wire_messages before the batch is converted
+        if (auto t = read_input_transformations(f, *opt.input_transformations, ignored))
+            out["usage"].as_object()["inputTransformations"] = to_json(*t, f);
+    }
     out["stopReason"] = pi_stop(stop);
     return out;
 }
@@ -252,6 +259,9 @@ compaction::result<std::vector<json::object>> from_wire_messages(
         return rd.fail("usage", "expected an object"), invalid;
     if (options.usage && !check_wire_usage(options.usage->get_object(), diag))
         return invalid;
+    if (options.input_transformations)
+        if (auto t = read_input_transformations(f, *options.input_transformations, diag); !t)
+            return invalid;
     pi_batch batch;
     bool ok = false;
     switch (f)
@@ -268,9 +278,12 @@ compaction::result<std::vector<json::object>> from_wire_messages(
     }
     if (!ok)
         return invalid;
-    if ((options.usage || options.stop_reason) && !has_assistant(batch.messages))
+    if ((options.usage || options.stop_reason || options.input_transformations) &&
+        !has_assistant(batch.messages))
         return rd.fail(
-                   options.usage ? "usage" : "stop_reason",
+                   options.usage         ? "usage"
+                   : options.stop_reason ? "stop_reason"
+                                         : "input_transformations",
                    "the batch has no assistant message to attach it to"
                ),
                invalid;

@@ -4,6 +4,7 @@
 #include "append_check.hpp"
 #include "batch_mark.hpp"
 #include "context_edit_check.hpp"
+#include "reasoning_binding.hpp"
 #include "session_core.hpp"
 
 #include <agentctx/compaction/client_values.hpp>
@@ -114,7 +115,8 @@ void append_entries(
         if (self->closed())
             return finish(std::move(h), self->strand(), make_error_code(errc::session_closed), {});
         auto ids = std::make_shared<append_batch_result>();
-        auto prepare = [self, fields = std::move(fields), ids](compaction::diagnostics& diag
+        auto events = std::make_shared<std::vector<reasoning_transformed_event>>();
+        auto prepare = [self, fields = std::move(fields), ids, events](compaction::diagnostics& diag
                        ) mutable -> compaction::result<commit_plan> {
             if (self->closed())
                 return make_error_code(errc::session_closed);
@@ -122,16 +124,22 @@ void append_entries(
             if (!entries)
                 return entries.error();
             for (const auto& e : *entries)
+            {
                 ids->ids.push_back(e->id);
+                if (auto ev = transformed_event(*e))
+                    events->push_back(std::move(*ev));
+            }
             return commit_plan{std::move(*entries), std::nullopt, nullptr};
         };
         self->writes().async_commit(
             std::move(prepare),
-            [self, ids, h = std::move(h)](error_code ec, std::string message) mutable {
+            [self, ids, events, h = std::move(h)](error_code ec, std::string message) mutable {
                 if (ec)
                     return finish(
                         std::move(h), self->strand(), ec, append_batch_result{{}, std::move(message)}
                     );
+                for (const auto& ev : *events)  // written: what the provider withheld is reported
+                    self->emit(ev);
                 finish(std::move(h), self->strand(), ec, std::move(*ids));
             }
         );

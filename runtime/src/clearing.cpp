@@ -3,6 +3,7 @@
 #include "append_batch.hpp"
 #include "clearing_evidence.hpp"
 #include "compaction_coordinator.hpp"
+#include "reasoning_binding.hpp"
 #include "session_core.hpp"
 
 #include <agentctx/compaction/jobs.hpp>
@@ -66,6 +67,28 @@ const boost::json::array* projected_content(
     hold.push_back(*e);
     const auto* c = (*e)->raw.at("message").as_object().if_contains("content");
     return c && c->is_array() ? &c->get_array() : nullptr;
+}
+
+// For a model that binds reasoning: the clearing waits for the next compaction (one prefix break
+// instead of two) unless it frees more than the reasoning after its first edit that it drops.
+std::optional<clearing_deferred_event> defer_for_reasoning(
+    const session_core& s,
+    std::span<const context_message> context,
+    const clearing_plan& plan,
+    std::int64_t tokens
+)
+{
+    if (!binds_reasoning(s.budgets().serving().provider))
+        return std::nullopt;
+    std::size_t first = context.size();
+    for (std::size_t i = 0; i < context.size() && first == context.size(); ++i)
+        for (const auto& e : plan.edits)
+            if (context[i].entry_id == e.target_id)
+                first = i;
+    const auto loss = reasoning_lost(s.log(), context, first);
+    if (loss.blocks == 0 || plan.tokens > loss.tokens)
+        return std::nullopt;
+    return clearing_deferred_event{plan.results, plan.tokens, loss.blocks, loss.tokens, tokens};
 }
 
 }  // namespace
@@ -225,6 +248,17 @@ void session_core::clear_then(std::int64_t tokens, asio::any_completion_handler<
     auto plan = plan_tool_clearing(settings, in);
     if (plan.edits.empty())
         return std::move(next)(tokens);
+    if (auto deferred = defer_for_reasoning(*this, context, plan, tokens))
+    {
+        logger().debug(
+            "clearing deferred: it frees ~{} tokens and would drop {} thinking blocks (~{} tokens)",
+            plan.tokens,
+            deferred->reasoning_blocks,
+            deferred->reasoning_tokens
+        );
+        emit(*deferred);
+        return std::move(next)(tokens);
+    }
     std::vector<boost::json::object> fields;
     context_cleared_event event{plan.results, plan.tokens, tokens, {}, {}};
     for (auto& e : plan.edits)

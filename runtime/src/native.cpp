@@ -182,6 +182,8 @@ asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> co
         std::string(initial_summary_instructions) +
         (j_.request.instructions ? "\n\nAdditional focus: " + *j_.request.instructions : std::string());
     req.model = serving.model_id;
+    if (caps.inline_compaction)  // OpenAI inline: the loop's own context_management threshold
+        req.compact_threshold = cx_.threshold();
     auto size = co_await measure_native(req);
     if (!size)
         co_return size.error();

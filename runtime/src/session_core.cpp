@@ -17,6 +17,7 @@
 #include "compaction_coordinator.hpp"
 #include "context_edit_check.hpp"
 #include "compaction_run.hpp"
+#include "reasoning_binding.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -237,7 +238,8 @@ void session_core::append_in_turn(
 {
     // The id is known once the entry is prepared, inside the write turn.
     auto id = std::make_shared<std::string>();
-    auto prepare = [self = shared_from_this(), fields = std::move(fields), id, out](diagnostics& diag
+    auto event = std::make_shared<std::optional<reasoning_transformed_event>>();
+    auto prepare = [self = shared_from_this(), fields = std::move(fields), id, event, out](diagnostics& diag
                    ) mutable -> result<commit_plan> {
         auto e = self->closed() ? result<entry_ptr>(make_error_code(errc::session_closed))
                                 : prepare_entry(self->log(), std::move(fields), diag);
@@ -249,11 +251,16 @@ void session_core::append_in_turn(
             return e.error();
         }
         *id = (*e)->id;
+        *event = transformed_event(**e);
         return commit_plan{{std::move(*e)}, std::nullopt, nullptr};
     };
     writes_.async_commit(
         std::move(prepare),
-        [self = shared_from_this(), id, h = std::move(h), out](error_code ec, std::string message) mutable {
+        [self = shared_from_this(), id, event, h = std::move(h), out](
+            error_code ec, std::string message
+        ) mutable {
+            if (!ec && *event)
+                self->emit(**event);  // written: what the provider withheld is reported
             if (!ec)
                 return complete_from_strand(std::move(h), self->strand(), ec, std::move(*id));
             if (id->empty())  // refused before the write: `message` says where and why

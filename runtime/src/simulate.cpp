@@ -315,6 +315,9 @@ private:
             error_ = "entry " + e.id + (id.empty() ? std::string() : ": " + id);
         else
             ids_[e.id] = id;
+        if (!ec && has_role(e, compaction::role::assistant))
+            if (const auto n = thinking_blocks(*e.message); n > 0)
+                bound_[id] = n;
         co_return ec;
     }
 
@@ -389,6 +392,44 @@ private:
         return billing;
     }
 
+    static std::int64_t thinking_blocks(const compaction::message& m)
+    {
+        return std::count_if(m.content.blocks.begin(), m.content.blocks.end(), [](const auto& b) {
+            return std::holds_alternative<compaction::thinking_block>(b);
+        });
+    }
+
+    // A prefix break: the thinking blocks made since the last one that now follow an edit (after
+    // `from` in the context) are withheld by a provider that binds reasoning.
+    void count_reasoning_lost(std::size_t from)
+    {
+        const auto context = session_->context();
+        for (std::size_t i = from; i < context.size(); ++i)
+            if (auto it = bound_.find(context[i].entry_id); it != bound_.end())
+            {
+                cost_.reasoning_lost += it->second;
+                bound_.erase(it);
+            }
+    }
+
+    void on_prefix_break(const session_event& e)
+    {
+        if (const auto* c = std::get_if<context_cleared_event>(&e); c && !c->target_ids.empty())
+        {
+            const auto context = session_->context();
+            std::size_t first = context.size();
+            for (std::size_t i = 0; i < context.size() && first == context.size(); ++i)
+                if (context[i].entry_id == c->target_ids.front())
+                    first = i + 1;
+            count_reasoning_lost(first);
+        }
+        else if (const auto* end = std::get_if<compaction_end_event>(&e); end && end->result)
+        {
+            count_reasoning_lost(0);  // every kept message follows the new summary
+            bound_.clear();           // the summarized ones are not sent at all
+        }
+    }
+
     // A background compaction runs from the check that started it, off the agent's path: its
     // requests are billed from then, and a commit waits only for what would still be running.
     void observe_background()
@@ -396,6 +437,7 @@ private:
         session_->on_event([this](const session_event& e) {
             if (options_.on_event)
                 options_.on_event(e);
+            on_prefix_break(e);
             if (const auto* start = std::get_if<compaction_start_event>(&e))
             {
                 if (start->reason == compaction_reason::background)
@@ -432,6 +474,7 @@ private:
     std::shared_ptr<const compaction::redactor> redactor_;
     std::vector<detail::summary_call> calls_;
     std::map<std::string, std::string> ids_;
+    std::map<std::string, std::int64_t> bound_;  ///< assistant entries with thinking since the last break
     std::unordered_map<const compaction::message*, message_part> parts_;  ///< by the message's address
     std::optional<double> start_;
     double now_ = 0, stalled_ = 0;

@@ -1,5 +1,6 @@
 // How long the agent waits for compaction: a scripted session through the runtime against the loopback
-// provider with a slow summary, foreground against background; stall per compaction and summary calls.
+// provider with a slow summary, foreground against background (portable, and native: OpenAI inline compaction
+// in the background); stall per compaction and summary calls.
 //   bench_stall [TURNS=200] [SUMMARY_MS=2000] [TURN_MS=600] [START_AT=0.7]
 // TURN_MS is the agent's own time per turn (its model call), during which a background summary runs.
 #include <agentctx/providers/http_summarizer.hpp>
@@ -132,8 +133,16 @@ asio::awaitable<void> drive(std::shared_ptr<runtime::session> s, params p, run_r
     s->close();
 }
 
-run_result run(bool background, const params& p, const fs::path& dir)
+enum class mode
 {
+    foreground,
+    background,
+    native_background,  ///< background preparation through OpenAI inline compaction
+};
+
+run_result run(mode m, const params& p, const fs::path& dir)
+{
+    const bool background = m != mode::foreground;
     test::fake_provider_server server;
     server.set_default(
         {.body = test::openai_body("## Goal\nstall benchmark summary\n\n## Progress\n- done"),
@@ -144,8 +153,19 @@ run_result run(bool background, const params& p, const fs::path& dir)
     server.route("/input_tokens", [](const test::recorded_request&) {
         return test::scripted_response{.status = 404, .body = "{}"};
     });
+    // Native: the inline request (`/responses` with the trigger) takes the same latency.
+    server.route("/v1/responses", [delay = p.summary_ms](const test::recorded_request& r) {
+        auto reply = test::openai_inline_reply(r, "ENC-bench");
+        reply.delay = std::chrono::milliseconds(delay);
+        return reply;
+    });
     asio::io_context ioc(1);
     providers::provider_config pc;
+    if (m == mode::native_background)
+    {
+        pc.native = providers::native_mode::on;
+        pc.openai_form = providers::openai_native_form::inline_request;
+    }
     pc.base_url = server.base_url() + "/v1";
     pc.model = "bench";
     pc.api_key = "k";
@@ -161,7 +181,9 @@ run_result run(bool background, const params& p, const fs::path& dir)
     config.summarizer = std::make_shared<providers::http_summarizer>(ioc.get_executor(), pc, logger);
     config.logger = logger;
 
-    const fs::path file = dir / (background ? "background.jsonl" : "foreground.jsonl");
+    const fs::path file = dir / (m == mode::foreground   ? "foreground.jsonl"
+                                 : m == mode::background ? "background.jsonl"
+                                                         : "native.jsonl");
     std::ofstream(file, std::ios::binary)
         << R"({"type":"session","version":3,"id":"bench","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/"})"
         << '\n';
@@ -181,7 +203,8 @@ run_result run(bool background, const params& p, const fs::path& dir)
     });
     ioc.run();
     for (const auto& r : server.requests())
-        out.summary_calls += r.target.ends_with("/chat/completions") ? 1 : 0;
+        out.summary_calls +=
+            r.target.ends_with("/chat/completions") || r.target.ends_with("/responses") ? 1 : 0;
     return out;
 }
 
@@ -233,8 +256,9 @@ int main(int argc, char** argv)
         "turn_end_max_ms",
         "wall_s"
     );
-    print("foreground", run(false, p, dir));
-    print("background", run(true, p, dir));
+    print("foreground", run(mode::foreground, p, dir));
+    print("background", run(mode::background, p, dir));
+    print("native-bg", run(mode::native_background, p, dir));
     fs::remove_all(dir);
     return 0;
 }

@@ -557,4 +557,70 @@ std::string anthropic_model_body(const std::string& id, bool compaction_supporte
     });
 }
 
+namespace {
+
+scripted_response invalid_request(const std::string& message)
+{
+    scripted_response out;
+    out.status = 400;
+    out.body = compaction::stringify(json::object{
+        {"error", json::object{{"type", "invalid_request_error"}, {"message", message}}}});
+    return out;
+}
+
+}  // namespace
+
+scripted_response openai_inline_reply(const recorded_request& r, const std::string& encrypted)
+{
+    boost::system::error_code ec;
+    const auto v = json::parse(r.body, ec);
+    if (ec || !v.is_object() || !v.get_object().contains("input") || !v.at("input").is_array())
+        return invalid_request("input: Field required");
+    const auto& o = v.get_object();
+    const auto& input = o.at("input").get_array();
+    std::optional<std::int64_t> threshold;
+    if (const auto* cm = o.if_contains("context_management"))
+    {
+        if (!cm->is_array())
+            return invalid_request("context_management: expected an array");
+        for (const auto& m : cm->get_array())
+        {
+            if (!m.is_object() || !m.get_object().contains("type") || m.at("type") != "compaction")
+                return invalid_request("context_management[].type: only 'compaction' is supported");
+            if (const auto* t = m.get_object().if_contains("compact_threshold"); t && t->is_int64())
+                threshold = t->get_int64();
+        }
+    }
+    bool triggered = false;
+    for (std::size_t i = 0; i < input.size(); ++i)
+        if (input[i].is_object() && input[i].get_object().contains("type") &&
+            input[i].at("type") == "compaction_trigger")
+        {
+            if (i + 1 != input.size())
+                return invalid_request("compaction_trigger must be the final input item");
+            triggered = true;
+        }
+    const bool over = threshold && static_cast<std::int64_t>(r.body.size() / 4) > *threshold;
+    json::array output;
+    if (triggered || over)
+    {
+        output.push_back(json::object{{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array{}}});
+        output.push_back(json::parse(openai_compaction_item(encrypted)));
+    }
+    else
+        output.push_back(json::object{
+            {"type", "message"},
+            {"role", "assistant"},
+            {"content", json::array{json::object{{"type", "output_text"}, {"text", "ok"}}}}});
+    scripted_response out;
+    out.body = compaction::stringify(json::object{
+        {"id", "resp_inline"},
+        {"object", "response"},
+        {"status", "completed"},
+        {"model", o.contains("model") ? o.at("model") : json::value("m")},
+        {"output", std::move(output)},
+        {"usage", json::object{{"input_tokens", 52000}, {"output_tokens", 900}, {"total_tokens", 52900}}}});
+    return out;
+}
+
 }  // namespace agentctx::test

@@ -104,6 +104,14 @@ std::string openai_compact_body(
     const std::vector<std::string>& user_texts, const std::vector<std::string>& items
 );
 std::string openai_compaction_item(const std::string& encrypted);
+/// OpenAI inline compaction as the Responses API documents it, for `POST /v1/responses`: a
+/// request whose `context_management` is `[{"type": "compaction", "compact_threshold"?: N}]` and
+/// whose input ends with `{"type": "compaction_trigger"}` gets a Response object whose `output`
+/// is one reasoning item and one compaction item (`encrypted`); a `compaction_trigger` anywhere
+/// but last, or an unknown `context_management` type, is 400 `invalid_request_error`; a request
+/// without the trigger whose input passes the threshold (chars/4) compacts the same way, else
+/// it answers one assistant message.
+scripted_response openai_inline_reply(const recorded_request& r, const std::string& encrypted);
 /// `GET /v1/models/{id}` with `capabilities.context_management.compact_20260112.supported`.
 std::string anthropic_model_body(const std::string& id, bool compaction_supported);
 

@@ -357,3 +357,46 @@ TEST_F(server_wire, put_with_a_bad_body_names_the_field_and_writes_nothing)
     EXPECT_EQ(missing.at("error").at("message"), "input: unknown field");
     EXPECT_EQ(file(id), before);
 }
+
+// A reply's input_transformations: recorded on the last assistant message, counted in the metrics,
+// and a malformed list refused with its path before anything is written.
+TEST_F(server_wire, a_replys_input_transformations_are_kept_and_counted)
+{
+    start();
+    const auto id = new_session();
+    const std::string list =
+        R"([{"type":"thinking_dropped","reason":"prefix_binding_mismatch","path":"messages.1.content.0"},)"
+        R"({"type":"thinking_mismatch_allowed","reason":"prefix_binding_mismatch","path":"messages.3.content.0"}])";
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=anthropic",
+        with_items(
+            "messages",
+            anthropic_turns,
+            R"(,"usage":{"input_tokens":500,"output_tokens":20},"input_transformations":)" + list
+        )
+    );
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto stored = stored_messages(file(id));
+    ASSERT_EQ(stored.size(), 6u);
+    EXPECT_EQ(stored[5].at("usage").at("inputTransformations").at("removed"), 1);
+    EXPECT_EQ(stored[5].at("usage").at("inputTransformations").at("allowed"), 1);
+    EXPECT_FALSE(stored[1].at("usage").as_object().contains("inputTransformations"));
+    const auto metrics = sync("GET", "/metrics")->res.body;
+    EXPECT_NE(metrics.find("agentctx_reasoning_blocks_total{action=\"removed\"} 1\n"), std::string::npos)
+        << metrics;
+    EXPECT_NE(metrics.find("agentctx_reasoning_blocks_total{action=\"allowed\"} 1\n"), std::string::npos);
+    EXPECT_NE(
+        metrics.find("agentctx_reasoning_transformations_total{reason=\"prefix_binding_mismatch\"} 2\n"),
+        std::string::npos
+    );
+
+    const auto bad = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=anthropic",
+        with_items("messages", anthropic_turns, R"(,"input_transformations":[{"type":"thinking_dropped"}])")
+    );
+    EXPECT_EQ(bad->res.status, 400);
+    EXPECT_NE(bad->res.body.find("input_transformations[0].reason"), std::string::npos) << bad->res.body;
+    EXPECT_EQ(stored_messages(file(id)).size(), 6u);
+}

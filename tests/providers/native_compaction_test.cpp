@@ -250,7 +250,9 @@ TEST(native_response, openai_needs_user_messages_then_exactly_one_compaction_ite
         test::openai_compact_body({}, {item, R"({"type":"message","role":"user","content":[]})"}),
         "follows the compaction item"
     );
-    expect_invalid(R"({"object":"response","output":[]})", "not a response.compaction");
+    // A Response object is read as the inline form's reply: it still needs its compaction item.
+    expect_invalid(R"({"object":"response","output":[]})", "0 compaction items");
+    expect_invalid(R"({"object":"response.other","output":[]})", "not a response.compaction");
     expect_invalid(R"({"object":"response.compaction"})", "no output");
 }
 

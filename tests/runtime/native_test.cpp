@@ -2,6 +2,7 @@
 // fallback with native_selection, the oversized preflight, and counted portable bounds.
 #include <agentctx/compaction/llm_convert.hpp>
 #include <agentctx/compaction/session_log.hpp>
+#include <agentctx/compaction/working_budget.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
@@ -638,7 +639,14 @@ TEST_F(native_session_test, the_native_request_carries_the_loops_tools_tool_choi
     EXPECT_EQ(body.at("tools"), loop_tools());
     EXPECT_EQ(body.at("tool_choice"), json::parse(R"({"type":"auto"})"));
     EXPECT_EQ(body.at("temperature"), 0.25);
-    EXPECT_EQ(body.at("thinking"), json::parse(R"({"type":"enabled","budget_tokens":8000})"));
+    // A thinking block whose prefix changed is dropped, never a 400 (the binding beta is named).
+    EXPECT_EQ(
+        body.at("thinking"),
+        json::parse(
+            R"({"type":"enabled","budget_tokens":8000,"block_binding":{"prefix_mismatch_behavior":"drop_block"}})"
+        )
+    );
+    EXPECT_EQ(sent[0].header("anthropic-beta"), "compact-2026-01-12,thinking-binding-controls-2026-08-01");
     EXPECT_EQ(body.at("model"), "claude-loop");     // the request's own fields are not the parameters'
     EXPECT_EQ(body.at("max_tokens"), 8000 + 4096);  // above the thinking budget
     ASSERT_EQ(finished_.size(), 1u);
@@ -794,4 +802,39 @@ TEST_F(native_session_test, a_previous_portable_summary_is_resent_as_reference_h
         std::string(compaction::reference_history_notice) + "## Goal\nFirst, portable."
     )) << text;
     EXPECT_NE(text.find(compaction::reference_history_suffix), std::string::npos);
+}
+
+TEST_F(
+    native_session_test,
+    openai_inline_compacts_with_the_trigger_at_the_sessions_threshold_and_replays_the_item
+)
+{
+    server_.route("/v1/responses", [](const test::recorded_request& r) {
+        return test::openai_inline_reply(r, "ENC-INLINE");
+    });
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto c = config(p);
+    const auto threshold = compaction::automatic_threshold(c.model.context_window, c.settings, c.compat);
+    auto s = open(std::move(c));
+    auto [ec, out] = compact(*s);
+    ASSERT_FALSE(ec) << out.message;
+    EXPECT_TRUE(requests_to("/responses/compact").empty());
+    const auto sent = requests_to("/v1/responses");
+    ASSERT_EQ(sent.size(), 1u);
+    const auto body = json::parse(sent[0].body).as_object();
+    EXPECT_EQ(body.at("context_management").at(0).at("compact_threshold"), threshold);
+    EXPECT_EQ(body.at("input").as_array().back(), json::parse(R"({"type":"compaction_trigger"})"));
+
+    // Stored as native state (the item alone) with a portable note, and replayed verbatim.
+    const auto entry = last_compaction(file());
+    EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nPortable note."));
+    const auto& native = entry.at("details").at("agentctx").at("native");
+    ASSERT_EQ(native.at("output").as_array().size(), 1u);
+    EXPECT_EQ(native.at("output").at(0).at("encrypted_content"), "ENC-INLINE");
+    const auto snap = s->current();
+    ASSERT_TRUE(snap->native);
+    const auto replay = providers::to_responses_input(s->context(), snap->native.get());
+    EXPECT_EQ(replay.at(0), native.at("output").at(0));
 }

@@ -371,3 +371,54 @@ TEST(simulate, a_split_turns_two_cache_friendly_requests_share_the_conversations
     EXPECT_EQ(cost.summarizer_input_tokens, 2 * 8036 + 386 + 380);
     EXPECT_NEAR(cost.billed_input - none.billed_input, (8034 + 8036) * 0.1 + 2 * 1.25 + 386 + 380, 1e-6);
 }
+
+namespace {
+
+// tool_rounds() with a thinking block of `chars` characters before every call.
+test::session_text thinking_rounds(std::size_t chars)
+{
+    test::session_text t;
+    t.user("u", "fix the bug");
+    for (int i = 1; i <= 24; ++i)
+    {
+        const auto k = std::to_string(i);
+        t.wait(60).message(
+            "a" + k,
+            {{"role", "assistant"},
+             {"content",
+              boost::json::array{
+                  boost::json::object{
+                      {"type", "thinking"},
+                      {"thinking", std::string(chars, 't')},
+                      {"thinkingSignature", "s" + k}},
+                  boost::json::object{
+                      {"type", "toolCall"},
+                      {"id", "c" + k},
+                      {"name", "read"},
+                      {"arguments", boost::json::object{{"path", "src/f" + k + ".cpp"}}}}}},
+             {"api", "anthropic-messages"},
+             {"provider", "anthropic"},
+             {"model", "claude-sonnet-4-5"},
+             {"stopReason", "toolUse"}}
+        );
+        t.tool_result("r" + k, "c" + k, "read", std::string(16000, 'x'));
+    }
+    t.wait(60).assistant("done", "fixed");
+    return t;
+}
+
+}  // namespace
+
+TEST(simulate, each_policy_counts_the_recorded_reasoning_its_prefix_breaks_leave_behind_an_edit)
+{
+    const auto text = thinking_rounds(40).text;
+    const auto with = simulate(text, clearing_policy(true));
+    const auto without = simulate(text, clearing_policy(false));
+    const auto none = simulate(text, *runtime::builtin_policy("none"));
+    ASSERT_GT(with.clearing_batches, 0);
+    EXPECT_GT(with.reasoning_lost, 0);   // each clearing costs the thinking made after its first edit
+    EXPECT_LE(with.reasoning_lost, 24);  // a block is lost once
+    EXPECT_EQ(without.reasoning_lost, 0);
+    EXPECT_EQ(none.reasoning_lost, 0);
+    EXPECT_EQ(with.to_json().at("reasoningLost"), with.reasoning_lost);
+}

@@ -119,6 +119,9 @@ struct policy_cost
     std::int64_t peak_context = 0;
     std::int64_t context_sum = 0;  ///< over the agent's requests (the mean's numerator)
     std::int64_t summarizer_input_tokens = 0;
+    /// Recorded thinking blocks a prefix break (a clearing or a compaction) left behind an edit
+    /// after they were made: what a provider that binds reasoning withholds from then on.
+    std::int64_t reasoning_lost = 0;
     std::vector<double> stalls;  ///< one per foreground compaction, seconds
 
     /// Bills one request (agent or summary) of `output` tokens.

@@ -68,6 +68,17 @@ boost::json::array to_responses_input(
     compaction::summary_framing framing = compaction::summary_framing::reference_history
 );
 
+/// The `context_management` of a Responses request that compacts inline once its input passes
+/// `threshold` tokens: `[{"type": "compaction", "compact_threshold": N}]` (N > 0; else without
+/// the threshold, the provider's default). For a session whose summarizer uses OpenAI inline
+/// compaction (summarizer_capabilities::inline_compaction); the loop sends it with the input of
+/// to_responses_input.
+boost::json::array inline_context_management(std::int64_t threshold);
+
+/// The last input item of a Responses request that must compact now: `{"type": "compaction_trigger"}`
+/// (a manual `/compact`, a background preparation).
+boost::json::object compaction_trigger_item();
+
 /// The framing of a session in `mode`: Pi's plain preamble in Pi mode, reference history otherwise.
 constexpr compaction::summary_framing summary_framing_for(compaction::compat_mode mode)
 {

@@ -25,6 +25,17 @@ enum class native_mode
     probe,
 };
 
+/// Which of OpenAI's native forms compacts (setting `native.openai`): `compact_endpoint`
+/// (`"compact-endpoint"`, the default: `POST /responses/compact`), `inline_request` (`"inline"`: an
+/// ordinary `POST /responses` with `context_management` and a final `compaction_trigger` item) or
+/// `automatic` (`"auto"`: inline, and the compact endpoint when the inline request is refused).
+enum class openai_native_form
+{
+    compact_endpoint,
+    inline_request,
+    automatic,
+};
+
 /// Everything needed to call one model. The API key is only ever put in a request header.
 struct provider_config
 {
@@ -45,6 +56,7 @@ struct provider_config
     /// signed compaction block alone; native compaction then asks with it instead of the
     /// `compact_20260112` context-management edit (the default).
     bool compaction_parameter = false;
+    openai_native_form openai_form = openai_native_form::compact_endpoint;
     /// The provider advertises `completion:auto_continue:v1` (setting `autoContinue`): every
     /// summary, count and native-compaction call says `auto_continue: false`, so that the
     /// provider never continues a summary on its own; a host's normal chat is not touched.

@@ -79,6 +79,9 @@ struct native_request
     std::optional<std::string> instructions;  ///< Anthropic: replaces the default summary prompt
     std::string model;                        ///< the loop's model; empty = the configured model
     std::int64_t trigger_tokens = anthropic_min_compaction_trigger;
+    /// OpenAI inline compaction: `context_management[0].compact_threshold`, the session's
+    /// threshold; 0 = left out (the provider's default).
+    std::int64_t compact_threshold = 0;
     std::uint32_t max_output_tokens = 0;  ///< 0 = 4096 (the edit pauses before any reply)
 };
 

@@ -39,6 +39,10 @@ struct summarizer_capabilities
     /// A deterministic extractor (the offline summarizer): asked again it answers the same, so the
     /// recall gate sends it no follow-up and carries what it left out verbatim.
     bool extractive = false;
+    /// OpenAI inline compaction (`native.openai: "inline"`): the loop's own Responses request
+    /// carries `context_management` with the session's threshold, and native compaction asks with
+    /// a `compaction_trigger` item in an ordinary `/responses` request.
+    bool inline_compaction = false;
 };
 
 /// A model (or an offline stand-in) that writes summaries.

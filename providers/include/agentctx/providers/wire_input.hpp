@@ -53,6 +53,11 @@ struct wire_input_options
     /// The tool name of a result whose call is not in the batch (an earlier turn's call);
     /// unset or empty answer: the result's `toolName` is "".
     std::function<std::string(std::string_view call_id)> tool_name;
+    /// The reply's `input_transformations` as returned (Responses and Anthropic formats only; see
+    /// input_transformations.hpp): recorded on the batch's last assistant message as
+    /// `usage.inputTransformations` (`{removed, allowed, items}`), which the session reports in a
+    /// reasoning_transformed event. An empty list is recorded too (nothing was dropped).
+    std::optional<boost::json::value> input_transformations;
 };
 
 /**

@@ -128,6 +128,29 @@ struct clearing_refused_event
     std::int64_t tokens_before = 0;       ///< the context's size that triggered it
 };
 
+/// A provider said what it did to the reasoning a request replayed: an assistant message was
+/// appended with `usage.inputTransformations` (wire_input_options::input_transformations).
+/// Counts and reasons only.
+struct reasoning_transformed_event
+{
+    std::string entry_id;              ///< the assistant message's entry
+    std::int64_t removed = 0;          ///< reasoning items / thinking blocks withheld from the model
+    std::int64_t allowed = 0;          ///< blocks that failed the binding check and were shown anyway
+    std::vector<std::string> reasons;  ///< one per entry, in request order
+};
+
+/// A clearing was put off until the next compaction (one prefix break instead of two): the
+/// serving model binds reasoning to the prefix it was made on, and the clearing would drop more
+/// reasoning than it frees (docs/providers.md, "Reasoning after an edit").
+struct clearing_deferred_event
+{
+    std::int64_t results = 0;           ///< tool results the clearing would have replaced
+    std::int64_t tokens = 0;            ///< tokens it would have freed (estimated)
+    std::int64_t reasoning_blocks = 0;  ///< thinking blocks it would have cost
+    std::int64_t reasoning_tokens = 0;  ///< their size (estimated)
+    std::int64_t tokens_before = 0;     ///< the context's size that triggered it
+};
+
 using session_event = std::variant<
     compaction_start_event,
     compaction_end_event,
@@ -138,7 +161,9 @@ using session_event = std::variant<
     budget_exceeded_event,
     compaction_prepared_event,
     context_cleared_event,
-    clearing_refused_event>;
+    clearing_refused_event,
+    reasoning_transformed_event,
+    clearing_deferred_event>;
 
 /// Passed to before_compact hooks; every reference lives until the hook returns (or, for an
 /// awaitable hook, until its awaitable completes).
