@@ -146,7 +146,13 @@ std::optional<http_response> reserved_field_answer(const http_request& req, cons
     return std::nullopt;
 }
 
-using converted_batch = std::variant<std::vector<json::object>, http_response>;
+/// The converted messages, and the provider's compaction item an appended Responses reply held.
+struct wire_batch
+{
+    std::vector<json::object> messages;
+    std::optional<providers::wire_compaction_item> compaction;
+};
+using converted_batch = std::variant<wire_batch, http_response>;
 
 // The conversion itself, and the refusals it finds (as a 400 naming the field). A batch that can
 // never pair against `context` (empty for a replacement: the batch is the whole conversation) is
@@ -163,14 +169,20 @@ converted_batch convert_items(
 {
     providers::diagnostics diag;
     providers::wire_id_paths paths;
-    auto converted = providers::from_wire_messages(format, items, opt, diag, paths);
+    wire_batch out;
+    // An append takes the provider's compaction item (OpenAI inline compaction); a replacement
+    // is the host's whole transcript, where no reply carries one.
+    auto converted = allow_empty
+                         ? providers::from_wire_messages(format, items, opt, diag, paths)
+                         : providers::from_wire_messages(format, items, opt, diag, paths, out.compaction);
     if (!converted)
         return invalid(req, diag.message);
     if (converted->empty() && !allow_empty)
         return invalid(req, std::string(key) + ": no messages");
     if (auto refused = unpairable_answer(req, context, *converted, paths))
         return std::move(*refused);
-    return std::move(*converted);
+    out.messages = std::move(*converted);
+    return out;
 }
 
 // The body's messages in the `format` query parameter's format, converted to Pi messages; or
@@ -242,6 +254,28 @@ json::array counted_appends(request_context& c, const std::vector<std::string>& 
     return ids;
 }
 
+// The provider's compaction item of an appended reply, adopted after the reply's messages
+// (session::async_adopt_compaction): `{"adopted": true, "entryId"}`, or `{"adopted": false,
+// "error", "message"}` (the messages stay appended; the session is as the append left it).
+asio::awaitable<json::object> adopt_compaction(
+    request_context& c,
+    const lease& held,
+    providers::wire_compaction_item item,
+    const std::vector<std::string>& ids
+)
+{
+    const auto& first_kept = ids.at(item.messages_before);
+    auto [ec, out] = co_await held->session().async_adopt_compaction(
+        std::move(item.item), first_kept, asio::as_tuple(asio::use_awaitable)
+    );
+    if (!ec && out.compacted)
+        co_return json::object{{"adopted", true}, {"entryId", out.entry_id}};
+    const std::string why = out.message.empty() ? public_message(ec, compaction::diagnostics{})
+                                                : without_data_dir(out.message, c.server.data_dir_prefix);
+    co_return json::object{
+        {"adopted", false}, {"error", ec ? ec.message() : std::string("not_compacted")}, {"message", why}};
+}
+
 }  // namespace
 
 asio::awaitable<http_response> append_wire_messages(request_context& c, const lease& held)
@@ -249,14 +283,16 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
     auto body = co_await converted_body(c, held, false);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
-    auto converted = std::move(std::get<std::vector<json::object>>(body));
+    auto batch = std::move(std::get<wire_batch>(body));
     auto [ec, r] = co_await held->session().async_append_messages(
-        std::move(converted), asio::as_tuple(asio::use_awaitable)
+        std::move(batch.messages), asio::as_tuple(asio::use_awaitable)
     );
     if (ec)
         co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
-    json::array ids = counted_appends(c, r.ids);
-    co_return reply(c.req, http::status::created, json::object{{"ids", std::move(ids)}});
+    json::object answer{{"ids", counted_appends(c, r.ids)}};
+    if (batch.compaction)
+        answer["compaction"] = co_await adopt_compaction(c, held, std::move(*batch.compaction), r.ids);
+    co_return reply(c.req, http::status::created, std::move(answer));
 }
 
 asio::awaitable<http_response> replace_wire_messages(request_context& c, const lease& held)
@@ -264,7 +300,7 @@ asio::awaitable<http_response> replace_wire_messages(request_context& c, const l
     auto body = co_await converted_body(c, held, true);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
-    auto converted = std::move(std::get<std::vector<json::object>>(body));
+    auto converted = std::move(std::get<wire_batch>(body).messages);
     auto [ec, r] = co_await held->session().async_replace_history(
         std::move(converted), asio::as_tuple(asio::use_awaitable)
     );

@@ -242,12 +242,16 @@ compaction::result<std::vector<json::object>> from_wire_messages(
     return from_wire_messages(f, items, options, diag, paths);
 }
 
-compaction::result<std::vector<json::object>> from_wire_messages(
+namespace {
+
+compaction::result<std::vector<json::object>> convert(
     input_format f,
     const json::value& items,
     const wire_input_options& options,
     diagnostics& diag,
-    wire_id_paths& paths
+    wire_id_paths& paths,
+    std::optional<wire_compaction_item>& compaction,
+    bool accept_compaction
 )
 {
     wire_reader rd(diag);
@@ -263,6 +267,7 @@ compaction::result<std::vector<json::object>> from_wire_messages(
         if (auto t = read_input_transformations(f, *options.input_transformations, diag); !t)
             return invalid;
     pi_batch batch;
+    batch.accept_compaction = accept_compaction && f == input_format::responses;
     bool ok = false;
     switch (f)
     {
@@ -287,9 +292,39 @@ compaction::result<std::vector<json::object>> from_wire_messages(
                    "the batch has no assistant message to attach it to"
                ),
                invalid;
+    if (batch.compaction && batch.compaction->messages_before == batch.messages.size())
+        return rd.fail(batch.compaction->path, "a compaction item must be followed by the reply's messages"),
+               invalid;
     complete(f, options, batch.messages);
     paths = std::move(batch.id_paths);
+    compaction = std::move(batch.compaction);
     return std::move(batch.messages);
+}
+
+}  // namespace
+
+compaction::result<std::vector<json::object>> from_wire_messages(
+    input_format f,
+    const json::value& items,
+    const wire_input_options& options,
+    diagnostics& diag,
+    wire_id_paths& paths
+)
+{
+    std::optional<wire_compaction_item> refused;  // never set: this form refuses the item type
+    return convert(f, items, options, diag, paths, refused, false);
+}
+
+compaction::result<std::vector<json::object>> from_wire_messages(
+    input_format f,
+    const json::value& items,
+    const wire_input_options& options,
+    diagnostics& diag,
+    wire_id_paths& paths,
+    std::optional<wire_compaction_item>& compaction
+)
+{
+    return convert(f, items, options, diag, paths, compaction, true);
 }
 
 }  // namespace agentctx::providers

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agentctx/providers/error.hpp>
+#include <agentctx/providers/wire_input.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -80,6 +81,9 @@ struct pi_batch
     std::vector<json::object> messages;
     /// Beside each message, the input paths of its tool-call ids (wire_id_paths).
     std::vector<std::vector<std::string>> id_paths;
+    /// Responses only: whether a `compaction` item is accepted, and the one that was read.
+    bool accept_compaction = false;
+    std::optional<wire_compaction_item> compaction;
 
     void user(json::value content)
     {

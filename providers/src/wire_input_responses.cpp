@@ -116,6 +116,7 @@ private:
         return out_.messages.back()["content"].get_array();
     }
     bool message(const json::object& o, const std::string& path);
+    bool compaction(const json::object& o, const std::string& path);
 
     wire_reader& rd_;
     pi_batch& out_;
@@ -149,6 +150,24 @@ bool reader::message(const json::object& o, const std::string& path)
     return true;
 }
 
+// The provider's compaction item, kept verbatim beside the messages; what follows it opens a new
+// assistant message (the context continues after it).
+bool reader::compaction(const json::object& o, const std::string& path)
+{
+    if (out_.compaction)
+        return rd_.fail(
+            field_path(path, "type"),
+            "a second compaction item (at most one per batch; the first is " + out_.compaction->path + ")"
+        );
+    const auto content = rd_.string(o, "encrypted_content", path);
+    if (!content)
+        return false;
+    if (content->empty())
+        return rd_.fail(field_path(path, "encrypted_content"), "must not be empty");
+    out_.compaction = wire_compaction_item{o, path, out_.messages.size()};
+    return true;
+}
+
 bool reader::item(const json::object& o, const std::string& path)
 {
     const auto type =
@@ -177,6 +196,8 @@ bool reader::item(const json::object& o, const std::string& path)
         return true;
     }
     open_ = false;
+    if (*type == "compaction" && out_.accept_compaction)
+        return compaction(o, path);
     if (*type == "function_call_output")
         return read_tool_result(o, "call_id", path, rd_, out_, [&] {
             return read_content(o, "output", path, side::input, true, false, rd_);

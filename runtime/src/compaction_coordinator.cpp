@@ -56,6 +56,21 @@ coordinator_effects compaction_coordinator::start(
     return {.launch = current_->id};
 }
 
+coordinator_effects compaction_coordinator::adopt(
+    caller_id caller, operation_request req, bool cancelled_early
+)
+{
+    coordinator_effects fx;
+    if (prepared_)
+    {
+        prepared_ = false;  // the provider's compaction replaces the prefix a prepared one covers
+        fx.discard_prepared = discard_reason::superseded;
+    }
+    auto started = start(caller, std::move(req), cancelled_early);
+    started.discard_prepared = fx.discard_prepared;
+    return started;
+}
+
 coordinator_effects compaction_coordinator::compact(
     caller_id caller, std::optional<std::string> instructions, bool cancelled_early
 )

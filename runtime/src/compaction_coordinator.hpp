@@ -6,6 +6,7 @@
 #include "background_policy.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/json/object.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +27,16 @@ struct operation_request
     /// Commit the prepared background result or nothing (`commit: "when-ready"`): never a
     /// foreground compaction.
     bool prepared_only = false;
+    /// A compaction the provider made inside the loop's own request (OpenAI inline compaction):
+    /// `item` is the reply's `compaction` output item (recorded as the native state with the
+    /// serving model), `first_kept` the first entry of the reply that carried it. The run cuts
+    /// there and sends no native request.
+    struct adopted_native
+    {
+        boost::json::object item;
+        std::string first_kept;
+    };
+    std::optional<adopted_native> adopted;
 };
 
 /// What the session must do after an event, in this order: drop the prepared background result
@@ -85,6 +96,10 @@ public:
     /// Starts a compaction. Precondition: !running() (automatic checks skip while one runs).
     coordinator_effects start(caller_id caller, operation_request req, bool cancelled_early);
     /// The manual path: joins, queues behind an automatic operation (interrupting it), or starts.
+    /// Adopts a provider's compaction (operation_request::adopted): starts it at once when no
+    /// compaction runs or waits (a prepared background result is discarded, `superseded`); the
+    /// caller refuses it otherwise.
+    coordinator_effects adopt(caller_id caller, operation_request req, bool cancelled_early);
     coordinator_effects compact(
         caller_id caller, std::optional<std::string> instructions, bool cancelled_early
     );

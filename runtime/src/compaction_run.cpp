@@ -242,9 +242,17 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
     // cut keeps: its kept part grows until the commit anyway, and one summary request is saved.
     const std::int64_t whole_turn =
         j_.request.reason == compaction_reason::background ? cx_.budgets().keep_recent() : 0;
+    // An adopted provider compaction covers everything before its reply: the plan keeps as
+    // little as it may, which is that reply when the cut rules allow it (checked below).
+    auto chosen = settings ? *settings : cx_.config().settings;
+    if (j_.request.adopted)
+    {
+        chosen.keep_recent_tokens = 1;
+        chosen.keep_recent_exchanges = 0;
+    }
     auto prep = prepare_compaction(
         path->entries,
-        settings ? *settings : cx_.config().settings,
+        chosen,
         {.mode = cx_.config().compat,
          .counter = &cx_.counter(),
          .pins = &cx_.config().pins,
@@ -266,6 +274,12 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
         return failure{
             prep.error(), diag.message, false, nothing && j_.request.reason != compaction_reason::manual};
     }
+    if (j_.request.adopted && prep->first_kept_entry_id != j_.request.adopted->first_kept)
+        return failure{
+            make_error_code(errc::stale_plan),
+            "the provider's compaction item cannot be adopted: it covers the history before entry '" +
+                j_.request.adopted->first_kept + "', and the cut rules keep from '" +
+                prep->first_kept_entry_id + "'"};
     p.path = std::move(path->entries);
     p.prep = std::move(*prep);
     return p;

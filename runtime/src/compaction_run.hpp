@@ -359,6 +359,8 @@ private:
     // native.cpp: provider-native compaction of the whole eligible window when the summarizer
     // offers it and the window qualifies; nullopt = portable (evidence.native_selection says why).
     boost::asio::awaitable<step<std::optional<providers::native_reply>>> try_native(const plan& p);
+    /// The adopted item of operation_request::adopted as a native reply (no request is sent).
+    step<std::optional<providers::native_reply>> adopted_reply();
     boost::asio::awaitable<step<std::pair<std::int64_t, std::string>>> measure_native(
         const providers::native_request& req
     );

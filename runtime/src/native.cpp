@@ -144,6 +144,8 @@ asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> co
 {
     using chosen = std::optional<providers::native_reply>;
     auto& why = j_.evidence.native_selection;
+    if (j_.request.adopted)
+        co_return adopted_reply();
     auto& summarizer = *cx_.config().summarizer;
     const auto caps = summarizer.capabilities();
     if (!caps.native_compaction)
@@ -194,6 +196,28 @@ asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> co
         co_return chosen{};
     }
     co_return co_await call_native(std::move(req), measured);
+}
+
+// The provider's compaction item from the loop's own reply, as the reply a native request would
+// have returned: validated as a stored state is, billed with the loop's reply (no usage here).
+compaction_run::step<std::optional<providers::native_reply>> compaction_run::adopted_reply()
+{
+    const auto serving = cx_.budgets().serving();
+    const boost::json::object stored{
+        {"provider", "openai"},
+        {"model", serving.model_id},
+        {"output", boost::json::array{j_.request.adopted->item}}};
+    providers::diagnostics diag;
+    auto state = providers::parse_native_state(stored, diag);
+    if (!state)
+        return failure{state.error(), "the provider's compaction item is not valid: " + diag.message};
+    j_.evidence.native_selection =
+        "native: adopted the compaction item of the loop's own reply (the provider compacted the "
+        "history before entry '" +
+        j_.request.adopted->first_kept + "' inside that request)";
+    providers::native_reply reply;
+    reply.state = std::move(*state);
+    return std::optional<providers::native_reply>(std::move(reply));
 }
 
 // The native request itself, and what its reply means for the compaction.

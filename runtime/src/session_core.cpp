@@ -755,6 +755,41 @@ void session_core::compact_impl(
     });
 }
 
+void session_core::adopt_compaction_impl(
+    boost::json::object item, std::string first_kept, asio::any_completion_handler<outcome_signature> h
+)
+{
+    auto c = hook_cancellation(h);
+    asio::post(
+        strand_,
+        [self = shared_from_this(),
+         item = std::move(item),
+         first_kept = std::move(first_kept),
+         h = std::move(h),
+         c]() mutable {
+            session_core& s = *self;
+            if (s.closed())
+                return complete(
+                    std::move(h), s.strand(), make_error_code(errc::session_closed), compaction_outcome{}
+                );
+            // The provider compacted one prefix; another compaction would race it for the cut.
+            if (s.coordinator().running())
+                return complete(
+                    std::move(h),
+                    s.strand(),
+                    make_error_code(errc::compaction_running),
+                    compaction_outcome{
+                        .reason = compaction_reason::manual,
+                        .message = "a compaction is running; the provider's compaction item was not adopted"}
+                );
+            s.callers_.wait(c->id, std::move(h));
+            detail::operation_request req{.reason = compaction_reason::manual};
+            req.adopted = detail::operation_request::adopted_native{std::move(item), std::move(first_kept)};
+            s.apply(s.coordinator().adopt(c->id, std::move(req), c->cancelled));
+        }
+    );
+}
+
 void session_core::start(
     compaction_reason reason,
     std::optional<std::string> instr,

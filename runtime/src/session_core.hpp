@@ -106,6 +106,12 @@ public:
     void compact_impl(
         std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h
     );
+    /// session::async_adopt_compaction (adopt_compaction.cpp).
+    void adopt_compaction_impl(
+        boost::json::object item,
+        std::string first_kept,
+        boost::asio::any_completion_handler<outcome_signature> h
+    );
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);
     /// Pi 1.6's navigateTree (branch_navigation.cpp): completes with the branch summary's id.
     void navigate_impl(

@@ -231,6 +231,13 @@ void session::compact_impl(
     core_->compact_impl(std::move(instr), std::move(h));
 }
 
+void session::adopt_compaction_impl(
+    boost::json::object item, std::string first_kept, boost::asio::any_completion_handler<outcome_signature> h
+)
+{
+    core_->adopt_compaction_impl(std::move(item), std::move(first_kept), std::move(h));
+}
+
 void session::branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h)
 {
     core_->branch_impl(std::move(id), std::move(h));

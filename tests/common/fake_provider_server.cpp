@@ -607,7 +607,8 @@ scripted_response openai_inline_reply(const recorded_request& r, const std::stri
         output.push_back(json::object{{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array{}}});
         output.push_back(json::parse(openai_compaction_item(encrypted)));
     }
-    else
+    // The loop's own request answers after compacting; a trigger asks for the compaction alone.
+    if (!triggered)
         output.push_back(json::object{
             {"type", "message"},
             {"role", "assistant"},

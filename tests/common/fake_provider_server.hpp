@@ -109,8 +109,8 @@ std::string openai_compaction_item(const std::string& encrypted);
 /// whose input ends with `{"type": "compaction_trigger"}` gets a Response object whose `output`
 /// is one reasoning item and one compaction item (`encrypted`); a `compaction_trigger` anywhere
 /// but last, or an unknown `context_management` type, is 400 `invalid_request_error`; a request
-/// without the trigger whose input passes the threshold (chars/4) compacts the same way, else
-/// it answers one assistant message.
+/// without the trigger whose input passes the threshold (chars/4) compacts the same way and then
+/// answers (the same two items, then one assistant message `ok`); else it answers the message.
 scripted_response openai_inline_reply(const recorded_request& r, const std::string& encrypted);
 /// `GET /v1/models/{id}` with `capabilities.context_management.compact_20260112.supported`.
 std::string anthropic_model_body(const std::string& id, bool compaction_supported);

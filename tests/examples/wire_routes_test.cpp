@@ -1,8 +1,11 @@
 // The agent server's provider-format routes: messages in each format round-trip through the context.
 #include "server_fixture.hpp"
 
+#include <agentctx/providers/http_summarizer.hpp>
+
 #include <boost/json/serialize.hpp>
 
+#include "fake_provider_server.hpp"
 #include "loopback_http.hpp"
 #include "server_contract.hpp"
 #include "wire_turns.hpp"
@@ -399,4 +402,107 @@ TEST_F(server_wire, a_replys_input_transformations_are_kept_and_counted)
     EXPECT_EQ(bad->res.status, 400);
     EXPECT_NE(bad->res.body.find("input_transformations[0].reason"), std::string::npos) << bad->res.body;
     EXPECT_EQ(stored_messages(file(id)).size(), 6u);
+}
+
+// OpenAI inline compaction in the host's own loop: the loop's request carries the view's
+// contextManagement, the provider compacts inside it, and the appended reply's compaction item
+// becomes the session's native state, replayed verbatim by the next Responses view.
+TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next_responses_view)
+{
+    test::fake_provider_server provider;
+    provider.route("/v1/chat/completions", [](const test::recorded_request&) {
+        test::scripted_response r;
+        r.body = test::openai_body("## Goal\nPortable note of the loop's compaction.");
+        return r;
+    });
+    tweak_ = [](server::server_options& o) { o.host.model = {"openai", "gpt-loop", 40000, 0}; };
+    start(
+        [&provider](boost::asio::any_io_executor ex) {
+            providers::provider_config c;
+            c.format = providers::wire_format::openai;
+            c.name = "openai";
+            c.base_url = provider.base_url() + "/v1";
+            c.model = "gpt-loop";
+            c.api_key = "k";
+            c.stream = false;
+            c.native = providers::native_mode::on;
+            c.openai_form = providers::openai_native_form::inline_request;
+            return std::make_shared<providers::http_summarizer>(ex, c);
+        },
+        40000,
+        8000
+    );
+    const auto id = new_session();
+    const std::string history = R"([{"role":"user","content":"first )" + std::string(140000, 'u') +
+                                R"("},{"role":"assistant","content":"a1"},{"role":"user","content":"next"}])";
+    ASSERT_EQ(
+        sync("POST", "/v1/sessions/" + id + "/messages?format=responses", with_items("input", history))
+            ->res.status,
+        201
+    );
+
+    // The host's loop request, as the view advertises it, answered by the loopback fake.
+    const auto view = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    ASSERT_TRUE(view.as_object().contains("contextManagement"));
+    test::recorded_request loop;
+    loop.body = json::serialize(json::object{
+        {"model", "gpt-loop"},
+        {"input", view.at("wire")},
+        {"context_management", view.at("contextManagement")},
+        {"store", false}});
+    const auto answer = json::parse(test::openai_inline_reply(loop, "ENC-LOOP").body);
+    const auto& output = answer.at("output").as_array();
+    ASSERT_EQ(output.size(), 3u);  // reasoning, compaction, the answer
+    ASSERT_EQ(output[1].at("type"), "compaction");
+
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", json::serialize(output), R"(,"usage":{"input_tokens":36000,"output_tokens":5})")
+    );
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto& ids = r->json().at("ids").as_array();
+    ASSERT_EQ(ids.size(), 2u);  // the reasoning's message, the answer's
+    const auto& adopted = r->json().at("compaction");
+    ASSERT_EQ(adopted.at("adopted"), true) << json::serialize(adopted);
+    const auto entry = std::string(adopted.at("entryId").as_string());
+
+    // The next view replays the item verbatim, then the answer; the entry keeps from the answer.
+    const auto next = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    EXPECT_EQ(next.at("native"), json::parse(R"({"provider":"openai","entryId":")" + entry + R"("})"));
+    const auto& wire = next.at("wire").as_array();
+    ASSERT_GE(wire.size(), 2u);
+    EXPECT_EQ(wire[0], output[1]);
+    EXPECT_NE(json::serialize(wire.back()).find("ok"), std::string::npos);
+    const auto text = file(id);
+    EXPECT_NE(
+        text.find(R"("firstKeptEntryId":")" + std::string(ids[1].as_string()) + "\""), std::string::npos
+    );
+    EXPECT_NE(text.find("Portable note of the loop's compaction."), std::string::npos);
+    EXPECT_NE(text.find(R"("encrypted_content":"ENC-LOOP")"), std::string::npos);
+}
+
+// A reply whose compaction item cannot be adopted (here the item has no encrypted_content) is
+// refused whole as any malformed item is, and without the item nothing would record it.
+TEST_F(server_wire, a_malformed_compaction_item_is_400_with_its_path)
+{
+    start();
+    const auto id = new_session();
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", R"([{"type":"compaction"},{"role":"assistant","content":"ok"}])")
+    );
+    ASSERT_EQ(r->res.status, 400);
+    EXPECT_EQ(r->json().at("error").at("message"), "input[0].encrypted_content: required field is missing");
+    // A replacement is the host's whole transcript: a compaction item there stays unsupported.
+    const auto put = sync(
+        "PUT",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items(
+            "input", R"([{"type":"compaction","encrypted_content":"E"},{"role":"assistant","content":"ok"}])"
+        )
+    );
+    ASSERT_EQ(put->res.status, 400);
+    EXPECT_EQ(put->json().at("error").at("message"), "input[0].type: unsupported item type 'compaction'");
 }

@@ -573,3 +573,62 @@ TEST(WireInputValues, usage_numbers_arguments_out_of_range_and_malformed_images_
         "messages[0].content[0].source.data: not base64 image data"
     );
 }
+
+// An appended Responses reply with the provider's compaction item (OpenAI inline compaction): the
+// item comes back verbatim beside the messages, and only the form that asks for it accepts it.
+TEST(WireInputResponses, AReplysCompactionItemIsReturnedVerbatimBesideItsMessages)
+{
+    const auto f = input_format::responses;
+    const auto reply =
+        json::parse(R"([{"type":"reasoning","id":"rs_1","summary":[]},)"
+                    R"({"type":"compaction","id":"cmp_1","encrypted_content":"ENC"},)"
+                    R"({"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}])"
+        );
+    diagnostics diag;
+    wire_id_paths paths;
+    std::optional<wire_compaction_item> item;
+    auto pi = from_wire_messages(f, reply, {}, diag, paths, item);
+    ASSERT_TRUE(pi.has_value()) << diag.message;
+    ASSERT_TRUE(item.has_value());
+    EXPECT_EQ(item->item, reply.at(1).as_object());
+    EXPECT_EQ(item->path, "input[1]");
+    // The reasoning before it is one assistant message; the answer after it opens the next one.
+    ASSERT_EQ(pi->size(), 2u);
+    EXPECT_EQ(item->messages_before, 1u);
+    EXPECT_EQ(pi->at(1).at("content").at(0).at("text"), "ok");
+
+    // Without the out-parameter the item type stays unsupported (it would be dropped otherwise).
+    EXPECT_EQ(failure(f, json::serialize(reply)), "input[1].type: unsupported item type 'compaction'");
+}
+
+TEST(WireInputResponses, AMalformedCompactionItemFailsTheBatchWithItsPath)
+{
+    const auto refused = [](std::string_view items) {
+        diagnostics diag;
+        wire_id_paths paths;
+        std::optional<wire_compaction_item> item;
+        EXPECT_FALSE(from_wire_messages(input_format::responses, json::parse(items), {}, diag, paths, item));
+        EXPECT_FALSE(item.has_value());
+        return diag.message;
+    };
+    const std::string answer = R"({"role":"assistant","content":"ok"})";
+    EXPECT_EQ(
+        refused(R"([{"type":"compaction"},)" + answer + "]"),
+        "input[0].encrypted_content: required field is missing"
+    );
+    EXPECT_EQ(
+        refused(R"([{"type":"compaction","encrypted_content":""},)" + answer + "]"),
+        "input[0].encrypted_content: must not be empty"
+    );
+    EXPECT_EQ(
+        refused(
+            R"([{"type":"compaction","encrypted_content":"A"},{"type":"compaction","encrypted_content":"B"},)" +
+            answer + "]"
+        ),
+        "input[1].type: a second compaction item (at most one per batch; the first is input[0])"
+    );
+    EXPECT_EQ(
+        refused(R"([{"role":"user","content":"q"},{"type":"compaction","encrypted_content":"A"}])"),
+        "input[1]: a compaction item must be followed by the reply's messages"
+    );
+}

@@ -96,4 +96,29 @@ compaction::result<std::vector<boost::json::object>> from_wire_messages(
     wire_id_paths& paths
 );
 
+/// A Responses `compaction` output item in a batch: the provider compacted inside the loop's own
+/// request (OpenAI inline compaction, `context_management`), and the item stands for everything
+/// that request sent (session::async_adopt_compaction adopts it).
+struct wire_compaction_item
+{
+    boost::json::object item;         ///< as returned, verbatim
+    std::string path;                 ///< where it was read (`input[0]`)
+    std::size_t messages_before = 0;  ///< converted messages that came before it in the batch
+};
+
+/// As above, for a Responses reply that may hold one `compaction` item (the other overloads
+/// refuse it as an unsupported item type): the item is left out of the messages and returned in
+/// `compaction`. It must be `{"type":"compaction","encrypted_content":<non-empty string>, …}`
+/// (other fields are kept), at most one per batch, and followed by at least one message (the
+/// reply's answer, where the session's context continues); else `invalid_wire_message` with its
+/// path. Other formats never set `compaction`.
+compaction::result<std::vector<boost::json::object>> from_wire_messages(
+    input_format f,
+    const boost::json::value& items,
+    const wire_input_options& options,
+    diagnostics& diag,
+    wire_id_paths& paths,
+    std::optional<wire_compaction_item>& compaction
+);
+
 }  // namespace agentctx::providers

@@ -413,6 +413,36 @@ public:
     }
 
     /**
+     * @brief Adopts a compaction the provider made inside the loop's own request: OpenAI's inline
+     * compaction answers a `/responses` request that carries `context_management` with a
+     * `compaction` output item, which stands for everything that request sent. `item` is that
+     * item as returned; `first_kept_entry_id` is the first entry of the reply that carried it
+     * (appended before this call). The compaction entry cuts there, records
+     * `{"provider":"openai","model":<serving model>,"output":[item]}` as its native state
+     * (replayed verbatim by to_responses_input afterwards) and gets a portable summary of the
+     * prefix from the summarizer, as the session's own OpenAI native compaction does; no native
+     * request is sent. It commits under the rules of any compaction (validated, then swapped;
+     * a failure writes nothing). Refused with `compaction_running` while a compaction runs;
+     * `stale_plan` when the plan cannot cut at `first_kept_entry_id`; `native_invalid` (the
+     * providers code) when the item is not one `compaction` item with an `encrypted_content`.
+     * @par Per-operation cancellation
+     * `terminal`: as async_compact's first caller.
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_adopt_compaction(
+        boost::json::object item, std::string first_kept_entry_id, CompletionToken&& token
+    )
+    {
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token,
+            shared_from_this(),
+            &session::adopt_compaction_impl,
+            std::move(item),
+            std::move(first_kept_entry_id)
+        );
+    }
+
+    /**
      * @brief The request a budget allows (compaction::fit_request over the current context): the
      * newest whole interaction groups that fit, never dropping a required entry (the session's
      * `required` policy, and `budget.required`). When what must stay does not fit, the view keeps
@@ -630,6 +660,11 @@ private:
     void turn_end_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void before_prompt_impl(boost::asio::any_completion_handler<outcome_signature> h);
     void recover_overflow_impl(std::string error, boost::asio::any_completion_handler<outcome_signature> h);
+    void adopt_compaction_impl(
+        boost::json::object item,
+        std::string first_kept,
+        boost::asio::any_completion_handler<outcome_signature> h
+    );
     void compact_impl(
         std::optional<std::string> instr, boost::asio::any_completion_handler<outcome_signature> h
     );
