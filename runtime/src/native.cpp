@@ -202,6 +202,14 @@ asio::awaitable<compaction_run::step<std::optional<providers::native_reply>>> co
 // have returned: validated as a stored state is, billed with the loop's reply (no usage here).
 compaction_run::step<std::optional<providers::native_reply>> compaction_run::adopted_reply()
 {
+    // Only a session whose views advertise inline compaction adopts: its summarizer is the
+    // provider's, so the state is replayed (a snapshot drops another writer's native state).
+    const auto& summarizer = *cx_.config().summarizer;
+    if (!summarizer.capabilities().inline_compaction)
+        return failure{
+            make_error_code(providers::errc::not_configured),
+            "the provider's compaction item cannot be adopted: the summarizer (" + summarizer.name() +
+                ") does not use OpenAI inline compaction (provider.native.openai inline or auto)"};
     const auto serving = cx_.budgets().serving();
     const boost::json::object stored{
         {"provider", "openai"},

@@ -424,7 +424,9 @@ public:
      * request is sent. It commits under the rules of any compaction (validated, then swapped;
      * a failure writes nothing). Refused with `compaction_running` while a compaction runs;
      * `stale_plan` when the plan cannot cut at `first_kept_entry_id`; `native_invalid` (the
-     * providers code) when the item is not one `compaction` item with an `encrypted_content`.
+     * providers code) when the item is not one `compaction` item with an `encrypted_content`;
+     * `not_configured` (the providers code) when the summarizer does not use OpenAI inline
+     * compaction (its capabilities' `inline_compaction`: no view advertised the threshold).
      * @par Per-operation cancellation
      * `terminal`: as async_compact's first caller.
      */
