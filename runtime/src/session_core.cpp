@@ -772,6 +772,20 @@ void session_core::adopt_compaction_impl(
                 return complete(
                     std::move(h), s.strand(), make_error_code(errc::session_closed), compaction_outcome{}
                 );
+            // Only a session whose views advertise inline compaction adopts (its summarizer is the
+            // provider's, so the state is replayed); nothing is planned or reported otherwise.
+            const auto& summarizer = s.config().summarizer;
+            if (!summarizer || !summarizer->capabilities().inline_compaction)
+                return complete(
+                    std::move(h),
+                    s.strand(),
+                    make_error_code(providers::errc::not_configured),
+                    compaction_outcome{
+                        .reason = compaction_reason::manual,
+                        .message =
+                            "the provider's compaction item was not adopted: the session's summarizer "
+                            "does not use OpenAI inline compaction (provider.native.openai inline or auto)"}
+                );
             // The provider compacted one prefix; another compaction would race it for the cut.
             if (s.coordinator().running())
                 return complete(

@@ -415,7 +415,7 @@ TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next
         r.body = test::openai_body("## Goal\nPortable note of the loop's compaction.");
         return r;
     });
-    tweak_ = [](server::server_options& o) { o.host.model = {"openai", "gpt-loop", 40000, 0}; };
+    tweak_ = [](server::server_options& o) { o.host.model = {"openai", "gpt-loop", 100000, 0}; };
     start(
         [&provider](boost::asio::any_io_executor ex) {
             providers::provider_config c;
@@ -429,11 +429,11 @@ TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next
             c.openai_form = providers::openai_native_form::inline_request;
             return std::make_shared<providers::http_summarizer>(ex, c);
         },
-        40000,
-        8000
-    );
+        100000,
+        16384
+    );  // threshold 60,000 (the working budget): the history below passes it
     const auto id = new_session();
-    const std::string history = R"([{"role":"user","content":"first )" + std::string(140000, 'u') +
+    const std::string history = R"([{"role":"user","content":"first )" + std::string(250000, 'u') +
                                 R"("},{"role":"assistant","content":"a1"},{"role":"user","content":"next"}])";
     ASSERT_EQ(
         sync("POST", "/v1/sessions/" + id + "/messages?format=responses", with_items("input", history))
@@ -458,7 +458,7 @@ TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next
     const auto r = sync(
         "POST",
         "/v1/sessions/" + id + "/messages?format=responses",
-        with_items("input", json::serialize(output), R"(,"usage":{"input_tokens":36000,"output_tokens":5})")
+        with_items("input", json::serialize(output), R"(,"usage":{"input_tokens":62000,"output_tokens":5})")
     );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     const auto& ids = r->json().at("ids").as_array();
@@ -505,4 +505,26 @@ TEST_F(server_wire, a_malformed_compaction_item_is_400_with_its_path)
     );
     ASSERT_EQ(put->res.status, 400);
     EXPECT_EQ(put->json().at("error").at("message"), "input[0].type: unsupported item type 'compaction'");
+}
+
+// A session whose summarizer does not use inline compaction never advertised the threshold: the
+// reply's messages are appended, the item is not adopted, and no compaction entry is written.
+TEST_F(server_wire, a_compaction_item_is_not_adopted_without_inline_compaction_and_nothing_else_is_written)
+{
+    start();  // the offline summarizer
+    const auto id = new_session();
+    const auto r = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items(
+            "input",
+            R"([{"role":"user","content":"q"},{"type":"compaction","encrypted_content":"E"},{"role":"assistant","content":"ok"}])"
+        )
+    );
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    EXPECT_EQ(r->json().at("ids").as_array().size(), 2u);
+    const auto& c = r->json().at("compaction");
+    EXPECT_EQ(c.at("adopted"), false);
+    EXPECT_NE(std::string(c.at("message").as_string()).find("inline compaction"), std::string::npos);
+    EXPECT_EQ(file(id).find(R"("type":"compaction")"), std::string::npos);
 }
