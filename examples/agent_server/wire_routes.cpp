@@ -164,17 +164,16 @@ converted_batch convert_items(
     const providers::wire_input_options& opt,
     std::string_view key,
     bool allow_empty,
+    bool take_compaction,
     const std::vector<compaction::context_message>& context
 )
 {
     providers::diagnostics diag;
     providers::wire_id_paths paths;
     wire_batch out;
-    // An append takes the provider's compaction item (OpenAI inline compaction); a replacement
-    // is the host's whole transcript, where no reply carries one.
-    auto converted = allow_empty
-                         ? providers::from_wire_messages(format, items, opt, diag, paths)
-                         : providers::from_wire_messages(format, items, opt, diag, paths, out.compaction);
+    auto converted = take_compaction
+                         ? providers::from_wire_messages(format, items, opt, diag, paths, out.compaction)
+                         : providers::from_wire_messages(format, items, opt, diag, paths);
     if (!converted)
         return invalid(req, diag.message);
     if (converted->empty() && !allow_empty)
@@ -210,11 +209,16 @@ asio::awaitable<converted_batch> converted_body(request_context& c, const lease&
     auto* items = c.body.if_contains(key);
     if (!items)
         co_return invalid(c.req, std::string(key) + ": missing");
+    // An append takes the provider's compaction item (OpenAI inline compaction), except under
+    // `--compat pi`, whose views advertise no inline threshold; a replacement is the host's whole
+    // transcript, where no reply carries one.
+    const bool take_compaction =
+        !allow_empty && held->session().config().compat != compaction::compat_mode::pi;
     // A replacement is the whole conversation; an append joins the context.
     auto context = allow_empty ? std::vector<compaction::context_message>()
                                : held->session().current()->messages.to_vector();
     if (c.req.body().size() <= off_thread_body_bytes && context.size() <= off_thread_context_messages)
-        co_return convert_items(c.req, *format, *items, *opt, key, allow_empty, context);
+        co_return convert_items(c.req, *format, *items, *opt, key, allow_empty, take_compaction, context);
     // What an answer needs of the request (its version and keep-alive), not its 16 MiB body.
     auto shape = std::make_shared<http_request>();
     shape->version(c.req.version());
@@ -225,8 +229,9 @@ asio::awaitable<converted_batch> converted_body(request_context& c, const lease&
                  opt = std::move(*opt),
                  key = std::string(key),
                  allow_empty,
+                 take_compaction,
                  context = std::move(context)]() -> asio::awaitable<converted_batch> {
-        co_return convert_items(*req, format, items, opt, key, allow_empty, context);
+        co_return convert_items(*req, format, items, opt, key, allow_empty, take_compaction, context);
     };
     co_return co_await asio::co_spawn(c.server.body_worker, std::move(work), asio::use_awaitable);
 }
