@@ -5,6 +5,7 @@
 #include <agentctx/compaction/working_budget.hpp>
 #include <agentctx/providers/chat_messages.hpp>
 #include <agentctx/providers/http_summarizer.hpp>
+#include <agentctx/runtime/error.hpp>
 #include <agentctx/runtime/jsonl_store.hpp>
 #include <agentctx/runtime/session.hpp>
 
@@ -837,4 +838,73 @@ TEST_F(
     ASSERT_TRUE(snap->native);
     const auto replay = providers::to_responses_input(s->context(), snap->native.get());
     EXPECT_EQ(replay.at(0), native.at("output").at(0));
+}
+
+// OpenAI inline compaction in the host's own loop: the reply's compaction item is adopted as the
+// native state, cut at the reply, with a portable note; no native request is sent.
+TEST_F(native_session_test, a_loop_replys_compaction_item_is_adopted_cut_at_the_reply_and_replayed)
+{
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note of the loop.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    append_turn(*s, "the loop's turn");
+    const auto before = s->current();
+    const std::string reply = *before->leaf_id;  // the reply's answer: the first kept entry
+    const auto item = json::parse(test::openai_compaction_item("ENC-LOOP")).as_object();
+    bool done = false;
+    std::pair<error_code, compaction_outcome> r;
+    s->async_adopt_compaction(item, reply, [&](error_code ec, compaction_outcome o) {
+        done = true;
+        r = {ec, std::move(o)};
+    });
+    run_until([&] { return done; });
+    ASSERT_FALSE(r.first) << r.second.message;
+    ASSERT_TRUE(r.second.compacted) << r.second.message;
+    EXPECT_TRUE(requests_to("/v1/responses").empty());
+    EXPECT_TRUE(requests_to("/responses/compact").empty());
+
+    const auto entry = last_compaction(file());
+    EXPECT_EQ(entry.at("id").as_string(), r.second.entry_id);
+    EXPECT_EQ(entry.at("firstKeptEntryId").as_string(), reply);
+    EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nPortable note of the loop."));
+    const auto& native = entry.at("details").at("agentctx").at("native");
+    EXPECT_EQ(native.at("output"), json::value(json::array{item}));
+    ASSERT_EQ(finished_.size(), 1u);
+    EXPECT_TRUE(finished_[0].native_selection.starts_with("native: adopted"));
+    const auto snap = s->current();
+    ASSERT_TRUE(snap->native);
+    const auto replay = providers::to_responses_input(s->context(), snap->native.get());
+    EXPECT_EQ(replay.at(0), item);  // verbatim, then the reply
+    EXPECT_EQ(replay.size(), 2u);
+}
+
+// The item covers everything before the reply: a cut the rules do not make there is refused and
+// nothing is written.
+TEST_F(native_session_test, an_adopted_compaction_whose_cut_the_plan_does_not_make_writes_nothing)
+{
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    append_turn(*s, "the loop's turn");
+    const auto text = file();
+    const auto path = s->current();
+    // The user message of the turn: the plan keeps from the reply, not from it.
+    const auto& msgs = path->messages.to_vector();
+    const std::string user = msgs.at(msgs.size() - 2).entry_id;
+    bool done = false;
+    error_code ec;
+    s->async_adopt_compaction(
+        json::parse(test::openai_compaction_item("E")).as_object(),
+        user,
+        [&](error_code e, compaction_outcome) {
+            done = true;
+            ec = e;
+        }
+    );
+    run_until([&] { return done; });
+    EXPECT_EQ(ec, runtime::make_error_code(runtime::errc::stale_plan));
+    EXPECT_EQ(file(), text);
+    EXPECT_TRUE(requests_to("/v1/chat/completions").empty());
 }
