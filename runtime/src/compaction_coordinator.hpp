@@ -95,11 +95,11 @@ public:
 
     /// Starts a compaction. Precondition: !running() (automatic checks skip while one runs).
     coordinator_effects start(caller_id caller, operation_request req, bool cancelled_early);
-    /// The manual path: joins, queues behind an automatic operation (interrupting it), or starts.
-    /// Adopts a provider's compaction (operation_request::adopted): starts it at once when no
-    /// compaction runs or waits (a prepared background result is discarded, `superseded`); the
-    /// caller refuses it otherwise.
+    /// Adopts a provider's compaction (operation_request::adopted): starts it at once; the caller
+    /// refuses it while a compaction runs. A prepared background result is discarded
+    /// (`superseded`). Precondition: !running().
     coordinator_effects adopt(caller_id caller, operation_request req, bool cancelled_early);
+    /// The manual path: joins, queues behind an automatic operation (interrupting it), or starts.
     coordinator_effects compact(
         caller_id caller, std::optional<std::string> instructions, bool cancelled_early
     );
