@@ -461,9 +461,10 @@ TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next
         with_items("input", json::serialize(output), R"(,"usage":{"input_tokens":62000,"output_tokens":5})")
     );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
-    const auto& ids = r->json().at("ids").as_array();
+    const auto appended = r->json();
+    const auto& ids = appended.at("ids").as_array();
     ASSERT_EQ(ids.size(), 2u);  // the reasoning's message, the answer's
-    const auto& adopted = r->json().at("compaction");
+    const auto& adopted = appended.at("compaction");
     ASSERT_EQ(adopted.at("adopted"), true) << json::serialize(adopted);
     const auto entry = std::string(adopted.at("entryId").as_string());
 
@@ -496,15 +497,13 @@ TEST_F(server_wire, a_malformed_compaction_item_is_400_with_its_path)
     ASSERT_EQ(r->res.status, 400);
     EXPECT_EQ(r->json().at("error").at("message"), "input[0].encrypted_content: required field is missing");
     // A replacement is the host's whole transcript: a compaction item there stays unsupported.
-    const auto put = sync(
-        "PUT",
-        "/v1/sessions/" + id + "/messages?format=responses",
-        with_items(
-            "input", R"([{"type":"compaction","encrypted_content":"E"},{"role":"assistant","content":"ok"}])"
-        )
-    );
-    ASSERT_EQ(put->res.status, 400);
-    EXPECT_EQ(put->json().at("error").at("message"), "input[0].type: unsupported item type 'compaction'");
+    const auto [put_status, put_body] =
+        put(port_,
+            "/v1/sessions/" + id + "/messages?format=responses",
+            R"({"input":[{"type":"compaction","encrypted_content":"E"},{"role":"assistant","content":"ok"}]})"
+        );
+    ASSERT_EQ(put_status, 400) << put_body;
+    EXPECT_EQ(put_body.at("error").at("message"), "input[0].type: unsupported item type 'compaction'");
 }
 
 // A session whose summarizer does not use inline compaction never advertised the threshold: the
@@ -522,8 +521,9 @@ TEST_F(server_wire, a_compaction_item_is_not_adopted_without_inline_compaction_a
         )
     );
     ASSERT_EQ(r->res.status, 201) << r->res.body;
-    EXPECT_EQ(r->json().at("ids").as_array().size(), 2u);
-    const auto& c = r->json().at("compaction");
+    const auto answer = r->json();
+    EXPECT_EQ(answer.at("ids").as_array().size(), 2u);
+    const auto& c = answer.at("compaction");
     EXPECT_EQ(c.at("adopted"), false);
     EXPECT_NE(std::string(c.at("message").as_string()).find("inline compaction"), std::string::npos);
     EXPECT_EQ(file(id).find(R"("type":"compaction")"), std::string::npos);
