@@ -93,6 +93,20 @@ const script = (ctx) => {
 const core = ai.createFauxCore({ models: [{ id: "faux-1", contextWindow: window, maxTokens: 16384 }] });
 core.setResponses(Array.from({ length: turns * 3 + 200 }, () => script));
 const billed = (u) => (u ? u.input + 1.25 * u.cacheWrite + 0.1 * u.cacheRead : 0);
+// The billed input's parts: uncached, written to and read from the cache (turns and summaries).
+const parts = { input: 0, cacheWrite: 0, cacheRead: 0 };
+const addParts = (u) => u && ["input", "cacheWrite", "cacheRead"].forEach((k) => (parts[k] += u[k]));
+// Cache writes of the turn requests by what changed the context since the request before:
+// a compaction, a clearing, or nothing (the turn's own new messages only).
+const writesAfter = { compaction: 0, clearing: 0, plain: 0 };
+let seen = { compactions: 0, edits: 0 };
+function changeSinceLast() {
+  const entries = typeof session === "undefined" ? [] : session.sessionManager.getEntries();
+  const now = { compactions: entries.filter((e) => e.type === "compaction").length, edits: entries.filter((e) => e.type === "context_edit").length };
+  const change = now.compactions > seen.compactions ? "compaction" : now.edits > seen.edits ? "clearing" : "plain";
+  seen = now;
+  return change;
+}
 const measured = (fn) => (model, ctx, options) => {
   const summary = isSummaryRequest(ctx);
   if (summary) requests.summaries++;
@@ -100,8 +114,11 @@ const measured = (fn) => (model, ctx, options) => {
     requests.turns++;
     requests.separated += separatedCalls(ctx.messages);
   }
+  const change = summary ? null : changeSinceLast();
   const stream = fn(model, ctx, options);
   stream.result().then((m) => {
+    addParts(m.usage);
+    if (change && m.usage) writesAfter[change] += m.usage.cacheWrite;
     if (summary) requests.billedSummaries += billed(m.usage);
     else requests.billedTurns += billed(m.usage);
   });
@@ -207,6 +224,8 @@ const report = {
   billedInput: Math.round(measuredRequests.billedTurns + measuredRequests.billedSummaries),
   billedTurns: Math.round(measuredRequests.billedTurns),
   billedSummaries: Math.round(measuredRequests.billedSummaries),
+  inputTokens: parts,
+  cacheWritesAfter: writesAfter,
   separatedToolCalls: requests.separated,
   manualCompaction: manual,
   compactions: entries.filter((e) => e.type === "compaction").length,
@@ -216,6 +235,7 @@ const report = {
     commits: stats.filter((s) => s.result === "commit").length,
     commitsWithoutWait: stats.filter((s) => s.result === "commit" && s.action === "commit").length,
     edits: stats.filter((s) => s.result === "clear").reduce((n, s) => n + s.drafts, 0),
+    clearings: stats.filter((s) => s.result === "clear").length,
     summaries: stats.filter((s) => s.action === "summarize").length,
   },
   turnEndHoldMs: holds.length
