@@ -119,6 +119,19 @@ class CheckerTest(unittest.TestCase):
         ops.append(op(8, "compact", "ok", 8, 9, compaction="c9"))
         self.assertEqual(kinds(ops, log.db()), ["lost_ack"])
 
+    def test_the_same_compaction_id_in_two_sessions_is_two_compactions_not_a_duplicate(self):
+        # Entry ids are unique within a session only: two sessions may both hold a "c1".
+        log, ops = self.clean()
+        other = Log("t")
+        other.add(msg("b1", None, "op=9.0 hi"))
+        other.add(compaction("c1", None, "b1"))
+        db = log.db()
+        db["entries"]["t"] = other.rows
+        db["last_seq"]["t"] = len(other.rows)
+        ops = ops + [op(9, "append", "ok", 8, 9, ["b1"], session="t"),
+                     op(10, "compact", "ok", 10, 11, compaction="c1", session="t")]
+        self.assertEqual(kinds(ops, db), [])
+
     def test_a_node_view_behind_the_database_is_reported(self):
         log, ops = self.clean()
         self.assertEqual(kinds(ops, log.db(), views={"n0": {"s": {"leafId": "a3"}}}), ["view_diverged"])

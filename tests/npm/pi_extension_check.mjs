@@ -42,11 +42,14 @@ const bogus = run("with", refused, "refusing");
 
 const context = JSON.parse(execFileSync(arg.agentctx, ["context", ext.file, "--json"], { encoding: "utf8", maxBuffer: 1 << 28 }));
 const ours = context.messages.map((m) => ({ role: m.role, entryId: m.entryId }));
+// The settings reached the extension through Pi's settings file: each clearing leaves `keep` results.
+const keep = JSON.parse(arg.settings ?? "{}").compaction?.clearToolResults?.keep ?? 3;
 const ratio = ext.billedInput / pi.billedInput;
 const failures = [];
 const check = (ok, what) => ok || failures.push(what);
 check(ext.errors.length === 0 && bogus.errors.length === 0, `extension errors: ${JSON.stringify([...ext.errors, ...bogus.errors])}`);
 check(ext.separatedToolCalls === 0 && pi.separatedToolCalls === 0, "a tool call was separated from its result in a request");
+check(JSON.stringify(ext.keptAfterClearing) === JSON.stringify([keep]), `clearing left ${JSON.stringify(ext.keptAfterClearing)} tool results, not the settings file's keep ${keep}`);
 check(ext.extensionCompactions >= 1, "the extension committed no compaction");
 check(ext.extensionCompactions === ext.proposed.commits, "a proposed compaction was not appended by Pi");
 check(ext.contextEdits === ext.proposed.edits, "a proposed clearing edit was not appended by Pi");

@@ -4,7 +4,9 @@
 // summary calls, tool calls separated from their results, extension errors, turn_end hold times.
 //   node pi_extension_run.mjs --npm-cache DIR --mode with|without --work DIR
 //        [--agentctx BIN] [--extension DIR] [--turns 300] [--per-prompt 20] [--window 200000]
-//        [--settings JSON]   (the `agentctx` settings object given to the extension)
+//        [--settings JSON]   (the `agentctx` settings object, written to Pi's settings file)
+//        [--pi-compaction JSON]  (Pi's own `compaction` settings over the defaults below)
+//        [--overflow-at N]   (the model answers request N with a context-overflow error, once)
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -63,11 +65,17 @@ function separatedCalls(messages) {
 }
 let step = 0;
 let inPrompt = 0;
+const overflowAt = Number(arg["overflow-at"] ?? 0);
+let overflowed = 0; // the request number that got the overflow error
 const script = (ctx) => {
   if (isSummaryRequest(ctx))
     return ai.fauxAssistantMessage(
       "## Goal\nWork through the module review tasks.\n\n## Progress\n### Done\n- [x] Read and grepped the modules so far\n\n## Next Steps\n1. Continue with the next module\n"
     );
+  if (overflowAt > 0 && !overflowed && requests.turns >= overflowAt) {
+    overflowed = requests.turns;
+    return ai.fauxAssistantMessage([], { stopReason: "error", errorMessage: `prompt is too long: ${window + 1} tokens > ${window} maximum` });
+  }
   const last = ctx.messages.at(-1);
   if (last?.role === "user" && textOf(last).startsWith("Task ")) inPrompt = 0;
   if (inPrompt++ >= perPrompt) return ai.fauxAssistantMessage("Done: the modules of this task are reviewed.");
@@ -85,6 +93,20 @@ const script = (ctx) => {
 const core = ai.createFauxCore({ models: [{ id: "faux-1", contextWindow: window, maxTokens: 16384 }] });
 core.setResponses(Array.from({ length: turns * 3 + 200 }, () => script));
 const billed = (u) => (u ? u.input + 1.25 * u.cacheWrite + 0.1 * u.cacheRead : 0);
+// The billed input's parts: uncached, written to and read from the cache (turns and summaries).
+const parts = { input: 0, cacheWrite: 0, cacheRead: 0 };
+const addParts = (u) => u && ["input", "cacheWrite", "cacheRead"].forEach((k) => (parts[k] += u[k]));
+// Cache writes of the turn requests by what changed the context since the request before:
+// a compaction, a clearing, or nothing (the turn's own new messages only).
+const writesAfter = { compaction: 0, clearing: 0, plain: 0 };
+let seen = { compactions: 0, edits: 0 };
+function changeSinceLast() {
+  const entries = typeof session === "undefined" ? [] : session.sessionManager.getEntries();
+  const now = { compactions: entries.filter((e) => e.type === "compaction").length, edits: entries.filter((e) => e.type === "context_edit").length };
+  const change = now.compactions > seen.compactions ? "compaction" : now.edits > seen.edits ? "clearing" : "plain";
+  seen = now;
+  return change;
+}
 const measured = (fn) => (model, ctx, options) => {
   const summary = isSummaryRequest(ctx);
   if (summary) requests.summaries++;
@@ -92,8 +114,11 @@ const measured = (fn) => (model, ctx, options) => {
     requests.turns++;
     requests.separated += separatedCalls(ctx.messages);
   }
+  const change = summary ? null : changeSinceLast();
   const stream = fn(model, ctx, options);
   stream.result().then((m) => {
+    addParts(m.usage);
+    if (change && m.usage) writesAfter[change] += m.usage.cacheWrite;
     if (summary) requests.billedSummaries += billed(m.usage);
     else requests.billedTurns += billed(m.usage);
   });
@@ -112,11 +137,13 @@ const modelRuntime = await pi.ModelRuntime.create({ authPath: join(agentDir, "au
 modelRuntime.registerNativeProvider(provider);
 const statsFile = join(work, "extension-stats.jsonl");
 const agentctxSettings = { binary: arg.agentctx, statsFile, ...JSON.parse(arg.settings ?? "{}") };
-const settingsManager = pi.SettingsManager.inMemory({
-  compaction: { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 },
-  retry: { enabled: false },
-  ...(mode === "with" ? { agentctx: agentctxSettings } : {}),
-});
+// Pi's user settings file in its agent folder, read by Pi as a user's would be.
+const piCompaction = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000, ...JSON.parse(arg["pi-compaction"] ?? "{}") };
+writeFileSync(
+  join(agentDir, "settings.json"),
+  JSON.stringify({ compaction: piCompaction, retry: { enabled: false }, ...(mode === "with" ? { agentctx: agentctxSettings } : {}) }, null, 2)
+);
+const settingsManager = pi.SettingsManager.create(work, agentDir);
 const resourceLoader = new pi.DefaultResourceLoader({
   cwd: work,
   agentDir,
@@ -171,6 +198,22 @@ const reopened = pi.SessionManager.open(file);
 const projection = reopened.buildSessionProjection();
 const projected = projection.entries.flatMap((pe) => pe.messages.map((m) => ({ role: m.role, entryId: pe.sourceEntry.id })));
 const stats = existsSync(statsFile) ? readFileSync(statsFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+// After each turn end's clearing edits: how many tool results of the context are left uncleared
+// (the `keep` newest; the context starts at the latest compaction's first kept entry).
+function keptAfterClearing() {
+  const kept = new Set();
+  const index = new Map(entries.map((e, i) => [e.id, i]));
+  let results = []; // [position, id] of tool results in the context
+  const cleared = new Set();
+  entries.forEach((e, i) => {
+    if (e.type === "message" && e.message?.role === "toolResult") results.push([i, e.id]);
+    if (e.type === "compaction") results = results.filter(([at]) => at >= (index.get(e.firstKeptEntryId) ?? i));
+    if (e.type === "context_edit") cleared.add(e.targetId);
+    if (e.type === "context_edit" && entries[i + 1]?.type !== "context_edit")
+      kept.add(results.filter(([, id]) => !cleared.has(id)).length);
+  });
+  return [...kept].sort((a, b) => a - b);
+}
 const holds = stats.filter((s) => typeof s.holdMs === "number").map((s) => s.holdMs).sort((a, b) => a - b);
 const report = {
   mode,
@@ -181,6 +224,8 @@ const report = {
   billedInput: Math.round(measuredRequests.billedTurns + measuredRequests.billedSummaries),
   billedTurns: Math.round(measuredRequests.billedTurns),
   billedSummaries: Math.round(measuredRequests.billedSummaries),
+  inputTokens: parts,
+  cacheWritesAfter: writesAfter,
   separatedToolCalls: requests.separated,
   manualCompaction: manual,
   compactions: entries.filter((e) => e.type === "compaction").length,
@@ -190,11 +235,17 @@ const report = {
     commits: stats.filter((s) => s.result === "commit").length,
     commitsWithoutWait: stats.filter((s) => s.result === "commit" && s.action === "commit").length,
     edits: stats.filter((s) => s.result === "clear").reduce((n, s) => n + s.drafts, 0),
+    clearings: stats.filter((s) => s.result === "clear").length,
     summaries: stats.filter((s) => s.action === "summarize").length,
   },
   turnEndHoldMs: holds.length
     ? { max: holds.at(-1), p50: holds[Math.floor(holds.length / 2)], mean: holds.reduce((a, b) => a + b, 0) / holds.length }
     : null,
+  keptAfterClearing: keptAfterClearing(),
+  prompts,
+  promptsAnswered: entries.filter((e) => e.message?.role === "assistant" && textOf(e.message).startsWith("Done:")).length,
+  overflowedAt: overflowed,
+  hookCompactions: stats.filter((s) => s.compact).map((s) => s.compact),
   errors: [...loadErrors, ...errors],
   projection: projected,
 };

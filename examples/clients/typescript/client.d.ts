@@ -48,6 +48,8 @@ export interface Context {
   messages: ContextMessage[];
   native?: { provider: "anthropic" | "openai"; entryId: string };
   wire?: JsonObject[];
+  /** With `?wire=responses` under OpenAI inline compaction: the request's `context_management`. */
+  contextManagement?: JsonObject[];
 }
 export interface WireMessagesRequest {
   messages?: JsonObject[];
@@ -56,6 +58,8 @@ export interface WireMessagesRequest {
   stop_reason?: string;
   provider?: string;
   model?: string;
+  /** The reply's `input_transformations` as the provider returned them (responses, anthropic). */
+  input_transformations?: JsonObject[];
 }
 export interface WireMessagesResult {
   ids: string[];
