@@ -37,7 +37,8 @@ def drop_acknowledged(cluster, ops):
 def duplicate_acknowledged(cluster, ops):
     """A store without compare-and-set that applies a retried append twice: a second copy at the end."""
     row, op = _acknowledged_last(cluster, ops)
-    new_id = "d" + row["entry_id"][1:]
+    # Another first digit than the original's, so the copy never takes the original's id.
+    new_id = ("e" if row["entry_id"].startswith("d") else "d") + row["entry_id"][1:]
     line = re.sub(r'"id":"[^"]*"', '"id":"%s"' % new_id, row["line"], count=1)
     line = re.sub(r'"parentId":("[^"]*"|null)', '"parentId":"%s"' % row["entry_id"], line, count=1)
     cluster.sql("BEGIN; INSERT INTO agentctx_entries (session_id, seq, entry_id, parent_id, type, line) VALUES "

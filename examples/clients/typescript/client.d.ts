@@ -63,6 +63,8 @@ export interface WireMessagesRequest {
 }
 export interface WireMessagesResult {
   ids: string[];
+  /** POST with a Responses reply's compaction item: whether the session adopted it. */
+  compaction?: JsonObject;
 }
 export interface TurnEndRequest {
   format: WireFormat;
