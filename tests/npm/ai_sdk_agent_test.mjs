@@ -22,7 +22,7 @@ const check = (ok, what) => ok || failures.push(what);
 
 const server = await startServer(process.argv[2], { compaction: { reserveTokens: 200000 - (WINDOW - 4000), keepRecentTokens: 6000 } });
 const client = new AgentctxClient({ url: server.url, token: server.token });
-const sid = (await client.createSession({ cwd: "/work/project" })).id;
+const sid = (await client.createSession({ cwd: process.cwd() })).id;
 const model = await startLoopbackModel({
   plan: PLAN,
   window: WINDOW,

@@ -24,7 +24,7 @@ const check = (ok, what) => ok || failures.push(what);
 
 const server = await startServer(process.argv[2], { compaction: { reserveTokens: 200000 - (WINDOW - 4000), keepRecentTokens: 6000 } });
 const client = new AgentctxClient({ url: server.url, token: server.token });
-const session = new AgentctxSession({ client, cwd: "/work/project" });
+const session = new AgentctxSession({ client, cwd: process.cwd() });
 const sid = await session.getSessionId();
 const model = await startLoopbackModel({
   plan: PLAN,

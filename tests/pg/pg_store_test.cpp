@@ -29,7 +29,23 @@ using boost::system::error_code;
 
 // The fixture is shared with the group-commit and re-sync suites.
 class pg_store_test : public test::pg_store_fixture
-{};
+{
+protected:
+    // Imports `text` through `node`, opens it there and loads its log; an empty log on failure.
+    compaction::session_log import_and_load(pg_pool& node, const std::string& text)
+    {
+        auto [ec, id] = import(node, text);
+        EXPECT_FALSE(ec) << id;
+        auto st = ec ? nullptr : open_store(node, id);
+        if (!st)
+            return {};
+        compaction::diagnostics diag;
+        compaction::load_report report;
+        auto log = st->load({}, report, diag);
+        EXPECT_TRUE(log) << diag.message;
+        return log ? std::move(*log) : compaction::session_log{};
+    }
+};
 
 TEST_F(pg_store_test, import_then_export_round_trips_the_pi16_fixture_byte_for_byte)
 {
@@ -281,19 +297,15 @@ TEST_F(pg_store_test, without_spilling_the_log_reads_its_lines_from_memory)
     opts.listen = false;
     pg_pool node(ioc_.get_executor(), url_, opts);
     const std::string text = ten_turns(test::unique_session_id("in-memory"));
-    auto [ec, id] = import(node, text);
-    ASSERT_FALSE(ec) << id;
-    auto st = open_store(node, id);
-    ASSERT_TRUE(st);
+    auto log = import_and_load(node, text);
+    ASSERT_GT(log.size(), 0u);
     compaction::diagnostics diag;
     compaction::load_report report;
-    auto log = st->load({}, report, diag);
-    ASSERT_TRUE(log) << diag.message;
-    auto last = log->get(log->size() - 1, diag);
+    auto last = log.get(log.size() - 1, diag);
     ASSERT_TRUE(last) << diag.message;
     EXPECT_EQ(
         (*last)->raw,
-        compaction::session_log::load(text, {}, report, diag)->get(log->size() - 1, diag).value()->raw
+        compaction::session_log::load(text, {}, report, diag)->get(log.size() - 1, diag).value()->raw
     );
     EXPECT_EQ(node.stats().spilled_logs, 0u);
     EXPECT_EQ(node.stats().spill_fallbacks, 0u);  // not a fallback: spilling is off
@@ -305,16 +317,10 @@ TEST_F(pg_store_test, an_unusable_spill_directory_keeps_the_text_in_memory_and_c
     opts.spill_directory = "/nonexistent/agentctx-spill";
     opts.listen = false;
     pg_pool node(ioc_.get_executor(), url_, opts);
-    const std::string text = ten_turns(test::unique_session_id("no-spill"));
-    auto [ec, id] = import(node, text);
-    ASSERT_FALSE(ec) << id;
-    auto st = open_store(node, id);
-    ASSERT_TRUE(st);
+    auto log = import_and_load(node, ten_turns(test::unique_session_id("no-spill")));
+    ASSERT_GT(log.size(), 0u);
     compaction::diagnostics diag;
-    compaction::load_report report;
-    auto log = st->load({}, report, diag);
-    ASSERT_TRUE(log) << diag.message;
-    EXPECT_TRUE(log->get(1, diag)) << diag.message;
+    EXPECT_TRUE(log.get(1, diag)) << diag.message;
     EXPECT_EQ(node.stats().spilled_logs, 0u);
     EXPECT_EQ(node.stats().spill_fallbacks, 1u);
 }
