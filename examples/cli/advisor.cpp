@@ -3,6 +3,7 @@
 
 #include "background_policy.hpp"
 
+#include <agentctx/compaction/clearing_cost.hpp>
 #include <agentctx/compaction/file_ops.hpp>
 #include <agentctx/compaction/projection.hpp>
 #include <agentctx/compaction/summary.hpp>
@@ -56,6 +57,15 @@ std::size_t position_of(const std::vector<compaction::context_message>& messages
         if (messages[i].entry_id == entry_id)
             return i + 1;
     return 0;
+}
+
+boost::json::array edit_drafts(compaction::clearing_plan& plan)
+{
+    boost::json::array edits;
+    for (auto& e : plan.edits)
+        edits.push_back(boost::json::object{
+            {"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}});
+    return edits;
 }
 
 }  // namespace
@@ -154,6 +164,8 @@ boost::json::object advisor::decide(const view& v)
     return out;
 }
 
+// The clearing policy's edits; with the model's cache prices known, only once the clearing pays
+// for the cache break it causes (price_clearing), else `none` with what was weighed (`deferred`).
 boost::json::object advisor::clear(const view& v)
 {
     const auto& s = config_.settings.clear_tool_results;
@@ -166,13 +178,22 @@ boost::json::object advisor::clear(const view& v)
     auto plan = compaction::plan_tool_clearing(s, in);
     if (plan.edits.empty())
         return {{"action", "none"}};
-    boost::json::array edits;
-    for (auto& e : plan.edits)
-        edits.push_back(boost::json::object{
-            {"type", "context_edit"}, {"targetId", e.target_id}, {"replacement", std::move(e.replacement)}});
+    if (config_.cache_prices)
+    {
+        const auto cost = compaction::price_clearing(v.ctx.messages, plan, s.keep, *config_.cache_prices);
+        if (!cost.pays())
+            return {
+                {"action", "none"},
+                {"deferred",
+                 boost::json::object{
+                     {"tokensFreed", plan.tokens},
+                     {"tailTokens", cost.tail_tokens},
+                     {"readsPaid", cost.reads_paid},
+                     {"rewrite", cost.rewrite}}}};
+    }
     return {
         {"action", "clear"},
-        {"edits", std::move(edits)},
+        {"edits", edit_drafts(plan)},
         {"results", plan.results},
         {"tokensFreed", plan.tokens}};
 }
@@ -287,7 +308,31 @@ boost::json::object advisor::commit(const view& v)
         draft["usage"] = plan.usage;
     ++compactions_;
     last_compaction_ = plan.reason;
-    return {{"action", "commit"}, {"compaction", std::move(draft)}, {"tokensAfter", r->tokens_after}};
+    boost::json::object out{
+        {"action", "commit"}, {"compaction", std::move(draft)}, {"tokensAfter", r->tokens_after}};
+    if (!plan.from_hook)
+        clear_kept(v, kept_position(v.ctx, plan.kept_index), r->tokens_after, out);
+    return out;
+}
+
+// The request after a compaction writes the whole context anew, so a clearing of the kept part
+// proposed with it breaks no cached prefix: its edits join the commit (`edits`, after the draft).
+void advisor::clear_kept(const view& v, std::size_t kept, std::int64_t tokens_after, boost::json::object& out)
+{
+    const auto& s = config_.settings.clear_tool_results;
+    if (kept == 0 || !compaction::clearing_enabled(s, compat_mode::agentctx))
+        return;
+    compaction::clearing_input in;
+    in.context = std::span(v.ctx.messages).subspan(kept - 1);
+    in.context_tokens = tokens_after;
+    in.threshold = v.threshold;
+    auto plan = compaction::plan_tool_clearing(s, in);
+    if (plan.edits.empty())
+        return;
+    out["edits"] = edit_drafts(plan);
+    out["results"] = plan.results;
+    out["tokensFreed"] = plan.tokens;
+    out["tokensAfter"] = tokens_after - plan.tokens;
 }
 
 boost::json::object advisor::summary(
@@ -345,9 +390,14 @@ boost::json::object advisor::compact(const std::string& reason, const std::optio
     if (v.ctx.messages.empty())
         out = {{"action", "none"}, {"note", "the session holds no context yet"}};
     else if (plan_ && plan_->summary && reason != "manual")
+    {
+        plan_->from_hook = true;
         out = commit(v);
+    }
     else
         out = request_summary(v, true, reason, focus);
+    if (plan_ && out["action"] == "summarize")
+        plan_->from_hook = true;
     add_status(out, v);
     return out;
 }

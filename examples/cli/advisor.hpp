@@ -4,6 +4,7 @@
 
 #include "session_tail.hpp"
 
+#include <agentctx/compaction/cost_model.hpp>
 #include <agentctx/compaction/prepare.hpp>
 #include <agentctx/compaction/settings.hpp>
 
@@ -22,6 +23,9 @@ struct advisor_config
     compaction::compaction_settings settings;  ///< resolved agentctx settings (agentctx mode)
     std::int64_t context_window = 200000;
     std::int64_t model_max_tokens = 0;  ///< 0 = unknown
+    /// The model's prompt-cache prices (`open`'s `cachePrices`): when set, a clearing waits until
+    /// it pays for the cache break it causes (price_clearing). Unset: the clearing policy alone.
+    std::optional<compaction::price_table> cache_prices;
 };
 
 /// A summary the extension was asked for: the cut it stands for and the path it was planned on.
@@ -30,7 +34,10 @@ struct summary_plan
     std::string id;
     bool foreground = false;
     bool awaited = false;  ///< a turn end was told to `wait` for it: its summary answer commits
-    std::string reason;    ///< background, threshold, manual, overflow
+    /// Committed through `compact` (Pi's compaction hook, which appends the compaction alone):
+    /// the commit carries no clearing edits.
+    bool from_hook = false;
+    std::string reason;  ///< background, threshold, manual, overflow
     compaction::compaction_preparation prep;
     std::vector<std::string> planned_path;  ///< entry ids root to the planned leaf
     std::size_t kept_index = 0;             ///< planned_path[kept_index] = firstKeptEntryId
@@ -70,6 +77,7 @@ private:
         const view& v, bool foreground, std::string reason, const std::optional<std::string>& focus
     );
     boost::json::object commit(const view& v);
+    void clear_kept(const view& v, std::size_t kept, std::int64_t tokens_after, boost::json::object& out);
     std::optional<std::string> stale(const view& v) const;
     void add_status(boost::json::object& out, const view& v) const;
 

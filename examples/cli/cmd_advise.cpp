@@ -43,6 +43,28 @@ std::optional<std::string> string_field(const boost::json::object& o, std::strin
     return std::string(v->as_string());
 }
 
+// `cachePrices`: the prompt cache's write and read prices as multiples of the input price.
+std::optional<compaction::price_table> cache_prices_of(const boost::json::value& v)
+{
+    const auto* o = v.if_object();
+    const auto number = [&](const char* key) -> std::optional<double> {
+        const auto* n = o ? o->if_contains(key) : nullptr;
+        if (!n || !n->is_number())
+            return std::nullopt;
+        const double d = n->to_number<double>();
+        return d >= 0 && d < 1e6 ? std::optional(d) : std::nullopt;
+    };
+    const auto write = number("write");
+    const auto read = number("read");
+    if (!write || !read || *read >= *write)
+        return std::nullopt;
+    compaction::price_table p;
+    p.name = "model";
+    p.write_multiplier = *write;
+    p.read_multiplier = *read;
+    return p;
+}
+
 // `open`: the session file, the agentctx settings object and the model's window.
 boost::json::object open_advisor(const boost::json::object& req, std::unique_ptr<advisor>& out)
 {
@@ -64,6 +86,17 @@ boost::json::object open_advisor(const boost::json::object& req, std::unique_ptr
         config.context_window = n->as_int64();
     if (const auto* n = req.if_contains("modelMaxTokens"))
         config.model_max_tokens = n->as_int64();
+    if (const auto* p = req.if_contains("cachePrices"); p && !p->is_null())
+    {
+        auto prices = cache_prices_of(*p);
+        if (!prices)
+            return error_of(
+                "bad_request",
+                "\"cachePrices\" must be {\"write\": number, \"read\": number}: non-negative multiples of "
+                "the input price, read below write"
+            );
+        config.cache_prices = std::move(*prices);
+    }
     compaction::diagnostics diag;
     auto resolved = compaction::resolve_settings(layers, diag, string_field(req, "model"));
     if (!resolved)

@@ -26,6 +26,15 @@ function validDraft(draft, branch) {
   return false;
 }
 
+// The model's prompt-cache prices as multiples of its input price, when its cache is priced.
+function cachePrices(model) {
+  const c = model?.cost;
+  if (!(c?.input > 0 && c.cacheRead > 0)) return undefined;
+  const write = (c.cacheWrite > 0 ? c.cacheWrite : c.input) / c.input;
+  const read = c.cacheRead / c.input;
+  return read < write ? { write, read } : undefined;
+}
+
 export default function agentctx(pi) {
   let advisor = null;
   let settings = {};
@@ -82,6 +91,7 @@ export default function agentctx(pi) {
       contextWindow: ctx.model?.contextWindow ?? 200000,
       modelMaxTokens: ctx.model?.maxTokens ?? 0,
       model: ctx.model ? `${ctx.model.provider}/${ctx.model.id}` : undefined,
+      cachePrices: cachePrices(ctx.model),
     });
     if (!answer) advisor?.fail("the advisor could not open the session");
     showStatus(ctx, answer);
@@ -101,7 +111,7 @@ export default function agentctx(pi) {
   function proposal(ctx, event, answer) {
     let drafts = null;
     if (answer?.action === "clear") drafts = answer.edits;
-    if (answer?.action === "commit") drafts = [answer.compaction];
+    if (answer?.action === "commit") drafts = [answer.compaction, ...(answer.edits ?? [])];
     if (!drafts) return undefined;
     drafts = draftsOf(ctx, drafts);
     if (!drafts) return undefined;

@@ -437,6 +437,108 @@ TEST(advise_cli, a_stale_plan_is_discarded)
     );
 }
 
+// With the model's cache prices, a clearing waits until the reads its results already cost reach
+// the rewrite of the tail it breaks; the deferral says what was weighed.
+TEST(advise_cli, with_cache_prices_a_clearing_waits_until_it_pays)
+{
+    pi_file f("advise-priced");
+    advisor_process p;
+    auto open = open_request(
+        f.path(),
+        {{"workingBudget", 100000},
+         {"background", json::object{{"enabled", false}}},
+         {"clearToolResults", json::object{{"trigger", 1000}, {"clearAtLeast", 1000}}}}
+    );
+    open["cachePrices"] = json::object{{"write", 1.25}, {"read", 0.1}};
+    ASSERT_FALSE(p.ask(open).contains("error"));
+    int t = 0;
+    json::object a;
+    std::vector<json::object> deferred;
+    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
+    {
+        if (a.contains("deferred"))
+            deferred.push_back(a.at("deferred").as_object());
+        f.turn(++t, 2000);
+        f.flush();
+    }
+    ASSERT_EQ(action(a), "clear") << json::serialize(a);
+    ASSERT_FALSE(deferred.empty());  // without prices the first clearable result clears at once
+    for (const auto& d : deferred)
+        EXPECT_LT(d.at("readsPaid").to_number<double>(), d.at("rewrite").to_number<double>())
+            << json::serialize(d);
+    EXPECT_GT(deferred.front().at("tailTokens").as_int64(), 6000);  // the 3 kept results
+    EXPECT_GE(a.at("results").as_int64(), 2);
+}
+
+// A clearing proposed with a compaction breaks no cached prefix (the request after it writes the
+// context anew): the commit carries the kept part's clearing edits after its draft.
+TEST(advise_cli, a_commit_carries_the_clearing_of_its_kept_part)
+{
+    pi_file f("advise-commit-clear");
+    advisor_process p;
+    auto open = open_request(
+        f.path(),
+        {{"workingBudget", 30000},
+         {"keepRecentTokens", 8000},
+         {"background", json::object{{"startAt", 0.5}}},
+         {"clearToolResults", json::object{{"trigger", 1000}, {"keep", 1}, {"clearAtLeast", 1000}}}}
+    );
+    open["cachePrices"] = json::object{{"write", 1000}, {"read", 0.1}};  // no clearing ever pays alone
+    ASSERT_FALSE(p.ask(open).contains("error"));
+    int t = 0;
+    json::object a;
+    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
+    {
+        f.turn(++t, 2000);
+        f.flush();
+    }
+    ASSERT_EQ(action(a), "summarize") << json::serialize(a);
+    const std::string kept(a.at("firstKeptEntryId").as_string());
+    ASSERT_EQ(
+        action(p.ask({{"op", "summary"}, {"planId", a.at("planId")}, {"summary", "## Goal\nx"}})), "none"
+    );
+    json::object c;
+    while (action(c = p.ask({{"op", "turn_end"}})) == "none" && t < 60)
+    {
+        f.turn(++t, 2000);
+        f.flush();
+    }
+    ASSERT_EQ(action(c), "commit") << json::serialize(c);
+    ASSERT_TRUE(c.contains("edits")) << json::serialize(c);
+    const auto& edits = c.at("edits").as_array();
+    const int first_kept = std::stoi(kept.substr(1));
+    EXPECT_EQ(static_cast<int>(edits.size()), t - first_kept);  // every kept result but the newest
+    for (const auto& e : edits)
+    {
+        const std::string target(e.at("targetId").as_string());
+        EXPECT_EQ(target[0], 'r');
+        EXPECT_GE(std::stoi(target.substr(1)), first_kept);
+        EXPECT_LT(std::stoi(target.substr(1)), t);
+    }
+    const auto summarized = c.at("compaction").at("details").at("agentctx").at("tokensAfter").as_int64();
+    EXPECT_EQ(c.at("tokensAfter").as_int64(), summarized - c.at("tokensFreed").as_int64());
+    // Pi appends the draft then the edits: the context is what the commit announced.
+    f.s.compaction("cmp1", kept, std::string(c.at("compaction").at("summary").as_string()));
+    for (const auto& e : edits)
+        f.s.entry(
+            "context_edit",
+            "e" + std::string(e.at("targetId").as_string()),
+            {{"targetId", e.at("targetId")}, {"replacement", e.at("replacement")}}
+        );
+    f.flush();
+    const auto after = p.ask({{"op", "status"}});
+    EXPECT_NEAR(after.at("contextTokens").as_int64(), c.at("tokensAfter").as_int64(), 200);
+    // Through Pi's compaction hook the compaction is appended alone: no edits ride along.
+    for (int i = 0; i < 6; ++i)
+        f.turn(++t, 2000);
+    f.flush();
+    const auto m = p.ask({{"op", "compact"}, {"reason", "manual"}});
+    ASSERT_EQ(action(m), "summarize") << json::serialize(m);
+    const auto mc = p.ask({{"op", "summary"}, {"planId", m.at("planId")}, {"summary", "## Goal\ny"}});
+    ASSERT_EQ(action(mc), "commit") << json::serialize(mc);
+    EXPECT_FALSE(mc.contains("edits")) << json::serialize(mc);
+}
+
 // Every bad line gets a named error answer and the advisor keeps serving.
 TEST(advise_cli, bad_lines_get_named_errors_and_the_advisor_keeps_serving)
 {
@@ -462,6 +564,13 @@ TEST(advise_cli, bad_lines_get_named_errors_and_the_advisor_keeps_serving)
         code(json::serialize(open_request(f.path(), {{"background", json::object{{"startAt", 7}}}}))),
         "invalid_settings"
     );
+    for (const auto* prices :
+         {R"("cheap")", R"({"write":1.25})", R"({"write":0.1,"read":0.1})", R"({"write":1,"read":-1})"})
+    {
+        auto bad = json::serialize(open_request(f.path(), {}));
+        bad.insert(bad.size() - 1, std::string(R"(,"cachePrices":)") + prices);
+        EXPECT_EQ(code(bad), "bad_request") << bad;
+    }
     EXPECT_FALSE(p.ask(open_request(f.path(), {})).contains("error"));
     EXPECT_EQ(code(R"({"op":"summary","planId":"p9","summary":"x"})"), "unknown_plan");
     EXPECT_EQ(code(R"({"op":"summary","summary":"x"})"), "bad_request");

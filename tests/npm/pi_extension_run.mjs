@@ -5,6 +5,7 @@
 //   node pi_extension_run.mjs --npm-cache DIR --mode with|without --work DIR
 //        [--agentctx BIN] [--extension DIR] [--turns 300] [--per-prompt 20] [--window 200000]
 //        [--settings JSON]   (the `agentctx` settings object, written to Pi's settings file)
+//        [--unpriced 1]      (the model declares no prices: the advisor gets no cache prices)
 //        [--pi-compaction JSON]  (Pi's own `compaction` settings over the defaults below)
 //        [--overflow-at N]   (the model answers request N with a context-overflow error, once)
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -90,7 +91,9 @@ const script = (ctx) => {
     return ai.fauxAssistantMessage([note, ai.fauxToolCall("bash", { command: `grep -n "line 1" ${file} | head -40` })], { stopReason: "toolUse" });
   return ai.fauxAssistantMessage([note, ai.fauxToolCall("read", { path: file })], { stopReason: "toolUse" });
 };
-const core = ai.createFauxCore({ models: [{ id: "faux-1", contextWindow: window, maxTokens: 16384 }] });
+// Priced as billed below: a cache write costs 1.25 and a read 0.1 of an uncached input token.
+const cost = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
+const core = ai.createFauxCore({ models: [{ id: "faux-1", contextWindow: window, maxTokens: 16384, ...(arg.unpriced ? {} : { cost }) }] });
 core.setResponses(Array.from({ length: turns * 3 + 200 }, () => script));
 const billed = (u) => (u ? u.input + 1.25 * u.cacheWrite + 0.1 * u.cacheRead : 0);
 // The billed input's parts: uncached, written to and read from the cache (turns and summaries).
@@ -234,7 +237,8 @@ const report = {
   proposed: {
     commits: stats.filter((s) => s.result === "commit").length,
     commitsWithoutWait: stats.filter((s) => s.result === "commit" && s.action === "commit").length,
-    edits: stats.filter((s) => s.result === "clear").reduce((n, s) => n + s.drafts, 0),
+    // Clearing edits: a clearing's drafts, and those a commit carries after its compaction.
+    edits: stats.reduce((n, s) => n + (s.result === "clear" ? s.drafts : s.result === "commit" && s.drafts > 1 ? s.drafts - 1 : 0), 0),
     clearings: stats.filter((s) => s.result === "clear").length,
     summaries: stats.filter((s) => s.action === "summarize").length,
   },
