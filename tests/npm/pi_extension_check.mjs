@@ -58,9 +58,26 @@ check(JSON.stringify(ours) === JSON.stringify(ext.projection), "Pi's projection 
 check(ext.manualCompaction?.fromHook && ext.manualCompaction.reason === "manual", `/compact did not go through the advisor: ${JSON.stringify(ext.manualCompaction)}`);
 check(pi.manualCompaction && !pi.manualCompaction.fromHook && !pi.manualCompaction.error, "/compact failed in Pi alone");
 check(ratio <= Number(arg["max-ratio"] ?? 0.5), `billed input ${ratio.toFixed(3)}x of Pi alone`);
+// The status line: the context's size against the threshold at every turn end, then the reason of
+// the last compaction once there is one, in the order the compactions were appended.
+const shown = ext.statusLine.map((t) => /^agentctx (\d+)k\/(\d+)k(?:, last compaction (\w+))?$/.exec(t));
+check(shown.length > ext.requests / 2 && shown.every(Boolean), `status line: ${JSON.stringify(ext.statusLine.slice(0, 3))}`);
+if (shown.every(Boolean)) {
+  const threshold = JSON.parse(arg.settings ?? "{}").compaction?.workingBudget ?? 60000;
+  check(shown.every((m) => Number(m[2]) === Math.round(threshold / 1000)), "the status line does not show the working budget");
+  check(new Set(shown.map((m) => m[1])).size > 10, "the status line's context size does not follow the context");
+  const reasons = shown.map((m) => m[3]).filter((r, i, all) => r && r !== all[i - 1]);
+  const appended = ext.compactionReasons.filter((r, i, all) => r !== all[i - 1]);
+  check(!shown[0][3] && JSON.stringify(reasons) === JSON.stringify(appended),
+    `the status line's last compactions ${JSON.stringify(reasons)} are not the file's ${JSON.stringify(appended)}`);
+}
+// A failing advisor is reported once, and only once, to the user.
+for (const [name, r] of [["crash", crash], ["garbage", junk], ["refused-draft", bogus]])
+  check(r.notices.length === 1 && r.notices[0].message.startsWith("agentctx:") && (r === bogus || r.statusLine.length === 0),
+    `a ${name} advisor was reported ${r.notices.length} times: ${JSON.stringify(r.notices.slice(0, 2))}`);
 for (const [name, r] of [["crash", crash], ["garbage", junk], ["refused-draft", bogus]])
   check(r.requests === pi.requests && r.billedInput === pi.billedInput && r.compactions === pi.compactions &&
         r.contextEdits === 0, `with a ${name} advisor the session differs from Pi alone`);
-const strip = ({ projection, file, ...r }) => r;
+const strip = ({ projection, file, statusLine, ...r }) => ({ ...r, statusLines: statusLine.length, lastStatus: statusLine.at(-1) ?? null });
 process.stdout.write(JSON.stringify({ ratio, pi: strip(pi), agentctx: strip(ext), crash: strip(crash), garbage: strip(junk), refused: strip(bogus), failures }, null, 1) + "\n");
 process.exit(failures.length ? 1 : 0);

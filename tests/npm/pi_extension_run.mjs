@@ -170,7 +170,19 @@ const { session } = await pi.createAgentSession({
   settingsManager,
 });
 const errors = [];
-await session.bindExtensions({ onError: (e) => errors.push(e.error ?? String(e)) });
+// A UI as Pi's interactive and RPC modes give extensions: it records the status line (with the
+// request count when it was set) and the notifications; every other method does nothing.
+const statusLine = [];
+const notices = [];
+const ui = Object.fromEntries(
+  ["select", "confirm", "input", "editor", "custom", "onTerminalInput", "setWorkingMessage", "setWorkingVisible",
+    "setWorkingIndicator", "setHiddenThinkingLabel", "setWidget", "setFooter", "setHeader", "setTitle",
+    "setEditorText", "getEditorText", "pasteToEditor", "addAutocompleteProvider", "setEditorComponent",
+    "getEditorComponent"].map((m) => [m, () => undefined])
+);
+ui.setStatus = (key, text) => statusLine.push({ key, text, requests: requests.turns });
+ui.notify = (message, type) => notices.push({ message, type });
+await session.bindExtensions({ uiContext: ui, onError: (e) => errors.push(e.error ?? String(e)) });
 const loadErrors = resourceLoader.getExtensions().errors.map((e) => e.error ?? String(e));
 
 const started = performance.now();
@@ -251,6 +263,10 @@ const report = {
   overflowedAt: overflowed,
   hookCompactions: stats.filter((s) => s.compact).map((s) => s.compact),
   errors: [...loadErrors, ...errors],
+  // The status line after each change (`agentctx` key), and the compactions' reasons in file order.
+  statusLine: statusLine.filter((st) => st.key === "agentctx").map((st) => st.text),
+  compactionReasons: entries.filter((e) => e.type === "compaction").map((e) => e.details?.agentctx?.reason ?? null),
+  notices,
   projection: projected,
 };
 process.stdout.write(JSON.stringify(report) + "\n", () => process.exit(0));
