@@ -59,6 +59,7 @@ std::size_t position_of(const std::vector<compaction::context_message>& messages
     return 0;
 }
 
+// A clearing plan's edits as Pi's context_edit drafts (the replacements are moved out).
 boost::json::array edit_drafts(compaction::clearing_plan& plan)
 {
     boost::json::array edits;
