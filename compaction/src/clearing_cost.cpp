@@ -51,8 +51,13 @@ clearing_cost price_clearing(
             cost.reads_paid += static_cast<double>(e->second->tokens) *
                                static_cast<double>(clearable_reads(ctx, i, std::max<std::int64_t>(keep, 0)));
     }
+    // Messages after the last assistant message were never sent: the next request writes them
+    // whether or not anything is cleared, so only the sent part of the tail is rewritten.
+    std::size_t sent = ctx.size();
+    while (sent > first && ctx[sent - 1].msg->role != role::assistant)
+        --sent;
     std::int64_t tail = 0;
-    for (std::size_t i = first; i < ctx.size(); ++i)
+    for (std::size_t i = first; i < sent; ++i)
         tail += static_cast<std::int64_t>(count.count(*ctx[i].msg));
     cost.tail_tokens = std::max<std::int64_t>(tail - plan.tokens, 0);
     cost.reads_paid *= prices.read_multiplier;

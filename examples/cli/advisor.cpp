@@ -318,6 +318,7 @@ boost::json::object advisor::commit(const view& v)
 
 // The request after a compaction writes the whole context anew, so a clearing of the kept part
 // proposed with it breaks no cached prefix: its edits join the commit (`edits`, after the draft).
+// As every decision of a turn end, the trigger is compared with the context of that turn end.
 void advisor::clear_kept(const view& v, std::size_t kept, std::int64_t tokens_after, boost::json::object& out)
 {
     const auto& s = config_.settings.clear_tool_results;
@@ -325,7 +326,7 @@ void advisor::clear_kept(const view& v, std::size_t kept, std::int64_t tokens_af
         return;
     compaction::clearing_input in;
     in.context = std::span(v.ctx.messages).subspan(kept - 1);
-    in.context_tokens = tokens_after;
+    in.context_tokens = v.tokens;
     in.threshold = v.threshold;
     auto plan = compaction::plan_tool_clearing(s, in);
     if (plan.edits.empty())

@@ -14,8 +14,8 @@ namespace json = boost::json;
 
 namespace {
 
-// A prompt, one read per size (the results in this order), then a final answer.
-std::vector<context_message> reads_of(const std::vector<std::size_t>& sizes)
+// A prompt, one read per size (the results in this order), then a final answer unless `running`.
+std::vector<context_message> reads_of(const std::vector<std::size_t>& sizes, bool running = false)
 {
     session_text s;
     s.user("u", "review the modules");
@@ -25,7 +25,8 @@ std::vector<context_message> reads_of(const std::vector<std::size_t>& sizes)
         s.tool_call("a" + k, "c" + k, "read", json::object{{"path", "src/m" + k + ".ts"}});
         s.tool_result("r" + k, "c" + k, "read", tokens(sizes[i]));
     }
-    s.assistant("done", "reviewed");
+    if (!running)
+        s.assistant("done", "reviewed");
     return build_session_context(s.path()).messages;
 }
 
@@ -87,6 +88,19 @@ TEST(clearing_cost, a_large_cleared_result_pays_and_a_large_kept_tail_waits)
     price_table flat = anthropic;
     flat.write_multiplier = flat.read_multiplier;
     EXPECT_TRUE(price_clearing(big_kept, plan_of(big_kept, 1), 1, flat).pays());
+}
+
+// The newest results, after the last assistant message, were never sent: the next request writes
+// them with or without the clearing, so they are no part of the rewrite.
+TEST(clearing_cost, results_not_sent_yet_are_not_rewritten)
+{
+    const auto ctx = reads_of({3000, 2000, 1000, 5000}, true);  // u a1 r1 a2 r2 a3 r3 a4 r4
+    const auto plan = plan_of(ctx, 1);
+    ASSERT_EQ(plan.edits.size(), 3u);
+    std::int64_t sent = 0;
+    for (std::size_t i = 2; i + 1 < ctx.size(); ++i)
+        sent += static_cast<std::int64_t>(default_token_counter().count(*ctx[i].msg));
+    EXPECT_EQ(price_clearing(ctx, plan, 1, anthropic).tail_tokens, sent - plan.tokens);
 }
 
 TEST(clearing_cost, an_empty_plan_costs_nothing)

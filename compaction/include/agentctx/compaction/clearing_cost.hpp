@@ -14,8 +14,9 @@ namespace agentctx::compaction {
 /// The cache arithmetic of one clearing plan, in input-token units.
 struct clearing_cost
 {
-    /// Tokens from the first edited message to the end, as they are after the edits: what the
-    /// next request writes to the cache again instead of reading it.
+    /// Tokens from the first edited message to the last assistant message, as they are after the
+    /// edits: what the next request writes to the cache again instead of reading it. Messages
+    /// after the last assistant message were never sent (the next request writes them anyway).
     std::int64_t tail_tokens = 0;
     /// What the cleared results already cost while they were clearable: for each, its freed
     /// tokens × the requests that read it since `keep` newer tool uses existed × the read price.
