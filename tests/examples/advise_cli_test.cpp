@@ -159,6 +159,29 @@ std::string action(const json::object& a)
     return a.contains("action") ? std::string(a.at("action").as_string()) : json::serialize(a);
 }
 
+// Appends 2,000-token turns until a turn end answers more than `none` (at most up to turn `limit`).
+json::object turns_until_action(advisor_process& p, pi_file& f, int& t, int limit)
+{
+    json::object a;
+    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < limit)
+    {
+        f.turn(++t, 2000);
+        f.flush();
+    }
+    return a;
+}
+
+// Appends the advisor's context_edit drafts as Pi does (the entry id names the target).
+void append_edits(pi_file& f, const json::array& edits)
+{
+    for (const auto& e : edits)
+        f.s.entry(
+            "context_edit",
+            "e" + std::string(e.at("targetId").as_string()),
+            {{"targetId", e.at("targetId")}, {"replacement", e.at("replacement")}}
+        );
+}
+
 }  // namespace
 
 // The file is read whole once; each turn end parses only the lines appended since.
@@ -240,12 +263,7 @@ TEST(advise_cli, clears_old_tool_results_as_context_edit_drafts)
         EXPECT_EQ(std::string(text).rfind("[Tool result cleared", 0), 0u) << text;
     }
     // Pi appends the drafts; the next turn end sees them and the smaller context.
-    for (const auto& e : edits)
-        f.s.entry(
-            "context_edit",
-            "e" + std::string(e.at("targetId").as_string()),
-            {{"targetId", e.at("targetId")}, {"replacement", e.at("replacement")}}
-        );
+    append_edits(f, edits);
     f.flush();
     const auto b = p.ask({{"op", "turn_end"}});
     EXPECT_EQ(action(b), "none") << json::serialize(b);
@@ -266,12 +284,7 @@ TEST(advise_cli, background_summary_is_committed_at_the_threshold_without_a_wait
         {"background", json::object{{"startAt", 0.5}}}};
     ASSERT_FALSE(p.ask(open_request(f.path(), settings)).contains("error"));
     int t = 0;
-    json::object a;
-    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object a = turns_until_action(p, f, t, 40);
     ASSERT_EQ(action(a), "summarize") << json::serialize(a);
     EXPECT_FALSE(a.at("foreground").as_bool());
     EXPECT_EQ(a.at("reason").as_string(), "background");
@@ -288,12 +301,7 @@ TEST(advise_cli, background_summary_is_committed_at_the_threshold_without_a_wait
          {"usage", json::object{{"input", 10}, {"output", 5}}}}
     );
     EXPECT_EQ(held.at("prepared").as_string(), plan) << json::serialize(held);
-    json::object c;
-    while (action(c = p.ask({{"op", "turn_end"}})) == "none" && t < 60)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object c = turns_until_action(p, f, t, 60);
     ASSERT_EQ(action(c), "commit") << json::serialize(c);
     EXPECT_GT(c.at("contextTokens").as_int64(), 30000);
     const auto& d = c.at("compaction").as_object();
@@ -327,12 +335,7 @@ TEST(advise_cli, foreground_summary_answers_with_the_draft)
         {"background", json::object{{"enabled", false}}}};
     ASSERT_FALSE(p.ask(open_request(f.path(), settings)).contains("error"));
     int t = 0;
-    json::object a;
-    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object a = turns_until_action(p, f, t, 40);
     ASSERT_EQ(action(a), "summarize") << json::serialize(a);
     EXPECT_TRUE(a.at("foreground").as_bool());
     const auto c = p.ask({{"op", "summary"}, {"planId", a.at("planId")}, {"summary", "done so far"}});
@@ -358,19 +361,9 @@ TEST(advise_cli, a_running_summary_at_the_threshold_is_awaited)
         {"background", json::object{{"startAt", 0.5}}}};
     ASSERT_FALSE(p.ask(open_request(f.path(), settings)).contains("error"));
     int t = 0;
-    json::object a;
-    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object a = turns_until_action(p, f, t, 40);
     ASSERT_EQ(action(a), "summarize");
-    json::object w;
-    while (action(w = p.ask({{"op", "turn_end"}})) == "none" && t < 60)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object w = turns_until_action(p, f, t, 60);
     ASSERT_EQ(action(w), "wait") << json::serialize(w);
     EXPECT_EQ(w.at("planId"), a.at("planId"));
     const auto c = p.ask({{"op", "summary"}, {"planId", a.at("planId")}, {"summary", "## Goal\nx"}});
@@ -416,12 +409,7 @@ TEST(advise_cli, a_stale_plan_is_discarded)
         {"background", json::object{{"startAt", 0.5}}}};
     ASSERT_FALSE(p.ask(open_request(f.path(), settings)).contains("error"));
     int t = 0;
-    json::object a;
-    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object a = turns_until_action(p, f, t, 40);
     ASSERT_EQ(action(a), "summarize");
     f.s.compaction("pi-own", std::string(a.at("firstKeptEntryId").as_string()), "Pi's own summary");
     f.flush();
@@ -487,23 +475,13 @@ TEST(advise_cli, a_commit_carries_the_clearing_of_its_kept_part)
     open["cachePrices"] = json::object{{"write", 1000}, {"read", 0.1}};  // no clearing ever pays alone
     ASSERT_FALSE(p.ask(open).contains("error"));
     int t = 0;
-    json::object a;
-    while (action(a = p.ask({{"op", "turn_end"}})) == "none" && t < 40)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object a = turns_until_action(p, f, t, 40);
     ASSERT_EQ(action(a), "summarize") << json::serialize(a);
     const std::string kept(a.at("firstKeptEntryId").as_string());
     ASSERT_EQ(
         action(p.ask({{"op", "summary"}, {"planId", a.at("planId")}, {"summary", "## Goal\nx"}})), "none"
     );
-    json::object c;
-    while (action(c = p.ask({{"op", "turn_end"}})) == "none" && t < 60)
-    {
-        f.turn(++t, 2000);
-        f.flush();
-    }
+    json::object c = turns_until_action(p, f, t, 60);
     ASSERT_EQ(action(c), "commit") << json::serialize(c);
     ASSERT_TRUE(c.contains("edits")) << json::serialize(c);
     const auto& edits = c.at("edits").as_array();
@@ -521,12 +499,7 @@ TEST(advise_cli, a_commit_carries_the_clearing_of_its_kept_part)
     EXPECT_EQ(c.at("tokensAfter").as_int64(), summarized - c.at("tokensFreed").as_int64());
     // Pi appends the draft then the edits: the context is what the commit announced.
     f.s.compaction("cmp1", kept, std::string(c.at("compaction").at("summary").as_string()));
-    for (const auto& e : edits)
-        f.s.entry(
-            "context_edit",
-            "e" + std::string(e.at("targetId").as_string()),
-            {{"targetId", e.at("targetId")}, {"replacement", e.at("replacement")}}
-        );
+    append_edits(f, edits);
     f.flush();
     const auto after = p.ask({{"op", "status"}});
     EXPECT_NEAR(after.at("contextTokens").as_int64(), c.at("tokensAfter").as_int64(), 200);
