@@ -260,8 +260,10 @@ json::array counted_appends(request_context& c, const std::vector<std::string>& 
 }
 
 // The provider's compaction item of an appended reply, adopted after the reply's messages
-// (session::async_adopt_compaction): `{"adopted": true, "entryId"}`, or `{"adopted": false,
-// "error", "message"}` (the messages stay appended; the session is as the append left it).
+// (session::async_adopt_compaction): `{"adopted": true, "entryId"}`; `{"adopted": false,
+// "reason": "hook_result", "entryId", "message"}` when a before_compact hook's result was
+// committed instead of the item; or `{"adopted": false, "error", "message"}` (the messages stay
+// appended; the session is as the append left it).
 asio::awaitable<json::object> adopt_compaction(
     request_context& c,
     const lease& held,
@@ -273,8 +275,14 @@ asio::awaitable<json::object> adopt_compaction(
     auto [ec, out] = co_await held->session().async_adopt_compaction(
         std::move(item.item), first_kept, asio::as_tuple(asio::use_awaitable)
     );
-    if (!ec && out.compacted)
+    if (!ec && out.compacted && out.adopted)
         co_return json::object{{"adopted", true}, {"entryId", out.entry_id}};
+    if (!ec && out.compacted)  // committed, but not the provider's item
+        co_return json::object{
+            {"adopted", false},
+            {"reason", out.not_adopted},
+            {"entryId", out.entry_id},
+            {"message", out.message}};
     const std::string why = out.message.empty() ? public_message(ec, compaction::diagnostics{})
                                                 : without_data_dir(out.message, c.server.data_dir_prefix);
     co_return json::object{

@@ -384,6 +384,10 @@ compaction_run::step<void> compaction_run::accept_hook_summary(
 )
 {
     j_.from_hook = true;
+    if (j_.request.adopted)  // the hook's result wins: the provider's item is not the state
+        j_.evidence.native_selection =
+            "hook: a before_compact hook supplied the result; the provider's compaction item was not "
+            "adopted";
     auto& custom = hook.result;
     // The hook's own call is billed as a summary call would be: the entry's usage, the end
     // event's and the finished event's evidence (whether or not the result commits).
@@ -907,6 +911,8 @@ asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compa
         .will_retry = j.request.will_retry,
         .result = c.result,
         .entry_id = c.entry->id};
+    if (j.request.adopted)
+        record_adoption(j, out);
     cx_.ledger().suppression().reset();
     // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
     const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
@@ -933,6 +939,16 @@ asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compa
         c.entry->id
     );
     co_return result_type{error_code{}, std::move(out)};
+}
+
+void compaction_run::record_adoption(const compaction_job& j, compaction_outcome& out)
+{
+    out.adopted = !j.from_hook;
+    if (out.adopted)
+        return;
+    out.not_adopted = "hook_result";
+    out.message = "a before_compact hook supplied the compaction's result: the entry holds the hook's "
+                  "summary, and the provider's compaction item was not adopted";
 }
 
 asio::awaitable<compaction_run::result_type> compaction_run::fail(const compaction_job& j, failure f)

@@ -407,6 +407,8 @@ private:
     /// Reports the outcome (events, the compacted or compact_failed hooks awaited, the log line).
     /// A cancellation while a hook runs changes nothing of the outcome reported.
     boost::asio::awaitable<result_type> succeed(const compaction_job& j, committed c);
+    /// An adoption's outcome: whether the provider's item is the state, or why not (a hook's result).
+    static void record_adoption(const compaction_job& j, compaction_outcome& out);
     boost::asio::awaitable<result_type> fail(const compaction_job& j, failure f);
 
     compaction_run(run_context cx, std::shared_ptr<compaction_job> job);

@@ -63,7 +63,8 @@ export interface WireMessagesRequest {
 }
 export interface WireMessagesResult {
   ids: string[];
-  /** POST with a Responses reply's compaction item: whether the session adopted it. */
+  /** POST with a Responses reply's compaction item: whether the session adopted it
+   * (`{adopted, entryId?, reason?: "hook_result", error?, message?}`). */
   compaction?: JsonObject;
 }
 export interface TurnEndRequest {

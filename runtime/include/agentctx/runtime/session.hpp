@@ -123,6 +123,13 @@ struct compaction_outcome
     std::optional<compaction::compaction_result> result;
     std::string entry_id;  ///< the new compaction entry
     std::string message;   ///< why nothing was done, or why it failed (safe text)
+    /// async_adopt_compaction only: the provider's compaction item became the entry's native
+    /// state. False for a committed adoption that a before_compact hook answered with its own
+    /// result (`not_adopted` is then `hook_result`): the entry holds the hook's summary and no
+    /// native state.
+    bool adopted = false;
+    /// Why a committed adoption did not adopt the item (`hook_result`); empty otherwise.
+    std::string not_adopted;
 };
 
 using outcome_signature = void(boost::system::error_code, compaction_outcome);
@@ -427,6 +434,8 @@ public:
      * providers code) when the item is not one `compaction` item with an `encrypted_content`;
      * `not_configured` (the providers code) when the summarizer does not use OpenAI inline
      * compaction (its capabilities' `inline_compaction`: no view advertised the threshold).
+     * A before_compact hook that supplies its own result wins: that result is committed (no
+     * native state) and the outcome has `adopted` false, `not_adopted` `hook_result`.
      * @par Per-operation cancellation
      * `terminal`: as async_compact's first caller.
      */
