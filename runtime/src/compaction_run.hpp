@@ -361,6 +361,9 @@ private:
     boost::asio::awaitable<step<std::optional<providers::native_reply>>> try_native(const plan& p);
     /// The adopted item of operation_request::adopted as a native reply (no request is sent).
     step<std::optional<providers::native_reply>> adopted_reply();
+    /// An adoption with a covered leaf: the id of the entry after it on `path` (the cut), or
+    /// `adoption_invalid_cut` when the leaf is not on the path or the reply does not follow it.
+    step<std::string> entry_after_covered(const std::vector<compaction::entry_ptr>& path) const;
     boost::asio::awaitable<step<std::pair<std::int64_t, std::string>>> measure_native(
         const providers::native_request& req
     );

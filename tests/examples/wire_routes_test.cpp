@@ -651,3 +651,36 @@ TEST_F(server_wire, a_compaction_item_is_not_adopted_without_inline_compaction_a
     EXPECT_NE(std::string(c.at("message").as_string()).find("inline compaction"), std::string::npos);
     EXPECT_EQ(file(id).find(R"("type":"compaction")"), std::string::npos);
 }
+
+// A steering message appended between the view the loop's request was built from and its reply:
+// with the view's leafId as `coveredLeafId`, the item covers the path up to that leaf, and the
+// steering message stays after the compaction, replayed between the item and the answer.
+TEST_F(server_inline, the_covered_leaf_keeps_a_message_appended_meanwhile_after_the_adopted_item)
+{
+    start_inline();
+    const auto id = loaded_session();
+    const auto view = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    const auto output = loop_output(view);
+    const auto steer = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", R"([{"role":"user","content":"steer: the other file"}])")
+    );
+    ASSERT_EQ(steer->res.status, 201) << steer->res.body;
+    const auto steering = std::string(steer->json().at("ids").at(0).as_string());
+    const auto r = append_output(id, output, R"(,"coveredLeafId":)" + json::serialize(view.at("leafId")));
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto answer = r->json();
+    ASSERT_EQ(answer.at("compaction").at("adopted"), true) << json::serialize(answer);
+    EXPECT_NE(file(id).find(R"("firstKeptEntryId":")" + steering + "\""), std::string::npos);
+    const auto next = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    const auto& wire = next.at("wire").as_array();
+    ASSERT_GE(wire.size(), 3u);
+    EXPECT_EQ(wire[0], output[1]);
+    EXPECT_NE(json::serialize(wire[1]).find("steer: the other file"), std::string::npos);
+
+    // A covered leaf that is not on the path is refused by name; the messages stay appended.
+    const auto again = append_output(id, output, R"(,"coveredLeafId":"nope")");
+    ASSERT_EQ(again->res.status, 201) << again->res.body;
+    EXPECT_EQ(again->json().at("compaction").at("error"), "adoption_invalid_cut");
+}

@@ -60,6 +60,8 @@ export interface WireMessagesRequest {
   model?: string;
   /** The reply's `input_transformations` as the provider returned them (responses, anthropic). */
   input_transformations?: JsonObject[];
+  /** POST with a reply's compaction item: the view's `leafId` the loop's request was built from. */
+  coveredLeafId?: string;
 }
 export interface WireMessagesResult {
   ids: string[];

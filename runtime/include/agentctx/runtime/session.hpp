@@ -449,7 +449,37 @@ public:
             shared_from_this(),
             &session::adopt_compaction_impl,
             std::move(item),
-            std::move(first_kept_entry_id)
+            std::move(first_kept_entry_id),
+            std::optional<std::string>()
+        );
+    }
+
+    /**
+     * @brief async_adopt_compaction for a host that appended entries between building the
+     * request and appending its reply (a steering message, a tool result from another path):
+     * `covered_leaf_id` is the leaf the request's input was built at (the `leafId` of the view it
+     * came from). The item covers the path up to that entry; the compaction cuts at the entry
+     * after it, so the entries appended meanwhile stay after the compaction with the reply,
+     * exactly as background compaction keeps them. `first_kept_entry_id` (the reply's first
+     * entry) must come after it. Refused with `adoption_invalid_cut`, nothing written, when the
+     * covered leaf is not on the active path, the reply does not follow it, or the entry after it
+     * is not a valid cut (a tool result, inside a tool round, past a required entry).
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_adopt_compaction(
+        boost::json::object item,
+        std::string first_kept_entry_id,
+        std::string covered_leaf_id,
+        CompletionToken&& token
+    )
+    {
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token,
+            shared_from_this(),
+            &session::adopt_compaction_impl,
+            std::move(item),
+            std::move(first_kept_entry_id),
+            std::optional<std::string>(std::move(covered_leaf_id))
         );
     }
 
@@ -674,6 +704,7 @@ private:
     void adopt_compaction_impl(
         boost::json::object item,
         std::string first_kept,
+        std::optional<std::string> covered_leaf,
         boost::asio::any_completion_handler<outcome_signature> h
     );
     void compact_impl(
