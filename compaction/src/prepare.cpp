@@ -165,6 +165,74 @@ std::optional<std::size_t> place_range(
     return prev;
 }
 
+// The chosen cut's fields in the preparation.
+result<void> record_cut(
+    const std::vector<projected_entry>& e,
+    const cut_point_result& cut,
+    compaction_preparation& p,
+    diagnostics& diag
+)
+{
+    p.first_kept_projected = cut.first_kept_index;
+    if (p.first_kept_projected >= e.size())
+    {
+        diag.message = "the range after the previous compaction is empty";
+        return errc::nothing_to_compact;
+    }
+    p.first_kept_index = e[p.first_kept_projected].path_index;
+    p.first_kept_entry_id = e[p.first_kept_projected].source->id;
+    p.is_split_turn = cut.is_split_turn;
+    p.turn_start_index = cut.turn_start_index;
+    p.crossing_index = cut.crossing_index;
+    p.advanced_past_omitted_attempt = cut.advanced_past_omitted_attempt;
+    return {};
+}
+
+// plan_options::keep_from: the cut exactly there, when the rules allow a cut there at all.
+result<void> place_exact_cut(
+    const std::vector<projected_entry>& e,
+    const plan_options& opts,
+    compaction_preparation& p,
+    diagnostics& diag
+)
+{
+    const std::size_t start = p.boundary_projected;
+    const std::size_t end = e.size();
+    const auto refuse = [&](const std::string& why) -> result<void> {
+        diag.message = "entry '" + *opts.keep_from + "' " + why;
+        return errc::boundary_unavailable;
+    };
+    std::optional<std::size_t> k;
+    for (std::size_t i = start; i < end && !k; ++i)
+        if (e[i].source->id == *opts.keep_from)
+            k = i;
+    if (!k)
+        return refuse("is not an entry of the range after the previous compaction's kept part");
+    std::size_t chosen = *k;
+    while (chosen < end && e[chosen].messages.empty())
+        ++chosen;  // the next entry the context sees, as a hook's cut
+    if (chosen == end)
+        return refuse("keeps no message");
+    const auto allowed = allowed_cut_points(e, start, end, opts.mode);
+    if (std::find(allowed.begin(), allowed.end(), chosen) == allowed.end())
+        return refuse(
+            e[chosen].messages.front()->role == role::tool_result
+                ? "is a tool result: its call would be summarized without it"
+                : "is not a cut point, or lies inside a tool round"
+        );
+    cut_point_result cut;
+    settle_cut(e, start, chosen, opts.mode == compat_mode::pi, cut);
+    if (opts.required)
+    {
+        auto held = cut;
+        diagnostics ignored;
+        if (!hold_cut_before_required(e, start, end, *opts.required, opts.mode, held, ignored) ||
+            held.first_kept_index != cut.first_kept_index)
+            return refuse("lies past a required entry, which is never summarized");
+    }
+    return record_cut(e, cut, p, diag);
+}
+
 // The cut: Pi 1.6's, then (agentctx) the recent exchanges of the current turn kept.
 result<void> place_cut(
     const std::vector<projected_entry>& e,
@@ -175,6 +243,8 @@ result<void> place_cut(
     diagnostics& diag
 )
 {
+    if (opts.keep_from)
+        return place_exact_cut(e, opts, p, diag);
     const std::size_t end = e.size();
     auto cut = find_cut_point(e, p.boundary_projected, end, settings.keep_recent_tokens, opts.mode, counter);
     if (!cut)
@@ -226,19 +296,7 @@ result<void> place_cut(
             !room)
             return room.error();
     }
-    p.first_kept_projected = cut->first_kept_index;
-    if (p.first_kept_projected >= end)
-    {
-        diag.message = "the range after the previous compaction is empty";
-        return errc::nothing_to_compact;
-    }
-    p.first_kept_index = e[p.first_kept_projected].path_index;
-    p.first_kept_entry_id = e[p.first_kept_projected].source->id;
-    p.is_split_turn = cut->is_split_turn;
-    p.turn_start_index = cut->turn_start_index;
-    p.crossing_index = cut->crossing_index;
-    p.advanced_past_omitted_attempt = cut->advanced_past_omitted_attempt;
-    return {};
+    return record_cut(e, *cut, p, diag);
 }
 
 // What is summarized, what becomes the split turn's prefix, and what stays verbatim.

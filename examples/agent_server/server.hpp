@@ -61,6 +61,9 @@ struct server_options
     /// Test hook: called on the body worker thread just before a large body (over
     /// off_thread_body_bytes) is parsed.
     std::function<void()> before_body_parse;
+    /// Test hook: called with each session once it is open, before any request uses it (a test
+    /// registers its own hooks, e.g. a before_compact hook).
+    std::function<void(runtime::session&)> after_open;
 };
 
 /// Request bodies over this size are parsed (and checked) on the server's body worker thread,

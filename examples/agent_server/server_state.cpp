@@ -130,6 +130,8 @@ void count_end(
 
 void server_state::observe(const std::shared_ptr<session_slot>& slot)
 {
+    if (opts.after_open)
+        opts.after_open(*slot->session);
     slot->session->on_compacted([weak = weak_from_this()](const runtime::compacted_event& e) {
         auto self = weak.lock();
         if (!self)

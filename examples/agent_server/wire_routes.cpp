@@ -16,6 +16,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -63,7 +64,8 @@ std::optional<providers::wire_input_options> options_of(
 {
     for (const auto& kv : body)
         if (kv.key() != items_key && kv.key() != "usage" && kv.key() != "stop_reason" &&
-            kv.key() != "provider" && kv.key() != "model" && kv.key() != "input_transformations")
+            kv.key() != "provider" && kv.key() != "model" && kv.key() != "input_transformations" &&
+            kv.key() != "coveredLeafId")
         {
             why = std::string(kv.key()) + ": unknown field";
             return std::nullopt;
@@ -260,21 +262,38 @@ json::array counted_appends(request_context& c, const std::vector<std::string>& 
 }
 
 // The provider's compaction item of an appended reply, adopted after the reply's messages
-// (session::async_adopt_compaction): `{"adopted": true, "entryId"}`, or `{"adopted": false,
-// "error", "message"}` (the messages stay appended; the session is as the append left it).
+// (session::async_adopt_compaction): `{"adopted": true, "entryId"}`; `{"adopted": false,
+// "reason": "hook_result", "entryId", "message"}` when a before_compact hook's result was
+// committed instead of the item; or `{"adopted": false, "error", "message"}` (the messages stay
+// appended; the session is as the append left it).
 asio::awaitable<json::object> adopt_compaction(
     request_context& c,
     const lease& held,
     providers::wire_compaction_item item,
-    const std::vector<std::string>& ids
+    const std::vector<std::string>& ids,
+    std::optional<std::string> covered_leaf
 )
 {
     const auto& first_kept = ids.at(item.messages_before);
-    auto [ec, out] = co_await held->session().async_adopt_compaction(
-        std::move(item.item), first_kept, asio::as_tuple(asio::use_awaitable)
-    );
-    if (!ec && out.compacted)
+    // Two plain awaits: a co_await in each arm of a conditional expression crashed here (GCC 12).
+    std::tuple<boost::system::error_code, runtime::compaction_outcome> done;
+    if (covered_leaf)
+        done = co_await held->session().async_adopt_compaction(
+            std::move(item.item), first_kept, std::move(*covered_leaf), asio::as_tuple(asio::use_awaitable)
+        );
+    else
+        done = co_await held->session().async_adopt_compaction(
+            std::move(item.item), first_kept, asio::as_tuple(asio::use_awaitable)
+        );
+    auto& [ec, out] = done;
+    if (!ec && out.compacted && out.adopted)
         co_return json::object{{"adopted", true}, {"entryId", out.entry_id}};
+    if (!ec && out.compacted)  // committed, but not the provider's item
+        co_return json::object{
+            {"adopted", false},
+            {"reason", out.not_adopted},
+            {"entryId", out.entry_id},
+            {"message", out.message}};
     const std::string why = out.message.empty() ? public_message(ec, compaction::diagnostics{})
                                                 : without_data_dir(out.message, c.server.data_dir_prefix);
     co_return json::object{
@@ -289,6 +308,12 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);
     auto batch = std::move(std::get<wire_batch>(body));
+    // The `leafId` of the view the loop's request was built from: the provider's compaction
+    // item covers the path up to it (entries appended since stay after the compaction).
+    std::string why;
+    auto covered_leaf = string_field(c.body, "coveredLeafId", why);
+    if (!why.empty())
+        co_return invalid(c.req, why);
     auto [ec, r] = co_await held->session().async_append_messages(
         std::move(batch.messages), asio::as_tuple(asio::use_awaitable)
     );
@@ -296,12 +321,15 @@ asio::awaitable<http_response> append_wire_messages(request_context& c, const le
         co_return reply(c.req, status_for(ec), error_body(ec.message(), batch_refusal(c, ec, r.reason)));
     json::object answer{{"ids", counted_appends(c, r.ids)}};
     if (batch.compaction)
-        answer["compaction"] = co_await adopt_compaction(c, held, std::move(*batch.compaction), r.ids);
+        answer["compaction"] =
+            co_await adopt_compaction(c, held, std::move(*batch.compaction), r.ids, std::move(covered_leaf));
     co_return reply(c.req, http::status::created, std::move(answer));
 }
 
 asio::awaitable<http_response> replace_wire_messages(request_context& c, const lease& held)
 {
+    if (c.body.contains("coveredLeafId"))  // a replacement carries no compaction item
+        co_return invalid(c.req, "coveredLeafId: only with POST (an appended reply's compaction item)");
     auto body = co_await converted_body(c, held, true);
     if (auto* refused = std::get_if<http_response>(&body))
         co_return std::move(*refused);

@@ -35,6 +35,9 @@ struct operation_request
     {
         boost::json::object item;
         std::string first_kept;
+        /// The leaf the request that produced the item was built at: the item covers the path up
+        /// to it, and the cut is the entry after it (entries appended meanwhile stay kept).
+        std::optional<std::string> covered_leaf;
     };
     std::optional<adopted_native> adopted;
 };

@@ -21,6 +21,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace agentctx::runtime::detail {
 
 namespace asio = boost::asio;
@@ -250,23 +252,36 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
         chosen.keep_recent_tokens = 1;
         chosen.keep_recent_exchanges = 0;
     }
-    auto prep = prepare_compaction(
-        path->entries,
-        chosen,
-        {.mode = cx_.config().compat,
-         .counter = &cx_.counter(),
-         .pins = &cx_.config().pins,
-         .required = &cx_.config().required,
-         .jobs = &cx_.config().jobs,
-         .shortfall = &shortfall,
-         .context_window = cx_.config().model.context_window,
-         .model_max_tokens = cx_.config().model.max_output_tokens,
-         .reserve_summary_room = j_.request.reason != compaction_reason::background,
-         .whole_turn_tokens = whole_turn},
-        diag
-    );
+    plan_options opts{
+        .mode = cx_.config().compat,
+        .counter = &cx_.counter(),
+        .pins = &cx_.config().pins,
+        .required = &cx_.config().required,
+        .jobs = &cx_.config().jobs,
+        .shortfall = &shortfall,
+        .context_window = cx_.config().model.context_window,
+        .model_max_tokens = cx_.config().model.max_output_tokens,
+        .reserve_summary_room = j_.request.reason != compaction_reason::background,
+        .whole_turn_tokens = whole_turn};
+    // An adoption that names the leaf its request was built at cuts right after it.
+    const bool covered = j_.request.adopted && j_.request.adopted->covered_leaf;
+    std::string keep_from;
+    if (covered)
+    {
+        auto after = entry_after_covered(path->entries);
+        if (!after)
+            return after.error();
+        keep_from = std::move(*after);
+        opts.keep_from = &keep_from;
+    }
+    auto prep = prepare_compaction(path->entries, chosen, opts, diag);
     if (!prep && prep.error() == make_error_code(compaction::errc::budget_exceeded))
         report_shortfall(cx_, j_.request.reason, shortfall);
+    if (covered && !prep && prep.error() == make_error_code(compaction::errc::boundary_unavailable))
+        return failure{
+            make_error_code(errc::adoption_invalid_cut),
+            "the provider's compaction item cannot be adopted: it covers the history up to entry '" +
+                *j_.request.adopted->covered_leaf + "', and the cut after it is refused: " + diag.message};
     if (!prep)
     {
         const bool nothing = prep.error() == make_error_code(compaction::errc::nothing_to_compact) ||
@@ -274,7 +289,7 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
         return failure{
             prep.error(), diag.message, false, nothing && j_.request.reason != compaction_reason::manual};
     }
-    if (j_.request.adopted && prep->first_kept_entry_id != j_.request.adopted->first_kept)
+    if (j_.request.adopted && !covered && prep->first_kept_entry_id != j_.request.adopted->first_kept)
         return failure{
             make_error_code(errc::stale_plan),
             "the provider's compaction item cannot be adopted: it covers the history before entry '" +
@@ -283,6 +298,31 @@ compaction_run::step<compaction_run::plan> compaction_run::plan_compaction(const
     p.path = std::move(path->entries);
     p.prep = std::move(*prep);
     return p;
+}
+
+compaction_run::step<std::string> compaction_run::entry_after_covered(
+    const std::vector<compaction::entry_ptr>& path
+) const
+{
+    const auto& a = *j_.request.adopted;
+    const auto refuse = [&a](const std::string& why) {
+        return failure{
+            make_error_code(errc::adoption_invalid_cut),
+            "the provider's compaction item cannot be adopted: its covered leaf '" + *a.covered_leaf + "' " +
+                why};
+    };
+    const auto at = [&path](const std::string& id) {
+        return std::find_if(path.begin(), path.end(), [&id](const entry_ptr& e) { return e->id == id; });
+    };
+    const auto leaf = at(*a.covered_leaf);
+    if (leaf == path.end())
+        return refuse("is not an entry of the active path");
+    if (leaf + 1 == path.end())
+        return refuse("is the session's leaf: nothing after it would be kept");
+    // The reply that carried the item was appended after the request was built.
+    if (const auto reply = at(a.first_kept); reply == path.end() || reply <= leaf)
+        return refuse("does not come before the reply's entry '" + a.first_kept + "'");
+    return (*(leaf + 1))->id;
 }
 
 compaction_run::step<void> compaction_run::check_paused(const plan& p)
@@ -384,6 +424,10 @@ compaction_run::step<void> compaction_run::accept_hook_summary(
 )
 {
     j_.from_hook = true;
+    if (j_.request.adopted)  // the hook's result wins: the provider's item is not the state
+        j_.evidence.native_selection =
+            "hook: a before_compact hook supplied the result; the provider's compaction item was not "
+            "adopted";
     auto& custom = hook.result;
     // The hook's own call is billed as a summary call would be: the entry's usage, the end
     // event's and the finished event's evidence (whether or not the result commits).
@@ -907,6 +951,8 @@ asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compa
         .will_retry = j.request.will_retry,
         .result = c.result,
         .entry_id = c.entry->id};
+    if (j.request.adopted)
+        record_adoption(j, out);
     cx_.ledger().suppression().reset();
     // The entry is durable: a cancellation while a hook runs reaches the hook, not the outcome.
     const compacted_event done{*c.entry, j.from_hook};  // named: it lives across the hooks' suspensions
@@ -933,6 +979,16 @@ asio::awaitable<compaction_run::result_type> compaction_run::succeed(const compa
         c.entry->id
     );
     co_return result_type{error_code{}, std::move(out)};
+}
+
+void compaction_run::record_adoption(const compaction_job& j, compaction_outcome& out)
+{
+    out.adopted = !j.from_hook;
+    if (out.adopted)
+        return;
+    out.not_adopted = "hook_result";
+    out.message = "a before_compact hook supplied the compaction's result: the entry holds the hook's "
+                  "summary, and the provider's compaction item was not adopted";
 }
 
 asio::awaitable<compaction_run::result_type> compaction_run::fail(const compaction_job& j, failure f)

@@ -361,6 +361,9 @@ private:
     boost::asio::awaitable<step<std::optional<providers::native_reply>>> try_native(const plan& p);
     /// The adopted item of operation_request::adopted as a native reply (no request is sent).
     step<std::optional<providers::native_reply>> adopted_reply();
+    /// An adoption with a covered leaf: the id of the entry after it on `path` (the cut), or
+    /// `adoption_invalid_cut` when the leaf is not on the path or the reply does not follow it.
+    step<std::string> entry_after_covered(const std::vector<compaction::entry_ptr>& path) const;
     boost::asio::awaitable<step<std::pair<std::int64_t, std::string>>> measure_native(
         const providers::native_request& req
     );
@@ -407,6 +410,8 @@ private:
     /// Reports the outcome (events, the compacted or compact_failed hooks awaited, the log line).
     /// A cancellation while a hook runs changes nothing of the outcome reported.
     boost::asio::awaitable<result_type> succeed(const compaction_job& j, committed c);
+    /// An adoption's outcome: whether the provider's item is the state, or why not (a hook's result).
+    static void record_adoption(const compaction_job& j, compaction_outcome& out);
     boost::asio::awaitable<result_type> fail(const compaction_job& j, failure f);
 
     compaction_run(run_context cx, std::shared_ptr<compaction_job> job);

@@ -57,6 +57,8 @@ const char* to_string(errc e) noexcept
         return "hook_invalid_cut";
     case errc::summarized_history:
         return "summarized_history";
+    case errc::adoption_invalid_cut:
+        return "adoption_invalid_cut";
     }
     return "unknown";
 }

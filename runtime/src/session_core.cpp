@@ -756,7 +756,10 @@ void session_core::compact_impl(
 }
 
 void session_core::adopt_compaction_impl(
-    boost::json::object item, std::string first_kept, asio::any_completion_handler<outcome_signature> h
+    boost::json::object item,
+    std::string first_kept,
+    std::optional<std::string> covered_leaf,
+    asio::any_completion_handler<outcome_signature> h
 )
 {
     auto c = hook_cancellation(h);
@@ -765,6 +768,7 @@ void session_core::adopt_compaction_impl(
         [self = shared_from_this(),
          item = std::move(item),
          first_kept = std::move(first_kept),
+         covered_leaf = std::move(covered_leaf),
          h = std::move(h),
          c]() mutable {
             session_core& s = *self;
@@ -798,7 +802,8 @@ void session_core::adopt_compaction_impl(
                 );
             s.callers_.wait(c->id, std::move(h));
             detail::operation_request req{.reason = compaction_reason::manual};
-            req.adopted = detail::operation_request::adopted_native{std::move(item), std::move(first_kept)};
+            req.adopted = detail::operation_request::adopted_native{
+                std::move(item), std::move(first_kept), std::move(covered_leaf)};
             s.apply(s.coordinator().adopt(c->id, std::move(req), c->cancelled));
         }
     );

@@ -110,6 +110,7 @@ public:
     void adopt_compaction_impl(
         boost::json::object item,
         std::string first_kept,
+        std::optional<std::string> covered_leaf,
         boost::asio::any_completion_handler<outcome_signature> h
     );
     void branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h);

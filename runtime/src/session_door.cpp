@@ -232,10 +232,15 @@ void session::compact_impl(
 }
 
 void session::adopt_compaction_impl(
-    boost::json::object item, std::string first_kept, boost::asio::any_completion_handler<outcome_signature> h
+    boost::json::object item,
+    std::string first_kept,
+    std::optional<std::string> covered_leaf,
+    boost::asio::any_completion_handler<outcome_signature> h
 )
 {
-    core_->adopt_compaction_impl(std::move(item), std::move(first_kept), std::move(h));
+    core_->adopt_compaction_impl(
+        std::move(item), std::move(first_kept), std::move(covered_leaf), std::move(h)
+    );
 }
 
 void session::branch_impl(std::string id, boost::asio::any_completion_handler<void_signature> h)

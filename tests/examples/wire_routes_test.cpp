@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <string>
 
 using namespace agentctx;
@@ -404,62 +406,101 @@ TEST_F(server_wire, a_replys_input_transformations_are_kept_and_counted)
     EXPECT_EQ(stored_messages(file(id)).size(), 6u);
 }
 
+// A server whose summarizer uses OpenAI inline compaction against a loopback fake (threshold
+// 60,000, the working budget), and a session whose history passes it.
+class server_inline : public agent_server_test
+{
+protected:
+    void start_inline()
+    {
+        provider_.route("/v1/chat/completions", [](const test::recorded_request&) {
+            test::scripted_response r;
+            r.body = test::openai_body("## Goal\nPortable note of the loop's compaction.");
+            return r;
+        });
+        auto tweak = std::move(tweak_);
+        tweak_ = [tweak](server::server_options& o) {
+            o.host.model = {"openai", "gpt-loop", 100000, 0};
+            if (tweak)
+                tweak(o);
+        };
+        start(
+            [this](boost::asio::any_io_executor ex) {
+                providers::provider_config c;
+                c.format = providers::wire_format::openai;
+                c.name = "openai";
+                c.base_url = provider_.base_url() + "/v1";
+                c.model = "gpt-loop";
+                c.api_key = "k";
+                c.stream = false;
+                c.native = providers::native_mode::on;
+                c.openai_form = providers::openai_native_form::inline_request;
+                return std::make_shared<providers::http_summarizer>(ex, c);
+            },
+            100000,
+            16384
+        );
+    }
+
+    std::string loaded_session()
+    {
+        const auto id = new_session();
+        const std::string history =
+            R"([{"role":"user","content":"first )" + std::string(250000, 'u') +
+            R"("},{"role":"assistant","content":"a1"},{"role":"user","content":"next"}])";
+        EXPECT_EQ(
+            sync("POST", "/v1/sessions/" + id + "/messages?format=responses", with_items("input", history))
+                ->res.status,
+            201
+        );
+        return id;
+    }
+
+    // The host's loop request, built from `view` as it advertises it, answered by the loopback
+    // fake's inline compaction: the reply's output (reasoning, compaction, the answer).
+    static json::array loop_output(const json::value& view)
+    {
+        test::recorded_request loop;
+        loop.body = json::serialize(json::object{
+            {"model", "gpt-loop"},
+            {"input", view.at("wire")},
+            {"context_management", view.at("contextManagement")},
+            {"store", false}});
+        return json::parse(test::openai_inline_reply(loop, "ENC-LOOP").body).at("output").as_array();
+    }
+
+    std::shared_ptr<test::reply> append_output(
+        const std::string& id, const json::array& output, std::string_view extra = ""
+    )
+    {
+        return sync(
+            "POST",
+            "/v1/sessions/" + id + "/messages?format=responses",
+            with_items(
+                "input",
+                json::serialize(output),
+                std::string(R"(,"usage":{"input_tokens":62000,"output_tokens":5})") + std::string(extra)
+            )
+        );
+    }
+
+    test::fake_provider_server provider_;
+};
+
 // OpenAI inline compaction in the host's own loop: the loop's request carries the view's
 // contextManagement, the provider compacts inside it, and the appended reply's compaction item
 // becomes the session's native state, replayed verbatim by the next Responses view.
-TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next_responses_view)
+TEST_F(server_inline, a_replys_compaction_item_is_adopted_and_replayed_by_the_next_responses_view)
 {
-    test::fake_provider_server provider;
-    provider.route("/v1/chat/completions", [](const test::recorded_request&) {
-        test::scripted_response r;
-        r.body = test::openai_body("## Goal\nPortable note of the loop's compaction.");
-        return r;
-    });
-    tweak_ = [](server::server_options& o) { o.host.model = {"openai", "gpt-loop", 100000, 0}; };
-    start(
-        [&provider](boost::asio::any_io_executor ex) {
-            providers::provider_config c;
-            c.format = providers::wire_format::openai;
-            c.name = "openai";
-            c.base_url = provider.base_url() + "/v1";
-            c.model = "gpt-loop";
-            c.api_key = "k";
-            c.stream = false;
-            c.native = providers::native_mode::on;
-            c.openai_form = providers::openai_native_form::inline_request;
-            return std::make_shared<providers::http_summarizer>(ex, c);
-        },
-        100000,
-        16384
-    );  // threshold 60,000 (the working budget): the history below passes it
-    const auto id = new_session();
-    const std::string history = R"([{"role":"user","content":"first )" + std::string(250000, 'u') +
-                                R"("},{"role":"assistant","content":"a1"},{"role":"user","content":"next"}])";
-    ASSERT_EQ(
-        sync("POST", "/v1/sessions/" + id + "/messages?format=responses", with_items("input", history))
-            ->res.status,
-        201
-    );
-
-    // The host's loop request, as the view advertises it, answered by the loopback fake.
+    start_inline();
+    const auto id = loaded_session();
     const auto view = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
     ASSERT_TRUE(view.as_object().contains("contextManagement"));
-    test::recorded_request loop;
-    loop.body = json::serialize(json::object{
-        {"model", "gpt-loop"},
-        {"input", view.at("wire")},
-        {"context_management", view.at("contextManagement")},
-        {"store", false}});
-    const auto answer = json::parse(test::openai_inline_reply(loop, "ENC-LOOP").body);
-    const auto& output = answer.at("output").as_array();
+    const auto output = loop_output(view);
     ASSERT_EQ(output.size(), 3u);  // reasoning, compaction, the answer
     ASSERT_EQ(output[1].at("type"), "compaction");
 
-    const auto r = sync(
-        "POST",
-        "/v1/sessions/" + id + "/messages?format=responses",
-        with_items("input", json::serialize(output), R"(,"usage":{"input_tokens":62000,"output_tokens":5})")
-    );
+    const auto r = append_output(id, output);
     ASSERT_EQ(r->res.status, 201) << r->res.body;
     const auto appended = r->json();
     const auto& ids = appended.at("ids").as_array();
@@ -481,6 +522,88 @@ TEST_F(server_wire, a_replys_compaction_item_is_adopted_and_replayed_by_the_next
     );
     EXPECT_NE(text.find("Portable note of the loop's compaction."), std::string::npos);
     EXPECT_NE(text.find(R"("encrypted_content":"ENC-LOOP")"), std::string::npos);
+}
+
+// A before_compact hook's result wins over the item: the answer says the item was not adopted
+// (`hook_result`) with the committed entry, and the next view replays the hook's summary, no item.
+TEST_F(server_inline, a_hooks_result_is_committed_and_the_answer_says_the_item_was_not_adopted)
+{
+    tweak_ = [](server::server_options& o) {
+        o.after_open = [](runtime::session& s) {
+            s.on_before_compact([](const runtime::before_compact_event&) {
+                compaction::compaction_result r;
+                r.summary = "## Goal\nThe host's own summary.";
+                return runtime::hook_decision{.result = r};
+            });
+        };
+    };
+    start_inline();
+    const auto id = loaded_session();
+    const auto output = loop_output(sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json());
+    const auto r = append_output(id, output);
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto answer = r->json();
+    const auto& c = answer.at("compaction");
+    EXPECT_EQ(c.at("adopted"), false) << json::serialize(c);
+    EXPECT_EQ(c.at("reason"), "hook_result");
+    ASSERT_TRUE(c.at("entryId").is_string());
+    EXPECT_FALSE(c.as_object().contains("error"));
+
+    const auto next = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    EXPECT_FALSE(next.as_object().contains("native"));
+    EXPECT_EQ(json::serialize(next.at("wire")).find("ENC-LOOP"), std::string::npos);
+    EXPECT_NE(json::serialize(next.at("wire")).find("The host's own summary."), std::string::npos);
+    const auto text = file(id);
+    EXPECT_NE(text.find(R"("id":")" + std::string(c.at("entryId").as_string()) + "\""), std::string::npos);
+    EXPECT_EQ(text.find("ENC-LOOP"), std::string::npos);
+}
+
+// Another compaction in flight: the reply's messages are appended, the adoption is refused with
+// `compaction_running` and writes nothing more, and the running compaction still commits.
+TEST_F(server_inline, an_adoption_while_a_compaction_runs_is_refused_and_the_running_one_commits)
+{
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    const auto unblock = std::shared_ptr<void>(nullptr, [&release, released](void*) {
+        if (released.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            release.set_value();  // however the test ends, the fake's thread is let go
+    });
+    auto arrived = std::make_shared<std::atomic<bool>>(false);
+    provider_.route("/v1/responses", [released, arrived](const test::recorded_request& r) {
+        *arrived = true;
+        released.wait();  // the running compaction's request is in flight until released
+        return test::openai_inline_reply(r, "ENC-RUNNING");
+    });
+    start_inline();
+    const auto id = loaded_session();
+    // A newer exchange past keepRecentTokens: the manual compaction has a prefix to summarize.
+    const std::string more = R"([{"role":"assistant","content":"a2"},{"role":"user","content":")" +
+                             std::string(1200, 'n') + R"("}])";
+    ASSERT_EQ(
+        sync("POST", "/v1/sessions/" + id + "/messages?format=responses", with_items("input", more))
+            ->res.status,
+        201
+    );
+    const auto output = loop_output(sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json());
+    const auto compacting = request("POST", "/v1/sessions/" + id + "/compact", "{}");
+    run_until([&] { return arrived->load() || compacting->done; });
+    ASSERT_FALSE(compacting->done) << compacting->res.body;
+
+    const auto r = append_output(id, output);
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto answer = r->json();
+    EXPECT_EQ(answer.at("ids").as_array().size(), 2u);
+    const auto& c = answer.at("compaction");
+    EXPECT_EQ(c.at("adopted"), false) << json::serialize(c);
+    EXPECT_EQ(c.at("error"), "compaction_running");
+    EXPECT_EQ(file(id).find(R"("type":"compaction")"), std::string::npos);
+
+    release.set_value();
+    run_until([&] { return compacting->done; });
+    ASSERT_EQ(compacting->res.status, 200) << compacting->res.body;
+    const auto text = file(id);
+    EXPECT_NE(text.find(R"("encrypted_content":"ENC-RUNNING")"), std::string::npos);
+    EXPECT_EQ(text.find("ENC-LOOP"), std::string::npos);
 }
 
 // A reply whose compaction item cannot be adopted (here the item has no encrypted_content) is
@@ -527,4 +650,37 @@ TEST_F(server_wire, a_compaction_item_is_not_adopted_without_inline_compaction_a
     EXPECT_EQ(c.at("adopted"), false);
     EXPECT_NE(std::string(c.at("message").as_string()).find("inline compaction"), std::string::npos);
     EXPECT_EQ(file(id).find(R"("type":"compaction")"), std::string::npos);
+}
+
+// A steering message appended between the view the loop's request was built from and its reply:
+// with the view's leafId as `coveredLeafId`, the item covers the path up to that leaf, and the
+// steering message stays after the compaction, replayed between the item and the answer.
+TEST_F(server_inline, the_covered_leaf_keeps_a_message_appended_meanwhile_after_the_adopted_item)
+{
+    start_inline();
+    const auto id = loaded_session();
+    const auto view = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    const auto output = loop_output(view);
+    const auto steer = sync(
+        "POST",
+        "/v1/sessions/" + id + "/messages?format=responses",
+        with_items("input", R"([{"role":"user","content":"steer: the other file"}])")
+    );
+    ASSERT_EQ(steer->res.status, 201) << steer->res.body;
+    const auto steering = std::string(steer->json().at("ids").at(0).as_string());
+    const auto r = append_output(id, output, R"(,"coveredLeafId":)" + json::serialize(view.at("leafId")));
+    ASSERT_EQ(r->res.status, 201) << r->res.body;
+    const auto answer = r->json();
+    ASSERT_EQ(answer.at("compaction").at("adopted"), true) << json::serialize(answer);
+    EXPECT_NE(file(id).find(R"("firstKeptEntryId":")" + steering + "\""), std::string::npos);
+    const auto next = sync("GET", "/v1/sessions/" + id + "/context?wire=responses")->json();
+    const auto& wire = next.at("wire").as_array();
+    ASSERT_GE(wire.size(), 3u);
+    EXPECT_EQ(wire[0], output[1]);
+    EXPECT_NE(json::serialize(wire[1]).find("steer: the other file"), std::string::npos);
+
+    // A covered leaf that is not on the path is refused by name; the messages stay appended.
+    const auto again = append_output(id, output, R"(,"coveredLeafId":"nope")");
+    ASSERT_EQ(again->res.status, 201) << again->res.body;
+    EXPECT_EQ(again->json().at("compaction").at("error"), "adoption_invalid_cut");
 }

@@ -19,7 +19,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <sstream>
 
@@ -905,6 +907,231 @@ TEST_F(native_session_test, an_adopted_compaction_whose_cut_the_plan_does_not_ma
     );
     run_until([&] { return done; });
     EXPECT_EQ(ec, runtime::make_error_code(runtime::errc::stale_plan));
+    EXPECT_EQ(file(), text);
+    EXPECT_TRUE(requests_to("/v1/chat/completions").empty());
+}
+
+// A before_compact hook that supplies its own result during an adoption wins: the entry is the
+// hook's (no native state, nothing replayed of the item), and the outcome says the item was not
+// adopted and why.
+TEST_F(native_session_test, a_hooks_result_during_an_adoption_commits_and_reports_the_item_not_adopted)
+{
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    s->on_before_compact([](const before_compact_event&) {
+        compaction::compaction_result r;
+        r.summary = "## Goal\nThe host's own summary.";
+        return hook_decision{.result = r};
+    });
+    append_turn(*s, "the loop's turn");
+    const std::string reply = *s->current()->leaf_id;
+    bool done = false;
+    std::pair<error_code, compaction_outcome> r;
+    s->async_adopt_compaction(
+        json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(),
+        reply,
+        [&](error_code ec, compaction_outcome o) {
+            done = true;
+            r = {ec, std::move(o)};
+        }
+    );
+    run_until([&] { return done; });
+    ASSERT_FALSE(r.first) << r.second.message;
+    ASSERT_TRUE(r.second.compacted) << r.second.message;
+    EXPECT_FALSE(r.second.adopted);
+    EXPECT_EQ(r.second.not_adopted, "hook_result");
+    EXPECT_NE(r.second.message.find("not adopted"), std::string::npos) << r.second.message;
+
+    const auto entry = last_compaction(file());
+    EXPECT_EQ(entry.at("id").as_string(), r.second.entry_id);
+    EXPECT_TRUE(entry.at("summary").as_string().starts_with("## Goal\nThe host's own summary."));
+    EXPECT_EQ(json::serialize(entry).find("ENC-LOOP"), std::string::npos);  // no native state
+    EXPECT_FALSE(s->current()->native);
+    const auto replay = providers::to_responses_input(s->context(), s->current()->native.get());
+    for (const auto& item : replay)
+        EXPECT_NE(item.as_object().if_contains("type") ? item.at("type") : json::value(), "compaction");
+    ASSERT_EQ(finished_.size(), 1u);
+    EXPECT_TRUE(finished_[0].native_selection.starts_with("hook:")) << finished_[0].native_selection;
+    EXPECT_TRUE(requests_to("/v1/chat/completions").empty());  // no portable note either
+}
+
+// Another compaction in flight: the adoption is refused with `compaction_running`, nothing is
+// written, and the running compaction still commits.
+TEST_F(native_session_test, an_adoption_while_a_compaction_runs_is_refused_and_the_running_one_commits)
+{
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    // Released however the test ends: the fake's thread must not wait forever.
+    const auto unblock = std::shared_ptr<void>(nullptr, [&release, released](void*) {
+        if (released.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            release.set_value();
+    });
+    auto arrived = std::make_shared<std::atomic<bool>>(false);
+    server_.route("/v1/responses", [released, arrived](const test::recorded_request& r) {
+        *arrived = true;
+        released.wait();  // the native request is in flight until the test releases it
+        return test::openai_inline_reply(r, "ENC-RUNNING");
+    });
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    append_turn(*s, "the loop's turn");
+    const std::string reply = *s->current()->leaf_id;
+    const auto text = file();
+
+    bool compacted = false;
+    std::pair<error_code, compaction_outcome> running;
+    s->async_compact(std::nullopt, [&](error_code ec, compaction_outcome o) {
+        compacted = true;
+        running = {ec, std::move(o)};
+    });
+    run_until([&] { return arrived->load(); });
+    bool refused = false;
+    std::pair<error_code, compaction_outcome> adoption;
+    s->async_adopt_compaction(
+        json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(),
+        reply,
+        [&](error_code ec, compaction_outcome o) {
+            refused = true;
+            adoption = {ec, std::move(o)};
+        }
+    );
+    run_until([&] { return refused; });
+    EXPECT_EQ(adoption.first, runtime::make_error_code(runtime::errc::compaction_running));
+    EXPECT_FALSE(adoption.second.compacted);
+    EXPECT_FALSE(adoption.second.adopted);
+    EXPECT_EQ(file(), text);  // nothing written
+    EXPECT_FALSE(compacted);
+
+    release.set_value();
+    run_until([&] { return compacted; });
+    ASSERT_FALSE(running.first) << running.second.message;
+    ASSERT_TRUE(running.second.compacted) << running.second.message;
+    const auto entry = last_compaction(file());
+    EXPECT_EQ(entry.at("id").as_string(), running.second.entry_id);
+    EXPECT_NE(json::serialize(entry).find("ENC-RUNNING"), std::string::npos);
+    EXPECT_EQ(file().find("ENC-LOOP"), std::string::npos);
+}
+
+namespace {
+
+json::object message_entry(json::object m)
+{
+    return json::object{{"type", "message"}, {"message", std::move(m)}};
+}
+
+json::object assistant_message(json::array content, std::string stop = "stop")
+{
+    return json::object{
+        {"role", "assistant"},
+        {"content", std::move(content)},
+        {"api", "openai-responses"},
+        {"provider", "openai"},
+        {"model", "claude-loop"},
+        {"stopReason", std::move(stop)},
+        {"timestamp", 2}};
+}
+
+}  // namespace
+
+// The host built its request at leaf L, then appended a steering message before the reply came
+// back: with the covered leaf, the item covers the path up to L only, and the steering message
+// stays after the compaction with the reply (replayed after the item).
+TEST_F(native_session_test, an_adoption_with_its_covered_leaf_keeps_the_entries_appended_meanwhile)
+{
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    append_turn(*s, "the loop's turn");
+    const std::string covered = *s->current()->leaf_id;  // the view's leafId the request was built at
+    const auto append = [&](json::object m) {
+        std::string id;
+        bool done = false;
+        s->async_append(message_entry(std::move(m)), [&](error_code ec, std::string i) {
+            EXPECT_FALSE(ec) << ec.message();
+            id = std::move(i);
+            done = true;
+        });
+        run_until([&] { return done; });
+        return id;
+    };
+    const auto steering =
+        append({{"role", "user"}, {"content", "steer: use the other file"}, {"timestamp", 3}});
+    const auto reply = append(assistant_message(json::array{json::object{{"type", "text"}, {"text", "ok"}}}));
+    const auto item = json::parse(test::openai_compaction_item("ENC-COVERED")).as_object();
+    bool done = false;
+    std::pair<error_code, compaction_outcome> r;
+    s->async_adopt_compaction(item, reply, covered, [&](error_code ec, compaction_outcome o) {
+        done = true;
+        r = {ec, std::move(o)};
+    });
+    run_until([&] { return done; });
+    ASSERT_FALSE(r.first) << r.second.message;
+    ASSERT_TRUE(r.second.adopted) << r.second.message;
+    const auto entry = last_compaction(file());
+    EXPECT_EQ(entry.at("firstKeptEntryId").as_string(), steering);
+    const auto replay = providers::to_responses_input(s->context(), s->current()->native.get());
+    ASSERT_EQ(replay.size(), 3u);  // the item, the steering message, the reply
+    EXPECT_EQ(replay.at(0), item);
+    EXPECT_NE(json::serialize(replay.at(1)).find("steer: use the other file"), std::string::npos);
+}
+
+// The entry after the covered leaf is a tool result (from another path): no cut is valid there,
+// so the adoption is refused with adoption_invalid_cut and nothing is written.
+TEST_F(native_session_test, an_adoption_whose_covered_prefix_ends_at_no_valid_cut_writes_nothing)
+{
+    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
+    auto p = provider(wire_format::openai);
+    p.openai_form = providers::openai_native_form::inline_request;
+    auto s = open(config(p));
+    append_turn(*s, "the loop's turn");
+    const auto append = [&](json::object m) {
+        std::string id;
+        bool done = false;
+        s->async_append(message_entry(std::move(m)), [&](error_code ec, std::string i) {
+            EXPECT_FALSE(ec) << ec.message();
+            id = std::move(i);
+            done = true;
+        });
+        run_until([&] { return done; });
+        return id;
+    };
+    const auto call = append(assistant_message(
+        json::array{json::object{
+            {"type", "toolCall"},
+            {"id", "call_9"},
+            {"name", "read"},
+            {"arguments", json::object{{"path", "a"}}}}},
+        "toolUse"
+    ));
+    append(
+        {{"role", "toolResult"},
+         {"toolCallId", "call_9"},
+         {"toolName", "read"},
+         {"content", json::array{json::object{{"type", "text"}, {"text", "contents"}}}},
+         {"isError", false},
+         {"timestamp", 3}}
+    );
+    const auto reply = append(assistant_message(json::array{json::object{{"type", "text"}, {"text", "ok"}}}));
+    const auto text = file();
+    bool done = false;
+    std::pair<error_code, compaction_outcome> r;
+    s->async_adopt_compaction(
+        json::parse(test::openai_compaction_item("E")).as_object(),
+        reply,
+        call,
+        [&](error_code ec, compaction_outcome o) {
+            done = true;
+            r = {ec, std::move(o)};
+        }
+    );
+    run_until([&] { return done; });
+    EXPECT_EQ(r.first, runtime::make_error_code(runtime::errc::adoption_invalid_cut)) << r.first.message();
+    EXPECT_NE(r.second.message.find("tool result"), std::string::npos) << r.second.message;
     EXPECT_EQ(file(), text);
     EXPECT_TRUE(requests_to("/v1/chat/completions").empty());
 }

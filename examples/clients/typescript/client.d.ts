@@ -60,10 +60,13 @@ export interface WireMessagesRequest {
   model?: string;
   /** The reply's `input_transformations` as the provider returned them (responses, anthropic). */
   input_transformations?: JsonObject[];
+  /** POST with a reply's compaction item: the view's `leafId` the loop's request was built from. */
+  coveredLeafId?: string;
 }
 export interface WireMessagesResult {
   ids: string[];
-  /** POST with a Responses reply's compaction item: whether the session adopted it. */
+  /** POST with a Responses reply's compaction item: whether the session adopted it
+   * (`{adopted, entryId?, reason?: "hook_result", error?, message?}`). */
   compaction?: JsonObject;
 }
 export interface TurnEndRequest {

@@ -49,6 +49,11 @@ struct plan_options
     /// (keep_turn_whole). A background compaction sets it: what it keeps grows until its commit
     /// anyway, and a whole turn saves the turn-prefix summary request.
     std::int64_t whole_turn_tokens = 0;
+    /// Keep exactly from this entry (or the first entry the context sees from it): an adopted
+    /// provider compaction covers the path before it. The keepRecent* rules and the summary's
+    /// room do not move it; it must be an allowed cut point of the range and pass no required
+    /// entry, else `boundary_unavailable` with why in the diagnostics. nullptr = the rules' cut.
+    const std::string* keep_from = nullptr;
 };
 
 struct compaction_preparation

@@ -35,8 +35,10 @@ enum class errc
                             ///< window
     hook_invalid_cut,  ///< a before_compact hook's firstKeptEntryId is not a valid cut (the message names it
                        ///< and why)
-    summarized_history,  ///< a history replacement would change what the latest compaction summarized
-                         ///< (nothing written)
+    summarized_history,    ///< a history replacement would change what the latest compaction summarized
+                           ///< (nothing written)
+    adoption_invalid_cut,  ///< an adopted compaction's covered prefix does not end at a valid cut (nothing
+                           ///< written; the message says why)
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -123,6 +123,13 @@ struct compaction_outcome
     std::optional<compaction::compaction_result> result;
     std::string entry_id;  ///< the new compaction entry
     std::string message;   ///< why nothing was done, or why it failed (safe text)
+    /// async_adopt_compaction only: the provider's compaction item became the entry's native
+    /// state. False for a committed adoption that a before_compact hook answered with its own
+    /// result (`not_adopted` is then `hook_result`): the entry holds the hook's summary and no
+    /// native state.
+    bool adopted = false;
+    /// Why a committed adoption did not adopt the item (`hook_result`); empty otherwise.
+    std::string not_adopted;
 };
 
 using outcome_signature = void(boost::system::error_code, compaction_outcome);
@@ -427,6 +434,8 @@ public:
      * providers code) when the item is not one `compaction` item with an `encrypted_content`;
      * `not_configured` (the providers code) when the summarizer does not use OpenAI inline
      * compaction (its capabilities' `inline_compaction`: no view advertised the threshold).
+     * A before_compact hook that supplies its own result wins: that result is committed (no
+     * native state) and the outcome has `adopted` false, `not_adopted` `hook_result`.
      * @par Per-operation cancellation
      * `terminal`: as async_compact's first caller.
      */
@@ -440,7 +449,37 @@ public:
             shared_from_this(),
             &session::adopt_compaction_impl,
             std::move(item),
-            std::move(first_kept_entry_id)
+            std::move(first_kept_entry_id),
+            std::optional<std::string>()
+        );
+    }
+
+    /**
+     * @brief async_adopt_compaction for a host that appended entries between building the
+     * request and appending its reply (a steering message, a tool result from another path):
+     * `covered_leaf_id` is the leaf the request's input was built at (the `leafId` of the view it
+     * came from). The item covers the path up to that entry; the compaction cuts at the entry
+     * after it, so the entries appended meanwhile stay after the compaction with the reply,
+     * exactly as background compaction keeps them. `first_kept_entry_id` (the reply's first
+     * entry) must come after it. Refused with `adoption_invalid_cut`, nothing written, when the
+     * covered leaf is not on the active path, the reply does not follow it, or the entry after it
+     * is not a valid cut (a tool result, inside a tool round, past a required entry).
+     */
+    template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
+    auto async_adopt_compaction(
+        boost::json::object item,
+        std::string first_kept_entry_id,
+        std::string covered_leaf_id,
+        CompletionToken&& token
+    )
+    {
+        return ::agentctx::detail::async_call<outcome_signature>(
+            token,
+            shared_from_this(),
+            &session::adopt_compaction_impl,
+            std::move(item),
+            std::move(first_kept_entry_id),
+            std::optional<std::string>(std::move(covered_leaf_id))
         );
     }
 
@@ -665,6 +704,7 @@ private:
     void adopt_compaction_impl(
         boost::json::object item,
         std::string first_kept,
+        std::optional<std::string> covered_leaf,
         boost::asio::any_completion_handler<outcome_signature> h
     );
     void compact_impl(
