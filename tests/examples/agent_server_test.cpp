@@ -533,36 +533,50 @@ TEST_F(agent_server_test, accept_keeps_working_after_running_out_of_descriptors)
     GTEST_SKIP() << "descriptor exhaustion is not observable under sanitizers";
 #endif
     start();
-    rlimit saved{};
-    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-    raw_conn pending;  // its descriptor exists before the table fills; connect() needs none
-    int highest = 0;
-    for (const auto& e : fs::directory_iterator("/proc/self/fd"))
-        highest = std::max(highest, std::stoi(e.path().filename().string()));
-    rlimit low = saved;
-    low.rlim_cur = static_cast<rlim_t>(highest) + 8;
-    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-    std::vector<int> filler;
-    for (int fd; filler.size() < 4096 && (fd = ::dup(0)) >= 0;)
-        filler.push_back(fd);
-    const bool exhausted = errno == EMFILE;
-    const bool connected = pending.connect(port_);  // the server's accept now fails with EMFILE
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (server_->accept_failures() == 0 && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const auto failures = server_->accept_failures();
-    for (int fd : filler)
-        ::close(fd);
-    setrlimit(RLIMIT_NOFILE, &saved);
-    ASSERT_TRUE(exhausted);
-    ASSERT_TRUE(connected);
-    EXPECT_GT(failures, 0u);
-    // Descriptors are free again: the connection that waited is served.
-    ASSERT_TRUE(pending.send(
-        "GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    ));
+    // One attempt: a connection waits in the backlog while the table is full, then the table is
+    // freed and the connection asks. Its answer ("" when the server closed it unanswered).
+    const auto attempt = [this]() -> std::string {
+        rlimit saved{};
+        EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        raw_conn pending;  // its descriptor exists before the table fills; connect() needs none
+        int highest = 0;
+        for (const auto& e : fs::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::stoi(e.path().filename().string()));
+        rlimit low = saved;
+        low.rlim_cur = static_cast<rlim_t>(highest) + 8;
+        EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+        std::vector<int> filler;
+        for (int fd; filler.size() < 4096 && (fd = ::dup(0)) >= 0;)
+            filler.push_back(fd);
+        const bool exhausted = errno == EMFILE;
+        const auto before = server_->accept_failures();
+        const bool connected = pending.connect(port_);  // the server's accept now fails with EMFILE
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (server_->accept_failures() == before && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const auto failures = server_->accept_failures() - before;
+        for (int fd : filler)
+            ::close(fd);
+        setrlimit(RLIMIT_NOFILE, &saved);
+        EXPECT_TRUE(exhausted);
+        EXPECT_TRUE(connected);
+        EXPECT_GT(failures, 0u);
+        // Descriptors are free again: the connection that waited is served.
+        EXPECT_TRUE(pending.send(
+            "GET /v1/sessions/nosuchsession/context HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        ));
+        std::string out;
+        EXPECT_TRUE(pending.read_to_close(out));
+        return out;
+    };
+    // A descriptor another thread frees for an instant lets the server accept the connection
+    // before the table is full again; its next accept then fails, and the server rightly closes
+    // that connection, still without a request, to free a descriptor. The scenario did not
+    // happen then: it is set up again. A server that never serves a waiting connection fails
+    // every attempt.
     std::string out;
-    EXPECT_TRUE(pending.read_to_close(out));
+    for (int i = 0; i < 3 && out.empty(); ++i)
+        out = attempt();
     EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
     // And new connections are accepted.
     EXPECT_EQ(sync("GET", "/v1/sessions/nosuchsession/context")->res.status, 404);
