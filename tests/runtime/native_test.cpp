@@ -159,6 +159,42 @@ protected:
         return r;
     }
 
+    // Adopts a compaction item (with the covered leaf when given) and waits for the outcome.
+    std::pair<error_code, compaction_outcome> adopt(
+        session& s,
+        json::object item,
+        const std::string& first_kept,
+        std::optional<std::string> covered = std::nullopt
+    )
+    {
+        bool done = false;
+        std::pair<error_code, compaction_outcome> r;
+        const auto finish = [&](error_code ec, compaction_outcome o) {
+            done = true;
+            r = {ec, std::move(o)};
+        };
+        if (covered)
+            s.async_adopt_compaction(std::move(item), first_kept, *covered, finish);
+        else
+            s.async_adopt_compaction(std::move(item), first_kept, finish);
+        run_until([&] { return done; });
+        return r;
+    }
+
+    // Appends one message entry and returns its id.
+    std::string append_message(session& s, json::object m)
+    {
+        std::string id;
+        bool done = false;
+        s.async_append({{"type", "message"}, {"message", std::move(m)}}, [&](error_code ec, std::string i) {
+            EXPECT_FALSE(ec) << ec.message();
+            id = std::move(i);
+            done = true;
+        });
+        run_until([&] { return done; });
+        return id;
+    }
+
     void append_turn(session& s, const std::string& text)
     {
         for (const auto& m :
@@ -854,13 +890,7 @@ TEST_F(native_session_test, a_loop_replys_compaction_item_is_adopted_cut_at_the_
     const auto before = s->current();
     const std::string reply = *before->leaf_id;  // the reply's answer: the first kept entry
     const auto item = json::parse(test::openai_compaction_item("ENC-LOOP")).as_object();
-    bool done = false;
-    std::pair<error_code, compaction_outcome> r;
-    s->async_adopt_compaction(item, reply, [&](error_code ec, compaction_outcome o) {
-        done = true;
-        r = {ec, std::move(o)};
-    });
-    run_until([&] { return done; });
+    const auto r = adopt(*s, item, reply);
     ASSERT_FALSE(r.first) << r.second.message;
     ASSERT_TRUE(r.second.compacted) << r.second.message;
     EXPECT_TRUE(requests_to("/v1/responses").empty());
@@ -895,17 +925,7 @@ TEST_F(native_session_test, an_adopted_compaction_whose_cut_the_plan_does_not_ma
     // The user message of the turn: the plan keeps from the reply, not from it.
     const auto& msgs = path->messages.to_vector();
     const std::string user = msgs.at(msgs.size() - 2).entry_id;
-    bool done = false;
-    error_code ec;
-    s->async_adopt_compaction(
-        json::parse(test::openai_compaction_item("E")).as_object(),
-        user,
-        [&](error_code e, compaction_outcome) {
-            done = true;
-            ec = e;
-        }
-    );
-    run_until([&] { return done; });
+    const auto ec = adopt(*s, json::parse(test::openai_compaction_item("E")).as_object(), user).first;
     EXPECT_EQ(ec, runtime::make_error_code(runtime::errc::stale_plan));
     EXPECT_EQ(file(), text);
     EXPECT_TRUE(requests_to("/v1/chat/completions").empty());
@@ -927,17 +947,7 @@ TEST_F(native_session_test, a_hooks_result_during_an_adoption_commits_and_report
     });
     append_turn(*s, "the loop's turn");
     const std::string reply = *s->current()->leaf_id;
-    bool done = false;
-    std::pair<error_code, compaction_outcome> r;
-    s->async_adopt_compaction(
-        json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(),
-        reply,
-        [&](error_code ec, compaction_outcome o) {
-            done = true;
-            r = {ec, std::move(o)};
-        }
-    );
-    run_until([&] { return done; });
+    const auto r = adopt(*s, json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(), reply);
     ASSERT_FALSE(r.first) << r.second.message;
     ASSERT_TRUE(r.second.compacted) << r.second.message;
     EXPECT_FALSE(r.second.adopted);
@@ -989,17 +999,7 @@ TEST_F(native_session_test, an_adoption_while_a_compaction_runs_is_refused_and_t
         running = {ec, std::move(o)};
     });
     run_until([&] { return arrived->load(); });
-    bool refused = false;
-    std::pair<error_code, compaction_outcome> adoption;
-    s->async_adopt_compaction(
-        json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(),
-        reply,
-        [&](error_code ec, compaction_outcome o) {
-            refused = true;
-            adoption = {ec, std::move(o)};
-        }
-    );
-    run_until([&] { return refused; });
+    const auto adoption = adopt(*s, json::parse(test::openai_compaction_item("ENC-LOOP")).as_object(), reply);
     EXPECT_EQ(adoption.first, runtime::make_error_code(runtime::errc::compaction_running));
     EXPECT_FALSE(adoption.second.compacted);
     EXPECT_FALSE(adoption.second.adopted);
@@ -1017,11 +1017,6 @@ TEST_F(native_session_test, an_adoption_while_a_compaction_runs_is_refused_and_t
 }
 
 namespace {
-
-json::object message_entry(json::object m)
-{
-    return json::object{{"type", "message"}, {"message", std::move(m)}};
-}
 
 json::object assistant_message(json::array content, std::string stop = "stop")
 {
@@ -1048,28 +1043,12 @@ TEST_F(native_session_test, an_adoption_with_its_covered_leaf_keeps_the_entries_
     auto s = open(config(p));
     append_turn(*s, "the loop's turn");
     const std::string covered = *s->current()->leaf_id;  // the view's leafId the request was built at
-    const auto append = [&](json::object m) {
-        std::string id;
-        bool done = false;
-        s->async_append(message_entry(std::move(m)), [&](error_code ec, std::string i) {
-            EXPECT_FALSE(ec) << ec.message();
-            id = std::move(i);
-            done = true;
-        });
-        run_until([&] { return done; });
-        return id;
-    };
+    const auto append = [&](json::object m) { return append_message(*s, std::move(m)); };
     const auto steering =
         append({{"role", "user"}, {"content", "steer: use the other file"}, {"timestamp", 3}});
     const auto reply = append(assistant_message(json::array{json::object{{"type", "text"}, {"text", "ok"}}}));
     const auto item = json::parse(test::openai_compaction_item("ENC-COVERED")).as_object();
-    bool done = false;
-    std::pair<error_code, compaction_outcome> r;
-    s->async_adopt_compaction(item, reply, covered, [&](error_code ec, compaction_outcome o) {
-        done = true;
-        r = {ec, std::move(o)};
-    });
-    run_until([&] { return done; });
+    const auto r = adopt(*s, item, reply, covered);
     ASSERT_FALSE(r.first) << r.second.message;
     ASSERT_TRUE(r.second.adopted) << r.second.message;
     const auto entry = last_compaction(file());
@@ -1089,17 +1068,7 @@ TEST_F(native_session_test, an_adoption_whose_covered_prefix_ends_at_no_valid_cu
     p.openai_form = providers::openai_native_form::inline_request;
     auto s = open(config(p));
     append_turn(*s, "the loop's turn");
-    const auto append = [&](json::object m) {
-        std::string id;
-        bool done = false;
-        s->async_append(message_entry(std::move(m)), [&](error_code ec, std::string i) {
-            EXPECT_FALSE(ec) << ec.message();
-            id = std::move(i);
-            done = true;
-        });
-        run_until([&] { return done; });
-        return id;
-    };
+    const auto append = [&](json::object m) { return append_message(*s, std::move(m)); };
     const auto call = append(assistant_message(
         json::array{json::object{
             {"type", "toolCall"},
@@ -1118,18 +1087,7 @@ TEST_F(native_session_test, an_adoption_whose_covered_prefix_ends_at_no_valid_cu
     );
     const auto reply = append(assistant_message(json::array{json::object{{"type", "text"}, {"text", "ok"}}}));
     const auto text = file();
-    bool done = false;
-    std::pair<error_code, compaction_outcome> r;
-    s->async_adopt_compaction(
-        json::parse(test::openai_compaction_item("E")).as_object(),
-        reply,
-        call,
-        [&](error_code ec, compaction_outcome o) {
-            done = true;
-            r = {ec, std::move(o)};
-        }
-    );
-    run_until([&] { return done; });
+    const auto r = adopt(*s, json::parse(test::openai_compaction_item("E")).as_object(), reply, call);
     EXPECT_EQ(r.first, runtime::make_error_code(runtime::errc::adoption_invalid_cut)) << r.first.message();
     EXPECT_NE(r.second.message.find("tool result"), std::string::npos) << r.second.message;
     EXPECT_EQ(file(), text);
