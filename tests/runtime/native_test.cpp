@@ -159,6 +159,16 @@ protected:
         return r;
     }
 
+    // A session whose OpenAI summarizer uses inline compaction; `note` is the portable note the
+    // chat route answers.
+    std::shared_ptr<session> open_inline(const std::string& note)
+    {
+        server_.route("/v1/chat/completions", fixed(test::openai_body(note)));
+        auto p = provider(wire_format::openai);
+        p.openai_form = providers::openai_native_form::inline_request;
+        return open(config(p));
+    }
+
     // Adopts a compaction item (with the covered leaf when given) and waits for the outcome.
     std::pair<error_code, compaction_outcome> adopt(
         session& s,
@@ -882,10 +892,7 @@ TEST_F(
 // native state, cut at the reply, with a portable note; no native request is sent.
 TEST_F(native_session_test, a_loop_replys_compaction_item_is_adopted_cut_at_the_reply_and_replayed)
 {
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note of the loop.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note of the loop.");
     append_turn(*s, "the loop's turn");
     const auto before = s->current();
     const std::string reply = *before->leaf_id;  // the reply's answer: the first kept entry
@@ -915,10 +922,7 @@ TEST_F(native_session_test, a_loop_replys_compaction_item_is_adopted_cut_at_the_
 // nothing is written.
 TEST_F(native_session_test, an_adopted_compaction_whose_cut_the_plan_does_not_make_writes_nothing)
 {
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note.");
     append_turn(*s, "the loop's turn");
     const auto text = file();
     const auto path = s->current();
@@ -936,10 +940,7 @@ TEST_F(native_session_test, an_adopted_compaction_whose_cut_the_plan_does_not_ma
 // adopted and why.
 TEST_F(native_session_test, a_hooks_result_during_an_adoption_commits_and_reports_the_item_not_adopted)
 {
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note.");
     s->on_before_compact([](const before_compact_event&) {
         compaction::compaction_result r;
         r.summary = "## Goal\nThe host's own summary.";
@@ -984,10 +985,7 @@ TEST_F(native_session_test, an_adoption_while_a_compaction_runs_is_refused_and_t
         released.wait();  // the native request is in flight until the test releases it
         return test::openai_inline_reply(r, "ENC-RUNNING");
     });
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note.");
     append_turn(*s, "the loop's turn");
     const std::string reply = *s->current()->leaf_id;
     const auto text = file();
@@ -1037,10 +1035,7 @@ json::object assistant_message(json::array content, std::string stop = "stop")
 // stays after the compaction with the reply (replayed after the item).
 TEST_F(native_session_test, an_adoption_with_its_covered_leaf_keeps_the_entries_appended_meanwhile)
 {
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note.");
     append_turn(*s, "the loop's turn");
     const std::string covered = *s->current()->leaf_id;  // the view's leafId the request was built at
     const auto append = [&](json::object m) { return append_message(*s, std::move(m)); };
@@ -1063,10 +1058,7 @@ TEST_F(native_session_test, an_adoption_with_its_covered_leaf_keeps_the_entries_
 // so the adoption is refused with adoption_invalid_cut and nothing is written.
 TEST_F(native_session_test, an_adoption_whose_covered_prefix_ends_at_no_valid_cut_writes_nothing)
 {
-    server_.route("/v1/chat/completions", fixed(test::openai_body("## Goal\nPortable note.")));
-    auto p = provider(wire_format::openai);
-    p.openai_form = providers::openai_native_form::inline_request;
-    auto s = open(config(p));
+    auto s = open_inline("## Goal\nPortable note.");
     append_turn(*s, "the loop's turn");
     const auto append = [&](json::object m) { return append_message(*s, std::move(m)); };
     const auto call = append(assistant_message(
