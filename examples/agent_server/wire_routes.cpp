@@ -16,7 +16,6 @@
 #include <chrono>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -275,17 +274,9 @@ asio::awaitable<json::object> adopt_compaction(
 )
 {
     const auto& first_kept = ids.at(item.messages_before);
-    // Two plain awaits: a co_await in each arm of a conditional expression crashed here (GCC 12).
-    std::tuple<boost::system::error_code, runtime::compaction_outcome> done;
-    if (covered_leaf)
-        done = co_await held->session().async_adopt_compaction(
-            std::move(item.item), first_kept, std::move(*covered_leaf), asio::as_tuple(asio::use_awaitable)
-        );
-    else
-        done = co_await held->session().async_adopt_compaction(
-            std::move(item.item), first_kept, asio::as_tuple(asio::use_awaitable)
-        );
-    auto& [ec, out] = done;
+    auto [ec, out] = co_await held->session().async_adopt_compaction(
+        std::move(item.item), first_kept, std::move(covered_leaf), asio::as_tuple(asio::use_awaitable)
+    );
     if (!ec && out.compacted && out.adopted)
         co_return json::object{{"adopted", true}, {"entryId", out.entry_id}};
     if (!ec && out.compacted)  // committed, but not the provider's item

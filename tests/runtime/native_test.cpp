@@ -183,10 +183,7 @@ protected:
             done = true;
             r = {ec, std::move(o)};
         };
-        if (covered)
-            s.async_adopt_compaction(std::move(item), first_kept, *covered, finish);
-        else
-            s.async_adopt_compaction(std::move(item), first_kept, finish);
+        s.async_adopt_compaction(std::move(item), first_kept, std::move(covered), finish);
         run_until([&] { return done; });
         return r;
     }

@@ -444,13 +444,11 @@ public:
         boost::json::object item, std::string first_kept_entry_id, CompletionToken&& token
     )
     {
-        return ::agentctx::detail::async_call<outcome_signature>(
-            token,
-            shared_from_this(),
-            &session::adopt_compaction_impl,
+        return async_adopt_compaction(
             std::move(item),
             std::move(first_kept_entry_id),
-            std::optional<std::string>()
+            std::nullopt,
+            std::forward<CompletionToken>(token)
         );
     }
 
@@ -463,13 +461,14 @@ public:
      * exactly as background compaction keeps them. `first_kept_entry_id` (the reply's first
      * entry) must come after it. Refused with `adoption_invalid_cut`, nothing written, when the
      * covered leaf is not on the active path, the reply does not follow it, or the entry after it
-     * is not a valid cut (a tool result, inside a tool round, past a required entry).
+     * is not a valid cut (a tool result, inside a tool round, past a required entry). Without a
+     * covered leaf (std::nullopt) it is the overload above.
      */
     template <boost::asio::completion_token_for<outcome_signature> CompletionToken>
     auto async_adopt_compaction(
         boost::json::object item,
         std::string first_kept_entry_id,
-        std::string covered_leaf_id,
+        std::optional<std::string> covered_leaf_id,
         CompletionToken&& token
     )
     {
@@ -479,7 +478,7 @@ public:
             &session::adopt_compaction_impl,
             std::move(item),
             std::move(first_kept_entry_id),
-            std::optional<std::string>(std::move(covered_leaf_id))
+            std::move(covered_leaf_id)
         );
     }
 
